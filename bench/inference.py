@@ -1,0 +1,84 @@
+"""Forward-pass speed: our BertModel vs transformers.BertModel, same weights, fp32 CPU.
+
+Prints seconds per forward for both and the ratio ours/theirs; the last line is the
+worst (largest) ratio. Both run in the same process, interleaved, under inference_mode.
+Usage: python bench/inference.py [--repeats N] [--threads T]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from engine import BertModel, preset  # noqa: E402
+
+CASES = [("mini", 1, 128), ("base", 8, 128)]
+
+
+def reference_model(ours: BertModel):
+    """transformers.BertModel (its default SDPA attention) with our weights."""
+    import transformers
+
+    hf_config = transformers.BertConfig(**{k: v for k, v in ours.config.to_dict().items()
+                                           if k not in ("architectures", "model_type")})
+    theirs = transformers.BertModel(hf_config).eval()
+    missing, unexpected = theirs.load_state_dict(ours.state_dict(), strict=False)
+    assert not [k for k in missing if "position_ids" not in k and "token_type_ids" not in k], missing
+    assert not unexpected, unexpected
+    return theirs
+
+
+def time_forward(fn, repeats: int) -> float:
+    """Median seconds of ``repeats`` calls after warm-up."""
+    for _ in range(3):
+        fn()
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave default)")
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    ratios = []
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, fp32 CPU")
+    for name, batch, seq_len in CASES:
+        config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        ours = BertModel(config).eval()
+        from engine.model import init_bert_weights
+        init_bert_weights(ours, config.initializer_range)
+        theirs = reference_model(ours)
+        ids = torch.randint(5, config.vocab_size, (batch, seq_len))
+        mask = torch.ones_like(ids)
+        types = torch.zeros_like(ids)
+        with torch.inference_mode():
+            diff = (ours(ids, mask, types).last_hidden_state
+                    - theirs(input_ids=ids, attention_mask=mask, token_type_ids=types).last_hidden_state).abs().max()
+            t_ours, t_theirs = [], []
+            for _ in range(3):  # interleave to share machine noise fairly
+                t_theirs.append(time_forward(lambda: theirs(input_ids=ids, attention_mask=mask, token_type_ids=types),
+                                             args.repeats))
+                t_ours.append(time_forward(lambda: ours(ids, mask, types), args.repeats))
+        ratio = min(t_ours) / min(t_theirs)
+        ratios.append(ratio)
+        print(f"{name:5s} b={batch} s={seq_len}: ours {min(t_ours)*1e3:8.2f} ms  transformers "
+              f"{min(t_theirs)*1e3:8.2f} ms  ratio {ratio:.3f}  (max |diff| {diff:.1e})")
+    print(f"ratio ours/transformers: " + ", ".join(f"{n} {r:.3f}" for (n, _, _), r in zip(CASES, ratios)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""BertConfig: the model's hyper-parameters, with Hugging Face field names.
+
+Read and written as a Hugging Face ``config.json`` (``model_type: "bert"``), so a
+directory we export is a directory ``transformers`` can load, and vice versa.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
+
+
+@dataclass
+class BertConfig:
+    """Hyper-parameters of a BERT encoder; field names match ``transformers.BertConfig``."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    initializer_range: float = 0.02
+    pad_token_id: int = 0
+    classifier_dropout: float | None = None
+    id2label: dict[int, str] = field(default_factory=lambda: {0: "LABEL_0", 1: "LABEL_1"})
+    architectures: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        # JSON object keys are strings; normalise id2label to int keys.
+        self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
+        self.validate()
+
+    @property
+    def num_labels(self) -> int:
+        """Number of classes of the sequence-classification head."""
+        return len(self.id2label)
+
+    @property
+    def label2id(self) -> dict[str, int]:
+        return {v: k for k, v in self.id2label.items()}
+
+    @property
+    def head_size(self) -> int:
+        """Width of one attention head (hd)."""
+        return self.hidden_size // self.num_attention_heads
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` with a readable message if the values cannot make a BERT."""
+        positive = (
+            "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+            "intermediate_size", "max_position_embeddings", "type_vocab_size",
+        )
+        for name in positive:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.hidden_size % self.num_attention_heads != 0:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                f"({self.num_attention_heads}); each head gets hidden_size / heads dimensions"
+            )
+        if self.hidden_act not in SUPPORTED_ACTIVATIONS:
+            raise ValueError(
+                f"unknown hidden_act {self.hidden_act!r}; supported: {', '.join(SUPPORTED_ACTIVATIONS)}"
+            )
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        if self.classifier_dropout is not None and (
+                isinstance(self.classifier_dropout, bool) or not isinstance(self.classifier_dropout, (int, float))
+                or not 0.0 <= self.classifier_dropout < 1.0):
+            raise ValueError(f"classifier_dropout must be in [0, 1) or null, got {self.classifier_dropout!r}")
+        if not isinstance(self.layer_norm_eps, (int, float)) or self.layer_norm_eps <= 0:
+            raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps!r}")
+        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
+            raise ValueError(f"initializer_range must be positive, got {self.initializer_range!r}")
+        if (isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int)
+                or not 0 <= self.pad_token_id < self.vocab_size):
+            raise ValueError(f"pad_token_id must be in [0, vocab_size), got {self.pad_token_id!r}")
+        if not self.id2label:
+            raise ValueError("id2label must name at least one class")
+
+    # ---- Hugging Face config.json -------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The ``config.json`` content (``model_type: bert``) ``transformers`` reads."""
+        data = dataclasses.asdict(self)
+        data["id2label"] = {str(k): v for k, v in self.id2label.items()}
+        data["label2id"] = self.label2id
+        data["model_type"] = "bert"
+        data["position_embedding_type"] = "absolute"
+        data["tie_word_embeddings"] = True
+        if data["architectures"] is None:
+            del data["architectures"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "BertConfig":
+        """Build from a ``config.json`` dict; unknown HF fields are ignored, wrong model types refused."""
+        model_type = data.get("model_type", "bert")
+        if model_type != "bert":
+            raise ValueError(f"config.json has model_type {model_type!r}; only 'bert' models are supported")
+        pos = data.get("position_embedding_type", "absolute")
+        if pos != "absolute":
+            raise ValueError(f"position_embedding_type {pos!r} is not supported (only 'absolute')")
+        if data.get("is_decoder"):
+            raise ValueError("decoder (causal) BERT configs are not supported; this app explores encoders")
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        if "id2label" not in kwargs and isinstance(data.get("num_labels"), int) and data["num_labels"] > 0:
+            kwargs["id2label"] = {i: f"LABEL_{i}" for i in range(data["num_labels"])}
+        return cls(**kwargs)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write ``config.json`` into ``directory``; returns its path."""
+        path = Path(directory) / "config.json"
+        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "BertConfig":
+        """Read a ``config.json`` file (or the one inside a directory)."""
+        path = Path(path)
+        if path.is_dir():
+            path = path / "config.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"no config.json at {path}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path} is not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path} must hold a JSON object")
+        return cls.from_dict(data)
+
+    def replace(self, **changes: Any) -> "BertConfig":
+        """A validated copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+# (layers, hidden, heads, intermediate): the sizes of Turc et al.'s compact BERTs and the paper's two.
+PRESETS: dict[str, tuple[int, int, int, int]] = {
+    "tiny": (2, 128, 2, 512),
+    "mini": (4, 256, 4, 1024),
+    "small": (4, 512, 8, 2048),
+    "medium": (8, 512, 8, 2048),
+    "base": (12, 768, 12, 3072),
+    "large": (24, 1024, 16, 4096),
+}
+
+
+def preset(name: str, **overrides: Any) -> BertConfig:
+    """A named size (tiny, mini, small, medium, base, large), optionally with overrides."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
+    layers, hidden, heads, intermediate = PRESETS[name]
+    values = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                  intermediate_size=intermediate)
+    values.update(overrides)
+    return BertConfig(**values)

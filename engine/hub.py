@@ -1,0 +1,62 @@
+"""Fetching a BERT from the Hugging Face hub: validated ids, only the files we need, fast failure offline."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+# "owner/name" (or a legacy single name such as "bert-base-uncased"); no paths, no URLs.
+_HUB_ID = re.compile(r"^(?:[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/)?[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
+# The only files a BERT checkpoint needs; nothing executable, no remote code.
+HUB_FILES = ["config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
+             "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
+LEGACY_WEIGHTS = ["pytorch_model.bin"]
+
+
+class HubUnavailableError(ConnectionError):
+    """The hub cannot be reached (offline mode or no network) and the model is not cached."""
+
+
+def is_hub_id(text: str) -> bool:
+    """True for a syntactically valid hub model id (``owner/name``); rejects paths and URLs."""
+    return bool(_HUB_ID.match(text)) and ".." not in text and not text.endswith((".", "-"))
+
+
+def hub_offline() -> bool:
+    """Whether the user switched the hub off (``HF_HUB_OFFLINE=1``)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -> Path:
+    """Download (or find in the cache) a model's config, weights and tokenizer files.
+
+    Prefers safetensors; falls back to ``pytorch_model.bin`` only when the repo has no
+    safetensors (it is then read with ``weights_only=True``). Raises ``ValueError`` for a
+    malformed id, ``HubUnavailableError`` offline, ``FileNotFoundError`` for a missing repo.
+    """
+    if not is_hub_id(repo_id):
+        raise ValueError(f"{repo_id!r} is not a hub model id; expected the form 'owner/name'")
+    import huggingface_hub
+    from huggingface_hub import errors
+
+    offline = hub_offline()
+    try:
+        path = Path(huggingface_hub.snapshot_download(
+            repo_id, revision=revision, allow_patterns=HUB_FILES, etag_timeout=timeout,
+            local_files_only=offline))
+        if not any(path.glob("*.safetensors")):
+            path = Path(huggingface_hub.snapshot_download(
+                repo_id, revision=revision, allow_patterns=HUB_FILES + LEGACY_WEIGHTS,
+                etag_timeout=timeout, local_files_only=offline))
+    except (errors.RepositoryNotFoundError, errors.RevisionNotFoundError, errors.GatedRepoError) as exc:
+        raise FileNotFoundError(f"hub model {repo_id!r} was not found or is not public: {type(exc).__name__}") from None
+    except errors.LocalEntryNotFoundError:
+        if offline:
+            raise HubUnavailableError(
+                f"the Hugging Face hub is switched off here (HF_HUB_OFFLINE=1) and {repo_id!r} is not in the "
+                "local cache; set HF_HUB_OFFLINE=0 where the hub is reachable, or load a local directory"
+            ) from None
+        raise HubUnavailableError(f"could not reach the Hugging Face hub to fetch {repo_id!r} (no network?)") from None
+    except (OSError, errors.HfHubHTTPError) as exc:
+        raise HubUnavailableError(f"could not fetch {repo_id!r} from the Hugging Face hub: {exc}") from None
+    return path

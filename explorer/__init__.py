@@ -1,0 +1,44 @@
+"""BERT Explorer's Gradio UI: ``build_app(services)`` assembles one tab per task.
+
+Theme and CSS are exported separately because Gradio 6 takes them in ``launch()``,
+not in ``gr.Blocks()``: ``build_app().launch(theme=THEME, css=CSS)``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+
+from explorer.services import Services, default_services
+
+__all__ = ["build_app", "Services", "default_services", "THEME", "CSS", "TITLE", "DESCRIPTION"]
+
+TITLE = "BERT Explorer"
+DESCRIPTION = (
+    "See how BERT reads text: tokenize it, look inside the embeddings and attention heads, "
+    "pretrain a small BERT and probe it as it learns."
+)
+
+# Built-in theme with system fonts only: nothing is fetched from a font CDN.
+THEME = gr.themes.Soft(
+    primary_hue="indigo",
+    font=["ui-sans-serif", "system-ui", "sans-serif"],
+    font_mono=["ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
+)
+
+_CSS_PATH = Path(__file__).resolve().parent.parent / "assets" / "style.css"
+CSS: str = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
+
+
+def build_app(services: Services | None = None) -> gr.Blocks:
+    """Build the whole app (no launch). Loads the bundled tokenizer if ``services`` is None."""
+    from explorer import tokenize_tab
+
+    services = services if services is not None else default_services()
+    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+        with gr.Column(elem_id="app-header"):
+            gr.Markdown(f"# {TITLE}\n{DESCRIPTION}")
+        with gr.Tabs():
+            with gr.Tab("Tokenize", id="tokenize"):
+                tokenize_tab.build(services)
+    return demo

@@ -1,0 +1,132 @@
+"""Pure plot builders: plain data in, a plotly ``Figure`` out.
+
+No Gradio and no tensor math here, so every builder is unit-testable without a browser.
+Tokens are always plotted **by position** (x = 0, 1, 2, ...) with the token text as tick
+labels, so repeated tokens (two ``the``s, several ``[SEP]``s) stay separate cells.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import plotly.graph_objects as go
+
+# Segment colours shared by every view that colours tokens by segment.
+SEGMENT_COLORS: dict[str, str] = {
+    "A": "#4f6bed",        # indigo: segment A (type id 0)
+    "B": "#f28e2b",        # orange: segment B (type id 1)
+    "special": "#9aa0a6",  # grey: [CLS] / [SEP] / [PAD]
+}
+SEGMENT_NAMES: dict[str, str] = {
+    "A": "Segment A (type 0)",
+    "B": "Segment B (type 1)",
+    "special": "Special token",
+}
+
+# Above these many tokens the strip drops in-cell numbers / thins its tick labels.
+_MAX_CELL_LABELS = 48
+_MAX_TICK_LABELS = 96
+
+
+def empty_figure(message: str = "Nothing to show yet", height: int = 220) -> go.Figure:
+    """A valid, empty figure that shows ``message`` in its middle."""
+    fig = go.Figure()
+    fig.update_layout(
+        height=height,
+        margin=dict(l=20, r=20, t=30, b=20),
+        xaxis=dict(visible=False),
+        yaxis=dict(visible=False),
+        plot_bgcolor="rgba(0,0,0,0)",
+        paper_bgcolor="rgba(0,0,0,0)",
+        annotations=[
+            dict(text=message, x=0.5, y=0.5, xref="paper", yref="paper",
+                 showarrow=False, font=dict(size=14, color="#6b7280"))
+        ],
+    )
+    return fig
+
+
+def _tick_labels(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
+    """Tick positions and texts; thinned to every k-th position for long sequences."""
+    n = len(tokens)
+    step = 1 if n <= _MAX_TICK_LABELS else -(-n // _MAX_TICK_LABELS)
+    positions = list(range(0, n, step))
+    return positions, [tokens[i] for i in positions]
+
+
+def token_strip(
+    tokens: Sequence[str],
+    segments: Sequence[str],
+    ids: Sequence[int] | None = None,
+    type_ids: Sequence[int] | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """One cell per token at x = position, coloured by segment ("A", "B" or "special").
+
+    Tick labels are the token texts, the cells carry their position number. One bar trace
+    per segment present (so the legend reads A / B / special); each bar sits at its own
+    integer position, so repeated tokens never merge. Hover shows position, token, id and
+    type id. Empty input gives :func:`empty_figure`.
+    """
+    if len(tokens) != len(segments):
+        raise ValueError(f"tokens ({len(tokens)}) and segments ({len(segments)}) differ in length")
+    if ids is not None and len(ids) != len(tokens):
+        raise ValueError(f"ids ({len(ids)}) and tokens ({len(tokens)}) differ in length")
+    if type_ids is not None and len(type_ids) != len(tokens):
+        raise ValueError(f"type_ids ({len(type_ids)}) and tokens ({len(tokens)}) differ in length")
+    n = len(tokens)
+    if n == 0:
+        return empty_figure("No tokens")
+
+    show_text = n <= _MAX_CELL_LABELS
+    fig = go.Figure()
+    order = [s for s in ("A", "B", "special") if s in segments]
+    order += sorted({s for s in segments if s not in SEGMENT_COLORS})  # unknown labels last
+    for seg in order:
+        pos = [i for i, s in enumerate(segments) if s == seg]
+        custom = [
+            [tokens[i], ids[i] if ids is not None else "", type_ids[i] if type_ids is not None else ""]
+            for i in pos
+        ]
+        fig.add_trace(
+            go.Bar(
+                x=pos,
+                y=[1] * len(pos),
+                width=0.92,
+                name=SEGMENT_NAMES.get(seg, seg),
+                marker=dict(color=SEGMENT_COLORS.get(seg, "#cbd5e1"), line=dict(width=0)),
+                text=[str(i) for i in pos] if show_text else None,  # position in the cell
+                textposition="inside" if show_text else "none",
+                insidetextanchor="middle",
+                textangle=0,
+                textfont=dict(color="white"),
+                customdata=custom,
+                hovertemplate=(
+                    "position %{x}<br>token %{customdata[0]}<br>id %{customdata[1]}"
+                    "<br>type id %{customdata[2]}<extra>" + SEGMENT_NAMES.get(seg, seg) + "</extra>"
+                ),
+            )
+        )
+    tickvals, ticktext = _tick_labels(tokens)
+    fig.update_layout(
+        title=dict(text=title) if title else None,
+        height=240 if n <= 16 else 300,
+        margin=dict(l=20, r=20, t=50 if title else 30, b=20),
+        barmode="overlay",
+        bargap=0.0,
+        showlegend=True,
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+        plot_bgcolor="rgba(0,0,0,0)",
+        xaxis=dict(
+            title="position",
+            tickmode="array",
+            tickvals=tickvals,
+            ticktext=ticktext,
+            tickangle=-60 if n > 12 else 0,
+            range=[-0.5, n - 0.5],
+            showgrid=False,
+            zeroline=False,
+        ),
+        yaxis=dict(visible=False, range=[0, 1], fixedrange=True),
+        uniformtext=dict(minsize=8, mode="hide"),
+    )
+    return fig
