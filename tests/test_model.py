@@ -38,6 +38,16 @@ CONFIGS = {
 }
 
 
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """These tensors are tiny: one intra-op thread is faster, and immune to a busy machine
+    (2 OpenMP threads spinning on a loaded 2-core box made this file 3x slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def check(label: str, a: torch.Tensor, b: torch.Tensor, tol: float) -> float:
     diff = max_diff(a, b)
     if os.environ.get("BERT_TEST_DIFFS"):

@@ -1,0 +1,77 @@
+"""Shared fixtures for the checkpoint / key-mapping / hub tests: a tiny config, a tiny
+WordPiece vocabulary, and a guard that refuses every non-loopback connection."""
+from __future__ import annotations
+
+import ipaddress
+import socket
+
+import pytest
+
+from engine.config import BertConfig
+from engine.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+
+WORDS = ("the a an is was of and to in it that he she they we you on for with as at by from this "
+         "cat dog sat mat bird sang tree car red blue big small run ran walk play played house "
+         "question answer what who where when why how bert model test word piece text token").split()
+SUFFIXES = ("##s", "##ed", "##ing", "##ly", "##er", "##e", "##t", "##n", "##d", "##a")
+LETTERS = tuple("abcdefghijklmnopqrstuvwxyz") + tuple(f"##{c}" for c in "abcdefghijklmnopqrstuvwxyz")
+PUNCT = tuple(".,?!'")
+VOCAB = list(dict.fromkeys(SPECIAL_TOKENS + LETTERS + PUNCT + tuple(WORDS) + SUFFIXES))
+
+
+def tiny_config(**overrides) -> BertConfig:
+    values = dict(vocab_size=len(VOCAB) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                  intermediate_size=37, max_position_embeddings=64)
+    values.update(overrides)
+    return BertConfig(**values)
+
+
+@pytest.fixture(scope="session")
+def make_config():
+    """``make_config(**overrides)``: a tiny BertConfig (32 wide, 2 layers, 4 heads)."""
+    return tiny_config
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer() -> WordPieceTokenizer:
+    return WordPieceTokenizer.from_vocab({tok: i for i, tok in enumerate(VOCAB)})
+
+
+def _loopback(host) -> bool:
+    if host in (None, "localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def no_internet(monkeypatch):
+    """Any attempt to resolve or connect to a non-loopback host fails the test loudly."""
+    real_getaddrinfo, real_connect, real_connect_ex = socket.getaddrinfo, socket.socket.connect, socket.socket.connect_ex
+    attempts: list[str] = []
+
+    def refuse(what):
+        attempts.append(str(what))
+        raise OSError(f"test guard: network access to {what!r} is not allowed in tests")
+
+    def getaddrinfo(host, *args, **kwargs):
+        host_text = host.decode() if isinstance(host, bytes) else host
+        return real_getaddrinfo(host, *args, **kwargs) if _loopback(host_text) else refuse(host_text)
+
+    def connect(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address[0]):
+            refuse(address)
+        return real_connect(self, address)
+
+    def connect_ex(self, address):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(address[0]):
+            refuse(address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    yield attempts
+    assert not attempts, f"the code under test tried to reach the network: {attempts}"
