@@ -132,8 +132,8 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
             return state
         if legacy.exists():
             state = torch.load(legacy, map_location="cpu", weights_only=True)
-            if not isinstance(state, dict):
-                raise ValueError("pytorch_model.bin does not hold a state dict")
+            if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
+                raise ValueError(f"{legacy} does not hold a state dict of tensors")
             return state
     except (SafetensorError, json.JSONDecodeError, KeyError, RuntimeError, EOFError) as exc:
         raise ValueError(f"{directory}: the weights file is corrupt or unreadable ({type(exc).__name__}: "
@@ -178,6 +178,10 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
             raise ValueError(f"cannot export as {name}: the model lacks "
                              f"{', '.join(HEAD_NAMES[h] for h in absent) or 'the pooler'}")
     config = model.config.replace(architectures=architectures)
+    if ("BertForQuestionAnswering" in architectures and "BertForSequenceClassification" not in architectures
+            and config.num_labels != 2):
+        # transformers sizes qa_outputs by num_labels (start, end); the classifier is not exported here
+        config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
     try:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,12 @@ class BertConfig:
 
     def __post_init__(self) -> None:
         # JSON object keys are strings; normalise id2label to int keys.
-        self.id2label = {int(k): str(v) for k, v in self.id2label.items()}
+        if self.pad_token_id is None:  # some HF configs write null; BERT's [PAD] is id 0
+            self.pad_token_id = 0
+        try:
+            self.id2label = {int(k): str(v) for k, v in dict(self.id2label).items()}
+        except (TypeError, ValueError):
+            raise ValueError(f"id2label must map integer class ids to names, got {self.id2label!r}") from None
         self.validate()
 
     @property
@@ -73,18 +79,16 @@ class BertConfig:
             raise ValueError(
                 f"unknown hidden_act {self.hidden_act!r}; supported: {', '.join(SUPPORTED_ACTIVATIONS)}"
             )
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
+        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+            if value is None and name == "classifier_dropout":
+                continue
+            if not _is_number(value) or not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-        if self.classifier_dropout is not None and (
-                isinstance(self.classifier_dropout, bool) or not isinstance(self.classifier_dropout, (int, float))
-                or not 0.0 <= self.classifier_dropout < 1.0):
-            raise ValueError(f"classifier_dropout must be in [0, 1) or null, got {self.classifier_dropout!r}")
-        if not isinstance(self.layer_norm_eps, (int, float)) or self.layer_norm_eps <= 0:
-            raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps!r}")
-        if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
-            raise ValueError(f"initializer_range must be positive, got {self.initializer_range!r}")
+        for name in ("layer_norm_eps", "initializer_range"):
+            value = getattr(self, name)
+            if not _is_number(value) or not 0.0 < value < 1.0:
+                raise ValueError(f"{name} must be a positive number below 1, got {value!r}")
         if (isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int)
                 or not 0 <= self.pad_token_id < self.vocab_size):
             raise ValueError(f"pad_token_id must be in [0, vocab_size), got {self.pad_token_id!r}")
@@ -146,6 +150,11 @@ class BertConfig:
     def replace(self, **changes: Any) -> "BertConfig":
         """A validated copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite int or float that is not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # (layers, hidden, heads, intermediate): the sizes of Turc et al.'s compact BERTs and the paper's two.

@@ -74,6 +74,8 @@ def batch(config: BertConfig, batch_size: int = 3, seq_len: int = 11, seed: int 
         attention_mask[row, :length] = 1
         input_ids[row, length:] = config.pad_token_id
         token_type_ids[row, length // 2:length] = 1  # segment B is the second half of the real tokens
+    if config.type_vocab_size > 2:
+        token_type_ids[-1][token_type_ids[-1] == 1] = 2  # exercise every segment embedding row
     return {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
 
 

@@ -181,7 +181,6 @@ def test_our_config_json_loads_in_transformers(tmp_path):
     assert theirs.num_labels == ours.num_labels == 3
     assert theirs.id2label == {0: "neg", 1: "neu", 2: "pos"}
     assert theirs.label2id == ours.label2id == {"neg": 0, "neu": 1, "pos": 2}
-    assert theirs.position_embedding_type == "absolute" if hasattr(theirs, "position_embedding_type") else True
     assert theirs.tie_word_embeddings is True
     assert not theirs.is_decoder
 
@@ -293,3 +292,26 @@ def test_missing_file(tmp_path):
         BertConfig.load(tmp_path / "nowhere.json")
     with pytest.raises(FileNotFoundError):
         BertConfig.load(tmp_path)  # a directory without config.json
+
+
+@pytest.mark.parametrize("field", ["layer_norm_eps", "initializer_range"])
+@pytest.mark.parametrize("value", [0.0, -1e-12, float("nan"), float("inf"), True, "1e-12", 1.5])
+def test_eps_and_init_range_must_be_small_positive_numbers(field, value):
+    with pytest.raises(ValueError, match=field):
+        BertConfig(**{field: value})
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_dropout_rejects_bools(value):
+    with pytest.raises(ValueError, match="hidden_dropout_prob"):
+        BertConfig(hidden_dropout_prob=value)
+
+
+def test_id2label_with_non_integer_keys_names_the_field():
+    with pytest.raises(ValueError, match="id2label"):
+        BertConfig(id2label={"positive": "POS"})
+
+
+def test_null_pad_token_id_in_config_json_means_zero(tmp_path):
+    (tmp_path / "config.json").write_text('{"model_type": "bert", "pad_token_id": null}')
+    assert BertConfig.load(tmp_path).pad_token_id == 0

@@ -254,11 +254,13 @@ def test_fast_and_explicit_paths_agree(padded):
 
 @pytest.mark.parametrize("padded", [True, False])
 def test_fast_and_explicit_paths_agree_per_layer_in_a_deep_model(padded):
-    """7 layers: each layer, given the same input, gives the same output on both paths (1e-6).
+    """7 layers. The paths differ only inside self-attention: given the same layer input, the
+    attention context agrees to 1e-6 in every layer.
 
-    End to end, fp32 rounding accumulates: the outputs are O(3), where one float32 ulp is
-    2.4e-7, and each path alone is ~1e-6 away from a float64 computation; so the 7-layer
-    end-to-end comparison allows 2e-6, and float64 shows the two paths are the same function.
+    After the output projection and LayerNorm the values are O(3), where one float32 ulp is
+    2.4e-7, and each path alone is up to ~1.5e-6 away from a float64 computation of the same
+    model (measured); so layer outputs and the 7-layer end-to-end result are held to 4e-6 in
+    float32, and float64 shows the two paths compute the same function (1e-12).
     """
     config = CONFIGS["odd"]
     model = ours_with_heads(config, ("mlm", "nsp"), seed=7)
@@ -271,12 +273,16 @@ def test_fast_and_explicit_paths_agree_per_layer_in_a_deep_model(padded):
             mask = additive_attention_mask(inputs["attention_mask"], torch.float32)
             for index, layer in enumerate(model.bert.encoder.layer):
                 layer_hm = None if hm is None else hm[index]
-                fast, _ = layer(reference.hidden_states[index], mask, layer_hm, explicit=False)
-                explicit, _ = layer(reference.hidden_states[index], mask, layer_hm, explicit=True)
-                check(f"{tag} layer {index} fast vs explicit", fast, explicit, PATHS)
+                layer_input = reference.hidden_states[index]
+                fast, _ = layer.attention.self(layer_input, mask, layer_hm, explicit=False)
+                explicit, _ = layer.attention.self(layer_input, mask, layer_hm, explicit=True)
+                check(f"{tag} layer {index} attention context fast vs explicit", fast, explicit, PATHS)
+                fast, _ = layer(layer_input, mask, layer_hm, explicit=False)
+                explicit, _ = layer(layer_input, mask, layer_hm, explicit=True)
+                check(f"{tag} layer {index} output fast vs explicit", fast, explicit, 4 * PATHS)
             fast, explicit, probing = path_outputs(model, inputs, hm)
-            check(f"{tag} fp32 end to end", fast.last_hidden_state, explicit.last_hidden_state, 2 * PATHS)
-            check(f"{tag} fp32 end to end (qk)", fast.last_hidden_state, probing.last_hidden_state, 2 * PATHS)
+            check(f"{tag} fp32 end to end", fast.last_hidden_state, explicit.last_hidden_state, 4 * PATHS)
+            check(f"{tag} fp32 end to end (qk)", fast.last_hidden_state, probing.last_hidden_state, 4 * PATHS)
             fast, explicit, probing = path_outputs(copy.deepcopy(model).double(), inputs, hm)
             check(f"{tag} fp64 end to end", fast.last_hidden_state, explicit.last_hidden_state, 1e-12)
             check(f"{tag} fp64 end to end pooled", fast.pooler_output, explicit.pooler_output, 1e-12)
@@ -700,3 +706,17 @@ def test_train_mode_without_dropout_equals_eval():
             model.train()
             trained = model(**inputs, output_attentions=explicit).last_hidden_state
             check(f"train without dropout explicit={explicit}", trained, evaluated, PATHS)
+
+
+def test_classifier_dropout():
+    """classifier_dropout applies to the pooled output before the classifier; None means hidden_dropout_prob."""
+    config = CONFIGS["tiny"].replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                     classifier_dropout=0.5)
+    model = ours_with_heads(config, ("cls",), seed=26).train()
+    inputs = batch(config, seed=26)
+    with torch.no_grad():
+        a, b = model(**inputs), model(**inputs)
+    assert torch.equal(a.pooler_output, b.pooler_output)
+    assert not torch.allclose(a.logits, b.logits)
+    fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), ("cls",))
+    assert fallback.dropout.p == 0.25
