@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -125,13 +126,19 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
             shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
             state: dict[str, torch.Tensor] = {}
             for shard in shards:
-                shard_path = (directory / shard).resolve()
-                if shard_path.parent != directory.resolve():
+                shard_path = directory / shard
+                # The shard must sit in this directory; the file itself may be a symlink (the hub cache's are).
+                if shard_path.parent.resolve() != directory.resolve():
                     raise ValueError(f"shard {shard!r} points outside {directory}")
                 state.update(load_file(str(shard_path)))
             return state
         if legacy.exists():
-            state = torch.load(legacy, map_location="cpu", weights_only=True)
+            try:
+                state = torch.load(legacy, map_location="cpu", weights_only=True)
+            except pickle.UnpicklingError:
+                raise
+            except Exception as exc:  # a damaged file fails in arbitrary ways (OSError, IndexError, KeyError, ...)
+                raise ValueError(f"{legacy} is corrupt or unreadable ({type(exc).__name__}: {str(exc)[:200]})") from None
             if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
                 raise ValueError(f"{legacy} does not hold a state dict of tensors")
             return state
@@ -140,8 +147,8 @@ def read_weights(directory: Path) -> dict[str, torch.Tensor]:
                          f"{str(exc)[:200]})") from None
     except Exception as exc:  # pickle.UnpicklingError and friends from weights_only=True
         if type(exc).__name__ == "UnpicklingError":
-            raise ValueError(f"{directory}: pytorch_model.bin holds more than plain tensors; refusing to unpickle "
-                             "it (convert it to safetensors)") from None
+            raise ValueError(f"{directory}: pytorch_model.bin is damaged or holds more than plain tensors; refusing "
+                             "to unpickle it (convert it to safetensors)") from None
         raise
     raise FileNotFoundError(f"{directory}: no model.safetensors, sharded safetensors or pytorch_model.bin")
 
@@ -184,6 +191,7 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
         config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    staging.chmod(0o755)  # mkdtemp makes it private; a model directory is an ordinary folder
     try:
         save_file(exported, str(staging / "model.safetensors"), metadata={"format": "pt"})
         config.save(staging)

@@ -19,12 +19,13 @@ class HubUnavailableError(ConnectionError):
 
 def is_hub_id(text: str) -> bool:
     """True for a syntactically valid hub model id (``owner/name``); rejects paths and URLs."""
-    return bool(_HUB_ID.match(text)) and ".." not in text and not text.endswith((".", "-"))
+    return bool(_HUB_ID.fullmatch(text)) and ".." not in text and not text.endswith((".", "-"))
 
 
 def hub_offline() -> bool:
-    """Whether the user switched the hub off (``HF_HUB_OFFLINE=1``)."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    """Whether the user switched the hub off (``HF_HUB_OFFLINE=1`` or ``TRANSFORMERS_OFFLINE=1``)."""
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
 def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -> Path:
@@ -36,19 +37,32 @@ def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -
     """
     if not is_hub_id(repo_id):
         raise ValueError(f"{repo_id!r} is not a hub model id; expected the form 'owner/name'")
+    import httpx2  # huggingface_hub's HTTP client
     import huggingface_hub
     from huggingface_hub import errors
 
+    not_found = (errors.RepositoryNotFoundError, errors.RevisionNotFoundError, errors.GatedRepoError)
     offline = hub_offline()
+    unreachable: Exception | None = None
     try:
+        if not offline:
+            # A bounded look-up first: snapshot_download's own has no timeout and waits forever on a
+            # stalled connection. If the hub does not answer, fall back to the local cache.
+            try:
+                huggingface_hub.HfApi().repo_info(repo_id, revision=revision, timeout=timeout)
+            except not_found:
+                raise
+            except (httpx2.TransportError, errors.HfHubHTTPError, errors.OfflineModeIsEnabled) as exc:
+                unreachable = exc
+        local_only = offline or unreachable is not None
         path = Path(huggingface_hub.snapshot_download(
             repo_id, revision=revision, allow_patterns=HUB_FILES, etag_timeout=timeout,
-            local_files_only=offline))
+            local_files_only=local_only))
         if not any(path.glob("*.safetensors")):
             path = Path(huggingface_hub.snapshot_download(
                 repo_id, revision=revision, allow_patterns=HUB_FILES + LEGACY_WEIGHTS,
-                etag_timeout=timeout, local_files_only=offline))
-    except (errors.RepositoryNotFoundError, errors.RevisionNotFoundError, errors.GatedRepoError) as exc:
+                etag_timeout=timeout, local_files_only=local_only))
+    except not_found as exc:
         raise FileNotFoundError(f"hub model {repo_id!r} was not found or is not public: {type(exc).__name__}") from None
     except errors.LocalEntryNotFoundError:
         if offline:
@@ -56,7 +70,9 @@ def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -
                 f"the Hugging Face hub is switched off here (HF_HUB_OFFLINE=1) and {repo_id!r} is not in the "
                 "local cache; set HF_HUB_OFFLINE=0 where the hub is reachable, or load a local directory"
             ) from None
-        raise HubUnavailableError(f"could not reach the Hugging Face hub to fetch {repo_id!r} (no network?)") from None
-    except (OSError, errors.HfHubHTTPError) as exc:
+        reason = f" ({type(unreachable).__name__}: {str(unreachable)[:200]})" if unreachable is not None else ""
+        raise HubUnavailableError(f"could not reach the Hugging Face hub to fetch {repo_id!r} (no network?)"
+                                  f"{reason}") from None
+    except (OSError, errors.HfHubHTTPError, httpx2.TransportError) as exc:
         raise HubUnavailableError(f"could not fetch {repo_id!r} from the Hugging Face hub: {exc}") from None
     return path
