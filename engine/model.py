@@ -84,13 +84,39 @@ class BertSelfAttention(nn.Module):
         batch, seq_len, _ = x.shape
         return x.view(batch, seq_len, self.num_heads, self.head_size).transpose(1, 2)  # (B, nh, S, hd)
 
+    def _fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """[Wq; Wk; Wv] (3H, H) and [bq; bk; bv] (3H,), rebuilt whenever any of them changes."""
+        parts = (self.query.weight, self.key.weight, self.value.weight,
+                 self.query.bias, self.key.bias, self.value.bias)
+        stamp = tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in parts)
+        cached = getattr(self, "_qkv_cache", None)
+        if cached is None or cached[0] != stamp:
+            with torch.no_grad():
+                weight = torch.cat(parts[:3])  # (3H, H)
+                bias = torch.cat(parts[3:])    # (3H,)
+            cached = (stamp, weight, bias)
+            self._qkv_cache = cached
+        return cached[1], cached[2]
+
+    def project(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys, values, each (B, S, H).
+
+        Without gradients (inference, probing) one fused GEMM replaces three; the fused
+        weight is cached and rebuilt when training changes the parameters.
+        """
+        if torch.is_grad_enabled():
+            return self.query(hidden), self.key(hidden), self.value(hidden)
+        weight, bias = self._fused_qkv()
+        return F.linear(hidden, weight, bias).split(hidden.shape[-1], dim=-1)  # 3 x (B, S, H)
+
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
                 explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Context (B, S, H); with ``explicit`` also probs/scores/queries/keys for probing."""
         batch, seq_len, hidden_size = hidden.shape
-        q = self._heads(self.query(hidden))  # (B, nh, S, hd)
-        k = self._heads(self.key(hidden))    # (B, nh, S, hd)
-        v = self._heads(self.value(hidden))  # (B, nh, S, hd)
+        query, key, value = self.project(hidden)
+        q = self._heads(query)  # (B, nh, S, hd)
+        k = self._heads(key)    # (B, nh, S, hd)
+        v = self._heads(value)  # (B, nh, S, hd)
         dropout = self.dropout_prob if self.training else 0.0
         probes: dict[str, torch.Tensor] = {}
         if explicit:

@@ -720,3 +720,34 @@ def test_classifier_dropout():
     assert not torch.allclose(a.logits, b.logits)
     fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), ("cls",))
     assert fallback.dropout.p == 0.25
+
+
+def test_fused_qkv_inference_equals_separate_projections_and_follows_weight_updates():
+    """Inference fuses Q/K/V into one GEMM with a cached weight; it must track every weight change."""
+    from engine import BertWithHeads, preset
+
+    torch.manual_seed(0)
+    model = BertWithHeads(preset("tiny", vocab_size=120, hidden_size=32, num_attention_heads=4,
+                                 intermediate_size=37), heads=("mlm",)).eval()
+    ids = torch.randint(5, 120, (2, 11))
+    with torch.no_grad():
+        fused = model(ids).prediction_logits
+    separate = model(ids).prediction_logits.detach()  # grad enabled: three projections
+    assert (fused - separate).abs().max() <= 1e-5
+
+    # An optimizer step changes the weights in place: the cached fused weight must not go stale.
+    model.train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    model(ids, labels=ids).loss.backward()
+    optimizer.step()
+    model.eval()
+    with torch.inference_mode():
+        after_step = model(ids).prediction_logits
+    assert (after_step - model(ids).prediction_logits.detach()).abs().max() <= 1e-5
+    assert (after_step - fused).abs().max() > 1e-3
+
+    # So must load_state_dict (checkpoint switch while the app is serving).
+    other = BertWithHeads(model.config, heads=("mlm",)).eval()
+    model.load_state_dict(other.state_dict())
+    with torch.no_grad():
+        assert (model(ids).prediction_logits - other(ids).prediction_logits).abs().max() <= 1e-5
