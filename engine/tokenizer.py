@@ -391,6 +391,47 @@ class WordPieceTokenizer:
             layout=layout, highlights=_highlights(rows, sources, text_pair is not None, cut),
         )
 
+    def encode_qa_windows(self, question: str, context: str, max_seq_len: int = 384, doc_stride: int = 128,
+                          max_question_len: int = 64) -> list[Encoding]:
+        """``[CLS] question [SEP] context-window [SEP]`` windows, as the QA pipeline encodes them.
+
+        The library truncates the context only ("only_second") and returns the overflow as
+        further windows, consecutive windows sharing ``doc_stride`` context tokens. The
+        question is first cut to ``max_question_len`` tokens (at a token's character end).
+        Offsets of context tokens index ``context``. Raises ValueError when the question
+        leaves no room for the context or ``doc_stride`` >= the context room of a window.
+        """
+        _check_text(question, "question")
+        _check_text(context, "context")
+        for name, value in (("max_seq_len", max_seq_len), ("doc_stride", doc_stride),
+                            ("max_question_len", max_question_len)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if max_question_len < 1 or doc_stride < 0:
+            raise ValueError(f"need max_question_len >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
+        asked = self._backend.encode(question, add_special_tokens=False)
+        if len(asked.ids) > max_question_len:
+            question = question[:asked.offsets[max_question_len - 1][1]]  # same first pieces (greedy WordPiece)
+        num_question = min(len(asked.ids), max_question_len)
+        room = max_seq_len - num_question - 3                              # context tokens per window
+        if room < 1:
+            raise ValueError(f"the question takes {num_question} tokens, which leaves no room for the context "
+                             f"in max_seq_len={max_seq_len}; shorten the question or raise max_seq_len")
+        num_context = len(self._backend.encode(context, add_special_tokens=False).ids)
+        if num_context > room and doc_stride >= room:
+            raise ValueError(f"doc_stride ({doc_stride}) must be smaller than the {room} context tokens a window "
+                             f"holds (max_seq_len {max_seq_len} - {num_question} question tokens - 3 specials)")
+        with self._lock:
+            if self._trunc_backend is None:
+                self._trunc_backend = Tokenizer.from_str(self._backend.to_str())
+            self._trunc_backend.enable_truncation(max_seq_len, stride=doc_stride, strategy="only_second")
+            try:
+                first = self._trunc_backend.encode(question, context)
+            finally:
+                self._trunc_backend.no_truncation()
+        windows = [first, *first.overflowing]
+        return [self._to_encoding(w, num_context - w.sequence_ids.count(1)) for w in windows]
+
 
 def _highlights(rows: list[TokenRow], sources: tuple[str, str], is_pair: bool,
                 truncated: list[bool]) -> list[tuple[str, str | None]]:
