@@ -4,17 +4,19 @@
 (BertNormalizer, BertPreTokenizer, WordPiece model, ``[CLS] A [SEP] B [SEP]``
 post-processor, WordPiece decoder). It trains, loads and saves Hugging Face
 compatible files, encodes into plain-list `Encoding`s, and `explain()`s one input
-for the Tokenize tab. Nothing here hand-writes WordPiece.
+for the Tokenize tab (see `token_explain`). Nothing here hand-writes WordPiece.
 """
 from __future__ import annotations
 
 import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+from .token_explain import Explanation, TokenRow, describe  # noqa: F401  (re-exported)
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -37,44 +39,6 @@ class Encoding:
     sequence_ids: list[int | None]          # 0 for text, 1 for text_pair, None for specials
     truncated: bool                         # True if tokens were dropped to fit max_length
     num_truncated_tokens: int               # how many were dropped
-
-
-@dataclass
-class TokenRow:
-    """One row of the Tokenize tab's table."""
-
-    index: int
-    token: str
-    id: int
-    type_id: int
-    start: int
-    end: int
-    text: str            # the exact source characters the piece came from ("" for specials)
-    special: bool
-    word_id: int | None
-    segment: str         # "A", "B" or "special"
-    is_continuation: bool  # a "##" piece
-
-
-@dataclass
-class Explanation:
-    """Everything the Tokenize tab shows for one input, in one call."""
-
-    text: str
-    text_pair: str | None
-    encoding: Encoding
-    rows: list[TokenRow]
-    num_tokens: int          # including specials
-    num_words: int           # pre-tokenized words across both texts
-    num_unknown: int         # count of [UNK]
-    unknown_rate: float      # num_unknown / number of non-special tokens (0.0 if none)
-    max_length: int
-    truncated: bool
-    num_truncated_tokens: int
-    layout: str              # e.g. "[CLS] A×5 [SEP] B×4 [SEP]"
-    # (piece, label) pairs for gr.HighlightedText: label groups pieces of the same word,
-    # e.g. "A·w3" / "B·w0" / "special"; pieces joined the way the text shows them
-    highlights: list[tuple[str, str | None]] = field(default_factory=list)
 
 
 def _read_vocab_txt(path: Path) -> dict[str, int]:
@@ -367,29 +331,7 @@ class WordPieceTokenizer:
     def explain(self, text: str, text_pair: str | None = None, max_length: int = 512) -> Explanation:
         """Encode and describe one input for the Tokenize tab (rows, counts, layout, highlights)."""
         (enc, full), = self._encode_many([(text, text_pair)], max_length, True, "longest_first")
-        text_pair = text_pair or None
-        sources = (text, text_pair or "")
-        rows: list[TokenRow] = []
-        for i, (tok, tid, typ, (start, end), spec, wid, sid) in enumerate(zip(
-                enc.tokens, enc.input_ids, enc.token_type_ids, enc.offsets, enc.special_tokens_mask,
-                enc.word_ids, enc.sequence_ids)):
-            rows.append(TokenRow(
-                index=i, token=tok, id=tid, type_id=typ, start=start, end=end,
-                text="" if sid is None else sources[sid][start:end], special=bool(spec), word_id=wid,
-                segment="special" if sid is None else "AB"[sid], is_continuation=tok.startswith("##"),
-            ))
-        content = [r for r in rows if not r.special]
-        num_unknown = sum(r.id == self.unk_token_id for r in content)
-        counts = [sum(r.segment == s for r in rows) for s in "AB"]
-        cut = [full.sequence_ids.count(s) > enc.sequence_ids.count(s) for s in (0, 1)]
-        layout = f"[CLS] A×{counts[0]} [SEP]" + ("" if text_pair is None else f" B×{counts[1]} [SEP]")
-        return Explanation(
-            text=text, text_pair=text_pair, encoding=enc, rows=rows, num_tokens=len(rows),
-            num_words=len({(s, w) for s, w in zip(full.sequence_ids, full.word_ids) if w is not None}),
-            num_unknown=num_unknown, unknown_rate=num_unknown / len(content) if content else 0.0,
-            max_length=max_length, truncated=enc.truncated, num_truncated_tokens=enc.num_truncated_tokens,
-            layout=layout, highlights=_highlights(rows, sources, text_pair is not None, cut),
-        )
+        return describe(enc, full, text, text_pair or None, max_length, self.unk_token_id)
 
     def encode_qa_windows(self, question: str, context: str, max_seq_len: int = 384, doc_stride: int = 128,
                           max_question_len: int = 64) -> list[Encoding]:
@@ -431,31 +373,3 @@ class WordPieceTokenizer:
                 self._trunc_backend.no_truncation()
         windows = [first, *first.overflowing]
         return [self._to_encoding(w, num_context - w.sequence_ids.count(1)) for w in windows]
-
-
-def _highlights(rows: list[TokenRow], sources: tuple[str, str], is_pair: bool,
-                truncated: list[bool]) -> list[tuple[str, str | None]]:
-    """(piece, label) spans: "[CLS] " + text + " [SEP] " + text_pair + " [SEP]" read back in order.
-
-    Gaps between pieces (whitespace, dropped control characters) are labelled None; the
-    tail that truncation dropped is labelled "truncated"; an empty text adds no extra space.
-    """
-    out: list[tuple[str, str | None]] = [("[CLS]", "special")]
-    for seq in range(2 if is_pair else 1):
-        source = sources[seq]
-        if source:
-            out.append((" ", None))
-        pos = 0
-        for r in rows:
-            if r.segment != "AB"[seq] or r.end <= pos:   # pieces sharing a span were shown already
-                continue
-            start = max(r.start, pos)
-            if start > pos:
-                out.append((source[pos:start], None))
-            out.append((source[start:r.end], f"{r.segment}·w{r.word_id}"))
-            pos = r.end
-        if pos < len(source):
-            tail = source[pos:]
-            out.append((tail, "truncated" if truncated[seq] else None))
-        out += [(" ", None), ("[SEP]", "special")]
-    return out
