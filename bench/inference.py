@@ -77,7 +77,7 @@ def main() -> None:
         ratios.append(ratio)
         print(f"{name:5s} b={batch} s={seq_len}: ours {min(t_ours)*1e3:8.2f} ms  transformers "
               f"{min(t_theirs)*1e3:8.2f} ms  ratio {ratio:.3f}  (max |diff| {diff:.1e})")
-    print(f"ratio ours/transformers: " + ", ".join(f"{n} {r:.3f}" for (n, _, _), r in zip(CASES, ratios)))
+    print("ratio ours/transformers: " + ", ".join(f"{n} {r:.3f}" for (n, _, _), r in zip(CASES, ratios)))
 
 
 if __name__ == "__main__":
