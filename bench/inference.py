@@ -1,8 +1,10 @@
 """Forward-pass speed: our BertModel vs transformers.BertModel, same weights, fp32 CPU.
 
-Prints seconds per forward for both and the ratio ours/theirs; the last line is the
-worst (largest) ratio. Both run in the same process, interleaved, under inference_mode.
-Usage: python bench/inference.py [--repeats N] [--threads T]
+Prints milliseconds per forward for both and the ratio ours/theirs; the last line
+gives the ratios. Both run in the same process under inference_mode, alternating call
+by call (the order flips every round), and each side's median is taken: a machine
+whose speed drifts (shared VMs do) then slows both sides alike.
+Usage: python bench/inference.py [--rounds-scale X] [--threads T]
 """
 from __future__ import annotations
 
@@ -18,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import BertModel, preset  # noqa: E402
 
-CASES = [("mini", 1, 128), ("base", 8, 128)]
+# (preset, batch, sequence length, timing rounds)
+CASES = [("mini", 1, 128, 400), ("base", 8, 128, 30)]
 
 
 def reference_model(ours: BertModel):
@@ -34,21 +37,24 @@ def reference_model(ours: BertModel):
     return theirs
 
 
-def time_forward(fn, repeats: int) -> float:
-    """Median seconds of ``repeats`` calls after warm-up."""
+def paired_medians(ours, theirs, rounds: int) -> tuple[float, float]:
+    """Median seconds per call of ``ours`` and ``theirs``, timed alternately after warm-up."""
     for _ in range(3):
-        fn()
-    samples = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        ours()
+        theirs()
+    times: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for index in range(rounds):
+        order = (("ours", ours), ("theirs", theirs)) if index % 2 == 0 else (("theirs", theirs), ("ours", ours))
+        for name, fn in order:
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return statistics.median(times["ours"]), statistics.median(times["theirs"])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--rounds-scale", type=float, default=1.0, help="multiply every case's rounds")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave default)")
     args = parser.parse_args()
     if args.threads:
@@ -56,7 +62,7 @@ def main() -> None:
     torch.manual_seed(0)
     ratios = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, fp32 CPU")
-    for name, batch, seq_len in CASES:
+    for name, batch, seq_len, rounds in CASES:
         config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         ours = BertModel(config).eval()
         from engine.model import init_bert_weights
@@ -68,16 +74,15 @@ def main() -> None:
         with torch.inference_mode():
             diff = (ours(ids, mask, types).last_hidden_state
                     - theirs(input_ids=ids, attention_mask=mask, token_type_ids=types).last_hidden_state).abs().max()
-            t_ours, t_theirs = [], []
-            for _ in range(3):  # interleave to share machine noise fairly
-                t_theirs.append(time_forward(lambda: theirs(input_ids=ids, attention_mask=mask, token_type_ids=types),
-                                             args.repeats))
-                t_ours.append(time_forward(lambda: ours(ids, mask, types), args.repeats))
-        ratio = min(t_ours) / min(t_theirs)
+            t_ours, t_theirs = paired_medians(
+                lambda: ours(ids, mask, types),
+                lambda: theirs(input_ids=ids, attention_mask=mask, token_type_ids=types),
+                max(5, int(rounds * args.rounds_scale)))
+        ratio = t_ours / t_theirs
         ratios.append(ratio)
-        print(f"{name:5s} b={batch} s={seq_len}: ours {min(t_ours)*1e3:8.2f} ms  transformers "
-              f"{min(t_theirs)*1e3:8.2f} ms  ratio {ratio:.3f}  (max |diff| {diff:.1e})")
-    print("ratio ours/transformers: " + ", ".join(f"{n} {r:.3f}" for (n, _, _), r in zip(CASES, ratios)))
+        print(f"{name:5s} b={batch} s={seq_len}: ours {t_ours*1e3:8.2f} ms  transformers "
+              f"{t_theirs*1e3:8.2f} ms  ratio {ratio:.3f}  (max |diff| {diff:.1e})")
+    print("ratio ours/transformers: " + ", ".join(f"{n} {r:.3f}" for (n, *_), r in zip(CASES, ratios)))
 
 
 if __name__ == "__main__":

@@ -68,8 +68,20 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(word + token_type + position))  # (B, S, H)
 
 
+def _weight_bias(linear: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A Linear's parameters by dict lookup: ``module.weight`` costs ~1 us of nn.Module machinery."""
+    params = linear._parameters
+    return params["weight"], params["bias"]
+
+
 class BertSelfAttention(nn.Module):
-    """Multi-head scaled dot-product attention over Q, K, V projections (with bias)."""
+    """Multi-head scaled dot-product attention over Q, K, V projections (with bias).
+
+    Q, K and V are computed with one GEMM over the stacked weights [Wq; Wk; Wv]: a
+    differentiable concatenation when gradients are on (training), a cached copy
+    without them (inference, probing), rebuilt whenever any of the six tensors changes
+    in value (optimizer step, load_state_dict), place (``.to``) or identity.
+    """
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
@@ -80,50 +92,35 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout_prob = config.attention_probs_dropout_prob
 
-    def _heads(self, x: torch.Tensor) -> torch.Tensor:
-        batch, seq_len, _ = x.shape
-        return x.view(batch, seq_len, self.num_heads, self.head_size).transpose(1, 2)  # (B, nh, S, hd)
-
-    def _fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """[Wq; Wk; Wv] (3H, H) and [bq; bk; bv] (3H,), rebuilt whenever any of them changes."""
-        parts = (self.query.weight, self.key.weight, self.value.weight,
-                 self.query.bias, self.key.bias, self.value.bias)
-        stamp = tuple((t.data_ptr(), t._version, t.dtype, t.device) for t in parts)
-        cached = getattr(self, "_qkv_cache", None)
-        if cached is None or cached[0] != stamp:
-            with torch.no_grad():
-                weight = torch.cat(parts[:3])  # (3H, H)
-                bias = torch.cat(parts[3:])    # (3H,)
-            cached = (stamp, weight, bias)
-            self._qkv_cache = cached
-        return cached[1], cached[2]
-
-    def project(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries, keys, values, each (B, S, H).
-
-        Without gradients (inference, probing) one fused GEMM replaces three; the fused
-        weight is cached and rebuilt when training changes the parameters.
-        """
+    def fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """[Wq; Wk; Wv] (3H, H) and [bq; bk; bv] (3H,)."""
+        modules = self._modules
+        (wq, bq), (wk, bk), (wv, bv) = (_weight_bias(modules[name]) for name in ("query", "key", "value"))
         if torch.is_grad_enabled():
-            return self.query(hidden), self.key(hidden), self.value(hidden)
-        weight, bias = self._fused_qkv()
-        return F.linear(hidden, weight, bias).split(hidden.shape[-1], dim=-1)  # 3 x (B, S, H)
+            return torch.cat((wq, wk, wv)), torch.cat((bq, bk, bv))
+        stamp = tuple((t.data_ptr(), t._version, t.dtype) for t in (wq, wk, wv, bq, bk, bv))
+        cached = self.__dict__.get("_qkv_cache")
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, torch.cat((wq, wk, wv)), torch.cat((bq, bk, bv)))
+            self.__dict__["_qkv_cache"] = cached
+        return cached[1], cached[2]
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
                 explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Context (B, S, H); with ``explicit`` also probs/scores/queries/keys for probing."""
         batch, seq_len, hidden_size = hidden.shape
-        query, key, value = self.project(hidden)
-        q = self._heads(query)  # (B, nh, S, hd)
-        k = self._heads(key)    # (B, nh, S, hd)
-        v = self._heads(value)  # (B, nh, S, hd)
+        weight, bias = self.fused_qkv()
+        qkv = F.linear(hidden, weight, bias).view(batch, seq_len, 3, self.num_heads, self.head_size)  # (B, S, 3, nh, hd)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, nh, S, hd)
         dropout = self.dropout_prob if self.training else 0.0
         probes: dict[str, torch.Tensor] = {}
         if explicit:
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)  # (B, nh, S, S)
             if mask is not None:
                 scores = scores + mask
-            probs = F.dropout(torch.softmax(scores, dim=-1), p=dropout, training=self.training)
+            probs = torch.softmax(scores, dim=-1)
+            if dropout:
+                probs = F.dropout(probs, p=dropout, training=True)
             if head_mask is not None:
                 probs = probs * head_mask.view(1, -1, 1, 1).to(probs.dtype)  # (1, nh, 1, 1)
             context = torch.matmul(probs, v)  # (B, nh, S, hd)
@@ -137,63 +134,69 @@ class BertSelfAttention(nn.Module):
         return context, probes
 
 
-class BertSelfOutput(nn.Module):
-    """Attention output projection, dropout, residual, LayerNorm."""
+class BertDenseResidualNorm(nn.Module):
+    """LayerNorm(dropout(dense(x)) + residual): the end of both sub-layers.
 
-    def __init__(self, config: BertConfig) -> None:
+    HF calls it ``BertSelfOutput`` after attention (H -> H) and ``BertOutput`` after the
+    MLP (I -> H); the parameter names (``dense``, ``LayerNorm``) are the same.
+    """
+
+    def __init__(self, config: BertConfig, in_features: int) -> None:
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
-    def forward(self, context: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dropout(self.dense(context)) + residual)
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        modules = self._modules
+        out = F.linear(x, *_weight_bias(modules["dense"]))  # (B, S, H)
+        if self.training:
+            out = F.dropout(out, p=modules["dropout"].p, training=True)
+        norm = modules["LayerNorm"]
+        return F.layer_norm(out + residual, norm.normalized_shape, *_weight_bias(norm), norm.eps)
 
 
 class BertAttention(nn.Module):
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.self = BertSelfAttention(config)
-        self.output = BertSelfOutput(config)
+        self.output = BertDenseResidualNorm(config, config.hidden_size)
 
 
 class BertIntermediate(nn.Module):
+    """The MLP's up projection and activation (H -> I)."""
+
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
         self.act = activation(config.hidden_act)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.act(self.dense(hidden))  # (B, S, I)
-
-
-class BertFeedForwardOutput(nn.Module):
-    """Feed-forward down projection, dropout, residual, LayerNorm (HF's ``BertOutput``)."""
-
-    def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-
-    def forward(self, intermediate: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.dropout(self.dense(intermediate)) + residual)
+        return self.act(F.linear(hidden, *_weight_bias(self._modules["dense"])))  # (B, S, I)
 
 
 class BertLayer(nn.Module):
-    """One post-LN transformer block: attention sub-layer, then the GELU MLP sub-layer."""
+    """One post-LN transformer block: attention sub-layer, then the GELU MLP sub-layer.
+
+    The sub-layers are applied as functions of their parameters (no nn.Module call per
+    Linear/LayerNorm/Dropout): at BERT-mini sizes on a CPU that machinery costs as much
+    as a quarter of a forward pass. Hooks on layers and on self-attention still fire.
+    """
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
         self.attention = BertAttention(config)
         self.intermediate = BertIntermediate(config)
-        self.output = BertFeedForwardOutput(config)
+        self.output = BertDenseResidualNorm(config, config.intermediate_size)
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
                 explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        context, probes = self.attention.self(hidden, mask, head_mask, explicit)
-        attended = self.attention.output(context, hidden)  # (B, S, H)
-        return self.output(self.intermediate(attended), attended), probes
+        modules = self._modules
+        attention = modules["attention"]._modules
+        context, probes = attention["self"](hidden, mask, head_mask, explicit)
+        attended = attention["output"].forward(context, hidden)                      # (B, S, H)
+        expanded = modules["intermediate"].forward(attended)                         # (B, S, I)
+        return modules["output"].forward(expanded, attended), probes
 
 
 class BertEncoder(nn.Module):
