@@ -32,6 +32,14 @@ def make_config():
     return tiny_config
 
 
+@pytest.fixture
+def inputs(make_config):
+    """A padded batch for the tiny config: rows of 11, 8 and 5 real tokens."""
+    from reference import batch
+
+    return batch(make_config(), batch_size=3, seq_len=11)
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer() -> WordPieceTokenizer:
     return WordPieceTokenizer.from_vocab({tok: i for i, tok in enumerate(VOCAB)})

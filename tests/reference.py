@@ -6,10 +6,14 @@ only keys allowed to differ are the tied ones (`cls.predictions.decoder.bias` ex
 """
 from __future__ import annotations
 
+import os
+
+import pytest
 import torch
 import transformers
 
 from engine.config import BertConfig
+from engine.heads import IGNORE_INDEX, BertWithHeads
 
 # Keys `transformers` has and we do not, because they are aliases of tied parameters.
 TIED_ONLY_IN_HF = {"cls.predictions.decoder.bias"}
@@ -82,3 +86,72 @@ def batch(config: BertConfig, batch_size: int = 3, seq_len: int = 11, seed: int 
 def max_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     assert a.shape == b.shape, f"shapes differ: {tuple(a.shape)} vs {tuple(b.shape)}"
     return (a.detach().double() - b.detach().double()).abs().max().item()
+
+
+# ---- shared by test_model.py, test_heads.py, test_parity.py ----------------------------
+
+PARITY = 1e-5   # ours vs transformers, fp32
+PATHS = 1e-6    # fast (SDPA) vs explicit attention, head_mask definition, sparse vs dense MLM
+
+CONFIGS = {
+    # Odd sizes: 3 heads of 16, intermediate not a multiple of anything, 7 layers, pad id not 0,
+    # a third segment type and a large LayerNorm eps (a model that ignored the config's eps fails).
+    "odd": BertConfig(vocab_size=997, hidden_size=48, num_attention_heads=3, intermediate_size=100,
+                      num_hidden_layers=7, max_position_embeddings=40, type_vocab_size=3, pad_token_id=3,
+                      layer_norm_eps=1e-3, id2label={0: "a", 1: "b", 2: "c"}),
+    "tiny": BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                       intermediate_size=37),
+    "gelu_new": BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                           intermediate_size=64, hidden_act="gelu_new", layer_norm_eps=0.5),
+    "relu": BertConfig(vocab_size=120, hidden_size=24, num_hidden_layers=2, num_attention_heads=6,
+                       intermediate_size=50, hidden_act="relu", max_position_embeddings=16),
+}
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """These tensors are tiny: one intra-op thread is faster, and immune to a busy machine
+    (2 OpenMP threads spinning on a loaded 2-core box made this file 3x slower)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def check(label: str, a: torch.Tensor, b: torch.Tensor, tol: float) -> float:
+    diff = max_diff(a, b)
+    if os.environ.get("BERT_TEST_DIFFS"):
+        print(f"\n  {label}: max abs diff {diff:.3g}", end="")
+    assert diff <= tol, f"{label}: max abs diff {diff:.3g} > {tol:g}"
+    return diff
+
+
+def ours_with_heads(config: BertConfig, heads, seed: int = 0, **kwargs) -> BertWithHeads:
+    torch.manual_seed(seed)
+    return randomize_(BertWithHeads(config, heads, **kwargs), seed).eval()
+
+
+def mlm_labels(inputs: dict[str, torch.Tensor], vocab_size: int, seed: int = 1, rate: float = 0.15) -> torch.Tensor:
+    """-100 everywhere except ~rate of the real tokens (at least one per row)."""
+    generator = torch.Generator().manual_seed(seed)
+    real = inputs["attention_mask"].bool()
+    chosen = (torch.rand(real.shape, generator=generator) < rate) & real
+    chosen[:, 1] = True
+    labels = torch.randint(0, vocab_size, real.shape, generator=generator)
+    return torch.where(chosen, labels, torch.full_like(labels, IGNORE_INDEX))
+
+
+def compare_encoder(label: str, ours, theirs, hidden_layers: int) -> None:
+    assert len(ours.hidden_states) == len(theirs.hidden_states) == hidden_layers + 1
+    for i, (a, b) in enumerate(zip(ours.hidden_states, theirs.hidden_states)):
+        check(f"{label} hidden_states[{i}]", a, b, PARITY)
+    assert len(ours.attentions) == len(theirs.attentions) == hidden_layers
+    for i, (a, b) in enumerate(zip(ours.attentions, theirs.attentions)):
+        check(f"{label} attentions[{i}]", a, b, PARITY)
+
+
+def assert_tied(model: BertWithHeads) -> None:
+    decoder = model.cls.predictions.decoder.weight
+    embeddings = model.bert.embeddings.word_embeddings.weight
+    assert decoder is embeddings
+    assert decoder.data_ptr() == embeddings.data_ptr()

@@ -1,0 +1,91 @@
+"""Helpers shared by the checkpoint tests: reference models, strict-load checks, file surgery."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+import transformers
+from safetensors.torch import save_file
+
+from engine.heads import BertWithHeads
+from reference import hf_config, max_diff, randomize_
+
+
+PARITY = 1e-5
+ALL_HEADS = ("mlm", "nsp", "qa", "cls")
+THREE_LABELS = {0: "negative", 1: "neutral", 2: "positive"}
+
+# transformers class -> (our heads it carries, has pooler)
+HF_CLASSES = {
+    "BertModel": ((), True),
+    "BertForPreTraining": (("mlm", "nsp"), True),
+    "BertForMaskedLM": (("mlm",), False),
+    "BertForQuestionAnswering": (("qa",), False),
+    "BertForSequenceClassification": (("cls",), True),
+    "BertForNextSentencePrediction": (("nsp",), True),
+}
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+def ours_model(config, heads, add_pooling_layer=None, seed=0) -> BertWithHeads:
+    return randomize_(BertWithHeads(config, heads=heads, add_pooling_layer=add_pooling_layer), seed).eval()
+
+
+@torch.no_grad()
+def compare(ours: torch.nn.Module, hf: torch.nn.Module, hf_class: str, inputs: dict) -> dict[str, float]:
+    """Largest |ours - transformers| for every output the class has; asserts each <= PARITY."""
+    mine, theirs = ours(**inputs), hf.eval()(**inputs)
+    pairs = {
+        "BertModel": [("last_hidden_state", "last_hidden_state"), ("pooler_output", "pooler_output")],
+        "BertForPreTraining": [("prediction_logits", "prediction_logits"),
+                               ("seq_relationship_logits", "seq_relationship_logits")],
+        "BertForMaskedLM": [("prediction_logits", "logits")],
+        "BertForNextSentencePrediction": [("seq_relationship_logits", "logits")],
+        "BertForQuestionAnswering": [("start_logits", "start_logits"), ("end_logits", "end_logits")],
+        "BertForSequenceClassification": [("logits", "logits")],
+    }[hf_class]
+    diffs = {}
+    for our_name, hf_name in pairs:
+        a, b = getattr(mine, our_name), getattr(theirs, hf_name)
+        assert a is not None, f"our model gave no {our_name}"
+        diffs[our_name] = max_diff(a, b)
+        assert diffs[our_name] <= PARITY, f"{hf_class}.{hf_name} differs from ours by {diffs[our_name]:.2e}"
+    return diffs
+
+
+def hf_load(hf_class: str, directory: Path):
+    model, info = getattr(transformers, hf_class).from_pretrained(directory, output_loading_info=True)
+    return model.eval(), info
+
+
+def assert_strict(info: dict) -> None:
+    for name in ("missing_keys", "unexpected_keys", "mismatched_keys", "error_msgs"):
+        assert not info.get(name), f"transformers reports {name}: {info.get(name)}"
+
+
+def hf_checkpoint(hf_class: str, config, directory: Path, seed: int = 1):
+    """A transformers-made checkpoint (random non-trivial weights) saved with save_pretrained."""
+    model = randomize_(getattr(transformers, hf_class)(hf_config(config)), seed).eval()
+    model.save_pretrained(directory)
+    return model
+
+
+def write_state(directory: Path, state: dict[str, torch.Tensor], hf_model) -> Path:
+    """config.json (from the HF model) + model.safetensors holding ``state`` as given."""
+    directory.mkdir(parents=True, exist_ok=True)
+    hf_model.config.save_pretrained(directory)
+    save_file({k: v.detach().clone().contiguous() for k, v in state.items()}, str(directory / "model.safetensors"))
+    return directory
+
+
+def edit_config(directory: Path, **changes) -> None:
+    path = directory / "config.json"
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def siblings(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.parent.iterdir())
