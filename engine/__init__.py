@@ -12,6 +12,7 @@ _EXPORTS = {
     "BertModel": "model", "BertWithHeads": "heads", "HEADS": "heads",
     "BertForwardOutput": "outputs", "WordPieceTokenizer": "tokenizer",
     "LoadedModel": "checkpoints", "load": "checkpoints", "save": "checkpoints",
+    "Trainer": "trainer", "TrainingConfig": "training_config", "TrainingDiverged": "trainer",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import torch
 from safetensors import SafetensorError
@@ -164,12 +165,13 @@ def _load_tokenizer(directory: Path, config: BertConfig) -> WordPieceTokenizer |
 
 
 def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: str | Path,
-         architectures: list[str] | None = None) -> Path:
+         architectures: list[str] | None = None, extra: Callable[[Path], None] | None = None) -> Path:
     """Write an HF-format directory atomically. ``architectures`` picks the exported classes.
 
     By default the model's heads decide (e.g. MLM+NSP -> ``BertForPreTraining``); a model
     with several head families lists several classes, and one named class gives a file
-    ``transformers`` loads with nothing missing or unexpected.
+    ``transformers`` loads with nothing missing or unexpected. ``extra(staging_dir)``
+    may write more files (a trainer's state) before the directory is made visible.
     """
     directory = Path(directory)
     architectures = list(architectures or architectures_for(model.heads))
@@ -197,6 +199,8 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
         config.save(staging)
         if tokenizer is not None:
             tokenizer.save(staging)
+        if extra is not None:
+            extra(staging)
         _fsync_tree(staging)
         _replace_directory(staging, directory)
     except BaseException:
