@@ -35,117 +35,29 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import itertools
-import json
 import logging
-import random
 import threading
 import time
 import traceback as traceback_module
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-import torch
-
 from .checkpoints import LoadedModel
-from .config import preset as preset_config
-from .corpus import BUILTIN_CORPORA, Document, builtin_corpus, train_eval_split, train_tokenizer
-from .heads import IGNORE_INDEX, BertWithHeads
-from .masking import KIND_NAMES
+from .batch_view import capture_rows, describe_batch
+from .heads import BertWithHeads
+from .run_setup import prepare_run
+from .run_spec import ACTIVE_STATES, STATES, RunInfo, RunSpec, WorkerStatus  # noqa: F401  (re-exported)
 from .tokenizer import WordPieceTokenizer
-from .trainer import RESUMABLE_OVERRIDES, Trainer, TrainingDiverged, build_datasets
+from .trainer import Trainer, TrainingDiverged
 from .training_config import TrainingConfig
-from .training_state import (
-    CHECKPOINTS_DIR, INFO_FILE, METRICS_FILE, CheckpointInfo, checkpoint_name, list_checkpoints, read_metrics,
-    resolve_checkpoint,
-)
+from .training_state import CHECKPOINTS_DIR, CheckpointInfo, checkpoint_name, list_checkpoints
 
 logger = logging.getLogger(__name__)
 
-STATES = ("idle", "preparing", "running", "paused", "stopping", "finished", "failed", "diverged")
-ACTIVE_STATES = frozenset({"preparing", "running", "paused", "stopping"})
 MAX_RECORDS = 100_000            # records kept in memory per run (the oldest are dropped beyond it)
 BATCH_ROWS = 2                   # sequences of the latest batch kept for the masking view
 _WAIT_SLICE_S = 0.25             # the training thread re-checks its flags at least this often while waiting
-
-
-@dataclass
-class RunSpec:
-    """What to train: model size, corpus, tokenizer and training settings.
-
-    ``documents`` (already read, e.g. from an upload with ``corpus.read_documents``) wins
-    over the built-in ``corpus``. ``tokenizer_dir`` loads a vocabulary instead of training
-    one of ``vocab_size`` on the corpus. ``training`` holds ``TrainingConfig`` fields (or
-    is a ``TrainingConfig``). The run goes to ``runs_root/run_name`` (the worker's root and
-    a timestamped name by default). ``resume_from`` (a run or checkpoint directory)
-    continues that run instead: its tokenizer and data settings are reused, the corpus
-    must be the same, and ``training`` may change only ``trainer.RESUMABLE_OVERRIDES``.
-    """
-
-    preset: str = "tiny"
-    model_overrides: dict[str, Any] = field(default_factory=dict)
-    corpus: str = "shakespeare"
-    max_documents: int | None = None
-    documents: list[Document] | None = None
-    corpus_label: str | None = None
-    tokenizer_dir: str | Path | None = None
-    vocab_size: int = 4000
-    min_frequency: int = 2
-    lowercase: bool = True
-    eval_fraction: float = 0.05
-    short_seq_prob: float = 0.1
-    training: TrainingConfig | dict[str, Any] = field(default_factory=dict)
-    runs_root: str | Path | None = None
-    run_name: str | None = None
-    resume_from: str | Path | None = None
-
-    def training_config(self) -> TrainingConfig:
-        """The validated ``TrainingConfig`` (ValueError names the bad setting)."""
-        if isinstance(self.training, TrainingConfig):
-            return self.training
-        names = {f.name for f in dataclasses.fields(TrainingConfig)}
-        unknown = sorted(set(self.training) - names)
-        if unknown:
-            raise ValueError(f"unknown training setting(s): {', '.join(unknown)}")
-        return TrainingConfig(**self.training)
-
-
-@dataclass
-class RunInfo:
-    """What ``start`` answers: the run's id, directory and length."""
-
-    run_id: int
-    run_dir: Path
-    total_steps: int
-    started: float
-
-
-@dataclass
-class WorkerStatus:
-    """A consistent snapshot of the worker for the UI (plain values, safe to keep)."""
-
-    state: str                                  # one of STATES
-    message: str
-    step: int = 0
-    total_steps: int = 0
-    run_id: int = 0
-    run_dir: Path | None = None
-    elapsed: float = 0.0                        # wall seconds since start() (preparation included)
-    eta_s: float | None = None                  # seconds to total_steps at the recent pace (pauses excluded)
-    metrics: dict[str, Any] | None = None       # the last train record
-    eval_metrics: dict[str, Any] | None = None  # the last eval record
-    last_checkpoint: Path | None = None
-    outcome: str | None = None                  # when ended: "finished" | "stopped" | "failed" | "diverged"
-    error: str | None = None                    # "Type: message" for failures and divergence
-    traceback: str | None = None                # the full traceback of a failure (for logs, not the UI)
-    records: int = 0                            # metrics_since's next index
-    waiting: bool = False                       # the trainer is waiting between steps (paused / priority)
-
-    @property
-    def active(self) -> bool:
-        return self.state in ACTIVE_STATES
 
 
 class _Run:
@@ -200,17 +112,7 @@ class TrainingWorker:
         """Begin a run in the background; ValueError if one is active or a setting is invalid."""
         if not isinstance(spec, RunSpec):
             raise TypeError(f"start() takes a RunSpec, got {type(spec).__name__}")
-        config = spec.training_config()              # fast validation here, the slow work in the thread
-        if spec.resume_from is None:
-            preset_config(spec.preset, **{k: v for k, v in spec.model_overrides.items() if k != "vocab_size"})
-            if spec.documents is None and spec.corpus not in BUILTIN_CORPORA:
-                raise ValueError(f"unknown built-in corpus {spec.corpus!r}; choose one of: "
-                                 f"{', '.join(BUILTIN_CORPORA)} or upload documents")
-        else:
-            fixed = sorted(set(_given_fields(spec.training)) - RESUMABLE_OVERRIDES)
-            if fixed:
-                raise ValueError(f"cannot change {', '.join(fixed)} when resuming a run; only "
-                                 f"{', '.join(sorted(RESUMABLE_OVERRIDES))} may change")
+        config = spec.validate()              # fast validation here, the slow work in the thread
         with self._cond:
             if self._run is not None and self._run.state in ACTIVE_STATES:
                 raise ValueError(f"a training run is already {self._run.state} ({self._run.run_dir.name}); "
@@ -356,20 +258,7 @@ class TrainingWorker:
             run = self._run
             snap = run.batch if run is not None else None
             tokenizer = run.tokenizer if run is not None else None
-        if snap is None:
-            return None
-        rows = []
-        for r in range(len(snap["input_ids"])):
-            n = sum(snap["attention_mask"][r])
-            ids, labels, kinds = snap["input_ids"][r][:n], snap["labels"][r][:n], snap["mask_kind"][r][:n]
-            rows.append({
-                "input_ids": ids, "labels": labels, "mask_kind": kinds,
-                "mask_kind_names": [KIND_NAMES[k] for k in kinds],
-                "token_type_ids": snap["token_type_ids"][r][:n],
-                "tokens": [_token(tokenizer, i) for i in ids],
-                "label_tokens": [None if lab == IGNORE_INDEX else _token(tokenizer, lab) for lab in labels],
-            })
-        return {"step": snap["step"], "rows": rows, "next_sentence_label": list(snap["next_sentence_label"])}
+        return None if snap is None else describe_batch(snap, tokenizer)
 
     @property
     def trainer(self) -> Trainer | None:
@@ -547,9 +436,7 @@ class TrainingWorker:
         logger.info("training run %d ended: %s (%s)", run.run_id, state, message)
 
     def _prepare(self, run: _Run) -> Trainer | None:
-        """Corpus -> tokenizer -> datasets -> model -> trainer; None if stopped meanwhile."""
-        spec, config = run.spec, run.config
-
+        """Corpus -> tokenizer -> datasets -> model -> trainer (``run_setup``); None if stopped meanwhile."""
         def progress(message: str) -> bool:
             with self._cond:
                 if run.state == "preparing":
@@ -557,76 +444,20 @@ class TrainingWorker:
                 self._cond.notify_all()
                 return not run.stop_requested
 
-        if not progress("reading the corpus"):
+        prepared = prepare_run(run.spec, run.config, run.run_dir, progress)
+        if prepared is None:
             return None
-        if spec.documents is not None:
-            documents = [list(doc) for doc in spec.documents]
-        else:
-            documents = builtin_corpus(spec.corpus, max_documents=spec.max_documents)
-        documents = [[s for s in doc if isinstance(s, str) and s.strip()] for doc in documents]
-        documents = [doc for doc in documents if doc]
-        if not documents:
-            raise ValueError("the corpus is empty: it has no documents with text")
-        if spec.resume_from is not None:
-            return self._prepare_resume(run, documents, progress)
-        train_docs, eval_docs = _split(documents, spec.eval_fraction, config.seed, config.nsp)
-
-        if spec.tokenizer_dir is not None:
-            if not progress(f"loading the tokenizer from {spec.tokenizer_dir}"):
-                return None
-            tokenizer = WordPieceTokenizer.from_file(spec.tokenizer_dir)
-        else:
-            if not progress(f"training a WordPiece vocabulary of {spec.vocab_size:,} tokens"):
-                return None
-            tokenizer = train_tokenizer(
-                documents, spec.vocab_size, spec.min_frequency, spec.lowercase,
-                progress=lambda fraction, message: progress(f"training the vocabulary ({fraction:.0%}): {message}"))
-        run.tokenizer = tokenizer
-        if not progress(f"building pretraining instances from {len(train_docs):,} documents"):
-            return None
-        train_data, eval_data = build_datasets(train_docs, eval_docs, tokenizer, config, spec.short_seq_prob)
-        if not progress("building the model"):
-            return None
-        overrides = dict(spec.model_overrides)
-        overrides["vocab_size"] = tokenizer.vocab_size
-        overrides.setdefault("max_position_embeddings", max(512, config.max_seq_length))
-        model_config = preset_config(spec.preset, **overrides)
-        torch.manual_seed(config.seed)
-        model = BertWithHeads(model_config, heads=("mlm", "nsp") if config.nsp else ("mlm",))
-        self._tap_batches(run, train_data)
-        trainer = Trainer(model, tokenizer, train_data, eval_data, config, run.run_dir)
-        tokenizer_dir = run.run_dir / "tokenizer"
-        tokenizer.save(tokenizer_dir)
-        (run.run_dir / "run_spec.json").write_text(json.dumps(_describe(spec, config), indent=1, default=str) + "\n",
-                                                   encoding="utf-8")
-        self._wrap_trainer(trainer)
-        return trainer
-
-    def _prepare_resume(self, run: _Run, documents: list[Document], progress) -> Trainer | None:
-        checkpoint = resolve_checkpoint(run.spec.resume_from)
-        if not progress(f"resuming from {checkpoint.name}"):
-            return None
-        info = json.loads((checkpoint / INFO_FILE).read_text(encoding="utf-8"))
-        saved = TrainingConfig.from_dict(info["config"])
-        overrides = _given_fields(run.spec.training)
-        config = saved.replace(**overrides)
-        tokenizer = WordPieceTokenizer.from_file(checkpoint)
-        run.tokenizer = tokenizer
-        # the same split as the original run (split with the saved run's seed)
-        train_docs, eval_docs = _split(documents, run.spec.eval_fraction, saved.seed, saved.nsp)
-        if not progress("rebuilding the pretraining data"):
-            return None
-        train_data, eval_data = build_datasets(train_docs, eval_docs, tokenizer, config, run.spec.short_seq_prob)
-        self._tap_batches(run, train_data)
-        trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=run.run_dir, **overrides)
-        history = read_metrics(run.run_dir / METRICS_FILE)
+        trainer = prepared.trainer
         with self._cond:
-            run.config, run.total_steps = trainer.config, trainer.config.total_steps
-            for record in history[-MAX_RECORDS:]:
-                self._records.append(dict(record))
-            last = [r for r in history if r.get("kind") == "train"]
-            run.metrics = {k: v for k, v in last[-1].items() if k != "kind"} if last else None
-            run.last_checkpoint = checkpoint
+            run.tokenizer = prepared.tokenizer
+            if prepared.checkpoint is not None:  # resumed: show the run's history so far
+                run.config, run.total_steps = trainer.config, trainer.config.total_steps
+                for record in prepared.history[-MAX_RECORDS:]:
+                    self._records.append(dict(record))
+                last = [r for r in prepared.history if r.get("kind") == "train"]
+                run.metrics = {k: v for k, v in last[-1].items() if k != "kind"} if last else None
+                run.last_checkpoint = prepared.checkpoint
+        self._tap_batches(run, prepared.train_data)
         self._wrap_trainer(trainer)
         return trainer
 
@@ -652,13 +483,8 @@ class TrainingWorker:
         def batch(epoch: int, index: int):
             result = read(epoch, index)
             try:
-                rows = slice(0, BATCH_ROWS)
-                snap = {"step": (run.trainer.global_step + 1) if run.trainer is not None else run.step + 1,
-                        "input_ids": result.input_ids[rows].tolist(), "labels": result.labels[rows].tolist(),
-                        "mask_kind": result.mask_kind[rows].tolist(),
-                        "attention_mask": result.attention_mask[rows].tolist(),
-                        "token_type_ids": result.token_type_ids[rows].tolist(),
-                        "next_sentence_label": result.next_sentence_label[rows].tolist()}
+                step = (run.trainer.global_step + 1) if run.trainer is not None else run.step + 1
+                snap = capture_rows(result, step, BATCH_ROWS)
                 with self._cond:
                     run.batch = snap
             except Exception:  # noqa: BLE001 - the view is best effort; never break training for it
@@ -711,43 +537,6 @@ class TrainingWorker:
                 if waited_from is not None:
                     run.waited += time.time() - waited_from
                     run.waiting = False
-
-
-def _split(documents: list[Document], eval_fraction: float, seed: int, nsp: bool,
-           ) -> tuple[list[Document], list[Document]]:
-    """``train_eval_split`` seeded by the run; with NSP the held-out set needs two documents
-    (NotNext pairs come from another document), so one is moved over when possible, and a
-    corpus too small for that is trained on whole, without evaluation."""
-    train, held_out = train_eval_split(documents, eval_fraction, random.Random(seed))
-    if nsp and len(held_out) == 1:
-        if len(train) >= 4:
-            train, held_out = train[1:], held_out + train[:1]
-        else:
-            train, held_out = train + held_out, []
-    return train, held_out
-
-
-def _given_fields(training: TrainingConfig | dict[str, Any]) -> dict[str, Any]:
-    """The training settings a spec sets explicitly (all of them for a TrainingConfig)."""
-    return training.to_dict() if isinstance(training, TrainingConfig) else dict(training)
-
-
-def _describe(spec: RunSpec, config: TrainingConfig) -> dict[str, Any]:
-    corpus = spec.corpus_label or ("uploaded documents" if spec.documents is not None else spec.corpus)
-    return {"preset": spec.preset, "model_overrides": spec.model_overrides, "corpus": corpus,
-            "max_documents": spec.max_documents,
-            "documents": len(spec.documents) if spec.documents is not None else None,
-            "tokenizer_dir": spec.tokenizer_dir, "vocab_size": spec.vocab_size, "eval_fraction": spec.eval_fraction,
-            "training": config.to_dict()}
-
-
-def _token(tokenizer: WordPieceTokenizer | None, token_id: int) -> str:
-    if tokenizer is None:
-        return str(token_id)
-    try:
-        return tokenizer.id_to_token(token_id)
-    except IndexError:
-        return f"<{token_id}>"
 
 
 def _mtime(path: Path) -> float:
