@@ -7,6 +7,12 @@ micro-batches and returns its metrics; ``train()`` loops, evaluating, logging to
 requests through it). Nothing here prints: metrics are returned, passed to a
 callback and appended to ``metrics.jsonl``.
 
+Under torchrun (a process group of N > 1) the model is wrapped in DistributedDataParallel;
+rank r reads micro-batch ``k * N + r`` of the shared, identically built dataset; losses are
+weighted by the global masked-token and pair counts, so N processes compute the gradient
+of the same union of micro-batches as one process would; only rank 0 logs and writes
+checkpoints (the others wait at a barrier). See ``engine.distributed``.
+
 Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss scaling
 is needed for bf16. A NaN/inf loss or gradient norm applies no update and raises
 ``TrainingDiverged``; checkpoints already written stay as they are.
@@ -23,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from . import distributed as dist
 from .checkpoints import load_directory
 from .corpus import Document
 from .heads import IGNORE_INDEX, BertWithHeads
@@ -90,12 +97,15 @@ class Trainer:
         self.device = config.resolve_device()
         self.autocast_dtype = config.autocast_dtype(self.device)
         self.model = model.to(self.device).train()
+        self.world, self.rank = dist.world_size(), dist.rank()
+        self._compute = ("mlm", "nsp") if config.nsp else ("mlm",)
+        unused = bool(set(model.heads) - set(self._compute)) or (model.has_pooler and not config.nsp)
+        self._net = dist.wrap_model(self.model, self.device, find_unused_parameters=unused)   # DDP or the model
         self.optimizer = build_optimizer(model, config.learning_rate, config.weight_decay, config.adam_betas,
                                          config.adam_eps, self.device)
         self.scheduler = build_scheduler(self.optimizer, config.schedule, config.resolved_warmup_steps,
                                          config.total_steps)
         self._params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        self._compute = ("mlm", "nsp") if config.nsp else ("mlm",)
         self.run_dir = Path(run_dir)
         (self.run_dir / CHECKPOINTS_DIR).mkdir(parents=True, exist_ok=True)
         self.global_step = 0
@@ -106,7 +116,7 @@ class Trainer:
         self.last_eval: dict[str, Any] | None = None
         self._eval_batches: list[Batch] | None = None
         self._fingerprint: str | None = None
-        set_seed(config.seed)
+        set_seed(dist.rank_seed(config.seed))
 
     # ------------------------------------------------------------------ one step
     def step(self, micro_batches: Sequence[Batch] | None = None) -> dict[str, Any]:
@@ -122,15 +132,19 @@ class Trainer:
             self._next_batch() for _ in range(self.config.gradient_accumulation_steps)]
         masked = [int((b.labels != IGNORE_INDEX).sum()) for b in batches]
         pairs = [int((b.next_sentence_label != IGNORE_INDEX).sum()) if self.config.nsp else 0 for b in batches]
-        total_masked, total_pairs = max(1, sum(masked)), max(1, sum(pairs))
+        counts = dist.all_reduce_sum(torch.tensor(   # over all processes: DDP averages, so weights are n/global*N
+            [sum(masked), sum(pairs), sum(b.num_tokens for b in batches)], dtype=torch.float64)).long().tolist()
+        total_masked, total_pairs, tokens = max(1, counts[0]), max(1, counts[1]), counts[2]
         sums = torch.zeros(5, device=self.device)  # mlm loss*n, mlm correct, nsp loss*k, nsp correct, loss
-        for batch, n, k in zip(batches, masked, pairs):
-            out, targets, nsp_labels = self._forward(batch)
-            loss = out.mlm_loss * (n / total_masked)
-            if k:
-                loss = loss + out.nsp_loss * (k / total_pairs)
-            loss.backward()
+        for i, (batch, n, k) in enumerate(zip(batches, masked, pairs)):
+            with dist.no_sync(self._net, skip=i < len(batches) - 1):   # all-reduce on the last micro-batch
+                out, targets, nsp_labels = self._forward(batch, self._net)
+                loss = out.mlm_loss * (n / total_masked)
+                if k:
+                    loss = loss + out.nsp_loss * (k / total_pairs)
+                (loss * self.world if self.world > 1 else loss).backward()
             sums += self._tally(out, targets, nsp_labels, n, k, loss)
+        dist.all_reduce_sum(sums)
         max_norm = self.config.max_grad_norm if self.config.max_grad_norm is not None else float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
         values = torch.cat((sums, grad_norm.detach().float().reshape(1))).tolist()   # the one sync
@@ -145,8 +159,7 @@ class Trainer:
         self.global_step += 1
         duration = time.perf_counter() - start
         self.elapsed += duration
-        tokens = sum(b.num_tokens for b in batches)
-        nsp = self.config.nsp and sum(pairs) > 0
+        nsp = self.config.nsp and counts[1] > 0
         self.last_metrics = {
             "step": self.global_step, "mlm_loss": values[0] / total_masked, "mlm_acc": values[1] / total_masked,
             "nsp_loss": values[2] / total_pairs if nsp else None, "nsp_acc": values[3] / total_pairs if nsp else None,
@@ -155,15 +168,16 @@ class Trainer:
         }
         return self.last_metrics
 
-    def _forward(self, batch: Batch) -> tuple[BertForwardOutput, torch.Tensor, torch.Tensor]:
-        """Move a batch to the device and run the model under the configured precision."""
+    def _forward(self, batch: Batch, net: torch.nn.Module | None = None,
+                 ) -> tuple[BertForwardOutput, torch.Tensor, torch.Tensor]:
+        """Move a batch to the device and run ``net`` (default: the bare model) under the configured precision."""
         batch = batch.to(self.device, non_blocking=True)
         inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
                   "token_type_ids": batch.token_type_ids, "labels": batch.labels}
         if self.config.nsp:
             inputs["next_sentence_label"] = batch.next_sentence_label
         with self._autocast():
-            out = self.model(**inputs, sparse_mlm=True, compute=self._compute)
+            out = (net or self.model)(**inputs, sparse_mlm=True, compute=self._compute)
         return out, batch.labels[batch.labels != IGNORE_INDEX], batch.next_sentence_label  # targets: (N,)
 
     @staticmethod
@@ -186,13 +200,15 @@ class Trainer:
         return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
 
     def _next_batch(self) -> Batch:
-        """The micro-batch at the data position, then advance it (into the next epoch when needed)."""
-        while self.batch_index >= self.train_data.num_batches(self.epoch):
-            if self.train_data.num_batches(self.epoch) == 0:
-                raise ValueError("the corpus makes fewer instances than one batch; lower batch_size")
+        """The micro-batch at the data position, then advance it (into the next epoch when needed).
+        With N processes it moves N batches and rank r reads the r-th; an epoch's last partial group is skipped."""
+        while self.batch_index + self.world > self.train_data.num_batches(self.epoch):
+            if self.train_data.num_batches(self.epoch) < self.world:
+                raise ValueError("the corpus makes fewer instances than one batch per process; lower batch_size"
+                                 + (" or use fewer processes" if self.world > 1 else ""))
             self.epoch, self.batch_index = self.epoch + 1, 0
-        batch = self.train_data.batch(self.epoch, self.batch_index)
-        self.batch_index += 1
+        batch = self.train_data.batch(self.epoch, self.batch_index + self.rank)
+        self.batch_index += self.world
         return batch
 
     def _diverged(self, what: str, value: float) -> None:
@@ -261,16 +277,19 @@ class Trainer:
             step, last = self.global_step, self.global_step == config.total_steps
             if last or step % config.log_every == 0:
                 self._log("train", metrics, callback)
-            if self.eval_data is not None and (last or (config.eval_every and step % config.eval_every == 0)):
+            if self.rank == 0 and self.eval_data is not None and (
+                    last or (config.eval_every and step % config.eval_every == 0)):
                 self._log("eval", self.evaluate(), callback)
             if last or (config.checkpoint_every and step % config.checkpoint_every == 0):
                 path = self.save_checkpoint()
-                if callback is not None:
+                if callback is not None and self.rank == 0:
                     callback("checkpoint", {"step": step, "path": str(path)})
         status = "finished" if self.global_step >= config.total_steps else "num_steps"
         return TrainResult(status, self.global_step, self.last_metrics)
 
     def _log(self, kind: str, record: dict[str, Any], callback: Callback | None) -> None:
+        if self.rank != 0:
+            return
         append_metrics(self.run_dir / METRICS_FILE, {"kind": kind, **record})
         if callback is not None:
             callback(kind, record)
@@ -286,14 +305,20 @@ class Trainer:
                 "data_fingerprint": self.data_fingerprint()}
 
     def save_checkpoint(self) -> Path:
-        """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints``."""
+        """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints``.
+        Under DDP only rank 0 writes; every rank returns after the write (a barrier)."""
         path = self.run_dir / CHECKPOINTS_DIR / checkpoint_name(self.global_step)
+        if self.rank != 0:
+            dist.barrier()
+            self.last_checkpoint = path
+            return path
         last_eval = self.last_eval if self.last_eval and self.last_eval["step"] == self.global_step else None
         info = {"step": self.global_step, "epoch": self.epoch, "metrics": self.last_metrics or {},
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
         write_checkpoint(self.model, self.tokenizer, path, self.training_state(), info)
         self.last_checkpoint = path
         prune_checkpoints(self.run_dir, self.config.keep_last_checkpoints)
+        dist.barrier()
         return path
 
     def data_fingerprint(self) -> str:
@@ -328,7 +353,9 @@ class Trainer:
         self.batch_index = int(state["batch_index"])
         self.elapsed = float(state["elapsed"])
         self.last_checkpoint = checkpoint
-        restore_rng(state["rng"])
+        restore_rng(state["rng"])     # rank 0's; the other ranks get their own dropout stream
+        if self.rank != 0:
+            torch.manual_seed(dist.rank_seed(self.config.seed, self.global_step))
 
     @classmethod
     def resume(cls, source: str | Path, train_data: PretrainingDataset, eval_data: PretrainingDataset | None = None,
@@ -354,7 +381,8 @@ class Trainer:
             raise ValueError("the training data differs from the data this run was trained on (corpus, "
                              "tokenizer, seed or batching); resuming would not continue the same run")
         trainer.load_training_state(state, checkpoint)
-        truncate_metrics(run_dir / METRICS_FILE, trainer.global_step)
+        if trainer.rank == 0:
+            truncate_metrics(run_dir / METRICS_FILE, trainer.global_step)
         return trainer
 
     def checkpoints(self) -> list[CheckpointInfo]:
