@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -19,6 +18,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import BertModel, preset  # noqa: E402
+from bench.timing import paired_times  # noqa: E402
 
 # (preset, batch, sequence length, timing rounds)
 CASES = [("mini", 1, 128, 400), ("base", 8, 128, 30)]
@@ -39,17 +39,8 @@ def reference_model(ours: BertModel):
 
 def paired_medians(ours, theirs, rounds: int) -> tuple[float, float]:
     """Median seconds per call of ``ours`` and ``theirs``, timed alternately after warm-up."""
-    for _ in range(3):
-        ours()
-        theirs()
-    times: dict[str, list[float]] = {"ours": [], "theirs": []}
-    for index in range(rounds):
-        order = (("ours", ours), ("theirs", theirs)) if index % 2 == 0 else (("theirs", theirs), ("ours", ours))
-        for name, fn in order:
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return statistics.median(times["ours"]), statistics.median(times["theirs"])
+    times_ours, times_theirs = paired_times(ours, theirs, rounds)
+    return statistics.median(times_ours), statistics.median(times_theirs)
 
 
 def main() -> None:
