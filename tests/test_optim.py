@@ -1,6 +1,7 @@
 """Optimizer parameter groups and learning-rate schedules (engine.optim)."""
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -86,3 +87,26 @@ def test_weight_decay_skips_biases(make_config):
     assert torch.allclose(model.bert.encoder.layer[0].attention.self.query.weight, torch.tensor(0.95))
     assert torch.equal(model.bert.encoder.layer[0].attention.self.query.bias, torch.ones(32))
     assert torch.equal(model.bert.embeddings.LayerNorm.weight, torch.ones(32))
+
+
+def test_fused_adamw_gives_the_same_update_as_the_default_kernel():
+    """The trainer uses the fused AdamW kernel (much faster on CPU); it must not change the maths."""
+    from engine import BertWithHeads, preset
+    from engine.optim import build_optimizer, parameter_groups
+
+    torch.manual_seed(0)
+    model = BertWithHeads(preset("tiny", vocab_size=90, hidden_size=32, num_attention_heads=4,
+                                 intermediate_size=40, num_hidden_layers=2, hidden_dropout_prob=0.0,
+                                 attention_probs_dropout_prob=0.0), heads=("mlm", "nsp"))
+    reference = copy.deepcopy(model)
+    fused = build_optimizer(model, 1e-3, device=torch.device("cpu"))
+    assert fused.defaults["fused"] is True
+    default = torch.optim.AdamW(parameter_groups(reference, 0.01), lr=1e-3, eps=1e-6)
+    ids = torch.randint(5, 90, (4, 12))
+    for _ in range(5):
+        for net, optimizer in ((model, fused), (reference, default)):
+            net(ids, labels=ids, next_sentence_label=torch.zeros(4, dtype=torch.long)).loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    for (name, a), b in zip(model.named_parameters(), reference.parameters()):
+        assert (a - b).abs().max() <= 1e-6, name
