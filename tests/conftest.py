@@ -6,6 +6,7 @@ import ipaddress
 import socket
 
 import pytest
+import torch
 
 from engine.config import BertConfig
 from engine.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
@@ -83,3 +84,14 @@ def no_internet(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     yield attempts
     assert not attempts, f"the code under test tried to reach the network: {attempts}"
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    """Tiny models run fastest on one intra-op thread, and it keeps them immune to a busy
+    machine (two OpenMP threads spinning on a loaded 2-core box made files 3-30x slower).
+    Modules opt in with ``pytestmark = pytest.mark.usefixtures("one_thread")``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 import torch
 import transformers
 
@@ -107,15 +106,6 @@ CONFIGS = {
                        intermediate_size=50, hidden_act="relu", max_position_embeddings=16),
 }
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors are tiny: one intra-op thread is faster, and immune to a busy machine
-    (2 OpenMP threads spinning on a loaded 2-core box made this file 3x slower)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def check(label: str, a: torch.Tensor, b: torch.Tensor, tol: float) -> float:

@@ -10,9 +10,11 @@ import torch.nn.functional as F
 
 from engine.heads import IGNORE_INDEX, BertWithHeads
 from engine.model import BertModel
-from reference import (  # noqa: F401  (one_thread: an autouse fixture)
-    CONFIGS, PATHS, assert_tied, batch, check, mlm_labels, one_thread, ours_with_heads,
+from reference import (
+    CONFIGS, PATHS, assert_tied, batch, check, mlm_labels, ours_with_heads,
 )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 

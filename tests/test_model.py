@@ -13,9 +13,11 @@ import torch
 
 from engine.config import BertConfig
 from engine.heads import BertWithHeads
-from reference import (  # noqa: F401  (one_thread: an autouse fixture)
-    CONFIGS, PARITY, PATHS, assert_tied, batch, check, one_thread, ours_with_heads,
+from reference import (
+    CONFIGS, PARITY, PATHS, assert_tied, batch, check, ours_with_heads,
 )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 

@@ -13,10 +13,12 @@ import transformers
 from engine.config import SUPPORTED_ACTIVATIONS
 from engine.heads import BertWithHeads
 from engine.model import BertModel
-from reference import (  # noqa: F401  (one_thread: an autouse fixture)
-    CONFIGS, PARITY, batch, check, compare_encoder, hf_config, hf_copy, mlm_labels, one_thread, ours_with_heads,
+from reference import (
+    CONFIGS, PARITY, batch, check, compare_encoder, hf_config, hf_copy, mlm_labels, ours_with_heads,
     randomize_,
 )
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 

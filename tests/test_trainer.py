@@ -24,13 +24,7 @@ STEP_KEYS = {"step", "mlm_loss", "mlm_acc", "nsp_loss", "nsp_acc", "loss", "lr",
 EVAL_KEYS = {"step", "eval_mlm_loss", "eval_mlm_acc", "eval_nsp_loss", "eval_nsp_acc"}
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread (and do not fight a busy machine for cores)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def documents(n_docs: int, seed: int = 0) -> list[list[str]]:

@@ -20,13 +20,7 @@ MODEL = dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, max_po
 TIMEOUT = 30.0
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread (and the test threads share the 2 cores)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture
