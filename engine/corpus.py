@@ -195,10 +195,12 @@ def builtin_corpus(name: str = "shakespeare", max_documents: int | None = None) 
     """
     if name not in BUILTIN_CORPORA:
         raise ValueError(f"unknown built-in corpus {name!r}; choose one of: {', '.join(BUILTIN_CORPORA)}")
-    documents = _shakespeare_scenes()
-    if max_documents is not None:
-        documents = documents[:max_documents]
-    return [list(doc) for doc in documents]
+    documents: list[Document] = []
+    for path in shakespeare_play_files():   # parse only as many plays as the request needs
+        documents.extend(list(scene) for scene in _play_scenes(path))
+        if max_documents is not None and len(documents) >= max_documents:
+            return documents[:max_documents]
+    return documents
 
 
 def shakespeare_play_files() -> list[Path]:
@@ -213,14 +215,10 @@ def shakespeare_play_files() -> list[Path]:
     return files
 
 
-@functools.lru_cache(maxsize=1)
-def _shakespeare_scenes() -> tuple[tuple[str, ...], ...]:
-    scenes: list[tuple[str, ...]] = []
-    for path in shakespeare_play_files():
-        for scene in parse_play_markdown(path.read_text(encoding="utf-8")):
-            if scene:
-                scenes.append(tuple(scene))
-    return tuple(scenes)
+@functools.lru_cache(maxsize=64)
+def _play_scenes(path: Path) -> tuple[tuple[str, ...], ...]:
+    """The non-empty scenes of one play file, parsed once per process."""
+    return tuple(tuple(scene) for scene in parse_play_markdown(path.read_text(encoding="utf-8")) if scene)
 
 
 _SPEAKER = re.compile(r"^\*\*[^*]+\*\*$")

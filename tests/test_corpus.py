@@ -178,3 +178,14 @@ def test_train_tokenizer_reports_progress():
     assert tok.vocab_size <= 120
     with pytest.raises(ValueError, match="empty corpus"):
         train_tokenizer([], vocab_size=100)
+
+
+def test_builtin_corpus_first_documents_are_a_prefix_of_the_whole():
+    """Asking for a few scenes parses only the plays needed, and gives exactly the whole corpus's first scenes."""
+    from engine.corpus import builtin_corpus
+
+    few = builtin_corpus("shakespeare", max_documents=7)
+    whole = builtin_corpus("shakespeare")
+    assert len(few) == 7 and few == whole[:7]
+    few[0].append("mutating a result must not change the next one")
+    assert builtin_corpus("shakespeare", max_documents=7)[0] == whole[0]
