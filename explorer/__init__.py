@@ -32,7 +32,7 @@ CSS: str = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
 
 def build_app(services: Services | None = None) -> gr.Blocks:
     """Build the whole app (no launch). Loads the bundled tokenizer if ``services`` is None."""
-    from explorer import tokenize_tab
+    from explorer import tokenize_tab, training_tab
 
     services = services if services is not None else default_services()
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
@@ -41,4 +41,6 @@ def build_app(services: Services | None = None) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Tokenize", id="tokenize"):
                 tokenize_tab.build(services)
+            with gr.Tab("Training", id="training"):
+                training_tab.build(services)
     return demo
