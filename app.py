@@ -7,6 +7,7 @@ GRADIO_SERVER_PORT (Gradio reads them; default 127.0.0.1:7860).
 from __future__ import annotations
 
 import os
+import threading
 
 # Must happen before gradio (or huggingface_hub) is imported anywhere.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -30,6 +31,10 @@ def create_app() -> gr.Blocks:
 
 def main() -> None:
     """Build and serve the app until interrupted."""
+    from engine.optim import warm_up
+
+    # The first optimizer of a process is slow to build; pay for it while nobody waits.
+    threading.Thread(target=warm_up, name="optimizer-warm-up", daemon=True).start()
     create_app().launch(theme=THEME, css=CSS, share=False)
 
 

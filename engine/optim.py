@@ -86,3 +86,10 @@ def build_scheduler(optimizer: torch.optim.Optimizer, schedule: str, warmup_step
                     total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """A ``LambdaLR`` following ``lr_factor``; call ``.step()`` after every optimizer step."""
     return torch.optim.lr_scheduler.LambdaLR(optimizer, schedule_function(schedule, warmup_steps, total_steps))
+
+
+def warm_up() -> None:
+    """Build a throw-away AdamW once. The first one in a process imports ``torch._dynamo``
+    (~2 s on 2 cores); an app calls this in the background at start so a user pressing
+    Start does not wait for it."""
+    torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], fused=True)

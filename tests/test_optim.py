@@ -110,3 +110,19 @@ def test_fused_adamw_gives_the_same_update_as_the_default_kernel():
             optimizer.zero_grad()
     for (name, a), b in zip(model.named_parameters(), reference.parameters()):
         assert (a - b).abs().max() <= 1e-6, name
+
+
+def test_warm_up_pays_the_first_optimizer_cost_in_advance():
+    """After warm_up the expensive one-off import has happened, so the next AdamW is quick to build."""
+    import sys
+
+    from engine.optim import warm_up
+
+    warm_up()
+    assert "torch._dynamo" in sys.modules
+    model = torch.nn.Linear(3, 2)
+    optimizer = build_optimizer(model, 1e-3, device=torch.device("cpu"))
+    before = model.weight.detach().clone()
+    model(torch.ones(1, 3)).sum().backward()
+    optimizer.step()
+    assert not torch.equal(before, model.weight.detach())
