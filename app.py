@@ -16,15 +16,16 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import gradio as gr  # noqa: E402
 
 from explorer import CSS, THEME, build_app  # noqa: E402
+from explorer.services import Services  # noqa: E402
 
 # Concurrent requests per event (tokenization is cheap; model work is CPU/GPU bound).
 CONCURRENCY = int(os.environ.get("EXPLORER_CONCURRENCY", "2"))
 QUEUE_MAX_SIZE = 64
 
 
-def create_app() -> gr.Blocks:
-    """Build the app with its queue configured (no launch)."""
-    demo = build_app()
+def create_app(services: Services | None = None) -> gr.Blocks:
+    """Build the app with its queue configured (no launch); default services when none given."""
+    demo = build_app(services)
     demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_MAX_SIZE)
     return demo
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import signal
 import sys
 import time
@@ -33,10 +32,11 @@ import torch
 
 from . import distributed as dist
 from .config import PRESETS, preset
-from .corpus import BUILTIN_CORPORA, Document, builtin_corpus, read_documents, train_eval_split, train_tokenizer
+from .corpus import BUILTIN_CORPORA, Document, builtin_corpus, read_documents, train_tokenizer
 from .heads import BertWithHeads
 from .tokenizer import WordPieceTokenizer
-from .trainer import Trainer, TrainingDiverged, build_datasets
+from .run_setup import split_documents
+from .trainer import RESUMABLE_OVERRIDES, Trainer, TrainingDiverged, build_datasets
 from .training_config import TrainingConfig
 from .training_state import INFO_FILE, read_training_state, resolve_checkpoint
 
@@ -69,16 +69,9 @@ def load_corpus(corpus: str, max_documents: int | None = None) -> list[Document]
 
 
 def split_corpus(options: PretrainOptions) -> tuple[list[Document], list[Document]]:
-    """(training, held-out) documents, split by the run's seed. With NSP the held-out set needs
-    two documents (NotNext pairs come from another one): it gets two, or none on a tiny corpus."""
+    """(training, held-out) documents, split by the run's seed exactly as the worker splits them."""
     documents = load_corpus(options.corpus, options.max_documents)
-    train, held_out = train_eval_split(documents, options.eval_fraction, random.Random(options.training.seed))
-    if options.training.nsp and len(held_out) == 1:
-        if len(train) >= 4:
-            train, held_out = train[1:], held_out + train[:1]
-        else:
-            train, held_out = train + held_out, []
-    return train, held_out
+    return split_documents(documents, options.eval_fraction, options.training.seed, options.training.nsp)
 
 
 def default_run_dir() -> str:
@@ -135,9 +128,8 @@ def prepare_run(options: PretrainOptions, resume: str | None = None,
         log(f"resuming {checkpoint} (step {state['step']})")
         train_docs, eval_docs = split_corpus(options)
         train_data, eval_data = build_datasets(train_docs, eval_docs, tokenizer, saved)
-        overrides = {name: getattr(config, name) for name in
-                     ("total_steps", "eval_every", "checkpoint_every", "keep_last_checkpoints", "log_every",
-                      "device", "precision") if getattr(config, name) != getattr(saved, name)}
+        overrides = {name: getattr(config, name) for name in sorted(RESUMABLE_OVERRIDES)
+                     if getattr(config, name) != getattr(saved, name)}
         options.training = saved.replace(**overrides)
         return Trainer.resume(checkpoint, train_data, eval_data, run_dir=options.run_dir, **overrides)
     train_docs, eval_docs = split_corpus(options)

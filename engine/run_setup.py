@@ -65,8 +65,8 @@ def prepare_run(spec: RunSpec, config: TrainingConfig, run_dir: Path, progress: 
     else:
         if not progress(f"training a WordPiece vocabulary of {spec.vocab_size:,} tokens"):
             return None
-        tokenizer = train_tokenizer(
-            documents, spec.vocab_size, spec.min_frequency, spec.lowercase,
+        tokenizer = train_tokenizer(  # on the training documents only: held-out text stays unseen
+            train_docs, spec.vocab_size, spec.min_frequency, spec.lowercase,
             progress=lambda fraction, message: progress(f"training the vocabulary ({fraction:.0%}): {message}"))
     if not progress(f"building pretraining instances from {len(train_docs):,} documents"):
         return None

@@ -45,7 +45,7 @@ def empty_figure(message: str = "Nothing to show yet", height: int = 220) -> go.
     return fig
 
 
-def _tick_labels(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
+def tick_labels(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
     """Tick positions and texts; thinned to every k-th position for long sequences."""
     n = len(tokens)
     step = 1 if n <= _MAX_TICK_LABELS else -(-n // _MAX_TICK_LABELS)
@@ -106,7 +106,7 @@ def token_strip(
                 ),
             )
         )
-    tickvals, ticktext = _tick_labels(tokens)
+    tickvals, ticktext = tick_labels(tokens)
     fig.update_layout(
         title=dict(text=title) if title else None,
         height=240 if n <= 16 else 300,

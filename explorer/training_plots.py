@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.plots import _tick_labels, empty_figure
+from explorer.plots import empty_figure, tick_labels
 
 # One colour per masking kind (the names match ``engine.masking.KIND_NAMES``).
 KIND_COLORS: dict[str, str] = {
@@ -133,7 +133,7 @@ def masked_strip(tokens: Sequence[str], kinds: Sequence[str],
             hovertemplate=("position %{x}<br>input %{customdata[0]}<br>original %{customdata[1]}"
                            "<extra>" + KIND_LABELS.get(kind, kind) + "</extra>"),
         ))
-    tickvals, ticktext = _tick_labels(list(tokens))
+    tickvals, ticktext = tick_labels(list(tokens))
     fig.update_layout(
         title=dict(text=title) if title else None,
         height=300,

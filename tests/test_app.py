@@ -24,12 +24,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 import explorer  # noqa: E402
 from explorer import tokenize_tab  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from app_helpers import serve  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -41,13 +36,8 @@ def services() -> Services:
 def client() -> Iterator[Client]:
     import app
 
-    demo = app.create_app()
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(),
-                quiet=True, theme=explorer.THEME, css=explorer.CSS)
-    try:
-        yield Client(demo.local_url, verbose=False)
-    finally:
-        demo.close()
+    with serve(app.create_app()) as running:
+        yield running
 
 
 def _tokenize(client: Client, text: str, pair: str = "", max_length: int = 128) -> tuple[Any, ...]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sys
 import time
 from pathlib import Path
@@ -24,16 +23,11 @@ from gradio_client.exceptions import AppError  # noqa: E402
 import explorer  # noqa: E402
 from explorer import training_tab  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
+from app_helpers import serve  # noqa: E402
 
 TIMEOUT = 90.0
 # preset, corpus, max documents, vocab, seq length, batch, lr, steps, mask rate, whole word, nsp
 FAST = ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 15, 0.15, False, True]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +39,10 @@ def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
 
 @pytest.fixture(scope="module")
 def client(services: Services) -> Iterator[Client]:
-    demo = explorer.build_app(services)
-    demo.queue(default_concurrency_limit=2, max_size=64)
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=_free_port(),
-                quiet=True, theme=explorer.THEME, css=explorer.CSS)
-    try:
-        yield Client(demo.local_url, verbose=False)
-    finally:
-        demo.close()
+    import app
+
+    with serve(app.create_app(services)) as running:
+        yield running
 
 
 def _settings(**changes: Any) -> list[Any]:
