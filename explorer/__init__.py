@@ -32,15 +32,18 @@ CSS: str = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
 
 def build_app(services: Services | None = None) -> gr.Blocks:
     """Build the whole app (no launch). Loads the bundled tokenizer if ``services`` is None."""
-    from explorer import tokenize_tab, training_tab
+    from explorer import model_picker, tokenize_tab, training_tab
 
     services = services if services is not None else default_services()
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
         with gr.Column(elem_id="app-header"):
             gr.Markdown(f"# {TITLE}\n{DESCRIPTION}")
+        picker = model_picker.build(services)
         with gr.Tabs():
             with gr.Tab("Tokenize", id="tokenize"):
-                tokenize_tab.build(services)
+                tokenize_tab.build(services, picker)
             with gr.Tab("Training", id="training"):
                 training_tab.build(services)
+        demo.load(lambda key: model_picker.model_info(services, key), inputs=[picker.dropdown], outputs=[picker.info],
+                  api_visibility="private", show_progress="hidden")
     return demo

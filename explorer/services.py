@@ -1,17 +1,21 @@
 """Shared state handed to every tab's ``build(services)``.
 
-Kept deliberately small: the loaded tokenizer, the longest sequence the app accepts and
-the training worker (one per app; created on first use when not given).
-The model registry joins here later.
+Kept deliberately small: the bundled tokenizer, the longest sequence the app accepts, the
+training worker (one per app; created on first use when not given) and the model registry
+(model keys -> loaded models) every probing tab reads its model from.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.checkpoints import LoadedModel
+from engine.model_registry import ModelRegistry
 from engine.tokenizer import WordPieceTokenizer
 
 if TYPE_CHECKING:
@@ -21,11 +25,21 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TOKENIZER_DIR = REPO_ROOT / "assets" / "tokenizer"
 RUNS_DIR_ENV = "EXPLORER_RUNS_DIR"
 DEFAULT_RUNS_DIR = "runs"
+MODEL_DIRS_ENV = "EXPLORER_MODEL_DIRS"     # os.pathsep-separated folders local models may be loaded from
+DEFAULT_MODEL_DIRS = ("models",)
 
 
 def runs_dir_from_env() -> Path:
     """Where training runs go: ``$EXPLORER_RUNS_DIR``, default ``runs``."""
     return Path(os.environ.get(RUNS_DIR_ENV) or DEFAULT_RUNS_DIR)
+
+
+def model_dirs_from_env() -> tuple[Path, ...]:
+    """Folders local models may be loaded from: ``$EXPLORER_MODEL_DIRS`` (os.pathsep-separated),
+    default ``models``; the runs folder is always allowed too."""
+    raw = os.environ.get(MODEL_DIRS_ENV)
+    names = [p for p in raw.split(os.pathsep) if p.strip()] if raw else list(DEFAULT_MODEL_DIRS)
+    return tuple(Path(p).expanduser() for p in names)
 
 
 @dataclass
@@ -35,6 +49,7 @@ class Services:
     tokenizer: WordPieceTokenizer
     max_length: int = 512  # upper bound for every sequence-length control in the UI
     worker: TrainingWorker | None = None  # the training worker; see get_worker()
+    models: ModelRegistry | None = None  # model keys -> loaded models; see model()
     _worker_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def get_worker(self) -> TrainingWorker:
@@ -46,6 +61,27 @@ class Services:
                 self.worker = TrainingWorker(runs_root=runs_dir_from_env())
             return self.worker
 
+    def registry(self) -> ModelRegistry:
+        """The model registry (made on first use over the worker's runs when not given)."""
+        with self._worker_lock:
+            if self.models is None:
+                self.models = ModelRegistry(runs_root=runs_dir_from_env(), worker=self.worker,
+                                            allowed_dirs=model_dirs_from_env())
+            return self.models
+
+    def model(self, key: str | None) -> LoadedModel:
+        """The model a probing tab was asked for (``default`` when none is chosen)."""
+        return self.registry().get(key or "default")
+
+    @contextlib.contextmanager
+    def probing(self) -> Iterator[None]:
+        """Hold while running a model for a user: a training run waits between its steps."""
+        if self.worker is None:
+            yield
+            return
+        with self.worker.priority():
+            yield
+
 
 def default_services(tokenizer_dir: str | Path = DEFAULT_TOKENIZER_DIR, max_length: int = 512,
                      runs_root: str | Path | None = None) -> Services:
@@ -54,5 +90,8 @@ def default_services(tokenizer_dir: str | Path = DEFAULT_TOKENIZER_DIR, max_leng
     nothing is written until a run starts)."""
     from engine.worker import TrainingWorker
 
-    worker = TrainingWorker(runs_root=runs_root if runs_root is not None else runs_dir_from_env())
-    return Services(tokenizer=WordPieceTokenizer.from_file(tokenizer_dir), max_length=max_length, worker=worker)
+    root = Path(runs_root) if runs_root is not None else runs_dir_from_env()
+    worker = TrainingWorker(runs_root=root)
+    models = ModelRegistry(runs_root=root, worker=worker, allowed_dirs=model_dirs_from_env())
+    return Services(tokenizer=WordPieceTokenizer.from_file(tokenizer_dir), max_length=max_length, worker=worker,
+                    models=models)

@@ -7,8 +7,9 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.tokenizer import Explanation
+from engine.tokenizer import Explanation, WordPieceTokenizer
 from explorer import plots
+from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import check_length, friendly_errors, require_text
 
@@ -72,25 +73,39 @@ def segment_figure(expl: Explanation) -> go.Figure:
     )
 
 
+def tokenizer_for(services: Services, model_key: str | None) -> tuple[WordPieceTokenizer, int]:
+    """The picked model's tokenizer and position limit; the bundled tokenizer when none is picked."""
+    if not model_key:
+        return services.tokenizer, min(512, services.max_length)
+    loaded = services.model(model_key)
+    if loaded.tokenizer is None:
+        raise gr.Error(f"The model {loaded.source} has no tokenizer files (vocab.txt or tokenizer.json).",
+                       print_exception=False)
+    return loaded.tokenizer, min(loaded.config.max_position_embeddings, services.max_length)
+
+
 def tokenize(
-    services: Services, text: str | None, text_pair: str | None, max_length: float | int | None
+    services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+    max_length: float | int | None,
 ) -> tuple[list[tuple[str, str | None]], str, pd.DataFrame, go.Figure]:
-    """Validate input, explain it with the engine, and build the four outputs."""
+    """Validate input, explain it with the picked model's tokenizer, and build the four outputs."""
     text = require_text(text, empty_message=EMPTY_MESSAGE)
     pair = text_pair if text_pair and text_pair.strip() else None
     if pair is not None:
         check_length(pair, "text pair")
-    limit = min(512, services.max_length)
+    tokenizer, limit = tokenizer_for(services, model_key)
     length = int(max_length) if max_length is not None else DEFAULT_LENGTH
     if not MIN_LENGTH <= length <= limit:
         raise gr.Error(f"Max length must be between {MIN_LENGTH} and {limit}; got {length}.",
                        print_exception=False)
-    expl = services.tokenizer.explain(text, text_pair=pair, max_length=length)
+    expl = tokenizer.explain(text, text_pair=pair, max_length=length)
     return list(expl.highlights), summary_markdown(expl), explanation_table(expl), segment_figure(expl)
 
 
-def build(services: Services) -> dict[str, Any]:
-    """Create the Tokenize tab's widgets inside the current ``gr.Tab`` and wire them."""
+def build(services: Services, picker: ModelPicker | None = None) -> dict[str, Any]:
+    """Create the Tokenize tab's widgets inside the current ``gr.Tab`` and wire them.
+
+    With a ``picker``, the picked model's tokenizer is used; without, the bundled one."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     with gr.Row():
         with gr.Column(scale=3):
@@ -123,21 +138,23 @@ def build(services: Services) -> dict[str, Any]:
     )
 
     @friendly_errors
-    def run(text: str, text_pair: str, max_length: float) -> tuple[Any, ...]:
-        """Tokenize a text (and optional pair) with the bundled WordPiece tokenizer.
+    def run(model: str | None, text: str, text_pair: str, max_length: float) -> tuple[Any, ...]:
+        """Tokenize a text (and optional pair) with the model's WordPiece tokenizer.
 
         Args:
+            model: the model key from the picker ('default', a checkpoint, ...); empty for the bundled tokenizer.
             text: the text to tokenize (segment A).
             text_pair: optional second text (segment B); empty for none.
             max_length: longest sequence in tokens, specials included (8..512).
         Returns:
             highlighted pieces, a Markdown summary, the token table and the segment strip.
         """
-        return tokenize(services, text, text_pair, max_length)
+        return tokenize(services, model, text, text_pair, max_length)
 
     run.__name__ = "tokenize"
     outputs = [highlights, summary, table, strip]
-    event_kwargs: dict[str, Any] = dict(fn=run, inputs=[text, pair, length], outputs=outputs,
+    model = picker.dropdown if picker is not None else gr.State(None)
+    event_kwargs: dict[str, Any] = dict(fn=run, inputs=[model, text, pair, length], outputs=outputs,
                                         show_progress="minimal")
     button.click(api_name="tokenize", **event_kwargs)
     text.submit(api_name="tokenize_submit", api_visibility="private", **event_kwargs)

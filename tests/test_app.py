@@ -40,8 +40,8 @@ def client() -> Iterator[Client]:
         yield running
 
 
-def _tokenize(client: Client, text: str, pair: str = "", max_length: int = 128) -> tuple[Any, ...]:
-    return tuple(client.predict(text, pair, max_length, api_name="/tokenize"))
+def _tokenize(client: Client, text: str, pair: str = "", max_length: int = 128, model: str | None = None) -> tuple[Any, ...]:
+    return tuple(client.predict(model, text, pair, max_length, api_name="/tokenize"))
 
 
 def _column(table: dict, name: str) -> list[Any]:
@@ -126,7 +126,7 @@ def test_bad_max_length_is_a_clear_error(client: Client) -> None:
 
 def test_bad_max_length_direct_call(services: Services) -> None:
     with pytest.raises(gr.Error, match="Max length must be between 8 and 512"):
-        tokenize_tab.tokenize(services, "hello", "", 600)
+        tokenize_tab.tokenize(services, None, "hello", "", 600)
 
 
 # --- without a server -----------------------------------------------------------------
@@ -138,11 +138,11 @@ def test_engine_value_error_becomes_gr_error(services: Services) -> None:
 
     run = explorer.ui_errors.friendly_errors(tokenize_tab.tokenize)
     with pytest.raises(gr.Error, match="max_length is too small"):
-        run(Services(tokenizer=Exploding()), "hi", "", 16)  # type: ignore[arg-type]
+        run(Services(tokenizer=Exploding()), None, "hi", "", 16)  # type: ignore[arg-type]
 
 
 def test_tokenize_function_outputs(services: Services) -> None:
-    highlights, summary, table, fig = tokenize_tab.tokenize(services, "hi there", "  ", 32)
+    highlights, summary, table, fig = tokenize_tab.tokenize(services, None, "hi there", "  ", 32)
     assert list(table.columns) == tokenize_tab.TABLE_COLUMNS
     assert table["token"].tolist() == ["[CLS]", "hi", "there", "[SEP]"]
     assert "[CLS] A×2 [SEP]" in summary  # whitespace-only pair means no pair

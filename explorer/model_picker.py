@@ -1,0 +1,104 @@
+"""The model picker above the tabs: one dropdown every probing tab reads its model from.
+
+The dropdown's value is a model key (see ``engine.model_registry``): the bundled default, the
+live training run, any checkpoint of any run (newest first, with step and loss), or a local
+folder / hub model loaded with the box next to it (``/load_model``). The list refreshes
+itself while a run writes checkpoints. Each browser picks its own model.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from engine.model_registry import ModelChoice, describe
+from explorer.services import Services
+from explorer.ui_errors import friendly_errors
+
+REFRESH_S = 5.0
+LOAD_PLACEHOLDER = "owner/name on the hub, or a folder inside the allowed model folders"
+
+
+@dataclass
+class ModelPicker:
+    """The picker's widgets; tabs take ``dropdown`` as their first input."""
+
+    dropdown: gr.Dropdown
+    source: gr.Textbox
+    load_button: gr.Button
+    info: gr.Markdown
+
+
+def dropdown_choices(choices: list[ModelChoice]) -> list[tuple[str, str]]:
+    """(label, key) pairs for ``gr.Dropdown``."""
+    return [(c.label, c.key) for c in choices]
+
+
+def initial_value(choices: list[ModelChoice]) -> str | None:
+    """``default`` when bundled, else the newest checkpoint, else nothing."""
+    keys = [c.key for c in choices]
+    return "default" if "default" in keys else (keys[0] if keys else None)
+
+
+def model_info(services: Services, key: str | None) -> str:
+    """Markdown describing the chosen model (or why there is none)."""
+    if not key:
+        return ("No model is loaded yet: start a training run (its checkpoints appear here) "
+                "or load a local folder or hub model.")
+    try:
+        with services.probing():
+            return describe(services.model(key))
+    except (ValueError, OSError) as exc:     # FileNotFoundError, ConnectionError included
+        return f"⚠️ {exc}"
+
+
+def build(services: Services) -> ModelPicker:
+    """Create the picker inside the current layout and wire it."""
+    registry = services.registry()
+    choices = registry.choices()
+    with gr.Row(elem_id="model-picker"):
+        with gr.Column(scale=3):
+            dropdown = gr.Dropdown(choices=dropdown_choices(choices), value=initial_value(choices),
+                                   label="Model (used by every probing tab)", interactive=True,
+                                   allow_custom_value=False)
+        with gr.Column(scale=2):
+            source = gr.Textbox(label="Load another model", placeholder=LOAD_PLACEHOLDER, max_lines=1)
+        with gr.Column(scale=1, min_width=120):
+            load_button = gr.Button("Load", variant="secondary")
+    info = gr.Markdown(elem_classes=["model-info"])
+    seen = gr.State(tuple(c.key for c in choices))
+
+    @friendly_errors
+    def load_model(source_text: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
+        """Load a model and select it in the picker.
+
+        Args:
+            source_text: 'default', a checkpoint key, a local model folder, or a hub id 'owner/name'.
+        Returns:
+            the picker (now on that model) and a description of the model and its heads.
+        """
+        progress(0.1, desc="Loading model…")
+        key = registry.resolve(source_text)
+        with services.probing():
+            text = describe(services.model(key))
+        return gr.update(choices=dropdown_choices(registry.choices()), value=key), text
+
+    def show_info(key: str | None) -> str:
+        return model_info(services, key)
+
+    def refresh(previous: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
+        current = registry.choices()
+        keys = tuple(c.key for c in current)
+        if keys == previous:
+            return gr.skip(), previous
+        return gr.update(choices=dropdown_choices(current)), keys
+
+    load_button.click(load_model, inputs=[source], outputs=[dropdown, info], api_name="load_model")
+    source.submit(load_model, inputs=[source], outputs=[dropdown, info], api_name="load_model_submit",
+                  api_visibility="private")
+    dropdown.change(show_info, inputs=[dropdown], outputs=[info], api_name="model_info", api_visibility="private",
+                    show_progress="hidden")
+    gr.Timer(REFRESH_S).tick(refresh, inputs=[seen], outputs=[dropdown, seen], api_visibility="private",
+                             show_progress="hidden")
+    return ModelPicker(dropdown, source, load_button, info)
