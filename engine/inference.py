@@ -5,12 +5,18 @@ dataclasses, numpy arrays or Hugging Face pipeline-shaped dicts; none returns te
 """
 from __future__ import annotations
 
+from .attention_probe import AttentionResult, CheckpointAttention, attention, attention_over_checkpoints
 from .checkpoints import LoadedModel
+from .embeddings_probe import EmbeddingsResult, PositionSimilarity, embeddings, embeddings_over_checkpoints
 from .fill_mask import FillMaskResult, fill_mask, fill_mask_details, fill_mask_over_checkpoints
+from .head_ablation import AblationResult, ablate_heads
 from .qa import QAResult, answer, answer_details
 from .token_explain import Explanation
 
-__all__ = ["tokenize", "fill_mask", "fill_mask_details", "fill_mask_over_checkpoints", "answer",
+__all__ = ["attention", "attention_over_checkpoints", "ablate_heads", "AttentionResult",
+           "CheckpointAttention", "AblationResult",
+           "embeddings", "embeddings_over_checkpoints", "EmbeddingsResult", "PositionSimilarity",
+           "tokenize", "fill_mask", "fill_mask_details", "fill_mask_over_checkpoints", "answer",
            "answer_details", "Explanation", "FillMaskResult", "QAResult"]
 
 

@@ -1,5 +1,8 @@
-"""The pretraining loop: MLM (+ NSP) steps, held-out evaluation, checkpoints, exact resume.
+"""The training loop: pretraining (MLM + NSP) and fine-tuning (QA, classification) steps,
+held-out evaluation, checkpoints, exact resume.
 
+What is trained is a ``TrainingTask`` (``engine.tasks``, picked by ``config.task``): its heads,
+batch weighting, loss and metrics; everything else is here and shared.
 ``Trainer.step()`` runs one optimizer step over ``gradient_accumulation_steps``
 micro-batches and returns its metrics; ``train()`` loops, evaluating, logging to
 ``<run_dir>/metrics.jsonl`` and checkpointing at the configured intervals, and asks
@@ -9,20 +12,21 @@ callback and appended to ``metrics.jsonl``.
 
 Under torchrun (a process group of N > 1) the model is wrapped in DistributedDataParallel;
 rank r reads micro-batch ``k * N + r`` of the shared, identically built dataset; losses are
-weighted by the global masked-token and pair counts, so N processes compute the gradient
-of the same union of micro-batches as one process would; only rank 0 logs and writes
-checkpoints (the others wait at a barrier). See ``engine.distributed``.
+weighted by the task's global counts (masked tokens, pairs, features), so N processes
+compute the gradient of the same union of micro-batches as one process would; only rank 0
+logs and writes checkpoints (the others wait at a barrier). See ``engine.distributed``.
 
 Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss scaling
 is needed for bf16. A NaN/inf loss or gradient norm applies no update and raises
-``TrainingDiverged``; checkpoints already written stay as they are.
+``TrainingDiverged``; checkpoints already written stay as they are. With
+``config.freeze_encoder`` the embeddings and encoder layers get no gradient and are not
+given to the optimizer (``engine.tasks.freeze_encoder``); heads the task does not run, and
+an unused pooler, never are (``freeze_unused``): they are saved as they came.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import time
-from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -31,11 +35,11 @@ import torch
 
 from . import distributed as dist
 from .checkpoints import load_directory
-from .corpus import Document
-from .heads import IGNORE_INDEX, BertWithHeads
+from .heads import BertWithHeads
 from .optim import build_optimizer, build_scheduler, lr_factor
 from .outputs import BertForwardOutput
-from .pretraining_data import Batch, PretrainingDataset
+from .tasks import build_datasets  # noqa: F401 (public here, as before tasks existed)
+from .tasks import TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
 from .tokenizer import WordPieceTokenizer
 from .training_config import TrainingConfig
 from .training_state import (
@@ -68,39 +72,27 @@ class TrainResult:
     metrics: dict[str, Any] | None
 
 
-def build_datasets(train_documents: Sequence[Document], eval_documents: Sequence[Document] | None,
-                   tokenizer: WordPieceTokenizer, config: TrainingConfig,
-                   short_seq_prob: float = 0.1) -> tuple[PretrainingDataset, PretrainingDataset | None]:
-    """Training and held-out datasets built with the config's batch size, length and masking."""
-    def make(documents: Sequence[Document], seed: int) -> PretrainingDataset:
-        return PretrainingDataset(documents, tokenizer, config.max_seq_length, config.batch_size,
-                                  config.mlm_probability, short_seq_prob, config.nsp, config.whole_word_masking, seed)
-    evaluation = make(eval_documents, config.seed + 1) if eval_documents else None
-    return make(train_documents, config.seed), evaluation
-
-
 class Trainer:
-    """Pretrains a ``BertWithHeads`` (MLM head required; NSP head when ``config.nsp``)."""
+    """Trains a ``BertWithHeads`` on ``config.task``: pretraining (MLM head required; NSP head when
+    ``config.nsp``) on ``PretrainingDataset``s, or QA / classification on ``FeatureDataset``s.
+    Heads the task does not use are carried along (and saved) unchanged."""
 
-    def __init__(self, model: BertWithHeads, tokenizer: WordPieceTokenizer | None, train_data: PretrainingDataset,
-                 eval_data: PretrainingDataset | None, config: TrainingConfig, run_dir: str | Path) -> None:
+    def __init__(self, model: BertWithHeads, tokenizer: WordPieceTokenizer | None, train_data: TrainData,
+                 eval_data: TrainData | None, config: TrainingConfig, run_dir: str | Path) -> None:
         config.check_model(model.config)
-        if "mlm" not in model.heads:
-            raise ValueError("pretraining needs a model with a masked-LM head")
-        if config.nsp and "nsp" not in model.heads:
-            raise ValueError("next-sentence prediction is on but the model has no NSP head")
-        _check_dataset(train_data, config, "training", check_batch=True)
-        if eval_data is not None:
-            _check_dataset(eval_data, config, "evaluation", check_batch=False)
+        self.task = task_for(config)
+        self.task.check(model, train_data, eval_data, config)
         self.config, self.tokenizer = config, tokenizer
         self.train_data, self.eval_data = train_data, eval_data
         self.device = config.resolve_device()
         self.autocast_dtype = config.autocast_dtype(self.device)
+        self._compute = self.task.heads(config)
+        if config.freeze_encoder:
+            freeze_encoder(model)
+        freeze_unused(model, self._compute, self.task.uses_pooler(config))   # every trainable parameter is used
         self.model = model.to(self.device).train()
         self.world, self.rank = dist.world_size(), dist.rank()
-        self._compute = ("mlm", "nsp") if config.nsp else ("mlm",)
-        unused = bool(set(model.heads) - set(self._compute)) or (model.has_pooler and not config.nsp)
-        self._net = dist.wrap_model(self.model, self.device, find_unused_parameters=unused)   # DDP or the model
+        self._net = dist.wrap_model(self.model, self.device)   # DDP or the model
         self.optimizer = build_optimizer(model, config.learning_rate, config.weight_decay, config.adam_betas,
                                          config.adam_eps, self.device)
         self.scheduler = build_scheduler(self.optimizer, config.schedule, config.resolved_warmup_steps,
@@ -114,44 +106,51 @@ class Trainer:
         self.last_checkpoint: Path | None = None
         self.last_metrics: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
-        self._eval_batches: list[Batch] | None = None
+        self._eval_batches: list[TrainBatch] | None = None
         self._fingerprint: str | None = None
         set_seed(dist.rank_seed(config.seed))
 
     # ------------------------------------------------------------------ one step
-    def step(self, micro_batches: Sequence[Batch] | None = None) -> dict[str, Any]:
+    def step(self, micro_batches: Sequence[TrainBatch] | None = None) -> dict[str, Any]:
         """One optimizer step over the next ``gradient_accumulation_steps`` micro-batches.
 
-        ``micro_batches`` replaces the data (the position does not move). Losses are
-        weighted by masked tokens (MLM) and pairs (NSP), so accumulating micro-batches
-        gives the gradient of their union. Returns {step, mlm_loss, mlm_acc, nsp_loss,
-        nsp_acc, loss, lr, grad_norm, tokens_per_s, elapsed}.
+        ``micro_batches`` replaces the data (the position does not move). Each loss term is
+        weighted by its count in the micro-batch over the step's total (masked tokens for MLM,
+        pairs for NSP, features for QA and classification), so accumulating micro-batches gives
+        the gradient of their union. Returns {step, <the task's metrics>, loss, lr, grad_norm,
+        tokens_per_s, elapsed}; pretraining's are mlm_loss, mlm_acc, nsp_loss, nsp_acc.
         """
         start = time.perf_counter()
         batches = list(micro_batches) if micro_batches is not None else [
             self._next_batch() for _ in range(self.config.gradient_accumulation_steps)]
-        masked = [int((b.labels != IGNORE_INDEX).sum()) for b in batches]
-        pairs = [int((b.next_sentence_label != IGNORE_INDEX).sum()) if self.config.nsp else 0 for b in batches]
-        counts = dist.all_reduce_sum(torch.tensor(   # over all processes: DDP averages, so weights are n/global*N
-            [sum(masked), sum(pairs), sum(b.num_tokens for b in batches)], dtype=torch.float64)).long().tolist()
-        total_masked, total_pairs, tokens = max(1, counts[0]), max(1, counts[1]), counts[2]
-        sums = torch.zeros(5, device=self.device)  # mlm loss*n, mlm correct, nsp loss*k, nsp correct, loss
-        for i, (batch, n, k) in enumerate(zip(batches, masked, pairs)):
+        counts = [self.task.counts(b) for b in batches]                  # per micro-batch, per loss term
+        terms = len(counts[0])
+        local = [sum(c[t] for c in counts) for t in range(terms)] + [sum(b.num_tokens for b in batches)]
+        reduced = dist.all_reduce_sum(   # over all processes: DDP averages, so weights are n/global*N
+            torch.tensor(local, dtype=torch.float64)).long().tolist()
+        totals, tokens = reduced[:terms], reduced[terms]
+        denominators = [max(1, t) for t in totals]
+        stats = len(self.task.stat_names)
+        sums = torch.zeros(stats + 1, device=self.device)                 # the task's sums, then the loss
+        for i, (batch, c) in enumerate(zip(batches, counts)):
             with dist.no_sync(self._net, skip=i < len(batches) - 1):   # all-reduce on the last micro-batch
-                out, targets, nsp_labels = self._forward(batch, self._net)
-                loss = out.mlm_loss * (n / total_masked)
-                if k:
-                    loss = loss + out.nsp_loss * (k / total_pairs)
+                batch, out = self._forward(batch, self._net)
+                term_losses = self.task.losses(out)
+                loss = term_losses[0] * (c[0] / denominators[0])
+                for term, n, total in zip(term_losses[1:], c[1:], denominators[1:]):
+                    if n:
+                        loss = loss + term * (n / total)
                 (loss * self.world if self.world > 1 else loss).backward()
-            sums += self._tally(out, targets, nsp_labels, n, k, loss)
+            sums += torch.cat((self.task.tally(out, batch, c), loss.detach().float().reshape(1)))
         dist.all_reduce_sum(sums)
         max_norm = self.config.max_grad_norm if self.config.max_grad_norm is not None else float("inf")
         grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
         values = torch.cat((sums, grad_norm.detach().float().reshape(1))).tolist()   # the one sync
+        loss_value, norm_value = values[stats], values[stats + 1]
         if not all(map(_finite, values)):
             self.optimizer.zero_grad(set_to_none=True)
-            self._diverged("loss" if not _finite(values[4]) else "gradient norm",
-                           values[4] if not _finite(values[4]) else values[5])
+            self._diverged("loss" if not _finite(loss_value) else "gradient norm",
+                           loss_value if not _finite(loss_value) else norm_value)
         lr = self.optimizer.param_groups[0]["lr"]
         self.optimizer.step()
         self.scheduler.step()
@@ -159,52 +158,30 @@ class Trainer:
         self.global_step += 1
         duration = time.perf_counter() - start
         self.elapsed += duration
-        nsp = self.config.nsp and counts[1] > 0
         self.last_metrics = {
-            "step": self.global_step, "mlm_loss": values[0] / total_masked, "mlm_acc": values[1] / total_masked,
-            "nsp_loss": values[2] / total_pairs if nsp else None, "nsp_acc": values[3] / total_pairs if nsp else None,
-            "loss": values[4], "lr": lr, "grad_norm": values[5], "tokens_per_s": tokens / max(duration, 1e-9),
-            "elapsed": self.elapsed,
+            "step": self.global_step, **self.task.metrics(values[:stats], totals), "loss": loss_value, "lr": lr,
+            "grad_norm": norm_value, "tokens_per_s": tokens / max(duration, 1e-9), "elapsed": self.elapsed,
         }
         return self.last_metrics
 
-    def _forward(self, batch: Batch, net: torch.nn.Module | None = None,
-                 ) -> tuple[BertForwardOutput, torch.Tensor, torch.Tensor]:
+    def _forward(self, batch: TrainBatch, net: torch.nn.Module | None = None,
+                 ) -> tuple[TrainBatch, BertForwardOutput]:
         """Move a batch to the device and run ``net`` (default: the bare model) under the configured precision."""
         batch = batch.to(self.device, non_blocking=True)
-        inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
-                  "token_type_ids": batch.token_type_ids, "labels": batch.labels}
-        if self.config.nsp:
-            inputs["next_sentence_label"] = batch.next_sentence_label
         with self._autocast():
-            out = (net or self.model)(**inputs, sparse_mlm=True, compute=self._compute)
-        return out, batch.labels[batch.labels != IGNORE_INDEX], batch.next_sentence_label  # targets: (N,)
-
-    @staticmethod
-    def _tally(out: BertForwardOutput, targets: torch.Tensor, nsp_labels: torch.Tensor, n: int, k: int,
-               loss: torch.Tensor) -> torch.Tensor:
-        """(mlm loss * n, mlm correct, nsp loss * k, nsp correct, weighted loss) of one micro-batch."""
-        with torch.no_grad():
-            mlm_correct = (out.masked_logits.argmax(-1) == targets).sum().float()
-            zero = torch.zeros((), device=loss.device)
-            nsp_loss, nsp_correct = zero, zero
-            if k:
-                nsp_loss = out.nsp_loss.detach().float() * k
-                nsp_correct = (out.seq_relationship_logits.argmax(-1) == nsp_labels).sum().float()
-            return torch.stack((out.mlm_loss.detach().float() * n, mlm_correct, nsp_loss, nsp_correct,
-                                loss.detach().float()))
+            return batch, self.task.forward(net or self.model, batch, self.config)
 
     def _autocast(self):
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=self.device.type, dtype=self.autocast_dtype)
 
-    def _next_batch(self) -> Batch:
+    def _next_batch(self) -> TrainBatch:
         """The micro-batch at the data position, then advance it (into the next epoch when needed).
         With N processes it moves N batches and rank r reads the r-th; an epoch's last partial group is skipped."""
         while self.batch_index + self.world > self.train_data.num_batches(self.epoch):
             if self.train_data.num_batches(self.epoch) < self.world:
-                raise ValueError("the corpus makes fewer instances than one batch per process; lower batch_size"
+                raise ValueError("the training data makes fewer examples than one batch per process; lower batch_size"
                                  + (" or use fewer processes" if self.world > 1 else ""))
             self.epoch, self.batch_index = self.epoch + 1, 0
         batch = self.train_data.batch(self.epoch, self.batch_index + self.rank)
@@ -221,10 +198,11 @@ class Trainer:
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, Any]:
-        """MLM (and NSP) loss and accuracy on the held-out batches, with dropout off.
+        """The task's metrics on the held-out batches, with dropout off, named ``eval_<metric>``
+        (pretraining: eval_mlm_loss, eval_mlm_acc, eval_nsp_loss, eval_nsp_acc).
 
-        The batches are the evaluation set's first ``eval_batches`` of epoch 0 with their
-        seeded masks, the same at every call, so numbers compare across steps.
+        The batches are the evaluation set's first ``eval_batches`` of epoch 0 (with their
+        seeded masks for pretraining), the same at every call, so numbers compare across steps.
         """
         if self.eval_data is None:
             raise ValueError("this trainer has no held-out data to evaluate on")
@@ -234,24 +212,19 @@ class Trainer:
             self._eval_batches = [self.eval_data.batch(0, i) for i in range(count)]
         was_training = self.model.training
         self.model.eval()
-        sums = torch.zeros(5, device=self.device)
-        masked = pairs = 0
+        sums = torch.zeros(len(self.task.stat_names), device=self.device)
+        totals = [0] * self.task.terms
         try:
             with torch.no_grad():
                 for batch in self._eval_batches:
-                    n = int((batch.labels != IGNORE_INDEX).sum())
-                    k = int((batch.next_sentence_label != IGNORE_INDEX).sum()) if self.config.nsp else 0
-                    out, targets, nsp_labels = self._forward(batch)
-                    sums += self._tally(out, targets, nsp_labels, n, k, out.mlm_loss)
-                    masked, pairs = masked + n, pairs + k
+                    counts = self.task.counts(batch)
+                    totals = [a + b for a, b in zip(totals, counts)]
+                    batch, out = self._forward(batch)
+                    sums += self.task.tally(out, batch, counts)
         finally:
             self.model.train(was_training)
-        values = sums.tolist()
-        masked, nsp = max(1, masked), pairs > 0
-        self.last_eval = {"step": self.global_step, "eval_mlm_loss": values[0] / masked,
-                          "eval_mlm_acc": values[1] / masked,
-                          "eval_nsp_loss": values[2] / pairs if nsp else None,
-                          "eval_nsp_acc": values[3] / pairs if nsp else None}
+        metrics = self.task.metrics(sums.tolist(), totals)
+        self.last_eval = {"step": self.global_step, **{f"eval_{k}": v for k, v in metrics.items()}}
         return self.last_eval
 
     # ------------------------------------------------------------------ the loop
@@ -324,15 +297,7 @@ class Trainer:
     def data_fingerprint(self) -> str:
         """A hash of the training data's token ids and sampling settings (checked on resume)."""
         if self._fingerprint is None:
-            data, digest = self.train_data, hashlib.sha256()
-            digest.update(repr((data.seed, data.batch_size, data.max_seq_length, data.mlm_probability,
-                                data.short_seq_prob, data.nsp, data.whole_word, data.pad_to, data.drop_last,
-                                data.vocab.vocab_size)).encode())
-            for document in data.documents_token_ids:
-                for sentence in document:
-                    digest.update(array("q", sentence).tobytes() + b"|")
-                digest.update(b"#")
-            self._fingerprint = digest.hexdigest()
+            self._fingerprint = self.task.fingerprint(self.train_data)
         return self._fingerprint
 
     def load_training_state(self, state: dict[str, Any], checkpoint: Path | None = None) -> None:
@@ -340,7 +305,12 @@ class Trainer:
         names = [name for name, _ in self.model.named_parameters()]
         if list(state["param_names"]) != names:
             raise ValueError("the checkpoint's optimizer state belongs to a model with different parameters")
-        self.optimizer.load_state_dict(state["optimizer"])
+        try:
+            self.optimizer.load_state_dict(state["optimizer"])
+        except ValueError:
+            raise ValueError("the checkpoint's optimizer state covers other trainable parameters than this run "
+                             "trains (frozen encoder or unused heads differ, or an older version wrote it); "
+                             "start a new run from it with --init-from instead") from None
         fused = self.device.type == "cuda" or None
         for group in self.optimizer.param_groups:       # the kernel choice follows this machine
             group["fused"], group["foreach"] = fused, None
@@ -358,7 +328,7 @@ class Trainer:
             torch.manual_seed(dist.rank_seed(self.config.seed, self.global_step))
 
     @classmethod
-    def resume(cls, source: str | Path, train_data: PretrainingDataset, eval_data: PretrainingDataset | None = None,
+    def resume(cls, source: str | Path, train_data: TrainData, eval_data: TrainData | None = None,
                run_dir: str | Path | None = None, check_data: bool = True, **overrides: Any) -> "Trainer":
         """Continue a run from a checkpoint directory or a run directory (its newest complete checkpoint).
 
@@ -379,7 +349,7 @@ class Trainer:
         trainer = cls(loaded.model, loaded.tokenizer, train_data, eval_data, config, run_dir)
         if check_data and trainer.data_fingerprint() != state["data_fingerprint"]:
             raise ValueError("the training data differs from the data this run was trained on (corpus, "
-                             "tokenizer, seed or batching); resuming would not continue the same run")
+                             "tokenizer, seed, lengths or batching); resuming would not continue the same run")
         trainer.load_training_state(state, checkpoint)
         if trainer.rank == 0:
             truncate_metrics(run_dir / METRICS_FILE, trainer.global_step)
@@ -393,15 +363,3 @@ class Trainer:
 def _finite(value: float) -> bool:
     return value == value and value not in (float("inf"), float("-inf"))
 
-
-def _check_dataset(data: PretrainingDataset, config: TrainingConfig, name: str, check_batch: bool) -> None:
-    """The dataset must have been built with the config's data settings (see ``build_datasets``)."""
-    pairs = [("max_seq_length", data.max_seq_length, config.max_seq_length),
-             ("mlm_probability", data.mlm_probability, config.mlm_probability),
-             ("nsp", data.nsp, config.nsp), ("whole_word_masking", data.whole_word, config.whole_word_masking)]
-    if check_batch:
-        pairs.append(("batch_size", data.batch_size, config.batch_size))
-    for field_name, theirs, ours in pairs:
-        if theirs != ours:
-            raise ValueError(f"the {name} data was built with {field_name}={theirs} but the training config says "
-                             f"{ours}; build both from one config (engine.trainer.build_datasets)")

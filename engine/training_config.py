@@ -1,4 +1,4 @@
-"""TrainingConfig: every setting of a pretraining run, validated when it is made."""
+"""TrainingConfig: every setting of a training run (pretraining or fine-tuning), validated when it is made."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,6 +12,7 @@ from .config import BertConfig
 from .optim import SCHEDULES
 
 PRECISIONS = ("auto", "fp32", "bf16")
+TASKS = ("pretraining", "qa", "classification")   # engine.tasks: what the Trainer trains
 
 
 @dataclass
@@ -21,7 +22,10 @@ class TrainingConfig:
     ``batch_size`` is the micro-batch; one optimizer step sees ``batch_size *
     gradient_accumulation_steps`` sequences. Intervals count optimizer steps; 0 means
     never (the last step is always evaluated and checkpointed). ``warmup_steps``, when
-    given, wins over ``warmup_ratio`` (a fraction of ``total_steps``).
+    given, wins over ``warmup_ratio`` (a fraction of ``total_steps``). ``task`` picks what is
+    trained (``engine.tasks``); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern
+    pretraining only. ``freeze_encoder`` trains the heads and the pooler only: the embeddings
+    (with the MLM decoder weight tied to them) and the encoder layers keep their weights.
     """
 
     learning_rate: float = 1e-4
@@ -47,6 +51,8 @@ class TrainingConfig:
     seed: int = 0
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"
     precision: str = "auto"                  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16"
+    task: str = "pretraining"                # "pretraining" (MLM + NSP), "qa" (span head), "classification"
+    freeze_encoder: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.adam_betas, list):
@@ -80,7 +86,9 @@ class TrainingConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
-        for name in ("whole_word_masking", "nsp"):
+        if self.task not in TASKS:
+            raise ValueError(f"unknown task {self.task!r}; choose one of {', '.join(TASKS)}")
+        for name in ("whole_word_masking", "nsp", "freeze_encoder"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.device != "auto":

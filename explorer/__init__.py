@@ -32,7 +32,7 @@ CSS: str = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
 
 def build_app(services: Services | None = None) -> gr.Blocks:
     """Build the whole app (no launch). Loads the bundled tokenizer if ``services`` is None."""
-    from explorer import model_picker, tokenize_tab, training_tab
+    from explorer import attention_tab, embeddings_tab, fill_mask_tab, model_picker, qa_tab, tokenize_tab, training_tab
 
     services = services if services is not None else default_services()
     with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
@@ -42,6 +42,14 @@ def build_app(services: Services | None = None) -> gr.Blocks:
         with gr.Tabs():
             with gr.Tab("Tokenize", id="tokenize"):
                 tokenize_tab.build(services, picker)
+            with gr.Tab("Embeddings", id="embeddings"):
+                embeddings_tab.build(services, picker)
+            with gr.Tab("Attention", id="attention"):
+                attention_tab.build(services, picker)
+            with gr.Tab("Fill-mask", id="fill_mask"):
+                fill_mask_tab.build(services, picker)
+            with gr.Tab("QA", id="qa"):
+                qa_tab.build(services, picker)
             with gr.Tab("Training", id="training"):
                 training_tab.build(services)
         demo.load(lambda key: model_picker.model_info(services, key), inputs=[picker.dropdown], outputs=[picker.info],

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from engine.checkpoints import LoadedModel
+from engine.checkpoints import DEFAULT_MODEL_DIR, LoadedModel
 from engine.model_registry import ModelRegistry
 from engine.tokenizer import WordPieceTokenizer
 
@@ -25,6 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TOKENIZER_DIR = REPO_ROOT / "assets" / "tokenizer"
 RUNS_DIR_ENV = "EXPLORER_RUNS_DIR"
 DEFAULT_RUNS_DIR = "runs"
+DEFAULT_MODEL_ENV = "EXPLORER_DEFAULT_MODEL"  # a model folder to serve as "default" instead of the bundled one
 MODEL_DIRS_ENV = "EXPLORER_MODEL_DIRS"     # os.pathsep-separated folders local models may be loaded from
 DEFAULT_MODEL_DIRS = ("models",)
 
@@ -32,6 +33,12 @@ DEFAULT_MODEL_DIRS = ("models",)
 def runs_dir_from_env() -> Path:
     """Where training runs go: ``$EXPLORER_RUNS_DIR``, default ``runs``."""
     return Path(os.environ.get(RUNS_DIR_ENV) or DEFAULT_RUNS_DIR)
+
+
+def default_model_dir_from_env() -> Path:
+    """The folder served as the ``default`` model: ``$EXPLORER_DEFAULT_MODEL`` or ``assets/default-model``."""
+    raw = os.environ.get(DEFAULT_MODEL_ENV, "").strip()
+    return Path(raw).expanduser() if raw else DEFAULT_MODEL_DIR
 
 
 def model_dirs_from_env() -> tuple[Path, ...]:
@@ -66,7 +73,7 @@ class Services:
         with self._worker_lock:
             if self.models is None:
                 self.models = ModelRegistry(runs_root=runs_dir_from_env(), worker=self.worker,
-                                            allowed_dirs=model_dirs_from_env())
+                                            allowed_dirs=model_dirs_from_env(), default_dir=default_model_dir_from_env())
             return self.models
 
     def model(self, key: str | None) -> LoadedModel:
@@ -92,6 +99,7 @@ def default_services(tokenizer_dir: str | Path = DEFAULT_TOKENIZER_DIR, max_leng
 
     root = Path(runs_root) if runs_root is not None else runs_dir_from_env()
     worker = TrainingWorker(runs_root=root)
-    models = ModelRegistry(runs_root=root, worker=worker, allowed_dirs=model_dirs_from_env())
+    models = ModelRegistry(runs_root=root, worker=worker, allowed_dirs=model_dirs_from_env(),
+                           default_dir=default_model_dir_from_env())
     return Services(tokenizer=WordPieceTokenizer.from_file(tokenizer_dir), max_length=max_length, worker=worker,
                     models=models)

@@ -1,0 +1,143 @@
+"""Fine-tuning data: tokenized features batched in a seeded order, and held-out splits.
+
+A ``FeatureDataset`` holds one row of token ids per feature (a QA window or a sentence
+(pair)), where its second segment starts, and its integer targets (start/end positions,
+or a class id). Epoch ``e`` visits the features in ``random.Random(f"{seed}:{e}")`` order
+(held-out data in file order), so batch ``(e, k)`` can be rebuilt exactly on resume. Rows
+are padded to the longest in their batch.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from dataclasses import dataclass, fields
+from typing import Callable, Hashable, Sequence, TypeVar
+
+import numpy as np
+import torch
+
+TARGETS = {"qa": ("start_positions", "end_positions"), "classification": ("class_labels",)}
+T = TypeVar("T")
+
+
+@dataclass
+class FinetuneBatch:
+    """A padded fine-tuning micro-batch; the targets of the other task are None."""
+
+    input_ids: torch.Tensor                      # (B, S)
+    token_type_ids: torch.Tensor                 # (B, S)
+    attention_mask: torch.Tensor                 # (B, S)
+    start_positions: torch.Tensor | None = None  # (B,) QA: answer start token, 0 ([CLS]) when not in the window
+    end_positions: torch.Tensor | None = None    # (B,)
+    class_labels: torch.Tensor | None = None     # (B,) classification: class id
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "FinetuneBatch":
+        return FinetuneBatch(**{f.name: None if getattr(self, f.name) is None
+                                else getattr(self, f.name).to(device, non_blocking=non_blocking)
+                                for f in fields(self)})
+
+    @property
+    def size(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def num_tokens(self) -> int:
+        """Real (unpadded) tokens in the batch."""
+        return int(self.attention_mask.sum())
+
+
+class FeatureDataset:
+    """Tokenized features of one task, read by (epoch, index) like ``PretrainingDataset``."""
+
+    def __init__(self, task: str, rows: Sequence[np.ndarray], segment_starts: Sequence[int], targets: np.ndarray,
+                 max_seq_length: int, batch_size: int, pad_token_id: int = 0, seed: int = 0,
+                 shuffle: bool = True, example_index: Sequence[int] | None = None) -> None:
+        if task not in TARGETS:
+            raise ValueError(f"unknown fine-tuning task {task!r}; choose one of {', '.join(TARGETS)}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not rows:
+            raise ValueError("the dataset has no examples")
+        targets = np.asarray(targets, dtype=np.int64).reshape(len(rows), -1)   # (N, targets per feature)
+        if targets.shape[1] != len(TARGETS[task]) or len(segment_starts) != len(rows):
+            raise ValueError("rows, segment_starts and targets differ in length or width")
+        longest = max(len(r) for r in rows)
+        if longest > max_seq_length:
+            raise ValueError(f"a feature has {longest} tokens, more than max_seq_length={max_seq_length}")
+        self.task, self.max_seq_length, self.batch_size = task, max_seq_length, batch_size
+        self.pad_token_id, self.seed, self.shuffle = pad_token_id, seed, shuffle
+        self.rows = [np.asarray(r, dtype=np.int32) for r in rows]
+        self.segment_starts = np.asarray(segment_starts, dtype=np.int64)
+        self.targets = targets
+        self.example_index = np.asarray(example_index if example_index is not None else range(len(rows)))
+        self._order: tuple[int, list[int]] | None = None
+        self._fingerprint: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def order(self, epoch: int) -> list[int]:
+        """Feature indices in the order ``epoch`` reads them (the last epoch asked for is cached)."""
+        if not self.shuffle:
+            return list(range(len(self.rows)))
+        if self._order is None or self._order[0] != epoch:
+            order = list(range(len(self.rows)))
+            random.Random(f"{self.seed}:{epoch}").shuffle(order)
+            self._order = (epoch, order)
+        return self._order[1]
+
+    def num_batches(self, epoch: int = 0) -> int:
+        return math.ceil(len(self.rows) / self.batch_size)
+
+    def batch(self, epoch: int, index: int) -> FinetuneBatch:
+        """Batch ``index`` of ``epoch``: its features padded to the longest of them."""
+        chosen = self.order(epoch)[index * self.batch_size:(index + 1) * self.batch_size]
+        if not chosen:
+            raise IndexError(f"epoch {epoch} has {self.num_batches(epoch)} batches; asked for {index}")
+        return self.collate(chosen)
+
+    def collate(self, indices: Sequence[int]) -> FinetuneBatch:
+        """The features ``indices`` as one padded batch."""
+        width = max(len(self.rows[i]) for i in indices)
+        input_ids = torch.full((len(indices), width), self.pad_token_id, dtype=torch.long)   # (B, S)
+        attention_mask = torch.zeros((len(indices), width), dtype=torch.long)                 # (B, S)
+        positions = torch.arange(width).unsqueeze(0)                                          # (1, S)
+        lengths = torch.tensor([len(self.rows[i]) for i in indices]).unsqueeze(1)            # (B, 1)
+        starts = torch.as_tensor(self.segment_starts[list(indices)]).unsqueeze(1)            # (B, 1)
+        for r, i in enumerate(indices):
+            input_ids[r, :len(self.rows[i])] = torch.from_numpy(self.rows[i].astype(np.int64))
+        attention_mask[positions < lengths] = 1
+        token_type_ids = ((positions >= starts) & (positions < lengths)).long()              # (B, S)
+        targets = torch.as_tensor(self.targets[list(indices)])                               # (B, K)
+        named = {name: targets[:, k].contiguous() for k, name in enumerate(TARGETS[self.task])}  # (B,) each
+        return FinetuneBatch(input_ids, token_type_ids, attention_mask, **named)
+
+    def fingerprint(self) -> str:
+        """A hash of the token ids, segments, targets and batching (checked when a run resumes)."""
+        if self._fingerprint is None:
+            digest = hashlib.sha256(repr((self.task, self.max_seq_length, self.batch_size, self.pad_token_id,
+                                          self.seed, self.shuffle, len(self.rows))).encode())
+            for row in self.rows:
+                digest.update(row.tobytes() + b"|")
+            digest.update(self.segment_starts.tobytes())
+            digest.update(np.ascontiguousarray(self.targets).tobytes())
+            self._fingerprint = digest.hexdigest()
+        return self._fingerprint
+
+
+def split_held_out(items: Sequence[T], fraction: float, seed: int,
+                   group: Callable[[T], Hashable] | None = None) -> tuple[list[T], list[T]]:
+    """(training, held-out) items: a seeded ``fraction`` of the groups (default: each item its own)
+    is held out, at least one when ``fraction`` > 0 and there are two groups; order is kept."""
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"the held-out fraction must be in [0, 1), got {fraction}")
+    keys = [group(item) if group is not None else i for i, item in enumerate(items)]
+    distinct = list(dict.fromkeys(keys))
+    count = min(len(distinct) - 1, max(1, round(fraction * len(distinct)))) if fraction > 0 else 0
+    if count <= 0:
+        return list(items), []
+    chosen = set(random.Random(seed).sample(distinct, count))
+    train = [item for item, key in zip(items, keys) if key not in chosen]
+    held_out = [item for item, key in zip(items, keys) if key in chosen]
+    return train, held_out

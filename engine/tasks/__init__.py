@@ -1,0 +1,21 @@
+"""Training tasks for the one ``Trainer``: pretraining (MLM + NSP), extractive QA, sequence classification."""
+from __future__ import annotations
+
+from ..training_config import TrainingConfig
+from .base import TrainBatch, TrainData, TrainingTask, freeze_encoder, freeze_unused
+from .pretraining import PretrainingTask, build_datasets
+
+__all__ = ["TrainBatch", "TrainData", "TrainingTask", "PretrainingTask", "build_datasets", "freeze_encoder",
+           "freeze_unused", "task_for"]
+
+
+def task_for(config: TrainingConfig) -> TrainingTask:
+    """The task ``config.task`` names."""
+    if config.task == "pretraining":
+        return PretrainingTask(config)
+    from .finetuning import ClassificationTask, QATask
+    if config.task == "qa":
+        return QATask()
+    if config.task == "classification":
+        return ClassificationTask()
+    raise ValueError(f"unknown task {config.task!r}")

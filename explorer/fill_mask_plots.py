@@ -1,0 +1,128 @@
+"""Pure figure builders for the Fill-mask tab: top-k bars per mask, and token probabilities over training.
+
+Plain data in (token strings and probabilities), a plotly ``Figure`` out. No Gradio, no
+tensor math. Candidates are plotted **by rank** (y = 0, 1, 2, ...) with the token text as
+tick labels, so two candidates that decode to the same text stay separate bars.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from explorer.plots import empty_figure
+
+BAR_COLOR = "#4f6bed"
+BEST_COLOR = "#f28e2b"
+MAX_COLUMNS = 3          # masks side by side before wrapping to a new row
+MAX_LINES = 15           # token lines per mask in the over-training chart (the table has all)
+
+
+def _grid(n: int) -> tuple[int, int]:
+    """(rows, cols) for ``n`` subplots, at most ``MAX_COLUMNS`` wide."""
+    cols = max(1, min(n, MAX_COLUMNS))
+    return math.ceil(n / cols), cols
+
+
+def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequence[float]],
+                       titles: Sequence[str] | None = None, token_ids: Sequence[Sequence[int]] | None = None,
+                       title: str | None = None) -> go.Figure:
+    """One horizontal bar chart per mask: the top-k candidates, best at the top.
+
+    ``tokens[m][r]`` / ``scores[m][r]`` are mask m's rank-r candidate and probability.
+    Subplot m is titled ``titles[m]`` (default "[MASK] 1", ...); the best bar is highlighted.
+    """
+    if len(tokens) != len(scores):
+        raise ValueError(f"tokens ({len(tokens)}) and scores ({len(scores)}) differ in length (masks)")
+    for m, (t, s) in enumerate(zip(tokens, scores)):
+        if len(t) != len(s):
+            raise ValueError(f"mask {m + 1}: {len(t)} tokens but {len(s)} scores")
+    if titles is not None and len(titles) != len(tokens):
+        raise ValueError(f"titles ({len(titles)}) and masks ({len(tokens)}) differ in length")
+    n = len(tokens)
+    if n == 0 or all(len(t) == 0 for t in tokens):
+        return empty_figure("No predictions yet")
+    titles = list(titles) if titles is not None else [f"[MASK] {m + 1}" for m in range(n)]
+    rows, cols = _grid(n)
+    k = max(len(t) for t in tokens)
+    row_height = max(260, 120 + 26 * k)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.16,
+                        vertical_spacing=min(0.3, 90 / (row_height * rows)) if rows > 1 else 0.1)
+    for m in range(n):
+        row, col = m // cols + 1, m % cols + 1
+        ranks = list(range(len(tokens[m])))
+        ids = token_ids[m] if token_ids is not None else [""] * len(ranks)
+        fig.add_trace(go.Bar(
+            x=list(scores[m]), y=ranks, orientation="h", name=titles[m], showlegend=False,
+            marker=dict(color=[BEST_COLOR if r == 0 else BAR_COLOR for r in ranks]),
+            text=[f"{s:.1%}" for s in scores[m]], textposition="auto", textfont=dict(size=11),
+            customdata=[[tokens[m][r], ids[r], r + 1] for r in ranks],
+            hovertemplate="#%{customdata[2]} %{customdata[0]}<br>id %{customdata[1]}<br>p = %{x:.4f}"
+                          f"<extra>{titles[m]}</extra>",
+        ), row=row, col=col)
+        fig.update_yaxes(tickmode="array", tickvals=ranks, ticktext=list(tokens[m]), autorange="reversed",
+                         row=row, col=col)
+        fig.update_xaxes(title_text="probability", rangemode="tozero", row=row, col=col)
+    fig.update_layout(
+        title=dict(text=title) if title else None,
+        height=row_height * rows + (50 if title else 20),
+        margin=dict(l=20, r=20, t=60 if title else 40, b=30),
+        bargap=0.2,
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
+                         tracked: Sequence[Sequence[Mapping[str, float]]],
+                         titles: Sequence[str] | None = None, max_lines: int = MAX_LINES) -> go.Figure:
+    """Probability of each tracked token vs training step, one subplot per mask.
+
+    ``tracked[c][m]`` maps token -> probability at mask m in checkpoint c (labelled
+    ``labels[c]``, at training step ``steps[c]``). x is the step when every checkpoint has
+    one, else the checkpoint's index with its label as tick text. Per mask, the
+    ``max_lines`` tokens with the highest peak probability get a line.
+    """
+    if not (len(steps) == len(labels) == len(tracked)):
+        raise ValueError(f"steps ({len(steps)}), labels ({len(labels)}) and tracked ({len(tracked)}) "
+                         "differ in length (checkpoints)")
+    if not tracked or not tracked[0]:
+        return empty_figure("No checkpoints probed yet")
+    n = len(tracked[0])
+    if any(len(per_mask) != n for per_mask in tracked):
+        raise ValueError("every checkpoint must have the same number of masks")
+    titles = list(titles) if titles is not None else [f"[MASK] {m + 1}" for m in range(n)]
+    by_step = all(s is not None for s in steps)
+    xs = list(steps) if by_step else list(range(len(labels)))
+    shown: list[list[str]] = []
+    subtitles: list[str] = []
+    for m in range(n):
+        tokens = list(dict.fromkeys(t for per_mask in tracked for t in per_mask[m]))
+        peak = {t: max(per_mask[m].get(t, 0.0) for per_mask in tracked) for t in tokens}
+        shown.append(sorted(tokens, key=lambda t: -peak[t])[:max(1, max_lines)])
+        more = f" (top {len(shown[m])} of {len(tokens)} tokens)" if len(shown[m]) < len(tokens) else ""
+        subtitles.append(titles[m] + more)
+    rows, cols = _grid(n)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=subtitles, horizontal_spacing=0.08,
+                        vertical_spacing=min(0.3, 0.6 / rows) if rows > 1 else 0.1)
+    for m in range(n):
+        row, col = m // cols + 1, m % cols + 1
+        for token in shown[m]:
+            ys = [per_mask[m].get(token, 0.0) for per_mask in tracked]
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines+markers", name=token if n == 1 else f"{m + 1}: {token}",
+                legendgroup=f"mask{m}", customdata=list(labels),
+                hovertemplate=f"{token}<br>%{{customdata}}<br>p = %{{y:.4f}}<extra>{titles[m]}</extra>",
+            ), row=row, col=col)
+        fig.update_xaxes(title_text="training step" if by_step else "checkpoint", row=row, col=col,
+                         **({} if by_step else dict(tickmode="array", tickvals=xs, ticktext=list(labels))))
+        fig.update_yaxes(title_text="probability", rangemode="tozero", row=row, col=col)
+    fig.update_layout(
+        height=max(320, 300 * rows),
+        margin=dict(l=50, r=20, t=50, b=40),
+        legend=dict(title=dict(text="token")),
+        hovermode="closest",
+    )
+    return fig

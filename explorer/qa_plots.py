@@ -1,0 +1,115 @@
+"""Pure figure builders for the QA tab: start/end probabilities per window, and the windows on the text.
+
+Plain data in, a plotly ``Figure`` out; no Gradio, no tensor math. Tokens are plotted **by
+position** (x = 0, 1, 2, ... within a window's context tokens) with the token text as tick
+labels, so repeated tokens stay separate bars.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from explorer.plots import empty_figure, tick_labels
+
+START_COLOR = "#4f6bed"
+END_COLOR = "#f28e2b"
+WINDOW_COLOR = "#94a3b8"
+ANSWER_COLOR = "rgba(22, 163, 74, 0.18)"
+BEST_COLOR = "rgba(22, 163, 74, 0.35)"
+
+
+@dataclass
+class WindowProbs:
+    """One window's context tokens and their start/end probabilities."""
+
+    index: int                          # window number (0-based)
+    tokens: list[str]                   # the window's context tokens
+    start_probs: list[float]            # one per token
+    end_probs: list[float]
+    offsets: list[tuple[int, int]] = field(default_factory=list)       # characters of the context, per token
+    answers: list[tuple[int, int, str]] = field(default_factory=list)  # (first, last token index, label), best first
+
+
+def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = None) -> go.Figure:
+    """Start and end probability bars over each window's context tokens, one subplot per window.
+
+    Answer spans are shaded (each window's best darker, and labelled with its ``label``).
+    """
+    for w in windows:
+        if not (len(w.tokens) == len(w.start_probs) == len(w.end_probs)):
+            raise ValueError(f"window {w.index}: {len(w.tokens)} tokens, {len(w.start_probs)} start and "
+                             f"{len(w.end_probs)} end probabilities")
+        if w.offsets and len(w.offsets) != len(w.tokens):
+            raise ValueError(f"window {w.index}: {len(w.offsets)} offsets for {len(w.tokens)} tokens")
+    if not windows or all(not w.tokens for w in windows):
+        return empty_figure("No windows to show")
+    rows = len(windows)
+    fig = make_subplots(rows=rows, cols=1, subplot_titles=[f"window {w.index + 1}" for w in windows],
+                        vertical_spacing=min(0.12, 0.5 / rows) if rows > 1 else 0.1)
+    for r, w in enumerate(windows, start=1):
+        x = list(range(len(w.tokens)))
+        chars = [f"{a}–{b}" for a, b in w.offsets] if w.offsets else [""] * len(x)
+        custom = [[t, c] for t, c in zip(w.tokens, chars)]
+        for name, probs, color in (("start", w.start_probs, START_COLOR), ("end", w.end_probs, END_COLOR)):
+            fig.add_trace(go.Bar(
+                x=x, y=list(probs), name=f"p({name})", marker=dict(color=color), offsetgroup=name,
+                legendgroup=name, showlegend=r == 1, customdata=custom,
+                hovertemplate=f"position %{{x}}: %{{customdata[0]}}<br>characters %{{customdata[1]}}"
+                              f"<br>p({name}) = %{{y:.4f}}<extra>window {w.index + 1}</extra>",
+            ), row=r, col=1)
+        for rank, (first, last, label) in enumerate(w.answers):
+            labelled = dict(annotation_text=label, annotation_position="top left", annotation_font_size=10)
+            fig.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=BEST_COLOR if rank == 0 else ANSWER_COLOR,
+                          line_width=0, layer="below", row=r, col=1, **(labelled if rank == 0 else {}))
+        tickvals, ticktext = tick_labels(w.tokens)
+        fig.update_xaxes(tickmode="array", tickvals=tickvals, ticktext=ticktext, tickangle=-60,
+                         range=[-0.5, len(w.tokens) - 0.5], row=r, col=1)
+        fig.update_yaxes(title_text="probability", rangemode="tozero", row=r, col=1)
+    fig.update_layout(
+        title=dict(text=title) if title else None,
+        height=80 + 300 * rows,
+        margin=dict(l=50, r=20, t=70 if title else 40, b=40),
+        barmode="group", bargap=0.15,
+        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def windows_figure(context_length: int, windows: Sequence[tuple[int, int]],
+                   answers: Sequence[tuple[int, int, str]] = (), title: str | None = None) -> go.Figure:
+    """Which characters of the context each window reads: one horizontal bar per window.
+
+    ``windows[i]`` is window i's (start, end) character range; overlapping bars are the
+    ``doc_stride`` overlap. ``answers`` ((start, end, label), best first) are shaded across
+    all windows (the best darker and labelled) so one can see which window(s) hold them.
+    """
+    if context_length < 0:
+        raise ValueError(f"context_length must be >= 0, got {context_length}")
+    if not windows:
+        return empty_figure("No windows to show")
+    names = [f"window {i + 1}" for i in range(len(windows))]
+    fig = go.Figure(go.Bar(
+        y=list(range(len(windows))), x=[end - start for start, end in windows], base=[start for start, _ in windows],
+        orientation="h", marker=dict(color=WINDOW_COLOR), name="window", showlegend=False,
+        customdata=[[n, start, end] for n, (start, end) in zip(names, windows)],
+        text=[f"{start}–{end}" for start, end in windows], textposition="inside", insidetextanchor="middle",
+        hovertemplate="%{customdata[0]}: characters %{customdata[1]}–%{customdata[2]}<extra></extra>",
+    ))
+    for rank, (start, end, label) in enumerate(answers):
+        labelled = dict(annotation_text=label, annotation_position="top left", annotation_font_size=10)
+        fig.add_vrect(x0=start, x1=max(end, start + 1), fillcolor=BEST_COLOR if rank == 0 else ANSWER_COLOR,
+                      line_width=0, layer="above", **(labelled if rank == 0 else {}))
+    fig.update_layout(
+        title=dict(text=title) if title else None,
+        height=120 + 34 * len(windows),
+        margin=dict(l=20, r=20, t=60 if title else 30, b=40),
+        xaxis=dict(title="character of the context", range=[0, max(1, context_length)], zeroline=False),
+        yaxis=dict(tickmode="array", tickvals=list(range(len(windows))), ticktext=names, autorange="reversed"),
+        bargap=0.3,
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
