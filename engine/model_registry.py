@@ -45,6 +45,15 @@ class ModelChoice:
     step: int | None = None         # training step, for checkpoints
 
 
+def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoice]:
+    """At most ``limit`` of ``choices``, evenly spaced, always the first and the last (over-training views)."""
+    if len(choices) <= limit:
+        return list(choices)
+    if limit <= 1:
+        return [choices[-1]]
+    return [choices[i] for i in sorted({round(j * (len(choices) - 1) / (limit - 1)) for j in range(limit)})]
+
+
 def checkpoint_key(path: Path) -> str:
     """The key of a checkpoint directory ``<run>/checkpoints/<step-dir>``."""
     return f"checkpoint:{path.parent.parent.name}/{path.name}"

@@ -14,7 +14,7 @@ from engine.checkpoints import LoadedModel
 from engine.head_ablation import AblationResult, parse_heads
 from engine.head_stats import STAT_TITLES
 from engine.inference import ablate_heads, attention, attention_over_checkpoints
-from engine.model_registry import ModelChoice
+from engine.model_registry import ModelChoice, evenly_spaced
 from explorer import ablation_plots, attention_export
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text
@@ -114,13 +114,8 @@ def export_files(services: Services, model_key: str | None, text: str | None, te
 
 
 def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
-    """At most ``cap`` of ``choices``, evenly spaced, always the first and the last."""
-    if len(choices) <= cap:
-        return list(choices)
-    if cap <= 1:
-        return [choices[-1]]
-    indices = sorted({round(i * (len(choices) - 1) / (cap - 1)) for i in range(cap)})
-    return [choices[i] for i in indices]
+    """At most ``cap`` checkpoints, evenly spaced (see ``engine.model_registry.evenly_spaced``)."""
+    return evenly_spaced(choices, cap)
 
 
 def over_training(services: Services, model_key: str | None, text: str | None, text_pair: str | None,

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from engine.embeddings_probe import COMPONENTS, EmbeddingsResult
 from engine.inference import embeddings, embeddings_over_checkpoints
 from engine.model_registry import ModelChoice
+from engine.model_registry import evenly_spaced as spread
 from explorer import embeddings_plots as eplots
 from explorer.model_picker import ModelPicker
 from explorer.plots import empty_figure
@@ -158,11 +159,8 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
 
 
 def evenly_spaced(choices: Sequence[ModelChoice], limit: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
-    """At most ``limit`` items, evenly spaced, always the first and the last."""
-    if len(choices) <= limit:
-        return list(choices)
-    picks = sorted({round(i * (len(choices) - 1) / (limit - 1)) for i in range(limit)})
-    return [choices[i] for i in picks]
+    """At most ``limit`` checkpoints, evenly spaced (see ``engine.model_registry.evenly_spaced``)."""
+    return spread(list(choices), limit)
 
 
 def over_training(services: Services, model_key: str | None, positions: float | int | None,

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from engine import inference
 from engine.checkpoints import LoadedModel
 from engine.fill_mask import FillMaskResult
-from engine.model_registry import ModelChoice
+from engine.model_registry import ModelChoice, evenly_spaced
 from explorer import fill_mask_plots
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
@@ -159,11 +159,8 @@ def fill(services: Services, model_key: str | None, text: str | None, top_k: Any
 
 
 def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
-    """At most ``cap`` of ``choices``, evenly spaced, always the first and the last."""
-    n = len(choices)
-    if n <= cap:
-        return list(choices)
-    return [choices[i] for i in sorted({round(j * (n - 1) / (cap - 1)) for j in range(cap)})]
+    """At most ``cap`` checkpoints, evenly spaced (see ``engine.model_registry.evenly_spaced``)."""
+    return evenly_spaced(choices, cap)
 
 
 def over_training_table(labels: list[str], results: list[FillMaskResult], mask_token: str) -> pd.DataFrame:
