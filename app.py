@@ -2,12 +2,18 @@
 
 Offline by default: analytics off and the Hugging Face hub in offline mode unless the
 environment says otherwise. Host and port come from GRADIO_SERVER_NAME /
-GRADIO_SERVER_PORT (Gradio reads them; default 127.0.0.1:7860).
+GRADIO_SERVER_PORT (Gradio reads them; default 127.0.0.1:7860; 0.0.0.0 on a Space).
+Every setting is an environment variable; README "Configuration and deployment" lists them.
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 # Must happen before gradio (or huggingface_hub) is imported anywhere.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -15,28 +21,95 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import gradio as gr  # noqa: E402
 
-from explorer import CSS, THEME, build_app  # noqa: E402
-from explorer.services import Services  # noqa: E402
+from explorer import CSS, THEME, build_app, gpu, warmup  # noqa: E402
+from explorer.access import env_flag  # noqa: E402
+from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
-# Concurrent requests per event (tokenization is cheap; model work is CPU/GPU bound).
-CONCURRENCY = int(os.environ.get("EXPLORER_CONCURRENCY", "2"))
-QUEUE_MAX_SIZE = 64
+CONCURRENCY_ENV = "EXPLORER_CONCURRENCY"    # concurrent requests per event
+QUEUE_SIZE_ENV = "EXPLORER_QUEUE_SIZE"      # requests waiting in the queue before "queue is full"
+MAX_UPLOAD_ENV = "EXPLORER_MAX_UPLOAD_MB"   # largest file Gradio accepts in an upload
+DEFAULT_CONCURRENCY = 2                     # tokenization is cheap; model work is CPU/GPU bound
+DEFAULT_QUEUE_SIZE = {False: 64, True: 16}  # private / public mode
+DEFAULT_MAX_UPLOAD_MB = 50                  # engine.corpus refuses larger corpus files too
 
 
-def create_app(services: Services | None = None) -> gr.Blocks:
-    """Build the app with its queue configured (no launch); default services when none given."""
+def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+    return value
+
+
+def queue_settings(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
+    """(concurrency per event, queue max size) from the environment; public mode queues less."""
+    env = os.environ if environ is None else environ
+    public = env_flag("EXPLORER_PUBLIC", env)
+    return (_positive_int(env, CONCURRENCY_ENV, DEFAULT_CONCURRENCY),
+            _positive_int(env, QUEUE_SIZE_ENV, DEFAULT_QUEUE_SIZE[public]))
+
+
+CONCURRENCY, QUEUE_MAX_SIZE = queue_settings()
+
+
+def allowed_paths(runs_dir: Path, cwd: Path | None = None) -> list[str]:
+    """What Gradio may serve beyond its own cache: only the runs folder (checkpoint downloads), and
+    only when it lies outside the working and temp folders (Gradio accepts those already)."""
+    runs = runs_dir.expanduser().resolve()
+    inside = [Path(cwd or os.getcwd()).resolve(), Path(tempfile.gettempdir()).resolve()]
+    return [] if any(runs == d or d in runs.parents for d in inside) else [str(runs)]
+
+
+def launch_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``launch()``: no share link, upload cap, minimal allowed paths,
+    and 0.0.0.0 on a Hugging Face Space (``SPACE_ID`` set) unless GRADIO_SERVER_NAME says otherwise."""
+    env = os.environ if environ is None else environ
+    options: dict[str, Any] = {
+        "theme": THEME, "css": CSS, "share": False,
+        "max_file_size": _positive_int(env, MAX_UPLOAD_ENV, DEFAULT_MAX_UPLOAD_MB) * 1024 * 1024,
+        "allowed_paths": allowed_paths(Path(env.get("EXPLORER_RUNS_DIR") or "runs")),
+    }
+    if env.get("SPACE_ID") and not env.get("GRADIO_SERVER_NAME"):
+        options["server_name"] = "0.0.0.0"
+    return options
+
+
+def create_app(services: Services | None = None, environ: Mapping[str, str] | None = None) -> gr.Blocks:
+    """Build the app with its queue configured (no launch); default services when none given.
+    Where the ``spaces`` package exists, the model-running handlers get ``spaces.GPU``."""
     demo = build_app(services)
-    demo.queue(default_concurrency_limit=CONCURRENCY, max_size=QUEUE_MAX_SIZE)
+    concurrency, max_size = queue_settings(environ)
+    demo.queue(default_concurrency_limit=concurrency, max_size=max_size)
+    gpu.wrap_handlers(demo)
     return demo
+
+
+def after_start(services: Services) -> None:
+    """Background work once the app serves: load the default model (every probing tab needs it; the UI
+    is built without loading weights), then build a first optimizer (it imports torch._dynamo, ~2 s)."""
+    from engine.optim import warm_up
+
+    with contextlib.suppress(Exception):  # a missing/broken default model is reported by the model picker
+        services.model("default")
+    warm_up()
 
 
 def main() -> None:
     """Build and serve the app until interrupted."""
-    from engine.optim import warm_up
-
-    # The first optimizer of a process is slow to build; pay for it while nobody waits.
-    threading.Thread(target=warm_up, name="optimizer-warm-up", daemon=True).start()
-    create_app().launch(theme=THEME, css=CSS, share=False)
+    services = default_services(runs_root=runs_dir_from_env())
+    demo = create_app(services)
+    if env_flag(warmup.DEMO_ENV):
+        warmup.start(services)  # background: the examples run once while the server comes up
+    demo.launch(prevent_thread_lock=True, **launch_options())
+    # Slow first-use work runs once serving, in the background: on 2 cores it would otherwise delay the
+    # first page by seconds (bench/cold_start.py).
+    threading.Thread(target=after_start, args=(services,), name="after-start", daemon=True).start()
+    demo.block_thread()
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ Untrusted weights never go through pickle: safetensors, or ``torch.load(weights_
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -30,6 +32,23 @@ ASSETS = Path(__file__).resolve().parent.parent / "assets"
 DEFAULT_MODEL_DIR = ASSETS / "default-model"
 HEAD_NAMES = {"mlm": "masked-LM", "nsp": "next-sentence", "qa": "question-answering (span)",
               "cls": "sequence-classification"}
+# Hidden work names next to a target ``name``: ``.name.tmp-PID-xxxx`` (being assembled),
+# ``.name.old-PID`` (the replaced version, during a swap), ``.name.del-PID`` (being deleted).
+_WORK_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|del)-(?P<pid>\d+)(?:-.*)?$")
+
+
+class CheckpointWriteError(OSError):
+    """A model or checkpoint directory could not be written (disk full, read-only folder, no
+    permission); whatever was at the target name before is unchanged. ``str()`` is a readable
+    sentence; ``errno`` is the underlying one."""
+
+    def __init__(self, directory: Path, cause: OSError) -> None:
+        super().__init__(cause.errno, f"could not write {directory}: {describe_os_error(cause)}; "
+                                      f"nothing at {directory.name} was changed")
+        self.directory = directory
+
+    def __str__(self) -> str:
+        return str(self.strerror)
 
 
 @dataclass
@@ -191,11 +210,14 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
             and config.num_labels != 2):
         # transformers sizes qa_outputs by num_labels (start, end); the classifier is not exported here
         config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
-    staging.chmod(0o755)  # mkdtemp makes it private; a model directory is an ordinary folder
+    staging: Path | None = None
     try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        recover_interrupted_writes(directory.parent, only=directory.name)   # a crashed earlier write of it
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-{os.getpid()}-", dir=directory.parent))
+        staging.chmod(0o755)  # mkdtemp makes it private; a model directory is an ordinary folder
         save_file(exported, str(staging / "model.safetensors"), metadata={"format": "pt"})
+        (staging / "model.safetensors").chmod(0o644)   # safetensors creates it owner-only
         config.save(staging)
         if tokenizer is not None:
             tokenizer.save(staging)
@@ -203,14 +225,77 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
             extra(staging)
         _fsync_tree(staging)
         _replace_directory(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+    except BaseException as exc:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, CheckpointWriteError):
+            raise CheckpointWriteError(directory, exc) from exc
         raise
     return directory
 
 
+def describe_os_error(exc: OSError) -> str:
+    """A short sentence for a failed write: disk full, read-only file system, permission denied, ..."""
+    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
+    reasons = {errno.ENOSPC: "the disk is full (no space left on device)",
+               errno.EDQUOT: "the disk quota is exhausted",
+               errno.EROFS: "the folder is on a read-only file system",
+               errno.EACCES: "permission denied: the folder is not writable",
+               errno.EPERM: "the operation is not permitted in that folder"}
+    if exc.errno in reasons:
+        return reasons[exc.errno] + where
+    return (exc.strerror or str(exc) or type(exc).__name__) + where
+
+
+def recover_interrupted_writes(folder: str | Path, only: str | None = None) -> list[Path]:
+    """Finish or undo what writers that died mid-save (SIGKILL, power loss) left in ``folder``.
+
+    A staging ``.name.tmp-PID-*`` or a half-deleted ``.name.del-PID`` of a dead process is
+    removed; a ``.name.old-PID`` (the previous version, swapped out) is renamed back to
+    ``name`` when nothing took its place, else removed. Work names of live processes (this
+    one included) are left alone, so a listing never races a writer. ``only`` limits it to
+    one target name. Returns the paths removed or restored; errors are ignored.
+    """
+    folder = Path(folder)
+    touched: list[Path] = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return touched
+    for path in entries:
+        match = _WORK_NAME.match(path.name)
+        if not match or (only is not None and match["name"] != only) or _alive(int(match["pid"])):
+            continue
+        target = folder / match["name"]
+        try:
+            if match["kind"] == "old" and not target.exists():
+                os.rename(path, target)            # the swap died between its two renames: undo it
+            else:
+                shutil.rmtree(path)
+        except OSError:
+            continue                               # another thread got there first, or no permission
+        touched.append(path)
+    return touched
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True                                # exists, owned by someone else
+    return True
+
+
 def _fsync_tree(directory: Path) -> None:
+    """fsync every file under ``directory`` and the directories themselves (data before the rename)."""
     for path in directory.iterdir():
+        if path.is_dir():
+            _fsync_tree(path)
+            continue
         with open(path, "rb") as handle:
             os.fsync(handle.fileno())
     dir_fd = os.open(directory, os.O_RDONLY)
@@ -223,10 +308,16 @@ def _fsync_tree(directory: Path) -> None:
 def _replace_directory(staging: Path, target: Path) -> None:
     """Swap ``staging`` in as ``target``; at every instant a complete directory sits at one of the names."""
     if target.exists():
+        # A crash between the two renames leaves the old version at .name.old-PID, which
+        # recover_interrupted_writes renames back; a failed second rename is undone here.
         retired = target.with_name(f".{target.name}.old-{os.getpid()}")
         shutil.rmtree(retired, ignore_errors=True)
         os.rename(target, retired)
-        os.rename(staging, target)
+        try:
+            os.rename(staging, target)
+        except BaseException:
+            os.rename(retired, target)
+            raise
         shutil.rmtree(retired, ignore_errors=True)
     else:
         os.rename(staging, target)

@@ -57,6 +57,8 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
     add("--warmup", type=int, help="warmup steps (default 6%% of --steps)")
     add("--schedule", choices=["linear", "inverse_sqrt"], help="learning-rate decay (default linear)")
     add("--steps", type=int, help=f"total optimizer steps (default {d['steps']}); with --resume, the new total")
+    add("--stop-at", type=int, metavar="STEP",
+        help="stop with a checkpoint after this step, schedule unchanged (train in chunks; continue with --resume)")
     add("--eval-every", type=int, help=f"evaluate every N steps, 0 never (default {d['eval_every']})")
     add("--eval-batches", type=int, help=f"held-out batches per evaluation, 0 all (default {d['eval_batches']})")
     add("--checkpoint-every", type=int,
@@ -254,8 +256,11 @@ def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process
         elif kind == "checkpoint":
             bar.write(f"step {record['step']}: checkpoint {record['path']}", file=sys.stderr)
 
+    stop_at = getattr(args, "stop_at", None)
+
     def should_stop() -> bool:
-        return dist.any_process(interrupt.requested, trainer.device)
+        reached = stop_at is not None and trainer.global_step >= stop_at
+        return dist.any_process(interrupt.requested or reached, trainer.device)
 
     try:
         result = trainer.train(callback=callback if main_process else None, should_stop=should_stop)
@@ -278,4 +283,5 @@ def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process
         weights = {k: v.detach().cpu().clone() for k, v in trainer.model.state_dict().items()}
         torch.save(weights, trainer.run_dir / f"weights-rank{dist.rank()}.pt")
     dist.barrier()
-    return EXIT_INTERRUPTED if result.status == "stopped" else 0
+    interrupted = result.status == "stopped" and not (stop_at is not None and trainer.global_step >= stop_at)
+    return EXIT_INTERRUPTED if interrupted else 0

@@ -74,12 +74,18 @@ class AblationResult:
         return self.ablated.pll_loss - self.baseline.pll_loss
 
 
+def _index_text(text: str) -> bool:
+    """A plain 0-9 index of at most 6 digits ("²" and "٣" are digits to ``isdigit`` but not indices)."""
+    text = text.strip()
+    return text.isascii() and text.isdecimal() and len(text) <= 6
+
+
 def parse_heads(text: str, num_layers: int, num_heads: int) -> list[tuple[int, int]]:
     """``"0:1, 2:3, 4:*"`` -> [(0, 1), (2, 3), (4, 0), ..., (4, nh-1)] (0-based; ``*`` = every head)."""
     found: dict[tuple[int, int], None] = {}
     for item in (p for p in _SPLIT.split(text or "") if p):
         layer_text, sep, head_text = item.partition(":")
-        if not sep or not layer_text.strip().isdigit() or not (head_text.strip().isdigit() or head_text == "*"):
+        if not sep or not _index_text(layer_text) or not (_index_text(head_text) or head_text == "*"):
             raise ValueError(f"{item!r} is not layer:head; write heads like 0:1, 2:3 (0-based), or 4:* for a "
                              "whole layer")
         layer = int(layer_text)

@@ -2,7 +2,7 @@
 
 Every model has a *key*, a short string the UI puts in its picker and API callers pass:
 
-- ``default``: the bundled model in ``assets/default-model``;
+- ``default``: the bundled model in ``assets/default-model`` (or the folder / hub id configured);
 - ``live``: an eval-mode snapshot of the model being trained right now;
 - ``checkpoint:<run>/<step-dir>``: a checkpoint of a training run under the runs folder;
 - ``local:<path>``: an HF-format directory inside one of the allowed model folders;
@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from . import hub
 from .checkpoints import DEFAULT_MODEL_DIR, LoadedModel, load_directory
+from .config import BertConfig
 from .heads import HEADS
 from .training_state import CHECKPOINTS_DIR, CheckpointInfo, is_complete, list_checkpoints
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 HEAD_TITLES = {"mlm": "masked LM (Fill-mask)", "nsp": "next sentence (NSP)", "qa": "question answering (QA)",
                "cls": "sequence classification"}
+MAX_SOURCE_CHARS = 4096          # longer "model names" are refused before they reach the file system
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
@@ -72,11 +74,14 @@ class ModelRegistry:
 
     def __init__(self, runs_root: str | Path | None = None, worker: TrainingWorker | None = None,
                  allowed_dirs: tuple[str | Path, ...] = (), default_dir: str | Path | None = DEFAULT_MODEL_DIR,
-                 cache_size: int = 4) -> None:
+                 cache_size: int = 4, default_hub: str | None = None) -> None:
         self.runs_root = Path(runs_root) if runs_root is not None else None
         self.worker = worker
         self.allowed_dirs = tuple(Path(d).resolve() for d in allowed_dirs)
         self.default_dir = Path(default_dir) if default_dir is not None else None
+        if default_hub is not None and not hub.is_hub_id(default_hub):
+            raise ValueError(f"{default_hub!r} is not a hub model id; expected the form 'owner/name'")
+        self.default_hub = default_hub                 # served as ``default`` instead of default_dir when set
         self.cache_size = max(1, cache_size)
         self._cache: OrderedDict[str, LoadedModel] = OrderedDict()
         self._pinned: dict[str, LoadedModel] = {}
@@ -86,7 +91,14 @@ class ModelRegistry:
 
     # ------------------------------------------------------------------ listing
     def has_default(self) -> bool:
-        return "default" in self._pinned or (self.default_dir is not None and (self.default_dir / "config.json").is_file())
+        """Whether a ``default`` model is configured (pinned, a hub id, or a folder with a config.json)."""
+        return ("default" in self._pinned or self.default_hub is not None
+                or (self.default_dir is not None and (self.default_dir / "config.json").is_file()))
+
+    def listed(self, key: str) -> bool:
+        """Whether ``key`` is a local/hub model already loaded this session (it is in the picker)."""
+        with self._lock:
+            return key in self._extra
 
     def checkpoint_infos(self) -> list[CheckpointInfo]:
         """Complete checkpoints of every run, newest first."""
@@ -102,7 +114,8 @@ class ModelRegistry:
         """Default, the live run, every run's checkpoints (newest first), then loaded local/hub models."""
         found: list[ModelChoice] = []
         if self.has_default():
-            found.append(ModelChoice("default", "Bundled default model", "default"))
+            label = f"Default model (hub: {self.default_hub})" if self.default_hub else "Bundled default model"
+            found.append(ModelChoice("default", label, "default"))
         found += [ModelChoice(k, f"{v.source}", "default") for k, v in self._pinned.items() if k != "default"]
         if self.worker is not None and self.worker.trainer is not None:
             found.append(ModelChoice("live", "Live training run (current weights)", "live"))
@@ -124,6 +137,24 @@ class ModelRegistry:
         return [ModelChoice(checkpoint_key(c.path), checkpoint_label(c), "checkpoint", c.step)
                 for c in sorted(own, key=lambda c: c.step)]
 
+    def peek_config(self, key: str | None) -> BertConfig | None:
+        """``key``'s config without loading weights (for building the UI fast): a loaded model's, or the
+        default folder's ``config.json``; None where only a load would tell."""
+        try:
+            key = self.resolve(key or "")
+        except ValueError:
+            return None
+        with self._lock:
+            loaded = self._pinned.get(key) or self._cache.get(key)
+        if loaded is not None:
+            return loaded.config
+        if key == "default" and self.default_hub is None and self.has_default():
+            try:
+                return BertConfig.load(self.default_dir)
+            except (OSError, ValueError):
+                return None
+        return None
+
     # ------------------------------------------------------------------ loading
     def pin(self, key: str, loaded: LoadedModel) -> None:
         """Serve ``loaded`` under ``key`` without loading it (tests, or a model built in memory)."""
@@ -135,11 +166,17 @@ class ModelRegistry:
         text = (source or "").strip()
         if not text:
             raise ValueError("Choose a model: 'default', a checkpoint, a local folder or a hub id (owner/name).")
+        if len(text) > MAX_SOURCE_CHARS:
+            raise ValueError(f"That model name is too long ({len(text):,} characters; at most {MAX_SOURCE_CHARS:,}): "
+                             "type a folder path or a hub id (owner/name).")
+        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise ValueError("The model name holds control characters (a NUL byte, a line break, ...): "
+                             "type a folder path or a hub id (owner/name).")
         if text in ("default", "live") or text.startswith(("checkpoint:", "local:", "hub:")) or text in self._pinned:
             return text
         if text.startswith(("http://", "https://")) or "://" in text:
             raise ValueError("Give a hub model as 'owner/name', not a URL.")
-        if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1 or Path(text).expanduser().is_dir():
+        if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1 or _is_dir(Path(text).expanduser()):
             return f"local:{text}"
         if hub.is_hub_id(text):
             return f"hub:{text}"
@@ -174,6 +211,8 @@ class ModelRegistry:
     def _load(self, key: str) -> LoadedModel:
         kind, _, rest = key.partition(":")
         if key == "default":
+            if self.default_hub is not None and "default" not in self._pinned:
+                return load_directory(hub.download(self.default_hub), source=f"default (hub {self.default_hub})")
             if not self.has_default():
                 raise FileNotFoundError("The bundled default model is missing from this install "
                                         f"({self.default_dir}); load a checkpoint or a local model instead.")
@@ -214,8 +253,14 @@ class ModelRegistry:
         if not any(path == root or root in path.parents for root in roots):
             shown = ", ".join(str(r) for r in roots) or "none configured (set EXPLORER_MODEL_DIRS)"
             raise ValueError(f"Local models must be inside the allowed model folders: {shown}.")
-        if not path.is_dir():
+        if not _is_dir(path):
             raise FileNotFoundError(f"There is no model folder at {text}.")
+        for item in path.iterdir():                      # a file symlinked out of the allowed folders
+            if item.is_symlink():
+                target = item.resolve()
+                if not any(target == root or root in target.parents for root in roots):
+                    raise ValueError(f"{item.name} in {text} links outside the allowed model folders; "
+                                     "refusing to read it.")
         return path
 
     def _live(self) -> LoadedModel:
@@ -225,6 +270,14 @@ class ModelRegistry:
         if loaded is None:
             raise ValueError("The training run has no model yet; wait for it to start.")
         return loaded
+
+
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, False where the name itself is unusable (too long for the file system, ...)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
 
 
 def describe(loaded: LoadedModel) -> str:

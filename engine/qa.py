@@ -260,6 +260,9 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
         raise ValueError(f"this model has no tokenizer ({loaded.source}); cannot answer questions")
     max_seq_len, doc_stride = _lengths(loaded, max_seq_len, doc_stride)
     encodings = loaded.tokenizer.encode_qa_windows(question, context, max_seq_len, doc_stride, max_question_len)
+    if not any(seq == 0 for seq in encodings[0].sequence_ids):
+        raise ValueError("the question has no tokens after normalisation (only control or zero-width "
+                         "characters?); type a question with words")
     if not any(seq == 1 for seq in encodings[0].sequence_ids):
         raise ValueError("the context has no tokens after normalisation; give a context with text")
     start_logits, end_logits = _run_qa_head(loaded, encodings)                    # (W, S) each

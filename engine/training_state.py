@@ -6,7 +6,8 @@ A checkpoint is ``<run_dir>/checkpoints/step-XXXXXX/`` holding the Hugging Face 
 listing) and ``training_state.pt`` (optimizer, scheduler, step, data position, RNG,
 config). The whole directory is assembled under a hidden staging name and renamed in
 at once; ``training_state.pt`` is written last, and a directory without it is never
-listed and never resumed from. ``training_state.pt`` holds only tensors and plain
+listed and never resumed from. Pruned checkpoints are renamed to a hidden name before
+they are deleted, and leftovers of a writer killed mid-save are cleaned up on listing. ``training_state.pt`` holds only tensors and plain
 containers, so it loads with ``torch.load(weights_only=True)``.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .checkpoints import save
+from .checkpoints import recover_interrupted_writes, save
 from .heads import BertWithHeads
 from .tokenizer import WordPieceTokenizer
 
@@ -62,10 +63,15 @@ def is_complete(directory: str | Path) -> bool:
 
 
 def list_checkpoints(run_dir: str | Path) -> list[CheckpointInfo]:
-    """The run's complete checkpoints, newest (highest step) first; incomplete ones are skipped."""
+    """The run's complete checkpoints, newest (highest step) first; incomplete ones are skipped.
+
+    What a writer killed mid-save left behind is cleaned up first (``recover_interrupted_writes``):
+    its staging directory goes, and a checkpoint it was replacing is put back.
+    """
     folder = Path(run_dir) / CHECKPOINTS_DIR
     if not folder.is_dir():
         return []
+    recover_interrupted_writes(folder)
     found = []
     for path in folder.iterdir():
         match = _STEP_DIR.match(path.name)
@@ -135,7 +141,13 @@ def prune_checkpoints(run_dir: str | Path, keep: int | None) -> list[Path]:
         return []
     removed = []
     for info in list_checkpoints(run_dir)[keep:]:
-        shutil.rmtree(info.path, ignore_errors=True)
+        # Renamed away first (atomic), so a crash mid-delete never leaves a half checkpoint at a step name.
+        doomed = info.path.with_name(f".{info.path.name}.del-{os.getpid()}")
+        try:
+            os.rename(info.path, doomed)
+        except OSError:
+            continue
+        shutil.rmtree(doomed, ignore_errors=True)
         removed.append(info.path)
     return removed
 

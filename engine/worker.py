@@ -15,19 +15,14 @@ read through thread-safe methods that never block on training:
   live model taken between steps, so probes never see half-updated weights and never
   flip the training model's train/eval mode).
 
-Threading design. One ``threading.Condition`` guards all shared state; the training
-thread does its heavy work (steps, evaluation, checkpoint writing) outside it. The
-trainer is driven only through hooks the worker controls, without changing
-``engine.trainer``:
+Threading design. One ``threading.Condition`` guards all shared state (``RunState``,
+``engine.worker_run``); the training thread (``RunThread``, ``engine.worker_thread``) does
+its heavy work (steps, evaluation, checkpoint writing) outside it.
 
-* ``should_stop`` (called by ``Trainer.train`` before every step) is where the
-  training thread serves "save checkpoint now" requests, waits while paused or while a
-  priority section is held (polling the condition with a timeout), and ends the run
-  on ``stop()``;
-* the trainer instance's ``step``/``evaluate`` are wrapped to run under a model lock,
-  which ``snapshot_model`` takes to copy consistent weights;
-* the training dataset's ``batch`` is wrapped to keep the first rows of the latest
-  batch for ``current_batch``.
+Faults: a run folder that cannot be created (read-only or full disk) makes ``start`` raise
+a ``ValueError`` that says so; a "save now" that cannot be written raises the
+``CheckpointWriteError`` (an ``OSError``) to its caller while the run goes on; an
+exception on the training thread ends the run as ``failed`` with a one-line message.
 
 Nothing here prints; messages go to the ``logging`` module. No UI code here.
 """
@@ -39,58 +34,22 @@ import itertools
 import logging
 import threading
 import time
-import traceback as traceback_module
 from pathlib import Path
 from typing import Any, Iterator
 
-from .checkpoints import LoadedModel
-from .batch_view import capture_rows, describe_batch
+from .batch_view import describe_batch
+from .checkpoints import LoadedModel, describe_os_error
 from .heads import BertWithHeads
-from .run_setup import prepare_run
 from .run_spec import ACTIVE_STATES, STATES, RunInfo, RunSpec, WorkerStatus  # noqa: F401  (re-exported)
-from .tokenizer import WordPieceTokenizer
-from .trainer import Trainer, TrainingDiverged
-from .training_config import TrainingConfig
-from .training_state import CHECKPOINTS_DIR, CheckpointInfo, checkpoint_name, list_checkpoints
+from .trainer import Trainer
+from .training_state import CHECKPOINTS_DIR, CheckpointInfo, list_checkpoints
+from .worker_run import RunState, status_of
+from .worker_thread import BATCH_ROWS, MAX_RECORDS, WAIT_SLICE_S, RunThread  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
 
-MAX_RECORDS = 100_000            # records kept in memory per run (the oldest are dropped beyond it)
-BATCH_ROWS = 2                   # sequences of the latest batch kept for the masking view
-_WAIT_SLICE_S = 0.25             # the training thread re-checks its flags at least this often while waiting
 
-
-class _Run:
-    """The mutable state of one run; guarded by the worker's condition."""
-
-    def __init__(self, run_id: int, spec: RunSpec, config: TrainingConfig, run_dir: Path) -> None:
-        self.run_id, self.spec, self.config, self.run_dir = run_id, spec, config, run_dir
-        self.state, self.message = "preparing", "starting"
-        self.started = time.time()
-        self.ended: float | None = None
-        self.total_steps = config.total_steps
-        self.step = 0
-        self.trainer: Trainer | None = None
-        self.tokenizer: WordPieceTokenizer | None = None
-        self.paused = self.stop_requested = False
-        self.save_requested = 0            # sequence number of the newest save request
-        self.save_done = 0                 # sequence number of the newest request served
-        self.train_started: float | None = None
-        self.train_start_step = 0
-        self.waited = 0.0                  # seconds spent waiting (paused / priority) since train_started
-        self.metrics: dict[str, Any] | None = None
-        self.eval_metrics: dict[str, Any] | None = None
-        self.last_checkpoint: Path | None = None
-        self.outcome: str | None = None
-        self.error: str | None = None
-        self.traceback: str | None = None
-        self.batch: dict[str, Any] | None = None
-        self.waiting = False
-        self.waiting_since = 0.0
-        self.thread: threading.Thread | None = None
-
-
-class TrainingWorker:
+class TrainingWorker(RunThread):
     """Runs one training run at a time in a background thread (one worker per app)."""
 
     def __init__(self, runs_root: str | Path = "runs", snapshot_max_age_s: float = 2.0) -> None:
@@ -99,7 +58,7 @@ class TrainingWorker:
         self._cond = threading.Condition(threading.Lock())
         self._model_lock = threading.Lock()       # held by the training thread during step/evaluate
         self._snapshot_lock = threading.Lock()    # one snapshot copy at a time
-        self._run: _Run | None = None
+        self._run: RunState | None = None
         self._ids = itertools.count(1)
         self._priority = 0
         self._records: list[dict[str, Any]] = []
@@ -118,8 +77,11 @@ class TrainingWorker:
                 raise ValueError(f"a training run is already {self._run.state} ({self._run.run_dir.name}); "
                                  "stop it before starting another")
             run_id = next(self._ids)
-            run_dir = self._run_dir(spec, run_id)
-            run = _Run(run_id, spec, config, run_dir)
+            try:
+                run_dir = self._run_dir(spec, run_id)
+            except OSError as exc:             # read-only or full data folder: say so, start nothing
+                raise ValueError(f"cannot create the run folder: {describe_os_error(exc)}") from None
+            run = RunState(run_id, spec, config, run_dir)
             self._run = run
             self._records, self._dropped = [], 0
             self._snapshot = None
@@ -172,7 +134,9 @@ class TrainingWorker:
         """Ask the training thread to checkpoint between steps; the path once written.
 
         None if ``timeout_s`` passed first (the save still happens). ValueError when no run
-        is training (none started, still preparing, or ended).
+        is training (none started, still preparing, or ended) or it ended before saving;
+        ``CheckpointWriteError`` (an ``OSError``) when the checkpoint could not be written
+        (disk full, read-only folder): the run goes on and older checkpoints are untouched.
         """
         deadline = time.monotonic() + timeout_s
         with self._cond:
@@ -187,8 +151,15 @@ class TrainingWorker:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
-                self._cond.wait(min(left, _WAIT_SLICE_S))
-            return run.last_checkpoint
+                self._cond.wait(min(left, WAIT_SLICE_S))
+            if run.save_done >= ticket:
+                result = run.save_results[min(t for t in run.save_results if t >= ticket)]
+                if isinstance(result, OSError):
+                    raise result
+                return result
+            if run.outcome in ("finished", "stopped"):   # ended normally: its final checkpoint covers the request
+                return run.last_checkpoint
+            raise ValueError(f"the run ended ({run.state}) before the checkpoint was written: {run.message}")
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait until no run is active; True if none is (False after ``timeout_s``)."""
@@ -198,7 +169,7 @@ class TrainingWorker:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._cond.wait(_WAIT_SLICE_S if left is None else min(left, _WAIT_SLICE_S))
+                self._cond.wait(WAIT_SLICE_S if left is None else min(left, WAIT_SLICE_S))
             return True
 
     def close(self, timeout_s: float = 30.0) -> None:
@@ -335,208 +306,7 @@ class TrainingWorker:
         raise AssertionError("unreachable")
 
     def _status_locked(self) -> WorkerStatus:
-        run = self._run
-        total = self._dropped + len(self._records)
-        if run is None:
-            return WorkerStatus("idle", "no training run yet", records=total)
-        now = run.ended or time.time()
-        eta = None
-        if run.state in ("running", "paused", "stopping") and run.train_started is not None:
-            done = run.step - run.train_start_step
-            active = time.time() - run.train_started - run.waited
-            if run.waiting:
-                active -= time.time() - run.waiting_since
-            if done > 0 and active > 0:
-                eta = max(0.0, (run.total_steps - run.step) * active / done)
-        return WorkerStatus(run.state, run.message, run.step, run.total_steps, run.run_id, run.run_dir,
-                            now - run.started, eta, dict(run.metrics) if run.metrics else None,
-                            dict(run.eval_metrics) if run.eval_metrics else None, run.last_checkpoint,
-                            run.outcome, run.error, run.traceback, total, run.waiting)
-
-    def _set(self, run: _Run, **changes: Any) -> None:
-        with self._cond:
-            for name, value in changes.items():
-                setattr(run, name, value)
-            self._cond.notify_all()
-
-    def _add_record(self, run: _Run, kind: str, record: dict[str, Any]) -> None:
-        entry = {"kind": kind, **record}
-        with self._cond:
-            if self._run is not run:
-                return
-            self._records.append(entry)
-            if len(self._records) > MAX_RECORDS:
-                drop = len(self._records) - MAX_RECORDS
-                del self._records[:drop]
-                self._dropped += drop
-            step = record.get("step")
-            if kind == "train":
-                run.metrics, run.step = dict(record), int(step)
-                if run.state == "running":
-                    run.message = f"step {run.step} / {run.total_steps}"
-            elif kind == "eval":
-                run.eval_metrics = dict(record)
-            elif kind == "checkpoint":
-                run.last_checkpoint = Path(record["path"])
-                self._checkpoint_cache = None
-            self._cond.notify_all()
-
-    def _main(self, run: _Run) -> None:
-        """The training thread: prepare, train, and always end in a terminal state."""
-        phase = "preparing"
-        try:
-            trainer = self._prepare(run)
-            if trainer is None:            # stopped while preparing
-                self._finish(run, "finished", "stopped before training began", "stopped")
-                return
-            phase = "training"
-            with self._cond:
-                run.trainer, run.step = trainer, trainer.global_step
-                run.train_started, run.train_start_step, run.waited = time.time(), trainer.global_step, 0.0
-                if run.stop_requested:
-                    pass                          # should_stop ends it before the first step
-                elif run.paused:
-                    run.state, run.message = "paused", f"paused at step {run.step}"
-                else:
-                    run.state, run.message = "running", f"step {run.step} / {run.total_steps}"
-                self._cond.notify_all()
-            result = trainer.train(callback=lambda kind, record: self._add_record(run, kind, record),
-                                   should_stop=lambda: self._between_steps(run, trainer))
-            if result.status == "stopped":
-                path = trainer.last_checkpoint
-                if trainer.global_step > 0 and (path is None or path.name != checkpoint_name(trainer.global_step)
-                                                or not path.exists()):
-                    path = self._save(run, trainer)
-                where = f"; saved {path.name}" if path is not None else ""
-                self._finish(run, "finished", f"stopped at step {trainer.global_step}{where}", "stopped")
-            else:
-                where = f"; checkpoint {trainer.last_checkpoint.name}" if trainer.last_checkpoint else ""
-                self._finish(run, "finished", f"finished {trainer.global_step} steps{where}", "finished")
-        except TrainingDiverged as exc:
-            logger.warning("training run %d diverged: %s", run.run_id, exc)
-            self._finish(run, "diverged", str(exc), "diverged", error=f"{type(exc).__name__}: {exc}",
-                         last_checkpoint=exc.last_checkpoint)
-        except BaseException as exc:  # noqa: BLE001 - any crash must end in "failed", never kill the app
-            error = f"{type(exc).__name__}: {exc}"
-            where = f"at step {run.step + 1}" if phase == "training" else "while preparing"
-            logger.error("training run %d failed %s", run.run_id, where, exc_info=True)
-            self._finish(run, "failed", f"the run failed {where}: {error}", "failed", error=error,
-                         traceback=traceback_module.format_exc())
-
-    def _finish(self, run: _Run, state: str, message: str, outcome: str, **changes: Any) -> None:
-        with self._cond:
-            for name, value in changes.items():
-                if name != "last_checkpoint" or value is not None:
-                    setattr(run, name, value)
-            run.state, run.message, run.outcome, run.ended = state, message, outcome, time.time()
-            if run.trainer is not None:
-                run.step = run.trainer.global_step
-            self._checkpoint_cache = None
-            self._cond.notify_all()
-        logger.info("training run %d ended: %s (%s)", run.run_id, state, message)
-
-    def _prepare(self, run: _Run) -> Trainer | None:
-        """Corpus -> tokenizer -> datasets -> model -> trainer (``run_setup``); None if stopped meanwhile."""
-        def progress(message: str) -> bool:
-            with self._cond:
-                if run.state == "preparing":
-                    run.message = message
-                self._cond.notify_all()
-                return not run.stop_requested
-
-        prepared = prepare_run(run.spec, run.config, run.run_dir, progress)
-        if prepared is None:
-            return None
-        trainer = prepared.trainer
-        with self._cond:
-            run.tokenizer = prepared.tokenizer
-            if prepared.checkpoint is not None:  # resumed: show the run's history so far
-                run.config, run.total_steps = trainer.config, trainer.config.total_steps
-                for record in prepared.history[-MAX_RECORDS:]:
-                    self._records.append(dict(record))
-                last = [r for r in prepared.history if r.get("kind") == "train"]
-                run.metrics = {k: v for k, v in last[-1].items() if k != "kind"} if last else None
-                run.last_checkpoint = prepared.checkpoint
-        self._tap_batches(run, prepared.train_data)
-        self._wrap_trainer(trainer)
-        return trainer
-
-    def _wrap_trainer(self, trainer: Trainer) -> None:
-        """Run this trainer's steps and evaluations under the model lock (for snapshots)."""
-        step, evaluate = trainer.step, trainer.evaluate
-        lock = self._model_lock
-
-        def locked_step(*args: Any, **kwargs: Any) -> dict[str, Any]:
-            with lock:
-                return step(*args, **kwargs)
-
-        def locked_evaluate(*args: Any, **kwargs: Any) -> dict[str, Any]:
-            with lock:
-                return evaluate(*args, **kwargs)
-
-        trainer.step, trainer.evaluate = locked_step, locked_evaluate
-
-    def _tap_batches(self, run: _Run, dataset: Any) -> None:
-        """Keep the first rows of every training batch the trainer reads (for ``current_batch``)."""
-        read = dataset.batch
-
-        def batch(epoch: int, index: int):
-            result = read(epoch, index)
-            try:
-                step = (run.trainer.global_step + 1) if run.trainer is not None else run.step + 1
-                snap = capture_rows(result, step, BATCH_ROWS)
-                with self._cond:
-                    run.batch = snap
-            except Exception:  # noqa: BLE001 - the view is best effort; never break training for it
-                logger.debug("could not capture the batch for the masking view", exc_info=True)
-            return result
-
-        dataset.batch = batch
-
-    def _save(self, run: _Run, trainer: Trainer) -> Path:
-        path = trainer.save_checkpoint()
-        self._add_record(run, "checkpoint", {"step": trainer.global_step, "path": str(path)})
-        return path
-
-    def _between_steps(self, run: _Run, trainer: Trainer) -> bool:
-        """``should_stop``: serve saves, wait while paused or outranked, end on stop."""
-        waited_from: float | None = None
-        with self._cond:
-            try:
-                while True:
-                    run.step = trainer.global_step
-                    if run.save_requested > run.save_done:
-                        ticket = run.save_requested
-                        self._cond.release()
-                        try:
-                            if trainer.last_checkpoint is not None and trainer.last_checkpoint.exists() and \
-                                    trainer.last_checkpoint.name == checkpoint_name(trainer.global_step):
-                                path = trainer.last_checkpoint       # this step is already saved
-                            else:
-                                path = self._save(run, trainer)
-                        finally:
-                            self._cond.acquire()
-                        run.last_checkpoint, run.save_done = path, ticket
-                        self._cond.notify_all()
-                        continue
-                    if run.stop_requested:
-                        return True
-                    if run.paused or self._priority > 0:
-                        if waited_from is None:
-                            waited_from, run.waiting = time.time(), True
-                            run.waiting_since = waited_from
-                            self._cond.notify_all()
-                        if run.paused and run.state == "running":
-                            run.state, run.message = "paused", f"paused at step {run.step}"
-                        self._cond.wait(_WAIT_SLICE_S)
-                        continue
-                    if run.state == "paused":
-                        run.state = "running"
-                    return False
-            finally:
-                if waited_from is not None:
-                    run.waited += time.time() - waited_from
-                    run.waiting = False
+        return status_of(self._run, self._dropped + len(self._records))
 
 
 def _mtime(path: Path) -> float:

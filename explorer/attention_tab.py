@@ -126,11 +126,10 @@ def slider_updates(services: Services, model_key: str | None, layer: Any, head: 
 
 
 def _initial_shape(services: Services, key: str | None) -> tuple[int, int]:
-    try:
-        with services.probing():
-            return model_shape(services.model(key))
-    except Exception:  # noqa: BLE001 - no usable model yet: the sliders get refitted on the first change
-        return DEFAULT_SHAPE
+    """(layers, heads) from the picked model's config alone: building the UI never loads weights (a cold
+    start would wait for them); the sliders get refitted when the page loads or the model changes."""
+    config = services.registry().peek_config(key) if key else None
+    return (config.num_hidden_layers, config.num_attention_heads) if config is not None else DEFAULT_SHAPE
 
 
 # --- the tab -----------------------------------------------------------------------------

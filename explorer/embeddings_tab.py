@@ -207,12 +207,10 @@ def layer_slider_update(services: Services, model_key: str | None, current: floa
 
 
 def _initial_layers(services: Services, key: str | None) -> int:
-    if not key:
-        return DEFAULT_LAYERS
-    try:
-        return services.model(key).config.num_hidden_layers
-    except Exception:  # noqa: BLE001 - no model yet: the handler validates later
-        return DEFAULT_LAYERS
+    """The picked model's layer count from its config alone: building the UI never loads weights
+    (a cold start would wait for them); the slider is refitted when the page loads."""
+    config = services.registry().peek_config(key) if key else None
+    return config.num_hidden_layers if config is not None else DEFAULT_LAYERS
 
 
 def build(services: Services, picker: ModelPicker) -> dict[str, Any]:

@@ -28,6 +28,7 @@ class ModelPicker:
     source: gr.Textbox
     load_button: gr.Button
     info: gr.Markdown
+    admin_token: gr.Textbox | None = None  # public mode only: needed to load local folders
 
 
 def dropdown_choices(choices: list[ModelChoice]) -> list[tuple[str, str]]:
@@ -64,24 +65,32 @@ def build(services: Services) -> ModelPicker:
                                    allow_custom_value=False)
         with gr.Column(scale=2):
             source = gr.Textbox(label="Load another model", placeholder=LOAD_PLACEHOLDER, max_lines=1)
+        admin_token = None
+        if services.access.asks_for_token:
+            with gr.Column(scale=1, min_width=160):
+                admin_token = gr.Textbox(label="Admin token", type="password", max_lines=1,
+                                         placeholder="for local folders")
         with gr.Column(scale=1, min_width=120):
             load_button = gr.Button("Load", variant="secondary")
     info = gr.Markdown(elem_classes=["model-info"])
     seen = gr.State(tuple(c.key for c in choices))
 
     @friendly_errors
-    def load_model(source_text: str, progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
+    def load_model(source_text: str, token: str = "", progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
         """Load a model and select it in the picker.
 
         Args:
             source_text: 'default', a checkpoint key, a local model folder, or a hub id 'owner/name'.
+            token: the admin token (public mode only; needed for local folders).
         Returns:
             the picker (now on that model) and a description of the model and its heads.
         """
         progress(0.1, desc="Loading model…")
         key = registry.resolve(source_text)
+        if key.startswith("local:"):
+            services.access.require_admin(token, "load models from local folders")
         with services.probing():
-            text = describe(services.model(key))
+            text = describe(registry.get(key))
         return gr.update(choices=dropdown_choices(registry.choices()), value=key), text
 
     def show_info(key: str | None) -> str:
@@ -94,11 +103,12 @@ def build(services: Services) -> ModelPicker:
             return gr.skip(), previous
         return gr.update(choices=dropdown_choices(current)), keys
 
-    load_button.click(load_model, inputs=[source], outputs=[dropdown, info], api_name="load_model")
-    source.submit(load_model, inputs=[source], outputs=[dropdown, info], api_name="load_model_submit",
+    load_inputs = [source] + ([admin_token] if admin_token is not None else [])
+    load_button.click(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name="load_model")
+    source.submit(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name="load_model_submit",
                   api_visibility="private")
     dropdown.change(show_info, inputs=[dropdown], outputs=[info], api_name="model_info", api_visibility="private",
                     show_progress="hidden")
     gr.Timer(REFRESH_S).tick(refresh, inputs=[seen], outputs=[dropdown, seen], api_visibility="private",
                              show_progress="hidden")
-    return ModelPicker(dropdown, source, load_button, info)
+    return ModelPicker(dropdown, source, load_button, info, admin_token)

@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine import hub
 from engine.checkpoints import DEFAULT_MODEL_DIR, LoadedModel
 from engine.model_registry import ModelRegistry
 from engine.tokenizer import WordPieceTokenizer
+from explorer.access import AccessPolicy
 
 if TYPE_CHECKING:
     from engine.worker import TrainingWorker
@@ -25,7 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TOKENIZER_DIR = REPO_ROOT / "assets" / "tokenizer"
 RUNS_DIR_ENV = "EXPLORER_RUNS_DIR"
 DEFAULT_RUNS_DIR = "runs"
-DEFAULT_MODEL_ENV = "EXPLORER_DEFAULT_MODEL"  # a model folder to serve as "default" instead of the bundled one
+DEFAULT_MODEL_ENV = "EXPLORER_DEFAULT_MODEL"  # a model folder or hub id served as "default" instead of the bundled one
 MODEL_DIRS_ENV = "EXPLORER_MODEL_DIRS"     # os.pathsep-separated folders local models may be loaded from
 DEFAULT_MODEL_DIRS = ("models",)
 
@@ -39,6 +41,21 @@ def default_model_dir_from_env() -> Path:
     """The folder served as the ``default`` model: ``$EXPLORER_DEFAULT_MODEL`` or ``assets/default-model``."""
     raw = os.environ.get(DEFAULT_MODEL_ENV, "").strip()
     return Path(raw).expanduser() if raw else DEFAULT_MODEL_DIR
+
+
+def default_hub_from_env() -> str | None:
+    """``$EXPLORER_DEFAULT_MODEL`` when it is a hub id (``owner/name``) and not an existing folder, else None."""
+    raw = os.environ.get(DEFAULT_MODEL_ENV, "").strip()
+    if not raw or Path(raw).expanduser().exists() or raw.startswith(("/", ".", "~")) or not hub.is_hub_id(raw):
+        return None
+    return raw
+
+
+def make_registry(runs_root: Path, worker: TrainingWorker | None) -> ModelRegistry:
+    """The registry the environment describes (runs, allowed model folders, the default model)."""
+    default_hub = default_hub_from_env()
+    return ModelRegistry(runs_root=runs_root, worker=worker, allowed_dirs=model_dirs_from_env(),
+                         default_dir=None if default_hub else default_model_dir_from_env(), default_hub=default_hub)
 
 
 def model_dirs_from_env() -> tuple[Path, ...]:
@@ -57,6 +74,7 @@ class Services:
     max_length: int = 512  # upper bound for every sequence-length control in the UI
     worker: TrainingWorker | None = None  # the training worker; see get_worker()
     models: ModelRegistry | None = None  # model keys -> loaded models; see model()
+    access: AccessPolicy = field(default_factory=AccessPolicy.from_env)  # public/private mode, read once
     _worker_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def get_worker(self) -> TrainingWorker:
@@ -72,13 +90,21 @@ class Services:
         """The model registry (made on first use over the worker's runs when not given)."""
         with self._worker_lock:
             if self.models is None:
-                self.models = ModelRegistry(runs_root=runs_dir_from_env(), worker=self.worker,
-                                            allowed_dirs=model_dirs_from_env(), default_dir=default_model_dir_from_env())
+                self.models = make_registry(runs_dir_from_env(), self.worker)
             return self.models
 
     def model(self, key: str | None) -> LoadedModel:
-        """The model a probing tab was asked for (``default`` when none is chosen)."""
-        return self.registry().get(key or "default")
+        """The model a probing tab was asked for (``default`` when none is chosen).
+
+        In public mode a local folder is served only once the admin loaded it (it is then in the
+        picker); anyone else naming a folder gets a ValueError.
+        """
+        registry = self.registry()
+        resolved = registry.resolve(key or "default")
+        if resolved.startswith("local:") and not self.access.is_admin(None) and not registry.listed(resolved):
+            raise ValueError("On this public instance only the admin can load models from local folders; "
+                             "choose a model from the list.")
+        return registry.get(resolved)
 
     @contextlib.contextmanager
     def probing(self) -> Iterator[None]:
@@ -99,7 +125,6 @@ def default_services(tokenizer_dir: str | Path = DEFAULT_TOKENIZER_DIR, max_leng
 
     root = Path(runs_root) if runs_root is not None else runs_dir_from_env()
     worker = TrainingWorker(runs_root=root)
-    models = ModelRegistry(runs_root=root, worker=worker, allowed_dirs=model_dirs_from_env(),
-                           default_dir=default_model_dir_from_env())
+    models = make_registry(root, worker)
     return Services(tokenizer=WordPieceTokenizer.from_file(tokenizer_dir), max_length=max_length, worker=worker,
                     models=models)

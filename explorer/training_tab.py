@@ -11,8 +11,9 @@ import plotly.graph_objects as go
 
 from engine.run_spec import RunSpec, WorkerStatus
 from explorer import training_plots as tp
+from explorer.gpu import training_device
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors
+from explorer.ui_errors import friendly_errors, shown
 
 PRESETS = ["tiny", "mini", "small"]
 CORPORA = ["shakespeare"]
@@ -77,6 +78,7 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
         eval_every=max(1, total_steps // 10),
         eval_batches=5,
         checkpoint_every=max(50, total_steps // 4),  # the last step is always checkpointed too
+        device=training_device(),  # CPU on a Space: a background thread cannot hold a ZeroGPU
     )
     spec = RunSpec(preset=preset, corpus=corpus,
                    max_documents=_int(max_documents, "Max documents", 1, 1_000_000),
@@ -112,9 +114,9 @@ def status_markdown(st: WorkerStatus) -> str:
     if m.get("nsp_acc") is not None:
         parts.append(f"NSP acc {m['nsp_acc']:.1%}")
     lines.append(" · ".join(parts))
-    lines.append(f"_{st.message}_")
+    lines.append(f"_{shown(st.message)}_")
     if st.error and st.state in ("failed", "diverged"):
-        lines.append(f"❌ {st.error}")
+        lines.append(f"❌ {shown(st.error)}")
     if st.last_checkpoint is not None:
         lines.append(f"Last checkpoint: `{st.last_checkpoint.name}`")
     return "\n\n".join(lines)
@@ -157,23 +159,31 @@ def build(services: Services) -> dict[str, Any]:
     with gr.Row():
         preset = gr.Dropdown(PRESETS, value="tiny", label="Model preset", info="tiny is quick on a CPU")
         corpus = gr.Dropdown(CORPORA, value="shakespeare", label="Corpus (built in)")
-        max_documents = gr.Number(200, precision=0, label="Max documents")
-        vocab_size = gr.Number(4000, precision=0, label="Vocab size")
+        # No precision=0 on these: Gradio would round 2.5 to 2 (and fail with no message on text or
+        # infinity) before make_spec can say "must be a whole number".
+        max_documents = gr.Number(200, label="Max documents")
+        vocab_size = gr.Number(4000, label="Vocab size")
     with gr.Row():
-        seq_length = gr.Number(64, precision=0, label="Sequence length")
-        batch_size = gr.Number(16, precision=0, label="Batch size")
+        seq_length = gr.Number(64, label="Sequence length")
+        batch_size = gr.Number(16, label="Batch size")
         learning_rate = gr.Number(5e-4, label="Learning rate")
-        steps = gr.Number(300, precision=0, label="Steps")
+        steps = gr.Number(300, label="Steps")
     with gr.Row():
         mask_rate = gr.Number(0.15, label="Masking rate")
         whole_word = gr.Checkbox(False, label="Whole-word masking")
         nsp = gr.Checkbox(True, label="Next-sentence prediction (NSP)")
+    access = services.access  # public mode: the controls need the admin token (explorer.access)
+    if access.public:
+        gr.Markdown(access.notice(), elem_classes=["access-notice"])
+    enabled = access.training_enabled
     with gr.Row():
-        start_btn = gr.Button("Start", variant="primary")
-        pause_btn = gr.Button("Pause")
-        resume_btn = gr.Button("Resume")
-        stop_btn = gr.Button("Stop")
-        save_btn = gr.Button("Save checkpoint now")
+        admin = ([gr.Textbox(label="Admin token", type="password", max_lines=1, scale=2)]
+                 if access.asks_for_token else [])
+        start_btn = gr.Button("Start", variant="primary", interactive=enabled)
+        pause_btn = gr.Button("Pause", interactive=enabled)
+        resume_btn = gr.Button("Resume", interactive=enabled)
+        stop_btn = gr.Button("Stop", interactive=enabled)
+        save_btn = gr.Button("Save checkpoint now", interactive=enabled)
         refresh_btn = gr.Button("Refresh", size="sm")
     status = gr.Markdown(status_markdown(services.get_worker().status()), elem_classes=["train-status"])
     with gr.Row():
@@ -195,26 +205,31 @@ def build(services: Services) -> dict[str, Any]:
     @friendly_errors
     def train_start(*values: Any) -> str:
         """Start a pretraining run with the given settings in the background; the status as Markdown."""
-        return start_run(services, *values)
+        access.require_admin(values[len(controls)] if len(values) > len(controls) else "", "start training")
+        return start_run(services, *values[:len(controls)])
 
     @friendly_errors
-    def train_pause() -> str:
+    def train_pause(token: str = "") -> str:
         """Pause the active run after its current step."""
+        access.require_admin(token, "pause training")
         return status_markdown(services.get_worker().pause())
 
     @friendly_errors
-    def train_resume() -> str:
+    def train_resume(token: str = "") -> str:
         """Resume a paused run."""
+        access.require_admin(token, "resume training")
         return status_markdown(services.get_worker().resume())
 
     @friendly_errors
-    def train_stop() -> str:
+    def train_stop(token: str = "") -> str:
         """Stop the active run after its current step (it saves a final checkpoint)."""
+        access.require_admin(token, "stop training")
         return status_markdown(services.get_worker().stop())
 
     @friendly_errors
-    def train_save() -> str:
+    def train_save(token: str = "") -> str:
         """Save a checkpoint of the active run now; the status as Markdown."""
+        access.require_admin(token, "save checkpoints")
         worker = services.get_worker()
         path = worker.save_checkpoint_now(timeout_s=60.0)
         note = f"Saved `{path.name}`." if path is not None else "The checkpoint is being written…"
@@ -232,13 +247,16 @@ def build(services: Services) -> dict[str, Any]:
         weights = Path(str(row[CHECKPOINT_COLUMNS.index("path")])) / "model.safetensors"
         if not weights.is_file():
             raise gr.Error(f"{weights} is gone (the checkpoint was deleted?).", print_exception=False)
+        if str(weights.parent) not in {str(c.path) for c in services.get_worker().checkpoints()}:
+            # the row comes from the browser and can be forged: serve only checkpoints the worker lists
+            raise gr.Error("Pick a checkpoint from the table.", print_exception=False)
         return str(weights)
 
-    start_btn.click(train_start, inputs=controls, outputs=status, api_name="train_start")
-    pause_btn.click(train_pause, outputs=status, api_name="train_pause")
-    resume_btn.click(train_resume, outputs=status, api_name="train_resume")
-    stop_btn.click(train_stop, outputs=status, api_name="train_stop")
-    save_btn.click(train_save, outputs=status, api_name="train_save")
+    start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
+    pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause")
+    resume_btn.click(train_resume, inputs=admin, outputs=status, api_name="train_resume")
+    stop_btn.click(train_stop, inputs=admin, outputs=status, api_name="train_stop")
+    save_btn.click(train_save, inputs=admin, outputs=status, api_name="train_save")
     live_outputs = [status, mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot, masked_table, checkpoints]
     timer = gr.Timer(TICK_SECONDS)
     timer.tick(train_status, outputs=live_outputs, show_progress="hidden", api_name="train_status",

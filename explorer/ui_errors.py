@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -13,11 +14,21 @@ log = logging.getLogger("explorer")
 F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_TEXT_CHARS = 100_000
+# Failures whose message is written for the user: bad input, a missing file or model, no network.
+USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError, TimeoutError)
+_CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b:?\s*")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def shown(message: str) -> str:
+    """``message`` without exception class names ("SafetensorError: x" -> "x"): users read words, not types."""
+    return _CLASS_NAME.sub("", message).strip()
 
 
 def friendly_errors(fn: F) -> F:
-    """Wrap an event handler: ``gr.Error`` passes through, ``ValueError`` becomes
-    ``gr.Error(str(e))``, anything else is logged and shown as a short message."""
+    """Wrap an event handler: ``gr.Error`` passes through, ``USER_ERRORS`` (``ValueError``, a missing
+    file, no network) become ``gr.Error(message)``, anything else is logged and shown as a short
+    message. No stack trace or exception class name reaches the user."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -25,11 +36,13 @@ def friendly_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except gr.Error:
             raise
-        except ValueError as e:
-            raise gr.Error(str(e) or "Invalid input.", print_exception=False) from None
+        except USER_ERRORS as e:
+            raise gr.Error(shown(str(e)) or "Invalid input.", print_exception=False) from None
         except Exception as e:  # noqa: BLE001 - last line of defence for the UI
             log.exception("unexpected error in %s", getattr(fn, "__name__", fn))
-            raise gr.Error(f"Something went wrong ({type(e).__name__}: {e}). The app is still running.") from None
+            detail = shown(str(e))[:300]
+            raise gr.Error(f"Something went wrong{f' ({detail})' if detail else ''}. The app is still running.",
+                           print_exception=False) from None
 
     return wrapper  # type: ignore[return-value]
 
@@ -43,10 +56,15 @@ def require_text(text: str | None, what: str = "text", empty_message: str | None
 
 
 def check_length(text: str, what: str = "text") -> None:
-    """Raise ``gr.Error`` if ``text`` is longer than ``MAX_TEXT_CHARS``."""
+    """Raise ``gr.Error`` if ``text`` is longer than ``MAX_TEXT_CHARS`` or is not valid Unicode
+    (lone surrogates, which a hand-written JSON request can carry, break the tokenizer)."""
     if len(text) > MAX_TEXT_CHARS:
         raise gr.Error(
             f"The {what} is too long: {len(text):,} characters; the limit is {MAX_TEXT_CHARS:,}. "
             "Paste a shorter passage.",
             print_exception=False,
         )
+    if (bad := _SURROGATE.search(text)) is not None:
+        raise gr.Error(f"The {what} is not valid Unicode: it holds a lone surrogate code point "
+                       f"(at character {bad.start():,}). Retype or re-paste it.",
+                       print_exception=False)

@@ -331,3 +331,36 @@ def test_saved_directory_is_world_readable(tmp_path):
     model = engine.BertWithHeads(engine.preset("tiny", vocab_size=100), heads=("mlm", "nsp"))
     target = engine.save(model, None, tmp_path / "exported")
     assert stat.S_IMODE(target.stat().st_mode) & 0o055 == 0o055
+    assert all(stat.S_IMODE(p.stat().st_mode) & 0o044 == 0o044 for p in target.iterdir())
+
+
+def test_leftovers_of_a_killed_writer_are_recovered_and_a_live_one_is_left_alone(make_config, tmp_path):
+    """What SIGKILL mid-save leaves (see tests/test_faults.py for the real kills): staging and
+    half-deleted folders of dead processes go; a swapped-out version comes back if nothing replaced it."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    engine.save(ours_model(make_config(), ("mlm",)), None, tmp_path / "a")
+    engine.save(ours_model(make_config(), ("mlm",)), None, tmp_path / "b")
+    (tmp_path / "a").rename(tmp_path / f".a.old-{dead}")                 # killed between the swap's renames
+    (tmp_path / f".b.old-{dead}").mkdir()                                # killed after it: b is the new one
+    for name in (f".c.tmp-{dead}-x1y2", f".d.del-{dead}", f".e.tmp-{os.getpid()}-live", ".f.partial-1"):
+        (tmp_path / name).mkdir()
+    touched = checkpoints.recover_interrupted_writes(tmp_path)
+    assert len(touched) == 4
+    assert siblings(tmp_path / "a") == [f".e.tmp-{os.getpid()}-live", ".f.partial-1", "a", "b"]
+    assert engine.load(tmp_path / "a").heads == ("mlm",) and engine.load(tmp_path / "b").heads == ("mlm",)
+
+
+@pytest.mark.parametrize("errno_, reason", [(28, "the disk is full"), (30, "the folder is on a read-only file system")])
+def test_write_errors_say_what_happened(monkeypatch, make_config, tmp_path, errno_, reason):
+    def refuse(*args, **kwargs):
+        raise OSError(errno_, os.strerror(errno_))
+
+    monkeypatch.setattr(checkpoints, "save_file", refuse)
+    with pytest.raises(checkpoints.CheckpointWriteError, match=f"could not write .*new: {reason}") as caught:
+        engine.save(ours_model(make_config(), ()), None, tmp_path / "new")
+    assert caught.value.errno == errno_ and isinstance(caught.value, OSError)
+    assert list(tmp_path.iterdir()) == []

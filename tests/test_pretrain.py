@@ -79,6 +79,20 @@ def test_cli_resume_continues_from_the_last_checkpoint(single_run, tmp_path):
     assert (run_dir / "checkpoints" / "step-000008").is_dir()
     assert load(run_dir / "checkpoints" / "step-000008").config.hidden_size == 128
 
+
+def test_stop_at_trains_in_chunks_that_add_up_to_one_run(single_run, tmp_path):
+    run_dir = tmp_path / "chunked"
+    same_vocabulary = ["--tokenizer", str(single_run / "checkpoints" / "step-000003")]  # (training one is not
+    args = [*TINY, *same_vocabulary, "--batch-size", "4", "--grad-accum", "2", "--steps", "6",  # deterministic)
+            "--checkpoint-every", "3"]
+    assert main([*args, "--run-dir", str(run_dir), "--stop-at", "2"]) == 0
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["step-000002"]
+    assert main(["--resume", str(run_dir), "--threads", "1", "--no-progress"]) == 0
+    chunked = load(run_dir / "checkpoints" / "step-000006").model.state_dict()
+    whole = load(single_run / "checkpoints" / "step-000006").model.state_dict()
+    assert all(torch.allclose(chunked[k], whole[k], atol=1e-6) for k in whole)
+
+
 def test_resume_refuses_to_change_what_defines_the_run(single_run, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--resume", str(single_run), "--steps", "9", "--lr", "0.1", "--seq-len", "64"])

@@ -205,6 +205,8 @@ def test_incomplete_checkpoints_are_skipped_and_pruning(tmp_path, tiny_tokenizer
 def test_divergence_stops_without_updating(tmp_path, tiny_tokenizer, make_config, poison):
     trainer = make_trainer(tmp_path, tiny_tokenizer, make_config, config(total_steps=10, checkpoint_every=2))
     trainer.train(num_steps=2)
+    saved = trainer.run_dir / "checkpoints" / "step-000002"
+    saved_files = {p.name: p.read_bytes() for p in saved.iterdir()}
     if poison == "nan weight":
         with torch.no_grad():
             trainer.model.bert.encoder.layer[0].output.LayerNorm.weight[0] = float("nan")
@@ -229,8 +231,9 @@ def test_divergence_stops_without_updating(tmp_path, tiny_tokenizer, make_config
     assert trainer.global_step == 2 and events[-1] == "diverged"
     assert read_metrics(trainer.run_dir / "metrics.jsonl")[-1]["kind"] == "diverged"
     assert [c.step for c in list_checkpoints(trainer.run_dir)] == [2]
-    good = load_directory(trainer.run_dir / "checkpoints" / "step-000002")
+    good = load_directory(saved)
     assert all(torch.isfinite(p).all() for p in good.model.parameters())
+    assert {p.name: p.read_bytes() for p in saved.iterdir()} == saved_files      # byte for byte as it was
 
 
 def test_should_stop_is_asked_between_steps(tmp_path, tiny_tokenizer, make_config):

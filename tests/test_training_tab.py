@@ -1,6 +1,8 @@
 """The Training tab end to end: launch in-process, drive /train_* with gradio_client."""
 from __future__ import annotations
 
+import shutil
+
 import json
 import os
 import sys
@@ -126,7 +128,7 @@ def test_status_markdown_shows_error_without_traceback() -> None:
     st = WorkerStatus("failed", "the run failed at step 3: RuntimeError: boom", step=2, total_steps=10,
                       error="RuntimeError: boom", traceback="Traceback (most recent call last): ...")
     text = training_tab.status_markdown(st)
-    assert "**failed**" in text and "RuntimeError: boom" in text and "Traceback" not in text
+    assert "**failed**" in text and "❌ boom" in text and "Traceback" not in text and "RuntimeError" not in text
 
 
 def test_make_spec_direct(services: Services) -> None:
@@ -143,13 +145,26 @@ def test_make_spec_direct(services: Services) -> None:
 def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_path: Path) -> None:
     from gradio import helpers
 
+    listed = services.get_worker().runs_root / "picked-run" / "checkpoints" / "step-000001"
+    listed.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "training_state.pt"):  # what makes it complete
+        (listed / name).write_bytes(b"{}")
     (tmp_path / "model.safetensors").write_bytes(b"weights")
+    time.sleep(1.1)  # the worker caches its checkpoint listing for a second
     demo = explorer.build_app(services)
     fn = next(bf.fn for bf in demo.fns.values() if bf.api_name == "train_pick_checkpoint")
-    evt = gr.SelectData(None, {"index": [0, 0], "value": "checkpoint-1", "selected": True,
-                               "row_value": ["checkpoint-1", 1, "run", str(tmp_path)]})
-    args, *_ = helpers.special_args(fn, [], None, evt)
-    assert fn(*args) == str(tmp_path / "model.safetensors")
+
+    def pick(path: Path) -> str | None:
+        evt = gr.SelectData(None, {"index": [0, 0], "value": "checkpoint-1", "selected": True,
+                                   "row_value": ["checkpoint-1", 1, "run", str(path)]})
+        return fn(*helpers.special_args(fn, [], None, evt)[0])
+
+    try:
+        assert pick(listed) == str(listed / "model.safetensors")
+        with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
+            pick(tmp_path)  # a forged row naming weights outside the runs is refused
+    finally:
+        shutil.rmtree(listed.parent.parent)
     gone = gr.SelectData(None, {"index": [0, 0], "value": "x", "selected": True,
                                 "row_value": ["x", 1, "run", str(tmp_path / "missing")]})
     with pytest.raises(gr.Error, match="is gone"):

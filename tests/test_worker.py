@@ -389,3 +389,4 @@ def test_resume_from_a_stopped_run_continues_it(worker, tokenizer_dir):
     bad.resume_from = first.run_dir                    # batch_size etc. may not change on resume
     with pytest.raises(ValueError, match="cannot change"):
         worker.start(bad)
+

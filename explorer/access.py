@@ -1,0 +1,77 @@
+"""Who may do what: the app's access policy, read from the environment once per app.
+
+Private mode (the default) lets everyone do everything, as on your own machine. Public mode
+(``EXPLORER_PUBLIC=1``, for a Space or a live demo) keeps probing open to all but puts the
+training controls and loading models from local folders behind an admin token
+(``EXPLORER_ADMIN_TOKEN``). Public mode without a token disables those controls entirely.
+"""
+from __future__ import annotations
+
+import hmac
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import gradio as gr
+
+PUBLIC_ENV = "EXPLORER_PUBLIC"
+ADMIN_TOKEN_ENV = "EXPLORER_ADMIN_TOKEN"
+_TRUE = ("1", "true", "yes", "on")
+
+
+def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment variable ``name`` is switched on (1/true/yes/on)."""
+    env = os.environ if environ is None else environ
+    return env.get(name, "").strip().lower() in _TRUE
+
+
+@dataclass(frozen=True)
+class AccessPolicy:
+    """Public or private mode, and the admin token (never shown in reprs or messages)."""
+
+    public: bool = False
+    admin_token: str = field(default="", repr=False)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> AccessPolicy:
+        """The policy that ``EXPLORER_PUBLIC`` and ``EXPLORER_ADMIN_TOKEN`` describe."""
+        env = os.environ if environ is None else environ
+        return cls(public=env_flag(PUBLIC_ENV, env), admin_token=env.get(ADMIN_TOKEN_ENV, "").strip())
+
+    @property
+    def asks_for_token(self) -> bool:
+        """Whether the UI shows "Admin token" boxes (public mode with a token configured)."""
+        return self.public and bool(self.admin_token)
+
+    @property
+    def training_enabled(self) -> bool:
+        """False only in public mode without a configured admin token."""
+        return not self.public or bool(self.admin_token)
+
+    def is_admin(self, token: str | None) -> bool:
+        """True in private mode, or when ``token`` equals the admin token (constant-time compare)."""
+        if not self.public:
+            return True
+        if not self.admin_token or not token:
+            return False
+        return hmac.compare_digest(token.strip().encode("utf-8"), self.admin_token.encode("utf-8"))
+
+    def require_admin(self, token: str | None, action: str = "use the training controls") -> None:
+        """Raise ``gr.Error`` (with a message saying what to do) unless the caller may ``action``."""
+        if self.is_admin(token):
+            return
+        if not self.admin_token:
+            raise gr.Error(f"This is a public instance: you cannot {action} here. The operator has not set "
+                           f"{ADMIN_TOKEN_ENV}, so these controls are switched off.", print_exception=False)
+        what = "No admin token was given" if not (token or "").strip() else "The admin token is wrong"
+        raise gr.Error(f"{what}: on this public instance only the admin may {action}. "
+                       "Enter the token in the 'Admin token' box.", print_exception=False)
+
+    def notice(self) -> str:
+        """Markdown for the Training tab: what public mode means here ('' in private mode)."""
+        if not self.public:
+            return ""
+        if not self.admin_token:
+            return ("🔒 **Public instance:** training is switched off here (no admin token is configured). "
+                    "Probe the bundled model and the existing checkpoints in the other tabs.")
+        return "🔒 **Public instance:** the training controls need the admin token."

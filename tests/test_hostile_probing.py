@@ -1,0 +1,195 @@
+"""Hostile input to the Tokenize, Embeddings and Attention endpoints of the served app.
+
+Every case: a human message (error or warning) or a validated result, no stack trace or
+exception class name, nothing written outside the runs and temp folders, and the same
+endpoint still answers a normal call afterwards.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from gradio_client import Client
+
+from hostile_helpers import (BEYOND_POSITIONS, BLANK, CJK, COMBINING, CONTROL, CONTROL_ONLY, EMOJI, EMPTY, HUGE,
+                             LITERAL_SPECIALS, ONLY_SPECIALS, RTL, TOO_HUGE, ZERO_WIDTH, Sandbox,
+                             call, call_raw, expect_error, expect_ok, sandbox,
+                             serve_app)
+from probing_helpers import make_services, write_run
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TEXT = "the cat sat on the mat."
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "/tokenize": dict(model="default", text=TEXT, pair="", max_length=64),
+    "/embeddings": dict(model="default", text=TEXT, pair="", layer=2, component="output", token="all"),
+    "/embeddings_over_training": dict(model="default", positions=16),
+    "/attention": dict(model="default", text=TEXT, pair="", layer=0, head=0, max_length=128, heads=[0, 1],
+                       statistic="entropy"),
+    "/ablate_heads": dict(model="default", text=TEXT, pair="", heads="0:1", top_k=3),
+    "/attention_export": dict(model="default", text=TEXT, pair="", layer=1, head=2, max_length=64),
+    "/attention_over_training": dict(model="default", text=TEXT, pair="", layer=1, head=3, max_length=64),
+}
+
+
+def args(api: str, **changes: Any) -> list[Any]:
+    """The endpoint's positional inputs: the defaults with ``changes``."""
+    values = {**DEFAULTS[api], **changes}
+    assert set(values) == set(DEFAULTS[api]), f"unknown input in {changes}"
+    return list(values.values())
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) -> Iterator[tuple[Client, Sandbox]]:
+    import app
+
+    with sandbox(tmp_path_factory.mktemp("hostile-probing")) as box:
+        write_run(box.runs, tiny_tokenizer)
+        services = make_services(tiny_tokenizer, box.runs)
+        with serve_app(app.create_app(services), box) as client:
+            yield client, box
+
+
+def summary_of(value: Any, index: int) -> str:
+    return value[index]
+
+
+def truncated(index: int) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        assert "truncated" in value[index], value[index]
+    return check
+
+
+def table_has(index: int, token: str) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        tokens = [row[1] for row in value[index]["data"]]
+        assert token in tokens, tokens
+    return check
+
+
+def tokens_are(expected: list[str]) -> Callable[[Any], None]:
+    def check(value: Any) -> None:
+        assert [row[1] for row in value[2]["data"]] == expected
+    return check
+
+
+def three_files(value: Any) -> None:
+    names = sorted(Path(v).suffix for v in value)
+    assert names == [".json", ".png", ".svg"], value
+    payload = json.loads(Path(next(v for v in value if v.endswith(".json"))).read_text(encoding="utf-8"))
+    assert (payload["layer"], payload["head"]) == (1, 2) and len(payload["attention"]) == len(payload["tokens"])
+
+
+OK = None
+CHOICES = "is not in the list of choices"      # Gradio's own check of a dropdown value
+# (api, changes, expected): a regex the error must match, or OK / a check of the result.
+CASES: list[tuple[str, dict[str, Any], Any]] = [
+    # --- /tokenize
+    ("/tokenize", dict(text=EMPTY), "Type some text"),
+    ("/tokenize", dict(text=BLANK), "Type some text"),
+    ("/tokenize", dict(text=HUGE), truncated(1)),
+    ("/tokenize", dict(text=TOO_HUGE), "too long.*100,000"),
+    ("/tokenize", dict(text=TEXT, pair=TOO_HUGE), "text pair is too long"),
+    ("/tokenize", dict(text=BEYOND_POSITIONS), truncated(1)),
+    ("/tokenize", dict(text=ONLY_SPECIALS), table_has(2, "[PAD]")),
+    ("/tokenize", dict(text=LITERAL_SPECIALS, pair=LITERAL_SPECIALS), table_has(2, "cat")),
+    ("/tokenize", dict(text=EMOJI), table_has(2, "[UNK]")),
+    ("/tokenize", dict(text=CJK, pair=RTL), OK),
+    ("/tokenize", dict(text=COMBINING), OK),
+    ("/tokenize", dict(text=CONTROL), table_has(2, "on")),        # control characters are dropped
+    ("/tokenize", dict(text=ZERO_WIDTH), table_has(2, "sat")),
+    ("/tokenize", dict(text=CONTROL_ONLY), tokens_are(["[CLS]", "[SEP]"])),
+    ("/tokenize", dict(max_length=0), "max_length|Max length|minimum"),
+    ("/tokenize", dict(max_length=10**6), "max_length|Max length|maximum"),
+    ("/tokenize", dict(max_length=128), "between 8 and 64"),           # the slider allows more than the model has
+    ("/tokenize", dict(model="checkpoint:../../etc/passwd"), CHOICES),   # the picker lists the keys
+    ("/tokenize", dict(model="local:/etc"), CHOICES),
+    ("/tokenize", dict(model="hub:owner/name"), CHOICES),
+    ("/tokenize", dict(model="checkpoint:run-a/step-999999"), CHOICES),
+    # --- /embeddings
+    ("/embeddings", dict(text=BLANK), "Type some text to embed"),
+    ("/embeddings", dict(text=HUGE), OK),
+    ("/embeddings", dict(text=ONLY_SPECIALS, pair=ONLY_SPECIALS), OK),
+    ("/embeddings", dict(text=EMOJI, pair=CJK), OK),
+    ("/embeddings", dict(text=ZERO_WIDTH, pair=RTL), OK),
+    ("/embeddings", dict(text=CONTROL_ONLY), OK),
+    ("/embeddings", dict(layer=5), "Layer 5 is out of range"),
+    ("/embeddings", dict(layer=-1), "Layer|minimum"),
+    ("/embeddings", dict(layer=10**6), "Layer|maximum"),
+    ("/embeddings", dict(component="../../etc"), "component|choices"),
+    ("/embeddings", dict(token="999"), OK),             # a warning, then all tokens
+    ("/embeddings", dict(token="abc"), "neither 'all' nor a token position"),
+    ("/embeddings", dict(model="no such model"), CHOICES),
+    ("/embeddings_over_training", dict(positions=0), "Positions|minimum"),
+    ("/embeddings_over_training", dict(positions=10**6), "Positions|maximum"),
+    ("/embeddings_over_training", dict(model="checkpoint:../x/y"), CHOICES),
+    # --- /attention
+    ("/attention", dict(text=EMPTY), "Type a sentence"),
+    ("/attention", dict(text=BEYOND_POSITIONS), truncated(5)),
+    ("/attention", dict(text=LITERAL_SPECIALS, pair=ONLY_SPECIALS), OK),
+    ("/attention", dict(text=EMOJI, pair=COMBINING), OK),
+    ("/attention", dict(text=CONTROL, pair=ZERO_WIDTH), OK),
+    ("/attention", dict(layer=2), "layer 2 does not exist"),
+    ("/attention", dict(head=4), "head 4 does not exist"),
+    ("/attention", dict(layer=-3), "layer|minimum"),
+    ("/attention", dict(layer=10**6), "layer|maximum"),
+    ("/attention", dict(heads=[0, 99]), "heads \\[99\\] do not exist"),
+    ("/attention", dict(statistic="__class__"), "statistic|choices"),
+    ("/attention", dict(max_length=3), "Max length|minimum"),
+    ("/ablate_heads", dict(heads=""), "Name the heads"),
+    ("/ablate_heads", dict(heads="9:9"), "layer 9 does not exist"),
+    ("/ablate_heads", dict(heads="0:7"), "head 7 does not exist"),
+    ("/ablate_heads", dict(heads="\u00b2:1"), "is not layer:head"),
+    ("/ablate_heads", dict(heads="a:b; drop table"), "is not layer:head"),
+    ("/ablate_heads", dict(heads="0:*, 1:*"), OK),              # every head removed: still a result
+    ("/ablate_heads", dict(text=" ".join(["[MASK]"] * 50)), OK),
+    ("/ablate_heads", dict(model="encoder"), "masked-LM head"),
+    ("/ablate_heads", dict(top_k=0), "Top-k|minimum"),
+    ("/ablate_heads", dict(text=TOO_HUGE), "too long"),
+    ("/attention_export", dict(), three_files),
+    ("/attention_export", dict(layer=7), "layer 7 does not exist"),
+    ("/attention_export", dict(text=CJK + EMOJI + RTL), OK),
+    ("/attention_over_training", dict(head=9), "head 9 does not exist"),
+    ("/attention_over_training", dict(text=BLANK), "Type a sentence"),
+    ("/attention_over_training", dict(text=BEYOND_POSITIONS), OK),
+]
+
+
+def case_id(case: tuple[str, dict[str, Any], Any]) -> str:
+    api, changes, _ = case
+    shown = ",".join(f"{k}={str(v)[:12]!r}" for k, v in changes.items()) or "normal"
+    return f"{api[1:]}[{shown}]"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_hostile_input(served: tuple[Client, Sandbox], case: tuple[str, dict[str, Any], Any]) -> None:
+    client, box = served
+    api, changes, expected = case
+    with box.no_stray_writes():
+        outcome = call(client, *args(api, **changes), api_name=api)
+        if isinstance(expected, str):
+            expect_error(outcome, expected)
+        else:
+            value = expect_ok(outcome)
+            if expected is not None:
+                expected(value)
+        expect_ok(call(client, *args(api), api_name=api))      # the app still serves this endpoint
+
+
+def test_warning_for_an_unknown_token_position(served: tuple[Client, Sandbox]) -> None:
+    client, _ = served
+    outcome = call(client, *args("/embeddings", token="999"), api_name="/embeddings")
+    expect_ok(outcome)
+    assert any("Position 999 is not in this input" in w for w in outcome.warnings), outcome.warnings
+
+
+@pytest.mark.parametrize("api", ["/tokenize", "/embeddings", "/attention", "/ablate_heads"])
+def test_lone_surrogate_in_a_hand_written_request(served: tuple[Client, Sandbox], api: str) -> None:
+    """JSON may escape a lone surrogate (\\ud800), which is not text; the tokenizer must never see it."""
+    client, box = served
+    values = json.dumps(args(api, text="the cat SURROGATE sat")).replace("SURROGATE", "\\ud800")
+    with box.no_stray_writes():
+        expect_error(call_raw(client, api, '{"data": ' + values + '}'), "not valid Unicode")
+        expect_ok(call(client, *args(api), api_name=api))
