@@ -196,3 +196,35 @@ def serve_app(demo: gr.Blocks, box: Sandbox) -> Iterator[Client]:
         yield Client(demo.local_url, verbose=False, download_files=str(box.root / "client"))
     finally:
         demo.close()
+
+
+Case = tuple[str, dict[str, Any], Any]  # (api_name, changed inputs, error text | result check | None)
+
+
+def inputs(defaults: dict[str, dict[str, Any]], api: str, **changes: Any) -> list[Any]:
+    """The endpoint's positional inputs: its ``defaults`` with ``changes``."""
+    values = {**defaults[api], **changes}
+    assert set(values) == set(defaults[api]), f"unknown input in {changes}"
+    return list(values.values())
+
+
+def case_id(case: Case) -> str:
+    """A readable pytest id: the endpoint and the start of each changed input."""
+    api, changes, _ = case
+    shown = ",".join(f"{k}={str(v)[:12]!r}" for k, v in changes.items()) or "normal"
+    return f"{api[1:]}[{shown}]"
+
+
+def run_case(client: Client, box: Sandbox, defaults: dict[str, dict[str, Any]], case: Case) -> None:
+    """Call the endpoint with the case's inputs, check the message or result, nothing written
+    outside the sandbox, and that a normal call to the same endpoint still works afterwards."""
+    api, changes, expected = case
+    with box.no_stray_writes():
+        outcome = call(client, *inputs(defaults, api, **changes), api_name=api)
+        if isinstance(expected, str):
+            expect_error(outcome, expected)
+        else:
+            value = expect_ok(outcome)
+            if expected is not None:
+                expected(value)
+        expect_ok(call(client, *inputs(defaults, api), api_name=api))  # the app still serves this endpoint

@@ -14,7 +14,7 @@ from gradio_client import Client
 
 from hostile_helpers import (BEYOND_POSITIONS, BLANK, CJK, CONTROL, CONTROL_ONLY, EMOJI, EMPTY, HUGE,
                              LITERAL_SPECIALS, ONLY_SPECIALS, RTL, TOO_HUGE, ZERO_WIDTH, Sandbox,
-                             call, call_raw, expect_error, expect_ok, sandbox,
+                             call, call_raw, case_id, expect_error, expect_ok, inputs, run_case, sandbox,
                              serve_app)
 from probing_helpers import make_services, write_run
 
@@ -33,9 +33,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 
 def args(api: str, **changes: Any) -> list[Any]:
     """The endpoint's positional inputs: the defaults with ``changes``."""
-    values = {**DEFAULTS[api], **changes}
-    assert set(values) == set(DEFAULTS[api]), f"unknown input in {changes}"
-    return list(values.values())
+    return inputs(DEFAULTS, api, **changes)
 
 
 @pytest.fixture(scope="module")
@@ -141,25 +139,10 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
 ]
 
 
-def case_id(case: tuple[str, dict[str, Any], Any]) -> str:
-    api, changes, _ = case
-    shown = ",".join(f"{k}={str(v)[:12]!r}" for k, v in changes.items()) or "normal"
-    return f"{api[1:]}[{shown}]"
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
 def test_hostile_input(served: tuple[Client, Sandbox], case: tuple[str, dict[str, Any], Any]) -> None:
     client, box = served
-    api, changes, expected = case
-    with box.no_stray_writes():
-        outcome = call(client, *args(api, **changes), api_name=api)
-        if isinstance(expected, str):
-            expect_error(outcome, expected)
-        else:
-            value = expect_ok(outcome)
-            if expected is not None:
-                expected(value)
-        expect_ok(call(client, *args(api), api_name=api))      # the app still serves this endpoint
+    run_case(client, box, DEFAULTS, case)
 
 
 @pytest.mark.parametrize("api,field", [("/fill_mask", "text"), ("/fill_mask", "targets"), ("/answer", "question"),
