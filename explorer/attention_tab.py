@@ -292,9 +292,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     gr.on([layer.release, head.release, view_heads.input, statistic.input], refresh, api_name="attention_refresh",
           api_visibility="private", **main)
     # The picker's info is written on page load and whenever the model changes: fit the widgets then.
-    for trigger in (picker.dropdown.change, picker.info.change):
-        trigger(fit, inputs=[picker.dropdown, layer, head, view_heads], outputs=[layer, head, view_heads],
-                api_visibility="private", show_progress="hidden")
+    # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
+    # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
+    picker.info.change(fit, inputs=[picker.dropdown, layer, head, view_heads], outputs=[layer, head, view_heads],
+                       api_visibility="private", show_progress="hidden")
     ablate_button.click(ablate, inputs=[picker.dropdown, text, pair, heads_text, top_k],
                         outputs=[ablation_figure, ablation_summary], api_name="ablate_heads")
     add_head.click(add_chosen, inputs=[heads_text, layer, head], outputs=[heads_text],

@@ -315,9 +315,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     over_button.click(run_over_training, inputs=[picker.dropdown, positions], outputs=[over_message, over_plot],
                       api_name="embeddings_over_training")
     # The picker's info is (re)written on page load and whenever the model changes: fit the slider then.
-    for trigger in (picker.dropdown.change, picker.info.change):
-        trigger(fit_layers, inputs=[picker.dropdown, layer], outputs=[layer], api_visibility="private",
-                show_progress="hidden")
+    # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
+    # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
+    picker.info.change(fit_layers, inputs=[picker.dropdown, layer], outputs=[layer], api_visibility="private",
+                       show_progress="hidden")
     return {"text": text, "pair": pair, "layer": layer, "component": component, "token": token, "button": button,
             "summary": summary, "norms": norms, "heatmap": heatmap, "position_similarity": position_sim,
             "position_pca": position_pca, "contextual_pca": contextual_pca, "segment_difference": segment_diff,

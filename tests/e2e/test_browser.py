@@ -1,0 +1,140 @@
+"""A real browser (Debian chromium driven by Playwright) opens every tab of the app on the
+bundled default model, runs its first example, checks that the output appears and that no
+error toast shows, and saves a screenshot of each tab under ``test-artifacts/``.
+The Training tab starts a real (tiny) run and waits for its curves, then a checkpoint
+shows up in the model picker and the probing tabs work on it."""
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+import app
+from app_helpers import serve
+from explorer.services import default_services
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TIMEOUT_MS = 60_000
+expect.set_options(timeout=TIMEOUT_MS)   # a 2-core CPU shared with a training run is slow
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    services = default_services(runs_root=tmp_path_factory.mktemp("runs"))
+    with serve(app.create_app(services)) as client:
+        yield client.src
+    if services.worker is not None:
+        services.worker.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser: Browser, url: str) -> Iterator[Page]:
+    page = browser.new_page(viewport={"width": 1360, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    expect(page.get_by_text("BERT Explorer").first).to_be_visible()
+    yield page
+    page.close()
+
+
+def open_tab(page: Page, name: str):
+    page.get_by_role("tab", name=name, exact=True).click()
+    panel = page.locator("[role=tabpanel]:visible").first
+    expect(panel).to_be_visible()
+    return panel
+
+
+def run_first_example(panel) -> None:
+    panel.locator("tr.tr-body").first.locator("td").first.click()
+
+
+def no_error_toast(page: Page) -> None:
+    errors = page.locator(".toast-body.error")
+    assert errors.count() == 0, errors.first.inner_text()
+
+
+def screenshot(page: Page, name: str) -> None:
+    page.wait_for_timeout(500)        # let Plotly finish drawing
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def test_model_picker_shows_the_default_model(page: Page) -> None:
+    expect(page.locator(".model-info").last).to_contain_text("Heads:")
+    no_error_toast(page)
+
+
+PLOT = ".js-plotly-plot"
+# (tab, what its first example must show: (CSS selector, text it contains or None for "is drawn"))
+TABS = [
+    ("Tokenize", [(".wordpieces", "[SEP]"), (".token-summary", "tokens")]),
+    ("Embeddings", [(f"{PLOT} .heatmaplayer, {PLOT} .scatterlayer .trace", None), ("table", "neighbour")]),
+    ("Attention", [(f"{PLOT} .heatmaplayer", None)]),
+    ("Fill-mask", [(f"{PLOT} .barlayer", None), (".token-summary", "Uncertainty")]),
+    ("QA", [(f"{PLOT} .barlayer, {PLOT} .scatterlayer .trace", None), (".token-summary", "Best answer")]),
+]
+
+
+@pytest.mark.parametrize(("tab", "shows"), TABS, ids=[t for t, _ in TABS])
+def test_each_tab_runs_its_first_example(page: Page, tab: str, shows: list[tuple[str, str | None]]) -> None:
+    panel = open_tab(page, tab)
+    run_first_example(panel)
+    for selector, text in shows:
+        if text is None:
+            expect(panel.locator(selector).first).to_be_attached()
+        elif selector == "*":
+            expect(panel.get_by_text(text).first).to_be_visible()
+        else:
+            expect(panel.locator(selector).last).to_contain_text(text, ignore_case=True)
+    no_error_toast(page)
+    screenshot(page, tab.lower())
+
+
+def test_typed_input_works_too(page: Page) -> None:
+    panel = open_tab(page, "Fill-mask")
+    box = panel.get_by_label("Text with [MASK] tokens")
+    box.fill("The cat sat on the [MASK].")
+    panel.get_by_role("button", name="Fill", exact=True).click()
+    # [CLS] the cat sat on the [MASK] . [SEP]: nine tokens (the example before it has seven)
+    expect(panel.locator(".token-summary").last).to_contain_text("9 input tokens")
+    no_error_toast(page)
+
+
+def test_training_tab_curves_move_and_checkpoints_reach_the_picker(page: Page) -> None:
+    panel = open_tab(page, "Training")
+    panel.get_by_role("button", name="Start", exact=True).click()
+    expect(panel.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=120_000)
+    panel.get_by_role("button", name="Save checkpoint now", exact=True).click()
+    page.wait_for_timeout(6_000)      # the picker refreshes every few seconds
+    screenshot(page, "training")
+    panel.get_by_role("button", name="Stop", exact=True).click()
+    picker = page.get_by_label("Model (used by every probing tab)")
+    picker.click()
+    option = page.get_by_role("option").filter(has_text="step")
+    expect(option.first).to_be_visible(timeout=30_000)
+    option.first.click()
+    expect(page.locator(".model-info").last).to_contain_text("checkpoint")
+    fill = open_tab(page, "Fill-mask")
+    run_first_example(fill)
+    expect(fill.locator(".token-summary").last).to_contain_text("checkpoint")
+    no_error_toast(page)
+
+
+def teardown_module() -> None:
+    if os.environ.get("E2E_KEEP_ARTIFACTS") == "0":
+        shutil.rmtree(ARTIFACTS, ignore_errors=True)
