@@ -5,8 +5,7 @@ import os
 import re
 from pathlib import Path
 
-# "owner/name" (or a legacy single name such as "bert-base-uncased"); no paths, no URLs.
-# owner/name only: the hub still redirects legacy single names (bert-base-uncased), but a bare word is far more
+# "owner/name" only, no paths, no URLs: the hub still redirects legacy single names (bert-base-uncased), but a bare word is far more
 # often a mistyped folder, and the issue asks for the one unambiguous form.
 _HUB_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
 # The only files a BERT checkpoint needs; nothing executable, no remote code.
