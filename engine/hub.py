@@ -5,8 +5,8 @@ import os
 import re
 from pathlib import Path
 
-# "owner/name" only, no paths, no URLs: the hub still redirects legacy single names (bert-base-uncased), but a bare word is far more
-# often a mistyped folder, and the issue asks for the one unambiguous form.
+# "owner/name" only; no paths, no URLs. The hub still redirects legacy single names
+# (bert-base-uncased), but a bare word is more often a mistyped folder than a model.
 _HUB_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?$")
 # The only files a BERT checkpoint needs; nothing executable, no remote code.
 HUB_FILES = ["config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
