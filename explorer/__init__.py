@@ -35,7 +35,8 @@ def build_app(services: Services | None = None) -> gr.Blocks:
     from explorer import attention_tab, embeddings_tab, fill_mask_tab, model_picker, qa_tab, tokenize_tab, training_tab
 
     services = services if services is not None else default_services()
-    with gr.Blocks(title=TITLE, analytics_enabled=False) as demo:
+    # delete_cache: every 30 min, Gradio drops served files (uploads, exports) older than an hour.
+    with gr.Blocks(title=TITLE, analytics_enabled=False, delete_cache=(1800, 3600)) as demo:
         with gr.Column(elem_id="app-header"):
             gr.Markdown(f"# {TITLE}\n{DESCRIPTION}")
         picker = model_picker.build(services)

@@ -3,7 +3,10 @@ every Attention handler shares. No widgets here: plain arguments in, figures / t
 bad input raises ``gr.Error`` or ``ValueError`` (turned into a message by ``friendly_errors``)."""
 from __future__ import annotations
 
+import shutil
 import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -24,6 +27,25 @@ DEFAULT_LENGTH = 128
 MAX_CHECKPOINTS = 6            # checkpoints shown over training (evenly spaced, first and last included)
 DEFAULT_TOP_K = 5
 EMPTY_MESSAGE = "Type a sentence to see where each token looks."
+
+
+EXPORT_ROOT = Path(tempfile.gettempdir()) / "bert-explorer-exports"
+EXPORT_MAX_AGE_S = 3600.0
+
+
+def new_export_folder(root: Path | None = None, max_age_s: float = EXPORT_MAX_AGE_S) -> str:
+    """A fresh folder for one export; folders older than ``max_age_s`` go first (Gradio has served its own
+    copies of their files long before), so a long-running public app does not fill its disk."""
+    root = root or EXPORT_ROOT
+    root.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - max_age_s
+    for old in root.glob("attention-export-*"):
+        try:
+            if old.is_dir() and not old.is_symlink() and old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue
+    return tempfile.mkdtemp(prefix="attention-export-", dir=root)
 
 
 def model_shape(loaded: LoadedModel) -> tuple[int, int]:
@@ -104,7 +126,7 @@ def export_files(services: Services, model_key: str | None, text: str | None, te
         loaded = services.model(model_key)
         layer, head = check_head_index(*model_shape(loaded), layer, head)
         result = attention(loaded, text, pair, effective_length(services, loaded, max_length))
-    folder = tempfile.mkdtemp(prefix="attention-export-")
+    folder = new_export_folder()
     title = f"Layer {layer}, head {head} ({result.source})"
     paths = attention_export.write_exports(
         folder, f"attention-L{layer}-H{head}", result.attentions[layer, head], result.tokens, layer, head,
