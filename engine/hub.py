@@ -1,6 +1,7 @@
 """Fetching a BERT from the Hugging Face hub: validated ids, only the files we need, fast failure offline."""
 from __future__ import annotations
 
+import fnmatch
 import os
 import re
 from pathlib import Path
@@ -12,10 +13,15 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0
 HUB_FILES = ["config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
              "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 LEGACY_WEIGHTS = ["pytorch_model.bin"]
+DEFAULT_MAX_HUB_MB = 1500.0
 
 
 class HubUnavailableError(ConnectionError):
     """The hub cannot be reached (offline mode or no network) and the model is not cached."""
+
+
+class DownloadTooLargeError(ValueError):
+    """The model's files are larger than ``EXPLORER_MAX_HUB_MB`` allows; nothing was downloaded."""
 
 
 def is_hub_id(text: str) -> bool:
@@ -27,6 +33,35 @@ def hub_offline() -> bool:
     """Whether the user switched the hub off (``HF_HUB_OFFLINE=1`` or ``TRANSFORMERS_OFFLINE=1``)."""
     return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
                for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def max_download_bytes() -> int:
+    """The largest model download allowed: ``EXPLORER_MAX_HUB_MB`` (default 1,500 MB, room for
+    bert-large in fp32), so a stranger cannot make a public app fetch a multi-GB repository."""
+    raw = os.environ.get("EXPLORER_MAX_HUB_MB", "").strip()
+    try:
+        megabytes = float(raw) if raw else DEFAULT_MAX_HUB_MB
+    except ValueError:
+        megabytes = DEFAULT_MAX_HUB_MB
+    return int(max(megabytes, 0.0) * 1_000_000)
+
+
+def files_to_fetch(names: list[str]) -> list[str]:
+    """The repository files ``download`` would fetch: the allow-list, and ``.bin`` weights only
+    when there are no safetensors."""
+    wanted = HUB_FILES if any(n.endswith(".safetensors") for n in names) else HUB_FILES + LEGACY_WEIGHTS
+    return [n for n in names if "/" not in n and any(fnmatch.fnmatchcase(n, pattern) for pattern in wanted)]
+
+
+def check_download_size(repo_id: str, files: list[tuple[str, int | None]]) -> None:
+    """Raise ``ValueError`` before anything is fetched when the files to download exceed the cap."""
+    sizes = dict(files)
+    total = sum(sizes[name] or 0 for name in files_to_fetch(list(sizes)))
+    limit = max_download_bytes()
+    if total > limit:
+        raise DownloadTooLargeError(
+            f"{repo_id!r} would download {total / 1e6:,.0f} MB of weights; this app fetches at most "
+            f"{limit / 1e6:,.0f} MB (EXPLORER_MAX_HUB_MB). Pick a smaller BERT, or raise the limit.")
 
 
 def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -> Path:
@@ -50,7 +85,9 @@ def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -
             # A bounded look-up first: snapshot_download's own has no timeout and waits forever on a
             # stalled connection. If the hub does not answer, fall back to the local cache.
             try:
-                huggingface_hub.HfApi().repo_info(repo_id, revision=revision, timeout=timeout)
+                info = huggingface_hub.HfApi().repo_info(repo_id, revision=revision, timeout=timeout,
+                                                         files_metadata=True)
+                check_download_size(repo_id, [(s.rfilename, s.size) for s in (info.siblings or [])])
             except not_found:
                 raise
             except (httpx2.TransportError, errors.HfHubHTTPError, errors.OfflineModeIsEnabled) as exc:
