@@ -29,14 +29,14 @@ DEFAULT_TOP_K = 5
 EMPTY_MESSAGE = "Type a sentence to see where each token looks."
 
 
-EXPORT_ROOT = Path(tempfile.gettempdir()) / "bert-explorer-exports"
+EXPORT_FOLDER = "bert-explorer-exports"         # inside the temp dir of the moment (Gradio serves only from there)
 EXPORT_MAX_AGE_S = 3600.0
 
 
 def new_export_folder(root: Path | None = None, max_age_s: float = EXPORT_MAX_AGE_S) -> str:
     """A fresh folder for one export; folders older than ``max_age_s`` go first (Gradio has served its own
     copies of their files long before), so a long-running public app does not fill its disk."""
-    root = root or EXPORT_ROOT
+    root = root or Path(tempfile.gettempdir()) / EXPORT_FOLDER
     root.mkdir(parents=True, exist_ok=True)
     cutoff = time.time() - max_age_s
     for old in root.glob("attention-export-*"):

@@ -119,10 +119,16 @@ def test_training_tab_curves_move_and_checkpoints_reach_the_picker(page: Page) -
     panel = open_tab(page, "Training")
     panel.get_by_role("button", name="Start", exact=True).click()
     expect(panel.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=120_000)
+    status = panel.locator(".train-status").first
+    panel.get_by_role("button", name="Pause", exact=True).click()
+    expect(status).to_contain_text("paused")
+    panel.get_by_role("button", name="Resume", exact=True).click()
+    expect(status).to_contain_text("running")
     panel.get_by_role("button", name="Save checkpoint now", exact=True).click()
     page.wait_for_timeout(6_000)      # the picker refreshes every few seconds
     screenshot(page, "training")
     panel.get_by_role("button", name="Stop", exact=True).click()
+    expect(status).to_contain_text("stopp")          # "stopping", then the run ends "stopped"
     picker = page.get_by_label("Model (used by every probing tab)")
     picker.click()
     option = page.get_by_role("option").filter(has_text="step")
