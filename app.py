@@ -18,6 +18,7 @@ from typing import Any
 # Must happen before gradio (or huggingface_hub) is imported anywhere.
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")   # no analytics even when the hub is switched on
 
 import gradio as gr  # noqa: E402
 

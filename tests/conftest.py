@@ -3,7 +3,13 @@ WordPiece vocabulary, and a guard that refuses every non-loopback connection."""
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+
+# Before anything imports huggingface_hub (it reads these once): tests that switch the hub "on" against
+# a fake endpoint must not leave telemetry queued for huggingface.co (the load test's guard saw it).
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 import pytest
 import torch

@@ -8,6 +8,7 @@ import pickle
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -138,7 +139,8 @@ def fake_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_internet) -> It
     class FakeApi:
         def repo_info(self, repo_id: str, **kwargs: Any) -> object:
             state["calls"].append(("repo_info", repo_id))
-            return object()
+            assert kwargs.get("files_metadata") is True     # the sizes, checked before any download
+            return SimpleNamespace(siblings=[SimpleNamespace(rfilename="model.safetensors", size=1_000_000)])
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
     monkeypatch.setattr(huggingface_hub, "HfApi", FakeApi)
