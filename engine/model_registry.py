@@ -15,12 +15,16 @@ into a key. No Gradio here.
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import torch
 
 from . import hub
 from .checkpoints import DEFAULT_MODEL_DIR, LoadedModel, load_directory
@@ -69,12 +73,26 @@ def checkpoint_label(info: CheckpointInfo) -> str:
     return f"{run} · step {info.step}{loss_text}"
 
 
+def inference_device(environ: Mapping[str, str] | None = None) -> str:
+    """Where the probing tabs' models run: ``$EXPLORER_DEVICE`` (``cpu``, ``cuda``, ``cuda:N``) or, by
+    default, CUDA when torch sees a GPU (also on a ZeroGPU Space, where ``spaces`` defers the move until a
+    ``spaces.GPU`` call holds the device) and the CPU otherwise."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("EXPLORER_DEVICE", "").strip().lower() or "auto"
+    if chosen == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if chosen == "cpu" or re.fullmatch(r"cuda(:\d+)?", chosen):
+        return chosen
+    raise ValueError(f"EXPLORER_DEVICE={chosen!r}: expected auto, cpu, cuda or cuda:N")
+
+
 class ModelRegistry:
     """Model keys -> loaded models, with an LRU cache of ``cache_size`` models."""
 
     def __init__(self, runs_root: str | Path | None = None, worker: TrainingWorker | None = None,
                  allowed_dirs: tuple[str | Path, ...] = (), default_dir: str | Path | None = DEFAULT_MODEL_DIR,
-                 cache_size: int = 4, default_hub: str | None = None) -> None:
+                 cache_size: int = 4, default_hub: str | None = None, device: str = "cpu") -> None:
+        self.device = device                           # where loaded models run (``inference_device()``)
         self.runs_root = Path(runs_root) if runs_root is not None else None
         self.worker = worker
         self.allowed_dirs = tuple(Path(d).resolve() for d in allowed_dirs)
@@ -212,22 +230,23 @@ class ModelRegistry:
         kind, _, rest = key.partition(":")
         if key == "default":
             if self.default_hub is not None and "default" not in self._pinned:
-                return load_directory(hub.download(self.default_hub), source=f"default (hub {self.default_hub})")
+                return load_directory(hub.download(self.default_hub), self.device,
+                                      source=f"default (hub {self.default_hub})")
             if not self.has_default():
                 raise FileNotFoundError("The bundled default model is missing from this install "
                                         f"({self.default_dir}); load a checkpoint or a local model instead.")
-            return load_directory(self.default_dir, source="default")
+            return load_directory(self.default_dir, self.device, source="default")
         if kind == "checkpoint":
-            return load_directory(self._checkpoint_dir(rest), source=f"checkpoint {rest}")
+            return load_directory(self._checkpoint_dir(rest), self.device, source=f"checkpoint {rest}")
         if kind == "local":
-            return load_directory(self._allowed_local(rest), source=f"local {rest}")
+            return load_directory(self._allowed_local(rest), self.device, source=f"local {rest}")
         if kind == "hub":
             if not hub.is_hub_id(rest):
                 raise ValueError(f"{rest!r} is not a hub model id; expected the form 'owner/name'.")
             if hub.hub_offline():
                 raise ConnectionError(f"The hub is switched off here (offline mode), so {rest} cannot be "
                                       "downloaded. Use the bundled model, a checkpoint or a local folder.")
-            return load_directory(hub.download(rest), source=f"hub {rest}")
+            return load_directory(hub.download(rest), self.device, source=f"hub {rest}")
         raise ValueError(f"Unknown model {key!r}: choose one from the list.")
 
     def _checkpoint_dir(self, rest: str) -> Path:

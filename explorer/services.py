@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine import hub
 from engine.checkpoints import DEFAULT_MODEL_DIR, LoadedModel
-from engine.model_registry import ModelRegistry
+from engine.model_registry import ModelRegistry, inference_device
 from engine.tokenizer import WordPieceTokenizer
 from explorer.access import AccessPolicy
 
@@ -55,7 +55,8 @@ def make_registry(runs_root: Path, worker: TrainingWorker | None) -> ModelRegist
     """The registry the environment describes (runs, allowed model folders, the default model)."""
     default_hub = default_hub_from_env()
     return ModelRegistry(runs_root=runs_root, worker=worker, allowed_dirs=model_dirs_from_env(),
-                         default_dir=None if default_hub else default_model_dir_from_env(), default_hub=default_hub)
+                         default_dir=None if default_hub else default_model_dir_from_env(), default_hub=default_hub,
+                         device=inference_device())
 
 
 def model_dirs_from_env() -> tuple[Path, ...]:

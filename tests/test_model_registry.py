@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine.checkpoints import LoadedModel, save
-from engine.model_registry import ModelRegistry, checkpoint_key, describe
+from engine.model_registry import ModelRegistry, checkpoint_key, describe, inference_device
 from probing_helpers import RUN, STEPS, tiny_model, write_run
 
 
@@ -109,3 +109,31 @@ def test_describe_names_heads_and_missing_ones(tiny_tokenizer) -> None:
 def test_checkpoint_key_round_trip(runs: Path) -> None:
     path = runs / RUN / "checkpoints" / "step-000004"
     assert checkpoint_key(path) == f"checkpoint:{RUN}/step-000004"
+
+
+# --- the device models run on ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("env", "cuda", "expected"), [
+    ({}, False, "cpu"), ({}, True, "cuda"), ({"EXPLORER_DEVICE": "auto"}, True, "cuda"),
+    ({"EXPLORER_DEVICE": "cpu"}, True, "cpu"), ({"EXPLORER_DEVICE": " CUDA:1 "}, False, "cuda:1"),
+])
+def test_inference_device_follows_the_environment_and_the_hardware(env, cuda, expected, monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert inference_device(env) == expected
+
+
+@pytest.mark.parametrize("bad", ["gpu", "cuda:x", "tpu", "cpu;rm -rf /"])
+def test_inference_device_refuses_nonsense(bad) -> None:
+    with pytest.raises(ValueError, match="EXPLORER_DEVICE"):
+        inference_device({"EXPLORER_DEVICE": bad})
+
+
+def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> None:
+    import engine.model_registry as registry_module
+    seen = []
+    monkeypatch.setattr(registry_module, "load_directory",
+                        lambda directory, device="cpu", source=None: seen.append((Path(directory), device)) or "m")
+    (tmp_path / "config.json").write_text("{}")
+    registry = ModelRegistry(runs_root=tmp_path / "runs", default_dir=tmp_path, device="cuda:0")
+    assert registry.get("default") == "m"
+    assert seen == [(tmp_path, "cuda:0")]
