@@ -122,14 +122,14 @@ class BertSelfAttention(nn.Module):
             if dropout:
                 probs = F.dropout(probs, p=dropout, training=True)
             if head_mask is not None:
-                probs = probs * head_mask.view(1, -1, 1, 1).to(probs.dtype)  # (1, nh, 1, 1)
+                probs = probs * head_mask.view(1, -1, 1, 1).to(probs)   # (1, nh, 1, 1), its dtype and device
             context = torch.matmul(probs, v)  # (B, nh, S, hd)
             probes = {"probs": probs, "scores": scores, "queries": q, "keys": k}
         else:
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, nh, S, hd)
             if head_mask is not None:
                 # (p * m) @ v == m * (p @ v): masking a head's probabilities scales its context.
-                context = context * head_mask.view(1, -1, 1, 1).to(context.dtype)  # (1, nh, 1, 1)
+                context = context * head_mask.view(1, -1, 1, 1).to(context)   # (1, nh, 1, 1), its dtype and device
         context = context.transpose(1, 2).reshape(batch, seq_len, hidden_size)  # (B, S, H)
         return context, probes
 
