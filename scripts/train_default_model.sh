@@ -14,6 +14,8 @@ QA=$BUILD/runs/qa-minilm
 HEADS=$BUILD/runs/heads-minilm
 QA2=$BUILD/runs/qa2-minilm
 HEADS2=$BUILD/runs/heads2-minilm
+QA3=$BUILD/runs/qa3-minilm
+HEADS3=$BUILD/runs/heads3-minilm
 
 # 0. Deterministic split: held-out Wikipedia articles and SQuAD articles are never trained on.
 python scripts/prepare_default_model_data.py --data "$DATA" --out "$BUILD/data"
@@ -56,6 +58,20 @@ python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$
     --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
     --seed 0 --run-dir "$HEADS2" --no-progress
 
-# 6. Ship it (fp16 safetensors, HF layout, every head) and measure it.
-python scripts/export_default_model.py --model "$HEADS2/checkpoints/step-000600" --out assets/default-model
+# 6. A third SQuAD pass, from that model exported, on a seeded sample of all the training questions.
+python scripts/export_default_model.py --model "$HEADS2/checkpoints/step-000600" --out "$BUILD/stage2-model"
+python -m engine.finetune --task qa --init-from "$BUILD/stage2-model" \
+    --data "$BUILD/data/squad_train.json" --eval-data "$BUILD/data/squad_heldout.json" \
+    --seq-len 256 --doc-stride 128 --batch-size 32 --lr 5e-5 --warmup 20 --steps 300 \
+    --eval-every 100 --eval-batches 10 --checkpoint-every 50 --keep-last 2 --log-every 10 \
+    --seed 2 --run-dir "$QA3" --no-progress
+
+# 7. Re-fit the MLM and NSP heads a third time (encoder frozen).
+python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$QA3" --freeze-encoder \
+    --seq-len 128 --batch-size 32 --lr 5e-4 --warmup 20 --steps 300 \
+    --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
+    --seed 0 --run-dir "$HEADS3" --no-progress
+
+# 8. Ship it (fp16 safetensors, HF layout, every head) and measure it.
+python scripts/export_default_model.py --model "$HEADS3/checkpoints/step-000300" --out assets/default-model
 python bench/model_quality.py --model default --data "$BUILD/data"
