@@ -74,6 +74,7 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
     add("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 autocast on CUDA, fp32 on CPU")
     add("--threads", type=int, help="torch CPU threads per process, 0 for torch's default")
     add("--no-progress", action="store_true", help="no progress bar (one line per logged step instead)")
+    add("--debug-dump-weights", action="store_true", help=argparse.SUPPRESS)   # tests: weights per rank
 
 
 def apply_resume(args: argparse.Namespace, parser: argparse.ArgumentParser, fixed: Sequence[str]) -> None:

@@ -183,7 +183,6 @@ def build_parser() -> argparse.ArgumentParser:
     add("--whole-word", action="store_true", default=None, help="mask whole words")
     add("--no-nsp", action="store_true", default=None, help="no next-sentence prediction (single segments)")
     cli.add_training_arguments(p, DEFAULTS)
-    add("--debug-dump-weights", action="store_true", help=argparse.SUPPRESS)   # tests: weights per rank
     return p
 
 
