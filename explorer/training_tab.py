@@ -122,9 +122,39 @@ def status_markdown(st: WorkerStatus) -> str:
     return "\n\n".join(lines)
 
 
+def shown_path(path: Path, runs_root: Path) -> str:
+    """A checkpoint's folder as the table shows it: relative to the runs folder, so a public app does not
+    print its server's directory layout (a run elsewhere shows ``<run>/checkpoints/<step>``)."""
+    try:
+        return path.relative_to(runs_root).as_posix()
+    except ValueError:
+        return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
+
+
 def checkpoints_table(services: Services) -> pd.DataFrame:
-    rows = [[c.name, c.step, c.path.parent.parent.name, str(c.path)] for c in services.get_worker().checkpoints()]
+    worker = services.get_worker()
+    rows = [[c.name, c.step, c.path.parent.parent.name, shown_path(c.path, worker.runs_root)]
+            for c in worker.checkpoints()]
     return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
+
+
+def listed_weights(services: Services, text: str) -> Path:
+    """The weights file of the checkpoint a table row names (its shown path, or its full path); refuses
+    anything the worker does not list, since the row comes from the browser and can be forged."""
+    worker = services.get_worker()
+    listed = {}
+    for c in worker.checkpoints():
+        listed[shown_path(c.path, worker.runs_root)] = c.path
+        listed[str(c.path)] = c.path
+    folder = listed.get(text)
+    if folder is None:
+        candidate = Path(text) if Path(text).is_absolute() else worker.runs_root / text
+        if not (candidate / "model.safetensors").is_file():
+            raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
+        raise gr.Error("Pick a checkpoint from the table.", print_exception=False)
+    if not (folder / "model.safetensors").is_file():
+        raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
+    return folder / "model.safetensors"
 
 
 def live_view(services: Services) -> tuple[str, go.Figure, go.Figure, go.Figure, go.Figure, go.Figure,
@@ -244,13 +274,7 @@ def build(services: Services) -> dict[str, Any]:
         row = evt.row_value or []
         if len(row) < len(CHECKPOINT_COLUMNS):
             return None
-        weights = Path(str(row[CHECKPOINT_COLUMNS.index("path")])) / "model.safetensors"
-        if not weights.is_file():
-            raise gr.Error(f"{weights} is gone (the checkpoint was deleted?).", print_exception=False)
-        if str(weights.parent) not in {str(c.path) for c in services.get_worker().checkpoints()}:
-            # the row comes from the browser and can be forged: serve only checkpoints the worker lists
-            raise gr.Error("Pick a checkpoint from the table.", print_exception=False)
-        return str(weights)
+        return str(listed_weights(services, str(row[CHECKPOINT_COLUMNS.index("path")])))
 
     start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
     pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause")

@@ -115,8 +115,9 @@ def test_train_end_to_end(client: Client, services: Services) -> None:
     assert checkpoints["headers"] == training_tab.CHECKPOINT_COLUMNS
     names = [row[0] for row in checkpoints["data"]]
     assert "checkpoint-15" in names or any(n.endswith("15") for n in names), names
-    path = Path(checkpoints["data"][0][3])
-    assert (path / "model.safetensors").is_file()
+    shown = checkpoints["data"][0][3]
+    assert not Path(shown).is_absolute() and shown.startswith(checkpoints["data"][0][2] + "/checkpoints/")
+    assert (services.get_worker().runs_root / shown / "model.safetensors").is_file()  # no server path shown
     # Controls on an ended run are harmless no-ops.
     for api in ("/train_pause", "/train_resume", "/train_stop"):
         assert client.predict(api_name=api).startswith("**finished**")
@@ -161,6 +162,9 @@ def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_pa
 
     try:
         assert pick(listed) == str(listed / "model.safetensors")
+        assert pick(Path("picked-run/checkpoints/step-000001")) == str(listed / "model.safetensors")  # as shown
+        with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
+            pick(Path("picked-run/checkpoints/step-000001/../step-000001"))  # only the exact listed text
         with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
             pick(tmp_path)  # a forged row naming weights outside the runs is refused
     finally:
