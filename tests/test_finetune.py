@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from cli_helpers import torchrun
 from engine.checkpoints import load_directory
 from engine.finetune import FinetuneOptions, main, prepare_finetune
 from engine.trainer import Trainer
@@ -332,25 +333,14 @@ def test_bad_model_and_resume_exit_2(files, qa_run, tmp_path, capsys):
 def test_torchrun_two_gloo_processes_fine_tune_to_identical_weights(tmp_path):
     """``torchrun -m engine.finetune``: DistributedDataParallel on CPU (gloo), 2 processes; both ranks
     end with the same weights, only rank 0 logs and writes the checkpoint."""
-    import os
-    import socket
-    import subprocess
-    import sys
-
     from engine.classification_data import read_classification_file
     texts = [e.text for e in read_classification_file(SENTIMENT)]
     model = save_tiny_model(tmp_path / "model", word_tokenizer(texts))
     run_dir = tmp_path / "ddp"
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-               f"--master_port={port}", "-m", "engine.finetune", "--task", "classification", "--data",
-               str(SENTIMENT), "--init-from", str(model), "--steps", "3", "--batch-size", "4", "--lr", "3e-3",
-               "--warmup", "1", "--eval-fraction", "0.2", "--run-dir", str(run_dir), "--threads", "1",
-               "--no-progress", "--debug-dump-weights"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    result = torchrun("engine.finetune", [
+        "--task", "classification", "--data", str(SENTIMENT), "--init-from", str(model), "--steps", "3",
+        "--batch-size", "4", "--lr", "3e-3", "--warmup", "1", "--eval-fraction", "0.2", "--run-dir", str(run_dir),
+        "--threads", "1", "--no-progress", "--debug-dump-weights"])
     assert result.returncode == 0, result.stderr[-3000:]
     rank0 = torch.load(run_dir / "weights-rank0.pt", weights_only=True)
     rank1 = torch.load(run_dir / "weights-rank1.pt", weights_only=True)

@@ -2,20 +2,16 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+from cli_helpers import run_cli, torchrun
 from engine.checkpoints import load
 from engine.pretrain import main
 from engine.training_state import read_metrics
 
-ROOT = Path(__file__).resolve().parent.parent
 # Tiny and exact: dropout 0 and a schedule that does not depend on --steps, so a 3-step run
 # equals the first 3 steps of a 6-step run; batch 4 x 2 accumulated = the DDP run's 2 x 4.
 TINY = ["--preset", "tiny", "--max-documents", "40", "--seq-len", "32", "--vocab-size", "300", "--dropout", "0",
@@ -29,18 +25,6 @@ def keep_threads():
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
-
-
-def run_cli(args: list[str], module: list[str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, *(module or ["-m", "engine.pretrain"]), *args]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -127,13 +111,11 @@ def test_torchrun_two_gloo_processes_hold_identical_weights(single_run, tmp_path
     """2 processes x batch 4 = the single run's global batch 8: same weights on both ranks, and
     (dropout 0, the same data) the same as the single process after 3 steps up to rounding."""
     run_dir = tmp_path / "ddp"
-    launcher = ["-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-                f"--master_port={free_port()}", "-m", "engine.pretrain"]
     # WordPiece training is not bit-reproducible across processes: reuse the single run's vocabulary
     tokenizer = single_run / "checkpoints" / "step-000003"
     args = [*TINY, "--batch-size", "4", "--steps", "3", "--run-dir", str(run_dir), "--debug-dump-weights"]
     args[args.index("--vocab-size"):args.index("--vocab-size") + 2] = ["--tokenizer", str(tokenizer)]
-    result = run_cli(args, module=launcher, timeout=180)
+    result = torchrun("engine.pretrain", args)
     assert result.returncode == 0, result.stderr[-3000:]
     rank0 = torch.load(run_dir / "weights-rank0.pt", weights_only=True)
     rank1 = torch.load(run_dir / "weights-rank1.pt", weights_only=True)
