@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import torch
 
 from . import hub
 from .checkpoints import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from .config import BertConfig
 from .heads import HEADS
+from .training_config import auto_device
 from .training_state import CHECKPOINTS_DIR, CheckpointInfo, is_complete, list_checkpoints
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def inference_device(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     chosen = env.get("EXPLORER_DEVICE", "").strip().lower() or "auto"
     if chosen == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return auto_device()
     if chosen == "cpu" or re.fullmatch(r"cuda(:\d+)?", chosen):
         return chosen
     raise ValueError(f"EXPLORER_DEVICE={chosen!r}: expected auto, cpu, cuda or cuda:N")

@@ -15,6 +15,11 @@ PRECISIONS = ("auto", "fp32", "bf16")
 TASKS = ("pretraining", "qa", "classification")   # engine.tasks: what the Trainer trains
 
 
+def auto_device() -> str:
+    """What ``auto`` means everywhere (training and the probing tabs): CUDA when torch sees a GPU, else the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 @dataclass
 class TrainingConfig:
     """Optimizer, schedule, data and bookkeeping settings of one run.
@@ -113,7 +118,7 @@ class TrainingConfig:
     def resolve_device(self) -> torch.device:
         """The device to train on; ``auto`` is CUDA when available, else the CPU."""
         if self.device == "auto":
-            return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+            return torch.device(auto_device())
         device = torch.device(self.device)
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"device {self.device!r} was asked for but CUDA is not available here")
