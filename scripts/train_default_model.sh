@@ -17,6 +17,23 @@ HEADS2=$BUILD/runs/heads2-minilm
 QA3=$BUILD/runs/qa3-minilm
 HEADS3=$BUILD/runs/heads3-minilm
 
+# Re-fit the MLM and NSP heads to an encoder fine-tuned for SQuAD (encoder frozen, so QA is unchanged).
+refit_heads() {   # FROM_RUN STEPS RUN_DIR
+    python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$1" --freeze-encoder \
+        --seq-len 128 --batch-size 32 --lr 5e-4 --warmup 20 --steps "$2" \
+        --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
+        --seed 0 --run-dir "$3" --no-progress
+}
+
+# A further 300-step SQuAD pass of the whole model at lr 5e-5.
+squad_pass() {    # FROM_MODEL SEED RUN_DIR [more engine.finetune options]
+    python -m engine.finetune --task qa --init-from "$1" \
+        --data "$BUILD/data/squad_train.json" --eval-data "$BUILD/data/squad_heldout.json" \
+        --seq-len 256 --doc-stride 128 --batch-size 32 --lr 5e-5 --warmup 20 --steps 300 \
+        --eval-every 100 --eval-batches 10 --checkpoint-every 50 --keep-last 2 --log-every 10 \
+        --seed "$2" --run-dir "$3" --no-progress "${@:4}"
+}
+
 # 0. Deterministic split: held-out Wikipedia articles and SQuAD articles are never trained on.
 python scripts/prepare_default_model_data.py --data "$DATA" --out "$BUILD/data"
 
@@ -37,40 +54,23 @@ python -m engine.finetune --task qa --init-from "$PRE/checkpoints/step-001000" \
     --seed 0 --run-dir "$QA" --no-progress --stop-at 185
 python -m engine.finetune --resume "$QA" --steps 420 --no-progress
 
-# 3. Re-fit the MLM and NSP heads to the fine-tuned encoder (encoder frozen, so QA is unchanged).
-python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$QA" --freeze-encoder \
-    --seq-len 128 --batch-size 32 --lr 5e-4 --warmup 20 --steps 200 \
-    --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
-    --seed 0 --run-dir "$HEADS" --no-progress
+# 3. Re-fit the MLM and NSP heads to the fine-tuned encoder.
+refit_heads "$QA" 200 "$HEADS"
 
 # 4. A second SQuAD pass from that model (exported as it was first shipped), on a seeded sample of the first
 #    48,000 questions (the first 16,000 included), at half the learning rate.
 python scripts/export_default_model.py --model "$HEADS/checkpoints/step-000200" --out "$BUILD/stage1-model"
-python -m engine.finetune --task qa --init-from "$BUILD/stage1-model" \
-    --data "$BUILD/data/squad_train.json" --eval-data "$BUILD/data/squad_heldout.json" \
-    --max-examples 48000 --seq-len 256 --doc-stride 128 --batch-size 32 --lr 5e-5 --warmup 20 --steps 300 \
-    --eval-every 100 --eval-batches 10 --checkpoint-every 50 --keep-last 2 --log-every 10 \
-    --seed 1 --run-dir "$QA2" --no-progress
+squad_pass "$BUILD/stage1-model" 1 "$QA2" --max-examples 48000
 
-# 5. Re-fit the MLM and NSP heads to the new encoder (encoder frozen), longer this time.
-python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$QA2" --freeze-encoder \
-    --seq-len 128 --batch-size 32 --lr 5e-4 --warmup 20 --steps 600 \
-    --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
-    --seed 0 --run-dir "$HEADS2" --no-progress
+# 5. Re-fit the MLM and NSP heads to the new encoder, longer this time.
+refit_heads "$QA2" 600 "$HEADS2"
 
 # 6. A third SQuAD pass, from that model exported, on a seeded sample of all the training questions.
 python scripts/export_default_model.py --model "$HEADS2/checkpoints/step-000600" --out "$BUILD/stage2-model"
-python -m engine.finetune --task qa --init-from "$BUILD/stage2-model" \
-    --data "$BUILD/data/squad_train.json" --eval-data "$BUILD/data/squad_heldout.json" \
-    --seq-len 256 --doc-stride 128 --batch-size 32 --lr 5e-5 --warmup 20 --steps 300 \
-    --eval-every 100 --eval-batches 10 --checkpoint-every 50 --keep-last 2 --log-every 10 \
-    --seed 2 --run-dir "$QA3" --no-progress
+squad_pass "$BUILD/stage2-model" 2 "$QA3"
 
-# 7. Re-fit the MLM and NSP heads a third time (encoder frozen).
-python -m engine.pretrain --corpus "$BUILD/data/wiki_train.jsonl" --init-from "$QA3" --freeze-encoder \
-    --seq-len 128 --batch-size 32 --lr 5e-4 --warmup 20 --steps 300 \
-    --eval-every 100 --eval-batches 10 --checkpoint-every 100 --keep-last 2 --log-every 10 \
-    --seed 0 --run-dir "$HEADS3" --no-progress
+# 7. Re-fit the MLM and NSP heads a third time.
+refit_heads "$QA3" 300 "$HEADS3"
 
 # 8. Ship it (fp16 safetensors, HF layout, every head) and measure it.
 python scripts/export_default_model.py --model "$HEADS3/checkpoints/step-000300" --out assets/default-model
