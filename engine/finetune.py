@@ -6,6 +6,9 @@ same checkpoints, resume, Ctrl-C handling and torchrun support as ``engine.pretr
 * ``--task qa``: SQuAD v1.1-format JSON; question + context windows (``--seq-len`` 384,
   ``--doc-stride`` 128, ``--max-question-len`` 64) labelled with the answer's token span,
   [CLS] when a window does not hold it (``engine.qa_features``).
+* ``--task qa_mlm``: QA as above, and every step also trains the masked-LM (+ NSP) heads and
+  the encoder on a batch of ``--mlm-corpus`` text (``--mlm-seq-len`` 128), so fill-mask does not
+  degrade while the model learns SQuAD (``engine.tasks.qa_with_mlm``).
 * ``--task classification``: a CSV (header ``text``, ``label``, optional ``text_pair``) or
   JSONL file; labels become ``id2label`` / ``label2id`` in config.json (``engine.classification_data``).
 
@@ -17,6 +20,8 @@ trains the heads and the pooler only.
 Examples::
 
     python -m engine.finetune --task qa --data squad_train.json --eval-data squad_dev.json --steps 2000
+    python -m engine.finetune --task qa_mlm --data squad_train.json --eval-data squad_dev.json \\
+        --mlm-corpus wiki.jsonl --steps 2000
     python -m engine.finetune --task classification --data assets/examples/sentiment.csv --steps 60 \\
         --eval-fraction 0.2 --lr 1e-4
     python -m engine.finetune --resume runs/qa --steps 4000
@@ -38,13 +43,17 @@ from .classification_data import build_classification_dataset, label_names, read
 from .config import BertConfig
 from .finetune_data import FeatureDataset, split_held_out
 from .heads import HEADS, BertWithHeads
+from .pretraining_data import PretrainingDataset
 from .qa_features import build_qa_dataset, check_lengths, read_squad
+from .run_setup import split_documents
+from .tasks.qa_with_mlm import JointDataset
 from .tokenizer import WordPieceTokenizer
 from .trainer import RESUMABLE_OVERRIDES, Trainer
 from .training_config import TrainingConfig
 from .training_state import read_training_state, resolve_checkpoint
 
-TASK_HEADS = {"qa": "qa", "classification": "cls"}
+TASK_HEADS = {"qa": "qa", "qa_mlm": "qa", "classification": "cls"}
+MLM_EVAL_FRACTION = 0.05     # qa_mlm: documents of --mlm-corpus held out for the MLM/NSP evaluation
 Log = Callable[[str], None]
 
 
@@ -60,6 +69,8 @@ class FinetuneOptions:
     doc_stride: int = 128
     max_question_len: int = 64
     max_examples: int | None = None          # only the first N questions / examples (of each file)
+    mlm_corpus: str | None = None            # qa_mlm: text corpus for the masked-LM / NSP term
+    mlm_seq_len: int = 128                   # qa_mlm: length of its pretraining sequences
     run_dir: str | None = None
 
 
@@ -68,9 +79,10 @@ def build_data(options: FinetuneOptions, tokenizer: WordPieceTokenizer, id2label
     """(training, held-out, id2label) features of the run; ``id2label`` (classification) comes from
     the labels of both files unless given (a resumed run keeps its model's)."""
     config, limit = options.training, options.max_examples
+    qa = config.task in ("qa", "qa_mlm")
 
     def read(path: str) -> list:
-        if config.task == "qa":
+        if qa:
             squad = read_squad(path)
             log(f"{path}: {squad.summary()}")
             if not squad.examples:
@@ -82,11 +94,11 @@ def build_data(options: FinetuneOptions, tokenizer: WordPieceTokenizer, id2label
     if options.eval_data is not None:
         train, held_out = examples, read(options.eval_data)
     else:   # QA: questions about one context stay on one side
-        group = (lambda e: e.context) if config.task == "qa" else None
+        group = (lambda e: e.context) if qa else None
         train, held_out = split_held_out(examples, options.eval_fraction, config.seed, group)
     if not train:
         raise ValueError(f"{options.data}: nothing left to train on after holding out {len(held_out)} examples")
-    if config.task == "qa":
+    if qa:
         def progress(done: int, total: int) -> None:
             if total > 10_000 and (done % 10_000 == 0 or done == total):
                 log(f"building QA features: {done}/{total} questions")
@@ -94,7 +106,10 @@ def build_data(options: FinetuneOptions, tokenizer: WordPieceTokenizer, id2label
         def features(items: list, shuffle: bool) -> FeatureDataset:
             return build_qa_dataset(items, tokenizer, config.max_seq_length, config.batch_size, options.doc_stride,
                                     options.max_question_len, config.seed, shuffle, progress)
-        return features(train, True), features(held_out, False) if held_out else None, None
+        train_data, eval_data = features(train, True), features(held_out, False) if held_out else None
+        if config.task == "qa_mlm":
+            train_data, eval_data = with_pretraining(options, tokenizer, train_data, eval_data, log)
+        return train_data, eval_data, None
     if id2label is None:
         id2label = label_names([e.label for e in train + held_out])
     if len(id2label) < 2:
@@ -108,13 +123,36 @@ def build_data(options: FinetuneOptions, tokenizer: WordPieceTokenizer, id2label
     return train_data, eval_data, id2label
 
 
+def with_pretraining(options: FinetuneOptions, tokenizer: WordPieceTokenizer, train: FeatureDataset,
+                     held_out: FeatureDataset | None, log: Log = lambda message: None,
+                     ) -> tuple[JointDataset, JointDataset | None]:
+    """qa_mlm: the QA features paired with pretraining batches of ``options.mlm_corpus`` (a seeded
+    ``MLM_EVAL_FRACTION`` of its documents held out, paired with the held-out features)."""
+    from .pretrain import load_corpus
+    config = options.training
+    if not options.mlm_corpus:
+        raise ValueError("task qa_mlm needs a text corpus for its masked-LM term (--mlm-corpus)")
+    train_docs, eval_docs = split_documents(load_corpus(options.mlm_corpus), MLM_EVAL_FRACTION, config.seed,
+                                            config.nsp)
+
+    def text(documents: list, seed: int) -> PretrainingDataset:
+        return PretrainingDataset(documents, tokenizer, options.mlm_seq_len, config.batch_size,
+                                  config.mlm_probability, 0.1, config.nsp, config.whole_word_masking, seed)
+    log(f"{options.mlm_corpus}: {len(train_docs)} documents for the masked-LM term, {len(eval_docs)} held out")
+    joint_eval = None
+    if held_out is not None and eval_docs:
+        joint_eval = JointDataset(held_out, text(eval_docs, config.seed + 1))
+    return JointDataset(train, text(train_docs, config.seed)), joint_eval
+
+
 def build_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | None = None, seed: int = 0,
                 log: Log = lambda message: None) -> BertWithHeads:
     """``loaded``'s encoder and heads plus the task's head (freshly initialised when it lacks it, or
     when its classifier has other labels than ``id2label``). The pooler stays when NSP or
     classification needs it."""
     head = TASK_HEADS[task]
-    heads = tuple(h for h in HEADS if h in loaded.heads or h == head)
+    needed = {head, "mlm", "nsp"} if task == "qa_mlm" else {head}      # qa_mlm adds missing MLM/NSP heads
+    heads = tuple(h for h in HEADS if h in loaded.heads or h in needed)
     config = loaded.config
     fresh = head not in loaded.heads
     if head == "cls" and id2label is not None and config.id2label != id2label:
@@ -165,12 +203,14 @@ def prepare_finetune(options: FinetuneOptions, resume: str | None = None, log: L
 DEFAULTS: dict[str, Any] = dict(
     init_from="default", seq_len=None, batch_size=None, grad_accum=1, lr=5e-5, warmup=None, steps=1000,
     eval_every=200, eval_batches=20, checkpoint_every=500, keep_last=None, seed=0, device="auto", precision="auto",
-    schedule="linear", eval_fraction=None, log_every=1, threads=0, doc_stride=128, max_question_len=64)
-TASK_DEFAULTS = {"qa": dict(seq_len=384, batch_size=16), "classification": dict(seq_len=128, batch_size=32)}
+    schedule="linear", eval_fraction=None, log_every=1, threads=0, doc_stride=128, max_question_len=64,
+    mlm_seq_len=128)
+TASK_DEFAULTS = {"qa": dict(seq_len=384, batch_size=16), "qa_mlm": dict(seq_len=384, batch_size=16),
+                 "classification": dict(seq_len=128, batch_size=32)}
 HELP_DEFAULTS = dict(DEFAULTS, seq_len="384 qa / 128 classification", batch_size="16 qa / 32 classification")
 FIXED_ON_RESUME = ("data", "eval_data", "eval_fraction", "init_from", "seq_len", "doc_stride", "max_question_len",
                    "max_examples", "batch_size", "grad_accum", "lr", "warmup", "schedule", "seed", "eval_batches",
-                   "freeze_encoder")
+                   "freeze_encoder", "mlm_corpus", "mlm_seq_len")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -187,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     add("--doc-stride", type=int, help="qa: context tokens shared by consecutive windows (default 128)")
     add("--max-question-len", type=int, help="qa: questions are cut to this many tokens (default 64)")
     add("--max-examples", type=int, help="use only the first N questions / examples of each file")
+    add("--mlm-corpus", metavar="FILE",
+        help="qa_mlm: text (.txt/.md/.jsonl) whose masked-LM and NSP losses train beside QA's")
+    add("--mlm-seq-len", type=int, help="qa_mlm: length of the masked-LM sequences (default 128)")
     cli.add_training_arguments(p, HELP_DEFAULTS)
     return p
 
@@ -195,30 +238,36 @@ def options_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
     """Validated options; any bad value ends the program through ``parser.error`` (exit 2)."""
     cli.apply_resume(args, parser, FIXED_ON_RESUME)
     if args.task is None:
-        parser.error("--task is required (qa or classification)")
+        parser.error("--task is required (qa, qa_mlm or classification)")
     if args.data is None:
         parser.error("--data is required")
+    if args.task == "qa_mlm" and args.mlm_corpus is None:
+        parser.error("--task qa_mlm needs --mlm-corpus (the text its masked-LM term trains on)")
+    if args.resume is None and args.task != "qa_mlm" and (args.mlm_corpus is not None or args.mlm_seq_len is not None):
+        parser.error("--mlm-corpus and --mlm-seq-len are for --task qa_mlm")
     if args.eval_data is not None and args.eval_fraction:
         parser.error("give either --eval-data or --eval-fraction, not both")
     cli.apply_defaults(args, {**DEFAULTS, **TASK_DEFAULTS[args.task]}, parser)
     if args.eval_fraction is None:
         args.eval_fraction = 0.0 if args.eval_data is not None else 0.1
-    for flag, path in (("--data", args.data), ("--eval-data", args.eval_data)):
+    for flag, path in (("--data", args.data), ("--eval-data", args.eval_data), ("--mlm-corpus", args.mlm_corpus)):
         if path is not None and not Path(path).is_file():
             parser.error(f"{flag}: no such file: {path}")
     if not 0.0 <= args.eval_fraction < 1.0:
         parser.error(f"--eval-fraction must be in [0, 1), got {args.eval_fraction}")
     if args.max_examples is not None and args.max_examples < 1:
         parser.error(f"--max-examples must be >= 1, got {args.max_examples}")
-    if args.task == "qa":
+    if args.mlm_seq_len < 8:
+        parser.error(f"--mlm-seq-len must be >= 8, got {args.mlm_seq_len}")
+    if args.task in ("qa", "qa_mlm"):
         try:
             check_lengths(args.seq_len, args.doc_stride, args.max_question_len)
         except ValueError as exc:
             parser.error(str(exc).replace("max_seq_len", "--seq-len").replace("doc_stride", "--doc-stride")
                          .replace("max_question_len", "--max-question-len"))
-    training = cli.training_config(args, parser, task=args.task, nsp=False)
+    training = cli.training_config(args, parser, task=args.task, nsp=args.task == "qa_mlm")
     return FinetuneOptions(training, args.data, args.eval_data, args.eval_fraction, args.init_from, args.doc_stride,
-                           args.max_question_len, args.max_examples, args.run_dir)
+                           args.max_question_len, args.max_examples, args.mlm_corpus, args.mlm_seq_len, args.run_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -242,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
         held_out = (f"{len(trainer.eval_data)} held-out features" if trainer.eval_data is not None
                     else "no held-out data")
+        if config.task == "qa_mlm":
+            held_out += f", {len(data.pretraining.documents_token_ids)} documents for the masked-LM term"
         labels = (f", labels {list(trainer.model.config.id2label.values())}" if config.task == "classification"
                   else "")
         return (f"run {trainer.run_dir}: {config.task} from {options.init_from} ({params / 1e6:.2f}M parameters, "

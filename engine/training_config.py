@@ -12,7 +12,7 @@ from .config import BertConfig
 from .optim import SCHEDULES
 
 PRECISIONS = ("auto", "fp32", "bf16")
-TASKS = ("pretraining", "qa", "classification")   # engine.tasks: what the Trainer trains
+TASKS = ("pretraining", "qa", "qa_mlm", "classification")   # engine.tasks: what the Trainer trains
 
 
 def auto_device() -> str:
@@ -56,7 +56,8 @@ class TrainingConfig:
     seed: int = 0
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"
     precision: str = "auto"                  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16"
-    task: str = "pretraining"                # "pretraining" (MLM + NSP), "qa" (span head), "classification"
+    task: str = "pretraining"                # "pretraining" (MLM + NSP), "qa" (span head), "classification",
+                                             # "qa_mlm" (QA with the MLM + NSP terms kept alive)
     freeze_encoder: bool = False
 
     def __post_init__(self) -> None:

@@ -1,4 +1,5 @@
-"""Training tasks for the one ``Trainer``: pretraining (MLM + NSP), extractive QA, sequence classification."""
+"""Training tasks for the one ``Trainer``: pretraining (MLM + NSP), extractive QA (alone or with MLM/NSP
+kept alive, ``qa_mlm``), sequence classification."""
 from __future__ import annotations
 
 from ..training_config import TrainingConfig
@@ -16,6 +17,9 @@ def task_for(config: TrainingConfig) -> TrainingTask:
     from .finetuning import ClassificationTask, QATask
     if config.task == "qa":
         return QATask()
+    if config.task == "qa_mlm":
+        from .qa_with_mlm import QAWithMLMTask
+        return QAWithMLMTask(config)
     if config.task == "classification":
         return ClassificationTask()
     raise ValueError(f"unknown task {config.task!r}")
