@@ -311,8 +311,8 @@ class Trainer:
             raise ValueError("the checkpoint's optimizer state covers other trainable parameters than this run "
                              "trains (frozen encoder or unused heads differ, or an older version wrote it); "
                              "start a new run from it with --init-from instead") from None
-        fused = self.device.type == "cuda" or None
-        for group in self.optimizer.param_groups:       # the kernel choice follows this machine
+        fused = True if self.device.type in ("cpu", "cuda") else None   # as build_optimizer: the same kernel,
+        for group in self.optimizer.param_groups:       # so a resumed step is bit-identical; it follows this machine
             group["fused"], group["foreach"] = fused, None
         self.scheduler.load_state_dict(state["scheduler"])
         step = self.scheduler.last_epoch                 # the lr follows this config (total_steps may change)
