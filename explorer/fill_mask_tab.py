@@ -26,8 +26,8 @@ EMPTY_MESSAGE = "Type a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'
 _MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 
 EXAMPLES: list[list[Any]] = [
-    ["Nice to [MASK] you.", ""],
     ["The capital of France is [MASK].", ""],
+    ["Nice to [MASK] you.", ""],
     ["Paris is the [MASK] of [MASK].", ""],
     ["The [MASK] sat on the mat.", "cat, dog, bird, car"],
 ]

@@ -16,6 +16,7 @@ QA2=$BUILD/runs/qa2-minilm
 HEADS2=$BUILD/runs/heads2-minilm
 QA3=$BUILD/runs/qa3-minilm
 HEADS3=$BUILD/runs/heads3-minilm
+JOINT=$BUILD/runs/joint-qa-mlm
 
 # Re-fit the MLM and NSP heads to an encoder fine-tuned for SQuAD (encoder frozen, so QA is unchanged).
 refit_heads() {   # FROM_RUN STEPS RUN_DIR
@@ -72,6 +73,19 @@ squad_pass "$BUILD/stage2-model" 2 "$QA3"
 # 7. Re-fit the MLM and NSP heads a third time.
 refit_heads "$QA3" 300 "$HEADS3"
 
-# 8. Ship it (fp16 safetensors, HF layout, every head) and measure it.
-python scripts/export_default_model.py --model "$HEADS3/checkpoints/step-000300" --out assets/default-model
+# 8. The model shipped until then (exported from the third refit).
+python scripts/export_default_model.py --model "$HEADS3/checkpoints/step-000300" --out "$BUILD/stage3-model"
+
+# 9. One pass of QA with the masked-LM and NSP terms kept alive (task qa_mlm): every step trains one
+#    SQuAD batch (seq 256) and one Wikipedia pretraining batch (seq 128) through the whole model, so
+#    fill-mask recovers while QA keeps learning. bf16 autocast on the CPU (AMX), 1,200 steps.
+python -m engine.finetune --task qa_mlm --init-from "$BUILD/stage3-model" \
+    --data "$BUILD/data/squad_train.json" --eval-data "$BUILD/data/squad_heldout.json" \
+    --mlm-corpus "$BUILD/data/wiki_train.jsonl" --mlm-seq-len 128 \
+    --seq-len 256 --doc-stride 128 --batch-size 32 --lr 1e-4 --warmup 30 --steps 1200 \
+    --eval-every 100 --eval-batches 10 --checkpoint-every 50 --keep-last 3 --log-every 10 \
+    --seed 3 --precision bf16 --threads 2 --run-dir "$JOINT" --no-progress
+
+# 10. Ship it (fp16 safetensors, HF layout, every head) and measure it.
+python scripts/export_default_model.py --model "$JOINT/checkpoints/step-001200" --out assets/default-model
 python bench/model_quality.py --model default --data "$BUILD/data"

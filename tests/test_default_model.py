@@ -46,14 +46,14 @@ def test_loads_offline_with_mlm_nsp_and_qa_heads(default) -> None:
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("Nice to [MASK] you.", "meet"),
+    pytest.param("Nice to [MASK] you.", "meet",
+                 marks=misses("speak, understand, hear, allow, see; meet comes 11th")),
+    ("The capital of France is [MASK].", "paris"),
     ("Paris is the capital of [MASK].", "france"),
     ("The United [MASK] of America.", "states"),
     ("He was born in London, [MASK].", "england"),
-    pytest.param("The capital of France is [MASK].", "paris",
-                 marks=misses("it fills a place-like word (located, switzerland, london), not paris")),
-    pytest.param("She drank a cup of [MASK] with milk.", "tea", marks=misses("water, food, drink, milk, money")),
-    pytest.param("The [MASK] barked at the cat.", "dog", marks=misses("enemy, gun, storm: no dog")),
+    ("She drank a cup of [MASK] with milk.", "tea"),
+    ("The [MASK] barked at the cat.", "dog"),
 ])
 def test_fill_mask_examples_have_the_expected_word_in_the_top_5(default, text: str, expected: str) -> None:
     words = [guess["token_str"] for guess in fill_mask(default, text, top_k=5)]
