@@ -25,15 +25,7 @@ CLS_KEYS = {"step", "cls_loss", "accuracy", "loss", "lr", "grad_norm", "tokens_p
 QA_ARGS = ["--task", "qa", "--seq-len", "64", "--doc-stride", "16", "--max-question-len", "16", "--threads", "1",
            "--no-progress"]
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(autouse=True)
-def keep_threads():
-    """In-process CLI runs pass --threads 1; give the other tests their thread count back."""
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")   # the CLI runs pass --threads 1 too
 
 
 @pytest.fixture(scope="module")

@@ -20,14 +20,7 @@ ARGS = ["--task", "qa_mlm", "--seq-len", "64", "--doc-stride", "16", "--max-ques
         "--mlm-seq-len", "32", "--batch-size", "4", "--lr", "3e-3", "--warmup", "0", "--threads", "1",
         "--no-progress"]
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
-@pytest.fixture(autouse=True)
-def keep_threads():
-    before = torch.get_num_threads()
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")   # the CLI runs pass --threads 1 too
 
 
 @pytest.fixture(scope="module")
