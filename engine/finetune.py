@@ -43,16 +43,18 @@ from .classification_data import build_classification_dataset, label_names, read
 from .config import BertConfig
 from .finetune_data import FeatureDataset, split_held_out
 from .heads import HEADS, BertWithHeads
-from .pretraining_data import PretrainingDataset
+from .pretrain import load_corpus
 from .qa_features import build_qa_dataset, check_lengths, read_squad
 from .run_setup import split_documents
+from .tasks import build_datasets
 from .tasks.qa_with_mlm import JointDataset
 from .tokenizer import WordPieceTokenizer
 from .trainer import RESUMABLE_OVERRIDES, Trainer
 from .training_config import TrainingConfig
 from .training_state import read_training_state, resolve_checkpoint
 
-TASK_HEADS = {"qa": "qa", "qa_mlm": "qa", "classification": "cls"}
+# task -> (the head it trains, and may add fresh or replace; other heads it adds when the model lacks them)
+TASK_HEADS = {"qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"), "classification": ("cls",)}
 MLM_EVAL_FRACTION = 0.05     # qa_mlm: documents of --mlm-corpus held out for the MLM/NSP evaluation
 Log = Callable[[str], None]
 
@@ -128,21 +130,16 @@ def with_pretraining(options: FinetuneOptions, tokenizer: WordPieceTokenizer, tr
                      ) -> tuple[JointDataset, JointDataset | None]:
     """qa_mlm: the QA features paired with pretraining batches of ``options.mlm_corpus`` (a seeded
     ``MLM_EVAL_FRACTION`` of its documents held out, paired with the held-out features)."""
-    from .pretrain import load_corpus
     config = options.training
     if not options.mlm_corpus:
         raise ValueError("task qa_mlm needs a text corpus for its masked-LM term (--mlm-corpus)")
     train_docs, eval_docs = split_documents(load_corpus(options.mlm_corpus), MLM_EVAL_FRACTION, config.seed,
                                             config.nsp)
-
-    def text(documents: list, seed: int) -> PretrainingDataset:
-        return PretrainingDataset(documents, tokenizer, options.mlm_seq_len, config.batch_size,
-                                  config.mlm_probability, 0.1, config.nsp, config.whole_word_masking, seed)
     log(f"{options.mlm_corpus}: {len(train_docs)} documents for the masked-LM term, {len(eval_docs)} held out")
-    joint_eval = None
-    if held_out is not None and eval_docs:
-        joint_eval = JointDataset(held_out, text(eval_docs, config.seed + 1))
-    return JointDataset(train, text(train_docs, config.seed)), joint_eval
+    text_train, text_eval = build_datasets(train_docs, eval_docs, tokenizer,
+                                           config.replace(max_seq_length=options.mlm_seq_len))
+    joint_eval = JointDataset(held_out, text_eval) if held_out is not None and text_eval is not None else None
+    return JointDataset(train, text_train), joint_eval
 
 
 def build_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | None = None, seed: int = 0,
@@ -150,8 +147,7 @@ def build_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | None 
     """``loaded``'s encoder and heads plus the task's head (freshly initialised when it lacks it, or
     when its classifier has other labels than ``id2label``). The pooler stays when NSP or
     classification needs it."""
-    head = TASK_HEADS[task]
-    needed = {head, "mlm", "nsp"} if task == "qa_mlm" else {head}      # qa_mlm adds missing MLM/NSP heads
+    head, needed = TASK_HEADS[task][0], TASK_HEADS[task]
     heads = tuple(h for h in HEADS if h in loaded.heads or h in needed)
     config = loaded.config
     fresh = head not in loaded.heads

@@ -57,7 +57,6 @@ class JointDataset:
                              f"{pretraining.batch_size}; build both with the run's batch size")
         self.qa, self.pretraining = qa, pretraining
         self.batch_size = qa.batch_size
-        self.task = "qa_mlm"
         self._pretraining_epochs: list[int] = []       # batches per pretraining epoch, as far as read
 
     def __len__(self) -> int:
@@ -110,23 +109,17 @@ class QAWithMLMTask(TrainingTask):
             if data is not None and not isinstance(data, JointDataset):
                 raise ValueError(f"the {name} data is a {type(data).__name__}, not QA features paired with "
                                  f"pretraining batches (engine.tasks.qa_with_mlm.JointDataset)")
-        for head, what in (("mlm", "a masked-LM"), ("qa", "a question-answering (span)")):
-            if head not in model.heads:
-                raise ValueError(f"QA with masked-LM needs a model with {what} head")
+        # the QA half: head, feature type, length and batch size, as QA alone checks them
+        self.qa_task.check(model, train_data.qa, eval_data.qa if eval_data is not None else None, config)
+        if "mlm" not in model.heads:
+            raise ValueError("QA with masked-LM needs a model with a masked-LM head")
         if config.nsp and "nsp" not in model.heads:
             raise ValueError("next-sentence prediction is on but the model has no NSP head")
-        for name, data in (("training", train_data), ("evaluation", eval_data)):
-            if data is None:
-                continue
-            if data.qa.max_seq_length != config.max_seq_length:
-                raise ValueError(f"the {name} QA features were built with max_seq_length={data.qa.max_seq_length} "
-                                 f"but the training config says {config.max_seq_length}")
-            if (data.pretraining.mlm_probability, data.pretraining.nsp) != (config.mlm_probability, config.nsp):
+        for name, data in (("training", train_data), ("evaluation", eval_data)):   # the text half's own length
+            if data is not None and (data.pretraining.mlm_probability, data.pretraining.nsp) != (
+                    config.mlm_probability, config.nsp):
                 raise ValueError(f"the {name} pretraining data was built with other masking or NSP settings "
                                  f"than the training config's")
-        if train_data.batch_size != config.batch_size:
-            raise ValueError(f"the training data was built with batch_size={train_data.batch_size} but the "
-                             f"training config says {config.batch_size}")
 
     def counts(self, batch: JointBatch) -> tuple[int, int, int]:
         return self.pretraining_task.counts(batch.pretraining) + self.qa_task.counts(batch.qa)
