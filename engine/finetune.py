@@ -7,8 +7,10 @@ same checkpoints, resume, Ctrl-C handling and torchrun support as ``engine.pretr
   ``--doc-stride`` 128, ``--max-question-len`` 64) labelled with the answer's token span,
   [CLS] when a window does not hold it (``engine.qa_features``).
 * ``--task qa_mlm``: QA as above, and every step also trains the masked-LM (+ NSP) heads and
-  the encoder on a batch of ``--mlm-corpus`` text (``--mlm-seq-len`` 128), so fill-mask does not
-  degrade while the model learns SQuAD (``engine.tasks.qa_with_mlm``).
+  the encoder on a batch of ``--mlm-corpus`` text (``--mlm-seq-len`` 128, ``--mlm-batch-size``
+  sequences, by default ``--batch-size``), so fill-mask does not degrade while the model learns
+  SQuAD (``engine.tasks.qa_with_mlm``). A larger text batch than QA batch spends more of each
+  step on masked-LM.
 * ``--task classification``: a CSV (header ``text``, ``label``, optional ``text_pair``) or
   JSONL file; labels become ``id2label`` / ``label2id`` in config.json (``engine.classification_data``).
 
@@ -73,6 +75,7 @@ class FinetuneOptions:
     max_examples: int | None = None          # only the first N questions / examples (of each file)
     mlm_corpus: str | None = None            # qa_mlm: text corpus for the masked-LM / NSP term
     mlm_seq_len: int = 128                   # qa_mlm: length of its pretraining sequences
+    mlm_batch_size: int | None = None        # qa_mlm: pretraining sequences per step (None: the QA batch size)
     run_dir: str | None = None
 
 
@@ -136,8 +139,9 @@ def with_pretraining(options: FinetuneOptions, tokenizer: WordPieceTokenizer, tr
     train_docs, eval_docs = split_documents(load_corpus(options.mlm_corpus), MLM_EVAL_FRACTION, config.seed,
                                             config.nsp)
     log(f"{options.mlm_corpus}: {len(train_docs)} documents for the masked-LM term, {len(eval_docs)} held out")
-    text_train, text_eval = build_datasets(train_docs, eval_docs, tokenizer,
-                                           config.replace(max_seq_length=options.mlm_seq_len))
+    text_config = config.replace(max_seq_length=options.mlm_seq_len,
+                                 batch_size=options.mlm_batch_size or config.batch_size)
+    text_train, text_eval = build_datasets(train_docs, eval_docs, tokenizer, text_config)
     joint_eval = JointDataset(held_out, text_eval) if held_out is not None and text_eval is not None else None
     return JointDataset(train, text_train), joint_eval
 
@@ -200,13 +204,13 @@ DEFAULTS: dict[str, Any] = dict(
     init_from="default", seq_len=None, batch_size=None, grad_accum=1, lr=5e-5, warmup=None, steps=1000,
     eval_every=200, eval_batches=20, checkpoint_every=500, keep_last=None, seed=0, device="auto", precision="auto",
     schedule="linear", eval_fraction=None, log_every=1, threads=0, doc_stride=128, max_question_len=64,
-    mlm_seq_len=128)
+    mlm_seq_len=128, mlm_batch_size=None)
 TASK_DEFAULTS = {"qa": dict(seq_len=384, batch_size=16), "qa_mlm": dict(seq_len=384, batch_size=16),
                  "classification": dict(seq_len=128, batch_size=32)}
 HELP_DEFAULTS = dict(DEFAULTS, seq_len="384 qa / 128 classification", batch_size="16 qa / 32 classification")
 FIXED_ON_RESUME = ("data", "eval_data", "eval_fraction", "init_from", "seq_len", "doc_stride", "max_question_len",
                    "max_examples", "batch_size", "grad_accum", "lr", "warmup", "schedule", "seed", "eval_batches",
-                   "freeze_encoder", "mlm_corpus", "mlm_seq_len")
+                   "freeze_encoder", "mlm_corpus", "mlm_seq_len", "mlm_batch_size")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -226,6 +230,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--mlm-corpus", metavar="FILE",
         help="qa_mlm: text (.txt/.md/.jsonl) whose masked-LM and NSP losses train beside QA's")
     add("--mlm-seq-len", type=int, help="qa_mlm: length of the masked-LM sequences (default 128)")
+    add("--mlm-batch-size", type=int,
+        help="qa_mlm: masked-LM sequences per micro-batch (default: --batch-size)")
     cli.add_training_arguments(p, HELP_DEFAULTS)
     return p
 
@@ -239,8 +245,9 @@ def options_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         parser.error("--data is required")
     if args.task == "qa_mlm" and args.mlm_corpus is None:
         parser.error("--task qa_mlm needs --mlm-corpus (the text its masked-LM term trains on)")
-    if args.resume is None and args.task != "qa_mlm" and (args.mlm_corpus is not None or args.mlm_seq_len is not None):
-        parser.error("--mlm-corpus and --mlm-seq-len are for --task qa_mlm")
+    if args.resume is None and args.task != "qa_mlm" and any(
+            value is not None for value in (args.mlm_corpus, args.mlm_seq_len, args.mlm_batch_size)):
+        parser.error("--mlm-corpus, --mlm-seq-len and --mlm-batch-size are for --task qa_mlm")
     if args.eval_data is not None and args.eval_fraction:
         parser.error("give either --eval-data or --eval-fraction, not both")
     cli.apply_defaults(args, {**DEFAULTS, **TASK_DEFAULTS[args.task]}, parser)
@@ -255,6 +262,8 @@ def options_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
         parser.error(f"--max-examples must be >= 1, got {args.max_examples}")
     if args.mlm_seq_len < 8:
         parser.error(f"--mlm-seq-len must be >= 8, got {args.mlm_seq_len}")
+    if args.mlm_batch_size is not None and args.mlm_batch_size < 1:
+        parser.error(f"--mlm-batch-size must be >= 1, got {args.mlm_batch_size}")
     if args.task in ("qa", "qa_mlm"):
         try:
             check_lengths(args.seq_len, args.doc_stride, args.max_question_len)
@@ -263,7 +272,8 @@ def options_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser)
                          .replace("max_question_len", "--max-question-len"))
     training = cli.training_config(args, parser, task=args.task, nsp=args.task == "qa_mlm")
     return FinetuneOptions(training, args.data, args.eval_data, args.eval_fraction, args.init_from, args.doc_stride,
-                           args.max_question_len, args.max_examples, args.mlm_corpus, args.mlm_seq_len, args.run_dir)
+                           args.max_question_len, args.max_examples, args.mlm_corpus, args.mlm_seq_len,
+                           args.mlm_batch_size, args.run_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -288,7 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         held_out = (f"{len(trainer.eval_data)} held-out features" if trainer.eval_data is not None
                     else "no held-out data")
         if config.task == "qa_mlm":
-            held_out += f", {len(data.pretraining.documents_token_ids)} documents for the masked-LM term"
+            held_out += (f", {len(data.pretraining.documents_token_ids)} documents for the masked-LM term "
+                         f"(text batch {data.pretraining.batch_size})")
         labels = (f", labels {list(trainer.model.config.id2label.values())}" if config.task == "classification"
                   else "")
         return (f"run {trainer.run_dir}: {config.task} from {options.init_from} ({params / 1e6:.2f}M parameters, "

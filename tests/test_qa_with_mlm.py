@@ -36,13 +36,14 @@ def files(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
             "squad": write_squad(root / "squad.json", num_contexts=8), "corpus": corpus, "root": root}
 
 
-def options(files, run_dir: Path, **training) -> FinetuneOptions:
+def options(files, run_dir: Path, mlm_batch_size: int | None = None, **training) -> FinetuneOptions:
     values = dict(task="qa_mlm", learning_rate=3e-3, warmup_steps=0, total_steps=30, batch_size=4, max_seq_length=64,
                   eval_every=15, eval_batches=0, checkpoint_every=0)
     values.update(training)
     return FinetuneOptions(TrainingConfig(**values), str(files["squad"]), eval_fraction=0.25,
                            init_from=str(files["model"]), doc_stride=16, max_question_len=16,
-                           mlm_corpus=str(files["corpus"]), mlm_seq_len=32, run_dir=str(run_dir))
+                           mlm_corpus=str(files["corpus"]), mlm_seq_len=32, mlm_batch_size=mlm_batch_size,
+                           run_dir=str(run_dir))
 
 
 @pytest.fixture(scope="module")
@@ -128,6 +129,31 @@ def test_cli_trains_resumes_exactly_and_records_the_corpus(files, tmp_path, caps
         assert torch.equal(chunked[key], value), key
 
 
+def test_a_larger_text_batch_trains_beside_the_qa_batch_and_resumes_with_it(files, tmp_path, capsys):
+    """--mlm-batch-size: each step holds that many text sequences beside --batch-size QA features, the
+    loss still sums the two parts, and a resumed run keeps the text batch size it was started with."""
+    common = [*ARGS, "--data", str(files["squad"]), "--eval-fraction", "0.25", "--mlm-corpus", str(files["corpus"]),
+              "--init-from", str(files["model"]), "--mlm-batch-size", "8", "--checkpoint-every", "1"]
+    assert main([*common, "--steps", "2", "--stop-at", "1", "--run-dir", str(tmp_path / "wide")]) == 0, \
+        capsys.readouterr().err[-2000:]
+    assert "text batch 8" in capsys.readouterr().err
+    assert json.loads((tmp_path / "wide" / "run.json").read_text())["mlm_batch_size"] == 8
+    assert main(["--resume", str(tmp_path / "wide"), "--threads", "1", "--no-progress"]) == 0
+    assert "text batch 8" in capsys.readouterr().err
+
+    trainer = prepare_finetune(options(files, tmp_path / "apart", mlm_batch_size=8))
+    batch = trainer.train_data.batch(0, 0)
+    assert batch.qa.input_ids.shape[0] == 4 and batch.pretraining.input_ids.shape[0] == 8
+    trainer.model.eval()
+    text, qa = batch.pretraining, batch.qa
+    with torch.no_grad():
+        expected = (trainer.model(**text.model_inputs(), sparse_mlm=True).loss
+                    + trainer.model(qa.input_ids, attention_mask=qa.attention_mask, token_type_ids=qa.token_type_ids,
+                                    start_positions=qa.start_positions, end_positions=qa.end_positions,
+                                    compute=("qa",)).loss)
+    assert trainer.step([batch])["loss"] == pytest.approx(float(expected), rel=1e-5)
+
+
 def test_a_model_without_mlm_heads_gets_them(files, tmp_path, capsys):
     code = main([*ARGS, "--data", str(files["squad"]), "--mlm-corpus", str(files["corpus"]),
                  "--init-from", str(files["qa_only"]), "--steps", "1", "--run-dir", str(tmp_path / "fresh")])
@@ -141,6 +167,9 @@ def test_a_model_without_mlm_heads_gets_them(files, tmp_path, capsys):
     (["--task", "qa_mlm", "--data", "SQUAD", "--mlm-corpus", "/nope.txt"], "--mlm-corpus: no such file"),
     (["--task", "qa_mlm", "--data", "SQUAD", "--mlm-corpus", "CORPUS", "--mlm-seq-len", "4"],
      "--mlm-seq-len must be >= 8"),
+    (["--task", "qa_mlm", "--data", "SQUAD", "--mlm-corpus", "CORPUS", "--mlm-batch-size", "0"],
+     "--mlm-batch-size must be >= 1"),
+    (["--task", "qa", "--data", "SQUAD", "--mlm-batch-size", "16"], "are for --task qa_mlm"),
 ])
 def test_bad_arguments_exit_2_with_the_reason(files, args, message, capsys):
     args = [str(files["squad"]) if a == "SQUAD" else str(files["corpus"]) if a == "CORPUS" else a for a in args]

@@ -49,12 +49,11 @@ class JointBatch:
 
 class JointDataset:
     """QA features paired with pretraining batches; batch ``i`` of epoch ``e`` is the QA batch
-    (e, i) with the pretraining batch at the same running count, wrapping over its own epochs."""
+    (e, i) with the pretraining batch at the same running count, wrapping over its own epochs.
+    The two may hold different numbers of sequences (``--mlm-batch-size``); ``batch_size`` is the
+    QA one, which the run's config names."""
 
     def __init__(self, qa: FeatureDataset, pretraining: PretrainingDataset) -> None:
-        if qa.batch_size != pretraining.batch_size:
-            raise ValueError(f"the QA data has batch_size={qa.batch_size} but the pretraining data "
-                             f"{pretraining.batch_size}; build both with the run's batch size")
         self.qa, self.pretraining = qa, pretraining
         self.batch_size = qa.batch_size
         self._pretraining_epochs: list[int] = []       # batches per pretraining epoch, as far as read
