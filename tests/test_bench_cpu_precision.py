@@ -2,29 +2,20 @@
 it reports are finite and say what bf16 costs."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 import torch
 
+from bench_helpers import load_bench_script
 from engine.heads import BertWithHeads
 from tests.conftest import tiny_config
 
-SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "cpu_precision.py"
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def load_bench():
-    if "bench_cpu_precision" in sys.modules:
-        return sys.modules["bench_cpu_precision"]
-    spec = importlib.util.spec_from_file_location("bench_cpu_precision", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("cpu_precision")
 
 
 def tiny_model(tokenizer, heads=("mlm", "nsp")) -> BertWithHeads:

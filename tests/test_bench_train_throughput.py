@@ -1,26 +1,17 @@
 """bench/train_throughput.py: the core function runs on a tiny config and compares like with like."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import torch
 
+from bench_helpers import load_bench_script
 from engine import preset
 
-SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "train_throughput.py"
 
 
 def load_bench():
-    if "bench_train_throughput" in sys.modules:
-        return sys.modules["bench_train_throughput"]
-    spec = importlib.util.spec_from_file_location("bench_train_throughput", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("train_throughput")
 
 
 def tiny():

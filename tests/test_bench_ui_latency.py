@@ -1,30 +1,21 @@
 """bench/ui_latency.py: the core run on a tiny model with very few requests, and its fallback model."""
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
-from types import ModuleType
 
+from bench_helpers import load_bench_script
 from engine.tokenizer import WordPieceTokenizer
 from engine.worker import TrainingWorker
 from probing_helpers import make_services
 
-SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "ui_latency.py"
 ENDPOINTS = ["/tokenize", "/fill_mask", "/answer", "/attention", "/embeddings"]
 # preset, corpus, max documents, vocab, seq length, batch, lr, steps, mask rate, whole word, nsp
 TINY_RUN = ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 1_000_000, 0.15, False, True]
 
 
-def load_bench() -> ModuleType:
-    if "bench_ui_latency" in sys.modules:
-        return sys.modules["bench_ui_latency"]
-    spec = importlib.util.spec_from_file_location("bench_ui_latency", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+def load_bench():
+    return load_bench_script("ui_latency")
 
 
 def test_run_times_every_endpoint_idle_and_during_training(tiny_tokenizer: WordPieceTokenizer,

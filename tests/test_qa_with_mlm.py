@@ -46,6 +46,17 @@ def options(files, run_dir: Path, mlm_batch_size: int | None = None, **training)
                            run_dir=str(run_dir))
 
 
+def loss_of_parts(model, batch: JointBatch) -> float:
+    """The pretraining loss (MLM + NSP) of the batch's text part plus the QA loss of its features,
+    each computed by the model on its own."""
+    text, qa = batch.pretraining, batch.qa
+    with torch.no_grad():
+        return float(model(**text.model_inputs(), sparse_mlm=True).loss
+                     + model(qa.input_ids, attention_mask=qa.attention_mask, token_type_ids=qa.token_type_ids,
+                             start_positions=qa.start_positions, end_positions=qa.end_positions,
+                             compute=("qa",)).loss)
+
+
 @pytest.fixture(scope="module")
 def run(files):
     trainer = prepare_finetune(options(files, files["root"] / "run"))
@@ -81,13 +92,8 @@ def test_step_loss_matches_the_two_tasks_computed_apart(files):
     trainer = prepare_finetune(options(files, files["root"] / "apart"))
     trainer.model.eval()                                    # no dropout: the same numbers twice
     batch = trainer.train_data.batch(0, 0)
-    text, qa = batch.pretraining, batch.qa
-    with torch.no_grad():
-        expected = (trainer.model(**text.model_inputs(), sparse_mlm=True).loss
-                    + trainer.model(qa.input_ids, attention_mask=qa.attention_mask, token_type_ids=qa.token_type_ids,
-                                    start_positions=qa.start_positions, end_positions=qa.end_positions,
-                                    compute=("qa",)).loss)
-    assert trainer.step([batch])["loss"] == pytest.approx(float(expected), rel=1e-5)
+    expected = loss_of_parts(trainer.model, batch)          # before the step changes the weights
+    assert trainer.step([batch])["loss"] == pytest.approx(expected, rel=1e-5)
 
 
 def test_joint_batches_pair_deterministically_and_wrap_the_text_epochs(run):
@@ -145,13 +151,8 @@ def test_a_larger_text_batch_trains_beside_the_qa_batch_and_resumes_with_it(file
     batch = trainer.train_data.batch(0, 0)
     assert batch.qa.input_ids.shape[0] == 4 and batch.pretraining.input_ids.shape[0] == 8
     trainer.model.eval()
-    text, qa = batch.pretraining, batch.qa
-    with torch.no_grad():
-        expected = (trainer.model(**text.model_inputs(), sparse_mlm=True).loss
-                    + trainer.model(qa.input_ids, attention_mask=qa.attention_mask, token_type_ids=qa.token_type_ids,
-                                    start_positions=qa.start_positions, end_positions=qa.end_positions,
-                                    compute=("qa",)).loss)
-    assert trainer.step([batch])["loss"] == pytest.approx(float(expected), rel=1e-5)
+    expected = loss_of_parts(trainer.model, batch)          # before the step changes the weights
+    assert trainer.step([batch])["loss"] == pytest.approx(expected, rel=1e-5)
 
 
 def test_a_model_without_mlm_heads_gets_them(files, tmp_path, capsys):
