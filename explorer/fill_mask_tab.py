@@ -26,6 +26,7 @@ EMPTY_MESSAGE = "Type a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'
 _MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 
 EXAMPLES: list[list[Any]] = [
+    ["The United [MASK] of America.", ""],
     ["The capital of France is [MASK].", ""],
     ["Nice to [MASK] you.", ""],
     ["Paris is the [MASK] of [MASK].", ""],

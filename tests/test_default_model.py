@@ -16,13 +16,6 @@ from engine.inference import answer, fill_mask
 MAX_BYTES_IN_GIT = 50 * 1000 * 1000
 
 
-def misses(reason: str):
-    """An example the shipped model gets wrong today, as its card says. Strict: the day a retrained
-    model gets it right, this test fails until the mark (and the card) are updated."""
-    return pytest.mark.xfail(reason=f"the bundled model misses this (model card, known weaknesses): {reason}",
-                             strict=True)
-
-
 @pytest.fixture(scope="module")
 def default():
     return engine.load("default")
@@ -46,8 +39,7 @@ def test_loads_offline_with_mlm_nsp_and_qa_heads(default) -> None:
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    pytest.param("Nice to [MASK] you.", "meet",
-                 marks=misses("speak, understand, hear, allow, see; meet comes 11th")),
+    ("Nice to [MASK] you.", "meet"),
     ("The capital of France is [MASK].", "paris"),
     ("Paris is the capital of [MASK].", "france"),
     ("The United [MASK] of America.", "states"),
