@@ -9,7 +9,6 @@ from bench_helpers import load_bench_script
 from engine import preset
 
 
-
 def load_bench():
     return load_bench_script("train_throughput")
 
