@@ -11,8 +11,9 @@ built-in corpus, batch 32 x 128: the default model's recipe), timed alternately 
 with the order flipped every round (``bench.timing.paired_times``), so a machine whose speed
 drifts slows both alike. The ratio is fp32 time / bf16 time (higher: bf16 faster).
 
-Accuracy check: before any step, both configurations compute the loss of the batch with dropout
-off; the relative difference says what bf16 costs in numbers (expect ~1e-3, not ~1e-6).
+Accuracy check: before any step, both trainers evaluate the batch (``Trainer.evaluate``: dropout
+off, the trainer's precision); the relative difference of their losses says what bf16 costs in
+numbers (expect ~1e-3, not ~1e-6).
 
 Whether bf16 pays off depends on the CPU: with AMX (Xeon Sapphire Rapids and later) or
 AVX512-BF16 it runs natively; without them it is emulated and usually *slower* than fp32. The
@@ -38,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.checkpoints import load  # noqa: E402
 from engine.corpus import builtin_corpus  # noqa: E402
 from engine.heads import BertWithHeads  # noqa: E402
-from engine.tasks.pretraining import build_datasets  # noqa: E402
+from engine.pretraining_data import PretrainingDataset  # noqa: E402
 from engine.tokenizer import WordPieceTokenizer  # noqa: E402
 from engine.trainer import Trainer  # noqa: E402
 from engine.training_config import TrainingConfig  # noqa: E402
@@ -77,34 +78,37 @@ def cpu_flags() -> list[str]:
     return [flag for flag in CPU_FLAGS if flag in words]
 
 
-def make_trainer(model: BertWithHeads, tokenizer: WordPieceTokenizer, precision: str, batch_size: int,
-                 seq_len: int, run_dir: Path) -> Trainer:
-    """A pretraining trainer on the CPU over ``model`` (taken as is) with the given precision; NSP
-    is trained when the model has an NSP head."""
-    config = TrainingConfig(precision=precision, device="cpu", batch_size=batch_size, max_seq_length=seq_len,
-                            nsp="nsp" in model.heads,
-                            total_steps=1000, warmup_steps=0, eval_every=0, checkpoint_every=0)
-    data, _ = build_datasets(builtin_corpus("shakespeare", max_documents=8), None, tokenizer, config)
-    return Trainer(model, tokenizer, data, None, config, run_dir)
+def shakespeare_batches(tokenizer: WordPieceTokenizer, batch_size: int, seq_len: int, nsp: bool,
+                        ) -> PretrainingDataset:
+    """Pretraining batches of the built-in corpus (8 plays' scenes), built once for both sides."""
+    return PretrainingDataset(builtin_corpus("shakespeare", max_documents=8), tokenizer, seq_len, batch_size, nsp=nsp)
 
 
-def batch_loss(trainer: Trainer, batch) -> float:
-    """The batch's pretraining loss (MLM, + NSP when trained) with dropout off, under the trainer's precision."""
-    trainer.model.eval()
-    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=trainer.autocast_dtype is not None):
-        loss = trainer.model(**batch.model_inputs(), sparse_mlm=True).loss.float().item()
-    trainer.model.train()
-    return loss
+def make_trainer(model: BertWithHeads, tokenizer: WordPieceTokenizer, precision: str, data: PretrainingDataset,
+                 run_dir: Path) -> Trainer:
+    """A pretraining trainer on the CPU over ``model`` (taken as is) with the given precision; its
+    held-out set is the training data's first batch, so ``evaluate`` scores the timed batch."""
+    config = TrainingConfig(precision=precision, device="cpu", batch_size=data.batch_size,
+                            max_seq_length=data.max_seq_length, nsp=data.nsp, total_steps=1000, warmup_steps=0,
+                            eval_every=0, eval_batches=1, checkpoint_every=0)
+    return Trainer(model, tokenizer, data, data, config, run_dir)
+
+
+def batch_loss(trainer: Trainer) -> float:
+    """The loss of the trainer's held-out batch (MLM, + NSP when trained), dropout off, its precision."""
+    metrics = trainer.evaluate()
+    return metrics["eval_mlm_loss"] + (metrics["eval_nsp_loss"] or 0.0)
 
 
 def run_case(model: BertWithHeads, tokenizer: WordPieceTokenizer, batch_size: int = 32, seq_len: int = 128,
              rounds: int = 8, warmup: int = 2) -> PrecisionResult:
     """Time ``Trainer.step`` in fp32 and in bf16 on copies of ``model`` and the same batch."""
+    data = shakespeare_batches(tokenizer, batch_size, seq_len, nsp="nsp" in model.heads)
+    batch = data.batch(0, 0)
     with tempfile.TemporaryDirectory() as scratch:
-        fp32 = make_trainer(copy.deepcopy(model), tokenizer, "fp32", batch_size, seq_len, Path(scratch) / "fp32")
-        bf16 = make_trainer(copy.deepcopy(model), tokenizer, "bf16", batch_size, seq_len, Path(scratch) / "bf16")
-        batch = fp32.train_data.batch(0, 0)
-        loss_fp32, loss_bf16 = batch_loss(fp32, batch), batch_loss(bf16, batch)
+        fp32 = make_trainer(copy.deepcopy(model), tokenizer, "fp32", data, Path(scratch) / "fp32")
+        bf16 = make_trainer(copy.deepcopy(model), tokenizer, "bf16", data, Path(scratch) / "bf16")
+        loss_fp32, loss_bf16 = batch_loss(fp32), batch_loss(bf16)
         t_fp32, t_bf16 = paired_times(lambda: fp32.step([batch]), lambda: bf16.step([batch]), rounds, warmup)
     return PrecisionResult(batch.num_tokens, statistics.median(t_fp32), statistics.median(t_bf16), loss_fp32,
                            loss_bf16, statistics.median(a / b for a, b in zip(t_fp32, t_bf16)))

@@ -37,8 +37,9 @@ def test_run_case_times_both_precisions_and_bf16_changes_the_loss_only_a_little(
 
 def test_the_two_trainers_differ_only_in_precision(tiny_tokenizer, tmp_path):
     bench = load_bench()
-    fp32 = bench.make_trainer(tiny_model(tiny_tokenizer), tiny_tokenizer, "fp32", 4, 32, tmp_path / "a")
-    bf16 = bench.make_trainer(tiny_model(tiny_tokenizer), tiny_tokenizer, "bf16", 4, 32, tmp_path / "b")
+    data = bench.shakespeare_batches(tiny_tokenizer, 4, 32, nsp=True)
+    fp32 = bench.make_trainer(tiny_model(tiny_tokenizer), tiny_tokenizer, "fp32", data, tmp_path / "a")
+    bf16 = bench.make_trainer(tiny_model(tiny_tokenizer), tiny_tokenizer, "bf16", data, tmp_path / "b")
     assert fp32.autocast_dtype is None and bf16.autocast_dtype == torch.bfloat16
     assert fp32.config.replace(precision="bf16") == bf16.config
     assert torch.equal(fp32.train_data.batch(0, 0).input_ids, bf16.train_data.batch(0, 0).input_ids)
@@ -46,5 +47,6 @@ def test_the_two_trainers_differ_only_in_precision(tiny_tokenizer, tmp_path):
 
 def test_a_model_without_nsp_head_trains_masked_lm_only(tiny_tokenizer, tmp_path):
     bench = load_bench()
-    trainer = bench.make_trainer(tiny_model(tiny_tokenizer, heads=("mlm",)), tiny_tokenizer, "bf16", 4, 32, tmp_path)
-    assert not trainer.config.nsp and math.isfinite(bench.batch_loss(trainer, trainer.train_data.batch(0, 0)))
+    data = bench.shakespeare_batches(tiny_tokenizer, 4, 32, nsp=False)
+    trainer = bench.make_trainer(tiny_model(tiny_tokenizer, heads=("mlm",)), tiny_tokenizer, "bf16", data, tmp_path)
+    assert not trainer.config.nsp and math.isfinite(bench.batch_loss(trainer))
