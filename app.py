@@ -31,7 +31,7 @@ QUEUE_SIZE_ENV = "EXPLORER_QUEUE_SIZE"      # requests waiting in the queue befo
 MAX_UPLOAD_ENV = "EXPLORER_MAX_UPLOAD_MB"   # largest file Gradio accepts in an upload
 DEFAULT_CONCURRENCY = 2                     # tokenization is cheap; model work is CPU/GPU bound
 DEFAULT_QUEUE_SIZE = {False: 64, True: 16}  # private / public mode
-DEFAULT_MAX_UPLOAD_MB = 50                  # engine.corpus refuses larger corpus files too
+DEFAULT_MAX_UPLOAD_MB = 50                  # engine.text.corpus refuses larger corpus files too
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -93,7 +93,7 @@ def create_app(services: Services | None = None, environ: Mapping[str, str] | No
 def after_start(services: Services) -> None:
     """Background work once the app serves: load the default model (every probing tab needs it; the UI
     is built without loading weights), then build a first optimizer (it imports torch._dynamo, ~2 s)."""
-    from engine.optim import warm_up
+    from engine.training.optim import warm_up
 
     with contextlib.suppress(Exception):  # a missing/broken default model is reported by the model picker
         services.model("default")

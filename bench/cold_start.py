@@ -43,11 +43,17 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False"); os.environ.setdefaul
 sys.path.insert(0, os.getcwd())
 import torch; mark("import torch")
 import gradio; mark("import gradio")
-import engine.checkpoints, engine.model_registry, engine.tokenizer; mark("import engine (registry, checkpoints)")
+import engine.checkpoints.hf_format, explorer.model_registry, engine.text.tokenizer; mark("import engine (registry, checkpoints)")
 import explorer, explorer.services; mark("import explorer")
 import app; mark("import app")
 services = explorer.services.default_services(); mark("default_services() (tokenizer, worker, registry)")
-from explorer import attention_tab, embeddings_tab, fill_mask_tab, model_picker, qa_tab, tokenize_tab, training_tab
+from explorer import model_picker
+from explorer.attention import tab as attention_tab
+from explorer.embeddings import tab as embeddings_tab
+from explorer.fill_mask import tab as fill_mask_tab
+from explorer.qa import tab as qa_tab
+from explorer.tokenize import tab as tokenize_tab
+from explorer.training import tab as training_tab
 mark("import the tab modules")
 demo = app.create_app(services); mark("create_app() (build the Blocks, queue)")
 demo.launch(prevent_thread_lock=True, quiet=True, theme=explorer.THEME, css=explorer.CSS); mark("launch()")

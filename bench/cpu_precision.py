@@ -36,13 +36,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.checkpoints import load  # noqa: E402
-from engine.corpus import builtin_corpus  # noqa: E402
-from engine.heads import BertWithHeads  # noqa: E402
-from engine.pretraining_data import PretrainingDataset  # noqa: E402
-from engine.tokenizer import WordPieceTokenizer  # noqa: E402
-from engine.trainer import Trainer  # noqa: E402
-from engine.training_config import TrainingConfig  # noqa: E402
+from engine.checkpoints.hf_format import load  # noqa: E402
+from engine.text.corpus import builtin_corpus  # noqa: E402
+from engine.model.heads import BertWithHeads  # noqa: E402
+from engine.data.pretraining import PretrainingDataset  # noqa: E402
+from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
+from engine.training.trainer import Trainer  # noqa: E402
+from engine.training.config import TrainingConfig  # noqa: E402
 from bench.timing import paired_times  # noqa: E402
 
 CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512f")

@@ -56,7 +56,7 @@ def main() -> None:
     for name, batch, seq_len, rounds in CASES:
         config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         ours = BertModel(config).eval()
-        from engine.model import init_bert_weights
+        from engine.model.encoder import init_bert_weights
         init_bert_weights(ours, config.initializer_range)
         theirs = reference_model(ours)
         ids = torch.randint(5, config.vocab_size, (batch, seq_len))

@@ -2,11 +2,11 @@
 
 Masked-token accuracy: held-out Wikipedia paragraphs (never trained on), each cut to the
 model's window; 15% of the non-special tokens (at least one) chosen with a fixed seed are
-replaced by ``[MASK]`` in the text, and ``engine.inference.fill_mask`` must put the original
+replaced by ``[MASK]`` in the text, and ``engine.probes.inference.fill_mask`` must put the original
 token first (top-1) or in its top 5.
 
-SQuAD v1.1: exact match and F1 (official normalisation, ``engine.squad_metric``) of
-``engine.inference.answer`` on held-out SQuAD articles (a seeded sample of questions, or all).
+SQuAD v1.1: exact match and F1 (official normalisation, ``engine.probes.squad_metric``) of
+``engine.probes.inference.answer`` on held-out SQuAD articles (a seeded sample of questions, or all).
 
 The held-out files come from ``scripts/prepare_default_model_data.py`` (not part of the repo):
 
@@ -27,9 +27,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import squad_metric  # noqa: E402
-from engine.checkpoints import LoadedModel, load  # noqa: E402
-from engine.inference import answer, fill_mask  # noqa: E402
+from engine.probes import squad_metric  # noqa: E402
+from engine.checkpoints.hf_format import LoadedModel, load  # noqa: E402
+from engine.probes.inference import answer, fill_mask  # noqa: E402
 
 MASK = "[MASK]"
 
@@ -103,7 +103,7 @@ def squad_questions(path: Path, num_questions: int, seed: int) -> list[dict[str,
 
 
 def squad_scores(loaded: LoadedModel, items: list[dict[str, Any]], max_answer_len: int) -> dict[str, Any]:
-    """SQuAD v1.1 exact match and F1 (x 100) of ``engine.inference.answer``."""
+    """SQuAD v1.1 exact match and F1 (x 100) of ``engine.probes.inference.answer``."""
     predictions = {item["id"]: answer(loaded, item["question"], item["context"], max_answer_len=max_answer_len)["answer"]
                    for item in items}
     scores = squad_metric.evaluate(predictions, [(item["id"], item["answers"]) for item in items])

@@ -9,7 +9,7 @@ What is compared:
   both sides, so both do the dropout work), the same initial weights (our state dict
   copied into theirs; the MLM decoder is tied to the word embeddings on both sides),
   the same batch (random ids, [CLS] ... [SEP] ... [SEP] with segment B as type 1,
-  15% of the non-special positions chosen by ``engine.masking.mask_tokens`` with
+  15% of the non-special positions chosen by ``engine.data.masking.mask_tokens`` with
   80/10/10 replacement, random NSP labels), the same optimizer settings;
 - **ours uses sparse MLM** (``sparse_mlm=True``): the MLM head (transform + vocabulary
   projection) runs only at the masked positions, ~15% of the tokens. The loss is the
@@ -63,8 +63,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import BertWithHeads, preset  # noqa: E402
-from engine.config import BertConfig  # noqa: E402
-from engine.masking import mask_tokens  # noqa: E402
+from engine.model.config import BertConfig  # noqa: E402
+from engine.data.masking import mask_tokens  # noqa: E402
 from bench.timing import paired_times  # noqa: E402
 
 # name -> (preset, batch, sequence length, timing rounds); base steps take seconds on 2 cores.

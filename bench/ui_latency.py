@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 import gradio as gr  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from engine.worker import TrainingWorker  # noqa: E402
+from engine.training.worker import TrainingWorker  # noqa: E402
 from explorer.services import Services  # noqa: E402
 
 GOAL_IDLE_P50_MS = 100.0
@@ -189,11 +189,11 @@ def report(latencies: dict[str, Latency], facts: dict[str, Any]) -> list[str]:
 
 def bench_services(model_dir: Path, runs_root: Path) -> tuple[Services, str]:
     """Services serving ``model_dir`` as ``default`` (a random-weight stand-in when it is missing)."""
-    from engine.checkpoints import LoadedModel
-    from engine.config import BertConfig
-    from engine.heads import BertWithHeads
-    from engine.model_registry import ModelRegistry
-    from engine.tokenizer import WordPieceTokenizer
+    from engine.checkpoints.hf_format import LoadedModel
+    from engine.model.config import BertConfig
+    from engine.model.heads import BertWithHeads
+    from explorer.model_registry import ModelRegistry
+    from engine.text.tokenizer import WordPieceTokenizer
     from explorer.services import DEFAULT_TOKENIZER_DIR
 
     tokenizer = WordPieceTokenizer.from_file(DEFAULT_TOKENIZER_DIR)
@@ -218,7 +218,7 @@ def bench_services(model_dir: Path, runs_root: Path) -> tuple[Services, str]:
 def main() -> None:
     import torch
 
-    from engine.checkpoints import DEFAULT_MODEL_DIR
+    from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", type=Path, default=DEFAULT_MODEL_DIR, help="a Hugging Face model folder")

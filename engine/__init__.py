@@ -1,6 +1,12 @@
-"""BERT Explorer's engine: model, tokenizer, checkpoints, training. No UI code here.
+"""BERT Explorer's engine: a BERT library with no UI code.
 
-Names are imported lazily, so ``import engine.tokenizer`` does not pay for torch.
+Sub-packages: ``model`` (config, encoder, heads, outputs), ``text`` (tokenizer, corpus),
+``data`` (masking, pretraining instances, task features), ``checkpoints`` (Hugging Face
+layout, key mapping, hub), ``training`` (jobs, trainer, tasks, worker), ``probes`` (what the
+explorer asks of a model). ``python -m engine.pretrain`` and ``python -m engine.finetune``
+are the command lines. See docs/ARCHITECTURE.md.
+
+Names are imported lazily, so ``import engine.text.tokenizer`` does not pay for torch.
 """
 from __future__ import annotations
 
@@ -8,11 +14,11 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "BertConfig": "config", "PRESETS": "config", "preset": "config",
-    "BertModel": "model", "BertWithHeads": "heads", "HEADS": "heads",
-    "BertForwardOutput": "outputs", "WordPieceTokenizer": "tokenizer",
-    "LoadedModel": "checkpoints", "load": "checkpoints", "save": "checkpoints",
-    "Trainer": "trainer", "TrainingConfig": "training_config", "TrainingDiverged": "trainer",
+    "BertConfig": "model.config", "PRESETS": "model.config", "preset": "model.config",
+    "BertModel": "model.encoder", "BertWithHeads": "model.heads", "HEADS": "model.heads",
+    "BertForwardOutput": "model.outputs", "WordPieceTokenizer": "text.tokenizer",
+    "LoadedModel": "checkpoints.hf_format", "load": "checkpoints.hf_format", "save": "checkpoints.hf_format",
+    "Trainer": "training.trainer", "TrainingConfig": "training.config", "TrainingDiverged": "training.trainer",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,18 +1,18 @@
 """``python -m engine.finetune``: fine-tune a BERT for extractive QA or sequence classification.
 
-The same ``Trainer`` as pretraining (``engine.trainer``; the task is ``config.task``), the
+The same ``Trainer`` as pretraining (``engine.training.trainer``; the task is ``config.task``), the
 same checkpoints, resume, Ctrl-C handling and torchrun support as ``engine.pretrain``.
 
 * ``--task qa``: SQuAD v1.1-format JSON; question + context windows (``--seq-len`` 384,
   ``--doc-stride`` 128, ``--max-question-len`` 64) labelled with the answer's token span,
-  [CLS] when a window does not hold it (``engine.qa_features``).
+  [CLS] when a window does not hold it (``engine.data.qa_features``).
 * ``--task qa_mlm``: QA as above, and every step also trains the masked-LM (+ NSP) heads and
   the encoder on a batch of ``--mlm-corpus`` text (``--mlm-seq-len`` 128, ``--mlm-batch-size``
   sequences, by default ``--batch-size``), so fill-mask does not degrade while the model learns
-  SQuAD (``engine.tasks.qa_with_mlm``). A larger text batch than QA batch spends more of each
+  SQuAD (``engine.training.tasks.qa_with_mlm``). A larger text batch than QA batch spends more of each
   step on masked-LM.
 * ``--task classification``: a CSV (header ``text``, ``label``, optional ``text_pair``) or
-  JSONL file; labels become ``id2label`` / ``label2id`` in config.json (``engine.classification_data``).
+  JSONL file; labels become ``id2label`` / ``label2id`` in config.json (``engine.data.classification``).
 
 The model starts from ``--init-from`` (the bundled ``default``, a run's checkpoint or an HF
 directory); the task's head is added freshly initialised when the model lacks it, and every
@@ -38,22 +38,22 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import cli_common as cli
-from . import distributed as dist
-from .checkpoints import LoadedModel, load
-from .classification_data import build_classification_dataset, label_names, read_classification_file
-from .config import BertConfig
-from .finetune_data import FeatureDataset, split_held_out
-from .heads import HEADS, BertWithHeads
-from .pretrain import load_corpus
-from .qa_features import build_qa_dataset, check_lengths, read_squad
-from .run_setup import split_documents
-from .tasks import build_datasets
-from .tasks.qa_with_mlm import JointDataset
-from .tokenizer import WordPieceTokenizer
-from .trainer import RESUMABLE_OVERRIDES, Trainer
-from .training_config import TrainingConfig
-from .training_state import read_training_state, resolve_checkpoint
+from engine.training import cli
+from engine.training import distributed as dist
+from engine.checkpoints.hf_format import LoadedModel, load
+from engine.data.classification import build_classification_dataset, label_names, read_classification_file
+from engine.model.config import BertConfig
+from engine.data.features import FeatureDataset, split_held_out
+from engine.model.heads import HEADS, BertWithHeads
+from engine.pretrain import load_corpus
+from engine.data.qa_features import build_qa_dataset, check_lengths, read_squad
+from engine.training.run_setup import split_documents
+from engine.training.tasks import build_datasets
+from engine.training.tasks.qa_with_mlm import JointDataset
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.trainer import RESUMABLE_OVERRIDES, Trainer
+from engine.training.config import TrainingConfig
+from engine.training.state import read_training_state, resolve_checkpoint
 
 # task -> (the head it trains, and may add fresh or replace; other heads it adds when the model lacks them)
 TASK_HEADS = {"qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"), "classification": ("cls",)}

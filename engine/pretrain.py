@@ -18,7 +18,7 @@ Ctrl-C finishes the current step, writes a checkpoint and exits (code 130); a se
 Ctrl-C aborts at once. Bad arguments exit with code 2 and a one-line reason.
 ``--freeze-encoder`` re-fits the heads only (e.g. MLM/NSP after QA fine-tuning moved the
 encoder); heads of ``--init-from`` that pretraining does not use (QA, classification) are kept.
-The argument handling and the training loop are shared with ``engine.finetune`` (``engine.cli_common``).
+The argument handling and the training loop are shared with ``engine.finetune`` (``engine.training.cli``).
 """
 from __future__ import annotations
 
@@ -30,17 +30,17 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from . import cli_common as cli
-from . import distributed as dist
-from .cli_common import EXIT_INTERRUPTED, RUN_FILE, default_run_dir  # noqa: F401 (public here)
-from .config import PRESETS, preset
-from .corpus import BUILTIN_CORPORA, Document, builtin_corpus, read_documents, train_tokenizer
-from .heads import HEADS, BertWithHeads
-from .tokenizer import WordPieceTokenizer
-from .run_setup import split_documents
-from .trainer import RESUMABLE_OVERRIDES, Trainer, build_datasets
-from .training_config import TrainingConfig
-from .training_state import read_training_state, resolve_checkpoint
+from engine.training import cli
+from engine.training import distributed as dist
+from engine.training.cli import EXIT_INTERRUPTED, RUN_FILE, default_run_dir  # noqa: F401 (public here)
+from engine.model.config import PRESETS, preset
+from engine.text.corpus import BUILTIN_CORPORA, Document, builtin_corpus, read_documents, train_tokenizer
+from engine.model.heads import HEADS, BertWithHeads
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.run_setup import split_documents
+from engine.training.trainer import RESUMABLE_OVERRIDES, Trainer, build_datasets
+from engine.training.config import TrainingConfig
+from engine.training.state import read_training_state, resolve_checkpoint
 
 
 @dataclass
@@ -98,7 +98,7 @@ def build_model(options: PretrainOptions, tokenizer: WordPieceTokenizer) -> Bert
                                                       attention_probs_dropout_prob=options.dropout)
     if options.init_from is None:
         return BertWithHeads(preset(options.preset, vocab_size=tokenizer.vocab_size, **dropout), heads=heads)
-    from .checkpoints import load
+    from engine.checkpoints.hf_format import load
     loaded = load(cli.model_source(options.init_from))
     if tokenizer.vocab_size > loaded.config.vocab_size:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but {options.init_from} only "
@@ -135,7 +135,7 @@ def prepare_run(options: PretrainOptions, resume: str | None = None,
     if options.tokenizer is not None:
         tokenizer = WordPieceTokenizer.from_file(options.tokenizer)
     elif options.init_from is not None:
-        from .checkpoints import load
+        from engine.checkpoints.hf_format import load
         tokenizer = load(cli.model_source(options.init_from)).tokenizer
         if tokenizer is None:
             raise ValueError(f"{options.init_from} has no tokenizer; give one with --tokenizer")

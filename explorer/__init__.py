@@ -32,7 +32,13 @@ CSS: str = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
 
 def build_app(services: Services | None = None) -> gr.Blocks:
     """Build the whole app (no launch). Loads the bundled tokenizer if ``services`` is None."""
-    from explorer import attention_tab, embeddings_tab, fill_mask_tab, model_picker, qa_tab, tokenize_tab, training_tab
+    from explorer import model_picker
+    from explorer.attention import tab as attention_tab
+    from explorer.embeddings import tab as embeddings_tab
+    from explorer.fill_mask import tab as fill_mask_tab
+    from explorer.qa import tab as qa_tab
+    from explorer.tokenize import tab as tokenize_tab
+    from explorer.training import tab as training_tab
 
     services = services if services is not None else default_services()
     # delete_cache: every 30 min, Gradio drops served files (uploads, exports) older than an hour.

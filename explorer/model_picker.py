@@ -1,6 +1,6 @@
 """The model picker above the tabs: one dropdown every probing tab reads its model from.
 
-The dropdown's value is a model key (see ``engine.model_registry``): the bundled default, the
+The dropdown's value is a model key (see ``explorer.model_registry``): the bundled default, the
 live training run, any checkpoint of any run (newest first, with step and loss), or a local
 folder / hub model loaded with the box next to it (``/load_model``). The list refreshes
 itself while a run writes checkpoints. Each browser picks its own model.
@@ -12,7 +12,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.model_registry import ModelChoice, describe
+from explorer.model_registry import ModelChoice, describe
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
 

@@ -10,8 +10,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from engine import inference
-from engine.checkpoints import LoadedModel
+from engine.probes import inference
+from engine.checkpoints.hf_format import LoadedModel
 from explorer.services import Services
 
 log = logging.getLogger("explorer.warmup")
@@ -20,7 +20,11 @@ DEMO_ENV = "EXPLORER_DEMO"
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
     """(name, call) for each tab's examples that ``loaded`` can run (heads it lacks are skipped)."""
-    from explorer import attention_tab, embeddings_tab, fill_mask_tab, qa_examples, tokenize_tab
+    from explorer.attention import tab as attention_tab
+    from explorer.embeddings import tab as embeddings_tab
+    from explorer.fill_mask import tab as fill_mask_tab
+    from explorer.qa import examples as qa_examples
+    from explorer.tokenize import tab as tokenize_tab
 
     calls: list[tuple[str, Callable[[], object]]] = []
     for i, (text, pair) in enumerate(tokenize_tab.EXAMPLES):

@@ -21,7 +21,7 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.checkpoints import load_directory, save  # noqa: E402
+from engine.checkpoints.hf_format import load_directory, save  # noqa: E402
 
 KEPT_FILES = ("README.md",)
 

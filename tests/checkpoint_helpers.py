@@ -8,7 +8,7 @@ import torch
 import transformers
 from safetensors.torch import save_file
 
-from engine.heads import BertWithHeads
+from engine.model.heads import BertWithHeads
 from reference import hf_config, max_diff, randomize_
 
 

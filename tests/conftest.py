@@ -14,8 +14,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import pytest
 import torch
 
-from engine.config import BertConfig
-from engine.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from engine.model.config import BertConfig
+from engine.text.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
 WORDS = ("the a an is was of and to in it that he she they we you on for with as at by from this "
          "cat dog sat mat bird sang tree car red blue big small run ran walk play played house "

@@ -1,4 +1,4 @@
-"""A training process to SIGKILL, for tests/test_faults.py.
+"""A training process to SIGKILL, for tests/training/test_faults.py.
 
 Run as ``python tests/fault_child.py SETUP_JSON``. It imports torch and the engine once,
 builds the datasets, prints ``ready``, then serves one JSON command per stdin line by
@@ -29,13 +29,13 @@ import torch
 torch.set_num_threads(1)
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import checkpoints  # noqa: E402
-from engine.config import BertConfig  # noqa: E402
-from engine.heads import BertWithHeads  # noqa: E402
-from engine.tokenizer import WordPieceTokenizer  # noqa: E402
-from engine.trainer import Trainer, build_datasets  # noqa: E402
-from engine.training_config import TrainingConfig  # noqa: E402
-from engine.training_state import METRICS_FILE, STATE_FILE, list_checkpoints, truncate_metrics  # noqa: E402
+from engine.checkpoints import hf_format as checkpoints  # noqa: E402
+from engine.model.config import BertConfig  # noqa: E402
+from engine.model.heads import BertWithHeads  # noqa: E402
+from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
+from engine.training.trainer import Trainer, build_datasets  # noqa: E402
+from engine.training.config import TrainingConfig  # noqa: E402
+from engine.training.state import METRICS_FILE, STATE_FILE, list_checkpoints, truncate_metrics  # noqa: E402
 
 HOOKS = ("mkdtemp", "weights-torn", "weights", "config", "tokenizer", "state-torn", "unsynced", "synced",
          "renamed", "swap", "swapped", "prune")

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import torch
 
-from engine.checkpoints import save
-from engine.heads import BertWithHeads
-from engine.tokenizer import WordPieceTokenizer
+from engine.checkpoints.hf_format import save
+from engine.model.heads import BertWithHeads
+from engine.text.tokenizer import WordPieceTokenizer
 from tests.conftest import WORDS, tiny_config
 
 NAMES = ("cat", "dog", "bird", "car", "tree", "house", "model", "token")

@@ -10,11 +10,11 @@ import gradio as gr
 import torch
 
 from conftest import tiny_config
-from engine.checkpoints import LoadedModel
-from engine.heads import BertWithHeads
-from engine.model_registry import ModelRegistry
-from engine.tokenizer import WordPieceTokenizer
-from engine.training_state import CHECKPOINTS_DIR, checkpoint_name, write_checkpoint
+from engine.checkpoints.hf_format import LoadedModel
+from engine.model.heads import BertWithHeads
+from explorer.model_registry import ModelRegistry
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.state import CHECKPOINTS_DIR, checkpoint_name, write_checkpoint
 from explorer import model_picker
 from explorer.services import Services
 from reference import randomize_

@@ -11,8 +11,8 @@ import os
 import torch
 import transformers
 
-from engine.config import BertConfig
-from engine.heads import IGNORE_INDEX, BertWithHeads
+from engine.model.config import BertConfig
+from engine.model.heads import IGNORE_INDEX, BertWithHeads
 
 # Keys `transformers` has and we do not, because they are aliases of tied parameters.
 TIED_ONLY_IN_HF = {"cls.predictions.decoder.bias"}

@@ -1,0 +1,1 @@
+"""Checkpoints: save/load in the Hugging Face layout, old-name key mapping, the hub."""

@@ -1,0 +1,1 @@
+"""Data: masking, pretraining instances, fine-tuning features (QA windows, classification), collation."""

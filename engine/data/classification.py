@@ -1,0 +1,122 @@
+"""Sequence-classification data: CSV or JSONL files of ``text`` (+ optional ``text_pair``) and ``label``.
+
+A CSV needs a header naming the columns ``text`` and ``label`` (``text_pair`` optional;
+other columns are ignored); a ``.tsv`` is read tab-separated. A JSONL file holds one object
+per line with the same keys. Labels may be strings or integers; they become class ids in a
+deterministic order (``label_names``): numerically when every label is an integer, else
+alphabetically. The model's ``config.json`` keeps them as ``id2label`` / ``label2id``.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from engine.data.features import FeatureDataset
+from engine.text.tokenizer import WordPieceTokenizer
+
+_INTEGER = re.compile(r"^[+-]?\d+$")
+
+
+@dataclass
+class ClassificationExample:
+    """One text (or text pair) and its label as written in the file; ``line`` for messages."""
+
+    text: str
+    text_pair: str | None
+    label: str
+    line: int = 0
+
+
+def read_classification_file(path: str | Path) -> list[ClassificationExample]:
+    """Read a ``.csv``/``.tsv`` or ``.jsonl`` file (a file starting with ``{`` counts as JSONL).
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (naming the line) for
+    missing columns, empty texts or labels, or a file without examples.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text: {exc}") from None
+    is_jsonl = path.suffix.lower() in (".jsonl", ".json", ".ndjson") or text.lstrip().startswith("{")
+    examples = _read_jsonl(text, path) if is_jsonl else _read_csv(text, path)
+    if not examples:
+        raise ValueError(f"{path} has no examples")
+    return examples
+
+
+def _read_csv(text: str, path: Path) -> list[ClassificationExample]:
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+    columns = [c.strip() for c in reader.fieldnames or []]
+    missing = [c for c in ("text", "label") if c not in columns]
+    if missing:
+        raise ValueError(f"{path}: the header must name the columns text and label (text_pair optional); "
+                         f"missing {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")
+    examples = []
+    for row in reader:
+        row = {(k or "").strip(): v for k, v in row.items()}
+        if not any((v or "").strip() for v in row.values() if isinstance(v, str)):
+            continue                                   # a blank line
+        examples.append(_example(row, reader.line_num, path))
+    return examples
+
+
+def _read_jsonl(text: str, path: Path) -> list[ClassificationExample]:
+    examples = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}, line {number}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}, line {number}: expected a JSON object with \"text\" and \"label\"")
+        examples.append(_example(record, number, path))
+    return examples
+
+
+def _example(record: dict[str, Any], line: int, path: Path) -> ClassificationExample:
+    text, pair, label = record.get("text"), record.get("text_pair"), record.get("label")
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"{path}, line {line}: \"text\" is missing or empty")
+    if pair is not None and not isinstance(pair, str):
+        raise ValueError(f"{path}, line {line}: \"text_pair\" must be a string")
+    if isinstance(label, bool) or not isinstance(label, (str, int)) or not str(label).strip():
+        raise ValueError(f"{path}, line {line}: \"label\" must be a non-empty string or an integer, got {label!r}")
+    return ClassificationExample(text, pair if pair and pair.strip() else None, str(label).strip(), line)
+
+
+def label_names(labels: Sequence[str]) -> dict[int, str]:
+    """``id2label`` for these labels: sorted numerically when all are integers, else as strings."""
+    distinct = sorted(set(labels))
+    if distinct and all(_INTEGER.match(label) for label in distinct):
+        distinct = sorted(distinct, key=lambda label: (int(label), label))
+    return dict(enumerate(distinct))
+
+
+def build_classification_dataset(examples: Sequence[ClassificationExample], tokenizer: WordPieceTokenizer,
+                                 label2id: dict[str, int], max_seq_length: int, batch_size: int, seed: int = 0,
+                                 shuffle: bool = True) -> FeatureDataset:
+    """``[CLS] text [SEP] (pair [SEP])`` features, truncated longest-first, as a ``FeatureDataset``."""
+    if not examples:
+        raise ValueError("no examples to build classification features from")
+    unknown = sorted({e.label for e in examples} - set(label2id))
+    if unknown:
+        raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5]))} are not among the model's labels "
+                         f"({', '.join(map(repr, label2id))})")
+    encodings = tokenizer.encode_batch([(e.text, e.text_pair) for e in examples], max_length=max_seq_length)
+    rows = [np.asarray(enc.input_ids, dtype=np.int32) for enc in encodings]
+    segments = [enc.token_type_ids.index(1) if 1 in enc.token_type_ids else len(enc.input_ids) for enc in encodings]
+    targets = np.asarray([label2id[e.label] for e in examples], dtype=np.int64)
+    return FeatureDataset("classification", rows, segments, targets, max_seq_length, batch_size,
+                          tokenizer.pad_token_id, seed, shuffle)

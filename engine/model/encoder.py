@@ -1,0 +1,297 @@
+"""The BERT encoder: embeddings, self-attention, feed-forward layers, pooler.
+
+Post-LayerNorm BERT exactly as Devlin et al. and `transformers.BertModel`. Module
+attribute names equal Hugging Face's, so a state dict maps one-to-one onto theirs.
+Attention has two paths that agree to 1e-6 in fp32: a fast one
+(``scaled_dot_product_attention``) and an explicit one that returns probabilities.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from engine.model.config import BertConfig
+from engine.model.outputs import BertForwardOutput
+
+
+def activation(name: str):
+    """The feed-forward activation named by a Hugging Face ``hidden_act``."""
+    if name == "gelu":
+        return F.gelu  # exact (erf) form, as the original BERT
+    if name in ("gelu_new", "gelu_pytorch_tanh"):
+        return lambda x: F.gelu(x, approximate="tanh")
+    return {"relu": F.relu, "silu": F.silu, "swish": F.silu, "tanh": torch.tanh}[name]
+
+
+def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """(B, S) 1-keep/0-pad -> (B, 1, 1, S) additive mask: 0 to keep, the dtype's minimum to drop.
+
+    ``None`` when nothing is padded, so the fast path can take its unmasked kernels.
+    """
+    if attention_mask is None or bool(attention_mask.all()):
+        return None
+    keep = attention_mask[:, None, None, :].to(dtype)  # (B, 1, 1, S)
+    return (1.0 - keep) * torch.finfo(dtype).min
+
+
+class BertEmbeddings(nn.Module):
+    """LayerNorm(word + position + token type) followed by dropout."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def parts(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+              position_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The three summands (word, position, token type), each (B, S, H), before LayerNorm."""
+        _, seq_len = input_ids.shape
+        if seq_len > self.position_embeddings.num_embeddings:
+            raise ValueError(f"sequence of {seq_len} tokens is longer than max_position_embeddings "
+                             f"({self.position_embeddings.num_embeddings})")
+        if position_ids is None:
+            position_ids = torch.arange(seq_len, device=input_ids.device)[None, :]  # (1, S)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        return (self.word_embeddings(input_ids), self.position_embeddings(position_ids),
+                self.token_type_embeddings(token_type_ids))
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        word, position, token_type = self.parts(input_ids, token_type_ids, position_ids)
+        return self.dropout(self.LayerNorm(word + token_type + position))  # (B, S, H)
+
+
+def _weight_bias(linear: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A Linear's parameters by dict lookup: ``module.weight`` costs ~1 us of nn.Module machinery."""
+    params = linear._parameters
+    return params["weight"], params["bias"]
+
+
+class BertSelfAttention(nn.Module):
+    """Multi-head scaled dot-product attention over Q, K, V projections (with bias).
+
+    Q, K and V are computed with one GEMM over the stacked weights [Wq; Wk; Wv]: a
+    differentiable concatenation when gradients are on (training), a cached copy
+    without them (inference, probing), rebuilt whenever any of the six tensors changes
+    in value (optimizer step, load_state_dict), place (``.to``) or identity.
+    """
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.head_size = config.head_size
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout_prob = config.attention_probs_dropout_prob
+
+    def fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """[Wq; Wk; Wv] (3H, H) and [bq; bk; bv] (3H,)."""
+        modules = self._modules
+        (wq, bq), (wk, bk), (wv, bv) = (_weight_bias(modules[name]) for name in ("query", "key", "value"))
+        if torch.is_grad_enabled():
+            return torch.cat((wq, wk, wv)), torch.cat((bq, bk, bv))
+        stamp = tuple((t.data_ptr(), t._version, t.dtype) for t in (wq, wk, wv, bq, bk, bv))
+        cached = self.__dict__.get("_qkv_cache")
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, torch.cat((wq, wk, wv)), torch.cat((bq, bk, bv)))
+            self.__dict__["_qkv_cache"] = cached
+        return cached[1], cached[2]
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
+                explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Context (B, S, H); with ``explicit`` also probs/scores/queries/keys for probing."""
+        batch, seq_len, hidden_size = hidden.shape
+        weight, bias = self.fused_qkv()
+        qkv = F.linear(hidden, weight, bias).view(batch, seq_len, 3, self.num_heads, self.head_size)  # (B, S, 3, nh, hd)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, nh, S, hd)
+        dropout = self.dropout_prob if self.training else 0.0
+        probes: dict[str, torch.Tensor] = {}
+        if explicit:
+            scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)  # (B, nh, S, S)
+            if mask is not None:
+                scores = scores + mask
+            probs = torch.softmax(scores, dim=-1)
+            if dropout:
+                probs = F.dropout(probs, p=dropout, training=True)
+            if head_mask is not None:
+                probs = probs * head_mask.view(1, -1, 1, 1).to(probs)   # (1, nh, 1, 1), its dtype and device
+            context = torch.matmul(probs, v)  # (B, nh, S, hd)
+            probes = {"probs": probs, "scores": scores, "queries": q, "keys": k}
+        else:
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, nh, S, hd)
+            if head_mask is not None:
+                # (p * m) @ v == m * (p @ v): masking a head's probabilities scales its context.
+                context = context * head_mask.view(1, -1, 1, 1).to(context)   # (1, nh, 1, 1), its dtype and device
+        context = context.transpose(1, 2).reshape(batch, seq_len, hidden_size)  # (B, S, H)
+        return context, probes
+
+
+class BertDenseResidualNorm(nn.Module):
+    """LayerNorm(dropout(dense(x)) + residual): the end of both sub-layers.
+
+    HF calls it ``BertSelfOutput`` after attention (H -> H) and ``BertOutput`` after the
+    MLP (I -> H); the parameter names (``dense``, ``LayerNorm``) are the same.
+    """
+
+    def __init__(self, config: BertConfig, in_features: int) -> None:
+        super().__init__()
+        self.dense = nn.Linear(in_features, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
+        modules = self._modules
+        out = F.linear(x, *_weight_bias(modules["dense"]))  # (B, S, H)
+        if self.training:
+            out = F.dropout(out, p=modules["dropout"].p, training=True)
+        norm = modules["LayerNorm"]
+        return F.layer_norm(out + residual, norm.normalized_shape, *_weight_bias(norm), norm.eps)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertDenseResidualNorm(config, config.hidden_size)
+
+
+class BertIntermediate(nn.Module):
+    """The MLP's up projection and activation (H -> I)."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = activation(config.hidden_act)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.act(F.linear(hidden, *_weight_bias(self._modules["dense"])))  # (B, S, I)
+
+
+class BertLayer(nn.Module):
+    """One post-LN transformer block: attention sub-layer, then the GELU MLP sub-layer.
+
+    The sub-layers are applied as functions of their parameters (no nn.Module call per
+    Linear/LayerNorm/Dropout): at BERT-mini sizes on a CPU that machinery costs as much
+    as a quarter of a forward pass. Hooks on layers and on self-attention still fire.
+    """
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertDenseResidualNorm(config, config.intermediate_size)
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
+                explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        modules = self._modules
+        attention = modules["attention"]._modules
+        context, probes = attention["self"](hidden, mask, head_mask, explicit)
+        attended = attention["output"].forward(context, hidden)                      # (B, S, H)
+        expanded = modules["intermediate"].forward(attended)                         # (B, S, I)
+        return modules["output"].forward(expanded, attended), probes
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+
+
+class BertPooler(nn.Module):
+    """tanh(dense(h[:, 0])): the [CLS] summary used by NSP and classification."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.dense(hidden[:, 0]))  # (B, H)
+
+
+def normalise_head_mask(head_mask: torch.Tensor | None, config: BertConfig) -> torch.Tensor | None:
+    """Accept (nh,) for every layer or (L, nh); 1 keeps a head, 0 removes it. Returns (L, nh)."""
+    if head_mask is None:
+        return None
+    head_mask = torch.as_tensor(head_mask, dtype=torch.float32)
+    layers, heads = config.num_hidden_layers, config.num_attention_heads
+    if head_mask.shape == (heads,):
+        head_mask = head_mask.expand(layers, heads)  # (L, nh)
+    if head_mask.shape != (layers, heads):
+        raise ValueError(f"head_mask must have shape ({heads},) or ({layers}, {heads}), got {tuple(head_mask.shape)}")
+    return head_mask
+
+
+class BertModel(nn.Module):
+    """Embeddings, L encoder layers and (optionally) the pooler."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True) -> None:
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+        head_mask: torch.Tensor | None = None,
+        output_attentions: bool = False,
+        output_hidden_states: bool = False,
+        output_qk: bool = False,
+    ) -> BertForwardOutput:
+        """Encode a batch. ``output_attentions``/``output_qk`` take the explicit attention path."""
+        hidden = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, S, H)
+        mask = additive_attention_mask(attention_mask, hidden.dtype)        # (B, 1, 1, S) or None
+        head_mask = normalise_head_mask(head_mask, self.config)
+        if head_mask is not None:
+            head_mask = head_mask.to(hidden.device)
+        explicit = output_attentions or output_qk
+        all_hidden = [hidden] if output_hidden_states else None
+        collected: dict[str, list[torch.Tensor]] = {"probs": [], "scores": [], "queries": [], "keys": []}
+        for index, layer in enumerate(self.encoder.layer):
+            layer_head_mask = None if head_mask is None else head_mask[index]
+            hidden, probes = layer(hidden, mask, layer_head_mask, explicit)
+            for name, value in probes.items():
+                collected[name].append(value)
+            if all_hidden is not None:
+                all_hidden.append(hidden)
+        return BertForwardOutput(
+            last_hidden_state=hidden,
+            pooler_output=self.pooler(hidden) if self.pooler is not None else None,
+            hidden_states=tuple(all_hidden) if all_hidden is not None else None,
+            attentions=tuple(collected["probs"]) if output_attentions else None,
+            queries=tuple(collected["queries"]) if output_qk else None,
+            keys=tuple(collected["keys"]) if output_qk else None,
+            attention_scores=tuple(collected["scores"]) if output_qk else None,
+        )
+
+
+@torch.no_grad()
+def init_bert_weights(module: nn.Module, initializer_range: float) -> None:
+    """BERT initialisation: weights ~ N(0, initializer_range), biases 0, LayerNorm 1/0, pad row 0."""
+    for sub in module.modules():
+        if isinstance(sub, nn.Linear):
+            sub.weight.normal_(0.0, initializer_range)
+            if sub.bias is not None:
+                sub.bias.zero_()
+        elif isinstance(sub, nn.Embedding):
+            sub.weight.normal_(0.0, initializer_range)
+            if sub.padding_idx is not None:
+                sub.weight[sub.padding_idx].zero_()
+        elif isinstance(sub, nn.LayerNorm):
+            sub.weight.fill_(1.0)
+            sub.bias.zero_()
+    for sub in module.modules():  # last: a tied MLM decoder (a Linear) re-draws the whole embedding matrix
+        if isinstance(sub, nn.Embedding) and sub.padding_idx is not None:
+            sub.weight[sub.padding_idx].zero_()

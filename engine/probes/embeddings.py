@@ -1,0 +1,338 @@
+"""The Embeddings view: how word, segment and position embeddings add up, and what they learned.
+
+``embeddings(loaded, text, text_pair)`` encodes ``[CLS] A [SEP] B [SEP]`` and returns an
+:class:`EmbeddingsResult` (numpy only, no tensors) with, per token, the three summands
+(word, position, segment), their sum before LayerNorm and the embedding output after it
+(equal to the model's own ``hidden_states[0]`` in eval mode); the learned position
+embeddings' cosine-similarity matrix and a 2-D PCA of them; the segment B - A vector; each
+token's nearest vocabulary neighbours by cosine of the input embeddings (one batched
+matmul over the vocabulary); and a 2-D PCA of the tokens' contextual vectors at one layer.
+
+``embeddings_over_checkpoints(models)`` gives the position-similarity matrix per
+checkpoint, so one sees the position embeddings take shape during training.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from engine.checkpoints.hf_format import LoadedModel
+
+COMPONENTS = ("word", "position", "segment", "sum", "output")
+COMPONENT_TITLES = {
+    "word": "word (token) embedding",
+    "position": "position embedding",
+    "segment": "segment (token type) embedding",
+    "sum": "sum before LayerNorm",
+    "output": "embedding output (after LayerNorm)",
+}
+DEFAULT_POSITIONS = 128
+DEFAULT_NEIGHBOURS = 8
+MAX_NEIGHBOURS = 100
+
+
+@dataclass
+class Repeat:
+    """A word piece that occurs more than once: how alike its first two occurrences are."""
+
+    token: str
+    positions: list[int]             # every position it occurs at
+    output_cosine: float             # cosine of the embedding outputs (word + position + segment, LayerNorm)
+    contextual_cosine: float         # cosine of the hidden states at the chosen layer
+    cosine_by_layer: list[float]     # cosine of the hidden states at layers 0..L
+
+
+@dataclass
+class PositionSimilarity:
+    """The learned position embeddings' cosine similarities (first ``P`` positions) of one model."""
+
+    label: str
+    matrix: np.ndarray               # (P, P)
+    adjacent: float                  # mean cosine of positions p and p + 1
+    distant: float                   # mean cosine of positions at least P // 2 apart
+
+
+@dataclass
+class EmbeddingsResult:
+    """Everything the Embeddings tab draws for one input on one model. S tokens, H hidden, k neighbours."""
+
+    text: str
+    text_pair: str | None
+    source: str                      # which model (LoadedModel.source)
+    tokens: list[str]
+    input_ids: np.ndarray            # (S,) int64
+    token_type_ids: np.ndarray       # (S,) int64
+    position_ids: np.ndarray         # (S,) int64
+    segments: list[str]              # "A", "B" or "special" per token
+    word: np.ndarray                 # (S, H) word (token) embeddings
+    position: np.ndarray             # (S, H) position embeddings
+    segment: np.ndarray              # (S, H) segment (token type) embeddings
+    summed: np.ndarray               # (S, H) word + position + segment, before LayerNorm
+    output: np.ndarray               # (S, H) LayerNorm(summed): the embedding output
+    norms: dict[str, np.ndarray]     # component name (COMPONENTS) -> (S,) L2 norms
+    output_max_diff: float           # max |output - the model's own hidden_states[0]|
+    num_positions: int               # P
+    position_similarity: np.ndarray  # (P, P) cosine similarity of the learned position embeddings
+    position_pca: np.ndarray         # (P, 2)
+    position_pca_variance: np.ndarray  # (2,) explained-variance ratios
+    segment_difference: np.ndarray | None  # (H,) segment embedding B - A (None with one segment type)
+    segment_difference_norm: float | None
+    segment_cosine: float | None     # cosine of the segment A and B embeddings
+    neighbour_ids: np.ndarray        # (S, k) nearest vocabulary ids, best first, never the token itself
+    neighbour_tokens: list[list[str]]
+    neighbour_scores: np.ndarray     # (S, k) cosine similarities
+    layer: int                       # 0 = embedding output .. num_layers
+    num_layers: int
+    contextual: np.ndarray           # (S, H) hidden states at ``layer``
+    contextual_pca: np.ndarray       # (S, 2)
+    contextual_pca_variance: np.ndarray  # (2,)
+    max_length: int
+    truncated: bool
+    num_truncated_tokens: int
+    repeats: list[Repeat] = field(default_factory=list)
+
+    def component(self, name: str) -> np.ndarray:
+        """The (S, H) array of one of ``COMPONENTS``."""
+        arrays = {"word": self.word, "position": self.position, "segment": self.segment,
+                  "sum": self.summed, "output": self.output}
+        if name not in arrays:
+            raise ValueError(f"unknown component {name!r}; choose one of {', '.join(COMPONENTS)}")
+        return arrays[name]
+
+
+def pca_2d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Centered PCA of the rows of ``x`` (N, D): ((N, 2) coordinates, (2,) explained-variance ratios).
+
+    Deterministic sign: each component's largest-magnitude loading is positive. Missing
+    components (N < 3 or D < 2) are zero columns.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"PCA needs a 2-D array, got shape {x.shape}")
+    coords = np.zeros((x.shape[0], 2))
+    ratios = np.zeros(2)
+    if x.shape[0] == 0 or x.shape[1] == 0:
+        return coords, ratios
+    centered = torch.from_numpy(x - x.mean(axis=0, keepdims=True))         # (N, D)
+    # The SVD through the eigenvectors of the smaller Gram matrix (min(N, D) square): the same
+    # components, and a multi-threaded LAPACK SVD can be 100x slower on a busy 2-core machine.
+    if centered.shape[0] <= centered.shape[1]:
+        values, vectors = torch.linalg.eigh(centered @ centered.T)         # (N,), (N, N): left singular vectors
+        loadings = centered.T @ vectors                                    # (D, N), columns scaled by s_i
+    else:
+        values, loadings = torch.linalg.eigh(centered.T @ centered)        # (D,), (D, D): right singular vectors
+    values, loadings = values.flip(0).clamp_min(0), loadings.flip(1)       # largest first
+    total = float(values.sum())
+    for c in range(min(2, values.shape[0])):
+        if total <= 0 or values[c] <= 1e-12 * total:
+            break                                                          # no variance left
+        loading = loadings[:, c] / loadings[:, c].norm()                   # (D,) unit
+        if loading[loading.abs().argmax()] < 0:
+            loading = -loading
+        coords[:, c] = (centered @ loading).numpy()                        # (N,)
+        ratios[c] = float(values[c]) / total
+    return coords, ratios
+
+
+def cosine_matrix(x: torch.Tensor) -> torch.Tensor:
+    """(N, D) -> (N, N) cosine similarities (zero rows give 0)."""
+    unit = F.normalize(x.float(), dim=-1)                                  # (N, D)
+    return unit @ unit.T                                                   # (N, N)
+
+
+def position_similarity(loaded: LoadedModel, positions: int | None = None,
+                        label: str | None = None) -> PositionSimilarity:
+    """Cosine similarity of the first ``positions`` learned position embeddings (default up to 128)."""
+    num = _check_positions(loaded, positions)
+    table = loaded.model.bert.embeddings.position_embeddings.weight
+    with torch.inference_mode():
+        matrix = cosine_matrix(table[:num]).cpu().numpy()                  # (P, P)
+    return _summarise_positions(label or loaded.source, matrix)
+
+
+def embeddings_over_checkpoints(models: Sequence[tuple[str, LoadedModel]],
+                                positions: int = 64) -> list[PositionSimilarity]:
+    """The position-similarity matrix of each ``(label, model)``, in the order given.
+
+    All matrices cover the same first ``P = min(positions, smallest max_position_embeddings)``
+    positions, so they compare cell by cell.
+    """
+    if not models:
+        raise ValueError("no checkpoints given to compare")
+    _check_int(positions, "positions")
+    if positions < 2:
+        raise ValueError(f"positions must be at least 2, got {positions}")
+    num = min([positions] + [m.config.max_position_embeddings for _, m in models])
+    return [position_similarity(m, num, label) for label, m in models]
+
+
+def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, layer: int | None = None,
+               max_length: int | None = None, neighbours: int = DEFAULT_NEIGHBOURS,
+               positions: int | None = None) -> EmbeddingsResult:
+    """Decompose the embedding of ``text`` (and ``text_pair``) on ``loaded``; see the module doc.
+
+    ``layer`` picks the hidden states for the contextual PCA (0 = embedding output, default the
+    last layer); ``max_length`` truncates the input (default and upper bound: the model's
+    positions); ``neighbours`` is how many vocabulary neighbours per token; ``positions`` how
+    many learned positions the similarity matrix and its PCA cover (default min(P_max, 128)).
+    """
+    config = loaded.config
+    tokenizer = loaded.tokenizer
+    if tokenizer is None:
+        raise ValueError(f"this model ({loaded.source}) has no tokenizer files (vocab.txt or tokenizer.json)")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("text is empty: type a sentence to embed")
+    pair = text_pair if text_pair and text_pair.strip() else None
+    num_layers = config.num_hidden_layers
+    layer = num_layers if layer is None else layer
+    _check_int(layer, "layer")
+    if not 0 <= layer <= num_layers:
+        raise ValueError(f"layer {layer} is out of range: this model has {num_layers} layers "
+                         f"(0 = embedding output .. {num_layers} = last layer)")
+    layer = int(layer)
+    limit = config.max_position_embeddings
+    max_length = limit if max_length is None else max_length
+    _check_int(max_length, "max_length")
+    if max_length > limit:
+        raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")
+    max_length = int(max_length)
+    _check_int(neighbours, "neighbours")
+    if not 1 <= neighbours <= MAX_NEIGHBOURS:
+        raise ValueError(f"neighbours must be between 1 and {MAX_NEIGHBOURS}, got {neighbours}")
+    num_positions = _check_positions(loaded, positions)
+    if pair is not None and config.type_vocab_size < 2:
+        raise ValueError("this model has a single segment type, so it cannot take a text pair")
+
+    encoding = tokenizer.encode(text, pair, max_length=max_length)
+    model = loaded.model
+    emb = model.bert.embeddings
+    device = next(model.parameters()).device
+    input_ids = torch.tensor([encoding.input_ids], device=device)              # (1, S)
+    token_type_ids = torch.tensor([encoding.token_type_ids], device=device)    # (1, S)
+    seq_len = input_ids.shape[1]
+    position_ids = torch.arange(seq_len, device=device)[None, :]               # (1, S)
+    with torch.inference_mode():
+        word, position, segment = emb.parts(input_ids, token_type_ids, position_ids)  # 3 x (1, S, H)
+        summed = word + segment + position                                     # (1, S, H), the forward's order
+        output = emb.LayerNorm(summed)                                         # (1, S, H)
+        out = model(input_ids, attention_mask=torch.ones_like(input_ids), token_type_ids=token_type_ids,
+                    output_hidden_states=True, compute=())
+        hidden = torch.stack(out.hidden_states)[:, 0].float()                  # (L + 1, S, H)
+        output_max_diff = float((output[0] - hidden[0]).abs().max())
+        parts = {"word": word[0], "position": position[0], "segment": segment[0], "sum": summed[0],
+                 "output": output[0]}                                          # each (S, H)
+        norms = {name: value.float().norm(dim=-1).cpu().numpy() for name, value in parts.items()}  # (S,)
+        pos_sim = cosine_matrix(emb.position_embeddings.weight[:num_positions])  # (P, P)
+        neighbour_ids, neighbour_scores = _neighbours(emb.word_embeddings.weight, input_ids[0], neighbours)
+        seg_diff, seg_norm, seg_cos = _segment_difference(emb.token_type_embeddings.weight)
+        repeats = _repeats(encoding, hidden, layer, tokenizer)
+        position_pca, position_var = pca_2d(emb.position_embeddings.weight[:num_positions].float().cpu().numpy())
+        contextual = hidden[layer].cpu().numpy()                               # (S, H)
+    contextual_pca, contextual_var = pca_2d(contextual)
+    neighbour_ids = neighbour_ids.cpu().numpy()
+    return EmbeddingsResult(
+        text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+        input_ids=np.asarray(encoding.input_ids, dtype=np.int64),
+        token_type_ids=np.asarray(encoding.token_type_ids, dtype=np.int64),
+        position_ids=np.arange(seq_len, dtype=np.int64), segments=_segments(encoding),
+        word=_numpy(parts["word"]), position=_numpy(parts["position"]), segment=_numpy(parts["segment"]),
+        summed=_numpy(parts["sum"]), output=_numpy(parts["output"]), norms=norms,
+        output_max_diff=output_max_diff, num_positions=num_positions,
+        position_similarity=pos_sim.cpu().numpy(), position_pca=position_pca, position_pca_variance=position_var,
+        segment_difference=seg_diff, segment_difference_norm=seg_norm, segment_cosine=seg_cos,
+        neighbour_ids=neighbour_ids,
+        neighbour_tokens=[[_piece(tokenizer, int(i)) for i in row] for row in neighbour_ids],
+        neighbour_scores=neighbour_scores.cpu().numpy(), layer=layer, num_layers=num_layers,
+        contextual=contextual, contextual_pca=contextual_pca, contextual_pca_variance=contextual_var,
+        max_length=max_length, truncated=encoding.truncated, num_truncated_tokens=encoding.num_truncated_tokens,
+        repeats=repeats,
+    )
+
+
+# --- internals ---
+
+def _check_int(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+
+
+def _check_positions(loaded: LoadedModel, positions: int | None) -> int:
+    limit = loaded.config.max_position_embeddings
+    if positions is None:
+        return min(limit, DEFAULT_POSITIONS)
+    _check_int(positions, "positions")
+    if not 2 <= positions <= limit:
+        raise ValueError(f"positions must be between 2 and this model's {limit} positions, got {positions}")
+    return int(positions)
+
+
+def _numpy(x: torch.Tensor) -> np.ndarray:
+    return x.float().cpu().numpy()
+
+
+def _segments(encoding) -> list[str]:
+    return ["special" if special else ("A" if type_id == 0 else "B")
+            for special, type_id in zip(encoding.special_tokens_mask, encoding.token_type_ids)]
+
+
+def _neighbours(table: torch.Tensor, ids: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Top-k vocabulary rows by cosine to each id's row, the id itself excluded: ((S, k) ids, (S, k) scores)."""
+    vocab_size = table.shape[0]
+    k = min(k, vocab_size - 1)
+    unique, inverse = torch.unique(ids, return_inverse=True)                   # (U,), (S,)
+    table = table.float()                                                      # (V, H)
+    lengths = torch.linalg.vector_norm(table, dim=-1).clamp_min(1e-12)         # (V,)
+    sims = table[unique] @ table.T                                             # (U, V) dot products
+    sims /= lengths[unique, None] * lengths[None, :]                           # (U, V) cosines
+    sims[torch.arange(unique.shape[0], device=sims.device), unique] = float("-inf")  # never itself
+    scores, found = sims.topk(k, dim=-1)                                       # (U, k)
+    return found[inverse], scores[inverse]                                     # (S, k)
+
+
+def _segment_difference(table: torch.Tensor) -> tuple[np.ndarray | None, float | None, float | None]:
+    if table.shape[0] < 2:
+        return None, None, None
+    a, b = table[0].float(), table[1].float()                                  # (H,)
+    diff = b - a
+    return diff.cpu().numpy(), float(diff.norm()), float(F.cosine_similarity(a, b, dim=0))
+
+
+def _repeats(encoding, hidden: torch.Tensor, layer: int, tokenizer) -> list[Repeat]:
+    """Non-special pieces occurring twice or more, compared at their first two occurrences."""
+    where: dict[int, list[int]] = {}
+    for position, (token_id, special) in enumerate(zip(encoding.input_ids, encoding.special_tokens_mask)):
+        if not special:
+            where.setdefault(token_id, []).append(position)
+    found = []
+    for token_id, positions in where.items():
+        if len(positions) < 2:
+            continue
+        p, q = positions[:2]
+        by_layer = F.cosine_similarity(hidden[:, p], hidden[:, q], dim=-1)    # (L + 1,)
+        found.append(Repeat(token=_piece(tokenizer, token_id), positions=positions,
+                            output_cosine=float(by_layer[0]), contextual_cosine=float(by_layer[layer]),
+                            cosine_by_layer=[float(c) for c in by_layer]))
+    return found
+
+
+def _summarise_positions(label: str, matrix: np.ndarray) -> PositionSimilarity:
+    num = matrix.shape[0]
+    adjacent = float(np.diagonal(matrix, offset=1).mean()) if num > 1 else float("nan")
+    gap = np.abs(np.arange(num)[:, None] - np.arange(num)[None, :])            # (P, P)
+    far = matrix[gap >= max(1, num // 2)]
+    return PositionSimilarity(label=label, matrix=matrix, adjacent=adjacent,
+                              distant=float(far.mean()) if far.size else float("nan"))
+
+
+def _piece(tokenizer, token_id: int) -> str:
+    """The vocabulary piece, or ``"<id N>"`` for an id the model has but the tokenizer lacks."""
+    try:
+        return tokenizer.id_to_token(token_id)
+    except (IndexError, KeyError, ValueError):
+        return f"<id {token_id}>"

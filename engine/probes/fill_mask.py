@@ -1,0 +1,280 @@
+"""Fill-mask: top-k predictions for every ``[MASK]``, shaped like the ``transformers`` pipeline.
+
+``fill_mask(loaded, text)`` returns exactly what ``pipeline("fill-mask")`` returns on the
+same weights: for one mask a list of ``{"score", "token", "token_str", "sequence"}``; for
+several masks one such list per mask, in order. The pipeline's rules, matched here:
+
+* ``score`` is the softmax over the *whole* vocabulary at the mask, also with ``targets``
+  (the targets' probabilities are read from that distribution, not renormalised);
+* ``top_k`` is capped at the number of distinct target ids when ``targets`` are given;
+* a target that is not a vocabulary entry is tokenized without specials and its *first*
+  piece is used (with a warning); targets mapping to the same id count once;
+* ``token_str`` is the decode of the single id (so ``"##ing"`` stays ``"##ing"``);
+* ``sequence`` decodes the input with that one prediction put in its mask's place and
+  ``[PAD]`` ids dropped: special tokens skipped for one mask, but *kept* for several
+  masks (the other masks stay ``[MASK]``, and ``[CLS]``/``[SEP]`` appear too).
+
+Where the pipeline would crash or silently do something odd we raise a clear
+``ValueError`` instead: no mask, empty text, ``top_k < 1``, an input longer than the
+model's positions, an empty target or one that maps only to ``[UNK]``. ``top_k`` larger
+than the vocabulary is clamped to the vocabulary size (the pipeline raises).
+
+``fill_mask_details`` returns a :class:`FillMaskResult` with more for the UI (positions,
+input tokens, probabilities of requested targets, entropy), and
+``fill_mask_over_checkpoints`` runs one sentence over several checkpoints.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from engine.checkpoints.hf_format import LoadedModel, load
+from engine.model.heads import IGNORE_INDEX
+
+logger = logging.getLogger(__name__)
+
+_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d+)$", re.IGNORECASE)
+
+
+@dataclass
+class TargetInfo:
+    """How one requested target word was resolved to a vocabulary id."""
+
+    text: str            # as the user gave it
+    token_id: int
+    token: str           # the vocabulary piece used
+    exact: bool          # True if ``text`` is itself a vocabulary entry; False if its first piece was taken
+
+
+@dataclass
+class MaskPrediction:
+    """The predictions at one ``[MASK]``, best first."""
+
+    index: int                   # which mask (0-based, in text order)
+    position: int                # its position among the input tokens (with [CLS] at 0)
+    token_ids: list[int]
+    tokens: list[str]            # vocabulary pieces, e.g. "##ing"
+    token_strs: list[str]        # decoded, as the pipeline's ``token_str``
+    scores: list[float]          # probabilities over the whole vocabulary
+    sequences: list[str]         # the input with this prediction filled in (pipeline's ``sequence``)
+    entropy: float               # of the full distribution at this mask, in nats
+    target_probabilities: dict[str, float] = field(default_factory=dict)  # requested target -> probability
+    tracked: dict[str, float] = field(default_factory=dict)  # token -> probability (filled by the checkpoint probe)
+
+
+@dataclass
+class FillMaskResult:
+    """Everything the Fill-mask tab draws for one input on one model."""
+
+    text: str
+    text_pair: str | None
+    source: str                  # which model (LoadedModel.source)
+    input_ids: list[int]
+    tokens: list[str]            # input pieces, specials included
+    token_type_ids: list[int]
+    mask_positions: list[int]
+    top_k: int                   # the effective k (after clamping)
+    masks: list[MaskPrediction]
+    targets: list[TargetInfo] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def to_pipeline(self) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
+        """The ``transformers`` fill-mask pipeline's output for this result."""
+        rows = [[{"score": s, "token": t, "token_str": ts, "sequence": seq}
+                 for s, t, ts, seq in zip(m.scores, m.token_ids, m.token_strs, m.sequences)]
+                for m in self.masks]
+        return rows[0] if len(rows) == 1 else rows
+
+
+def fill_mask(loaded: LoadedModel, text: str, top_k: int = 5, targets: str | Sequence[str] | None = None,
+              text_pair: str | None = None) -> list[dict[str, Any]] | list[list[dict[str, Any]]]:
+    """Top-k fillers for each ``[MASK]`` in ``text``, in the ``transformers`` pipeline's shape."""
+    return fill_mask_details(loaded, text, top_k, targets, text_pair).to_pipeline()
+
+
+def fill_mask_details(loaded: LoadedModel, text: str, top_k: int = 5, targets: str | Sequence[str] | None = None,
+                      text_pair: str | None = None) -> FillMaskResult:
+    """Like :func:`fill_mask`, but as a :class:`FillMaskResult` with positions, tokens and target probabilities."""
+    return _run(loaded, text, top_k, targets, text_pair)[0]
+
+
+def fill_mask_over_checkpoints(sources: Sequence[str | Path | LoadedModel], text: str, top_k: int = 5,
+                               targets: str | Sequence[str] | None = None,
+                               text_pair: str | None = None) -> list[tuple[str, FillMaskResult]]:
+    """Probe one sentence across checkpoints: ``[(label, result), ...]`` in the order given.
+
+    A label is the checkpoint's directory name (e.g. ``"step-000200"``; see
+    :func:`checkpoint_step`). Each mask's ``tracked`` dict then holds, for every token
+    that is in the top-k of *any* checkpoint at that mask, its probability in this
+    checkpoint, so a chart can draw one line per token over training.
+    """
+    if not sources:
+        raise ValueError("no checkpoints given to probe")
+    runs: list[tuple[str, FillMaskResult, torch.Tensor, Any]] = []
+    for source in sources:
+        loaded = source if isinstance(source, LoadedModel) else load(source)
+        result, probs = _run(loaded, text, top_k, targets, text_pair)     # probs: (M, V)
+        runs.append((_label(source), result, probs, loaded.tokenizer))
+        del loaded                                                        # keep one model in memory at a time
+    union: dict[int, dict[str, None]] = {}                                # mask index -> pieces, first seen first
+    for _, result, _, _ in runs:
+        for mask in result.masks:
+            union.setdefault(mask.index, {}).update(dict.fromkeys(t for t in mask.tokens if t))
+    for _, result, probs, tokenizer in runs:
+        for mask in result.masks:
+            ids = {piece: tokenizer.token_to_id(piece) for piece in union[mask.index]}
+            mask.tracked = {piece: float(probs[mask.index, i]) if i is not None and i < probs.shape[1] else 0.0
+                            for piece, i in ids.items()}
+    return [(label, result) for label, result, _, _ in runs]
+
+
+def checkpoint_step(label: str) -> int | None:
+    """The training step in a checkpoint name like ``"step-000200"`` or ``"checkpoint-50"``, else None."""
+    found = _STEP.search(str(label))
+    return int(found.group(1)) if found else None
+
+
+# --- internals ---
+
+def _label(source: str | Path | LoadedModel) -> str:
+    if isinstance(source, LoadedModel):
+        return source.path.name if source.path is not None else source.source
+    if str(source) == "default":
+        return "default"
+    return Path(str(source)).expanduser().name or str(source)
+
+
+def _check_top_k(top_k: int) -> None:
+    if isinstance(top_k, bool) or not isinstance(top_k, int):
+        raise TypeError(f"top_k must be an int, got {type(top_k).__name__}")
+    if top_k < 1:
+        raise ValueError(f"top_k must be at least 1, got {top_k}")
+
+
+def _resolve_targets(loaded: LoadedModel, targets: str | Sequence[str],
+                     warnings: list[str]) -> tuple[list[TargetInfo], list[int]]:
+    """Targets -> (one TargetInfo each, the distinct ids in the pipeline's order ``list(set(ids))``)."""
+    tokenizer = loaded.tokenizer
+    if isinstance(targets, str):
+        targets = [targets]
+    if not targets:
+        raise ValueError("targets is empty: give at least one word, or no targets to rank the whole vocabulary")
+    vocab = tokenizer.get_vocab()
+    infos: list[TargetInfo] = []
+    for target in targets:
+        if not isinstance(target, str):
+            raise TypeError(f"each target must be a str, got {type(target).__name__}")
+        token_id = vocab.get(target)
+        if token_id is not None:
+            infos.append(TargetInfo(target, token_id, target, True))
+            continue
+        pieces = tokenizer.backend.encode(target, add_special_tokens=False).ids
+        if not pieces:
+            raise ValueError(f"target {target!r} is empty once tokenized; give a word from the vocabulary")
+        token_id = pieces[0]
+        if token_id == tokenizer.unk_token_id:
+            raise ValueError(f"target {target!r} is not in the vocabulary: it tokenizes to "
+                             f"{tokenizer.id_to_token(token_id)}")
+        token = tokenizer.id_to_token(token_id)
+        message = (f"target {target!r} is not in the vocabulary; using {token!r}"
+                   + (f", the first of its {len(pieces)} pieces" if len(pieces) > 1 else ""))
+        logger.warning(message)
+        warnings.append(message)
+        infos.append(TargetInfo(target, token_id, token, False))
+    return infos, list({info.token_id for info in infos})  # set order, exactly as the pipeline
+
+
+def _encode(loaded: LoadedModel, text: str, text_pair: str | None):
+    tokenizer = loaded.tokenizer
+    if tokenizer is None:
+        raise ValueError(f"this model has no tokenizer files ({loaded.source}); fill-mask needs one")
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("text is empty: write a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'")
+    mask = tokenizer.id_to_token(tokenizer.mask_token_id)
+    limit = loaded.config.max_position_embeddings
+    encoding = tokenizer.encode(text, text_pair or None, max_length=limit, truncation=False)
+    if len(encoding.input_ids) > limit:
+        raise ValueError(f"the input is {len(encoding.input_ids)} tokens long but this model takes at most "
+                         f"{limit} (special tokens included); shorten the text")
+    positions = [i for i, t in enumerate(encoding.input_ids) if t == tokenizer.mask_token_id]
+    if not positions:
+        raise ValueError(f"no mask token found: add at least one {mask} token to the text (the model's mask "
+                         f"token is {mask}, written exactly so, e.g. 'Nice to {mask} you.')")
+    return encoding, positions
+
+
+def _run(loaded: LoadedModel, text: str, top_k: int, targets: str | Sequence[str] | None,
+         text_pair: str | None) -> tuple[FillMaskResult, torch.Tensor]:
+    """Compute a :class:`FillMaskResult` and the full (M, V) probabilities at the masks."""
+    _check_top_k(top_k)
+    loaded.require_head("mlm")
+    encoding, positions = _encode(loaded, text, text_pair)
+    tokenizer = loaded.tokenizer
+    warnings: list[str] = []
+    infos, target_ids = _resolve_targets(loaded, targets, warnings) if targets is not None else (None, None)
+
+    model = loaded.model
+    device = next(model.parameters()).device
+    input_ids = torch.tensor([encoding.input_ids], device=device)              # (1, S)
+    token_type_ids = torch.tensor([encoding.token_type_ids], device=device)    # (1, S)
+    attention_mask = torch.ones_like(input_ids)                                # (1, S)
+    # Run the MLM head only at the masks: the sparse path takes positions where labels != -100.
+    select = torch.full_like(input_ids, IGNORE_INDEX)                          # (1, S)
+    select[0, positions] = tokenizer.mask_token_id
+    with torch.inference_mode():
+        out = model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                    labels=select, sparse_mlm=True, compute=("mlm",))
+        logits = out.masked_logits.float()                                      # (M, V), masks in text order
+        probs = logits.softmax(dim=-1)                                          # (M, V)
+        entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum(-1)          # (M,)
+        vocab_size = probs.shape[-1]
+        if top_k > vocab_size:
+            warnings.append(f"top_k={top_k} is larger than the vocabulary; using {vocab_size}")
+            top_k = vocab_size
+        if target_ids is not None:
+            top_k = min(top_k, len(target_ids))                                 # the pipeline's cap
+            chosen = probs[:, torch.tensor(target_ids, device=probs.device)]    # (M, T)
+            values, picks = chosen.topk(top_k)                                  # (M, k)
+            predictions = torch.tensor(target_ids, device=picks.device)[picks]  # (M, k) vocabulary ids
+        else:
+            values, predictions = probs.topk(top_k)                             # (M, k)
+    probs = probs.cpu()
+
+    single = len(positions) == 1
+    masks: list[MaskPrediction] = []
+    for m, position in enumerate(positions):
+        ids = predictions[m].tolist()
+        sequences = []
+        for token_id in ids:
+            filled = list(encoding.input_ids)
+            filled[position] = token_id
+            filled = [t for t in filled if t != tokenizer.pad_token_id]  # the pipeline drops [PAD] ids
+            sequences.append(tokenizer.decode(filled, skip_special_tokens=single))
+        masks.append(MaskPrediction(
+            index=m, position=position, token_ids=ids,
+            tokens=[_piece(tokenizer, i) for i in ids],
+            token_strs=[tokenizer.decode([i], skip_special_tokens=False) for i in ids],
+            scores=values[m].tolist(), sequences=sequences, entropy=float(entropy[m]),
+            target_probabilities={info.text: float(probs[m, info.token_id]) for info in infos or ()},
+        ))
+    result = FillMaskResult(
+        text=text, text_pair=text_pair or None, source=loaded.source, input_ids=list(encoding.input_ids),
+        tokens=list(encoding.tokens), token_type_ids=list(encoding.token_type_ids), mask_positions=positions,
+        top_k=top_k, masks=masks, targets=infos, warnings=warnings,
+    )
+    return result, probs
+
+
+def _piece(tokenizer, token_id: int) -> str:
+    """The vocabulary piece, or ``""`` for an id the model has but the tokenizer lacks."""
+    try:
+        return tokenizer.id_to_token(token_id)
+    except IndexError:
+        return ""

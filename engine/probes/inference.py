@@ -1,0 +1,34 @@
+"""The task functions the UI (and scripts) call: one per tab, each returning plain data.
+
+Each function takes a loaded model (`engine.load(...)`) and user-level input, and returns
+dataclasses, numpy arrays or Hugging Face pipeline-shaped dicts; none returns tensors.
+"""
+from __future__ import annotations
+
+from engine.probes.attention import AttentionResult, CheckpointAttention, attention, attention_over_checkpoints
+from engine.checkpoints.hf_format import LoadedModel
+from engine.probes.embeddings import EmbeddingsResult, PositionSimilarity, embeddings, embeddings_over_checkpoints
+from engine.probes.fill_mask import FillMaskResult, fill_mask, fill_mask_details, fill_mask_over_checkpoints
+from engine.probes.ablation import AblationResult, ablate_heads
+from engine.probes.qa import QAResult, answer, answer_details
+from engine.text.token_explain import Explanation
+
+__all__ = ["attention", "attention_over_checkpoints", "ablate_heads", "AttentionResult",
+           "CheckpointAttention", "AblationResult",
+           "embeddings", "embeddings_over_checkpoints", "EmbeddingsResult", "PositionSimilarity",
+           "tokenize", "fill_mask", "fill_mask_details", "fill_mask_over_checkpoints", "answer",
+           "answer_details", "Explanation", "FillMaskResult", "QAResult"]
+
+
+def tokenize(loaded: LoadedModel, text: str, text_pair: str | None = None, max_length: int | None = None) -> Explanation:
+    """WordPiece pieces, ids, type ids, offsets and counts for the Tokenize tab.
+
+    ``max_length`` defaults to the model's ``max_position_embeddings``.
+    """
+    if loaded.tokenizer is None:
+        raise ValueError(f"this model ({loaded.source}) has no tokenizer files (vocab.txt or tokenizer.json)")
+    limit = loaded.config.max_position_embeddings
+    max_length = limit if max_length is None else max_length
+    if max_length > limit:
+        raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")
+    return loaded.tokenizer.explain(text, text_pair, max_length=max_length)

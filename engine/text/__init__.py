@@ -1,0 +1,1 @@
+"""Text: the WordPiece tokenizer and its explanation of a text, corpus reading and splitting."""

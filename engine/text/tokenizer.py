@@ -1,0 +1,360 @@
+"""WordPiece tokenization over the Hugging Face `tokenizers` library.
+
+`WordPieceTokenizer` wraps a ``tokenizers.Tokenizer`` set up exactly like BERT's
+(BertNormalizer, BertPreTokenizer, WordPiece model, ``[CLS] A [SEP] B [SEP]``
+post-processor, WordPiece decoder). It trains, loads and saves Hugging Face
+compatible files, encodes into plain-list `Encoding`s, and `explain()`s one input
+for the Tokenize tab (see `token_explain`). Nothing here hand-writes WordPiece.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+from engine.text.encoding import Encoding  # noqa: F401  (re-exported)
+from engine.text.token_explain import Explanation, TokenRow, describe  # noqa: F401  (re-exported)
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+MAX_INPUT_CHARS_PER_WORD = 100
+MODEL_MAX_LENGTH = 512
+_TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
+_SPECIAL_KEYS = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token")
+
+
+def _read_vocab_txt(path: Path) -> dict[str, int]:
+    """Parse a ``vocab.txt`` the way ``transformers`` does (line number = id)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not a UTF-8 vocab.txt file: {exc}") from None
+    return {line.rstrip("\n"): i for i, line in enumerate(lines)}
+
+
+def _lowercase_of(backend: Tokenizer) -> bool:
+    """Whether the backend's normalizer lowercases (read from its JSON form)."""
+    norm = json.loads(backend.to_str()).get("normalizer") or {}
+    parts = norm.get("normalizers", [norm]) if norm.get("type") == "Sequence" else [norm]
+    return any(p.get("type") == "Lowercase" or (p.get("type") == "BertNormalizer" and p.get("lowercase"))
+               for p in parts)
+
+
+def _bert_normalizer(lowercase: bool) -> normalizers.BertNormalizer:
+    return normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
+                                      strip_accents=None, lowercase=lowercase)
+
+
+def _check_text(value: object, name: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+
+
+class WordPieceTokenizer:
+    """A BERT WordPiece tokenizer (``tokenizers.Tokenizer`` inside), HF-file compatible."""
+
+    def __init__(self, backend: Tokenizer, lowercase: bool | None = None) -> None:
+        """Adopt ``backend`` (a WordPiece ``tokenizers.Tokenizer``; modified in place).
+
+        The BERT post-processor is always installed; a missing normalizer, pre-tokenizer
+        or decoder gets BERT's; padding and truncation are switched off on the backend.
+        """
+        if not isinstance(backend, Tokenizer):
+            raise TypeError(f"backend must be a tokenizers.Tokenizer, got {type(backend).__name__}")
+        if not isinstance(backend.model, models.WordPiece):
+            raise ValueError(f"expected a WordPiece model, got {type(backend.model).__name__}")
+        vocab = backend.get_vocab(with_added_tokens=True)
+        missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+        if missing:
+            raise ValueError(f"vocabulary lacks the special token(s) {', '.join(missing)}")
+        if backend.normalizer is None:
+            backend.normalizer = _bert_normalizer(True if lowercase is None else lowercase)
+        if backend.pre_tokenizer is None:
+            backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        if backend.decoder is None:
+            backend.decoder = decoders.WordPiece(prefix="##")
+        backend.post_processor = processors.TemplateProcessing(
+            single="[CLS]:0 $A:0 [SEP]:0",
+            pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+            special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
+        )
+        backend.add_special_tokens(list(SPECIAL_TOKENS))
+        backend.no_truncation()
+        backend.no_padding()
+        self._backend = backend
+        self.lowercase: bool = _lowercase_of(backend) if lowercase is None else bool(lowercase)
+        self.pad_token_id: int = vocab["[PAD]"]
+        self.unk_token_id: int = vocab["[UNK]"]
+        self.cls_token_id: int = vocab["[CLS]"]
+        self.sep_token_id: int = vocab["[SEP]"]
+        self.mask_token_id: int = vocab["[MASK]"]
+        self._trunc_backend: Tokenizer | None = None   # clone with truncation on, used under _lock
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> Tokenizer:
+        """The underlying ``tokenizers.Tokenizer`` (no truncation, no padding)."""
+        return self._backend
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids, added tokens included."""
+        return self._backend.get_vocab_size(with_added_tokens=True)
+
+    # --- construction ---
+    @classmethod
+    def from_vocab(cls, vocab: str | Path | dict[str, int], lowercase: bool = True) -> "WordPieceTokenizer":
+        """From a ``vocab.txt`` path or a token->id dict (BERT normaliser/pre-tokenizer/post-processor)."""
+        if isinstance(vocab, (str, Path)):
+            path = Path(vocab)
+            if not path.is_file():
+                raise FileNotFoundError(f"vocabulary file not found: {path}")
+            vocab = _read_vocab_txt(path)
+        if not isinstance(vocab, dict):
+            raise TypeError(f"vocab must be a path or a dict, got {type(vocab).__name__}")
+        missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+        if missing:
+            raise ValueError(f"vocabulary lacks the special token(s) {', '.join(missing)}")
+        backend = Tokenizer(models.WordPiece(dict(vocab), unk_token="[UNK]",
+                                             max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD))
+        backend.normalizer = _bert_normalizer(lowercase)
+        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        backend.decoder = decoders.WordPiece(prefix="##")
+        return cls(backend, lowercase=lowercase)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "WordPieceTokenizer":
+        """From ``tokenizer.json``, ``vocab.txt``, or a directory holding either (tokenizer.json preferred)."""
+        path = Path(path)
+        if path.is_dir():
+            for name in ("tokenizer.json", "vocab.txt"):
+                if (path / name).is_file():
+                    return cls.from_file(path / name)
+            raise FileNotFoundError(f"no tokenizer.json or vocab.txt in {path}")
+        if not path.is_file():
+            raise FileNotFoundError(f"tokenizer file not found: {path}")
+        if path.suffix == ".json":
+            try:
+                backend = Tokenizer.from_file(str(path))
+            except Exception as exc:  # the Rust side raises plain Exception
+                raise ValueError(f"{path} is not a valid tokenizer.json: {exc}") from None
+            return cls(backend)
+        lowercase = True
+        config = path.parent / "tokenizer_config.json"
+        if config.is_file():
+            try:
+                lowercase = bool(json.loads(config.read_text(encoding="utf-8")).get("do_lower_case", True))
+            except (ValueError, AttributeError):
+                raise ValueError(f"{config} is not valid JSON") from None
+        return cls.from_vocab(path, lowercase=lowercase)
+
+    @classmethod
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int = 8000,
+        min_frequency: int = 2,
+        lowercase: bool = True,
+        progress: Callable[[float, str], None] | None = None,
+        length: int | None = None,
+        limit_alphabet: int | None = 1000,
+    ) -> "WordPieceTokenizer":
+        """Train a WordPiece vocabulary with the BERT special tokens first (ids 0..4).
+
+        ``progress(fraction, message)`` is called at the start, while texts are read
+        (fractions up to 0.8 when ``length`` is given), and with 1.0 at the end.
+        """
+        if vocab_size <= len(SPECIAL_TOKENS):
+            raise ValueError(f"vocab_size must be > {len(SPECIAL_TOKENS)}, got {vocab_size}")
+        if min_frequency < 0:
+            raise ValueError(f"min_frequency must be >= 0, got {min_frequency}")
+        report = progress or (lambda fraction, message: None)
+        every = max(1, (length or 10_000) // 100)
+
+        def stream() -> Iterator[str]:
+            count = 0
+            for count, text in enumerate(texts, start=1):
+                _check_text(text, "every training text")
+                yield text
+                if count % every == 0:
+                    fraction = 0.8 * min(1.0, count / length) if length else 0.0
+                    report(fraction, f"read {count:,} texts")
+            report(0.8, f"read {count:,} texts; building the vocabulary")
+
+        report(0.0, "starting WordPiece training")
+        backend = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD))
+        backend.normalizer = _bert_normalizer(lowercase)
+        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
+            special_tokens=list(SPECIAL_TOKENS), limit_alphabet=limit_alphabet,
+            continuing_subword_prefix="##",
+        )
+        backend.train_from_iterator(stream(), trainer=trainer, length=length)
+        tokenizer = cls.from_vocab(backend.get_vocab(), lowercase=lowercase)
+        report(1.0, f"trained a vocabulary of {tokenizer.vocab_size:,} tokens")
+        return tokenizer
+
+    def save(self, directory: str | Path) -> list[Path]:
+        """Write ``vocab.txt``, ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        by_id = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
+        if [i for _, i in by_id] != list(range(len(by_id))):
+            raise ValueError("vocabulary ids are not contiguous from 0; cannot write vocab.txt")
+        specials = dict(zip(_SPECIAL_KEYS, SPECIAL_TOKENS))
+        config = {
+            "do_lower_case": self.lowercase, "tokenize_chinese_chars": True, "strip_accents": None,
+            "tokenizer_class": "BertTokenizer", "model_max_length": MODEL_MAX_LENGTH,
+            "clean_up_tokenization_spaces": False, **specials,
+        }
+        paths = [directory / n for n in ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
+                                         "special_tokens_map.json")]
+        paths[0].write_text("".join(f"{tok}\n" for tok, _ in by_id), encoding="utf-8")
+        self._backend.save(str(paths[1]))
+        paths[2].write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        paths[3].write_text(json.dumps(specials, indent=2) + "\n", encoding="utf-8")
+        return paths
+
+    # --- vocabulary ---
+    def get_vocab(self) -> dict[str, int]:
+        """Token -> id for the whole vocabulary."""
+        return self._backend.get_vocab(with_added_tokens=True)
+
+    def id_to_token(self, token_id: int) -> str:
+        """The token for ``token_id``; IndexError if out of range."""
+        token = self._backend.id_to_token(int(token_id)) if 0 <= int(token_id) else None
+        if token is None:
+            raise IndexError(f"token id {token_id} is outside the vocabulary (size {self.vocab_size})")
+        return token
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of ``token``, or None if it is not in the vocabulary."""
+        return self._backend.token_to_id(token)
+
+    def special_ids(self) -> set[int]:
+        """Ids of [PAD], [UNK], [CLS], [SEP], [MASK]."""
+        return {self.pad_token_id, self.unk_token_id, self.cls_token_id, self.sep_token_id, self.mask_token_id}
+
+    # --- encoding ---
+    def _check_args(self, text: str, text_pair: str | None, max_length: int, truncation: bool) -> None:
+        _check_text(text, "text")
+        if text_pair is not None:
+            _check_text(text_pair, "text_pair")
+        text_pair = text_pair or None
+        if isinstance(max_length, bool) or not isinstance(max_length, int):
+            raise TypeError(f"max_length must be an int, got {type(max_length).__name__}")
+        minimum = 4 if text_pair is not None else 3
+        if truncation and max_length < minimum:
+            raise ValueError(f"max_length={max_length} is too small: need >= {minimum} for "
+                             f"{'a text pair' if text_pair is not None else 'a single text'} "
+                             f"({minimum - 1} special tokens + 1)")
+
+    def _truncate(self, inputs: list, max_length: int, strategy: str) -> list:
+        """Encode ``inputs`` with the library's truncation, on a private clone, under a lock."""
+        with self._lock:
+            if self._trunc_backend is None:
+                self._trunc_backend = Tokenizer.from_str(self._backend.to_str())
+            self._trunc_backend.enable_truncation(max_length, strategy=strategy)
+            try:
+                return self._trunc_backend.encode_batch(inputs)
+            except Exception as exc:
+                raise ValueError(f"cannot truncate to max_length={max_length} with {strategy}: {exc}") from None
+
+    def _encode_many(self, pairs: list[tuple[str, str | None]], max_length: int, truncation: bool,
+                     strategy: str) -> list[tuple[Encoding, object]]:
+        """(our Encoding, the untruncated backend encoding) per (text, pair)."""
+        if strategy not in _TRUNCATION_STRATEGIES:
+            raise ValueError(f"truncation strategy must be one of {_TRUNCATION_STRATEGIES}, got {strategy!r}")
+        for text, pair in pairs:
+            self._check_args(text, pair, max_length, truncation)
+        pairs = [(text, pair or None) for text, pair in pairs]   # "" pair = no pair, as in transformers
+        inputs = [text if pair is None else (text, pair) for text, pair in pairs]
+        full = self._backend.encode_batch(inputs)
+        final = list(full)
+        groups: dict[str, list[int]] = {}
+        for i, (enc, (_, pair)) in enumerate(zip(full, pairs)):
+            if truncation and len(enc.ids) > max_length:
+                groups.setdefault(strategy if pair is not None else "longest_first", []).append(i)
+        for strat, idx in groups.items():
+            for i, enc in zip(idx, self._truncate([inputs[i] for i in idx], max_length, strat)):
+                final[i] = enc
+        return [(self._to_encoding(e, len(f.ids) - len(e.ids)), f) for e, f in zip(final, full)]
+
+    @staticmethod
+    def _to_encoding(e, dropped: int) -> Encoding:
+        return Encoding(
+            input_ids=list(e.ids), token_type_ids=list(e.type_ids), attention_mask=list(e.attention_mask),
+            tokens=list(e.tokens), offsets=[tuple(o) for o in e.offsets],
+            special_tokens_mask=list(e.special_tokens_mask), word_ids=list(e.word_ids),
+            sequence_ids=list(e.sequence_ids), truncated=dropped > 0, num_truncated_tokens=dropped,
+        )
+
+    def encode(self, text: str, text_pair: str | None = None, max_length: int = 512,
+               truncation: bool = True, truncation_side_pair: str = "longest_first") -> Encoding:
+        """Encode ``text`` (and ``text_pair``) with specials; truncate to ``max_length`` incl. specials.
+
+        An empty ``text_pair`` counts as no pair (as in ``transformers``).
+
+        ``truncation_side_pair`` is the library's pair strategy: "longest_first",
+        "only_first" or "only_second". Raises ValueError if ``max_length`` is too small.
+        """
+        return self._encode_many([(text, text_pair)], max_length, truncation, truncation_side_pair)[0][0]
+
+    def encode_batch(self, pairs: list[tuple[str, str | None]], max_length: int = 512) -> list[Encoding]:
+        """Encode many (text, text_pair or None) at once, unpadded, longest_first truncation."""
+        pairs = [(p, None) if isinstance(p, str) else tuple(p) for p in pairs]
+        return [enc for enc, _ in self._encode_many(pairs, max_length, True, "longest_first")]
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
+        """Ids back to text (``##`` pieces joined)."""
+        return self._backend.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
+
+    def explain(self, text: str, text_pair: str | None = None, max_length: int = 512) -> Explanation:
+        """Encode and describe one input for the Tokenize tab (rows, counts, layout, highlights)."""
+        (enc, full), = self._encode_many([(text, text_pair)], max_length, True, "longest_first")
+        return describe(enc, full, text, text_pair or None, max_length, self.unk_token_id)
+
+    def encode_qa_windows(self, question: str, context: str, max_seq_len: int = 384, doc_stride: int = 128,
+                          max_question_len: int = 64) -> list[Encoding]:
+        """``[CLS] question [SEP] context-window [SEP]`` windows, as the QA pipeline encodes them.
+
+        The library truncates the context only ("only_second") and returns the overflow as
+        further windows, consecutive windows sharing ``doc_stride`` context tokens. The
+        question is first cut to ``max_question_len`` tokens (at a token's character end).
+        Offsets of context tokens index ``context``. Raises ValueError when the question
+        leaves no room for the context or ``doc_stride`` >= the context room of a window.
+        """
+        _check_text(question, "question")
+        _check_text(context, "context")
+        for name, value in (("max_seq_len", max_seq_len), ("doc_stride", doc_stride),
+                            ("max_question_len", max_question_len)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if max_question_len < 1 or doc_stride < 0:
+            raise ValueError(f"need max_question_len >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
+        asked = self._backend.encode(question, add_special_tokens=False)
+        if len(asked.ids) > max_question_len:
+            question = question[:asked.offsets[max_question_len - 1][1]]  # same first pieces (greedy WordPiece)
+        num_question = min(len(asked.ids), max_question_len)
+        room = max_seq_len - num_question - 3                              # context tokens per window
+        if room < 1:
+            raise ValueError(f"the question takes {num_question} tokens, which leaves no room for the context "
+                             f"in max_seq_len={max_seq_len}; shorten the question or raise max_seq_len")
+        num_context = len(self._backend.encode(context, add_special_tokens=False).ids)
+        if num_context > room and doc_stride >= room:
+            raise ValueError(f"doc_stride ({doc_stride}) must be smaller than the {room} context tokens a window "
+                             f"holds (max_seq_len {max_seq_len} - {num_question} question tokens - 3 specials)")
+        with self._lock:
+            if self._trunc_backend is None:
+                self._trunc_backend = Tokenizer.from_str(self._backend.to_str())
+            self._trunc_backend.enable_truncation(max_seq_len, stride=doc_stride, strategy="only_second")
+            try:
+                first = self._trunc_backend.encode(question, context)
+            finally:
+                self._trunc_backend.no_truncation()
+        windows = [first, *first.overflowing]
+        return [self._to_encoding(w, num_context - w.sequence_ids.count(1)) for w in windows]

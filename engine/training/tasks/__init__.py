@@ -1,0 +1,25 @@
+"""Training tasks for the one ``Trainer``: pretraining (MLM + NSP), extractive QA (alone or with MLM/NSP
+kept alive, ``qa_mlm``), sequence classification."""
+from __future__ import annotations
+
+from engine.training.config import TrainingConfig
+from engine.training.tasks.base import TrainBatch, TrainData, TrainingTask, freeze_encoder, freeze_unused
+from engine.training.tasks.pretraining import PretrainingTask, build_datasets
+
+__all__ = ["TrainBatch", "TrainData", "TrainingTask", "PretrainingTask", "build_datasets", "freeze_encoder",
+           "freeze_unused", "task_for"]
+
+
+def task_for(config: TrainingConfig) -> TrainingTask:
+    """The task ``config.task`` names."""
+    if config.task == "pretraining":
+        return PretrainingTask(config)
+    from engine.training.tasks.finetuning import ClassificationTask, QATask
+    if config.task == "qa":
+        return QATask()
+    if config.task == "qa_mlm":
+        from engine.training.tasks.qa_with_mlm import QAWithMLMTask
+        return QAWithMLMTask(config)
+    if config.task == "classification":
+        return ClassificationTask()
+    raise ValueError(f"unknown task {config.task!r}")

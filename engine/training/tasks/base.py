@@ -1,0 +1,117 @@
+"""What the ``Trainer`` trains, as a small object: heads, batch weighting, loss, metrics, checks.
+
+The trainer owns everything that does not depend on the task (optimizer, schedule,
+accumulation, precision, DDP, divergence, checkpoints, resume); a ``TrainingTask`` says
+
+* which heads run (``heads``) and whether the pooler is used (``uses_pooler``),
+* how much each loss term of a micro-batch weighs (``counts``: e.g. masked tokens for
+  MLM, sentence pairs for NSP, examples for QA and classification),
+* how a batch goes through the model (``forward``) and the mean loss of each term (``losses``),
+* what is summed over micro-batches and processes (``tally``) and the metrics from those
+  sums (``metrics``; evaluation prefixes them with ``eval_``).
+
+Losses of several micro-batches (and processes) are combined as ``sum_i loss_i * n_i / N``
+per term, so an accumulated step has the gradient of the union of its micro-batches.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol, Sequence
+
+import torch
+
+from engine.model.heads import BertWithHeads
+from engine.model.outputs import BertForwardOutput
+from engine.training.config import TrainingConfig
+
+
+class TrainBatch(Protocol):
+    """A collated micro-batch: tensors that move to a device, and its count of real tokens."""
+
+    @property
+    def num_tokens(self) -> int: ...
+
+    def to(self, device: torch.device, non_blocking: bool = False) -> "TrainBatch": ...
+
+
+class TrainData(Protocol):
+    """A dataset the trainer reads by (epoch, index); every batch can be rebuilt exactly."""
+
+    batch_size: int
+
+    def num_batches(self, epoch: int) -> int: ...
+
+    def batch(self, epoch: int, index: int) -> TrainBatch: ...
+
+
+class TrainingTask:
+    """Base class: one loss term per entry of ``counts``; subclasses fill in the rest."""
+
+    name = "task"
+    terms = 1                               # loss terms: the length of ``counts``
+    stat_names: tuple[str, ...] = ()        # what ``tally`` sums, in order
+
+    def heads(self, config: TrainingConfig) -> tuple[str, ...]:
+        """The heads this task runs (others the model has are carried along untouched)."""
+        raise NotImplementedError
+
+    def uses_pooler(self, config: TrainingConfig) -> bool:
+        return False
+
+    def check(self, model: BertWithHeads, train_data: TrainData, eval_data: TrainData | None,
+              config: TrainingConfig) -> None:
+        """Raise ``ValueError`` when the model or the data cannot be trained with ``config``."""
+        raise NotImplementedError
+
+    def counts(self, batch: Any) -> tuple[int, ...]:
+        """Per loss term, how many targets this (CPU) micro-batch has: its weight in the step."""
+        raise NotImplementedError
+
+    def forward(self, net: torch.nn.Module, batch: Any, config: TrainingConfig) -> BertForwardOutput:
+        """Run ``net`` on a batch already on the device (the trainer sets the precision)."""
+        raise NotImplementedError
+
+    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
+        """The mean loss of each term, in ``counts`` order."""
+        raise NotImplementedError
+
+    def tally(self, out: BertForwardOutput, batch: Any, counts: Sequence[int]) -> torch.Tensor:
+        """Detached float sums of one micro-batch, shape (len(stat_names),)."""
+        raise NotImplementedError
+
+    def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
+        """Named metrics from the summed ``tally`` values and the summed ``counts``."""
+        raise NotImplementedError
+
+    def fingerprint(self, data: TrainData) -> str:
+        """A hash of the training data (checked when a run resumes)."""
+        return data.fingerprint()   # type: ignore[attr-defined]
+
+
+def freeze_encoder(model: BertWithHeads) -> int:
+    """Stop gradients to the embeddings and the encoder layers (the heads and the pooler still train).
+
+    The MLM decoder weight *is* the word-embedding matrix, so it is frozen with them; the
+    MLM transform and decoder bias are not. Returns the number of parameters frozen.
+    """
+    frozen = 0
+    for module in (model.bert.embeddings, model.bert.encoder):
+        for param in module.parameters():
+            param.requires_grad_(False)
+            frozen += param.numel()
+    return frozen
+
+
+
+def freeze_unused(model: BertWithHeads, heads: Sequence[str], uses_pooler: bool) -> None:
+    """Heads the task does not run (and the pooler when it needs none) get no gradient and no
+    optimizer slot: they are carried along and saved unchanged. (DistributedDataParallel needs
+    this: it expects a gradient for every trainable parameter the forward output reaches.) The
+    MLM decoder weight is the word-embedding matrix and belongs to the encoder, not to the head."""
+    parts = {"mlm": lambda: [*model.cls.predictions.transform.parameters(), model.cls.predictions.bias],
+             "nsp": lambda: list(model.cls.seq_relationship.parameters()),
+             "qa": lambda: list(model.qa_outputs.parameters()), "cls": lambda: list(model.classifier.parameters())}
+    unused = [p for head in model.heads if head not in heads for p in parts[head]()]
+    if model.has_pooler and not uses_pooler:
+        unused += list(model.bert.pooler.parameters())
+    for param in unused:
+        param.requires_grad_(False)

@@ -1,0 +1,113 @@
+"""Fine-tuning tasks for the ``Trainer``: extractive QA (span head) and sequence classification.
+
+Both weigh a micro-batch by its number of features, so the step loss is the mean over every
+feature of the accumulated step, as one big batch would give.
+
+* QA: loss = (CE(start) + CE(end)) / 2 as ``BertForQuestionAnswering``; metrics ``qa_loss``,
+  ``start_acc``, ``end_acc`` (argmax = the labelled token) and ``span_acc`` (both right).
+* Classification: cross-entropy on the pooled output (``BertForSequenceClassification``);
+  metrics ``cls_loss`` and ``accuracy``.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from engine.data.features import FeatureDataset, FinetuneBatch
+from engine.model.heads import BertWithHeads
+from engine.model.outputs import BertForwardOutput
+from engine.training.config import TrainingConfig
+from engine.training.tasks.base import TrainingTask
+
+_HEAD_NAMES = {"qa": "question-answering (span)", "cls": "sequence-classification"}
+
+
+class _FeatureTask(TrainingTask):
+    """Shared parts: one loss term weighted by the features of the batch; ``FeatureDataset`` data."""
+
+    head = ""
+
+    def heads(self, config: TrainingConfig) -> tuple[str, ...]:
+        return (self.head,)
+
+    def check(self, model: BertWithHeads, train_data: FeatureDataset, eval_data: FeatureDataset | None,
+              config: TrainingConfig) -> None:
+        if self.head not in model.heads:
+            raise ValueError(f"{self.name} fine-tuning needs a model with a {_HEAD_NAMES[self.head]} head")
+        for name, data in (("training", train_data), ("evaluation", eval_data)):
+            if data is None:
+                continue
+            if not isinstance(data, FeatureDataset) or data.task != self.name:
+                raise ValueError(f"the {name} data is not {self.name} features (build it with "
+                                 f"engine.data.qa_features / engine.data.classification)")
+            if data.max_seq_length != config.max_seq_length:
+                raise ValueError(f"the {name} data was built with max_seq_length={data.max_seq_length} but the "
+                                 f"training config says {config.max_seq_length}")
+        if train_data.batch_size != config.batch_size:
+            raise ValueError(f"the training data was built with batch_size={train_data.batch_size} but the "
+                             f"training config says {config.batch_size}")
+
+    def counts(self, batch: FinetuneBatch) -> tuple[int]:
+        return (batch.size,)
+
+
+class QATask(_FeatureTask):
+    """Start/end positions of the answer span (0, [CLS], when the window does not hold it)."""
+
+    name, head = "qa", "qa"
+    stat_names = ("qa_loss_sum", "start_correct", "end_correct", "span_correct")
+
+    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> BertForwardOutput:
+        return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                   start_positions=batch.start_positions, end_positions=batch.end_positions, compute=("qa",))
+
+    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
+        return [out.qa_loss]
+
+    def tally(self, out: BertForwardOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+        with torch.no_grad():
+            start_ok = out.start_logits.argmax(-1) == batch.start_positions       # (B,)
+            end_ok = out.end_logits.argmax(-1) == batch.end_positions             # (B,)
+            return torch.stack((out.qa_loss.detach().float() * counts[0], start_ok.sum().float(),
+                                end_ok.sum().float(), (start_ok & end_ok).sum().float()))
+
+    def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
+        n = max(1, totals[0])
+        return {"qa_loss": sums[0] / n, "start_acc": sums[1] / n, "end_acc": sums[2] / n, "span_acc": sums[3] / n}
+
+
+class ClassificationTask(_FeatureTask):
+    """A class per text (pair) from the pooled [CLS] vector."""
+
+    name, head = "classification", "cls"
+    stat_names = ("cls_loss_sum", "correct")
+
+    def uses_pooler(self, config: TrainingConfig) -> bool:
+        return True
+
+    def check(self, model: BertWithHeads, train_data: FeatureDataset, eval_data: FeatureDataset | None,
+              config: TrainingConfig) -> None:
+        super().check(model, train_data, eval_data, config)
+        for data in (train_data, eval_data):
+            if data is not None and data.targets.size and int(data.targets.max()) >= model.config.num_labels:
+                raise ValueError(f"the data has class ids up to {int(data.targets.max())} but the model's "
+                                 f"classifier has {model.config.num_labels} labels")
+        if model.config.num_labels < 2:
+            raise ValueError("classification needs at least two labels")
+
+    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> BertForwardOutput:
+        return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                   class_labels=batch.class_labels, compute=("cls",))
+
+    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
+        return [out.classification_loss]
+
+    def tally(self, out: BertForwardOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+        with torch.no_grad():
+            correct = (out.logits.argmax(-1) == batch.class_labels).sum().float()
+            return torch.stack((out.classification_loss.detach().float() * counts[0], correct))
+
+    def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
+        n = max(1, totals[0])
+        return {"cls_loss": sums[0] / n, "accuracy": sums[1] / n}

@@ -1,0 +1,115 @@
+"""Pretraining as a ``TrainingTask``: masked-LM (+ next-sentence prediction) on ``PretrainingDataset``s."""
+from __future__ import annotations
+
+import hashlib
+from array import array
+from typing import Any, Sequence
+
+import torch
+
+from engine.text.corpus import Document
+from engine.model.heads import IGNORE_INDEX, BertWithHeads
+from engine.model.outputs import BertForwardOutput
+from engine.data.pretraining import Batch, PretrainingDataset
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.config import TrainingConfig
+from engine.training.tasks.base import TrainingTask
+
+
+def build_datasets(train_documents: Sequence[Document], eval_documents: Sequence[Document] | None,
+                   tokenizer: WordPieceTokenizer, config: TrainingConfig,
+                   short_seq_prob: float = 0.1) -> tuple[PretrainingDataset, PretrainingDataset | None]:
+    """Training and held-out datasets built with the config's batch size, length and masking."""
+    def make(documents: Sequence[Document], seed: int) -> PretrainingDataset:
+        return PretrainingDataset(documents, tokenizer, config.max_seq_length, config.batch_size,
+                                  config.mlm_probability, short_seq_prob, config.nsp, config.whole_word_masking, seed)
+    evaluation = make(eval_documents, config.seed + 1) if eval_documents else None
+    return make(train_documents, config.seed), evaluation
+
+
+class PretrainingTask(TrainingTask):
+    """MLM loss weighted by masked tokens, NSP loss by sentence pairs (when ``config.nsp``)."""
+
+    name, terms = "pretraining", 2
+    stat_names = ("mlm_loss_sum", "mlm_correct", "nsp_loss_sum", "nsp_correct")
+
+    def __init__(self, config: TrainingConfig) -> None:
+        self.nsp = config.nsp
+
+    def heads(self, config: TrainingConfig) -> tuple[str, ...]:
+        return ("mlm", "nsp") if config.nsp else ("mlm",)
+
+    def uses_pooler(self, config: TrainingConfig) -> bool:
+        return config.nsp
+
+    def check(self, model: BertWithHeads, train_data: PretrainingDataset, eval_data: PretrainingDataset | None,
+              config: TrainingConfig) -> None:
+        if "mlm" not in model.heads:
+            raise ValueError("pretraining needs a model with a masked-LM head")
+        if config.nsp and "nsp" not in model.heads:
+            raise ValueError("next-sentence prediction is on but the model has no NSP head")
+        _check_dataset(train_data, config, "training", check_batch=True)
+        if eval_data is not None:
+            _check_dataset(eval_data, config, "evaluation", check_batch=False)
+
+    def counts(self, batch: Batch) -> tuple[int, int]:
+        masked = int((batch.labels != IGNORE_INDEX).sum())
+        pairs = int((batch.next_sentence_label != IGNORE_INDEX).sum()) if self.nsp else 0
+        return masked, pairs
+
+    def forward(self, net: torch.nn.Module, batch: Batch, config: TrainingConfig) -> BertForwardOutput:
+        inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
+                  "token_type_ids": batch.token_type_ids, "labels": batch.labels}
+        if self.nsp:
+            inputs["next_sentence_label"] = batch.next_sentence_label
+        return net(**inputs, sparse_mlm=True, compute=self.heads(config))
+
+    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
+        return [out.mlm_loss, out.nsp_loss]
+
+    def tally(self, out: BertForwardOutput, batch: Batch, counts: Sequence[int]) -> torch.Tensor:
+        """(mlm loss * n, mlm correct, nsp loss * k, nsp correct) of one micro-batch."""
+        n, k = counts
+        with torch.no_grad():
+            targets = batch.labels[batch.labels != IGNORE_INDEX]                  # (N,)
+            mlm_correct = (out.masked_logits.argmax(-1) == targets).sum().float()
+            zero = torch.zeros((), device=targets.device)
+            nsp_loss, nsp_correct = zero, zero
+            if k:
+                nsp_loss = out.nsp_loss.detach().float() * k
+                nsp_correct = (out.seq_relationship_logits.argmax(-1) == batch.next_sentence_label).sum().float()
+            return torch.stack((out.mlm_loss.detach().float() * n, mlm_correct, nsp_loss, nsp_correct))
+
+    def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
+        masked, pairs = max(1, totals[0]), totals[1]
+        nsp = pairs > 0
+        return {"mlm_loss": sums[0] / masked, "mlm_acc": sums[1] / masked,
+                "nsp_loss": sums[2] / pairs if nsp else None, "nsp_acc": sums[3] / pairs if nsp else None}
+
+    def fingerprint(self, data: PretrainingDataset) -> str:
+        """A hash of the training data's token ids and sampling settings."""
+        digest = hashlib.sha256()
+        digest.update(repr((data.seed, data.batch_size, data.max_seq_length, data.mlm_probability,
+                            data.short_seq_prob, data.nsp, data.whole_word, data.pad_to, data.drop_last,
+                            data.vocab.vocab_size)).encode())
+        for document in data.documents_token_ids:
+            for sentence in document:
+                digest.update(array("q", sentence).tobytes() + b"|")
+            digest.update(b"#")
+        return digest.hexdigest()
+
+
+def _check_dataset(data: PretrainingDataset, config: TrainingConfig, name: str, check_batch: bool) -> None:
+    """The dataset must have been built with the config's data settings (see ``build_datasets``)."""
+    if not isinstance(data, PretrainingDataset):
+        raise ValueError(f"the {name} data is a {type(data).__name__}, not pretraining data; "
+                         f"the training config's task is {config.task!r}")
+    pairs = [("max_seq_length", data.max_seq_length, config.max_seq_length),
+             ("mlm_probability", data.mlm_probability, config.mlm_probability),
+             ("nsp", data.nsp, config.nsp), ("whole_word_masking", data.whole_word, config.whole_word_masking)]
+    if check_batch:
+        pairs.append(("batch_size", data.batch_size, config.batch_size))
+    for field_name, theirs, ours in pairs:
+        if theirs != ours:
+            raise ValueError(f"the {name} data was built with {field_name}={theirs} but the training config says "
+                             f"{ours}; build both from one config (engine.training.trainer.build_datasets)")

@@ -1,0 +1,151 @@
+"""QA fine-tuning that keeps the masked-LM (and NSP) objective alive: task ``qa_mlm``.
+
+Fine-tuning the whole encoder for SQuAD alone moves it away from what the MLM head reads,
+and fill-mask gets worse (re-fitting the heads on a frozen encoder recovers only part).
+Here every optimizer step sees one QA micro-batch *and* one pretraining micro-batch from a
+text corpus, and the loss is the sum of the three means, each weighted like its own task:
+
+    loss = MLM (per masked token) + NSP (per sentence pair) + QA (per feature)
+
+so the encoder learns the span head without forgetting the MLM head (multi-task learning,
+as in MT-DNN). The QA features set the epoch; the pretraining batches run on in their own
+epochs beside them, and both are rebuilt exactly from a (epoch, index) position, so a
+resumed run sees the very same batches. One process only: two forward passes before one
+backward do not suit DistributedDataParallel's gradient hooks.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from engine.training import distributed as dist
+from engine.data.features import FeatureDataset, FinetuneBatch
+from engine.model.heads import BertWithHeads
+from engine.model.outputs import BertForwardOutput
+from engine.data.pretraining import Batch, PretrainingDataset
+from engine.training.config import TrainingConfig
+from engine.training.tasks.base import TrainingTask
+from engine.training.tasks.finetuning import QATask
+from engine.training.tasks.pretraining import PretrainingTask
+
+
+@dataclass
+class JointBatch:
+    """One QA micro-batch and one pretraining micro-batch, trained in the same step."""
+
+    qa: FinetuneBatch
+    pretraining: Batch
+
+    @property
+    def num_tokens(self) -> int:
+        return self.qa.num_tokens + self.pretraining.num_tokens
+
+    def to(self, device: torch.device | str, non_blocking: bool = False) -> "JointBatch":
+        return JointBatch(self.qa.to(device, non_blocking), self.pretraining.to(device, non_blocking))
+
+
+class JointDataset:
+    """QA features paired with pretraining batches; batch ``i`` of epoch ``e`` is the QA batch
+    (e, i) with the pretraining batch at the same running count, wrapping over its own epochs.
+    The two may hold different numbers of sequences (``--mlm-batch-size``); ``batch_size`` is the
+    QA one, which the run's config names."""
+
+    def __init__(self, qa: FeatureDataset, pretraining: PretrainingDataset) -> None:
+        self.qa, self.pretraining = qa, pretraining
+        self.batch_size = qa.batch_size
+        self._pretraining_epochs: list[int] = []       # batches per pretraining epoch, as far as read
+
+    def __len__(self) -> int:
+        return len(self.qa)
+
+    @property
+    def example_index(self):
+        return self.qa.example_index
+
+    def num_batches(self, epoch: int = 0) -> int:
+        return self.qa.num_batches(epoch)
+
+    def pretraining_position(self, count: int) -> tuple[int, int]:
+        """(epoch, index) of the ``count``-th pretraining batch read (0-based, over all epochs)."""
+        epoch = 0
+        while True:
+            if epoch == len(self._pretraining_epochs):
+                self._pretraining_epochs.append(self.pretraining.num_batches(epoch))
+            if count < self._pretraining_epochs[epoch]:
+                return epoch, count
+            count -= self._pretraining_epochs[epoch]
+            epoch += 1
+
+    def batch(self, epoch: int, index: int) -> JointBatch:
+        count = sum(self.qa.num_batches(e) for e in range(epoch)) + index
+        return JointBatch(self.qa.batch(epoch, index), self.pretraining.batch(*self.pretraining_position(count)))
+
+
+class QAWithMLMTask(TrainingTask):
+    """Loss terms (MLM, NSP, QA); metrics of both tasks (mlm_loss, mlm_acc, nsp_*, qa_loss, *_acc)."""
+
+    name, terms = "qa_mlm", 3
+
+    def __init__(self, config: TrainingConfig) -> None:
+        self.pretraining_task, self.qa_task = PretrainingTask(config), QATask()
+        self.stat_names = self.pretraining_task.stat_names + self.qa_task.stat_names
+        self._split = len(self.pretraining_task.stat_names)
+
+    def heads(self, config: TrainingConfig) -> tuple[str, ...]:
+        return self.pretraining_task.heads(config) + ("qa",)
+
+    def uses_pooler(self, config: TrainingConfig) -> bool:
+        return config.nsp
+
+    def check(self, model: BertWithHeads, train_data: JointDataset, eval_data: JointDataset | None,
+              config: TrainingConfig) -> None:
+        if dist.world_size() > 1:
+            raise ValueError("QA with masked-LM (task qa_mlm) trains in one process; run it without torchrun")
+        for name, data in (("training", train_data), ("evaluation", eval_data)):
+            if data is not None and not isinstance(data, JointDataset):
+                raise ValueError(f"the {name} data is a {type(data).__name__}, not QA features paired with "
+                                 f"pretraining batches (engine.training.tasks.qa_with_mlm.JointDataset)")
+        # the QA half: head, feature type, length and batch size, as QA alone checks them
+        self.qa_task.check(model, train_data.qa, eval_data.qa if eval_data is not None else None, config)
+        if "mlm" not in model.heads:
+            raise ValueError("QA with masked-LM needs a model with a masked-LM head")
+        if config.nsp and "nsp" not in model.heads:
+            raise ValueError("next-sentence prediction is on but the model has no NSP head")
+        for name, data in (("training", train_data), ("evaluation", eval_data)):   # the text half's own length
+            if data is not None and (data.pretraining.mlm_probability, data.pretraining.nsp) != (
+                    config.mlm_probability, config.nsp):
+                raise ValueError(f"the {name} pretraining data was built with other masking or NSP settings "
+                                 f"than the training config's")
+
+    def counts(self, batch: JointBatch) -> tuple[int, int, int]:
+        return self.pretraining_task.counts(batch.pretraining) + self.qa_task.counts(batch.qa)
+
+    def forward(self, net: torch.nn.Module, batch: JointBatch, config: TrainingConfig) -> BertForwardOutput:
+        """Two passes (pretraining, then QA) merged into one output: MLM/NSP fields from the first,
+        span logits, the QA loss and the hidden states from the second."""
+        text = self.pretraining_task.forward(net, batch.pretraining, config)
+        qa = self.qa_task.forward(net, batch.qa, config)
+        return BertForwardOutput(
+            last_hidden_state=qa.last_hidden_state, masked_positions=text.masked_positions,
+            masked_logits=text.masked_logits, seq_relationship_logits=text.seq_relationship_logits,
+            mlm_loss=text.mlm_loss, nsp_loss=text.nsp_loss, start_logits=qa.start_logits,
+            end_logits=qa.end_logits, qa_loss=qa.qa_loss)
+
+    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
+        return [out.mlm_loss, out.nsp_loss, out.qa_loss]
+
+    def tally(self, out: BertForwardOutput, batch: JointBatch, counts: Sequence[int]) -> torch.Tensor:
+        return torch.cat((self.pretraining_task.tally(out, batch.pretraining, counts[:2]),
+                          self.qa_task.tally(out, batch.qa, counts[2:])))
+
+    def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
+        return {**self.pretraining_task.metrics(sums[:self._split], totals[:2]),
+                **self.qa_task.metrics(sums[self._split:], totals[2:])}
+
+    def fingerprint(self, data: JointDataset) -> str:
+        """Both datasets' fingerprints, hashed together (checked when a run resumes)."""
+        both = f"{data.qa.fingerprint()}|{self.pretraining_task.fingerprint(data.pretraining)}"
+        return hashlib.sha256(both.encode()).hexdigest()

@@ -1,0 +1,1 @@
+"""The Attention tab: heatmaps, model view, head stats, ablation, exports."""

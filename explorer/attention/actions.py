@@ -1,0 +1,164 @@
+"""What the Attention tab's ablation, export and over-training buttons do, and the input checks
+every Attention handler shares. No widgets here: plain arguments in, figures / text / paths out;
+bad input raises ``gr.Error`` or ``ValueError`` (turned into a message by ``friendly_errors``)."""
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import plotly.graph_objects as go
+
+from engine.probes.attention import check_head_index
+from engine.checkpoints.hf_format import LoadedModel
+from engine.probes.ablation import AblationResult, parse_heads
+from engine.probes.head_stats import STAT_TITLES
+from engine.probes.inference import ablate_heads, attention, attention_over_checkpoints
+from explorer.model_registry import ModelChoice, evenly_spaced
+from explorer.attention import ablation_plots
+from explorer.attention import export as attention_export
+from explorer.services import Services
+from explorer.ui_errors import check_length, require_text
+
+MIN_LENGTH = 8
+DEFAULT_LENGTH = 128
+MAX_CHECKPOINTS = 6            # checkpoints shown over training (evenly spaced, first and last included)
+DEFAULT_TOP_K = 5
+EMPTY_MESSAGE = "Type a sentence to see where each token looks."
+
+
+EXPORT_FOLDER = "bert-explorer-exports"         # inside the temp dir of the moment (Gradio serves only from there)
+EXPORT_MAX_AGE_S = 3600.0
+
+
+def new_export_folder(root: Path | None = None, max_age_s: float = EXPORT_MAX_AGE_S) -> str:
+    """A fresh folder for one export; folders older than ``max_age_s`` go first (Gradio has served its own
+    copies of their files long before), so a long-running public app does not fill its disk."""
+    root = root or Path(tempfile.gettempdir()) / EXPORT_FOLDER
+    root.mkdir(parents=True, exist_ok=True)
+    cutoff = time.time() - max_age_s
+    for old in root.glob("attention-export-*"):
+        try:
+            if old.is_dir() and not old.is_symlink() and old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        except OSError:
+            continue
+    return tempfile.mkdtemp(prefix="attention-export-", dir=root)
+
+
+def model_shape(loaded: LoadedModel) -> tuple[int, int]:
+    """(layers, heads) of a model."""
+    return loaded.config.num_hidden_layers, loaded.config.num_attention_heads
+
+
+def effective_length(services: Services, loaded: LoadedModel, max_length: Any) -> int:
+    """The slider's max length, checked, capped at the model's positions."""
+    length = DEFAULT_LENGTH if max_length is None else int(max_length)
+    limit = min(512, services.max_length)
+    if not MIN_LENGTH <= length <= limit:
+        raise gr.Error(f"Max length must be between {MIN_LENGTH} and {limit}; got {length}.", print_exception=False)
+    return min(length, loaded.config.max_position_embeddings)
+
+
+def read_inputs(text: str | None, text_pair: str | None) -> tuple[str, str | None]:
+    """The text (required) and the pair (``None`` when blank), length-checked."""
+    text = require_text(text, empty_message=EMPTY_MESSAGE)
+    pair = text_pair if text_pair and text_pair.strip() else None
+    if pair is not None:
+        check_length(pair, "text pair")
+    return text, pair
+
+
+def ablation_markdown(result: AblationResult) -> str:
+    """The loss change in words, and notes."""
+    heads = ", ".join(f"{l}:{h}" for l, h in result.masked_heads)
+    lines = [f"Removed **{len(result.masked_heads)} head(s)**: {heads}"]
+    change = result.loss_change
+    if change is not None:
+        lines.append(f"MLM pseudo-log-likelihood loss over {len(result.scored_positions)} tokens: "
+                     f"**{result.baseline.pll_loss:.3f} → {result.ablated.pll_loss:.3f}** "
+                     f"({change:+.3f} nats; positive = the model got worse)")
+    if result.baseline.is_next is not None:
+        lines.append(f"P(IsNext): **{result.baseline.is_next:.3f} → {result.ablated.is_next:.3f}**")
+    lines += [f"ℹ️ {note}" for note in result.notes]
+    return "\n\n".join(lines)
+
+
+def ablation_plot(result: AblationResult) -> go.Figure:
+    """Bars of baseline vs ablated for one :class:`AblationResult`."""
+    fills = []
+    for base, ablated in zip(result.baseline.fills, result.ablated.fills):
+        words = list(dict.fromkeys(base.tokens + ablated.tokens))
+        p_base, p_abl = dict(zip(base.tokens, base.probs)), dict(zip(ablated.tokens, ablated.probs))
+        fills.append({"position": base.position, "tokens": words, "baseline": [p_base.get(w, 0.0) for w in words],
+                      "ablated": [p_abl.get(w, 0.0) for w in words]})
+    is_next = None if result.baseline.is_next is None else (result.baseline.is_next, result.ablated.is_next)
+    return ablation_plots.ablation_figure(result.tokens, result.scored_positions, result.baseline.token_losses,
+                                          result.ablated.token_losses, fills, is_next)
+
+
+def run_ablation(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                 heads_text: str | None, top_k: Any = DEFAULT_TOP_K) -> tuple[go.Figure, str]:
+    """Parse ``"layer:head, ..."``, ablate those heads, and return the comparison figure and summary."""
+    text, pair = read_inputs(text, text_pair)
+    if not heads_text or not heads_text.strip():
+        raise gr.Error("Name the heads to remove as layer:head, e.g. 0:1, 2:3 (or 4:* for a whole layer).",
+                       print_exception=False)
+    k = int(top_k) if top_k is not None else DEFAULT_TOP_K
+    if not 1 <= k <= 20:
+        raise gr.Error(f"Top-k must be between 1 and 20; got {k}.", print_exception=False)
+    with services.probing():
+        loaded = services.model(model_key)
+        layers, num_heads = model_shape(loaded)
+        heads = parse_heads(heads_text, layers, num_heads)
+        mask = [[0.0 if (l, h) in heads else 1.0 for h in range(num_heads)] for l in range(layers)]
+        result = ablate_heads(loaded, text, pair, mask, top_k=k)
+    return ablation_plot(result), ablation_markdown(result)
+
+
+def export_files(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                 layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH) -> list[str]:
+    """PNG, SVG and JSON of the chosen head's map, written to a fresh temporary folder."""
+    text, pair = read_inputs(text, text_pair)
+    with services.probing():
+        loaded = services.model(model_key)
+        layer, head = check_head_index(*model_shape(loaded), layer, head)
+        result = attention(loaded, text, pair, effective_length(services, loaded, max_length))
+    folder = new_export_folder()
+    title = f"Layer {layer}, head {head} ({result.source})"
+    paths = attention_export.write_exports(
+        folder, f"attention-L{layer}-H{head}", result.attentions[layer, head], result.tokens, layer, head,
+        result.stats.head(layer, head), title=title, source=result.source, text=result.text,
+        text_pair=result.text_pair, token_type_ids=result.token_type_ids)
+    return [str(p) for p in paths]
+
+
+def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
+    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.model_registry.evenly_spaced``)."""
+    return evenly_spaced(choices, cap)
+
+
+def over_training(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                  layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH) -> tuple[go.Figure, go.Figure, str]:
+    """The chosen head at up to ``MAX_CHECKPOINTS`` checkpoints of the run: maps and statistics over steps."""
+    text, pair = read_inputs(text, text_pair)
+    choices = services.registry().run_checkpoints(model_key)
+    if not choices:
+        raise gr.Error("There are no training checkpoints yet: start a run in the Training tab; its checkpoints "
+                       "appear here as it saves them.", print_exception=False)
+    picked = pick_evenly(choices)
+    with services.probing():
+        length = effective_length(services, services.model(picked[0].key), max_length)
+        models = ((f"step {c.step}" if c.step is not None else c.label, services.model(c.key)) for c in picked)
+        found = attention_over_checkpoints(models, text, pair, layer, head, steps=[c.step for c in picked],
+                                           max_length=length)                  # loads one model at a time
+    maps = ablation_plots.checkpoint_maps_figure(found.maps, found.tokens, found.labels, found.layer, found.head)
+    lines = ablation_plots.stats_over_steps_figure(found.steps, found.labels, found.stats, STAT_TITLES,
+                                                   found.layer, found.head)
+    run = picked[0].key.split(":", 1)[1].split("/", 1)[0]
+    note = (f"Run **{run}**: {len(picked)} of {len(choices)} checkpoints (evenly spaced, first and last included), "
+            f"layer {found.layer}, head {found.head}.")
+    return maps, lines, note

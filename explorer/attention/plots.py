@@ -1,0 +1,248 @@
+"""Pure figure builders for the Attention tab: plain data (numpy maps, token lists) in, plotly out.
+
+No Gradio and no tensor math. Tokens are placed **by position** with their text as tick
+labels, so repeated tokens stay separate rows and columns. Attention maps are (S, S)
+arrays whose row ``i`` says where query token ``i`` looks (each row sums to 1); colours
+run over the fixed range [0, 1] so heads and checkpoints compare at a glance.
+Ablation and over-training figures live in ``explorer.attention.ablation_plots``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from explorer.plots import empty_figure, tick_labels
+
+# White to dark blue (ColorBrewer "Blues"); the SVG/PNG exports use the same stops.
+COLORSCALE: list[tuple[float, str]] = [
+    (0.0, "#f7fbff"), (0.125, "#deebf7"), (0.25, "#c6dbef"), (0.375, "#9ecae1"), (0.5, "#6baed6"),
+    (0.625, "#4292c6"), (0.75, "#2171b5"), (0.875, "#08519c"), (1.0, "#08306b"),
+]
+# One colour per head in the head view (cycled for more than 12 heads).
+HEAD_COLORS: list[str] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                          "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a"]
+MODEL_VIEW_MAX_TOKENS = 48     # longer inputs are pooled into blocks in the model view
+HEAD_VIEW_THRESHOLD = 0.02     # weaker links are not drawn in the head view
+HEAD_VIEW_LEVELS = 10          # opacity steps (one trace per head and step)
+HOVER_LABEL_TOKENS = 64        # up to this many tokens the heatmap's hover names both tokens
+
+
+def compact(values: np.ndarray) -> np.ndarray:
+    """float32 copy: plotly sends arrays as typed binary, so this halves the page size."""
+    return np.asarray(values, dtype=np.float32)
+
+
+def _check_map(attn: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
+    attn = np.asarray(attn, dtype=float)
+    if attn.ndim != 2 or attn.shape[0] != attn.shape[1]:
+        raise ValueError(f"an attention map must be square (S, S), got shape {attn.shape}")
+    if attn.shape[0] != len(tokens):
+        raise ValueError(f"the map covers {attn.shape[0]} tokens but {len(tokens)} tokens were given")
+    return attn
+
+
+def _axis(tokens: Sequence[str], title: str, reverse: bool = False) -> dict:
+    tickvals, ticktext = tick_labels(tokens)
+    axis = dict(title=title, tickmode="array", tickvals=tickvals, ticktext=ticktext, showgrid=False,
+                zeroline=False, range=[-0.5, len(tokens) - 0.5])
+    if reverse:
+        axis["range"] = [len(tokens) - 0.5, -0.5]   # query 0 at the top
+    return axis
+
+
+def attention_heatmap(attn: np.ndarray, tokens: Sequence[str], layer: int, head: int,
+                      title: str | None = None) -> go.Figure:
+    """One head's (S, S) map: rows = query tokens (top to bottom), columns = key tokens."""
+    attn = _check_map(attn, tokens)
+    n = len(tokens)
+    if n == 0:
+        return empty_figure("No tokens")
+    if n <= HOVER_LABEL_TOKENS:
+        labels = np.array([f"{i}: {t}" for i, t in enumerate(tokens)], dtype=object)
+        custom = np.empty((n, n, 2), dtype=object)                   # (S, S, 2): query label, key label
+        custom[:, :, 0], custom[:, :, 1] = labels[:, None], labels[None, :]
+        hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}<extra></extra>"
+    else:                                                            # S x S strings would weigh megabytes
+        custom, hover = None, "query %{y}<br>key %{x}<br>weight %{z:.3f}<extra></extra>"
+    fig = go.Figure(go.Heatmap(
+        z=compact(attn), x=list(range(n)), y=list(range(n)), zmin=0.0, zmax=1.0,
+        colorscale=COLORSCALE, customdata=custom, colorbar=dict(title="weight", thickness=12), hovertemplate=hover,
+    ))
+    size = min(760, max(360, 26 * n + 160))
+    fig.update_layout(
+        title=dict(text=title or f"Layer {layer}, head {head}: row = query, column = key it looks at",
+                   x=0.5, xanchor="center"),
+        height=size, margin=dict(l=20, r=20, t=110, b=20), plot_bgcolor="rgba(0,0,0,0)",
+        xaxis=_axis(tokens, "") | dict(side="top", tickangle=-60 if n > 8 else 0),
+        yaxis=_axis(tokens, "query (attending)", reverse=True) | dict(scaleanchor="x", constrain="domain"),
+    )
+    return fig
+
+
+def _head_segments(weights: np.ndarray, threshold: float) -> dict[int, tuple[list, list]]:
+    """Opacity level -> (xs, ys) of line segments query i (x=0) -> key j (x=1), None-separated."""
+    levels: dict[int, tuple[list, list]] = {}
+    rows, cols = np.nonzero(weights >= threshold)
+    for i, j in zip(rows.tolist(), cols.tolist()):
+        level = max(1, min(HEAD_VIEW_LEVELS, math.ceil(weights[i, j] * HEAD_VIEW_LEVELS)))
+        xs, ys = levels.setdefault(level, ([], []))
+        xs.extend((0, 1, None))
+        ys.extend((i, j, None))
+    return levels
+
+
+def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int], layer: int,
+              threshold: float = HEAD_VIEW_THRESHOLD) -> go.Figure:
+    """BertViz-style: query tokens left, key tokens right, a line per link with opacity = weight.
+
+    ``layer_attn`` is (nh, S, S); one colour per head in ``heads``; links under
+    ``threshold`` are not drawn.
+    """
+    layer_attn = np.asarray(layer_attn, dtype=float)
+    if layer_attn.ndim != 3:
+        raise ValueError(f"layer attention must be (heads, S, S), got shape {layer_attn.shape}")
+    _check_map(layer_attn[0] if len(layer_attn) else np.zeros((len(tokens),) * 2), tokens)
+    n = len(tokens)
+    if n == 0:
+        return empty_figure("No tokens")
+    bad = [h for h in heads if not 0 <= h < layer_attn.shape[0]]
+    if bad:
+        raise ValueError(f"heads {bad} do not exist: this layer has heads 0 to {layer_attn.shape[0] - 1}")
+    if not heads:
+        return empty_figure("Choose at least one head to draw")
+    fig = go.Figure()
+    for head in heads:
+        color, name = HEAD_COLORS[head % len(HEAD_COLORS)], f"head {head}"
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="lines", line=dict(color=color, width=3), name=name,
+                                 legendgroup=name, showlegend=True))          # legend entry at full opacity
+        for level, (xs, ys) in sorted(_head_segments(layer_attn[head], threshold).items()):
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines", line=dict(color=color, width=2), opacity=level / HEAD_VIEW_LEVELS,
+                name=name, legendgroup=name, showlegend=False, hoverinfo="skip",
+            ))
+    positions = list(range(n))
+    for x, side, title in ((0, "middle left", "query"), (1, "middle right", "key")):
+        fig.add_trace(go.Scatter(
+            x=[x] * n, y=positions, mode="markers+text", text=list(tokens), textposition=side,
+            marker=dict(size=5, color="#6b7280"), showlegend=False, cliponaxis=False,
+            customdata=positions, hovertemplate=f"{title} %{{customdata}}: %{{text}}<extra></extra>",
+        ))
+    fig.update_layout(
+        title=dict(text=f"Layer {layer}: query (left) → key (right); darker = more attention"),
+        height=min(1400, max(320, 22 * n + 120)), margin=dict(l=110, r=110, t=60, b=20),
+        plot_bgcolor="rgba(0,0,0,0)", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0),
+        xaxis=dict(visible=False, range=[-0.05, 1.05], fixedrange=True),
+        yaxis=dict(visible=False, range=[n - 0.5, -0.5]),
+    )
+    return fig
+
+
+def pool_map(attn: np.ndarray, block: int) -> np.ndarray:
+    """(..., S, S) -> (..., ceil(S/b), ceil(S/b)): mean over query blocks, sum over key blocks (rows still sum to 1)."""
+    attn = np.asarray(attn, dtype=float)
+    if block <= 1:
+        return attn
+    seq_len = attn.shape[-1]
+    padded = -(-seq_len // block) * block
+    pad = [(0, 0)] * (attn.ndim - 2) + [(0, padded - seq_len), (0, padded - seq_len)]
+    grid = np.pad(attn, pad)                                                     # (..., P, P)
+    blocks = grid.reshape(*attn.shape[:-2], padded // block, block, padded // block, block)  # (..., Q, b, K, b)
+    sums = blocks.sum(axis=(-3, -1))                                             # (..., Q, K)
+    counts = np.minimum(block, seq_len - np.arange(0, padded, block))            # real queries per block (Q,)
+    return sums / counts[:, None]
+
+
+def _suffix(index: int) -> str:
+    """Plotly's axis suffix for subplot ``index`` (1-based): "", "2", "3", ..."""
+    return "" if index == 1 else str(index)
+
+
+def _grid_layout(rows: int, cols: int, gap_x: float = 0.012, gap_y: float = 0.02) -> dict:
+    """Axes for a rows x cols grid of small plots (row 0 on top), with "H<c>" / "L<r>" titles."""
+    width, height = (1 - gap_x * (cols - 1)) / cols, (1 - gap_y * (rows - 1)) / rows
+    layout: dict = {"annotations": []}
+    blank = dict(showticklabels=False, showgrid=False, zeroline=False, ticks="")
+    for r in range(rows):
+        top = 1 - r * (height + gap_y)
+        for c in range(cols):
+            left = c * (width + gap_x)
+            suffix = _suffix(r * cols + c + 1)
+            layout[f"xaxis{suffix}"] = dict(domain=[left, left + width], anchor=f"y{suffix}", **blank)
+            layout[f"yaxis{suffix}"] = dict(domain=[top - height, top], anchor=f"x{suffix}", autorange="reversed",
+                                            **blank)
+        layout["annotations"].append(dict(text=f"L{r}", x=0.0, y=top - height / 2, xref="paper", yref="paper",
+                                          xanchor="right", xshift=-4, showarrow=False))
+    for c in range(cols):
+        layout["annotations"].append(dict(text=f"H{c}", x=c * (width + gap_x) + width / 2, y=1.0, xref="paper",
+                                          yref="paper", yanchor="bottom", showarrow=False))
+    return layout
+
+
+def model_view(attentions: np.ndarray, tokens: Sequence[str], focus: tuple[int, int] | None = None) -> go.Figure:
+    """Every head of every layer as a small heatmap (rows = layers, columns = heads).
+
+    ``focus`` (layer, head) gets a red frame: it is the head shown large in the heatmap.
+    Inputs longer than ``MODEL_VIEW_MAX_TOKENS`` are pooled into blocks of tokens.
+    """
+    attentions = np.asarray(attentions, dtype=float)
+    if attentions.ndim != 4:
+        raise ValueError(f"attentions must be (layers, heads, S, S), got shape {attentions.shape}")
+    layers, heads, n = attentions.shape[0], attentions.shape[1], len(tokens)
+    if n == 0 or layers == 0 or heads == 0:
+        return empty_figure("No tokens")
+    _check_map(attentions[0, 0], tokens)
+    block = -(-n // MODEL_VIEW_MAX_TOKENS)
+    pooled = compact(pool_map(attentions, block))                               # (L, nh, S', S')
+    unit = "block" if block > 1 else "token"
+    layout, traces = _grid_layout(layers, heads), []
+    for layer in range(layers):
+        for head in range(heads):
+            suffix = _suffix(layer * heads + head + 1)
+            traces.append(go.Heatmap(
+                z=pooled[layer, head], coloraxis="coloraxis", xaxis=f"x{suffix}", yaxis=f"y{suffix}",
+                hovertemplate=(f"layer {layer}, head {head}<br>query {unit} %{{y}} → key {unit} %{{x}}"
+                               "<br>weight %{z:.3f}<extra></extra>")))
+    fig = go.Figure(data=traces, layout=layout)          # a hand-made grid: 4x faster than make_subplots
+    if focus is not None:
+        layer, head = focus
+        if 0 <= layer < layers and 0 <= head < heads:
+            suffix = _suffix(layer * heads + head + 1)
+            fig.add_shape(type="rect", xref=f"x{suffix} domain", yref=f"y{suffix} domain", x0=-0.04, x1=1.04,
+                          y0=-0.04, y1=1.04, line=dict(color="#dc2626", width=2))
+    note = f" (pooled in blocks of {block} tokens)" if block > 1 else ""
+    fig.update_layout(
+        title=dict(text=f"All {layers} layers × {heads} heads{note}; pick a layer and head above to enlarge one "
+                        "(red frame)"),
+        height=min(1600, 64 * layers + 120), margin=dict(l=44, r=20, t=80, b=20),
+        coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight", thickness=10)),
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return fig
+
+
+def stats_heatmap(values: np.ndarray, title: str, focus: tuple[int, int] | None = None) -> go.Figure:
+    """One statistic for every head: rows = layers (0 at the top), columns = heads, values printed."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2 or values.size == 0:
+        return empty_figure("No heads")
+    layers, heads = values.shape
+    fig = go.Figure(go.Heatmap(
+        z=compact(values), x=list(range(heads)), y=list(range(layers)), colorscale="Viridis",
+        texttemplate="%{z:.2f}", textfont=dict(size=10), colorbar=dict(thickness=12),
+        hovertemplate="layer %{y}, head %{x}<br>" + title + " %{z:.3f}<extra></extra>",
+    ))
+    if focus is not None:
+        layer, head = focus
+        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+                      line=dict(color="#dc2626", width=2))
+    fig.update_layout(
+        title=dict(text=f"{title}, per head"), height=min(900, 34 * layers + 150),
+        margin=dict(l=20, r=20, t=60, b=20), plot_bgcolor="rgba(0,0,0,0)",
+        xaxis=dict(title="head", tickmode="array", tickvals=list(range(heads)), showgrid=False),
+        yaxis=dict(title="layer", tickmode="array", tickvals=list(range(layers)), autorange="reversed",
+                   showgrid=False),
+    )
+    return fig

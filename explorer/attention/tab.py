@@ -1,0 +1,311 @@
+"""Attention tab: every head's attention map for one input, head statistics, head ablation,
+exports, and one head over training checkpoints."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+from gradio.components.plot import PlotData
+from plotly.io.json import to_json_plotly
+
+from engine.probes.attention import AttentionResult, check_head_index
+from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
+from engine.probes.inference import attention
+from explorer.attention import plots as attention_plots
+from explorer.attention.actions import (DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH, effective_length,
+                                        export_files, model_shape, over_training, read_inputs, run_ablation)
+from explorer.model_picker import ModelPicker
+from explorer.services import Services
+from explorer.ui_errors import friendly_errors
+
+DEFAULT_SHAPE = (12, 12)       # layers, heads when the picked model cannot be read at build time
+MAX_LAYERS, MAX_HEADS = 48, 64  # build-time slider ranges, so API calls on bigger models pass their checks
+STAT_CHOICES = [(STAT_TITLES[name], name) for name in STAT_NAMES]
+TABLE_COLUMNS = ["layer", "head", *STAT_NAMES]
+
+EXAMPLES: list[list[str]] = [
+    ["The cat sat on the mat because it was tired.", ""],
+    ["Who was Jim Henson?", "Jim Henson was a nice puppet"],
+    ["The trophy did not fit in the suitcase because it was too big.", ""],
+    ["The man went to the [MASK] to buy a gallon of milk.", ""],
+]
+
+INTRO = """\
+Each head turns every token into a weighted look at all tokens: **row *i* of a head's map
+shows where token *i* looks** (its weights sum to 1). Look for heads that send almost
+everything to `[SEP]` or `[CLS]` (often a "no-op" when the head has nothing to do), heads
+that look at the previous or next token, and heads that link a pronoun like *it* to the noun
+it stands for. Then **remove a head** (ablation) and watch the masked-LM loss: a head whose
+removal barely changes it was not doing much on this input. Layers and heads count from 0.
+"""
+EXPORT_NOTE = """\
+**Export** writes the heatmap of the chosen layer and head: **SVG** (drawn here, with token
+labels and a colour bar), **PNG** (the cells only, one square per weight, same colours; for a
+PNG *with* labels use the camera button that appears on the heatmap when you hover it) and
+**JSON** (`tokens`, `layer`, `head`, `attention` rows, `stats`).
+"""
+
+
+# --- handlers' logic (no Gradio widgets; errors are ValueError / gr.Error) ---------------
+
+def view_heads(value: Any, num_heads: int) -> list[int]:
+    """Heads for the head view: all when None, else the checked ones (validated)."""
+    if value is None:
+        return list(range(num_heads))
+    try:
+        heads = sorted({int(v) for v in value})
+    except (TypeError, ValueError):
+        raise ValueError(f"heads for the head view must be numbers from 0 to {num_heads - 1}, got {value!r}") from None
+    bad = [h for h in heads if not 0 <= h < num_heads]
+    if bad:
+        raise ValueError(f"heads {bad} do not exist: this model's layers have heads 0 to {num_heads - 1}")
+    return heads
+
+
+def stats_table(result: AttentionResult) -> pd.DataFrame:
+    """One row per head (layer, head, statistics), rounded for display."""
+    return pd.DataFrame(result.records(), columns=TABLE_COLUMNS).round(3)
+
+
+def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:
+    """Counts and the chosen head's statistics in words."""
+    s = result.stats.head(layer, head)
+    lines = [f"**{len(result.tokens)} tokens** · **{result.num_layers} layers × {result.num_heads} heads** · "
+             f"model: {result.source}",
+             f"Layer {layer}, head {head}: entropy {s['entropy']:.2f} nats · [CLS] {s['cls']:.0%} · "
+             f"[SEP] {s['sep']:.0%} · self {s['self']:.0%} · previous {s['prev']:.0%} · next {s['next']:.0%} · "
+             f"mean distance {s['distance']:.1f} tokens"]
+    if result.truncated:
+        lines.append(f"⚠️ truncated: {result.num_truncated_tokens} tokens dropped to fit the max length")
+    return "\n\n".join(lines)
+
+
+def show_attention(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                   layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH, heads: Any = None,
+                   statistic: str | None = "entropy") -> tuple[go.Figure, go.Figure, go.Figure, go.Figure,
+                                                               pd.DataFrame, str]:
+    """Heatmap, head view, model view, statistics heatmap and table, and a summary."""
+    text, pair = read_inputs(text, text_pair)
+    statistic = statistic or "entropy"
+    if statistic not in STAT_NAMES:
+        raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STAT_NAMES)}")
+    with services.probing():
+        loaded = services.model(model_key)
+        layer, head = check_head_index(*model_shape(loaded), layer, head)
+        chosen = view_heads(heads, model_shape(loaded)[1])
+        result = attention(loaded, text, pair, effective_length(services, loaded, max_length))
+    tokens = result.tokens
+    return (attention_plots.attention_heatmap(result.attentions[layer, head], tokens, layer, head),
+            attention_plots.head_view(result.attentions[layer], tokens, chosen, layer),
+            attention_plots.model_view(result.attentions, tokens, focus=(layer, head)),
+            attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic], focus=(layer, head)),
+            stats_table(result), summary_markdown(result, layer, head))
+
+
+def with_png_name(fig: go.Figure, stem: str) -> PlotData:
+    """The figure for ``gr.Plot`` with a modebar camera button that saves ``<stem>.png`` at 2x."""
+    config = {"toImageButtonOptions": {"format": "png", "filename": re.sub(r"[^A-Za-z0-9_.-]", "_", stem),
+                                       "scale": 2}, "displaylogo": False}
+    return PlotData(type="plotly", plot=to_json_plotly({**fig.to_plotly_json(), "config": config}))
+
+
+def slider_updates(services: Services, model_key: str | None, layer: Any, head: Any, heads: Any) -> tuple[Any, ...]:
+    """Fit the layer/head sliders and the head-view choices to the chosen model (skip if it will not load)."""
+    try:
+        with services.probing():
+            layers, num_heads = model_shape(services.model(model_key))
+    except Exception:  # noqa: BLE001 - the picker itself reports why a model does not load
+        return gr.skip(), gr.skip(), gr.skip()
+    current = [int(h) for h in (heads or []) if 0 <= int(h) < num_heads] or list(range(num_heads))
+    return (gr.update(maximum=layers - 1, value=min(int(layer or 0), layers - 1)),
+            gr.update(maximum=num_heads - 1, value=min(int(head or 0), num_heads - 1)),
+            gr.update(choices=[(str(h), h) for h in range(num_heads)], value=current))
+
+
+def _initial_shape(services: Services, key: str | None) -> tuple[int, int]:
+    """(layers, heads) from the picked model's config alone: building the UI never loads weights (a cold
+    start would wait for them); the sliders get refitted when the page loads or the model changes."""
+    config = services.registry().peek_config(key) if key else None
+    return (config.num_hidden_layers, config.num_attention_heads) if config is not None else DEFAULT_SHAPE
+
+
+# --- the tab -----------------------------------------------------------------------------
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Attention tab's widgets inside the current ``gr.Tab`` and wire them."""
+    layers, num_heads = _initial_shape(services, picker.dropdown.value)
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text", lines=2, placeholder="Type a sentence…")
+            pair = gr.Textbox(label="Text pair (optional, segment B)", lines=1,
+                              placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
+        with gr.Column(scale=2, min_width=240):
+            # Wide build-time ranges let API callers use deeper models; a browser narrows them to the
+            # picked model on page load and whenever the model changes (see ``fit`` below).
+            layer = gr.Slider(0, max(layers, MAX_LAYERS) - 1, value=0, step=1, label="Layer (0-based)")
+            head = gr.Slider(0, max(num_heads, MAX_HEADS) - 1, value=0, step=1, label="Head (0-based)")
+            length = gr.Slider(MIN_LENGTH, min(512, services.max_length), value=DEFAULT_LENGTH, step=1,
+                               label="Max length (tokens, incl. specials)")
+            button = gr.Button("Show attention", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples", cache_examples=False,
+                           api_name="attention_example", api_visibility="private")
+    summary = gr.Markdown(elem_classes=["attention-summary"])
+    with gr.Row():
+        heatmap = gr.Plot(label="Heatmap of the chosen head")
+        with gr.Column():
+            # A dropdown that accepts custom values: API callers may name heads of a bigger model
+            # than the one picked at build time (a CheckboxGroup would reject them).
+            view_heads = gr.Dropdown(choices=[(str(h), h) for h in range(num_heads)], value=list(range(num_heads)),
+                                     multiselect=True, allow_custom_value=True, label="Heads in the head view")
+            head_view = gr.Plot(label="Head view (one colour per head)")
+    model_view = gr.Plot(label="Model view: every layer (rows) × head (columns)")
+    statistic = gr.Dropdown(choices=STAT_CHOICES, value="entropy", label="Head statistic")
+    with gr.Row():
+        stats_plot = gr.Plot(label="Statistic per head")
+        stats_frame = gr.Dataframe(headers=TABLE_COLUMNS, label="Head statistics (means over query tokens)",
+                                   interactive=False, wrap=False, max_height=420)
+    with gr.Accordion("Ablate heads: remove heads and measure the loss", open=False):
+        gr.Markdown("Name heads as `layer:head` (0-based), e.g. `0:1, 2:3`, or `4:*` for a whole layer. The "
+                    "input is scored with every head and again without those: each token is masked in turn "
+                    "and the masked-LM loss of the true token compared (inputs up to 128 tokens; on long ones "
+                    "32 evenly spaced tokens); `[MASK]`s in the text show their top fillers, and a text pair "
+                    "its P(IsNext). Needs a model with a masked-LM head.")
+        with gr.Row():
+            heads_text = gr.Textbox(label="Heads to remove", placeholder="0:1, 2:3", scale=3)
+            add_head = gr.Button("Add the chosen layer:head", scale=1)
+            top_k = gr.Slider(1, 20, value=DEFAULT_TOP_K, step=1, label="Top-k fillers", scale=1)
+        ablate_button = gr.Button("Ablate", variant="primary")
+        ablation_summary = gr.Markdown()
+        ablation_figure = gr.Plot(label="Baseline vs ablated")
+    with gr.Accordion("Export the chosen head (PNG, SVG, JSON)", open=False):
+        gr.Markdown(EXPORT_NOTE)
+        export_button = gr.Button("Export")
+        files = gr.File(label="Files", file_count="multiple", interactive=False)
+    with gr.Accordion("Over training: the chosen head at each checkpoint", open=False):
+        gr.Markdown(f"Up to {MAX_CHECKPOINTS} checkpoints of the picked checkpoint's run (or of the newest run), "
+                    "oldest first: watch a head find its pattern as training goes on.")
+        over_button = gr.Button("Show over training")
+        over_note = gr.Markdown()
+        over_maps = gr.Plot(label="The head's map per checkpoint")
+        over_lines = gr.Plot(label="The head's statistics over training")
+
+    @friendly_errors
+    def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
+            heads: list[int], statistic: str) -> tuple[Any, ...]:
+        """Attention maps of every head for a text (and optional pair).
+
+        Args:
+            model_key: the model picker's key ('default', 'checkpoint:<run>/<step-dir>', ...).
+            text: the text (segment A).
+            text_pair: optional second text (segment B); empty for none.
+            layer: layer to show large (0-based).
+            head: head to show large (0-based).
+            max_length: longest sequence in tokens, specials included.
+            heads: heads drawn in the head view (0-based).
+            statistic: head statistic to map: entropy, cls, sep, self, prev, next or distance.
+        Returns:
+            heatmap, head view, model view, statistic heatmap, statistics table, summary.
+        """
+        figs = show_attention(services, model_key, text, text_pair, layer, head, max_length, heads, statistic)
+        names = (f"attention-L{int(layer)}-H{int(head)}", f"head-view-L{int(layer)}", "model-view",
+                 f"head-statistics-{statistic}")
+        return (*(with_png_name(fig, name) for fig, name in zip(figs, names)), *figs[4:])
+
+    def refresh(*args: Any) -> tuple[Any, ...]:
+        if not args[1] or not str(args[1]).strip():
+            return tuple(gr.skip() for _ in range(6))        # nothing typed yet: leave the views alone
+        return run(*args)
+
+    @friendly_errors
+    def ablate(model_key: str, text: str, text_pair: str, heads: str, top_k: float) -> tuple[Any, ...]:
+        """Remove attention heads and compare the masked-LM loss, [MASK] fillers and P(IsNext).
+
+        Args:
+            model_key: the model picker's key.
+            text: the text (segment A); [MASK]s in it get their top fillers compared.
+            text_pair: optional second text (segment B) for P(IsNext).
+            heads: heads to remove as 'layer:head, ...' (0-based; 'layer:*' for a whole layer).
+            top_k: fillers shown per [MASK] (1..20).
+        Returns:
+            the baseline-vs-ablated figure and a summary.
+        """
+        return run_ablation(services, model_key, text, text_pair, heads, top_k)
+
+    @friendly_errors
+    def export(model_key: str, text: str, text_pair: str, layer: float, head: float,
+               max_length: float) -> list[str]:
+        """The chosen head's attention map as PNG, SVG and JSON files.
+
+        Args:
+            model_key: the model picker's key.
+            text: the text (segment A).
+            text_pair: optional second text (segment B).
+            layer: layer (0-based).
+            head: head (0-based).
+            max_length: longest sequence in tokens, specials included.
+        Returns:
+            three files: attention-L<layer>-H<head>.png, .svg and .json.
+        """
+        return export_files(services, model_key, text, text_pair, layer, head, max_length)
+
+    @friendly_errors
+    def run_over_training(model_key: str, text: str, text_pair: str, layer: float, head: float,
+                          max_length: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+        """One head's attention map and statistics at each checkpoint of a training run.
+
+        Args:
+            model_key: the model picker's key (a checkpoint picks its run; else the newest run).
+            text: the text (segment A).
+            text_pair: optional second text (segment B).
+            layer: layer (0-based).
+            head: head (0-based).
+            max_length: longest sequence in tokens, specials included.
+        Returns:
+            the maps per checkpoint, the statistics over steps, and a note.
+        """
+        progress(0.1, desc="Loading checkpoints…")
+        maps, lines, note = over_training(services, model_key, text, text_pair, layer, head, max_length)
+        return note, maps, lines
+
+    def add_chosen(current: str, layer: float, head: float) -> str:
+        item = f"{int(layer)}:{int(head)}"
+        present = [p for p in re.split(r"[,;\s]+", current or "") if p]
+        return ", ".join(present if item in present else [*present, item])
+
+    def fit(model_key: str, layer: float, head: float, heads: list[int]) -> tuple[Any, ...]:
+        return slider_updates(services, model_key, layer, head, heads)
+
+    run.__name__ = "attention"
+    ablate.__name__ = "ablate_heads"
+    export.__name__ = "attention_export"
+    run_over_training.__name__ = "attention_over_training"
+    main_inputs = [picker.dropdown, text, pair, layer, head, length, view_heads, statistic]
+    main_outputs = [heatmap, head_view, model_view, stats_plot, stats_frame, summary]
+    main: dict[str, Any] = dict(inputs=main_inputs, outputs=main_outputs, show_progress="minimal")
+    button.click(run, api_name="attention", **main)
+    text.submit(run, api_name="attention_submit", api_visibility="private", **main)
+    examples.load_input_event.then(run, api_name="attention_example_run", api_visibility="private", **main)
+    gr.on([layer.release, head.release, view_heads.input, statistic.input], refresh, api_name="attention_refresh",
+          api_visibility="private", **main)
+    # The picker's info is written on page load and whenever the model changes: fit the widgets then.
+    # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
+    # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
+    picker.info.change(fit, inputs=[picker.dropdown, layer, head, view_heads], outputs=[layer, head, view_heads],
+                       api_visibility="private", show_progress="hidden")
+    ablate_button.click(ablate, inputs=[picker.dropdown, text, pair, heads_text, top_k],
+                        outputs=[ablation_figure, ablation_summary], api_name="ablate_heads")
+    add_head.click(add_chosen, inputs=[heads_text, layer, head], outputs=[heads_text],
+                   api_name="attention_add_head", api_visibility="private", show_progress="hidden")
+    export_button.click(export, inputs=[picker.dropdown, text, pair, layer, head, length], outputs=[files],
+                        api_name="attention_export")
+    over_button.click(run_over_training, inputs=[picker.dropdown, text, pair, layer, head, length],
+                      outputs=[over_note, over_maps, over_lines], api_name="attention_over_training")
+    return {"text": text, "pair": pair, "layer": layer, "head": head, "length": length, "button": button,
+            "view_heads": view_heads, "statistic": statistic, "heatmap": heatmap, "head_view": head_view,
+            "model_view": model_view, "stats_plot": stats_plot, "stats_frame": stats_frame, "summary": summary,
+            "heads_text": heads_text, "ablate_button": ablate_button, "ablation_figure": ablation_figure,
+            "ablation_summary": ablation_summary, "files": files, "over_maps": over_maps, "over_lines": over_lines}

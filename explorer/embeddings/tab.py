@@ -1,0 +1,326 @@
+"""Embeddings tab: how word, segment and position embeddings add up, and what they have learned."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+
+from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
+from engine.probes.inference import embeddings, embeddings_over_checkpoints
+from explorer.model_registry import ModelChoice
+from explorer.model_registry import evenly_spaced as spread
+from explorer.embeddings import plots as eplots
+from explorer.model_picker import ModelPicker
+from explorer.plots import empty_figure
+from explorer.services import Services
+from explorer.ui_errors import check_length, friendly_errors, require_text
+
+EMPTY_MESSAGE = "Type some text to embed."
+ALL_TOKENS = "all"
+DEFAULT_LAYERS = 12            # the layer slider's value until a model is known
+MAX_LAYERS = 48                # the slider's range for API callers (a browser session narrows it to the model)
+MAX_CHECKPOINTS = 6            # small multiples shown over training
+DEFAULT_OVER_TRAINING_POSITIONS = 64
+OVER_TRAINING_POSITIONS = (8, 128)   # the positions slider's range
+COMPONENT_CHOICES = [(eplots.COMPONENT_LABELS[c], c) for c in COMPONENTS]
+
+EXAMPLES: list[list[str]] = [
+    ["Who was Jim Henson?", "Jim Henson was a nice puppet"],
+    ["The dog chased the other dog around the dog house.", ""],
+    ["I went to the bank to deposit money.", "We sat on the river bank."],
+    ["The cat sat on the mat.", ""],
+]
+
+INTRO = """\
+BERT's input vector for each token is the **sum of three learned embeddings** — the word piece
+(token), its segment (A or B) and its position — passed through a LayerNorm; that is the
+"embedding output" the first layer reads. Look for: neighbouring positions having similar
+position embeddings (a bright band along the diagonal), segments A and B differing by exactly one
+learned vector, and a repeated word starting from the same word embedding but drifting apart
+layer by layer as context changes its vector.
+"""
+
+
+def token_choices(tokens: Sequence[str]) -> list[tuple[str, str]]:
+    """Dropdown (label, value) pairs: all tokens, then one per position."""
+    return [("All tokens", ALL_TOKENS)] + [(f"{i}: {t}", str(i)) for i, t in enumerate(tokens)]
+
+
+def parse_token(value: Any, num_tokens: int) -> int | None:
+    """``"all"``/empty -> None; a position ("3" or "3: word") -> 3. Unknown positions -> None with a warning."""
+    text = "" if value is None else str(value).strip()
+    if text.lower() in ("", ALL_TOKENS, "all tokens"):
+        return None
+    try:
+        position = int(float(text.split(":", 1)[0]))
+    except ValueError:
+        raise gr.Error(f"Token choice {text!r} is neither 'all' nor a token position.", print_exception=False) from None
+    if not 0 <= position < num_tokens:
+        gr.Warning(f"Position {position} is not in this input (0..{num_tokens - 1}); showing all tokens.")
+        return None
+    return position
+
+
+def parse_layer(layer: float | int | None, num_layers: int) -> int:
+    """The slider's value as a layer index 0..num_layers (None = last)."""
+    if layer is None:
+        return num_layers
+    if isinstance(layer, bool) or not float(layer).is_integer():
+        raise gr.Error(f"Layer must be a whole number, got {layer}.", print_exception=False)
+    index = int(layer)
+    if not 0 <= index <= num_layers:
+        raise gr.Error(f"Layer {index} is out of range: this model has {num_layers} layers "
+                       f"(0 = embedding output … {num_layers} = last layer).", print_exception=False)
+    return index
+
+
+def neighbour_frame(result: EmbeddingsResult, position: int | None) -> pd.DataFrame:
+    """The nearest-neighbour table for all tokens or one position."""
+    return eplots.neighbours_table(result.tokens, result.neighbour_tokens, result.neighbour_ids.tolist(),
+                                   result.neighbour_scores.tolist(), position)
+
+
+def summary_markdown(result: EmbeddingsResult) -> str:
+    """Counts, the LayerNorm check, segment and position facts, repeated words, truncation."""
+    counts = {s: result.segments.count(s) for s in ("A", "B", "special")}
+    mean = {name: float(values.mean()) for name, values in result.norms.items()}
+    where = "the embedding output (layer 0)" if result.layer == 0 else f"layer {result.layer} of {result.num_layers}"
+    lines = [
+        f"**{len(result.tokens)} tokens** (A: {counts['A']}, B: {counts['B']}, special: {counts['special']}) · "
+        f"hidden size {result.word.shape[1]} · contextual view at {where} · model: {result.source}",
+        f"Mean norms: word {mean['word']:.3f} · position {mean['position']:.3f} · segment {mean['segment']:.3f} · "
+        f"sum {mean['sum']:.3f} · after LayerNorm {mean['output']:.3f}. " + (
+            f"Our LayerNorm(word + position + segment) equals the model's own embedding output "
+            f"(max difference {result.output_max_diff:.1e})." if result.output_max_diff <= 1e-4 else
+            f"⚠️ LayerNorm(word + position + segment) differs from the model's embedding output by up to "
+            f"{result.output_max_diff:.2g} (is the model in training mode, with dropout on?)."),
+    ]
+    if result.segment_difference_norm is not None:
+        lines.append(f"Segments: B's embedding is A's plus one learned vector of norm "
+                     f"{result.segment_difference_norm:.3f} (cosine of A and B: {result.segment_cosine:.3f}).")
+    sims = result.position_similarity
+    if sims.shape[0] > 1:
+        adjacent = float(sims.diagonal(1).mean())
+        lines.append(f"Positions (first {result.num_positions}): neighbouring positions have mean cosine "
+                     f"{adjacent:.3f}; the whole matrix averages {float(sims.mean()):.3f}.")
+    for repeat in result.repeats[:3]:
+        p, q = repeat.positions[:2]
+        lines.append(f"`{repeat.token}` at positions {p} and {q}: same word embedding; cosine "
+                     f"{repeat.output_cosine:.3f} after adding position/segment and LayerNorm, "
+                     f"{repeat.contextual_cosine:.3f} at layer {result.layer}.")
+    if result.truncated:
+        lines.append(f"⚠️ truncated: {result.num_truncated_tokens} tokens dropped at max length "
+                     f"{result.max_length}.")
+    return "\n\n".join(lines)
+
+
+def heatmap_figure(result: EmbeddingsResult | None, component: str) -> go.Figure:
+    """The dimensions heatmap of one component (validated)."""
+    if component not in COMPONENTS:
+        raise gr.Error(f"Unknown component {component!r}; choose one of {', '.join(COMPONENTS)}.",
+                       print_exception=False)
+    if result is None:
+        return empty_figure("Press “Show embeddings” first")
+    return eplots.dimensions_heatmap(result.tokens, result.component(component), component)
+
+
+def show_embeddings(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                    layer: float | int | None, component: str, token: Any) -> tuple[Any, ...]:
+    """Validate input, run the engine and build every output of the tab (last: the result for gr.State)."""
+    text = require_text(text, empty_message=EMPTY_MESSAGE)
+    pair = text_pair if text_pair and text_pair.strip() else None
+    if pair is not None:
+        check_length(pair, "text pair")
+    if component not in COMPONENTS:
+        raise gr.Error(f"Unknown component {component!r}; choose one of {', '.join(COMPONENTS)}.",
+                       print_exception=False)
+    with services.probing():
+        loaded = services.model(model_key)
+        index = parse_layer(layer, loaded.config.num_hidden_layers)
+        max_length = min(loaded.config.max_position_embeddings, services.max_length)
+        result = embeddings(loaded, text, pair, layer=index, max_length=max_length)
+    position = parse_token(token, len(result.tokens))
+    return (
+        summary_markdown(result),
+        eplots.component_norms(result.tokens, result.norms),
+        heatmap_figure(result, component),
+        eplots.position_similarity_heatmap(result.position_similarity),
+        eplots.position_pca_scatter(result.position_pca, result.position_pca_variance),
+        eplots.contextual_pca_scatter(result.tokens, result.segments, result.contextual_pca, result.layer,
+                                      result.contextual_pca_variance),
+        eplots.segment_difference_bars(result.segment_difference, result.segment_difference_norm,
+                                       result.segment_cosine),
+        neighbour_frame(result, position),
+        gr.update(choices=token_choices(result.tokens), value=ALL_TOKENS if position is None else str(position)),
+        result,
+    )
+
+
+def evenly_spaced(choices: Sequence[ModelChoice], limit: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
+    """At most ``limit`` checkpoints, evenly spaced (see ``explorer.model_registry.evenly_spaced``)."""
+    return spread(list(choices), limit)
+
+
+def over_training(services: Services, model_key: str | None, positions: float | int | None,
+                  progress: Any = None) -> tuple[str, go.Figure]:
+    """Position-similarity small multiples over the checkpoints of the picked (or newest) run."""
+    count = DEFAULT_OVER_TRAINING_POSITIONS if positions is None else positions
+    low, high = OVER_TRAINING_POSITIONS
+    if isinstance(count, bool) or not float(count).is_integer() or not low <= int(count) <= high:
+        raise gr.Error(f"Positions must be a whole number between {low} and {high}, got {positions}.",
+                       print_exception=False)
+    choices = services.registry().run_checkpoints(model_key)
+    if len(choices) < 2:
+        message = (f"Over training needs at least 2 checkpoints of a training run; found {len(choices)}. "
+                   "Start a run in the Training tab (it saves checkpoints as it goes), or pick a checkpoint "
+                   "of a run that has several.")
+        return message, empty_figure("Fewer than 2 checkpoints")
+    picked = evenly_spaced(choices)
+    results = []
+    for i, choice in enumerate(picked):
+        if progress is not None:
+            progress(i / len(picked), desc=f"Loading {choice.label}…")
+        label = f"step {choice.step}" if choice.step is not None else choice.label
+        with services.probing():   # one model at a time: the registry's cache bounds the memory
+            results += embeddings_over_checkpoints([(label, services.model(choice.key))], int(count))
+    panels = [(f"{r.label} · adjacent {r.adjacent:.2f}", r.matrix) for r in results]
+    run = choices[-1].key.split(":", 1)[-1].split("/", 1)[0]
+    rows = "\n".join(f"| {r.label} | {r.adjacent:.3f} | {r.distant:.3f} |" for r in results)
+    message = (f"Run **{run}**: {len(picked)} of its {len(choices)} checkpoints, first {results[0].matrix.shape[0]} "
+               "positions. As training goes on, a bright band forms along the diagonal: neighbouring positions "
+               "become similar while distant ones do not.\n\n"
+               "| checkpoint | mean cosine of neighbouring positions | of positions far apart |\n"
+               f"|---|---|---|\n{rows}")
+    return message, eplots.position_similarity_grid(panels)
+
+
+def layer_slider_update(services: Services, model_key: str | None, current: float | int | None) -> Any:
+    """Fit the layer slider to the picked model (0..L); keep the current layer when it still exists."""
+    try:
+        num_layers = services.model(model_key).config.num_hidden_layers
+    except Exception:  # noqa: BLE001 - the picker itself reports load errors
+        return gr.skip()
+    value = num_layers if current is None or current > num_layers else current
+    return gr.update(maximum=num_layers, value=value)
+
+
+def _initial_layers(services: Services, key: str | None) -> int:
+    """The picked model's layer count from its config alone: building the UI never loads weights
+    (a cold start would wait for them); the slider is refitted when the page loads."""
+    config = services.registry().peek_config(key) if key else None
+    return config.num_hidden_layers if config is not None else DEFAULT_LAYERS
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Embeddings tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    num_layers = _initial_layers(services, picker.dropdown.value)
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text", lines=2, placeholder="Type a sentence…")
+            pair = gr.Textbox(label="Text pair (optional, segment B)", lines=2,
+                              placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
+        with gr.Column(scale=2, min_width=260):
+            # The build-time range is wide so API calls on deeper models pass the slider's own bounds check;
+            # in a browser it is narrowed to the picked model's 0..L (see fit_layers below).
+            layer = gr.Slider(0, max(num_layers, MAX_LAYERS), value=num_layers, step=1,
+                              label="Layer for the contextual view (0 = embedding output)")
+            component = gr.Radio(COMPONENT_CHOICES, value="output", label="Component for the dimensions heatmap")
+            token = gr.Dropdown(token_choices([]), value=ALL_TOKENS, label="Nearest neighbours of",
+                                allow_custom_value=True, interactive=True)
+            button = gr.Button("Show embeddings", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples", cache_examples=False,
+                           api_name="embeddings_example", api_visibility="private")
+    summary = gr.Markdown(elem_classes=["embeddings-summary"])
+    norms = gr.Plot(label="Component norms per token")
+    heatmap = gr.Plot(label="Hidden dimensions")
+    with gr.Row():
+        position_sim = gr.Plot(label="Position similarity")
+        position_pca = gr.Plot(label="Position PCA")
+    with gr.Row():
+        contextual_pca = gr.Plot(label="Contextual PCA")
+        segment_diff = gr.Plot(label="Segment difference")
+    table = gr.Dataframe(headers=eplots.NEIGHBOUR_COLUMNS,
+                         label="Nearest vocabulary neighbours (cosine of input embeddings)",
+                         interactive=False, wrap=False, max_height=420)
+    state = gr.State(None)
+    with gr.Accordion("Over training", open=False):
+        gr.Markdown("The position-similarity matrix at up to six checkpoints of the picked run (or the newest "
+                    "run): watch the diagonal band appear as position embeddings are learned.")
+        with gr.Row():
+            positions = gr.Slider(*OVER_TRAINING_POSITIONS, value=DEFAULT_OVER_TRAINING_POSITIONS, step=1,
+                                  label="Positions")
+            over_button = gr.Button("Show position similarity over training")
+        over_message = gr.Markdown()
+        over_plot = gr.Plot(label="Position similarity per checkpoint")
+
+    @friendly_errors
+    def run(model_key: str, text: str, text_pair: str, layer: float, component: str, token: str) -> tuple[Any, ...]:
+        """Decompose a text's input embeddings on the picked model.
+
+        Args:
+            model_key: the model (see /load_model and the picker); 'default' for the bundled one.
+            text: segment A.
+            text_pair: optional segment B; empty for none.
+            layer: layer for the contextual PCA, 0 (embedding output) .. number of layers.
+            component: heatmap component: word, position, segment, sum or output.
+            token: 'all' for every token's neighbours, or a token position.
+        Returns:
+            summary, norms, dimensions heatmap, position similarity, position PCA, contextual PCA,
+            segment difference, neighbours table, token choice.
+        """
+        return show_embeddings(services, model_key, text, text_pair, layer, component, token)
+
+    run.__name__ = "embeddings"
+
+    @friendly_errors
+    def rerender_heatmap(component: str, result: EmbeddingsResult | None) -> go.Figure:
+        return heatmap_figure(result, component)
+
+    @friendly_errors
+    def refilter(token: str, result: EmbeddingsResult | None) -> Any:
+        if result is None:
+            return gr.skip()
+        return neighbour_frame(result, parse_token(token, len(result.tokens)))
+
+    @friendly_errors
+    def run_over_training(model_key: str, positions: float,
+                          progress: gr.Progress = gr.Progress()) -> tuple[str, go.Figure]:
+        """Position-embedding similarity at up to six checkpoints of the picked run.
+
+        Args:
+            model_key: a checkpoint key picks its run; any other key uses the newest run.
+            positions: how many positions each matrix covers (8..128).
+        Returns:
+            a Markdown summary and the small-multiples figure.
+        """
+        return over_training(services, model_key, positions, progress)
+
+    run_over_training.__name__ = "embeddings_over_training"
+
+    def fit_layers(model_key: str, current: float) -> Any:
+        return layer_slider_update(services, model_key, current)
+
+    outputs = [summary, norms, heatmap, position_sim, position_pca, contextual_pca, segment_diff, table, token, state]
+    event_kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, text, pair, layer, component, token],
+                                        outputs=outputs, show_progress="minimal")
+    button.click(api_name="embeddings", **event_kwargs)
+    text.submit(api_name="embeddings_submit", api_visibility="private", **event_kwargs)
+    examples.load_input_event.then(api_name="embeddings_example_run", api_visibility="private", **event_kwargs)
+    component.input(rerender_heatmap, inputs=[component, state], outputs=[heatmap], api_visibility="private",
+                    show_progress="hidden")
+    token.input(refilter, inputs=[token, state], outputs=[table], api_visibility="private", show_progress="hidden")
+    over_button.click(run_over_training, inputs=[picker.dropdown, positions], outputs=[over_message, over_plot],
+                      api_name="embeddings_over_training")
+    # The picker's info is (re)written on page load and whenever the model changes: fit the slider then.
+    # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
+    # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
+    picker.info.change(fit_layers, inputs=[picker.dropdown, layer], outputs=[layer], api_visibility="private",
+                       show_progress="hidden")
+    return {"text": text, "pair": pair, "layer": layer, "component": component, "token": token, "button": button,
+            "summary": summary, "norms": norms, "heatmap": heatmap, "position_similarity": position_sim,
+            "position_pca": position_pca, "contextual_pca": contextual_pca, "segment_difference": segment_diff,
+            "table": table, "state": state, "positions": positions, "over_button": over_button,
+            "over_message": over_message, "over_plot": over_plot}

@@ -1,0 +1,1 @@
+"""The Fill-mask tab: top-k predictions per [MASK], over checkpoints."""

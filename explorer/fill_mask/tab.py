@@ -1,0 +1,284 @@
+"""Fill-mask tab: the model's top-k guesses for every [MASK], and how they change over training."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+
+from engine.probes import inference
+from engine.checkpoints.hf_format import LoadedModel
+from engine.probes.fill_mask import FillMaskResult
+from explorer.model_registry import ModelChoice, evenly_spaced
+from explorer.fill_mask import plots as fill_mask_plots
+from explorer.model_picker import ModelPicker
+from explorer.services import Services
+from explorer.ui_errors import check_length, friendly_errors, require_text
+
+MAX_TOP_K = 50
+DEFAULT_TOP_K = 5
+MAX_MASKS = 20
+MAX_CHECKPOINTS = 6          # checkpoints probed over training (evenly spaced, first and last included)
+EMPTY_MESSAGE = "Type a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'"
+# Other ways people write a mask; each becomes the model's own mask token.
+_MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+
+EXAMPLES: list[list[Any]] = [
+    ["The United [MASK] of America.", ""],
+    ["The capital of France is [MASK].", ""],
+    ["Nice to [MASK] you.", ""],
+    ["Paris is the [MASK] of [MASK].", ""],
+    ["The [MASK] sat on the mat.", "cat, dog, bird, car"],
+]
+
+INTRO = """\
+In pretraining, 15% of the tokens are hidden (most become `[MASK]`) and the model learns to
+predict them from the words on **both** sides: that is masked language modelling. Put one or
+more `[MASK]` tokens in a sentence to see the model's top guesses and their probabilities,
+or give target words to score only those. Over training the guesses improve: first the
+right *kind* of word (syntax), later the right facts — compare checkpoints below.
+"""
+
+TABLE_BASE = ["mask", "token"]
+
+
+def parse_targets(text: str | None) -> list[str] | None:
+    """Comma-separated target words -> a list (None when there are none)."""
+    if text is None:
+        return None
+    words = [w.strip() for w in text.split(",")]
+    words = [w for w in words if w]
+    return words or None
+
+
+def mask_token_of(loaded: LoadedModel) -> str:
+    """The model tokenizer's mask token text (e.g. ``[MASK]``); a clear error when it has none."""
+    tokenizer = loaded.tokenizer
+    if tokenizer is None:
+        raise gr.Error(f"This model ({loaded.source}) has no tokenizer files, so it cannot read text.",
+                       print_exception=False)
+    mask_id = getattr(tokenizer, "mask_token_id", None)
+    if mask_id is None:
+        raise gr.Error(f"This model's tokenizer ({loaded.source}) has no mask token; fill-mask needs one.",
+                       print_exception=False)
+    return tokenizer.id_to_token(mask_id)
+
+
+def prepare_text(text: str | None, mask_token: str) -> str:
+    """Validate the text and write every ``[mask]``/``<mask>`` spelling as ``mask_token``."""
+    text = require_text(text, empty_message=EMPTY_MESSAGE)
+    text = _MASK_SPELLINGS.sub(lambda _: mask_token, text)
+    count = text.count(mask_token)
+    if count == 0:
+        raise gr.Error(f"There is no {mask_token} in the text: put {mask_token} where a word should be "
+                       f"predicted, e.g. 'Nice to {mask_token} you.'", print_exception=False)
+    if count > MAX_MASKS:
+        raise gr.Error(f"The text has {count} {mask_token} tokens; at most {MAX_MASKS} are allowed at once.",
+                       print_exception=False)
+    return text
+
+
+def check_top_k(value: float | int | None, maximum: int = MAX_TOP_K) -> int:
+    """``value`` as an int in 1..maximum, else ``gr.Error``."""
+    if value is None:
+        return DEFAULT_TOP_K
+    try:
+        whole = not isinstance(value, bool) and float(value) == int(value)
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole or not 1 <= int(value) <= maximum:
+        raise gr.Error(f"Top-k must be a whole number from 1 to {maximum}; got {value!r}.", print_exception=False)
+    return int(value)
+
+
+def _prepare(services: Services, model_key: str | None, text: str | None, top_k: Any,
+             targets: str | None) -> tuple[LoadedModel, str, int, list[str] | None]:
+    k = check_top_k(top_k)
+    if targets:
+        check_length(targets, "targets")
+    loaded = services.model(model_key)
+    loaded.require_head("mlm")
+    return loaded, prepare_text(text, mask_token_of(loaded)), k, parse_targets(targets)
+
+
+def highlighted_fill(text: str, mask_token: str, result: FillMaskResult) -> list[tuple[str, str | None]]:
+    """The text with each mask replaced by its best fill, labelled "[MASK] n · p"."""
+    pieces = text.split(mask_token)
+    if len(pieces) - 1 != len(result.masks):
+        return [(text, None)]
+    out: list[tuple[str, str | None]] = []
+    for m, mask in enumerate(result.masks):
+        if pieces[m]:
+            out.append((pieces[m], None))
+        if mask.token_strs:
+            label = f"{m + 1}: {mask.scores[0]:.1%}" if len(result.masks) > 1 else f"{mask.scores[0]:.1%}"
+            out.append((mask.token_strs[0], label))
+    if pieces[-1]:
+        out.append((pieces[-1], None))
+    return out
+
+
+def summary_markdown(result: FillMaskResult, mask_token: str) -> str:
+    """Masks, effective k, entropy per mask, target probabilities and warnings."""
+    n = len(result.masks)
+    lines = [f"**{n} {mask_token}** token{'s' if n != 1 else ''} · top-{result.top_k} · "
+             f"{len(result.tokens)} input tokens · model: {result.source}"]
+    entropies = ", ".join(f"{m.entropy:.2f}" for m in result.masks)
+    lines.append(f"Uncertainty (entropy, nats) per mask: {entropies} — lower means a surer guess.")
+    for m in result.masks:
+        if m.target_probabilities:
+            probs = ", ".join(f"`{t}` {p:.2%}" for t, p in m.target_probabilities.items())
+            lines.append(f"{mask_token} {m.index + 1} targets: {probs}")
+    lines += [f"⚠️ {w}" for w in result.warnings]
+    return "\n\n".join(lines)
+
+
+def predictions_plot(result: FillMaskResult, mask_token: str) -> go.Figure:
+    """The top-k bar charts of ``result`` (one subplot per mask)."""
+    many = len(result.masks) > 1
+    return fill_mask_plots.predictions_figure(
+        tokens=[[ts if ts.strip() else (t or f"[id {i}]") for ts, t, i in zip(m.token_strs, m.tokens, m.token_ids)]
+                for m in result.masks],
+        scores=[m.scores for m in result.masks],
+        token_ids=[m.token_ids for m in result.masks],
+        titles=[f"{mask_token} {m.index + 1}" if many else mask_token for m in result.masks])
+
+
+def fill(services: Services, model_key: str | None, text: str | None, top_k: Any,
+         targets: str | None) -> tuple[go.Figure, Any, list[tuple[str, str | None]], str]:
+    """Validate, run ``inference.fill_mask_details`` and build the four outputs."""
+    with services.probing():
+        loaded, text, k, words = _prepare(services, model_key, text, top_k, targets)
+        result = inference.fill_mask_details(loaded, text, k, words)
+    mask_token = mask_token_of(loaded)
+    for warning in result.warnings:
+        gr.Warning(warning)
+    return (predictions_plot(result, mask_token), result.to_pipeline(), highlighted_fill(text, mask_token, result),
+            summary_markdown(result, mask_token))
+
+
+def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
+    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.model_registry.evenly_spaced``)."""
+    return evenly_spaced(choices, cap)
+
+
+def over_training_table(labels: list[str], results: list[FillMaskResult], mask_token: str) -> pd.DataFrame:
+    """One row per (mask, tracked token), one probability column per checkpoint (best at the last first)."""
+    rows = []
+    for m, mask in enumerate(results[-1].masks):
+        tokens = list(mask.tracked)
+        tokens.sort(key=lambda t: -mask.tracked[t])
+        for token in tokens:
+            rows.append([f"{mask_token} {m + 1}", token,
+                         *(round(r.masks[m].tracked.get(token, 0.0), 6) for r in results)])
+    return pd.DataFrame(rows, columns=TABLE_BASE + labels)
+
+
+def over_training(services: Services, model_key: str | None, text: str | None, top_k: Any,
+                  targets: str | None) -> tuple[go.Figure, pd.DataFrame, str]:
+    """The same sentence over the checkpoints of a run: chart, table and a note."""
+    require_text(text, empty_message=EMPTY_MESSAGE)
+    k = check_top_k(top_k)
+    words = parse_targets(targets)
+    choices = services.registry().run_checkpoints(model_key)
+    if len(choices) < 2:
+        raise gr.Error(f"Probing over training needs a run with at least 2 saved checkpoints; found "
+                       f"{len(choices)}. Start a training run in the Training tab and wait for its checkpoints.",
+                       print_exception=False)
+    picked = pick_evenly(choices)
+    with services.probing():
+        models = []
+        for choice in picked:
+            loaded = services.model(choice.key)
+            loaded.require_head("mlm")
+            models.append(loaded)
+        mask_token = mask_token_of(models[-1])
+        text = prepare_text(text, mask_token)
+        if targets:
+            check_length(targets, "targets")
+        probes = inference.fill_mask_over_checkpoints(models, text, k, words)
+    del models
+    labels = [f"step {c.step}" if c.step is not None else c.label for c in picked]
+    results = [result for _, result in probes]
+    n = len(results[-1].masks)
+    fig = fill_mask_plots.over_training_figure(
+        steps=[c.step for c in picked], labels=labels, tracked=[[m.tracked for m in r.masks] for r in results],
+        titles=[f"{mask_token} {m + 1}" if n > 1 else mask_token for m in range(n)])
+    run = picked[0].key.split(":", 1)[-1].split("/", 1)[0]
+    note = (f"Run **{run}**: probed {len(picked)} of its {len(choices)} checkpoints "
+            f"(steps {', '.join(str(c.step) for c in picked)}); each line is a token that was in some "
+            f"checkpoint's top-{results[-1].top_k}.")
+    return fig, over_training_table(labels, results, mask_token), note
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Fill-mask tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text with [MASK] tokens", lines=2, placeholder="Nice to [MASK] you.")
+            targets = gr.Textbox(label="Targets (optional)", max_lines=1,
+                                 placeholder="comma-separated words to score, e.g. cat, dog, bird")
+        with gr.Column(scale=1, min_width=220):
+            top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULT_TOP_K, step=1, label="Top-k")
+            button = gr.Button("Fill", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[text, targets], label="Examples", cache_examples=False,
+                           api_name="fill_mask_example", api_visibility="private")
+    filled = gr.HighlightedText(label="Best fill", show_legend=False, show_inline_category=True,
+                                combine_adjacent=False)
+    summary = gr.Markdown(elem_classes=["token-summary"])
+    plot = gr.Plot(label="Top-k per mask")
+    with gr.Accordion("Results as JSON (the transformers fill-mask pipeline's format)", open=False):
+        results = gr.JSON(label="fill-mask output")
+    with gr.Accordion("Probe over checkpoints", open=False):
+        gr.Markdown("The same sentence on the checkpoints of the chosen run (or the newest run): how the "
+                    "probability of each candidate changes with training.")
+        over_button = gr.Button("Probe over checkpoints")
+        over_note = gr.Markdown()
+        over_plot = gr.Plot(label="Probability vs training step")
+        over_table = gr.Dataframe(label="Probabilities per checkpoint", interactive=False, wrap=False,
+                                  max_height=360)
+
+    @friendly_errors
+    def run(model_key: str, text: str, top_k: float, targets: str) -> tuple[Any, ...]:
+        """Predict the tokens hidden behind every [MASK] in a text.
+
+        Args:
+            model_key: the model (picker key, e.g. "default" or "checkpoint:<run>/<step-dir>").
+            text: a text with 1 to 20 [MASK] tokens.
+            top_k: how many candidates per mask (1..50).
+            targets: optional comma-separated words to score instead of the whole vocabulary.
+        Returns:
+            the top-k chart, the pipeline-shaped results, the best fill highlighted and a summary.
+        """
+        return fill(services, model_key, text, top_k, targets)
+
+    @friendly_errors
+    def run_over_training(model_key: str, text: str, top_k: float, targets: str) -> tuple[Any, ...]:
+        """Probe one masked sentence across the checkpoints of a training run.
+
+        Args:
+            model_key: a checkpoint key picks its run; any other key uses the newest run.
+            text: a text with 1 to 20 [MASK] tokens.
+            top_k: candidates per mask and checkpoint (1..50).
+            targets: optional comma-separated words to score.
+        Returns:
+            the probability-vs-step chart, a table per checkpoint and a note on what was probed.
+        """
+        return over_training(services, model_key, text, top_k, targets)
+
+    run.__name__ = "fill_mask"
+    run_over_training.__name__ = "fill_mask_over_training"
+    inputs = [picker.dropdown, text, top_k, targets]
+    event_kwargs: dict[str, Any] = dict(fn=run, inputs=inputs, outputs=[plot, results, filled, summary],
+                                        show_progress="minimal")
+    button.click(api_name="fill_mask", **event_kwargs)
+    text.submit(api_name="fill_mask_submit", api_visibility="private", **event_kwargs)
+    examples.load_input_event.then(api_name="fill_mask_example_run", api_visibility="private", **event_kwargs)
+    over_button.click(run_over_training, inputs=inputs, outputs=[over_plot, over_table, over_note],
+                      api_name="fill_mask_over_training", show_progress="minimal")
+    return {"text": text, "targets": targets, "top_k": top_k, "button": button, "plot": plot,
+            "results": results, "filled": filled, "summary": summary, "over_button": over_button,
+            "over_plot": over_plot, "over_table": over_table, "over_note": over_note}

@@ -1,0 +1,316 @@
+"""Which models the probing tabs can use, and a small cache of the loaded ones.
+
+Every model has a *key*, a short string the UI puts in its picker and API callers pass:
+
+- ``default``: the bundled model in ``assets/default-model`` (or the folder / hub id configured);
+- ``live``: an eval-mode snapshot of the model being trained right now;
+- ``checkpoint:<run>/<step-dir>``: a checkpoint of a training run under the runs folder;
+- ``local:<path>``: an HF-format directory inside one of the allowed model folders;
+- ``hub:<owner/name>``: a hub model (only when the hub is reachable).
+
+``ModelRegistry.get(key)`` loads (once; a few stay cached) and returns a ``LoadedModel``;
+every failure is a ``ValueError``/``FileNotFoundError``/``ConnectionError`` with a message a
+person understands. ``resolve(source)`` turns what a user typed (a path, a hub id, a key)
+into a key. No Gradio here.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+
+from engine.checkpoints import hub
+from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
+from engine.model.config import BertConfig
+from engine.model.heads import HEADS
+from engine.training.config import auto_device
+from engine.training.state import CHECKPOINTS_DIR, CheckpointInfo, is_complete, list_checkpoints
+
+if TYPE_CHECKING:
+    from engine.training.worker import TrainingWorker
+
+HEAD_TITLES = {"mlm": "masked LM (Fill-mask)", "nsp": "next sentence (NSP)", "qa": "question answering (QA)",
+               "cls": "sequence classification"}
+MAX_SOURCE_CHARS = 4096          # longer "model names" are refused before they reach the file system
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One entry of the model picker: ``label`` is shown, ``key`` is passed around."""
+
+    key: str
+    label: str
+    kind: str                       # "default" | "live" | "checkpoint" | "local" | "hub"
+    step: int | None = None         # training step, for checkpoints
+
+
+def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoice]:
+    """At most ``limit`` of ``choices``, evenly spaced, always the first and the last (over-training views)."""
+    if len(choices) <= limit:
+        return list(choices)
+    if limit <= 1:
+        return [choices[-1]]
+    return [choices[i] for i in sorted({round(j * (len(choices) - 1) / (limit - 1)) for j in range(limit)})]
+
+
+def checkpoint_key(path: Path) -> str:
+    """The key of a checkpoint directory ``<run>/checkpoints/<step-dir>``."""
+    return f"checkpoint:{path.parent.parent.name}/{path.name}"
+
+
+def checkpoint_label(info: CheckpointInfo) -> str:
+    """"run · step 300 · loss 3.21" (MLM loss of the last logged step, when there is one)."""
+    run = info.path.parent.parent.name
+    loss = info.metrics.get("mlm_loss", info.metrics.get("loss"))
+    loss_text = f" · loss {loss:.3f}" if isinstance(loss, (int, float)) else ""
+    return f"{run} · step {info.step}{loss_text}"
+
+
+def inference_device(environ: Mapping[str, str] | None = None) -> str:
+    """Where the probing tabs' models run: ``$EXPLORER_DEVICE`` (``cpu``, ``cuda``, ``cuda:N``) or, by
+    default, CUDA when torch sees a GPU (also on a ZeroGPU Space, where ``spaces`` defers the move until a
+    ``spaces.GPU`` call holds the device) and the CPU otherwise."""
+    env = os.environ if environ is None else environ
+    chosen = env.get("EXPLORER_DEVICE", "").strip().lower() or "auto"
+    if chosen == "auto":
+        return auto_device()
+    if chosen == "cpu" or re.fullmatch(r"cuda(:\d+)?", chosen):
+        return chosen
+    raise ValueError(f"EXPLORER_DEVICE={chosen!r}: expected auto, cpu, cuda or cuda:N")
+
+
+class ModelRegistry:
+    """Model keys -> loaded models, with an LRU cache of ``cache_size`` models."""
+
+    def __init__(self, runs_root: str | Path | None = None, worker: TrainingWorker | None = None,
+                 allowed_dirs: tuple[str | Path, ...] = (), default_dir: str | Path | None = DEFAULT_MODEL_DIR,
+                 cache_size: int = 4, default_hub: str | None = None, device: str = "cpu") -> None:
+        self.device = device                           # where loaded models run (``inference_device()``)
+        self.runs_root = Path(runs_root) if runs_root is not None else None
+        self.worker = worker
+        self.allowed_dirs = tuple(Path(d).resolve() for d in allowed_dirs)
+        self.default_dir = Path(default_dir) if default_dir is not None else None
+        if default_hub is not None and not hub.is_hub_id(default_hub):
+            raise ValueError(f"{default_hub!r} is not a hub model id; expected the form 'owner/name'")
+        self.default_hub = default_hub                 # served as ``default`` instead of default_dir when set
+        self.cache_size = max(1, cache_size)
+        self._cache: OrderedDict[str, LoadedModel] = OrderedDict()
+        self._pinned: dict[str, LoadedModel] = {}
+        self._extra: dict[str, ModelChoice] = {}      # local/hub models loaded this session
+        self._lock = threading.Lock()
+        self._key_locks: dict[str, threading.Lock] = {}
+
+    # ------------------------------------------------------------------ listing
+    def has_default(self) -> bool:
+        """Whether a ``default`` model is configured (pinned, a hub id, or a folder with a config.json)."""
+        return ("default" in self._pinned or self.default_hub is not None
+                or (self.default_dir is not None and (self.default_dir / "config.json").is_file()))
+
+    def listed(self, key: str) -> bool:
+        """Whether ``key`` is a local/hub model already loaded this session (it is in the picker)."""
+        with self._lock:
+            return key in self._extra
+
+    def checkpoint_infos(self) -> list[CheckpointInfo]:
+        """Complete checkpoints of every run, newest first."""
+        if self.worker is not None:
+            return self.worker.checkpoints()
+        if self.runs_root is None or not self.runs_root.is_dir():
+            return []
+        found = [info for run in self.runs_root.iterdir() if (run / CHECKPOINTS_DIR).is_dir()
+                 for info in list_checkpoints(run)]
+        return sorted(found, key=lambda c: (c.created, c.step), reverse=True)
+
+    def choices(self) -> list[ModelChoice]:
+        """Default, the live run, every run's checkpoints (newest first), then loaded local/hub models."""
+        found: list[ModelChoice] = []
+        if self.has_default():
+            label = f"Default model (hub: {self.default_hub})" if self.default_hub else "Bundled default model"
+            found.append(ModelChoice("default", label, "default"))
+        found += [ModelChoice(k, f"{v.source}", "default") for k, v in self._pinned.items() if k != "default"]
+        if self.worker is not None and self.worker.trainer is not None:
+            found.append(ModelChoice("live", "Live training run (current weights)", "live"))
+        found += [ModelChoice(checkpoint_key(c.path), checkpoint_label(c), "checkpoint", c.step)
+                  for c in self.checkpoint_infos()]
+        with self._lock:
+            found += list(self._extra.values())
+        return found
+
+    def run_checkpoints(self, key: str | None = None) -> list[ModelChoice]:
+        """The checkpoints of one run, oldest first: the run of ``key`` if it is a checkpoint,
+        else the run of the newest checkpoint. Empty when there are none."""
+        infos = self.checkpoint_infos()
+        if not infos:
+            return []
+        run = key.split(":", 1)[1].split("/", 1)[0] if key and key.startswith("checkpoint:") else \
+            infos[0].path.parent.parent.name
+        own = [c for c in infos if c.path.parent.parent.name == run]
+        return [ModelChoice(checkpoint_key(c.path), checkpoint_label(c), "checkpoint", c.step)
+                for c in sorted(own, key=lambda c: c.step)]
+
+    def peek_config(self, key: str | None) -> BertConfig | None:
+        """``key``'s config without loading weights (for building the UI fast): a loaded model's, or the
+        default folder's ``config.json``; None where only a load would tell."""
+        try:
+            key = self.resolve(key or "")
+        except ValueError:
+            return None
+        with self._lock:
+            loaded = self._pinned.get(key) or self._cache.get(key)
+        if loaded is not None:
+            return loaded.config
+        if key == "default" and self.default_hub is None and self.has_default():
+            try:
+                return BertConfig.load(self.default_dir)
+            except (OSError, ValueError):
+                return None
+        return None
+
+    # ------------------------------------------------------------------ loading
+    def pin(self, key: str, loaded: LoadedModel) -> None:
+        """Serve ``loaded`` under ``key`` without loading it (tests, or a model built in memory)."""
+        with self._lock:
+            self._pinned[key] = loaded
+
+    def resolve(self, source: str) -> str:
+        """A key from what a user typed: a key, ``default``, a local folder or an ``owner/name`` hub id."""
+        text = (source or "").strip()
+        if not text:
+            raise ValueError("Choose a model: 'default', a checkpoint, a local folder or a hub id (owner/name).")
+        if len(text) > MAX_SOURCE_CHARS:
+            raise ValueError(f"That model name is too long ({len(text):,} characters; at most {MAX_SOURCE_CHARS:,}): "
+                             "type a folder path or a hub id (owner/name).")
+        if any(ord(c) < 32 or ord(c) == 127 for c in text):
+            raise ValueError("The model name holds control characters (a NUL byte, a line break, ...): "
+                             "type a folder path or a hub id (owner/name).")
+        if text in ("default", "live") or text.startswith(("checkpoint:", "local:", "hub:")) or text in self._pinned:
+            return text
+        if text.startswith(("http://", "https://")) or "://" in text:
+            raise ValueError("Give a hub model as 'owner/name', not a URL.")
+        if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1 or _is_dir(Path(text).expanduser()):
+            return f"local:{text}"
+        if hub.is_hub_id(text):
+            return f"hub:{text}"
+        raise ValueError(f"{text!r} is neither a model folder nor a hub id of the form 'owner/name'.")
+
+    def get(self, key: str) -> LoadedModel:
+        """The model for ``key``, loading it on first use (``live`` is always the current snapshot)."""
+        key = self.resolve(key)
+        if key in self._pinned:
+            return self._pinned[key]
+        if key == "live":
+            return self._live()
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:                                       # one load per key, others wait for it
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+            loaded = self._load(key)
+            with self._lock:
+                self._cache[key] = loaded
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+                kind = key.split(":", 1)[0]
+                if kind in ("local", "hub"):
+                    self._extra[key] = ModelChoice(key, f"{kind}: {key.split(':', 1)[1]}", kind)
+            return loaded
+
+    def _load(self, key: str) -> LoadedModel:
+        kind, _, rest = key.partition(":")
+        if key == "default":
+            if self.default_hub is not None and "default" not in self._pinned:
+                return load_directory(hub.download(self.default_hub), self.device,
+                                      source=f"default (hub {self.default_hub})")
+            if not self.has_default():
+                raise FileNotFoundError("The bundled default model is missing from this install "
+                                        f"({self.default_dir}); load a checkpoint or a local model instead.")
+            return load_directory(self.default_dir, self.device, source="default")
+        if kind == "checkpoint":
+            return load_directory(self._checkpoint_dir(rest), self.device, source=f"checkpoint {rest}")
+        if kind == "local":
+            return load_directory(self._allowed_local(rest), self.device, source=f"local {rest}")
+        if kind == "hub":
+            if not hub.is_hub_id(rest):
+                raise ValueError(f"{rest!r} is not a hub model id; expected the form 'owner/name'.")
+            if hub.hub_offline():
+                raise ConnectionError(f"The hub is switched off here (offline mode), so {rest} cannot be "
+                                      "downloaded. Use the bundled model, a checkpoint or a local folder.")
+            return load_directory(hub.download(rest), self.device, source=f"hub {rest}")
+        raise ValueError(f"Unknown model {key!r}: choose one from the list.")
+
+    def _checkpoint_dir(self, rest: str) -> Path:
+        run, _, name = rest.partition("/")
+        if not (_PLAIN_NAME.match(run) and _PLAIN_NAME.match(name)) or ".." in rest:
+            raise ValueError(f"{rest!r} is not a checkpoint name; choose one from the list.")
+        roots = [self.runs_root] if self.runs_root is not None else []
+        if self.worker is not None:
+            roots.insert(0, self.worker.runs_root)
+            live_dir = self.worker.status().run_dir
+            if live_dir:
+                roots.insert(0, Path(live_dir).parent)
+        for root in roots:
+            path = root / run / CHECKPOINTS_DIR / name
+            if path.is_dir() and is_complete(path):
+                return path
+        raise FileNotFoundError(f"Checkpoint {rest} no longer exists (runs keep only their newest checkpoints); "
+                                "pick another one.")
+
+    def _allowed_local(self, text: str) -> Path:
+        path = Path(text).expanduser().resolve()
+        roots = self.allowed_dirs + ((self.runs_root.resolve(),) if self.runs_root is not None else ())
+        if not any(path == root or root in path.parents for root in roots):
+            shown = ", ".join(str(r) for r in roots) or "none configured (set EXPLORER_MODEL_DIRS)"
+            raise ValueError(f"Local models must be inside the allowed model folders: {shown}.")
+        if not _is_dir(path):
+            raise FileNotFoundError(f"There is no model folder at {text}.")
+        for item in path.iterdir():                      # a file symlinked out of the allowed folders
+            if item.is_symlink():
+                target = item.resolve()
+                if not any(target == root or root in target.parents for root in roots):
+                    raise ValueError(f"{item.name} in {text} links outside the allowed model folders; "
+                                     "refusing to read it.")
+        return path
+
+    def _live(self) -> LoadedModel:
+        if self.worker is None:
+            raise ValueError("There is no training run; start one in the Training tab.")
+        loaded = self.worker.snapshot()
+        if loaded is None:
+            raise ValueError("The training run has no model yet; wait for it to start.")
+        return loaded
+
+
+def _is_dir(path: Path) -> bool:
+    """``path.is_dir()``, False where the name itself is unusable (too long for the file system, ...)."""
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def describe(loaded: LoadedModel) -> str:
+    """Markdown: where the model comes from, its size, and which heads it has (and lacks)."""
+    c = loaded.config
+    params = sum(p.numel() for p in loaded.model.parameters())
+    have = ", ".join(HEAD_TITLES[h] for h in HEADS if h in loaded.heads) or "none (encoder only)"
+    lines = [f"**{loaded.source}** · {params / 1e6:.1f}M parameters · {c.num_hidden_layers} layers × "
+             f"{c.num_attention_heads} heads · hidden {c.hidden_size} · vocabulary {c.vocab_size:,} · "
+             f"{c.max_position_embeddings} positions", f"Heads: {have}."]
+    missing = [HEAD_TITLES[h] for h in ("mlm", "nsp", "qa") if h not in loaded.heads]
+    if missing:
+        lines.append(f"No {', no '.join(missing)} head: tabs that need one say so.")
+    if loaded.tokenizer is None:
+        lines.append("⚠️ No tokenizer files: this model cannot read text.")
+    return "  \n".join(lines)
+

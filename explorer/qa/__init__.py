@@ -1,0 +1,1 @@
+"""The QA tab: extractive answers with start/end scores."""

@@ -1,0 +1,249 @@
+"""QA tab: extract answer spans for a question from a context, with the windows and probabilities behind them."""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+
+from engine.probes import inference
+from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult
+from explorer.qa import plots as qa_plots
+from explorer.model_picker import ModelPicker
+from explorer.qa.examples import EXAMPLES
+from explorer.services import Services
+from explorer.ui_errors import friendly_errors, require_text
+
+MAX_TOP_K = 20
+MAX_ANSWER_LEN = 128
+DEFAULT_MAX_ANSWER_LEN = 15
+MIN_SEQ_LEN = 16
+MAX_PLOT_WINDOWS = 6         # windows drawn in the probability chart (those with answers first)
+_WORDS = re.compile(r"\s*\S+\s*|\s+")   # a word with the spaces around it, or spaces alone
+TABLE_COLUMNS = ["rank", "answer", "score", "start", "end", "window", "start token", "end token"]
+TABLE_DATATYPES = ["number", "str", "number", "number", "number", "str", "str", "str"]
+
+INTRO = """\
+The QA head scores every context token twice: as the **start** and as the **end** of the
+answer. The answer is the span with the best p(start) × p(end) where start ≤ end and it is at
+most *max answer length* tokens long. A long context is read in overlapping **windows** of
+*max sequence length* tokens (sharing *doc stride* tokens) and the best spans of all windows
+compete; with *handle impossible answer*, "no answer" (the `[CLS]` score) competes too.
+"""
+
+
+def whole(value: Any, name: str, low: int, high: int | None = None) -> int:
+    """``value`` as an int in ``low..high``, else a ``gr.Error`` naming ``name``."""
+    try:
+        ok = value is not None and not isinstance(value, bool) and float(value) == int(value)
+    except (TypeError, ValueError, OverflowError):
+        ok = False
+    if not ok or int(value) < low or (high is not None and int(value) > high):
+        bound = f"from {low} to {high}" if high is not None else f"of at least {low}"
+        raise gr.Error(f"{name} must be a whole number {bound}; got {value!r}.", print_exception=False)
+    return int(value)
+
+
+def check_settings(top_k: Any, max_answer_len: Any, max_seq_len: Any, doc_stride: Any,
+                   positions: int) -> tuple[int, int, int, int]:
+    """Validate the four numbers as the pipeline does (and against the model's ``positions``)."""
+    k = whole(top_k, "Top-k", 1, MAX_TOP_K)
+    answer_len = whole(max_answer_len, "Max answer length", 1, MAX_ANSWER_LEN)
+    seq_len = whole(max_seq_len, "Max sequence length", 4)
+    if seq_len > positions:
+        raise gr.Error(f"Max sequence length {seq_len} is more than this model's {positions} positions; "
+                       f"set it to {positions} or less.", print_exception=False)
+    stride = whole(doc_stride, "Doc stride", 0)
+    if stride >= seq_len:
+        raise gr.Error(f"Doc stride ({stride}) must be smaller than max sequence length ({seq_len}): windows "
+                       "share doc-stride tokens, so each needs room for new ones.", print_exception=False)
+    return k, answer_len, seq_len, stride
+
+
+def answer_label(rank: int, score: float) -> str:
+    """"#1 · 0.532"."""
+    return f"#{rank} · {score:.3g}"
+
+
+def answer_highlights(context: str, result: QAResult) -> list[tuple[str, str | None]]:
+    """The context cut into pieces; pieces inside answers are labelled by rank and score.
+
+    Where answers overlap, a piece carries every covering answer's label ("#1 · 0.5 | #3 · 0.1").
+    Unlabelled text comes word by word (with its spacing), so the component wraps it like prose.
+    """
+    spans = [(s.start, s.end, answer_label(rank, s.score)) for rank, s in enumerate(result.spans, start=1)
+             if not s.is_null and s.end > s.start]
+    cuts = sorted({0, len(context), *(a for a, _, _ in spans), *(b for _, b, _ in spans)})
+    out: list[tuple[str, str | None]] = []
+    for a, b in zip(cuts, cuts[1:]):
+        covering = [label for start, end, label in spans if start <= a and b <= end]
+        if covering:
+            out.append((context[a:b], " | ".join(covering)))
+        else:
+            out += [(word, None) for word in _WORDS.findall(context[a:b])]
+    return out
+
+
+def answers_table(result: QAResult) -> pd.DataFrame:
+    """One row per answer, best first (columns ``TABLE_COLUMNS``)."""
+    rows = []
+    for rank, s in enumerate(result.spans, start=1):
+        if s.is_null:
+            rows.append([rank, "(no answer)", s.score, s.start, s.end, "", "", ""])
+            continue
+        window = result.windows[s.window]
+        rows.append([rank, s.answer, s.score, s.start, s.end, str(s.window + 1),
+                     f"{s.start_token} {window.tokens[s.start_token]}", f"{s.end_token} {window.tokens[s.end_token]}"])
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def plot_windows(result: QAResult, cap: int = MAX_PLOT_WINDOWS) -> list[int]:
+    """Which windows to draw: those holding answers (best first), then the others, at most ``cap``, in order."""
+    order = list(dict.fromkeys([s.window for s in result.spans if not s.is_null]
+                               + [w.index for w in result.windows]))
+    return sorted(order[:cap])
+
+
+def probabilities_plot(result: QAResult) -> go.Figure:
+    """Start/end probabilities per window, answers shaded."""
+    shown = plot_windows(result)
+    data = []
+    for index in shown:
+        w = result.windows[index]
+        where = {p: i for i, p in enumerate(w.context_positions)}      # window position -> context-token index
+        answers = [(where[s.start_token], where[s.end_token], answer_label(rank, s.score))
+                   for rank, s in enumerate(result.spans, start=1)
+                   if s.window == index and s.start_token in where and s.end_token in where]
+        data.append(qa_plots.WindowProbs(index, w.context_tokens, w.start_probs, w.end_probs,
+                                         w.context_offsets, answers))
+    more = f" (showing {len(shown)} of {len(result.windows)} windows)" if len(shown) < len(result.windows) else ""
+    return qa_plots.probabilities_figure(data, title=f"Start and end probabilities over the context tokens{more}")
+
+
+def windows_plot(result: QAResult) -> go.Figure:
+    """The character range of every window, answers shaded."""
+    answers = [(s.start, s.end, answer_label(rank, s.score)) for rank, s in enumerate(result.spans, start=1)
+               if not s.is_null]
+    n = len(result.windows)
+    return qa_plots.windows_figure(
+        len(result.context), [(w.context_start, w.context_end) for w in result.windows], answers,
+        title=f"{n} window{'s' if n != 1 else ''} of ≤ {result.max_seq_len} tokens, doc stride {result.doc_stride}")
+
+
+def summary_markdown(result: QAResult, source: str) -> str:
+    """Windows, question length, the best answer, and the null score when it competes."""
+    n = len(result.windows)
+    lines = [f"**{n} window{'s' if n != 1 else ''}** · question {len(result.question_tokens)} tokens"
+             + (f" (cut to {result.max_question_len})" if result.question_truncated else "")
+             + f" · model: {source}"]
+    if result.spans and not result.spans[0].is_null:
+        best = result.spans[0]
+        lines.append(f"Best answer: **{best.answer}** (score {best.score:.4g}, window {best.window + 1})")
+    if result.handle_impossible_answer:
+        verdict = ("**no answer wins**: the model thinks the context does not answer the question"
+                   if result.impossible else "**a span wins** over no answer")
+        lines.append(f"Null (no-answer) score p_start([CLS]) × p_end([CLS]) = {result.null_score:.4g} "
+                     f"(lowest over windows) vs best span {result.best_span_score:.4g}: {verdict}.")
+    return "\n\n".join(lines)
+
+
+def fit_lengths(services: Services, model_key: str | None, max_seq_len: Any, doc_stride: Any) -> tuple[Any, Any]:
+    """Slider updates that keep max sequence length within the chosen model's positions."""
+    try:
+        with services.probing():
+            positions = services.model(model_key).config.max_position_embeddings
+        seq_len, stride = int(max_seq_len), int(doc_stride)
+    except Exception:  # noqa: BLE001 - a picker problem is reported by the picker itself
+        return gr.skip(), gr.skip()
+    if seq_len <= positions and stride < seq_len:
+        return gr.skip(), gr.skip()
+    seq_len = min(seq_len, positions)
+    stride = stride if stride < seq_len else min(seq_len // 2, DEFAULT_DOC_STRIDE)   # the pipeline's default
+    return gr.update(value=seq_len), gr.update(value=stride)
+
+
+def answer_question(services: Services, model_key: str | None, question: str | None, context: str | None,
+                    top_k: Any, max_answer_len: Any, max_seq_len: Any, doc_stride: Any,
+                    handle_impossible_answer: bool) -> tuple[Any, ...]:
+    """Validate, run ``inference.answer_details`` and build the six outputs."""
+    question = require_text(question, "question", "Type a question.")
+    context = require_text(context, "context", "Paste a context: the text that holds the answer.")
+    with services.probing():
+        loaded = services.model(model_key)
+        loaded.require_head("qa")
+        k, answer_len, seq_len, stride = check_settings(top_k, max_answer_len, max_seq_len, doc_stride,
+                                                        loaded.config.max_position_embeddings)
+        result = inference.answer_details(loaded, question, context, k, answer_len, seq_len, stride,
+                                          handle_impossible_answer=bool(handle_impossible_answer))
+    answers = result.answers[0] if len(result.answers) == 1 else result.answers   # the pipeline's shape
+    return (answer_highlights(context, result), answers, answers_table(result), probabilities_plot(result),
+            windows_plot(result), summary_markdown(result, loaded.source))
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the QA tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    with gr.Row():
+        with gr.Column(scale=3):
+            question = gr.Textbox(label="Question", max_lines=2, placeholder="Who was Jim Henson?")
+            context = gr.Textbox(label="Context", lines=6, placeholder="The text that holds the answer…")
+        with gr.Column(scale=1, min_width=240):
+            top_k = gr.Slider(1, MAX_TOP_K, value=1, step=1, label="Top-k answers")
+            max_answer_len = gr.Slider(1, MAX_ANSWER_LEN, value=DEFAULT_MAX_ANSWER_LEN, step=1,
+                                       label="Max answer length (tokens)")
+            max_seq_len = gr.Slider(MIN_SEQ_LEN, services.max_length, value=min(DEFAULT_MAX_SEQ_LEN,
+                                    services.max_length), step=1, label="Max sequence length (tokens per window)")
+            doc_stride = gr.Slider(0, services.max_length - 1, value=DEFAULT_DOC_STRIDE, step=1,
+                                   label="Doc stride (tokens shared by neighbouring windows)")
+            impossible = gr.Checkbox(label="Handle impossible answer (allow 'no answer')", value=False)
+            button = gr.Button("Answer", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[question, context], label="Examples", cache_examples=False,
+                           api_name="answer_example", api_visibility="private")
+    highlights = gr.HighlightedText(label="Answers in the context (rank · score)", show_legend=False,
+                                    show_inline_category=True, combine_adjacent=False)
+    summary = gr.Markdown(elem_classes=["token-summary"])
+    table = gr.Dataframe(headers=TABLE_COLUMNS, datatype=TABLE_DATATYPES, label="Top answers",
+                         interactive=False, wrap=True, max_height=320)
+    probs = gr.Plot(label="Start and end probabilities")
+    windows = gr.Plot(label="Windows over the context")
+    with gr.Accordion("Answers as JSON (the transformers question-answering pipeline's format)", open=False):
+        answers = gr.JSON(label="question-answering output")
+
+    @friendly_errors
+    def run(model_key: str, question: str, context: str, top_k: float, max_answer_len: float,
+            max_seq_len: float, doc_stride: float, handle_impossible_answer: bool) -> tuple[Any, ...]:
+        """Extract the answer to a question from a context with the model's QA head.
+
+        Args:
+            model_key: the model (picker key, e.g. "default").
+            question: the question.
+            context: the text that holds the answer.
+            top_k: how many answers (1..20).
+            max_answer_len: longest answer in tokens.
+            max_seq_len: tokens per window (at most the model's positions).
+            doc_stride: tokens shared by neighbouring windows (< max_seq_len).
+            handle_impossible_answer: let "no answer" compete with the spans.
+        Returns:
+            the context with answers highlighted, the pipeline-shaped answers, a table, the
+            start/end probability chart, the windows chart and a summary.
+        """
+        return answer_question(services, model_key, question, context, top_k, max_answer_len, max_seq_len,
+                               doc_stride, handle_impossible_answer)
+
+    run.__name__ = "answer"
+    event_kwargs: dict[str, Any] = dict(
+        fn=run, inputs=[picker.dropdown, question, context, top_k, max_answer_len, max_seq_len, doc_stride,
+                        impossible],
+        outputs=[highlights, answers, table, probs, windows, summary], show_progress="minimal")
+    button.click(api_name="answer", **event_kwargs)
+    question.submit(api_name="answer_submit", api_visibility="private", **event_kwargs)
+    examples.load_input_event.then(api_name="answer_example_run", api_visibility="private", **event_kwargs)
+    picker.dropdown.change(lambda key, seq, stride: fit_lengths(services, key, seq, stride),
+                           inputs=[picker.dropdown, max_seq_len, doc_stride], outputs=[max_seq_len, doc_stride],
+                           api_visibility="private", show_progress="hidden")
+    return {"question": question, "context": context, "top_k": top_k, "max_answer_len": max_answer_len,
+            "max_seq_len": max_seq_len, "doc_stride": doc_stride, "impossible": impossible, "button": button,
+            "highlights": highlights, "answers": answers, "table": table, "probs": probs, "windows": windows,
+            "summary": summary}

@@ -1,0 +1,1 @@
+"""The Tokenize tab: WordPiece pieces, ids, segments and offsets."""

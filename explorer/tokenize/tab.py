@@ -1,0 +1,164 @@
+"""Tokenize tab: type text (and optionally a second segment), see its WordPiece pieces."""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+import plotly.graph_objects as go
+
+from engine.text.tokenizer import Explanation, WordPieceTokenizer
+from explorer import plots
+from explorer.model_picker import ModelPicker
+from explorer.services import Services
+from explorer.ui_errors import check_length, friendly_errors, require_text
+
+TABLE_COLUMNS = ["index", "token", "id", "type id", "start", "end", "text", "special", "word id", "segment"]
+TABLE_DATATYPES = ["number", "str", "number", "number", "number", "number", "str", "bool", "str", "str"]
+MIN_LENGTH = 8
+DEFAULT_LENGTH = 128
+EMPTY_MESSAGE = "Type some text to tokenize."
+TRUNCATED_COLOR = "#fca5a5"
+
+EXAMPLES: list[list[str]] = [
+    ["UNwant\u00e9d, running!", ""],
+    ["Tokenization splits embeddings into pieces.", ""],
+    ["Who was Jim Henson?", "Jim Henson was a nice puppet"],
+    ["Nice to [MASK] you.", ""],
+    ["Caf\u00e9 na\u00efve fa\u00e7ade \U0001F600 \u6771\u4eac\u90fd is in \u65e5\u672c.", ""],
+]
+
+INTRO = """\
+The text is normalised (lower-cased, accents stripped), split into words, and each word
+into **WordPiece** pieces from a fixed vocabulary: pieces starting with `##` continue the
+word before them, and rare words break into several pieces (or `[UNK]`). A pair is laid
+out as `[CLS] A [SEP] B [SEP]`, with type id 0 for `[CLS] A [SEP]` and 1 for `B [SEP]`;
+the strip below shows each position coloured by segment, which is what the segment and
+position embeddings see.
+"""
+
+
+def explanation_table(expl: Explanation) -> pd.DataFrame:
+    """One row per token, columns ``TABLE_COLUMNS`` (word id is "" for specials)."""
+    rows = [
+        [r.index, r.token, r.id, r.type_id, r.start, r.end, r.text, bool(r.special),
+         "" if r.word_id is None else str(r.word_id), r.segment]
+        for r in expl.rows
+    ]
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+
+
+def summary_markdown(expl: Explanation) -> str:
+    """Counts, [UNK] rate, layout and a truncation notice as Markdown."""
+    num_special = sum(1 for r in expl.rows if r.special)
+    lines = [
+        f"**{expl.num_tokens} tokens** ({num_special} special) from **{expl.num_words} words** · "
+        f"**[UNK]**: {expl.num_unknown} ({expl.unknown_rate:.1%} of non-special tokens)",
+        f"Layout: `{expl.layout}`",
+    ]
+    if expl.truncated:
+        lines.append(
+            f"⚠️ truncated: {expl.num_truncated_tokens} tokens dropped at max length {expl.max_length}"
+        )
+    return "\n\n".join(lines)
+
+
+def segment_figure(expl: Explanation) -> go.Figure:
+    """The segment/position strip for one explanation."""
+    return plots.token_strip(
+        tokens=[r.token for r in expl.rows],
+        segments=[r.segment for r in expl.rows],
+        ids=[r.id for r in expl.rows],
+        type_ids=[r.type_id for r in expl.rows],
+    )
+
+
+def tokenizer_for(services: Services, model_key: str | None) -> tuple[WordPieceTokenizer, int]:
+    """The picked model's tokenizer and position limit; the bundled tokenizer when none is picked."""
+    if not model_key:
+        return services.tokenizer, min(512, services.max_length)
+    loaded = services.model(model_key)
+    if loaded.tokenizer is None:
+        raise gr.Error(f"The model {loaded.source} has no tokenizer files (vocab.txt or tokenizer.json).",
+                       print_exception=False)
+    return loaded.tokenizer, min(loaded.config.max_position_embeddings, services.max_length)
+
+
+def tokenize(
+    services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+    max_length: float | int | None,
+) -> tuple[list[tuple[str, str | None]], str, pd.DataFrame, go.Figure]:
+    """Validate input, explain it with the picked model's tokenizer, and build the four outputs."""
+    text = require_text(text, empty_message=EMPTY_MESSAGE)
+    pair = text_pair if text_pair and text_pair.strip() else None
+    if pair is not None:
+        check_length(pair, "text pair")
+    tokenizer, limit = tokenizer_for(services, model_key)
+    length = int(max_length) if max_length is not None else DEFAULT_LENGTH
+    if not MIN_LENGTH <= length <= limit:
+        raise gr.Error(f"Max length must be between {MIN_LENGTH} and {limit}; got {length}.",
+                       print_exception=False)
+    expl = tokenizer.explain(text, text_pair=pair, max_length=length)
+    return list(expl.highlights), summary_markdown(expl), explanation_table(expl), segment_figure(expl)
+
+
+def build(services: Services, picker: ModelPicker | None = None) -> dict[str, Any]:
+    """Create the Tokenize tab's widgets inside the current ``gr.Tab`` and wire them.
+
+    With a ``picker``, the picked model's tokenizer is used; without, the bundled one."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text", lines=3, placeholder="Type or paste text…")
+            pair = gr.Textbox(label="Text pair (optional, segment B)", lines=2,
+                              placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
+        with gr.Column(scale=1, min_width=220):
+            length = gr.Slider(MIN_LENGTH, min(512, services.max_length), value=DEFAULT_LENGTH, step=1,
+                               label="Max length (tokens, incl. specials)")
+            button = gr.Button("Tokenize", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples",
+                           cache_examples=False, api_name="tokenize_example", api_visibility="private")
+    highlights = gr.HighlightedText(
+        label="WordPiece pieces (colour = source word, grey = special, red = cut by truncation)",
+        color_map={"special": plots.SEGMENT_COLORS["special"], "truncated": TRUNCATED_COLOR},
+        show_legend=False,
+        show_inline_category=False,
+        combine_adjacent=False,
+        elem_classes=["wordpieces"],
+    )
+    summary = gr.Markdown(elem_classes=["token-summary"])
+    strip = gr.Plot(label="Segments and positions")
+    table = gr.Dataframe(
+        headers=TABLE_COLUMNS,
+        datatype=TABLE_DATATYPES,
+        label="Tokens",
+        interactive=False,
+        wrap=False,
+        max_height=420,
+    )
+
+    @friendly_errors
+    def run(model: str | None, text: str, text_pair: str, max_length: float) -> tuple[Any, ...]:
+        """Tokenize a text (and optional pair) with the model's WordPiece tokenizer.
+
+        Args:
+            model: the model key from the picker ('default', a checkpoint, ...); empty for the bundled tokenizer.
+            text: the text to tokenize (segment A).
+            text_pair: optional second text (segment B); empty for none.
+            max_length: longest sequence in tokens, specials included (8..512).
+        Returns:
+            highlighted pieces, a Markdown summary, the token table and the segment strip.
+        """
+        return tokenize(services, model, text, text_pair, max_length)
+
+    run.__name__ = "tokenize"
+    outputs = [highlights, summary, table, strip]
+    model = picker.dropdown if picker is not None else gr.State(None)
+    event_kwargs: dict[str, Any] = dict(fn=run, inputs=[model, text, pair, length], outputs=outputs,
+                                        show_progress="minimal")
+    button.click(api_name="tokenize", **event_kwargs)
+    text.submit(api_name="tokenize_submit", api_visibility="private", **event_kwargs)
+    # Clicking an example fills Text and Text pair, then tokenizes at the current max length.
+    examples.load_input_event.then(api_name="tokenize_example_run", api_visibility="private", **event_kwargs)
+    return {"text": text, "pair": pair, "length": length, "button": button,
+            "highlights": highlights, "summary": summary, "table": table, "strip": strip}

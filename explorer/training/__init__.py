@@ -1,0 +1,1 @@
+"""The Training tab: start/pause/stop a run, live curves, the masking view, checkpoints."""

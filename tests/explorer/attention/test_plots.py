@@ -1,0 +1,231 @@
+"""The Attention tab's pure figure builders and exports: structure, labels by position, files that parse."""
+from __future__ import annotations
+
+import json
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from explorer.attention import ablation_plots
+from explorer.attention import export as attention_export
+from explorer.attention import plots as attention_plots
+
+TOKENS = ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]"]     # "the" twice on purpose
+N = len(TOKENS)
+
+
+def _maps(layers: int = 2, heads: int = 3, n: int = N, seed: int = 0) -> np.ndarray:
+    """Random row-stochastic maps (L, nh, S, S)."""
+    logits = np.random.default_rng(seed).normal(size=(layers, heads, n, n)) * 3
+    e = np.exp(logits)
+    return e / e.sum(-1, keepdims=True)
+
+
+def _z(trace) -> np.ndarray:
+    return np.asarray(trace.z, dtype=float)
+
+
+# --- heatmap -----------------------------------------------------------------------------
+
+def test_heatmap_places_tokens_by_position() -> None:
+    attn = _maps()[1, 2]
+    fig = attention_plots.attention_heatmap(attn, TOKENS, 1, 2)
+    (trace,) = fig.data
+    assert isinstance(trace, go.Heatmap) and _z(trace).shape == (N, N)
+    np.testing.assert_allclose(_z(trace), attn, atol=1e-6)
+    assert list(trace.x) == list(range(N)) and list(trace.y) == list(range(N))
+    assert list(fig.layout.xaxis.ticktext) == TOKENS and list(fig.layout.xaxis.tickvals) == list(range(N))
+    assert list(fig.layout.yaxis.ticktext) == TOKENS                      # both "the" rows stay separate
+    assert list(fig.layout.yaxis.range) == [N - 0.5, -0.5]              # query 0 on top
+    assert trace.zmin == 0 and trace.zmax == 1
+    assert "Layer 1, head 2" in fig.layout.title.text
+    assert trace.customdata[5][1][1] == "1: the" and trace.customdata[5][1][0] == "5: the"
+
+
+def test_heatmap_rejects_mismatched_input() -> None:
+    with pytest.raises(ValueError, match="square"):
+        attention_plots.attention_heatmap(np.zeros((3, 4)), TOKENS[:3], 0, 0)
+    with pytest.raises(ValueError, match="covers 8 tokens but 3"):
+        attention_plots.attention_heatmap(np.eye(N), TOKENS[:3], 0, 0)
+
+
+# --- head view ---------------------------------------------------------------------------
+
+def test_head_view_lines_labels_and_colours() -> None:
+    layer = np.zeros((3, N, N))
+    layer[0] = np.eye(N)                                     # head 0: each token to itself (weight 1)
+    layer[2, :, 0] = 0.99                                    # head 2: everything to [CLS], a little elsewhere
+    layer[2, :, 1] = 0.01
+    fig = attention_plots.head_view(layer, TOKENS, heads=[0, 2], layer=4)
+    legend = [t for t in fig.data if t.mode == "lines" and t.showlegend]
+    lines = [t for t in fig.data if t.mode == "lines" and not t.showlegend]
+    assert [t.name for t in legend] == ["head 0", "head 2"] and all(list(t.x) == [None] for t in legend)
+    labels = [t for t in fig.data if t.mode == "markers+text"]
+    assert {t.name for t in lines} == {"head 0", "head 2"}
+    assert {t.line.color for t in lines if t.name == "head 0"} == {attention_plots.HEAD_COLORS[0]}
+    assert {t.line.color for t in lines if t.name == "head 2"} == {attention_plots.HEAD_COLORS[2]}
+    head0 = [t for t in lines if t.name == "head 0"]
+    assert len(head0) == 1 and head0[0].opacity == 1.0
+    assert list(head0[0].y) == [v for i in range(N) for v in (i, i, None)]   # query i -> key i
+    head2 = [t for t in lines if t.name == "head 2"]
+    segments = sum(len(t.x) // 3 for t in head2)
+    assert segments == N                                      # the 0.01 links fall under the threshold
+    assert [list(t.text) for t in labels] == [TOKENS, TOKENS] and list(labels[0].y) == list(range(N))
+    assert "Layer 4" in fig.layout.title.text
+
+
+def test_head_view_checks_heads() -> None:
+    layer = _maps()[0]
+    empty = attention_plots.head_view(layer, TOKENS, heads=[], layer=0)
+    assert empty.layout.annotations[0].text.startswith("Choose at least one head")
+    with pytest.raises(ValueError, match=r"heads \[3\] do not exist"):
+        attention_plots.head_view(layer, TOKENS, heads=[3], layer=0)
+
+
+# --- model view --------------------------------------------------------------------------
+
+def test_model_view_grid_and_focus() -> None:
+    maps = _maps(layers=2, heads=3)
+    fig = attention_plots.model_view(maps, TOKENS, focus=(1, 2))
+    assert len(fig.data) == 6 and all(isinstance(t, go.Heatmap) for t in fig.data)
+    np.testing.assert_allclose(_z(fig.data[4]), maps[1, 1], atol=1e-6)            # row-major: layer 1, head 1
+    assert all(t.coloraxis == "coloraxis" for t in fig.data)
+    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+    (frame,) = fig.layout.shapes
+    assert frame.xref == "x6 domain" and frame.yref == "y6 domain"               # the 6th subplot
+    texts = {a.text for a in fig.layout.annotations}
+    assert {"H0", "H1", "H2", "L0", "L1"} <= texts
+    assert "pick a layer and head" in fig.layout.title.text
+
+
+def test_model_view_pools_long_inputs_keeping_rows_stochastic() -> None:
+    n = 100
+    maps = _maps(layers=1, heads=2, n=n)
+    fig = attention_plots.model_view(maps, [f"t{i}" for i in range(n)])
+    block = -(-n // attention_plots.MODEL_VIEW_MAX_TOKENS)
+    assert _z(fig.data[0]).shape == (-(-n // block),) * 2
+    np.testing.assert_allclose(_z(fig.data[0]).sum(-1), 1.0, atol=1e-5)
+    assert f"blocks of {block} tokens" in fig.layout.title.text
+    pooled = attention_plots.pool_map(np.eye(5), 2)
+    np.testing.assert_allclose(pooled, [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+
+
+# --- statistics --------------------------------------------------------------------------
+
+def test_stats_heatmap() -> None:
+    values = np.arange(6, dtype=float).reshape(2, 3) / 10
+    fig = attention_plots.stats_heatmap(values, "share to [SEP]", focus=(1, 0))
+    (trace,) = fig.data
+    np.testing.assert_allclose(_z(trace), values, atol=1e-6)
+    assert list(trace.x) == [0, 1, 2] and list(trace.y) == [0, 1]
+    assert fig.layout.yaxis.autorange == "reversed" and "share to [SEP]" in fig.layout.title.text
+    (frame,) = fig.layout.shapes
+    assert (frame.x0, frame.y0) == (-0.5, 0.5)
+
+
+# --- ablation and over training ------------------------------------------------------------
+
+def test_ablation_figure_panels() -> None:
+    fills = [{"position": 3, "tokens": ["sat", "ran"], "baseline": [0.6, 0.1], "ablated": [0.2, 0.3]}]
+    fig = ablation_plots.ablation_figure(TOKENS, [1, 2, 5], [1.0, 2.0, 3.0], [1.5, 2.5, 3.5], fills, (0.8, 0.4))
+    bars = [t for t in fig.data if isinstance(t, go.Bar)]
+    assert len(bars) == 6 and {t.name for t in bars} == {"baseline", "ablated"}
+    assert list(bars[0].y) == [1.0, 2.0, 3.0] and list(bars[1].y) == [1.5, 2.5, 3.5]
+    titles = [a.text for a in fig.layout.annotations]
+    assert "mean 2.000 → 2.500" in titles[0] and "position 3" in titles[1] and "0.800 → 0.400" in titles[2]
+    assert list(fig.layout.xaxis.ticktext) == ["the", "cat", "the"]          # by position: both "the"s
+    assert list(fig.layout.xaxis2.ticktext) == ["sat", "ran"]
+    empty = ablation_plots.ablation_figure(TOKENS, [], [], [])
+    assert "Nothing to compare" in empty.layout.annotations[0].text
+    with pytest.raises(ValueError, match="same length"):
+        ablation_plots.ablation_figure(TOKENS, [1], [1.0, 2.0], [1.0])
+
+
+def test_checkpoint_small_multiples() -> None:
+    maps = list(_maps(layers=1, heads=4)[0])
+    labels = [f"step {s}" for s in (0, 10, 20, 30)]
+    fig = ablation_plots.checkpoint_maps_figure(maps, [TOKENS] * 4, labels, layer=1, head=2)
+    assert len(fig.data) == 4 and [a.text for a in fig.layout.annotations][:4] == labels
+    np.testing.assert_allclose(_z(fig.data[3]), maps[3], atol=1e-6)
+    assert list(fig.layout.xaxis.ticktext) == TOKENS and fig.layout.yaxis.autorange == "reversed"
+    assert "Layer 1, head 2 over training" in fig.layout.title.text
+    with pytest.raises(ValueError, match="one entry per checkpoint"):
+        ablation_plots.checkpoint_maps_figure(maps, [TOKENS], labels, 0, 0)
+
+
+def test_statistics_over_steps() -> None:
+    stats = {name: np.linspace(0, 1, 3) for name in ("entropy", "cls", "sep", "self", "prev", "next", "distance")}
+    titles = {"entropy": "entropy (nats)"}
+    fig = ablation_plots.stats_over_steps_figure([0, 50, 100], ["a", "b", "c"], stats, titles, 0, 1)
+    assert len(fig.data) == 7 and list(fig.data[0].x) == [0, 50, 100]
+    assert fig.layout.xaxis.title.text == "training step"
+    assert "entropy (nats)" in {t.name for t in fig.data}
+    unknown = ablation_plots.stats_over_steps_figure([None, 5, 9], ["a", "b", "c"], stats, titles, 0, 1)
+    assert list(unknown.data[0].x) == [0, 1, 2] and list(unknown.layout.xaxis.ticktext) == ["a", "b", "c"]
+
+
+# --- exports -----------------------------------------------------------------------------
+
+def _png_pixels(data: bytes) -> np.ndarray:
+    assert data[:8] == attention_export.PNG_SIGNATURE
+    pos, chunks = 8, {}
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
+        chunks[kind] = chunks.get(kind, b"") + body
+        pos += 12 + length
+    assert set(chunks) == {b"IHDR", b"IDAT", b"IEND"}
+    width, height, depth, color = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (depth, color) == (8, 2)
+    raw = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), dtype=np.uint8).reshape(height, 1 + 3 * width)
+    assert (raw[:, 0] == 0).all()
+    return raw[:, 1:].reshape(height, width, 3)
+
+
+def test_png_is_a_valid_image_of_the_cells() -> None:
+    attn = np.eye(N)
+    pixels = _png_pixels(attention_export.heatmap_png(attn, cell=4))
+    assert pixels.shape == (4 * N, 4 * N, 3)
+    dark, light = attention_export.colors(np.array([1.0, 0.0]))
+    assert (pixels[0:4, 0:4] == dark).all() and (pixels[0:4, 4:8] == light).all()
+    assert (pixels[-1, -1] == dark).all()
+    big = _png_pixels(attention_export.heatmap_png(np.full((600, 600), 1 / 600), cell=12))
+    assert big.shape[0] <= attention_export.MAX_PNG_SIDE
+    with pytest.raises(ValueError, match="square"):
+        attention_export.heatmap_png(np.zeros((2, 3)))
+
+
+def test_svg_is_xml_with_labels_by_position() -> None:
+    attn = _maps()[0, 0]
+    svg = attention_export.heatmap_svg(attn, TOKENS + [], title="Layer 0, head 0 <&>")
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == f"{ns}svg"
+    texts = [t.text for t in root.iter(f"{ns}text")]
+    assert "Layer 0, head 0 <&>" in texts
+    assert texts.count("1: the") == 2 and texts.count("5: the") == 2      # row and column label each
+    cells = [r for r in root.iter(f"{ns}rect") if r.find(f"{ns}title") is not None]
+    assert len(cells) == N * N
+    assert cells[N + 2].find(f"{ns}title").text == f"1: the → 2: cat: {attn[1, 2]:.3f}"
+    with pytest.raises(ValueError, match="does not match"):
+        attention_export.heatmap_svg(attn, TOKENS[:3])
+
+
+def test_json_export_and_files(tmp_path) -> None:
+    attn = _maps()[1, 0]
+    stats = {"entropy": np.float64(1.5), "self": 0.25}
+    data = json.loads(attention_export.attention_json(TOKENS, 1, 0, attn, stats, source="tiny", extra=[np.int64(3)]))
+    assert data["tokens"] == TOKENS and data["layer"] == 1 and data["head"] == 0
+    assert data["stats"] == {"entropy": 1.5, "self": 0.25} and data["source"] == "tiny" and data["extra"] == [3]
+    np.testing.assert_allclose(np.array(data["attention"]).sum(-1), 1.0, atol=1e-5)
+    paths = attention_export.write_exports(tmp_path / "out", "attention-L1-H0", attn, TOKENS, 1, 0, stats, title="t")
+    assert [p.name for p in paths] == ["attention-L1-H0.png", "attention-L1-H0.svg", "attention-L1-H0.json"]
+    assert paths[0].read_bytes()[:8] == attention_export.PNG_SIGNATURE
+    ET.fromstring(paths[1].read_text(encoding="utf-8"))
+    assert json.loads(paths[2].read_text(encoding="utf-8"))["tokens"] == TOKENS

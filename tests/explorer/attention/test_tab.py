@@ -1,0 +1,219 @@
+"""The Attention tab: its handlers directly, then every api_name through an in-process server."""
+from __future__ import annotations
+
+import json
+import os
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any, Iterator
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import gradio as gr  # noqa: E402
+import pandas as pd  # noqa: E402
+import plotly.graph_objects as go  # noqa: E402
+import pytest  # noqa: E402
+from gradio_client import Client  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+from app_helpers import serve  # noqa: E402
+from conftest import tiny_config  # noqa: E402
+from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
+from engine.model.heads import BertWithHeads  # noqa: E402
+from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
+from engine.training.state import CHECKPOINTS_DIR, checkpoint_name, write_checkpoint  # noqa: E402
+from explorer import model_picker  # noqa: E402
+from explorer.attention import actions as attention_actions  # noqa: E402
+from explorer.attention import tab as attention_tab  # noqa: E402
+from explorer.services import Services  # noqa: E402
+from reference import randomize_  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+TEXT = "the cat sat on the mat"
+PAIR = "the dog ran"
+STEPS = (2, 4, 6, 8)
+API = ("/attention", "/ablate_heads", "/attention_export", "/attention_over_training")
+
+
+def _model(seed: int, heads: tuple[str, ...] = ("mlm", "nsp", "qa")) -> BertWithHeads:
+    return randomize_(BertWithHeads(tiny_config(), heads=heads), seed, scale=0.3).eval()
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer) -> Services:
+    """``default`` (MLM+NSP+QA), ``encoder`` (no heads), and a run with four checkpoints."""
+    runs = tmp_path_factory.mktemp("runs")
+    for i, step in enumerate(STEPS):
+        write_checkpoint(_model(100 + i), tiny_tokenizer, runs / "run-a" / CHECKPOINTS_DIR / checkpoint_name(step),
+                         state={"step": step}, info={"step": step, "created": time.time() + i})
+    registry = ModelRegistry(runs_root=runs, default_dir=None)
+    full, bare = _model(0), _model(1, heads=())
+    registry.pin("default", LoadedModel(full, tiny_tokenizer, full.config, "tiny test model"))
+    registry.pin("encoder", LoadedModel(bare, tiny_tokenizer, bare.config, "tiny encoder"))
+    return Services(tokenizer=tiny_tokenizer, models=registry)
+
+
+@pytest.fixture(scope="module")
+def empty_services(tiny_tokenizer) -> Services:
+    registry = ModelRegistry(default_dir=None)
+    model = _model(0)
+    registry.pin("default", LoadedModel(model, tiny_tokenizer, model.config, "tiny test model"))
+    return Services(tokenizer=tiny_tokenizer, models=registry)
+
+
+# --- handlers ----------------------------------------------------------------------------
+
+def test_show_attention_outputs(services: Services) -> None:
+    heat, head_view, model_view, stats_plot, table, summary = attention_tab.show_attention(
+        services, "default", TEXT, PAIR, 1, 3, 128, [0, 2], "sep")
+    assert all(isinstance(f, go.Figure) for f in (heat, head_view, model_view, stats_plot))
+    assert list(heat.layout.xaxis.ticktext) == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]",
+                                                "the", "dog", "ran", "[SEP]"]
+    assert {t.name for t in head_view.data if t.mode == "lines"} <= {"head 0", "head 2"}
+    assert len(model_view.data) == 2 * 4 and "share to [SEP]" in stats_plot.layout.title.text
+    assert isinstance(table, pd.DataFrame) and list(table.columns) == attention_tab.TABLE_COLUMNS and len(table) == 8
+    assert "**12 tokens**" in summary and "Layer 1, head 3" in summary
+
+
+@pytest.mark.parametrize("args, message", [
+    (("default", "", "", 0, 0), "Type a sentence"),
+    (("default", TEXT, "", 2, 0), "layer 2 does not exist"),
+    (("default", TEXT, "", 0, 9), "head 9 does not exist"),
+    (("default", TEXT, "", 0, 0, 4), "Max length must be between"),
+    (("default", TEXT, "", 0, 0, 128, [7]), r"heads \[7\] do not exist"),
+    (("default", TEXT, "", 0, 0, 128, ["x"]), "must be numbers from 0 to 3"),
+    (("default", TEXT, "", 0, 0, 128, None, "bogus"), "unknown statistic"),
+])
+def test_show_attention_bad_input(services: Services, args: tuple, message: str) -> None:
+    with pytest.raises((ValueError, gr.Error), match=message):
+        attention_tab.show_attention(services, *args)
+
+
+def test_ablation_handler(services: Services) -> None:
+    fig, summary = attention_actions.run_ablation(services, "default", "the cat [MASK] on the mat", PAIR, "0:1, 1:*")
+    assert "Removed **5 head(s)**: 0:1, 1:0, 1:1, 1:2, 1:3" in summary and "P(IsNext)" in summary
+    assert "pseudo-log-likelihood" in summary and isinstance(fig, go.Figure)
+    assert len(fig.layout.annotations) == 3                          # loss, the [MASK]'s fillers, IsNext
+    for heads, message in (("", "Name the heads"), ("0:9", "head 9 does not exist"), ("x", "is not layer:head")):
+        with pytest.raises((ValueError, gr.Error), match=message):
+            attention_actions.run_ablation(services, "default", TEXT, "", heads)
+    with pytest.raises(ValueError, match="only attention maps are available"):
+        attention_actions.run_ablation(services, "encoder", TEXT, "", "0:0")
+    with pytest.raises(gr.Error, match="Top-k must be between"):
+        attention_actions.run_ablation(services, "default", TEXT, "", "0:0", 0)
+
+
+def test_export_handler(services: Services) -> None:
+    paths = [Path(p) for p in attention_actions.export_files(services, "default", TEXT, "", 1, 2)]
+    assert [p.suffix for p in paths] == [".png", ".svg", ".json"] and all(p.name.startswith("attention-L1-H2")
+                                                                         for p in paths)
+    data = json.loads(paths[2].read_text(encoding="utf-8"))
+    assert data["layer"] == 1 and data["head"] == 2 and data["tokens"][0] == "[CLS]" and "entropy" in data["stats"]
+    assert len(data["attention"]) == len(data["tokens"])
+    ET.fromstring(paths[1].read_text(encoding="utf-8"))
+
+
+def test_over_training_handler(services: Services, empty_services: Services) -> None:
+    maps, lines, note = attention_actions.over_training(services, "default", TEXT, "", 1, 0)
+    assert len(maps.data) == len(STEPS) and [a.text for a in maps.layout.annotations][:4] == [f"step {s}" for s in STEPS]
+    assert list(lines.data[0].x) == list(STEPS) and "Run **run-a**: 4 of 4 checkpoints" in note
+    with pytest.raises(gr.Error, match="no training checkpoints yet"):
+        attention_actions.over_training(empty_services, "default", TEXT, "", 0, 0)
+    with pytest.raises(ValueError, match="layer 3 does not exist"):
+        attention_actions.over_training(services, "default", TEXT, "", 3, 0)
+
+
+def test_pick_evenly_and_slider_updates(services: Services) -> None:
+    choices = [ModelChoice(f"k{i}", f"l{i}", "checkpoint", i) for i in range(10)]
+    picked = attention_actions.pick_evenly(choices, 4)
+    assert [c.step for c in picked] == [0, 3, 6, 9]
+    assert attention_actions.pick_evenly(choices[:3], 6) == choices[:3]
+    layer, head, heads = attention_tab.slider_updates(services, "default", 5, 1, [0, 3, 11])
+    assert layer["maximum"] == 1 and layer["value"] == 1 and head["maximum"] == 3 and head["value"] == 1
+    assert heads["value"] == [0, 3] and len(heads["choices"]) == 4
+    skipped = attention_tab.slider_updates(services, "checkpoint:nope/step-000001", 0, 0, [])
+    assert all(s == gr.skip() for s in skipped)
+
+
+def test_png_name_config() -> None:
+    data = attention_tab.with_png_name(go.Figure(), "attention-L1-H2 x")
+    payload = json.loads(data.plot)
+    assert payload["config"]["toImageButtonOptions"] == {"format": "png", "filename": "attention-L1-H2_x", "scale": 2}
+    assert "data" in payload and "layout" in payload
+
+
+# --- through the server ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def client(services: Services) -> Iterator[Client]:
+    with gr.Blocks(analytics_enabled=False) as demo:
+        picker = model_picker.build(services)
+        with gr.Tabs():
+            with gr.Tab("Attention"):
+                widgets = attention_tab.build(services, picker)
+    # wide at build time (API callers may pick deeper models); a browser narrows them on load
+    assert widgets["layer"].maximum == attention_tab.MAX_LAYERS - 1 and widgets["head"].maximum == attention_tab.MAX_HEADS - 1
+    assert widgets["view_heads"].value == [0, 1, 2, 3]
+    with serve(demo) as running:
+        yield running
+
+
+def _attention(client: Client, *, text: str = TEXT, pair: str = "", layer: int = 0, head: int = 0,
+               heads: list[int] | None = None, statistic: str = "entropy", model: str = "default") -> tuple[Any, ...]:
+    return tuple(client.predict(model, text, pair, layer, head, 128, [0, 1, 2, 3] if heads is None else heads,
+                                statistic, api_name="/attention"))
+
+
+def test_api_names(client: Client) -> None:
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert set(API) <= set(endpoints)
+    assert not any(name.startswith("/attention_") and name not in API for name in endpoints)  # helpers stay private
+
+
+def test_attention_endpoint(client: Client) -> None:
+    heat, head_view, model_view, stats_plot, table, summary = _attention(client, pair=PAIR, layer=1, head=2)
+    assert heat["type"] == "plotly"
+    payload = json.loads(heat["plot"])
+    assert payload["config"]["toImageButtonOptions"]["filename"] == "attention-L1-H2"
+    assert payload["layout"]["xaxis"]["ticktext"][:3] == ["[CLS]", "the", "cat"]
+    assert all(p["type"] == "plotly" for p in (head_view, model_view, stats_plot))
+    assert table["headers"] == attention_tab.TABLE_COLUMNS and len(table["data"]) == 8
+    assert "Layer 1, head 2" in summary
+
+
+def test_other_endpoints(client: Client) -> None:
+    figure, summary = client.predict("default", "the cat [MASK] on the mat", "", "1:2", 5, api_name="/ablate_heads")
+    assert figure["type"] == "plotly" and "Removed **1 head(s)**: 1:2" in summary
+    files = client.predict("default", TEXT, "", 0, 3, 128, api_name="/attention_export")
+    paths = {Path(f).suffix: Path(f) for f in files}
+    assert sorted(paths) == [".json", ".png", ".svg"]
+    assert json.loads(paths[".json"].read_text(encoding="utf-8"))["head"] == 3
+    assert paths[".png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    ET.fromstring(paths[".svg"].read_text(encoding="utf-8"))
+    note, maps, lines = client.predict("default", TEXT, "", 1, 1, 128, api_name="/attention_over_training")
+    assert "4 of 4 checkpoints" in note and maps["type"] == "plotly" and lines["type"] == "plotly"
+
+
+BAD_CALLS = [
+    (dict(layer=5), "layer 5 does not exist"),
+    (dict(layer=50), "greater than maximum"),
+    (dict(heads=[4]), r"heads \[4\] do not exist"),
+    (dict(text="   "), "Type a sentence"),
+    (dict(model="checkpoint:nope/step-000001"), "not in the list of choices"),
+]
+
+
+def test_bad_inputs_keep_serving(client: Client) -> None:
+    for call, message in BAD_CALLS:
+        with pytest.raises(AppError, match=message):
+            _attention(client, **call)
+    assert "Layer 0, head 0" in _attention(client)[-1]                 # still serving
+
+
+def test_ablation_without_an_mlm_head_is_explained(client: Client) -> None:
+    with pytest.raises(AppError, match="only attention maps are available"):
+        client.predict("encoder", TEXT, "", "0:0", 5, api_name="/ablate_heads")
+    assert "Layer 0, head 0" in _attention(client, model="encoder")[-1]

@@ -1,0 +1,200 @@
+"""The Embeddings tab: handlers directly, then in-process via gradio_client (/embeddings, /embeddings_over_training)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import gradio as gr  # noqa: E402
+import plotly.graph_objects as go  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from gradio_client import Client  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+from app_helpers import serve  # noqa: E402
+from conftest import tiny_config  # noqa: E402
+from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
+from engine.probes.embeddings import EmbeddingsResult  # noqa: E402
+from engine.model.heads import BertWithHeads  # noqa: E402
+from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
+from engine.training.state import CHECKPOINTS_DIR, checkpoint_name, write_checkpoint  # noqa: E402
+from explorer import model_picker  # noqa: E402
+from explorer.embeddings import plots as embeddings_plots  # noqa: E402
+from explorer.embeddings import tab as embeddings_tab  # noqa: E402
+from explorer.services import Services  # noqa: E402
+from reference import randomize_  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+RUN = "emb-run"
+STEPS = (3, 6, 9)
+PAIR = ("the cat sat on the mat", "the dog ran")
+
+
+def _model(seed: int, heads: tuple[str, ...] = ("mlm", "nsp")) -> BertWithHeads:
+    torch.manual_seed(seed)
+    return randomize_(BertWithHeads(tiny_config(), heads=heads), seed).eval()
+
+
+def _services(tokenizer, runs_root: Path | None) -> Services:
+    registry = ModelRegistry(runs_root=runs_root, default_dir=None)
+    model = _model(0)
+    registry.pin("default", LoadedModel(model, tokenizer, model.config, "tiny test model"))
+    bare = _model(1, heads=())
+    registry.pin("encoder", LoadedModel(bare, tokenizer, bare.config, "tiny encoder"))
+    return Services(tokenizer=tokenizer, models=registry)
+
+
+@pytest.fixture(scope="module")
+def runs_root(tiny_tokenizer, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("runs")
+    for i, step in enumerate(STEPS):
+        write_checkpoint(_model(10 + i), tiny_tokenizer, root / RUN / CHECKPOINTS_DIR / checkpoint_name(step),
+                         state={"step": step}, info={"step": step, "created": time.time() + i})
+    return root
+
+
+@pytest.fixture(scope="module")
+def services(tiny_tokenizer, runs_root: Path) -> Services:
+    return _services(tiny_tokenizer, runs_root)
+
+
+@pytest.fixture(scope="module")
+def client(services: Services) -> Iterator[Client]:
+    with gr.Blocks(analytics_enabled=False) as demo:
+        picker = model_picker.build(services)
+        with gr.Tab("Embeddings"):
+            embeddings_tab.build(services, picker)
+    with serve(demo) as running:
+        yield running
+
+
+# --- handlers, directly ------------------------------------------------------------------
+
+def test_show_embeddings_builds_every_output(services: Services) -> None:
+    out = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word", "all")
+    summary, norms, heatmap, pos_sim, pos_pca, ctx_pca, seg, table, token, result = out
+    assert isinstance(result, EmbeddingsResult) and result.layer == 1
+    assert all(isinstance(f, go.Figure) for f in (norms, heatmap, pos_sim, pos_pca, ctx_pca, seg))
+    assert "**12 tokens** (A: 6, B: 3, special: 3)" in summary and "layer 1 of 2" in summary
+    assert "`the` at positions 1 and 5" in summary and "max difference" in summary
+    assert list(table.columns) == embeddings_plots.NEIGHBOUR_COLUMNS and len(table) == 12 * 8
+    assert token["value"] == "all" and token["choices"][1] == ("0: [CLS]", "0")
+    assert "word" in heatmap.layout.title.text
+
+
+def test_summary_flags_a_mismatch_and_truncation(services: Services) -> None:
+    *_, result = embeddings_tab.show_embeddings(services, "default", " ".join(["the cat"] * 40), "", 1, "word", "all")
+    summary = embeddings_tab.summary_markdown(result)
+    assert "truncated" in summary and "max length 64" in summary and "equals the model's own" in summary
+    odd = dataclasses.replace(result, output_max_diff=0.3)
+    assert "differs from the model's embedding output" in embeddings_tab.summary_markdown(odd)
+
+
+def test_token_choice_filters_neighbours(services: Services) -> None:
+    *_, table, token, result = embeddings_tab.show_embeddings(services, "default", "the cat", "", None, "output", "2")
+    assert set(table["position"]) == {2} and set(table["token"]) == {"cat"} and token["value"] == "2"
+    assert result.layer == result.num_layers                                  # None = last layer
+    with pytest.warns(UserWarning, match="not in this input"):
+        assert embeddings_tab.parse_token("7", 4) is None                     # stale position: all tokens
+    assert embeddings_tab.parse_token("3: cat", 4) == 3
+    with pytest.raises(gr.Error, match="neither"):
+        embeddings_tab.parse_token("cat", 4)
+
+
+@pytest.mark.parametrize("layer, message", [(3, "out of range"), (-1, "out of range"), (1.5, "whole number")])
+def test_parse_layer(layer: float, message: str) -> None:
+    with pytest.raises(gr.Error, match=message):
+        embeddings_tab.parse_layer(layer, 2)
+    assert embeddings_tab.parse_layer(2.0, 2) == 2 and embeddings_tab.parse_layer(None, 2) == 2
+
+
+def test_headless_encoder_works(services: Services) -> None:
+    *_, result = embeddings_tab.show_embeddings(services, "encoder", "the dog", "", 0, "sum", "all")
+    assert result.source == "tiny encoder" and result.layer == 0
+
+
+def test_heatmap_component_is_validated(services: Services) -> None:
+    with pytest.raises(gr.Error, match="Unknown component"):
+        embeddings_tab.show_embeddings(services, "default", "the cat", "", 1, "nope", "all")
+    assert "first" in embeddings_tab.heatmap_figure(None, "word").layout.annotations[0].text
+
+
+def test_evenly_spaced_keeps_first_and_last() -> None:
+    choices = [ModelChoice(f"checkpoint:r/step-{i}", f"r · step {i}", "checkpoint", i) for i in range(10)]
+    picked = embeddings_tab.evenly_spaced(choices)
+    assert len(picked) == 6 and picked[0].step == 0 and picked[-1].step == 9
+    assert [c.step for c in picked] == sorted({c.step for c in picked})
+    assert embeddings_tab.evenly_spaced(choices[:3]) == choices[:3]
+
+
+def test_over_training_needs_two_checkpoints(tiny_tokenizer) -> None:
+    message, figure = embeddings_tab.over_training(_services(tiny_tokenizer, None), "default", 16)
+    assert "at least 2 checkpoints" in message and "found 0" in message
+    assert isinstance(figure, go.Figure) and not figure.data
+
+
+def test_over_training_direct(services: Services) -> None:
+    message, figure = embeddings_tab.over_training(services, f"checkpoint:{RUN}/{checkpoint_name(6)}", 12)
+    assert f"Run **{RUN}**" in message and "| step 3 |" in message and "| step 9 |" in message
+    assert len(figure.data) == 3 and all(len(trace.z) == 12 for trace in figure.data)
+    with pytest.raises(gr.Error, match="whole number"):
+        embeddings_tab.over_training(services, "default", 1)
+
+
+def test_layer_slider_follows_the_model(services: Services) -> None:
+    update = embeddings_tab.layer_slider_update(services, "default", 5)
+    assert update["maximum"] == 2 and update["value"] == 2
+    assert embeddings_tab.layer_slider_update(services, "default", 1)["value"] == 1
+    assert embeddings_tab.layer_slider_update(services, "checkpoint:nope/step-1", 1) is not None   # skipped quietly
+
+
+# --- through the server ------------------------------------------------------------------
+
+def _embed(client: Client, text: str, pair: str = "", layer: Any = 2, component: str = "output",
+           token: str = "all", model: str = "default") -> tuple[Any, ...]:
+    return tuple(client.predict(model, text, pair, layer, component, token, api_name="/embeddings"))
+
+
+def test_api_names(client: Client) -> None:
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert {"/embeddings", "/embeddings_over_training"} <= set(endpoints)
+    assert not any(name.startswith("/embeddings_example") for name in endpoints)
+    params = [p["parameter_name"] for p in endpoints["/embeddings"]["parameters"]]
+    assert params == ["model_key", "text", "text_pair", "layer", "component", "token"]
+
+
+def test_embeddings_through_the_client(client: Client) -> None:
+    out = _embed(client, *PAIR, layer=1, token="3")
+    summary, norms, heatmap, pos_sim, pos_pca, ctx_pca, seg, table, token = out
+    assert "**12 tokens**" in summary and "layer 1 of 2" in summary
+    for plot in (norms, heatmap, pos_sim, pos_pca, ctx_pca, seg):
+        assert plot["type"] == "plotly"
+    assert table["headers"] == embeddings_plots.NEIGHBOUR_COLUMNS
+    assert {row[0] for row in table["data"]} == {3} and len(table["data"]) == 8
+    assert token["value"] == "3" and ["3: sat", "3"] in token["choices"]   # the dropdown update
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(text=""), "Type some text"),
+    (dict(text="the cat", layer=7), "out of range: this model has 2 layers"),
+    (dict(text="the cat", layer=49), "greater than maximum"),
+    (dict(text="the cat", token="cat"), "neither 'all' nor a token position"),
+    (dict(text="the cat", model="checkpoint:nope/step-000001"), "not in the list of choices"),
+])
+def test_bad_input_is_a_clear_error_and_the_app_keeps_serving(client: Client, kwargs: dict, message: str) -> None:
+    with pytest.raises(AppError, match=message):
+        _embed(client, **kwargs)
+    assert "**4 tokens**" in _embed(client, "the cat")[0]
+
+
+def test_over_training_through_the_client(client: Client) -> None:
+    message, plot = client.predict("default", 16, api_name="/embeddings_over_training")
+    assert f"Run **{RUN}**" in message and "3 of its 3 checkpoints" in message
+    assert plot["type"] == "plotly" and "step 9" in plot["plot"]

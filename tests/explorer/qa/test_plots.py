@@ -1,0 +1,80 @@
+"""Pure QA figure builders: start/end probabilities per window, windows over the context."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import plotly.graph_objects as go  # noqa: E402
+import pytest  # noqa: E402
+
+from explorer.qa import plots as qp  # noqa: E402
+
+
+def _is_empty(fig: go.Figure) -> bool:
+    return len(fig.data) == 0 and len(fig.layout.annotations) == 1
+
+
+def _window(index: int, tokens: list[str], answers=()) -> qp.WindowProbs:
+    n = len(tokens)
+    return qp.WindowProbs(index, tokens, [1 / n] * n, [i / n for i in range(n)],
+                          [(3 * i, 3 * i + 2) for i in range(n)], list(answers))
+
+
+def test_one_window_start_and_end_by_position() -> None:
+    w = _window(0, ["the", "cat", "sat", "the", "mat"], answers=[(1, 2, "#1 · 0.4"), (3, 4, "#2 · 0.1")])
+    fig = qp.probabilities_figure([w], title="t")
+    assert [t.name for t in fig.data] == ["p(start)", "p(end)"]
+    start, end = fig.data
+    assert list(start.x) == [0, 1, 2, 3, 4] and list(start.y) == w.start_probs and list(end.y) == w.end_probs
+    assert list(fig.layout.xaxis.tickvals) == [0, 1, 2, 3, 4]
+    assert list(fig.layout.xaxis.ticktext) == ["the", "cat", "sat", "the", "mat"]   # two "the"s stay apart
+    assert start.customdata[4][1] == "12–14"                                        # characters in the hover
+    shapes = [(s.x0, s.x1) for s in fig.layout.shapes]
+    assert shapes == [(0.5, 2.5), (2.5, 4.5)]                                       # answer spans shaded
+    assert "#1 · 0.4" in [a.text for a in fig.layout.annotations]                   # the best one labelled
+    fig.to_json()
+
+
+def test_several_windows_give_several_subplots() -> None:
+    fig = qp.probabilities_figure([_window(0, ["a", "b"]), _window(2, ["c", "d", "e"])])
+    assert len(fig.data) == 4
+    assert {t.xaxis for t in fig.data[:2]} == {"x"} and {t.xaxis for t in fig.data[2:]} == {"x2"}
+    assert [t.showlegend for t in fig.data] == [True, True, False, False]          # one legend entry each
+    assert [a.text for a in fig.layout.annotations] == ["window 1", "window 3"]
+    assert list(fig.layout.xaxis2.ticktext) == ["c", "d", "e"]
+
+
+def test_long_windows_thin_their_tick_labels() -> None:
+    fig = qp.probabilities_figure([_window(0, [f"w{i}" for i in range(300)])])
+    assert len(fig.data[0].x) == 300
+    assert len(fig.layout.xaxis.tickvals) <= 100 and fig.layout.xaxis.ticktext[1] == f"w{fig.layout.xaxis.tickvals[1]}"
+
+
+def test_probabilities_validation_and_empty() -> None:
+    assert _is_empty(qp.probabilities_figure([]))
+    with pytest.raises(ValueError, match="window 0: 2 tokens"):
+        qp.probabilities_figure([qp.WindowProbs(0, ["a", "b"], [0.5], [0.5, 0.5])])
+    with pytest.raises(ValueError, match="offsets"):
+        qp.probabilities_figure([qp.WindowProbs(0, ["a"], [1.0], [1.0], [(0, 1), (1, 2)])])
+
+
+def test_windows_figure_character_ranges_and_answers() -> None:
+    fig = qp.windows_figure(100, [(0, 60), (40, 100)], answers=[(45, 50, "#1 · 0.9"), (10, 12, "#2 · 0.1")],
+                            title="2 windows")
+    bar = fig.data[0]
+    assert list(bar.base) == [0, 40] and list(bar.x) == [60, 60] and bar.orientation == "h"
+    assert list(fig.layout.yaxis.ticktext) == ["window 1", "window 2"]
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(45, 50), (10, 12)]
+    assert "#1 · 0.9" in [a.text for a in fig.layout.annotations]
+    assert list(fig.layout.xaxis.range) == [0, 100]
+    fig.to_json()
+
+
+def test_windows_figure_empty_and_validation() -> None:
+    assert _is_empty(qp.windows_figure(10, []))
+    with pytest.raises(ValueError, match="context_length"):
+        qp.windows_figure(-1, [(0, 1)])

@@ -1,0 +1,179 @@
+"""QA tab: handler outputs equal engine.probes.inference, validation as the pipeline's, and the served app."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Iterator
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import gradio as gr  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from gradio_client import Client  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+from engine.probes import inference  # noqa: E402
+from explorer.qa import examples as qa_examples  # noqa: E402
+from explorer.qa import tab  # noqa: E402
+from explorer.services import Services  # noqa: E402
+from app_helpers import serve  # noqa: E402
+from probing_helpers import make_services, small_app  # noqa: E402
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+QUESTION = "who sat on the mat?"
+CONTEXT = "the cat sat on the mat. the dog ran in the house. a bird sang in the tree."
+LONG = " ".join([CONTEXT] * 8)                 # ~170 tokens: several windows of 48
+SETTINGS = dict(top_k=3, max_answer_len=15, max_seq_len=64, doc_stride=16)
+
+
+@pytest.fixture(scope="module")
+def services(tiny_tokenizer) -> Services:
+    return make_services(tiny_tokenizer)
+
+
+@pytest.fixture(scope="module")
+def client(services) -> Iterator[Client]:
+    with serve(small_app(services, tab.build)) as running:
+        yield running
+
+
+def run(services: Services, question: str = QUESTION, context: str = CONTEXT, top_k=3, max_answer_len=15,
+        max_seq_len=64, doc_stride=16, impossible=False, key: str = "default"):
+    return tab.answer_question(services, key, question, context, top_k, max_answer_len, max_seq_len, doc_stride,
+                               impossible)
+
+
+def engine_answer(services: Services, question=QUESTION, context=CONTEXT, top_k=3, max_answer_len=15,
+                  max_seq_len=64, doc_stride=16, impossible=False):
+    return inference.answer(services.model("default"), question, context, top_k, max_answer_len, max_seq_len,
+                            doc_stride, handle_impossible_answer=impossible)
+
+
+# --- handlers -------------------------------------------------------------------------------
+
+def test_outputs_equal_the_engine(services) -> None:
+    highlights, answers, table, probs, windows, summary = run(services)
+    assert answers == engine_answer(services)
+    assert isinstance(answers, list) and len(answers) == 3
+    assert "".join(text for text, _ in highlights) == CONTEXT             # the whole context, in order
+    best = answers[0]
+    covered = "".join(text for text, label in highlights if label and "#1 · " in label)
+    assert covered == CONTEXT[best["start"]:best["end"]] == best["answer"]
+    assert table["answer"].tolist() == [a["answer"] for a in answers]
+    assert table["score"].tolist() == [a["score"] for a in answers] and table["rank"].tolist() == [1, 2, 3]
+    assert len(probs.data) == 2 and probs.data[0].name == "p(start)"      # one window: start and end
+    details = inference.answer_details(services.model("default"), QUESTION, CONTEXT, 3, 15, 64, 16)
+    assert list(probs.data[0].y) == details.windows[0].start_probs
+    assert list(probs.layout.xaxis.ticktext) == details.windows[0].context_tokens
+    assert list(windows.data[0].base) == [0] and "**1 window**" in summary and "Null" not in summary
+
+
+def test_top_k_one_is_a_single_dict_like_the_pipeline(services) -> None:
+    _, answers, table, _, _, _ = run(services, top_k=1)
+    assert isinstance(answers, dict) and answers == engine_answer(services, top_k=1)
+    assert len(table) == 1
+
+
+def test_long_context_has_several_windows(services) -> None:
+    _, answers, _, probs, windows, summary = run(services, context=LONG, max_seq_len=48, doc_stride=16)
+    details = inference.answer_details(services.model("default"), QUESTION, LONG, 3, 15, 48, 16)
+    assert answers == details.answers and len(details.windows) > 3
+    assert [(b, b + x) for b, x in zip(windows.data[0].base, windows.data[0].x)] == [
+        (w.context_start, w.context_end) for w in details.windows]
+    shown = tab.plot_windows(details)
+    assert len(probs.data) == 2 * len(shown) and len(shown) <= tab.MAX_PLOT_WINDOWS
+    assert {s.window for s in details.spans} <= set(shown)               # windows with answers are drawn
+    assert f"**{len(details.windows)} windows**" in summary
+
+
+def _table_logits(monkeypatch, loaded, start: dict[str, float], end: dict[str, float]) -> None:
+    """Start/end logits that depend on the token alone (0 unless listed)."""
+    vocab = loaded.tokenizer.get_vocab()
+    tables = [torch.zeros(loaded.config.vocab_size), torch.zeros(loaded.config.vocab_size)]
+    for table, values in zip(tables, (start, end)):
+        for token, value in values.items():
+            table[vocab[token]] = value
+
+    def forward(input_ids, **kwargs):
+        return SimpleNamespace(start_logits=tables[0][input_ids], end_logits=tables[1][input_ids])   # (B, S)
+
+    monkeypatch.setattr(loaded.model, "forward", forward)
+
+
+def test_null_score_shown_and_whether_it_won(services, monkeypatch) -> None:
+    loaded = services.model("default")
+    _table_logits(monkeypatch, loaded, start={"[CLS]": 9.0, "cat": 2.0}, end={"[CLS]": 9.0, "mat": 2.0})
+    highlights, answers, table, _, _, summary = run(services, top_k=2, impossible=True)
+    assert answers[0] == {"score": answers[0]["score"], "start": 0, "end": 0, "answer": ""}
+    assert answers == engine_answer(services, top_k=2, impossible=True)
+    assert table["answer"].tolist()[0] == "(no answer)"
+    assert "Null (no-answer) score" in summary and "**no answer wins**" in summary
+    assert [label for _, label in highlights if label] and all("#1" not in (label or "") for _, label in highlights)
+    _table_logits(monkeypatch, loaded, start={"[CLS]": -5.0, "cat": 4.0}, end={"[CLS]": -5.0, "mat": 4.0})
+    _, answers, _, _, _, summary = run(services, top_k=1, impossible=True)
+    assert answers["answer"] == "cat sat on the mat" and "**a span wins**" in summary
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(question="  "), "Type a question"),
+    (dict(context=""), "Paste a context"),
+    (dict(top_k=0), "Top-k must be a whole number from 1 to 20"),
+    (dict(top_k=21), "Top-k must be a whole number from 1 to 20"),
+    (dict(max_answer_len=0), "Max answer length must be a whole number"),
+    (dict(max_seq_len=128), "Max sequence length 128 is more than this model's 64 positions"),
+    (dict(doc_stride=64), "Doc stride \\(64\\) must be smaller than max sequence length \\(64\\)"),
+    (dict(doc_stride=40, question="who " * 20 + "sat?", context=LONG), "doc_stride \\(40\\) must be smaller than"),
+    (dict(question="who " * 70, max_seq_len=48), "leaves no room for the context"),
+    (dict(doc_stride=1.5), "Doc stride must be a whole number"),
+])
+def test_bad_input_is_a_clear_error(services, kwargs, match) -> None:
+    with pytest.raises(gr.Error, match=match):
+        tab.friendly_errors(run)(services, **kwargs)
+
+
+def test_model_without_qa_head(services) -> None:
+    with pytest.raises(gr.Error, match="has no question-answering \\(span\\) head"):
+        tab.friendly_errors(run)(services, key="encoder")
+
+
+def test_fit_lengths_follows_the_model(services) -> None:
+    seq, stride = tab.fit_lengths(services, "default", 384, 128)
+    assert seq["value"] == 64 and stride["value"] == 32
+    assert tab.fit_lengths(services, "default", 48, 16) == (gr.skip(), gr.skip())
+
+
+def test_examples_long_context_needs_several_windows() -> None:
+    question, context = qa_examples.EXAMPLES[-1]
+    assert len(context.split()) >= 600 and "1796" in context and question.startswith("When")
+    assert any(q.startswith("Where") for q, _ in qa_examples.EXAMPLES)
+
+
+# --- through the server ------------------------------------------------------------------
+
+def test_api_answer(client, services) -> None:
+    highlights, answers, table, probs, windows, summary = client.predict(
+        "default", QUESTION, CONTEXT, 3, 15, 64, 16, True, api_name="/answer")
+    assert answers == engine_answer(services, impossible=True)
+    assert table["headers"] == tab.TABLE_COLUMNS and len(table["data"]) == 3
+    assert "".join(h["token"] for h in highlights) == CONTEXT
+    assert probs["type"] == "plotly" and windows["type"] == "plotly" and "Null" in summary
+
+
+def test_api_errors_and_app_keeps_serving(client, services) -> None:
+    with pytest.raises(AppError, match="Type a question"):
+        client.predict("default", "", CONTEXT, 1, 15, 64, 16, False, api_name="/answer")
+    with pytest.raises(AppError, match="Doc stride \\(64\\) must be smaller"):
+        client.predict("default", QUESTION, CONTEXT, 1, 15, 64, 64, False, api_name="/answer")
+    with pytest.raises(AppError, match="has no question-answering"):
+        client.predict("encoder", QUESTION, CONTEXT, 1, 15, 64, 16, False, api_name="/answer")
+    _, answers, _, _, _, _ = client.predict("default", QUESTION, CONTEXT, 1, 15, 64, 16, False, api_name="/answer")
+    assert answers == engine_answer(services, top_k=1)

@@ -1,0 +1,139 @@
+"""The model registry behind the picker: which models are listed, how typed sources resolve,
+what is refused (paths outside the allowed folders, traversal, URLs, offline hub), and caching."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.checkpoints.hf_format import LoadedModel, save
+from explorer.model_registry import ModelRegistry, checkpoint_key, describe, inference_device
+from probing_helpers import RUN, STEPS, tiny_model, write_run
+
+
+@pytest.fixture
+def runs(tmp_path: Path, tiny_tokenizer) -> Path:
+    root = tmp_path / "runs"
+    write_run(root, tiny_tokenizer)
+    return root
+
+
+def test_choices_list_default_then_checkpoints_newest_first(tmp_path: Path, runs: Path, tiny_tokenizer) -> None:
+    default = tmp_path / "default-model"
+    save(tiny_model(0), tiny_tokenizer, default)
+    registry = ModelRegistry(runs_root=runs, default_dir=default)
+    choices = registry.choices()
+    assert [c.key for c in choices] == ["default"] + [f"checkpoint:{RUN}/step-{s:06d}" for s in sorted(STEPS, reverse=True)]
+    assert choices[1].label.startswith(f"{RUN} · step {max(STEPS)} · loss ")
+    assert [c.step for c in registry.run_checkpoints(choices[2].key)] == sorted(STEPS)
+
+
+def test_no_default_and_no_runs_gives_empty_list_and_clear_message(tmp_path: Path) -> None:
+    registry = ModelRegistry(runs_root=tmp_path / "none", default_dir=tmp_path / "missing")
+    assert registry.choices() == [] and registry.run_checkpoints() == []
+    with pytest.raises(FileNotFoundError, match="bundled default model is missing"):
+        registry.get("default")
+
+
+def test_checkpoint_loads_with_its_weights(runs: Path) -> None:
+    registry = ModelRegistry(runs_root=runs, default_dir=None)
+    key = registry.choices()[-1].key                     # the oldest checkpoint
+    loaded = registry.get(key)
+    expected = tiny_model(100)
+    assert torch.equal(loaded.model.state_dict()["bert.embeddings.word_embeddings.weight"],
+                       expected.state_dict()["bert.embeddings.word_embeddings.weight"])
+    assert registry.get(key) is loaded                    # cached
+    assert set(loaded.heads) == {"mlm", "nsp", "qa"}
+
+
+def test_cache_is_bounded(runs: Path) -> None:
+    registry = ModelRegistry(runs_root=runs, default_dir=None, cache_size=1)
+    first, second = (c.key for c in registry.choices()[:2])
+    a = registry.get(first)
+    registry.get(second)
+    assert registry.get(first) is not a                  # evicted, loaded again
+
+
+@pytest.mark.parametrize("key, message", [
+    ("checkpoint:../../etc/step-000001", "not a checkpoint name"),
+    (f"checkpoint:{RUN}/..", "not a checkpoint name"),
+    (f"checkpoint:{RUN}/step-999999", "no longer exists"),
+    ("https://huggingface.co/bert-base-uncased", "not a URL"),
+    ("hub:a/b/c", "not a hub model id"),
+    ("nonsense key with spaces", "neither a model folder nor a hub id"),
+    ("", "Choose a model"),
+])
+def test_bad_keys_are_refused_with_a_message(runs: Path, key: str, message: str) -> None:
+    with pytest.raises((ValueError, FileNotFoundError), match=message):
+        ModelRegistry(runs_root=runs, default_dir=None).get(key)
+
+
+def test_local_models_only_inside_allowed_folders(tmp_path: Path, tiny_tokenizer) -> None:
+    allowed, outside = tmp_path / "models", tmp_path / "elsewhere"
+    save(tiny_model(3), tiny_tokenizer, allowed / "mine")
+    save(tiny_model(3), tiny_tokenizer, outside / "theirs")
+    registry = ModelRegistry(allowed_dirs=(allowed,), default_dir=None)
+    key = registry.resolve(str(allowed / "mine"))
+    assert key == f"local:{allowed / 'mine'}"
+    assert registry.get(key).config.hidden_size == 32
+    assert key in [c.key for c in registry.choices()]     # listed once loaded
+    with pytest.raises(ValueError, match="inside the allowed model folders"):
+        registry.get(str(outside / "theirs"))
+    with pytest.raises(ValueError, match="inside the allowed model folders"):
+        registry.get(f"local:{allowed}/../elsewhere/theirs")
+    with pytest.raises(FileNotFoundError, match="no model folder"):
+        registry.get(f"local:{allowed / 'absent'}")
+
+
+def test_hub_ids_resolve_and_fail_clearly_offline(monkeypatch, no_internet) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    registry = ModelRegistry(default_dir=None)
+    assert registry.resolve("google/bert_uncased_L-2_H-128_A-2") == "hub:google/bert_uncased_L-2_H-128_A-2"
+    with pytest.raises(ConnectionError, match="offline mode"):
+        registry.get("google/bert_uncased_L-2_H-128_A-2")
+
+
+def test_live_needs_a_run() -> None:
+    with pytest.raises(ValueError, match="no training run"):
+        ModelRegistry(default_dir=None).get("live")
+
+
+def test_describe_names_heads_and_missing_ones(tiny_tokenizer) -> None:
+    bare = tiny_model(1, heads=())
+    text = describe(LoadedModel(bare, tiny_tokenizer, bare.config, "bare encoder"))
+    assert "bare encoder" in text and "2 layers × 4 heads" in text
+    assert "none (encoder only)" in text and "No masked LM (Fill-mask), no next sentence (NSP), no question" in text
+
+
+def test_checkpoint_key_round_trip(runs: Path) -> None:
+    path = runs / RUN / "checkpoints" / "step-000004"
+    assert checkpoint_key(path) == f"checkpoint:{RUN}/step-000004"
+
+
+# --- the device models run on ---------------------------------------------------------------
+
+@pytest.mark.parametrize(("env", "cuda", "expected"), [
+    ({}, False, "cpu"), ({}, True, "cuda"), ({"EXPLORER_DEVICE": "auto"}, True, "cuda"),
+    ({"EXPLORER_DEVICE": "cpu"}, True, "cpu"), ({"EXPLORER_DEVICE": " CUDA:1 "}, False, "cuda:1"),
+])
+def test_inference_device_follows_the_environment_and_the_hardware(env, cuda, expected, monkeypatch) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    assert inference_device(env) == expected
+
+
+@pytest.mark.parametrize("bad", ["gpu", "cuda:x", "tpu", "cpu;rm -rf /"])
+def test_inference_device_refuses_nonsense(bad) -> None:
+    with pytest.raises(ValueError, match="EXPLORER_DEVICE"):
+        inference_device({"EXPLORER_DEVICE": bad})
+
+
+def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> None:
+    import explorer.model_registry as registry_module
+    seen = []
+    monkeypatch.setattr(registry_module, "load_directory",
+                        lambda directory, device="cpu", source=None: seen.append((Path(directory), device)) or "m")
+    (tmp_path / "config.json").write_text("{}")
+    registry = ModelRegistry(runs_root=tmp_path / "runs", default_dir=tmp_path, device="cuda:0")
+    assert registry.get("default") == "m"
+    assert seen == [(tmp_path, "cuda:0")]

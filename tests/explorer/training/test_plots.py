@@ -1,0 +1,86 @@
+"""Pure Training-tab figure builders: records / batch dicts in, plotly figures out."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import plotly.graph_objects as go  # noqa: E402
+import pytest  # noqa: E402
+
+from engine.data.masking import KIND_NAMES  # noqa: E402
+from explorer.training import plots as tp  # noqa: E402
+
+RECORDS = [
+    {"kind": "train", "step": 1, "mlm_loss": 6.0, "mlm_acc": 0.0, "nsp_loss": 0.7, "nsp_acc": 0.5, "lr": 1e-4},
+    {"kind": "train", "step": 2, "mlm_loss": 5.5, "mlm_acc": 0.1, "nsp_loss": 0.69, "nsp_acc": 0.55, "lr": 2e-4},
+    {"kind": "eval", "step": 2, "eval_mlm_loss": 5.6, "eval_mlm_acc": 0.08, "eval_nsp_loss": 0.7, "eval_nsp_acc": 0.5},
+    {"kind": "checkpoint", "step": 2, "path": "/x/checkpoint-2"},
+    {"kind": "train", "step": 3, "mlm_loss": 5.0, "mlm_acc": 0.2, "nsp_loss": None, "nsp_acc": None, "lr": 3e-4},
+]
+
+
+def _is_empty(fig: go.Figure) -> bool:
+    return len(fig.data) == 0 and len(fig.layout.annotations) == 1
+
+
+@pytest.mark.parametrize("builder", [tp.mlm_loss_figure, tp.nsp_loss_figure, tp.accuracy_figure, tp.lr_figure])
+def test_empty_records_give_valid_empty_figure(builder) -> None:
+    fig = builder([])
+    assert isinstance(fig, go.Figure) and _is_empty(fig)
+    fig.to_json()  # serialisable
+
+
+def test_train_and_eval_traces() -> None:
+    fig = tp.mlm_loss_figure(RECORDS)
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["train"].x) == [1, 2, 3] and list(by_name["train"].y) == [6.0, 5.5, 5.0]
+    assert list(by_name["eval"].x) == [2] and list(by_name["eval"].y) == [5.6]
+
+
+def test_none_values_are_skipped() -> None:
+    nsp = {t.name: t for t in tp.nsp_loss_figure(RECORDS).data}
+    assert list(nsp["train"].x) == [1, 2]  # step 3 had NSP off
+    acc = {t.name: len(t.x) for t in tp.accuracy_figure(RECORDS).data}
+    assert acc == {"MLM train": 3, "MLM eval": 1, "NSP train": 2, "NSP eval": 1}
+    assert list(tp.lr_figure(RECORDS).data[0].y) == [1e-4, 2e-4, 3e-4]
+
+
+def test_kind_colors_cover_engine_kinds() -> None:
+    assert set(tp.KIND_COLORS) == set(KIND_NAMES)
+    assert len(set(tp.KIND_COLORS.values())) == len(KIND_NAMES)
+
+
+def test_masked_strip_colors_per_kind() -> None:
+    tokens = ["[CLS]", "the", "[MASK]", "cat", "zebra", "[SEP]"]
+    kinds = ["none", "none", "[MASK]", "kept", "random", "none"]
+    labels = [None, None, "dog", "cat", "sat", None]
+    fig = tp.masked_strip(tokens, kinds, labels)
+    traces = {t.name: t for t in fig.data}
+    assert set(traces) == {tp.KIND_LABELS[k] for k in set(kinds)}
+    for kind in set(kinds):
+        t = traces[tp.KIND_LABELS[kind]]
+        assert t.marker.color == tp.KIND_COLORS[kind]
+        assert list(t.x) == [i for i, k in enumerate(kinds) if k == kind]
+    assert list(traces[tp.KIND_LABELS["[MASK]"]].text) == ["dog"]
+    assert [c[1] for c in traces[tp.KIND_LABELS["random"]].customdata] == ["sat"]
+    assert list(fig.layout.xaxis.ticktext) == tokens  # by position: repeated tokens stay separate
+
+
+def test_masked_strip_rejects_mismatched_lengths_and_handles_empty() -> None:
+    with pytest.raises(ValueError):
+        tp.masked_strip(["a"], ["none", "kept"])
+    assert _is_empty(tp.masked_strip([], []))
+
+
+def test_batch_figure_and_rows() -> None:
+    assert _is_empty(tp.batch_figure(None)) and tp.masked_rows(None) == []
+    batch = {"step": 7, "next_sentence_label": [1], "rows": [{
+        "tokens": ["[CLS]", "[MASK]", "b", "[SEP]"], "mask_kind_names": ["none", "[MASK]", "kept", "none"],
+        "label_tokens": [None, "a", "b", None]}]}
+    fig = tp.batch_figure(batch)
+    assert "Step 7" in fig.layout.title.text and "random sentence" in fig.layout.title.text
+    assert tp.masked_rows(batch) == [[1, "[MASK]", "a", "[MASK]"], [2, "b", "b", "kept"]]

@@ -1,0 +1,175 @@
+"""The Training tab end to end: launch in-process, drive /train_* with gradio_client."""
+from __future__ import annotations
+
+import shutil
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import gradio as gr  # noqa: E402
+import pytest  # noqa: E402
+from gradio_client import Client  # noqa: E402
+from gradio_client.exceptions import AppError  # noqa: E402
+
+import explorer  # noqa: E402
+from explorer.training import tab as training_tab  # noqa: E402
+from explorer.services import Services, default_services  # noqa: E402
+from app_helpers import serve  # noqa: E402
+
+TIMEOUT = 90.0
+# preset, corpus, max documents, vocab, seq length, batch, lr, steps, mask rate, whole word, nsp
+FAST = ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 15, 0.15, False, True]
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
+    svc = default_services(runs_root=tmp_path_factory.mktemp("runs"))
+    yield svc
+    svc.get_worker().close(timeout_s=30)
+
+
+@pytest.fixture(scope="module")
+def client(services: Services) -> Iterator[Client]:
+    import app
+
+    with serve(app.create_app(services)) as running:
+        yield running
+
+
+def _settings(**changes: Any) -> list[Any]:
+    names = ["preset", "corpus", "max_documents", "vocab_size", "seq_length", "batch_size", "learning_rate",
+             "steps", "mask_rate", "whole_word", "nsp"]
+    values = dict(zip(names, FAST))
+    values.update(changes)
+    return [values[n] for n in names]
+
+
+def _status(client: Client) -> tuple[Any, ...]:
+    return tuple(client.predict(api_name="/train_status"))
+
+
+def test_api_lists_training_endpoints(client: Client) -> None:
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    for name in ("train_start", "train_pause", "train_resume", "train_stop", "train_save", "train_status"):
+        assert f"/{name}" in endpoints
+    assert "/train_refresh" not in endpoints
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(learning_rate=-1), "learning_rate"),
+    (dict(batch_size=0), "Batch size"),
+    (dict(steps=0), "Steps must be between 1"),
+    (dict(seq_length=4), "Sequence length"),
+    (dict(mask_rate=1.5), "mlm_probability"),
+])
+def test_bad_input_is_a_clear_error_and_app_keeps_serving(client: Client, change: dict, message: str) -> None:
+    with pytest.raises(AppError, match=message):
+        client.predict(*_settings(**change), api_name="/train_start")
+    assert _status(client)[0].startswith("**idle**")  # nothing started; the app still answers
+
+
+def test_save_without_a_run_is_a_clear_error(client: Client, services: Services) -> None:
+    assert not services.get_worker().status().active  # runs before the end-to-end test starts one
+    with pytest.raises(AppError, match="no run is training"):
+        client.predict(api_name="/train_save")
+
+
+def test_train_end_to_end(client: Client, services: Services) -> None:
+    first = client.predict(*_settings(), api_name="/train_start")
+    assert "step" in first
+    # Starting again while the first run is active warns, does not fail, and keeps the run.
+    second = client.predict(*_settings(), api_name="/train_start")
+    state = services.get_worker().status().state
+    if state in ("preparing", "running", "paused", "stopping"):
+        assert "already" in second
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        outputs = _status(client)
+        if outputs[0].startswith("**finished**") or outputs[0].startswith("**failed**"):
+            break
+        assert time.monotonic() < deadline, f"run did not finish: {outputs[0]}"
+        time.sleep(0.5)
+    status, mlm, nsp, acc, lr, batch, masked, checkpoints = outputs
+    assert status.startswith("**finished**"), status
+    assert "step **15 / 15**" in status and "Traceback" not in status
+    for plot in (mlm, nsp, acc, lr, batch):
+        assert plot["type"] == "plotly"
+    mlm_fig = json.loads(mlm["plot"])
+    train = next(t for t in mlm_fig["data"] if t["name"] == "train")
+    assert len(train["x"]) == 15
+    assert any(t["name"] == "eval" for t in mlm_fig["data"])
+    batch_fig = json.loads(batch["plot"])
+    assert any(t["name"] == "→ [MASK] (80%)" for t in batch_fig["data"])
+    assert masked["headers"] == training_tab.MASKED_COLUMNS and masked["data"]
+    assert checkpoints["headers"] == training_tab.CHECKPOINT_COLUMNS
+    names = [row[0] for row in checkpoints["data"]]
+    assert "checkpoint-15" in names or any(n.endswith("15") for n in names), names
+    shown = checkpoints["data"][0][3]
+    assert not Path(shown).is_absolute() and shown.startswith(checkpoints["data"][0][2] + "/checkpoints/")
+    assert (services.get_worker().runs_root / shown / "model.safetensors").is_file()  # no server path shown
+    # Controls on an ended run are harmless no-ops.
+    for api in ("/train_pause", "/train_resume", "/train_stop"):
+        assert client.predict(api_name=api).startswith("**finished**")
+
+
+def test_status_markdown_shows_error_without_traceback() -> None:
+    from engine.training.run_spec import WorkerStatus
+
+    st = WorkerStatus("failed", "the run failed at step 3: RuntimeError: boom", step=2, total_steps=10,
+                      error="RuntimeError: boom", traceback="Traceback (most recent call last): ...")
+    text = training_tab.status_markdown(st)
+    assert "**failed**" in text and "❌ boom" in text and "Traceback" not in text and "RuntimeError" not in text
+
+
+def test_make_spec_direct(services: Services) -> None:
+    spec = training_tab.make_spec(services, *_settings(whole_word=True, nsp=False))
+    config = spec.training_config()
+    assert (config.batch_size, config.max_seq_length, config.total_steps) == (8, 32, 15)
+    assert config.whole_word_masking and not config.nsp and spec.vocab_size == 300
+    with pytest.raises(ValueError, match="unknown preset"):
+        training_tab.make_spec(services, *_settings(preset="huge"))
+    with pytest.raises(gr.Error):
+        explorer.ui_errors.friendly_errors(training_tab.make_spec)(services, *_settings(vocab_size=0))
+
+
+def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_path: Path) -> None:
+    from gradio import helpers
+
+    listed = services.get_worker().runs_root / "picked-run" / "checkpoints" / "step-000001"
+    listed.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "training_state.pt"):  # what makes it complete
+        (listed / name).write_bytes(b"{}")
+    (tmp_path / "model.safetensors").write_bytes(b"weights")
+    time.sleep(1.1)  # the worker caches its checkpoint listing for a second
+    demo = explorer.build_app(services)
+    fn = next(bf.fn for bf in demo.fns.values() if bf.api_name == "train_pick_checkpoint")
+
+    def pick(path: Path) -> str | None:
+        evt = gr.SelectData(None, {"index": [0, 0], "value": "checkpoint-1", "selected": True,
+                                   "row_value": ["checkpoint-1", 1, "run", str(path)]})
+        return fn(*helpers.special_args(fn, [], None, evt)[0])
+
+    try:
+        assert pick(listed) == str(listed / "model.safetensors")
+        assert pick(Path("picked-run/checkpoints/step-000001")) == str(listed / "model.safetensors")  # as shown
+        with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
+            pick(Path("picked-run/checkpoints/step-000001/../step-000001"))  # only the exact listed text
+        with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
+            pick(tmp_path)  # a forged row naming weights outside the runs is refused
+    finally:
+        shutil.rmtree(listed.parent.parent)
+    gone = gr.SelectData(None, {"index": [0, 0], "value": "x", "selected": True,
+                                "row_value": ["x", 1, "run", str(tmp_path / "missing")]})
+    with pytest.raises(gr.Error, match="is gone"):
+        fn(*helpers.special_args(fn, [], None, gone)[0])

@@ -1,0 +1,160 @@
+"""Parity with `transformers` on the same random weights: encoder, pretraining, MLM, QA and
+classification outputs and losses, fp32, padded batches.
+
+Set BERT_TEST_DIFFS=1 and run with ``-s`` to print the largest difference of every comparison.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+import transformers
+
+from engine.model.config import SUPPORTED_ACTIVATIONS
+from engine.model.heads import BertWithHeads
+from engine.model.encoder import BertModel
+from reference import (
+    CONFIGS, PARITY, batch, check, compare_encoder, hf_config, hf_copy, mlm_labels, ours_with_heads,
+    randomize_,
+)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+
+# ---- parity with transformers ---------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_encoder_parity(name):
+    config = CONFIGS[name]
+    torch.manual_seed(0)
+    ours = randomize_(BertModel(config), 0).eval()
+    theirs = hf_copy(ours, transformers.BertModel)
+    inputs = batch(config)
+    with torch.no_grad():
+        a = ours(**inputs, output_hidden_states=True, output_attentions=True)
+        b = theirs(**inputs, output_hidden_states=True, output_attentions=True)
+        fast = ours(**inputs)
+        sdpa = hf_copy(ours, transformers.BertModel, attn_implementation="sdpa")(**inputs)
+    check(f"{name} last_hidden_state", a.last_hidden_state, b.last_hidden_state, PARITY)
+    check(f"{name} pooler_output", a.pooler_output, b.pooler_output, PARITY)
+    compare_encoder(name, a, b, config.num_hidden_layers)
+    check(f"{name} fast path vs transformers eager", fast.last_hidden_state, b.last_hidden_state, PARITY)
+    check(f"{name} fast path vs transformers sdpa", fast.last_hidden_state, sdpa.last_hidden_state, PARITY)
+    check(f"{name} fast pooler vs transformers sdpa", fast.pooler_output, sdpa.pooler_output, PARITY)
+
+
+@pytest.mark.parametrize("act", SUPPORTED_ACTIVATIONS)
+def test_every_activation_matches_transformers(act):
+    config = CONFIGS["tiny"].replace(hidden_act=act)
+    ours = ours_with_heads(config, ("mlm",), seed=3)
+    theirs = hf_copy(ours, transformers.BertForMaskedLM)
+    inputs = batch(config, seed=3)
+    with torch.no_grad():
+        a, b = ours(**inputs), theirs(**inputs)
+    check(f"{act} MLM logits", a.prediction_logits, b.logits, PARITY)
+
+
+@pytest.mark.parametrize("name", ["odd", "tiny", "gelu_new"])
+def test_pretraining_parity(name):
+    config = CONFIGS[name]
+    ours = ours_with_heads(config, ("mlm", "nsp"), seed=1)
+    theirs = hf_copy(ours, transformers.BertForPreTraining)
+    inputs = batch(config, seed=1)
+    labels = mlm_labels(inputs, config.vocab_size)
+    nsp = torch.tensor([0, 1, 1])
+    with torch.no_grad():
+        a = ours(**inputs, labels=labels, next_sentence_label=nsp, output_hidden_states=True,
+                 output_attentions=True)
+        b = theirs(**inputs, labels=labels, next_sentence_label=nsp, output_hidden_states=True,
+                   output_attentions=True)
+        fast = ours(**inputs, labels=labels, next_sentence_label=nsp)
+    check(f"{name} prediction_logits", a.prediction_logits, b.prediction_logits, PARITY)
+    check(f"{name} seq_relationship_logits", a.seq_relationship_logits, b.seq_relationship_logits, PARITY)
+    compare_encoder(name, a, b, config.num_hidden_layers)
+    check(f"{name} MLM+NSP loss", a.loss, b.loss, PARITY)
+    check(f"{name} MLM+NSP loss (fast path)", fast.loss, b.loss, PARITY)
+    check(f"{name} fast prediction_logits", fast.prediction_logits, b.prediction_logits, PARITY)
+    mlm = F.cross_entropy(b.prediction_logits.view(-1, config.vocab_size), labels.view(-1))
+    check(f"{name} MLM loss alone", a.mlm_loss, mlm, PARITY)
+    check(f"{name} NSP loss alone", a.nsp_loss, F.cross_entropy(b.seq_relationship_logits, nsp), PARITY)
+
+
+def test_transformers_weights_load_into_ours():
+    """The other direction: a transformers state dict (random values) into our model."""
+    config = CONFIGS["odd"]
+    torch.manual_seed(0)
+    hf = transformers.BertForPreTraining(hf_config(config))
+    randomize_(hf, 5).eval()
+    ours = BertWithHeads(config, ("mlm", "nsp")).eval()
+    result = ours.load_state_dict(hf.state_dict(), strict=False)
+    assert result.missing_keys == []
+    assert result.unexpected_keys == ["cls.predictions.decoder.bias"]  # transformers' alias of cls.predictions.bias
+    assert ours.cls.predictions.decoder.weight is ours.bert.embeddings.word_embeddings.weight
+    inputs = batch(config, seed=5)
+    with torch.no_grad():
+        a = ours(**inputs, output_attentions=True, output_hidden_states=True)
+        b = hf(**inputs, output_attentions=True, output_hidden_states=True)
+    check("hf->ours prediction_logits", a.prediction_logits, b.prediction_logits, PARITY)
+    check("hf->ours seq_relationship_logits", a.seq_relationship_logits, b.seq_relationship_logits, PARITY)
+    compare_encoder("hf->ours", a, b, config.num_hidden_layers)
+
+
+@pytest.mark.parametrize("name", ["odd", "tiny", "relu"])
+def test_masked_lm_parity(name):
+    config = CONFIGS[name]
+    ours = ours_with_heads(config, ("mlm",), seed=2)
+    assert not ours.has_pooler  # as transformers.BertForMaskedLM
+    theirs = hf_copy(ours, transformers.BertForMaskedLM)
+    inputs = batch(config, seq_len=9, seed=2)
+    labels = mlm_labels(inputs, config.vocab_size, seed=2)
+    with torch.no_grad():
+        a = ours(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
+        b = theirs(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
+    check(f"{name} MLM logits", a.prediction_logits, b.logits, PARITY)
+    check(f"{name} MLM loss", a.loss, b.loss, PARITY)
+    compare_encoder(name, a, b, config.num_hidden_layers)
+
+
+@pytest.mark.parametrize("name", ["odd", "tiny", "gelu_new"])
+def test_question_answering_parity(name):
+    config = CONFIGS[name].replace(id2label={0: "LABEL_0", 1: "LABEL_1"})  # transformers' QA head has num_labels outputs
+    ours = ours_with_heads(config, ("qa",), seed=4)
+    assert not ours.has_pooler  # as transformers.BertForQuestionAnswering
+    theirs = hf_copy(ours, transformers.BertForQuestionAnswering)
+    inputs = batch(config, seed=4)
+    seq_len = inputs["input_ids"].shape[1]
+    start = torch.tensor([2, 0, seq_len + 5])   # the last is out of range: clamped and ignored
+    end = torch.tensor([4, seq_len - 1, 1])
+    with torch.no_grad():
+        a = ours(**inputs, start_positions=start, end_positions=end, output_attentions=True,
+                 output_hidden_states=True)
+        b = theirs(**inputs, start_positions=start, end_positions=end, output_attentions=True,
+                   output_hidden_states=True)
+        fast = ours(**inputs, start_positions=start, end_positions=end)
+    check(f"{name} start_logits", a.start_logits, b.start_logits, PARITY)
+    check(f"{name} end_logits", a.end_logits, b.end_logits, PARITY)
+    check(f"{name} QA loss", a.qa_loss, b.loss, PARITY)
+    check(f"{name} QA loss (total)", a.loss, b.loss, PARITY)
+    check(f"{name} QA loss (fast path)", fast.loss, b.loss, PARITY)
+    compare_encoder(name, a, b, config.num_hidden_layers)
+
+
+@pytest.mark.parametrize("name, num_labels", [("odd", 3), ("tiny", 2), ("relu", 1)])
+def test_sequence_classification_parity(name, num_labels):
+    config = CONFIGS[name].replace(id2label={i: f"L{i}" for i in range(num_labels)}, classifier_dropout=0.3)
+    ours = ours_with_heads(config, ("cls",), seed=6)
+    theirs = hf_copy(ours, transformers.BertForSequenceClassification)
+    inputs = batch(config, seq_len=9, seed=6)
+    if num_labels == 1:
+        labels = torch.tensor([0.5, -1.0, 2.0])  # regression, as transformers
+    else:
+        labels = torch.tensor([0, num_labels - 1, 1])
+    with torch.no_grad():
+        a = ours(**inputs, class_labels=labels, output_attentions=True, output_hidden_states=True)
+        b = theirs(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
+    check(f"{name} classification logits", a.logits, b.logits, PARITY)
+    check(f"{name} classification loss", a.classification_loss, b.loss, PARITY)
+    check(f"{name} classification loss (total)", a.loss, b.loss, PARITY)
+    check(f"{name} pooler", a.pooler_output, torch.tanh(theirs.bert.pooler.dense(b.hidden_states[-1][:, 0])), PARITY)
+    compare_encoder(name, a, b, config.num_hidden_layers)

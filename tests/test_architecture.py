@@ -1,0 +1,84 @@
+"""The layout rules of docs/ARCHITECTURE.md, checked on the source: engine/ is a library (no Gradio, no
+app settings, no UI text), no import cycles between modules, and no module grows past what one reads at once."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("engine", "explorer")
+MAX_LINES = 400
+
+
+def modules(package: str) -> dict[str, Path]:
+    found = {}
+    for path in sorted((ROOT / package).rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+ALL = {**modules("engine"), **modules("explorer")}
+
+
+def imported(name: str, path: Path) -> set[str]:
+    """Every project module ``name`` imports (top-level, lazy and TYPE_CHECKING imports alike)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(parent + ([base] if base else []))
+            targets = [f"{base}.{alias.name}" for alias in node.names] + [base]
+        else:
+            continue
+        for target in targets:
+            while target and target not in ALL:
+                target = target.rpartition(".")[0]
+            if target and target != name and not name.startswith(target + "."):
+                found.add(target)   # a package's own __init__ is not an edge of its modules
+    return found
+
+
+GRAPH = {name: imported(name, path) for name, path in ALL.items()}
+
+
+def test_no_import_cycles():
+    cycles, state = [], {}
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(GRAPH[node]):
+            if state.get(nxt) == "open":
+                cycles.append(stack[stack.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_engine_is_a_library():
+    """No Gradio and no explorer in engine/."""
+    for name, path in ALL.items():
+        if not name.startswith("engine"):
+            continue
+        assert not any(t.startswith("explorer") for t in GRAPH[name]), f"{name} imports the explorer"
+        source = path.read_text(encoding="utf-8")
+        assert "import gradio" not in source and "from gradio" not in source, f"{name} imports gradio"
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_module_size(name):
+    lines = len(ALL[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{ALL[name].relative_to(ROOT)} has {lines} lines (at most {MAX_LINES})"
