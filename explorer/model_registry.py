@@ -30,7 +30,7 @@ from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_di
 from engine.model.config import BertConfig
 from engine.model.heads import HEADS
 from engine.training.config import auto_device
-from engine.training.state import CHECKPOINTS_DIR, CheckpointInfo, is_complete, list_checkpoints
+from engine.training.run_folder import CHECKPOINTS_DIR, CheckpointInfo, is_complete, list_checkpoints
 
 if TYPE_CHECKING:
     from engine.training.worker import TrainingWorker

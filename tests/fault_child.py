@@ -35,7 +35,8 @@ from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from engine.training.trainer import Trainer, build_datasets  # noqa: E402
 from engine.training.config import TrainingConfig  # noqa: E402
-from engine.training.state import METRICS_FILE, STATE_FILE, list_checkpoints, truncate_metrics  # noqa: E402
+from engine.training.state import STATE_FILE, truncate_metrics  # noqa: E402
+from engine.training.run_folder import METRICS_FILE, list_checkpoints
 
 HOOKS = ("mkdtemp", "weights-torn", "weights", "config", "tokenizer", "state-torn", "unsynced", "synced",
          "renamed", "swap", "swapped", "prune")

@@ -1,50 +1,48 @@
-"""What ``python -m engine.pretrain`` and ``python -m engine.finetune`` share: the training
-arguments, resuming a run's settings, Ctrl-C handling, and the progress-bar training loop.
+"""What ``python -m engine.pretrain`` and ``python -m engine.finetune`` share: the training arguments,
+turning them into a ``JobSpec`` (new or resumed), Ctrl-C handling, and the progress-bar training loop.
 
-Arguments default to None so that ``--resume`` can tell which ones were given; a run's
-settings are read back from its ``run.json`` and its checkpoint's training config.
+Arguments default to None so that ``--resume`` can tell which ones were given: a resumed run takes
+everything from its run folder (``engine.training.job.resume_spec``), and the flags given may change
+only ``run_folder.RESUMABLE_FIELDS``. Messages name the flag the user typed (``FLAGS``).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
-from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import torch
 
 from engine.training import distributed as dist
-from engine.training.trainer import Trainer, TrainingDiverged
 from engine.training.config import TrainingConfig
-from engine.training.state import CHECKPOINTS_DIR, INFO_FILE, checkpoint_name, resolve_checkpoint
+from engine.training.job import JobSpec, resume_spec
+from engine.training.job_setup import PreparedJob, default_run_dir, prepare_job
+from engine.training.run_folder import check_resume_changes, checkpoint_name
+from engine.training.trainer import Trainer, TrainingDiverged
 
-RUN_FILE = "run.json"    # how the run's data was made (corpus or data files, split), for --resume
 EXIT_INTERRUPTED = 130
-# TrainingConfig field -> its flag (messages name the flag the user typed)
+# JobSpec / TrainingConfig field -> its flag (messages name the flag the user typed)
 FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--warmup",
          "gradient_accumulation_steps": "--grad-accum", "batch_size": "--batch-size",
          "max_seq_length": "--seq-len", "mlm_probability": "--mlm-probability", "eval_every": "--eval-every",
          "eval_batches": "--eval-batches", "checkpoint_every": "--checkpoint-every", "keep_last_checkpoints":
-         "--keep-last", "log_every": "--log-every", "seed": "--seed", "device": "--device"}
-FIELD_ARGS = {field_name: flag[2:].replace("-", "_") for field_name, flag in FLAGS.items()}
-FIELD_ARGS.update(schedule="schedule", precision="precision", freeze_encoder="freeze_encoder")
-
-
-def default_run_dir() -> str:
-    """``runs/<timestamp>``."""
-    return str(Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
-
-
-def model_source(source: str) -> str:
-    """``--init-from``: a run directory stands for its newest complete checkpoint; anything else
-    (``default``, a model directory, a hub id) goes to ``checkpoints.load`` as it is."""
-    path = Path(source)
-    if (path / CHECKPOINTS_DIR).is_dir() and not (path / "config.json").exists():
-        return str(resolve_checkpoint(path))
-    return source
+         "--keep-last", "log_every": "--log-every", "seed": "--seed", "device": "--device",
+         "precision": "--precision", "schedule": "--schedule", "freeze_encoder": "--freeze-encoder",
+         "whole_word_masking": "--whole-word", "nsp": "--no-nsp", "task": "--task",
+         "preset": "--preset", "corpus": "--corpus", "max_documents": "--max-documents",
+         "eval_fraction": "--eval-fraction", "vocab_size": "--vocab-size", "tokenizer": "--tokenizer",
+         "init_from": "--init-from", "dropout": "--dropout", "data": "--data", "eval_data": "--eval-data",
+         "max_examples": "--max-examples", "doc_stride": "--doc-stride", "max_question_len": "--max-question-len",
+         "mlm_corpus": "--mlm-corpus", "mlm_seq_len": "--mlm-seq-len", "mlm_batch_size": "--mlm-batch-size",
+         "run_dir": "--run-dir", "resume_from": "--resume"}
+# TrainingConfig field -> the argparse dest of its flag
+FIELD_ARGS = {"learning_rate": "lr", "total_steps": "steps", "warmup_steps": "warmup",
+              "gradient_accumulation_steps": "grad_accum", "batch_size": "batch_size", "max_seq_length": "seq_len",
+              "eval_every": "eval_every", "eval_batches": "eval_batches", "checkpoint_every": "checkpoint_every",
+              "keep_last_checkpoints": "keep_last", "log_every": "log_every", "seed": "seed", "device": "device",
+              "schedule": "schedule", "precision": "precision", "freeze_encoder": "freeze_encoder"}
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
@@ -77,25 +75,30 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
     add("--debug-dump-weights", action="store_true", help=argparse.SUPPRESS)   # tests: weights per rank
 
 
-def apply_resume(args: argparse.Namespace, parser: argparse.ArgumentParser, fixed: Sequence[str]) -> None:
-    """With ``--resume``: refuse flags in ``fixed``, default ``--run-dir`` to the run's, and fill every
-    flag not given from the run's ``run.json`` and its checkpoint's training config."""
-    if args.resume is None:
-        return
-    given = [name for name in fixed if getattr(args, name, None) is not None]
-    if given:
-        parser.error("cannot change " + ", ".join("--" + g.replace("_", "-") for g in given)
-                     + " when resuming; only --steps, intervals, --device and --precision may change")
-    if args.run_dir is None:
-        try:
-            args.run_dir = str(resolve_checkpoint(args.resume).parent.parent)
-        except (FileNotFoundError, ValueError) as exc:
-            parser.error(f"--resume: {exc}")
-    saved = read_run_file(Path(args.run_dir), Path(args.resume))
-    saved.update(saved_training_args(args.resume))
-    for name, value in saved.items():
-        if hasattr(args, name) and getattr(args, name) is None:
-            setattr(args, name, value)
+def resumed_spec(args: argparse.Namespace, parser: argparse.ArgumentParser, job_args: dict[str, str],
+                 training: dict[str, Any]) -> JobSpec:
+    """``--resume``: the run's own spec with the given resumable settings changed; any other flag given
+    (``job_args``: JobSpec field -> dest) ends the program with the reason (exit 2)."""
+    given = [field for field, dest in job_args.items() if getattr(args, dest, None) is not None]
+    changes = {field: getattr(args, dest) for field, dest in FIELD_ARGS.items() if getattr(args, dest) is not None}
+    changes.update(training)
+    try:
+        check_resume_changes(given, FLAGS)
+        return resume_spec(args.resume, changes, run_dir=args.run_dir, names=FLAGS)
+    except FileNotFoundError as exc:
+        parser.error(f"--resume: {exc}")
+    except ValueError as exc:
+        parser.error(str(exc) if str(exc).startswith("cannot change") else f"--resume: {exc}")
+    raise AssertionError("unreachable")
+
+
+def validated(spec: JobSpec, parser: argparse.ArgumentParser) -> JobSpec:
+    """``spec`` after ``JobSpec.validate``; a bad value ends the program naming its flag (exit 2)."""
+    try:
+        spec.validate(FLAGS)
+    except ValueError as exc:
+        parser.error(flag_names(str(exc)))
+    return spec
 
 
 def apply_defaults(args: argparse.Namespace, defaults: dict[str, Any], parser: argparse.ArgumentParser) -> None:
@@ -127,33 +130,6 @@ def flag_names(message: str) -> str:
         if message.startswith(field_name + " ") or message.startswith(f"{field_name} ("):
             return flag + message[len(field_name):]
     return message
-
-
-def saved_training_args(resume: str) -> dict[str, Any]:
-    """The resumed run's training settings as argument values (so unset flags keep the run's)."""
-    info = json.loads((resolve_checkpoint(resume) / INFO_FILE).read_text(encoding="utf-8"))
-    config = TrainingConfig.from_dict(info["config"])
-    values = {arg: getattr(config, field_name) for field_name, arg in FIELD_ARGS.items()}
-    values.update(whole_word=config.whole_word_masking, no_nsp=not config.nsp, task=config.task)
-    return values
-
-
-def read_run_file(run_dir: Path, resume: Path) -> dict[str, Any]:
-    """The ``run.json`` of the run being resumed ({} when there is none)."""
-    for folder in (run_dir, resume, resume.parent.parent):
-        path = folder / RUN_FILE
-        if path.is_file():
-            try:
-                return json.loads(path.read_text(encoding="utf-8"))
-            except ValueError:
-                pass
-    return {}
-
-
-def write_run_file(run_dir: Path, record: dict[str, Any]) -> None:
-    """Write ``run.json``: how the run's data were made, read back by ``--resume``."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / RUN_FILE).write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
 
 
 class Interrupt:
@@ -201,14 +177,13 @@ SHOWN = {"pretraining": (("mlm_loss", ".4f"), ("nsp_loss", ".4f")),
          "classification": (("cls_loss", ".4f"), ("accuracy", ".3f"))}
 
 
-def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, device: str,
-             prepare: Callable[[str, Callable[[str], None]], Trainer], started: Callable[[Trainer], str],
-             command: str) -> int:
-    """Join torchrun's process group, build the trainer with ``prepare(device, say)`` (its ValueError,
-    FileNotFoundError or RuntimeError exits 2 as a usage error), print ``started(trainer)`` and train."""
+def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: JobSpec,
+             started: Callable[[PreparedJob], str], command: str) -> int:
+    """Join torchrun's process group, prepare the job (``prepare_job``; its ValueError, FileNotFoundError
+    or RuntimeError exits 2 as a usage error), print ``started(job)`` and train."""
     if args.threads:
         torch.set_num_threads(args.threads)
-    device = dist.init_from_env(device)
+    device = dist.init_from_env(spec.training_config().device)
     main_process = dist.is_main_process()
 
     def say(message: str) -> None:
@@ -216,16 +191,20 @@ def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, device: 
             print(message, file=sys.stderr, flush=True)
 
     try:
-        args.run_dir = dist.broadcast_object(args.run_dir or default_run_dir())
+        if spec.resume_from is None:
+            spec = spec.replace(run_dir=dist.broadcast_object(spec.run_dir or default_run_dir()),
+                                training=spec.training_config().replace(device=device))
+        else:
+            spec = spec.replace(training={**spec.given_training(), "device": device})
         try:
-            trainer = prepare(device, say)
+            job = prepare_job(spec, say)
         except (ValueError, FileNotFoundError, RuntimeError) as exc:
             if main_process:
                 parser.print_usage(sys.stderr)
                 print(f"{parser.prog}: error: {flag_names(str(exc))}", file=sys.stderr)
             return 2
-        say(started(trainer))
-        return train_with_progress(trainer, args, main_process, say, command)
+        say(started(job))
+        return train_with_progress(job.trainer, args, main_process, say, command)
     finally:
         dist.cleanup()
 

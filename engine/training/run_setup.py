@@ -21,7 +21,8 @@ from engine.training.run_spec import RunSpec, describe_spec, given_training_fiel
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.trainer import Trainer, build_datasets
 from engine.training.config import TrainingConfig
-from engine.training.state import INFO_FILE, METRICS_FILE, read_metrics, resolve_checkpoint
+from engine.training.state import INFO_FILE, read_metrics
+from engine.training.run_folder import METRICS_FILE, resolve_checkpoint
 
 Progress = Callable[[str], bool]
 

@@ -1,4 +1,6 @@
-"""Training checkpoints on disk: atomic writing, listing, resumable state, RNG, metrics.jsonl.
+"""Training state on disk: atomic checkpoint writing, the resumable state, RNG, metrics.jsonl.
+
+Where these files go inside a run is ``engine.training.run_folder``'s business.
 
 A checkpoint is ``<run_dir>/checkpoints/step-XXXXXX/`` holding the Hugging Face layout
 (``config.json``, ``model.safetensors``, ``vocab.txt``, ``tokenizer.json``, written by
@@ -15,94 +17,18 @@ from __future__ import annotations
 import json
 import os
 import random
-import re
-import shutil
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from engine.checkpoints.hf_format import recover_interrupted_writes, save
+from engine.checkpoints.hf_format import save
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 
 STATE_FILE = "training_state.pt"
 INFO_FILE = "trainer_state.json"
-METRICS_FILE = "metrics.jsonl"
-CHECKPOINTS_DIR = "checkpoints"
 STATE_FORMAT = 1
-_STEP_DIR = re.compile(r"^step-(\d+)$")
-
-
-@dataclass
-class CheckpointInfo:
-    """A complete (resumable) checkpoint of a run."""
-
-    path: Path
-    step: int
-    epoch: int = 0
-    metrics: dict[str, Any] = field(default_factory=dict)       # the last training metrics before it
-    eval_metrics: dict[str, Any] | None = None                   # the evaluation at this step, if any
-    created: float = 0.0                                         # time.time() when written
-
-    @property
-    def name(self) -> str:
-        return self.path.name
-
-
-def checkpoint_name(step: int) -> str:
-    """``step-000123``."""
-    return f"step-{step:06d}"
-
-
-def is_complete(directory: str | Path) -> bool:
-    """True when ``directory`` holds weights, config and ``training_state.pt`` (resumable)."""
-    directory = Path(directory)
-    return all((directory / name).is_file() for name in ("config.json", "model.safetensors", STATE_FILE))
-
-
-def list_checkpoints(run_dir: str | Path) -> list[CheckpointInfo]:
-    """The run's complete checkpoints, newest (highest step) first; incomplete ones are skipped.
-
-    What a writer killed mid-save left behind is cleaned up first (``recover_interrupted_writes``):
-    its staging directory goes, and a checkpoint it was replacing is put back.
-    """
-    folder = Path(run_dir) / CHECKPOINTS_DIR
-    if not folder.is_dir():
-        return []
-    recover_interrupted_writes(folder)
-    found = []
-    for path in folder.iterdir():
-        match = _STEP_DIR.match(path.name)
-        if not match or not path.is_dir() or not is_complete(path):
-            continue
-        info: dict[str, Any] = {}
-        try:
-            info = json.loads((path / INFO_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            pass  # the listing only loses its metrics; the checkpoint itself is complete
-        found.append(CheckpointInfo(path, int(match.group(1)), int(info.get("epoch", 0)), info.get("metrics") or {},
-                                    info.get("eval_metrics"), float(info.get("created", 0.0))))
-    return sorted(found, key=lambda c: c.step, reverse=True)
-
-
-def resolve_checkpoint(source: str | Path) -> Path:
-    """A checkpoint directory from itself or from a run directory (its newest complete one)."""
-    source = Path(source)
-    if not source.is_dir():
-        raise FileNotFoundError(f"no run or checkpoint directory at {source}")
-    if is_complete(source):
-        return source
-    if (source / CHECKPOINTS_DIR).is_dir():
-        checkpoints = list_checkpoints(source)
-        if not checkpoints:
-            raise FileNotFoundError(f"the run {source} has no complete checkpoint to resume from")
-        return checkpoints[0].path
-    if (source / "config.json").exists():
-        raise ValueError(f"{source} has no {STATE_FILE}: it is a model, not a complete training checkpoint, "
-                         "so training cannot resume from it (it can still be loaded for probing)")
-    raise FileNotFoundError(f"{source} is neither a run directory nor a training checkpoint")
 
 
 def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: str | Path,
@@ -133,23 +59,6 @@ def read_training_state(checkpoint: str | Path) -> dict[str, Any]:
     if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
         raise ValueError(f"{path} is not a training state this version can read")
     return state
-
-
-def prune_checkpoints(run_dir: str | Path, keep: int | None) -> list[Path]:
-    """Delete all but the ``keep`` newest complete checkpoints (``None`` keeps all); returns the deleted."""
-    if keep is None:
-        return []
-    removed = []
-    for info in list_checkpoints(run_dir)[keep:]:
-        # Renamed away first (atomic), so a crash mid-delete never leaves a half checkpoint at a step name.
-        doomed = info.path.with_name(f".{info.path.name}.del-{os.getpid()}")
-        try:
-            os.rename(info.path, doomed)
-        except OSError:
-            continue
-        shutil.rmtree(doomed, ignore_errors=True)
-        removed.append(info.path)
-    return removed
 
 
 # ---------------------------------------------------------------------------- RNG

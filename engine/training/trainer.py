@@ -42,16 +42,14 @@ from engine.training.tasks import build_datasets  # noqa: F401 (public here, as 
 from engine.training.tasks import TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
+from engine.training.run_folder import RESUMABLE_FIELDS, CheckpointInfo, RunFolder, check_resume_changes
 from engine.training.state import (
-    CHECKPOINTS_DIR, METRICS_FILE, STATE_FORMAT, CheckpointInfo, append_metrics, capture_rng, checkpoint_name,
-    list_checkpoints, prune_checkpoints, read_training_state, resolve_checkpoint, restore_rng, set_seed,
-    truncate_metrics, write_checkpoint,
+    STATE_FORMAT, append_metrics, capture_rng, read_training_state, restore_rng, set_seed, truncate_metrics,
+    write_checkpoint,
 )
 
 Callback = Callable[[str, dict[str, Any]], None]   # (kind: "train" | "eval" | "checkpoint" | "diverged", record)
-# Config fields that may change when a run resumes; the rest define the run and must match.
-RESUMABLE_OVERRIDES = frozenset({"total_steps", "eval_every", "eval_batches", "checkpoint_every",
-                                 "keep_last_checkpoints", "log_every", "device", "precision"})
+RESUMABLE_OVERRIDES = RESUMABLE_FIELDS   # the one set of resume rules lives in engine.training.run_folder
 
 
 class TrainingDiverged(RuntimeError):
@@ -99,7 +97,8 @@ class Trainer:
                                          config.total_steps)
         self._params = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.run_dir = Path(run_dir)
-        (self.run_dir / CHECKPOINTS_DIR).mkdir(parents=True, exist_ok=True)
+        self.run = RunFolder(run_dir)
+        self.run.checkpoints_dir.mkdir(parents=True, exist_ok=True)
         self.global_step = 0
         self.epoch, self.batch_index = 0, 0        # data position: the next micro-batch to read
         self.elapsed = 0.0                         # seconds spent in training steps, over all sessions
@@ -263,7 +262,7 @@ class Trainer:
     def _log(self, kind: str, record: dict[str, Any], callback: Callback | None) -> None:
         if self.rank != 0:
             return
-        append_metrics(self.run_dir / METRICS_FILE, {"kind": kind, **record})
+        append_metrics(self.run.metrics_path, {"kind": kind, **record})
         if callback is not None:
             callback(kind, record)
 
@@ -280,7 +279,7 @@ class Trainer:
     def save_checkpoint(self) -> Path:
         """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints``.
         Under DDP only rank 0 writes; every rank returns after the write (a barrier)."""
-        path = self.run_dir / CHECKPOINTS_DIR / checkpoint_name(self.global_step)
+        path = self.run.checkpoint_dir(self.global_step)
         if self.rank != 0:
             dist.barrier()
             self.last_checkpoint = path
@@ -290,7 +289,7 @@ class Trainer:
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
         write_checkpoint(self.model, self.tokenizer, path, self.training_state(), info)
         self.last_checkpoint = path
-        prune_checkpoints(self.run_dir, self.config.keep_last_checkpoints)
+        self.run.prune(self.config.keep_last_checkpoints)
         dist.barrier()
         return path
 
@@ -334,30 +333,27 @@ class Trainer:
 
         Loads weights, tokenizer, optimizer, scheduler, step, data position and RNG, so the
         next step is the one the uninterrupted run would have taken. ``overrides`` may change
-        only ``RESUMABLE_OVERRIDES`` (e.g. a larger ``total_steps``); metrics.jsonl records
+        only ``run_folder.RESUMABLE_FIELDS`` (e.g. a larger ``total_steps``); metrics.jsonl records
         after the checkpoint's step are dropped (they are about to be redone).
         """
-        checkpoint = resolve_checkpoint(source)
+        run, checkpoint = RunFolder.locate(source)
         state = read_training_state(checkpoint)
-        fixed = sorted(set(overrides) - RESUMABLE_OVERRIDES)
-        if fixed:
-            raise ValueError(f"cannot change {', '.join(fixed)} when resuming; only "
-                             f"{', '.join(sorted(RESUMABLE_OVERRIDES))} may change")
+        check_resume_changes(set(overrides))
         config = TrainingConfig.from_dict(state["config"]).replace(**overrides)
         loaded = load_directory(checkpoint, "cpu")
-        run_dir = Path(run_dir) if run_dir is not None else checkpoint.parent.parent
+        run_dir = Path(run_dir) if run_dir is not None else run.root
         trainer = cls(loaded.model, loaded.tokenizer, train_data, eval_data, config, run_dir)
         if check_data and trainer.data_fingerprint() != state["data_fingerprint"]:
             raise ValueError("the training data differs from the data this run was trained on (corpus, "
                              "tokenizer, seed, lengths or batching); resuming would not continue the same run")
         trainer.load_training_state(state, checkpoint)
         if trainer.rank == 0:
-            truncate_metrics(run_dir / METRICS_FILE, trainer.global_step)
+            truncate_metrics(trainer.run.metrics_path, trainer.global_step)
         return trainer
 
     def checkpoints(self) -> list[CheckpointInfo]:
-        """This run's complete checkpoints, newest first (``list_checkpoints``)."""
-        return list_checkpoints(self.run_dir)
+        """This run's complete checkpoints, newest first."""
+        return self.run.checkpoints()
 
 
 def _finite(value: float) -> bool:

@@ -42,7 +42,7 @@ from engine.checkpoints.hf_format import LoadedModel, describe_os_error
 from engine.model.heads import BertWithHeads
 from engine.training.run_spec import ACTIVE_STATES, STATES, RunInfo, RunSpec, WorkerStatus  # noqa: F401  (re-exported)
 from engine.training.trainer import Trainer
-from engine.training.state import CHECKPOINTS_DIR, CheckpointInfo, list_checkpoints
+from engine.training.run_folder import CHECKPOINTS_DIR, CheckpointInfo, list_checkpoints
 from engine.training.worker_run import RunState, status_of
 from engine.training.worker_thread import BATCH_ROWS, MAX_RECORDS, WAIT_SLICE_S, RunThread  # noqa: F401  (re-exported)
 

@@ -28,7 +28,7 @@ from engine.data.batch_view import capture_rows
 from engine.checkpoints.hf_format import CheckpointWriteError
 from engine.training.run_setup import prepare_run
 from engine.training.trainer import Trainer, TrainingDiverged
-from engine.training.state import CheckpointInfo, checkpoint_name
+from engine.training.run_folder import CheckpointInfo, checkpoint_name
 from engine.training.worker_run import RunState
 
 logger = logging.getLogger("engine.training.worker")

@@ -1,4 +1,4 @@
-"""engine.training.cli: flag names in messages, --init-from run directories, resume defaults."""
+"""engine.training.cli: flag names in messages, --init-from run directories, --resume as a job spec."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +8,8 @@ import pytest
 
 from engine.training import cli
 from engine.training.config import TrainingConfig
+from engine.training.job_models import model_source
+from engine.training.run_folder import RunFolder
 
 
 def test_flag_names_replace_config_fields():
@@ -17,16 +19,23 @@ def test_flag_names_replace_config_fields():
     assert cli.flag_names("something else") == "something else"
 
 
+def _fake_checkpoint(run, step: int, config: TrainingConfig | None = None):
+    folder = run / "checkpoints" / f"step-{step:06d}"
+    folder.mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "training_state.pt"):
+        (folder / name).write_text("x")
+    if config is not None:
+        (folder / "trainer_state.json").write_text(json.dumps({"config": config.to_dict()}))
+    return folder
+
+
 def test_model_source_resolves_a_run_to_its_newest_checkpoint(tmp_path):
     run = tmp_path / "run"
     for step in (2, 5):
-        folder = run / "checkpoints" / f"step-00000{step}"
-        folder.mkdir(parents=True)
-        for name in ("config.json", "model.safetensors", "training_state.pt"):
-            (folder / name).write_text("x")
-    assert cli.model_source(str(run)) == str(run / "checkpoints" / "step-000005")
-    assert cli.model_source("default") == "default"
-    assert cli.model_source(str(run / "checkpoints" / "step-000002")) == str(run / "checkpoints" / "step-000002")
+        _fake_checkpoint(run, step)
+    assert model_source(str(run)) == str(run / "checkpoints" / "step-000005")
+    assert model_source("default") == "default"
+    assert model_source(str(run / "checkpoints" / "step-000002")) == str(run / "checkpoints" / "step-000002")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,20 +46,22 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def test_resume_fills_unset_arguments_from_the_run(tmp_path, capsys):
-    checkpoint = tmp_path / "run" / "checkpoints" / "step-000003"
-    checkpoint.mkdir(parents=True)
-    for name in ("config.json", "model.safetensors", "training_state.pt"):
-        (checkpoint / name).write_text("x")
+def test_resume_takes_the_run_spec_and_changes_only_resumable_flags(tmp_path, capsys):
     config = TrainingConfig(learning_rate=2e-5, batch_size=6, freeze_encoder=True, task="qa")
-    (checkpoint / "trainer_state.json").write_text(json.dumps({"config": config.to_dict()}))
-    cli.write_run_file(tmp_path / "run", {"data": "squad.json"})
+    _fake_checkpoint(tmp_path / "run", 3, config)
+    RunFolder(tmp_path / "run").write_spec({"data": "squad.json", "task": "qa", "doc_stride": 64})
     parser = _parser()
-    args = parser.parse_args(["--resume", str(tmp_path / "run"), "--steps", "9"])
-    cli.apply_resume(args, parser, fixed=("data", "lr"))
-    assert (args.data, args.lr, args.batch_size, args.freeze_encoder, args.steps) == ("squad.json", 2e-5, 6, True, 9)
-    assert args.run_dir == str(tmp_path / "run")
-    args = parser.parse_args(["--resume", str(tmp_path / "run"), "--lr", "1"])
-    with pytest.raises(SystemExit):
-        cli.apply_resume(args, parser, fixed=("data", "lr"))
-    assert "cannot change --lr when resuming" in capsys.readouterr().err
+    args = parser.parse_args(["--resume", str(tmp_path / "run"), "--steps", "9", "--lr", "2e-5"])
+    spec = cli.resumed_spec(args, parser, {"data": "data"}, {})
+    training = spec.training_config()
+    assert (spec.data, spec.doc_stride, training.learning_rate, training.batch_size, training.freeze_encoder,
+            training.total_steps) == ("squad.json", 64, 2e-5, 6, True, 9)      # the same --lr is no change
+    assert spec.run_dir == str(tmp_path / "run") and spec.resume_from == str(tmp_path / "run" / "checkpoints"
+                                                                                / "step-000003")
+    for argv, message in ((["--lr", "1", "--seq-len", "64"], "cannot change --lr, --seq-len when resuming"),
+                          (["--data", "other.json"], "cannot change --data when resuming")):
+        args = parser.parse_args(["--resume", str(tmp_path / "run"), *argv])
+        with pytest.raises(SystemExit):
+            cli.resumed_spec(args, parser, {"data": "data"}, {})
+        err = capsys.readouterr().err
+        assert message in err and "only --checkpoint-every, --device, --eval-batches" in err, err

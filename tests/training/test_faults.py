@@ -25,7 +25,8 @@ import pytest
 import torch
 
 from engine.checkpoints.hf_format import load_directory
-from engine.training.state import list_checkpoints, read_metrics, read_training_state
+from engine.training.state import read_metrics, read_training_state
+from engine.training.run_folder import list_checkpoints
 from tests.conftest import VOCAB, WORDS, tiny_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")

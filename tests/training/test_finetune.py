@@ -11,10 +11,13 @@ import torch
 
 from cli_helpers import torchrun
 from engine.checkpoints.hf_format import load_directory
-from engine.finetune import FinetuneOptions, main, prepare_finetune
+from engine.finetune import main
+from engine.training.job import JobSpec
+from engine.training.job_setup import prepare_job
 from engine.training.trainer import Trainer
 from engine.training.config import TrainingConfig
-from engine.training.state import list_checkpoints, read_metrics
+from engine.training.state import read_metrics
+from engine.training.run_folder import list_checkpoints
 from tests.finetune_helpers import classification_rows, save_tiny_model, word_tokenizer, write_csv, write_squad
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,11 +47,16 @@ def qa_config(**overrides) -> TrainingConfig:
     return TrainingConfig(**values)
 
 
-def options(files: dict[str, Path], run_dir: Path, training: TrainingConfig, **overrides) -> FinetuneOptions:
+def options(files: dict[str, Path], run_dir: Path, training: TrainingConfig, **overrides) -> JobSpec:
     values = dict(data=str(files["squad" if training.task == "qa" else "csv"]), eval_fraction=0.0,
                   init_from=str(files["model"]), doc_stride=16, max_question_len=16, run_dir=str(run_dir))
     values.update(overrides)
-    return FinetuneOptions(training, **values)
+    return JobSpec(training, **values)
+
+
+def prepare_finetune(spec: JobSpec) -> Trainer:
+    """The job's trainer (``prepare_job``, the path every front end takes)."""
+    return prepare_job(spec).trainer
 
 
 def train(trainer: Trainer) -> tuple[list[dict], list[dict]]:
@@ -144,16 +152,16 @@ def test_resume_gives_the_same_next_step(files, tmp_path):
     expected = first.step()                                                  # the uninterrupted step 4
     after = {n: p.detach().clone() for n, p in first.model.named_parameters()}
     torch.manual_seed(99)
-    resumed = prepare_finetune(options(files, tmp_path / "run", qa_config(total_steps=10), eval_fraction=0.25),
-                               resume=str(tmp_path / "run"))
+    resumed = prepare_finetune(JobSpec({"total_steps": 10}, resume_from=str(tmp_path / "run")))
     assert resumed.global_step == 3 and resumed.config.gradient_accumulation_steps == 2
     got = resumed.step()
     assert got["loss"] == expected["loss"] and got["span_acc"] == expected["span_acc"]
     for name, param in resumed.model.named_parameters():
         torch.testing.assert_close(param, after[name], rtol=0, atol=1e-6, msg=name)
     with pytest.raises(ValueError, match="is a qa run, not classification"):
-        prepare_finetune(options(files, tmp_path / "run", qa_config(task="classification")),
-                         resume=str(tmp_path / "run"))
+        prepare_finetune(JobSpec({"task": "classification"}, resume_from=str(tmp_path / "run")))
+    with pytest.raises(ValueError, match="cannot change batch_size, gradient_accumulation_steps when resuming"):
+        prepare_finetune(JobSpec(qa_config(total_steps=10), resume_from=str(tmp_path / "run")))
 
 
 def optimized(trainer: Trainer) -> set[str]:
@@ -319,7 +327,7 @@ def test_bad_model_and_resume_exit_2(files, qa_run, tmp_path, capsys):
     assert code == 2 and "no model directory" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--resume", str(qa_run[0].run_dir), "--lr", "0.1", "--seq-len", "32"])
-    assert "cannot change --seq-len, --lr when resuming" in capsys.readouterr().err
+    assert "cannot change --lr, --seq-len when resuming" in capsys.readouterr().err
 
 
 def test_torchrun_two_gloo_processes_fine_tune_to_identical_weights(tmp_path):

@@ -81,7 +81,7 @@ def test_resume_refuses_to_change_what_defines_the_run(single_run, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--resume", str(single_run), "--steps", "9", "--lr", "0.1", "--seq-len", "64"])
     assert exit_info.value.code == 2
-    assert "cannot change --seq-len, --lr when resuming" in capsys.readouterr().err
+    assert "cannot change --lr, --seq-len when resuming" in capsys.readouterr().err
 
 
 def test_bad_lr_exits_2_with_message():

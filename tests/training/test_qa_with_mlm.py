@@ -10,10 +10,13 @@ import pytest
 import torch
 
 from engine.checkpoints.hf_format import load_directory
-from engine.finetune import FinetuneOptions, main, prepare_finetune
+from engine.finetune import main
+from engine.training.job import JobSpec
+from engine.training.job_setup import prepare_job
 from engine.training.tasks.qa_with_mlm import JointBatch, JointDataset
 from engine.training.config import TrainingConfig
-from engine.training.state import list_checkpoints, read_metrics
+from engine.training.state import read_metrics
+from engine.training.run_folder import list_checkpoints
 from tests.finetune_helpers import save_tiny_model, write_squad
 
 ARGS = ["--task", "qa_mlm", "--seq-len", "64", "--doc-stride", "16", "--max-question-len", "16",
@@ -36,11 +39,16 @@ def files(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
             "squad": write_squad(root / "squad.json", num_contexts=8), "corpus": corpus, "root": root}
 
 
-def options(files, run_dir: Path, mlm_batch_size: int | None = None, **training) -> FinetuneOptions:
+def prepare_finetune(spec: JobSpec):
+    """The job's trainer (``prepare_job``, the path every front end takes)."""
+    return prepare_job(spec).trainer
+
+
+def options(files, run_dir: Path, mlm_batch_size: int | None = None, **training) -> JobSpec:
     values = dict(task="qa_mlm", learning_rate=3e-3, warmup_steps=0, total_steps=30, batch_size=4, max_seq_length=64,
                   eval_every=15, eval_batches=0, checkpoint_every=0)
     values.update(training)
-    return FinetuneOptions(TrainingConfig(**values), str(files["squad"]), eval_fraction=0.25,
+    return JobSpec(TrainingConfig(**values), data=str(files["squad"]), eval_fraction=0.25,
                            init_from=str(files["model"]), doc_stride=16, max_question_len=16,
                            mlm_corpus=str(files["corpus"]), mlm_seq_len=32, mlm_batch_size=mlm_batch_size,
                            run_dir=str(run_dir))

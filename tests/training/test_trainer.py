@@ -15,9 +15,8 @@ from engine.training.optim import lr_factor
 from engine.data.pretraining import Batch, collate
 from engine.training.trainer import Trainer, TrainingDiverged, build_datasets
 from engine.training.config import TrainingConfig
-from engine.training.state import (
-    STATE_FILE, is_complete, list_checkpoints, read_metrics, read_training_state, resolve_checkpoint,
-)
+from engine.training.state import STATE_FILE, read_metrics, read_training_state
+from engine.training.run_folder import is_complete, list_checkpoints, resolve_checkpoint
 from tests.conftest import WORDS
 
 STEP_KEYS = {"step", "mlm_loss", "mlm_acc", "nsp_loss", "nsp_acc", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}

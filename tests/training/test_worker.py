@@ -12,7 +12,7 @@ import engine
 from engine.model.heads import BertWithHeads
 from engine.data.masking import IGNORE_INDEX, KIND_KEPT, KIND_MASK, KIND_NONE, KIND_RANDOM
 from engine.training.trainer import Trainer
-from engine.training.state import is_complete
+from engine.training.run_folder import is_complete
 from engine.training.worker import ACTIVE_STATES, RunSpec, TrainingWorker
 from tests.conftest import WORDS
 

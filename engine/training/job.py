@@ -1,0 +1,226 @@
+"""A training job: one spec for pretraining and every fine-tuning task, its checks, and the resume rules.
+
+``JobSpec`` is what ``python -m engine.pretrain``, ``python -m engine.finetune``, the app's
+training worker and the benches fill in; ``engine.training.job_setup.prepare_job`` turns it into
+a ready ``Trainer``. What is trained is ``training.task`` (``TrainingConfig``); the other fields say
+where the model, the tokenizer and the data come from. ``run.json`` in the run folder is the spec
+(``to_record``), so a resumed run rebuilds its data exactly as it first made them
+(``resume_spec``): only ``run_folder.RESUMABLE_FIELDS`` of the training settings may change.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from engine.text.corpus import BUILTIN_CORPORA, Document
+from engine.training.config import TrainingConfig
+from engine.training.run_folder import RunFolder, check_resume_changes
+from engine.training.state import INFO_FILE, read_training_state
+
+FINETUNING_TASKS = ("qa", "qa_mlm", "classification")
+QA_TASKS = ("qa", "qa_mlm")
+# Fields that are not part of what defines the run (where it goes; uploaded text is counted, not kept).
+_NOT_RECORDED = ("training", "documents", "run_dir", "resume_from")
+
+
+@dataclass
+class JobSpec:
+    """Everything a training job needs besides the code: the model, the tokenizer, the data, the settings.
+
+    Model: a fresh ``preset`` (with ``model_overrides`` and ``dropout``), or ``init_from`` (``default``,
+    a run or checkpoint directory, a Hugging Face directory or hub id; fine-tuning always starts from
+    one, ``default`` unless given). Pretraining text: ``documents`` (already read, e.g. an upload)
+    win over ``corpus`` (a built-in corpus name or a .txt/.md/.jsonl file); ``tokenizer`` (a
+    directory) or ``init_from``'s tokenizer, else a WordPiece vocabulary of ``vocab_size`` trained on
+    the training documents. Fine-tuning data: ``data`` / ``eval_data`` files (SQuAD JSON for QA,
+    CSV/JSONL for classification); ``qa_mlm`` also trains masked-LM on ``mlm_corpus``.
+    ``eval_fraction``: documents / examples held out when there is no ``eval_data`` (None: 0.05 for
+    pretraining, 0.1 for fine-tuning). ``training`` may be a dict of ``TrainingConfig`` fields; with
+    ``resume_from`` such a dict holds only the changes to the resumed run's settings.
+    """
+
+    training: TrainingConfig | dict[str, Any] = field(default_factory=dict)
+    preset: str = "tiny"
+    model_overrides: dict[str, Any] = field(default_factory=dict)
+    dropout: float | None = None
+    init_from: str | None = None
+    corpus: str = "shakespeare"
+    documents: list[Document] | None = None
+    corpus_label: str | None = None
+    max_documents: int | None = None
+    eval_fraction: float | None = None
+    short_seq_prob: float = 0.1
+    tokenizer: str | None = None
+    vocab_size: int = 8000
+    min_frequency: int = 2
+    lowercase: bool = True
+    data: str | None = None
+    eval_data: str | None = None
+    max_examples: int | None = None
+    doc_stride: int = 128
+    max_question_len: int = 64
+    mlm_corpus: str | None = None
+    mlm_seq_len: int | None = None           # qa_mlm: length of its text sequences (None: 128)
+    mlm_batch_size: int | None = None
+    run_dir: str | None = None
+    resume_from: str | None = None
+
+    # ------------------------------------------------------------------ derived values
+    def training_config(self) -> TrainingConfig:
+        """The validated ``TrainingConfig`` (ValueError names the bad or unknown setting)."""
+        if isinstance(self.training, TrainingConfig):
+            return self.training
+        names = {f.name for f in dataclasses.fields(TrainingConfig)}
+        unknown = sorted(set(self.training) - names)
+        if unknown:
+            raise ValueError(f"unknown training setting(s): {', '.join(unknown)}")
+        return TrainingConfig(**self.training)
+
+    def given_training(self) -> dict[str, Any]:
+        """The training settings given explicitly (all of them for a ``TrainingConfig``)."""
+        return self.training.to_dict() if isinstance(self.training, TrainingConfig) else dict(self.training)
+
+    @property
+    def task(self) -> str:
+        return self.training_config().task
+
+    @property
+    def held_out_fraction(self) -> float:
+        """``eval_fraction``, or its default: 0.05 of the documents (pretraining), 0.1 of the examples
+        (fine-tuning without ``eval_data``), nothing when ``eval_data`` is given."""
+        if self.eval_fraction is not None:
+            return self.eval_fraction
+        if self.task == "pretraining":
+            return 0.05
+        return 0.0 if self.eval_data is not None else 0.1
+
+    @property
+    def model_source(self) -> str | None:
+        """Where the model starts: ``init_from``, and ``default`` for fine-tuning when none is given."""
+        return self.init_from if self.init_from is not None or self.task == "pretraining" else "default"
+
+    def replace(self, **changes: Any) -> "JobSpec":
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------ checks
+    def validate(self, names: Mapping[str, str] | None = None) -> TrainingConfig:
+        """Check what can be checked without reading data; the validated ``TrainingConfig``.
+
+        ``names`` maps a field to what the user typed (a command-line flag) for the messages.
+        """
+        n = (lambda f: (names or {}).get(f, f))
+        config = self.training_config()
+        if self.resume_from is not None:
+            return config
+        task = config.task
+        for name in ("max_documents", "max_examples", "mlm_batch_size"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{n(name)} must be >= 1, got {value}")
+        if self.eval_fraction is not None and not 0.0 <= self.eval_fraction < 1.0:
+            raise ValueError(f"{n('eval_fraction')} must be in [0, 1), got {self.eval_fraction}")
+        if task == "pretraining":
+            self._validate_pretraining(config, n)
+        else:
+            self._validate_finetuning(config, n)
+        return config
+
+    def _validate_pretraining(self, config: TrainingConfig, n) -> None:
+        from engine.model.config import preset as preset_config
+
+        if self.vocab_size < 16:
+            raise ValueError(f"{n('vocab_size')} must be at least 16, got {self.vocab_size}")
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"{n('dropout')} must be in [0, 1), got {self.dropout}")
+        if self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(self.corpus).is_file():
+            raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} "
+                             f"(built in: {', '.join(BUILTIN_CORPORA)}, or upload documents)")
+        if self.tokenizer is not None and not Path(self.tokenizer).exists():
+            raise ValueError(f"{n('tokenizer')}: no such file or directory: {self.tokenizer}")
+        fine_tuning = [name for name in ("data", "eval_data", "mlm_corpus", "mlm_batch_size") if getattr(self, name)]
+        if fine_tuning:
+            raise ValueError(f"{', '.join(map(n, fine_tuning))} are for fine-tuning tasks, not pretraining")
+        if self.init_from is None:
+            overrides = {k: v for k, v in self.model_overrides.items() if k != "vocab_size"}
+            config.check_model(preset_config(self.preset, **overrides))
+
+    def _validate_finetuning(self, config: TrainingConfig, n) -> None:
+        from engine.data.qa_features import check_lengths
+
+        task = config.task
+        if self.data is None:
+            raise ValueError(f"{n('data')} is required")
+        if task == "qa_mlm" and self.mlm_corpus is None:
+            raise ValueError(f"{n('task')} qa_mlm needs {n('mlm_corpus')} (the text its masked-LM term trains on)")
+        if task != "qa_mlm" and any(getattr(self, f) is not None for f in ("mlm_corpus", "mlm_seq_len", "mlm_batch_size")):
+            raise ValueError(f"{n('mlm_corpus')}, {n('mlm_seq_len')} and {n('mlm_batch_size')} are for "
+                             f"{n('task')} qa_mlm")
+        if self.eval_data is not None and self.eval_fraction:
+            raise ValueError(f"give either {n('eval_data')} or {n('eval_fraction')}, not both")
+        for name in ("data", "eval_data", "mlm_corpus"):
+            path = getattr(self, name)
+            if path is not None and not Path(path).is_file():
+                raise ValueError(f"{n(name)}: no such file: {path}")
+        if self.mlm_seq_len is not None and self.mlm_seq_len < 8:
+            raise ValueError(f"{n('mlm_seq_len')} must be >= 8, got {self.mlm_seq_len}")
+        if task in QA_TASKS:
+            try:
+                check_lengths(config.max_seq_length, self.doc_stride, self.max_question_len)
+            except ValueError as exc:
+                message = str(exc)
+                for old, name in (("max_seq_len", "max_seq_length"), ("doc_stride", "doc_stride"),
+                                  ("max_question_len", "max_question_len")):
+                    message = message.replace(old, n(name))
+                raise ValueError(message) from None
+
+    # ------------------------------------------------------------------ run.json
+    def to_record(self) -> dict[str, Any]:
+        """What ``run.json`` keeps: every field but the training settings (the checkpoints hold
+        those), where the run goes and uploaded text (only its count and label)."""
+        record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_RECORDED}
+        record["task"] = self.task
+        record["documents"] = len(self.documents) if self.documents is not None else None
+        if self.documents is not None:
+            record["corpus"] = self.corpus_label or "uploaded documents"
+        return record
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], training: TrainingConfig) -> "JobSpec":
+        """The spec a ``run.json`` describes (unknown keys, from other versions, are ignored)."""
+        names = {f.name for f in dataclasses.fields(cls)} - set(_NOT_RECORDED)
+        values = {k: v for k, v in record.items() if k in names}
+        if "tokenizer_dir" in record and "tokenizer" not in values:   # the worker's older spec file
+            values["tokenizer"] = record["tokenizer_dir"]
+        if values.get("tokenizer") is not None:
+            values["tokenizer"] = str(values["tokenizer"])
+        return cls(training=training, **values)
+
+
+def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
+                documents: list[Document] | None = None, run_dir: str | Path | None = None,
+                names: Mapping[str, str] | None = None) -> JobSpec:
+    """The whole spec of a run continued from ``source`` (a run or one of its checkpoints).
+
+    Everything comes from the run (``run.json`` and the checkpoint's training settings); ``changes``
+    may change only ``RESUMABLE_FIELDS`` (values equal to the run's are no change); ``documents``
+    re-gives uploaded text (it is not kept in the run); ``run_dir`` defaults to the run's own folder.
+    """
+    folder, checkpoint = RunFolder.locate(source)
+    try:
+        saved = TrainingConfig.from_dict(json.loads((checkpoint / INFO_FILE).read_text(encoding="utf-8"))["config"])
+    except (OSError, ValueError, KeyError, TypeError):     # the small record is damaged: read the full state
+        saved = TrainingConfig.from_dict(read_training_state(checkpoint)["config"])
+    changed = {k: v for k, v in dict(changes or {}).items() if saved.to_dict().get(k, object()) != _plain(v)}
+    if "task" in changed:
+        raise ValueError(f"{checkpoint} is a {saved.task} run, not {changed['task']}")
+    check_resume_changes(set(changed), names)
+    spec = JobSpec.from_record(folder.read_spec(), saved.replace(**changed))
+    return spec.replace(resume_from=str(checkpoint), documents=documents,
+                        run_dir=str(run_dir if run_dir is not None else folder.root))
+
+
+def _plain(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value

@@ -1,0 +1,133 @@
+"""The data of a training job: pretraining documents and datasets, fine-tuning features.
+
+Every function rebuilds the same data from the same spec and seed, which is what makes an exact
+resume possible (the trainer checks a fingerprint of it).
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Callable
+
+from engine.data.classification import build_classification_dataset, label_names, read_classification_file
+from engine.data.features import FeatureDataset, split_held_out
+from engine.data.pretraining import PretrainingDataset
+from engine.data.qa_features import build_qa_dataset, read_squad
+from engine.text.corpus import BUILTIN_CORPORA, Document, builtin_corpus, read_documents, train_eval_split
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.config import TrainingConfig
+from engine.training.job import QA_TASKS, JobSpec
+from engine.training.tasks import build_datasets
+from engine.training.tasks.qa_with_mlm import JointDataset
+
+MLM_EVAL_FRACTION = 0.05     # qa_mlm: documents of the text corpus held out for the MLM/NSP evaluation
+Log = Callable[[str], None]
+
+
+def load_corpus(corpus: str, max_documents: int | None = None) -> list[Document]:
+    """A built-in corpus by name, or the documents of a .txt/.md/.jsonl file."""
+    if corpus in BUILTIN_CORPORA:
+        return builtin_corpus(corpus, max_documents=max_documents)
+    if not Path(corpus).is_file():
+        raise ValueError(f"the corpus {corpus!r} is neither built in nor a file here; a run trained on uploaded "
+                         "documents needs them given again to resume")
+    documents = read_documents(corpus)
+    return documents[:max_documents] if max_documents is not None else documents
+
+
+def job_documents(spec: JobSpec) -> list[Document]:
+    """The spec's documents (given ones win over ``corpus``), with empty sentences and documents dropped."""
+    if spec.documents is not None:
+        documents = [list(doc) for doc in spec.documents]
+    else:
+        documents = load_corpus(spec.corpus, spec.max_documents)
+    documents = [[s for s in doc if isinstance(s, str) and s.strip()] for doc in documents]
+    documents = [doc for doc in documents if doc]
+    if not documents:
+        raise ValueError("the corpus is empty: it has no documents with text")
+    return documents
+
+
+def split_documents(documents: list[Document], eval_fraction: float, seed: int, nsp: bool,
+                    ) -> tuple[list[Document], list[Document]]:
+    """``train_eval_split`` seeded by the run; with NSP the held-out set needs two documents
+    (NotNext pairs come from another document), so one is moved over when possible, and a
+    corpus too small for that is trained on whole, without evaluation."""
+    train, held_out = train_eval_split(documents, eval_fraction, random.Random(seed))
+    if nsp and len(held_out) == 1:
+        if len(train) >= 4:
+            train, held_out = train[1:], held_out + train[:1]
+        else:
+            train, held_out = train + held_out, []
+    return train, held_out
+
+
+def pretraining_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
+                     train_docs: list[Document], eval_docs: list[Document],
+                     ) -> tuple[PretrainingDataset, PretrainingDataset | None]:
+    """Training and held-out pretraining datasets (NSP pairs, dynamic masking) of the split documents."""
+    return build_datasets(train_docs, eval_docs, tokenizer, config, spec.short_seq_prob)
+
+
+def finetuning_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
+                    id2label: dict[int, str] | None = None, log: Log = lambda message: None,
+                    ) -> tuple[FeatureDataset, FeatureDataset | None, dict[int, str] | None]:
+    """(training, held-out, id2label) features of a fine-tuning job; ``id2label`` (classification) comes
+    from the labels of both files unless given (a resumed run keeps its model's)."""
+    limit, qa = spec.max_examples, config.task in QA_TASKS
+
+    def read(path: str) -> list:
+        if qa:
+            squad = read_squad(path)
+            log(f"{path}: {squad.summary()}")
+            if not squad.examples:
+                raise ValueError(f"{path} has no usable questions ({squad.summary()})")
+            return squad.examples[:limit]
+        return read_classification_file(path)[:limit]
+
+    examples = read(spec.data)
+    if spec.eval_data is not None:
+        train, held_out = examples, read(spec.eval_data)
+    else:   # QA: questions about one context stay on one side
+        group = (lambda e: e.context) if qa else None
+        train, held_out = split_held_out(examples, spec.held_out_fraction, config.seed, group)
+    if not train:
+        raise ValueError(f"{spec.data}: nothing left to train on after holding out {len(held_out)} examples")
+    if qa:
+        def progress(done: int, total: int) -> None:
+            if total > 10_000 and (done % 10_000 == 0 or done == total):
+                log(f"building QA features: {done}/{total} questions")
+
+        def features(items: list, shuffle: bool) -> FeatureDataset:
+            return build_qa_dataset(items, tokenizer, config.max_seq_length, config.batch_size, spec.doc_stride,
+                                    spec.max_question_len, config.seed, shuffle, progress)
+        train_data, eval_data = features(train, True), features(held_out, False) if held_out else None
+        if config.task == "qa_mlm":
+            train_data, eval_data = with_pretraining(spec, config, tokenizer, train_data, eval_data, log)
+        return train_data, eval_data, None
+    if id2label is None:
+        id2label = label_names([e.label for e in train + held_out])
+    if len(id2label) < 2:
+        raise ValueError(f"{spec.data}: classification needs at least two different labels, "
+                         f"found only {', '.join(map(repr, id2label.values()))}")
+    label2id = {name: i for i, name in id2label.items()}
+    train_data = build_classification_dataset(train, tokenizer, label2id, config.max_seq_length, config.batch_size,
+                                               config.seed)
+    eval_data = build_classification_dataset(held_out, tokenizer, label2id, config.max_seq_length,
+                                             config.batch_size, config.seed, shuffle=False) if held_out else None
+    return train_data, eval_data, id2label
+
+
+def with_pretraining(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer, train: FeatureDataset,
+                     held_out: FeatureDataset | None, log: Log = lambda message: None,
+                     ) -> tuple[JointDataset, JointDataset | None]:
+    """qa_mlm: the QA features paired with pretraining batches of ``spec.mlm_corpus`` (a seeded
+    ``MLM_EVAL_FRACTION`` of its documents held out, paired with the held-out features)."""
+    if not spec.mlm_corpus:
+        raise ValueError("task qa_mlm needs a text corpus for its masked-LM term (mlm_corpus)")
+    train_docs, eval_docs = split_documents(load_corpus(spec.mlm_corpus), MLM_EVAL_FRACTION, config.seed, config.nsp)
+    log(f"{spec.mlm_corpus}: {len(train_docs)} documents for the masked-LM term, {len(eval_docs)} held out")
+    text_config = config.replace(max_seq_length=spec.mlm_seq_len or 128, batch_size=spec.mlm_batch_size or config.batch_size)
+    text_train, text_eval = build_datasets(train_docs, eval_docs, tokenizer, text_config)
+    joint_eval = JointDataset(held_out, text_eval) if held_out is not None and text_eval is not None else None
+    return JointDataset(train, text_train), joint_eval

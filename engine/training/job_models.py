@@ -1,0 +1,127 @@
+"""The model and tokenizer a training job starts from: a fresh preset, or an existing BERT with the
+heads its task needs added (freshly initialised) and every head it already has kept."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from engine.checkpoints.hf_format import LoadedModel, load
+from engine.model.config import preset
+from engine.model.heads import HEADS, BertWithHeads
+from engine.text.corpus import Document, train_tokenizer
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training import distributed as dist
+from engine.training.config import TrainingConfig
+from engine.training.job import JobSpec
+from engine.training.run_folder import RunFolder, resolve_checkpoint
+
+# task -> the heads it needs: the first is the one it trains (added fresh or replaced); the others are
+# added when the model lacks them
+TASK_HEADS = {"pretraining": ("mlm", "nsp"), "qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"),
+              "classification": ("cls",)}
+Log = Callable[[str], None]
+
+
+def model_source(source: str) -> str:
+    """A run directory stands for its newest complete checkpoint; anything else (``default``, a model
+    directory, a hub id) goes to ``checkpoints.load`` as it is."""
+    path = Path(source)
+    if RunFolder.is_run(path) and not (path / "config.json").exists():
+        return str(resolve_checkpoint(path))
+    return source
+
+
+def load_start_model(spec: JobSpec) -> LoadedModel | None:
+    """The model the job starts from (``spec.model_source``), or None for a fresh preset."""
+    source = spec.model_source
+    return None if source is None else load(model_source(source))
+
+
+def shared_tokenizer(make: Callable[[], WordPieceTokenizer]) -> WordPieceTokenizer:
+    """Rank 0 makes the tokenizer and every process gets the very same vocabulary (one process: ``make()``)."""
+    if not dist.is_distributed():
+        return make()
+    payload: Any = None
+    if dist.is_main_process():
+        try:
+            payload = make().backend.to_str()
+        except Exception as exc:  # handed to the other ranks so that every process stops alike
+            payload = exc
+    payload = dist.broadcast_object(payload)
+    if isinstance(payload, Exception):
+        raise payload
+    from tokenizers import Tokenizer
+    return WordPieceTokenizer(Tokenizer.from_str(payload))
+
+
+def pretraining_tokenizer(spec: JobSpec, train_docs: list[Document], loaded: LoadedModel | None,
+                          progress: Callable[[str], Any]) -> WordPieceTokenizer:
+    """``spec.tokenizer``, else the start model's, else a WordPiece vocabulary trained on ``train_docs``
+    (held-out text stays unseen)."""
+    if spec.tokenizer is not None:
+        return WordPieceTokenizer.from_file(spec.tokenizer)
+    if loaded is not None:
+        if loaded.tokenizer is None:
+            raise ValueError(f"{spec.init_from} has no tokenizer; give one with tokenizer")
+        return loaded.tokenizer
+    progress(f"training a WordPiece vocabulary of {spec.vocab_size:,} tokens on {len(train_docs):,} documents")
+    return shared_tokenizer(lambda: train_tokenizer(
+        train_docs, spec.vocab_size, spec.min_frequency, spec.lowercase,
+        progress=lambda fraction, message: progress(f"training the vocabulary ({fraction:.0%}): {message}")))
+
+
+def pretraining_model(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
+                      loaded: LoadedModel | None) -> BertWithHeads:
+    """A fresh ``preset`` BERT with MLM (+ NSP) heads, or ``loaded``'s weights (the encoder and every head
+    it has, QA and classification included; MLM/NSP heads it lacks are freshly initialised)."""
+    heads = ("mlm", "nsp") if config.nsp else ("mlm",)
+    dropout = {} if spec.dropout is None else dict(hidden_dropout_prob=spec.dropout,
+                                                   attention_probs_dropout_prob=spec.dropout)
+    torch.manual_seed(config.seed)
+    if loaded is None:
+        overrides = {**spec.model_overrides, **dropout, "vocab_size": tokenizer.vocab_size}
+        overrides.setdefault("max_position_embeddings", max(512, config.max_seq_length))
+        model_config = preset(spec.preset, **overrides)
+        config.check_model(model_config)
+        return BertWithHeads(model_config, heads=heads)
+    if tokenizer.vocab_size > loaded.config.vocab_size:
+        raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but {spec.init_from} only "
+                         f"{loaded.config.vocab_size} embeddings; use its own tokenizer")
+    config.check_model(loaded.config)
+    model = BertWithHeads(loaded.config.replace(**dropout),
+                          heads=tuple(h for h in HEADS if h in heads or h in loaded.heads))
+    return _copy_weights(loaded, model)
+
+
+def finetuning_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | None = None, seed: int = 0,
+                     log: Log = lambda message: None) -> BertWithHeads:
+    """``loaded``'s encoder and heads plus the task's head (freshly initialised when it lacks it, or
+    when its classifier has other labels than ``id2label``). The pooler stays when NSP or
+    classification needs it."""
+    head, needed = TASK_HEADS[task][0], TASK_HEADS[task]
+    heads = tuple(h for h in HEADS if h in loaded.heads or h in needed)
+    config = loaded.config
+    fresh = head not in loaded.heads
+    if head == "cls" and id2label is not None and config.id2label != id2label:
+        if not fresh:
+            log(f"replacing the classifier of {loaded.source} (labels {list(config.id2label.values())}) "
+                f"with a new one for {list(id2label.values())}")
+        fresh, config = True, config.replace(id2label=dict(id2label))
+    torch.manual_seed(seed)
+    model = BertWithHeads(config, heads=heads, add_pooling_layer="nsp" in heads or "cls" in heads)
+    skip = {"qa": "qa_outputs.", "cls": "classifier."}[head] if fresh else None
+    _copy_weights(loaded, model, skip)
+    if fresh:
+        log(f"added a freshly initialised {head} head to {loaded.source} (heads: {', '.join(heads)})")
+    return model
+
+
+def _copy_weights(loaded: LoadedModel, model: BertWithHeads, skip: str | None = None) -> BertWithHeads:
+    """Every weight of ``loaded`` that ``model`` has with the same shape (but those starting with ``skip``)."""
+    ours = model.state_dict()
+    theirs = {k: v for k, v in loaded.model.state_dict().items()
+              if k in ours and ours[k].shape == v.shape and not (skip and k.startswith(skip))}
+    model.load_state_dict(theirs, strict=False)
+    return model

@@ -1,0 +1,141 @@
+"""``prepare_job``: a ``JobSpec`` -> a ready ``Trainer`` (new, or a resumed run), the one path that the
+command lines, the app's worker and the benches take.
+
+New pretraining: corpus -> split -> tokenizer -> pretraining datasets -> model (preset or
+``init_from``). New fine-tuning: start model -> its tokenizer -> task features -> model with the
+task's head. Resume: the run's own spec (``run.json``) and checkpoint -> the same data -> the trainer
+state restored. ``progress(message)`` reports each stage; when it answers False the job was
+cancelled meanwhile and ``prepare_job`` returns None.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from engine.model.config import BertConfig
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training import distributed as dist
+from engine.training.job import JobSpec, resume_spec
+from engine.training.job_data import finetuning_data, job_documents, pretraining_data, split_documents
+from engine.training.job_models import finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer
+from engine.training.run_folder import RESUMABLE_FIELDS, RunFolder
+from engine.training.state import read_metrics
+from engine.training.tasks import TrainData
+from engine.training.trainer import Trainer
+
+Progress = Callable[[str], Any]     # answers False to cancel; anything else goes on
+
+
+class Cancelled(Exception):
+    """``progress`` answered False: the job was stopped while it was being prepared."""
+
+
+@dataclass
+class PreparedJob:
+    """A trainer ready to train, with what its callers show about it."""
+
+    trainer: Trainer
+    spec: JobSpec                                                  # the whole spec (a resumed run's own)
+    tokenizer: WordPieceTokenizer
+    train_data: TrainData
+    history: list[dict[str, Any]] = field(default_factory=list)   # metrics of a resumed run so far
+    checkpoint: Path | None = None                                 # where a resumed run continues from
+
+    @property
+    def run(self) -> RunFolder:
+        return RunFolder(self.trainer.run_dir)
+
+
+def default_run_dir() -> str:
+    """``runs/<timestamp>``."""
+    return str(Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+
+
+def prepare_job(spec: JobSpec, progress: Progress | None = None) -> PreparedJob | None:
+    """Build the job's trainer; None if ``progress`` cancelled it. ValueError / FileNotFoundError say
+    what is wrong with the spec or its data; nothing is written before they are checked."""
+    say = progress or (lambda message: True)
+
+    def step(message: str) -> None:
+        if say(message) is False:
+            raise Cancelled
+
+    try:
+        if spec.resume_from is not None:
+            return _resume(spec, step)
+        spec.validate()
+        if spec.task == "pretraining":
+            return _new_pretraining(spec, step)
+        return _new_finetuning(spec, step)
+    except Cancelled:
+        return None
+
+
+def _new_pretraining(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
+    config = spec.training_config()
+    step("reading the corpus")
+    documents = job_documents(spec)
+    train_docs, eval_docs = split_documents(documents, spec.held_out_fraction, config.seed, config.nsp)
+    loaded = None
+    if spec.init_from is not None:
+        step(f"loading {spec.init_from}")
+        loaded = load_start_model(spec)
+    tokenizer = pretraining_tokenizer(spec, train_docs, loaded, step)
+    step(f"building pretraining instances from {len(train_docs):,} documents")
+    train_data, eval_data = pretraining_data(spec, config, tokenizer, train_docs, eval_docs)
+    step("building the model")
+    model = pretraining_model(spec, config, tokenizer, loaded)
+    trainer = Trainer(model, tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir())
+    _record(spec, trainer, tokenizer)
+    return PreparedJob(trainer, spec, tokenizer, train_data)
+
+
+def _new_finetuning(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
+    config = spec.training_config()
+    step(f"loading {spec.model_source}")
+    loaded = load_start_model(spec)
+    if loaded.tokenizer is None:
+        raise ValueError(f"{spec.model_source} has no tokenizer (vocab.txt or tokenizer.json)")
+    config.check_model(loaded.config)
+    step(f"reading {spec.data}")
+    train_data, eval_data, id2label = finetuning_data(spec, config, loaded.tokenizer, None, step)
+    step("building the model")
+    model = finetuning_model(loaded, config.task, id2label, config.seed, step)
+    trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir())
+    _record(spec, trainer, loaded.tokenizer)
+    return PreparedJob(trainer, spec, loaded.tokenizer, train_data)
+
+
+def _resume(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
+    job = resume_spec(spec.resume_from, spec.given_training(), spec.documents, spec.run_dir)
+    checkpoint = Path(job.resume_from)
+    config = job.training_config()
+    step(f"resuming from {checkpoint.name}")
+    tokenizer = WordPieceTokenizer.from_file(checkpoint)
+    step("rebuilding the training data")
+    if config.task == "pretraining":
+        documents = job_documents(job)
+        # the same split as the original run (its seed)
+        train_docs, eval_docs = split_documents(documents, job.held_out_fraction, config.seed, config.nsp)
+        train_data, eval_data = pretraining_data(job, config, tokenizer, train_docs, eval_docs)
+    else:
+        id2label = BertConfig.load(checkpoint).id2label if config.task == "classification" else None
+        train_data, eval_data, _ = finetuning_data(job, config, tokenizer, id2label, step)
+    changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
+    trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir, **changes)
+    if not RunFolder(trainer.run_dir).spec_path.exists():
+        _record(job, trainer, None)
+    return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),
+                       checkpoint)
+
+
+def _record(spec: JobSpec, trainer: Trainer, tokenizer: WordPieceTokenizer | None) -> None:
+    """Write the run's ``run.json`` (and its tokenizer) once, from the main process."""
+    if not dist.is_main_process():
+        return
+    folder = RunFolder(trainer.run_dir)
+    folder.write_spec(spec.to_record())
+    if tokenizer is not None:
+        tokenizer.save(folder.tokenizer_dir)

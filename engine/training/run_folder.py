@@ -1,0 +1,253 @@
+"""A training run on disk: one folder type that names every path in it and holds the resume rules.
+
+Layout of a run folder (the only place that knows it; everything else goes through ``RunFolder``)::
+
+    <run>/
+      run.json                  the job spec (engine.training.job.JobSpec.to_record), read back on resume
+      metrics.jsonl             one JSON record per logged train / eval / checkpoint event
+      tokenizer/                the run's vocabulary (runs that trained their own)
+      checkpoints/
+        step-000300/            Hugging Face layout + trainer_state.json + training_state.pt
+        .step-000300.tmp-*      a checkpoint being written (renamed in when complete)
+
+A checkpoint is complete (listed, resumable) only when ``training_state.pt`` is present; it
+is written last. ``RESUMABLE_FIELDS`` are the ``TrainingConfig`` fields a resumed run may change;
+everything else about a run (its data, model, tokenizer and the rest of its training settings)
+is fixed once it exists.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.checkpoints.hf_format import recover_interrupted_writes
+from engine.training.state import INFO_FILE, STATE_FILE
+
+SPEC_FILE = "run.json"
+LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before the job spec existed
+METRICS_FILE = "metrics.jsonl"
+CHECKPOINTS_DIR = "checkpoints"
+TOKENIZER_DIR = "tokenizer"
+_STEP_DIR = re.compile(r"^step-(\d+)$")
+
+# TrainingConfig fields a resumed run may change; the rest define the run and must match.
+RESUMABLE_FIELDS = frozenset({"total_steps", "eval_every", "eval_batches", "checkpoint_every",
+                              "keep_last_checkpoints", "log_every", "device", "precision"})
+
+
+def check_resume_changes(changed: set[str] | list[str], describe: dict[str, str] | None = None) -> None:
+    """Raise ``ValueError`` when a resumed run would change a setting outside ``RESUMABLE_FIELDS``.
+
+    ``describe`` maps a field to the name the user typed (a command-line flag) for the message.
+    """
+    name = (describe or {}).get
+    fixed = sorted(name(f, f) for f in set(changed) - RESUMABLE_FIELDS)
+    if fixed:
+        allowed = ", ".join(sorted(name(f, f) for f in RESUMABLE_FIELDS))
+        raise ValueError(f"cannot change {', '.join(fixed)} when resuming a run; only {allowed} may change")
+
+
+def checkpoint_name(step: int) -> str:
+    """``step-000123``."""
+    return f"step-{step:06d}"
+
+
+@dataclass
+class CheckpointInfo:
+    """A complete (resumable) checkpoint of a run."""
+
+    path: Path
+    step: int
+    epoch: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)       # the last training metrics before it
+    eval_metrics: dict[str, Any] | None = None                   # the evaluation at this step, if any
+    created: float = 0.0                                         # time.time() when written
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def run(self) -> "RunFolder":
+        """The run folder this checkpoint belongs to."""
+        return RunFolder.of_checkpoint(self.path)
+
+
+def is_complete(directory: str | Path) -> bool:
+    """True when ``directory`` holds weights, config and ``training_state.pt`` (resumable)."""
+    directory = Path(directory)
+    return all((directory / name).is_file() for name in ("config.json", "model.safetensors", STATE_FILE))
+
+
+class RunFolder:
+    """The folder of one training run: its paths, its checkpoints and its spec file."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.root)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunFolder) and self.root == other.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    # ------------------------------------------------------------------ where things are
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def spec_path(self) -> Path:
+        return self.root / SPEC_FILE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.root / METRICS_FILE
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.root / CHECKPOINTS_DIR
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        return self.root / TOKENIZER_DIR
+
+    def checkpoint_dir(self, step: int) -> Path:
+        """Where the checkpoint of ``step`` is (or will be) written."""
+        return self.checkpoints_dir / checkpoint_name(step)
+
+    # ------------------------------------------------------------------ finding runs
+    @staticmethod
+    def is_run(path: str | Path) -> bool:
+        """True when ``path`` is a run folder (it has a checkpoints folder)."""
+        return (Path(path) / CHECKPOINTS_DIR).is_dir()
+
+    @classmethod
+    def of_checkpoint(cls, checkpoint: str | Path) -> "RunFolder":
+        """The run a checkpoint directory ``<run>/checkpoints/<step-dir>`` belongs to."""
+        return cls(Path(checkpoint).parent.parent)
+
+    @classmethod
+    def locate(cls, source: str | Path) -> tuple["RunFolder", Path]:
+        """A run and the checkpoint to continue from, given either the run or one of its checkpoints."""
+        checkpoint = resolve_checkpoint(source)
+        return cls.of_checkpoint(checkpoint), checkpoint
+
+    @classmethod
+    def runs_under(cls, root: str | Path) -> list["RunFolder"]:
+        """Every run folder directly under ``root``."""
+        root = Path(root)
+        if not root.is_dir():
+            return []
+        return [cls(p) for p in sorted(root.iterdir()) if cls.is_run(p)]
+
+    @classmethod
+    def create_unique(cls, root: str | Path, name: str) -> "RunFolder":
+        """Claim a new folder ``root/name`` (or ``name-2``, ``name-3``, ... when taken); OSError if it cannot."""
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        for suffix in itertools.count(1):
+            path = root / (name if suffix == 1 else f"{name}-{suffix}")
+            try:
+                path.mkdir()          # atomic: two quick starts never share a folder
+                return cls(path)
+            except FileExistsError:
+                continue
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoints(self) -> list[CheckpointInfo]:
+        """The run's complete checkpoints, newest (highest step) first; incomplete ones are skipped.
+
+        What a writer killed mid-save left behind is cleaned up first (``recover_interrupted_writes``):
+        its staging directory goes, and a checkpoint it was replacing is put back.
+        """
+        folder = self.checkpoints_dir
+        if not folder.is_dir():
+            return []
+        recover_interrupted_writes(folder)
+        found = []
+        for path in folder.iterdir():
+            match = _STEP_DIR.match(path.name)
+            if not match or not path.is_dir() or not is_complete(path):
+                continue
+            info: dict[str, Any] = {}
+            try:
+                info = json.loads((path / INFO_FILE).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                pass  # the listing only loses its metrics; the checkpoint itself is complete
+            found.append(CheckpointInfo(path, int(match.group(1)), int(info.get("epoch", 0)),
+                                        info.get("metrics") or {}, info.get("eval_metrics"),
+                                        float(info.get("created", 0.0))))
+        return sorted(found, key=lambda c: c.step, reverse=True)
+
+    def latest(self) -> CheckpointInfo | None:
+        """The newest complete checkpoint, or None."""
+        found = self.checkpoints()
+        return found[0] if found else None
+
+    def prune(self, keep: int | None) -> list[Path]:
+        """Delete all but the ``keep`` newest complete checkpoints (``None`` keeps all); returns the deleted."""
+        if keep is None:
+            return []
+        removed = []
+        for info in self.checkpoints()[keep:]:
+            # Renamed away first (atomic), so a crash mid-delete never leaves a half checkpoint at a step name.
+            doomed = info.path.with_name(f".{info.path.name}.del-{os.getpid()}")
+            try:
+                os.rename(info.path, doomed)
+            except OSError:
+                continue
+            shutil.rmtree(doomed, ignore_errors=True)
+            removed.append(info.path)
+        return removed
+
+    # ------------------------------------------------------------------ the spec
+    def write_spec(self, record: dict[str, Any]) -> None:
+        """Write ``run.json`` (the job spec as plain JSON)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.spec_path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+
+    def read_spec(self) -> dict[str, Any]:
+        """The run's spec record ({} when it has none, or only an unreadable one)."""
+        for path in (self.spec_path, self.root / LEGACY_SPEC_FILE):
+            if path.is_file():
+                try:
+                    record = json.loads(path.read_text(encoding="utf-8"))
+                except ValueError:
+                    continue
+                if isinstance(record, dict):
+                    return record
+        return {}
+
+
+def list_checkpoints(run_dir: str | Path) -> list[CheckpointInfo]:
+    """``RunFolder(run_dir).checkpoints()``."""
+    return RunFolder(run_dir).checkpoints()
+
+
+def resolve_checkpoint(source: str | Path) -> Path:
+    """A checkpoint directory from itself or from a run directory (its newest complete one)."""
+    source = Path(source)
+    if not source.is_dir():
+        raise FileNotFoundError(f"no run or checkpoint directory at {source}")
+    if is_complete(source):
+        return source
+    if RunFolder.is_run(source):
+        latest = RunFolder(source).latest()
+        if latest is None:
+            raise FileNotFoundError(f"the run {source} has no complete checkpoint to resume from")
+        return latest.path
+    if (source / "config.json").exists():
+        raise ValueError(f"{source} has no {STATE_FILE}: it is a model, not a complete training checkpoint, "
+                         "so training cannot resume from it (it can still be loaded for probing)")
+    raise FileNotFoundError(f"{source} is neither a run directory nor a training checkpoint")
