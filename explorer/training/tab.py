@@ -9,6 +9,7 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.training.run_folder import RunFolder
 from engine.training.run_spec import RunSpec, WorkerStatus
 from explorer.training import plots as tp
 from explorer.gpu import training_device
@@ -128,12 +129,13 @@ def shown_path(path: Path, runs_root: Path) -> str:
     try:
         return path.relative_to(runs_root).as_posix()
     except ValueError:
-        return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
+        run = RunFolder.of_checkpoint(path)
+        return path.relative_to(run.root.parent).as_posix()
 
 
 def checkpoints_table(services: Services) -> pd.DataFrame:
     worker = services.get_worker()
-    rows = [[c.name, c.step, c.path.parent.parent.name, shown_path(c.path, worker.runs_root)]
+    rows = [[c.name, c.step, c.run.name, shown_path(c.path, worker.runs_root)]
             for c in worker.checkpoints()]
     return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
 
