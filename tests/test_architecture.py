@@ -82,3 +82,41 @@ def test_engine_is_a_library():
 def test_module_size(name):
     lines = len(ALL[name].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{ALL[name].relative_to(ROOT)} has {lines} lines (at most {MAX_LINES})"
+
+
+def assigned_functions(tree: ast.AST) -> list[tuple[int, str]]:
+    """``x.attr = f`` where ``f`` is a function (a lambda, or a name the module defines with ``def``) and
+    ``x`` is not ``self`` / ``cls``: code that replaces another object's method."""
+    functions = {node.name for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def is_function(value: ast.AST) -> bool:
+        return isinstance(value, ast.Lambda) or (isinstance(value, ast.Name) and value.id in functions)
+
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple)
+                     and isinstance(node.value, ast.Tuple) else [(target, node.value)])
+            for left, right in pairs:
+                if (isinstance(left, ast.Attribute) and is_function(right)
+                        and not (isinstance(left.value, ast.Name) and left.value.id in ("self", "cls"))):
+                    found.append((node.lineno, ast.unparse(left)))
+    return found
+
+
+def test_no_method_is_assigned_over_from_outside_its_class():
+    """Nothing in engine/ replaces another object's method (``trainer.step = locked_step``): the trainer
+    calls out through callbacks instead (docs/ARCHITECTURE.md)."""
+    found = [f"{name}:{line} assigns {target}" for name, path in ALL.items() if name.startswith("engine")
+             for line, target in assigned_functions(ast.parse(path.read_text(encoding="utf-8")))]
+    assert not found, "; ".join(found)
+
+
+def test_the_method_check_catches_what_the_worker_used_to_do():
+    old = ast.parse("def wrap(trainer, dataset):\n    def locked_step(): pass\n    def locked_evaluate(): pass\n"
+                    "    def batch(e, i): pass\n    trainer.step, trainer.evaluate = locked_step, locked_evaluate\n"
+                    "    dataset.batch = batch\n    self.ok = batch\n    run.hook = lambda: 1\n")
+    assert [target for _, target in assigned_functions(old)] == ["trainer.step", "trainer.evaluate", "dataset.batch",
+                                                                 "run.hook"]

@@ -12,11 +12,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Sequence
 
 from engine.model.config import BertConfig
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training import distributed as dist
+from engine.training.callbacks import TrainerCallback
 from engine.training.job import JobSpec, resume_spec
 from engine.training.job_data import finetuning_data, job_documents, pretraining_data, split_documents
 from engine.training.job_models import finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer
@@ -53,10 +54,13 @@ def default_run_dir() -> str:
     return str(Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
 
 
-def prepare_job(spec: JobSpec, progress: Progress | None = None) -> PreparedJob | None:
+def prepare_job(spec: JobSpec, progress: Progress | None = None, callbacks: Sequence[TrainerCallback] = (),
+                lock: ContextManager[Any] | None = None) -> PreparedJob | None:
     """Build the job's trainer; None if ``progress`` cancelled it. ValueError / FileNotFoundError say
-    what is wrong with the spec or its data; nothing is written before they are checked."""
+    what is wrong with the spec or its data; nothing is written before they are checked.
+    ``callbacks`` and ``lock`` go to the ``Trainer`` (``engine.training.callbacks``)."""
     say = progress or (lambda message: True)
+    hooks = dict(callbacks=callbacks, lock=lock)
 
     def step(message: str) -> None:
         if say(message) is False:
@@ -64,16 +68,16 @@ def prepare_job(spec: JobSpec, progress: Progress | None = None) -> PreparedJob 
 
     try:
         if spec.resume_from is not None:
-            return _resume(spec, step)
+            return _resume(spec, step, hooks)
         spec.validate()
         if spec.task == "pretraining":
-            return _new_pretraining(spec, step)
-        return _new_finetuning(spec, step)
+            return _new_pretraining(spec, step, hooks)
+        return _new_finetuning(spec, step, hooks)
     except Cancelled:
         return None
 
 
-def _new_pretraining(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
+def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -> PreparedJob:
     config = spec.training_config()
     step("reading the corpus")
     documents = job_documents(spec)
@@ -87,12 +91,12 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
     train_data, eval_data = pretraining_data(spec, config, tokenizer, train_docs, eval_docs)
     step("building the model")
     model = pretraining_model(spec, config, tokenizer, loaded)
-    trainer = Trainer(model, tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir())
+    trainer = Trainer(model, tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir(), **hooks)
     _record(spec, trainer, tokenizer)
     return PreparedJob(trainer, spec, tokenizer, train_data)
 
 
-def _new_finetuning(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
+def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -> PreparedJob:
     config = spec.training_config()
     step(f"loading {spec.model_source}")
     loaded = load_start_model(spec)
@@ -103,12 +107,13 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
     train_data, eval_data, id2label = finetuning_data(spec, config, loaded.tokenizer, None, step)
     step("building the model")
     model = finetuning_model(loaded, config.task, id2label, config.seed, step)
-    trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir())
+    trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir(),
+                      **hooks)
     _record(spec, trainer, loaded.tokenizer)
     return PreparedJob(trainer, spec, loaded.tokenizer, train_data)
 
 
-def _resume(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
+def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -> PreparedJob:
     job = resume_spec(spec.resume_from, spec.given_training(), spec.documents, spec.run_dir)
     checkpoint = Path(job.resume_from)
     config = job.training_config()
@@ -124,7 +129,7 @@ def _resume(spec: JobSpec, step: Callable[[str], None]) -> PreparedJob:
         id2label = BertConfig.load(checkpoint).id2label if config.task == "classification" else None
         train_data, eval_data, _ = finetuning_data(job, config, tokenizer, id2label, step)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
-    trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir, **changes)
+    trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir, **hooks, **changes)
     if not RunFolder(trainer.run_dir).spec_path.exists():
         _record(job, trainer, None)
     return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),

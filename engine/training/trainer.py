@@ -5,10 +5,12 @@ What is trained is a ``TrainingTask`` (``engine.training.tasks``, picked by ``co
 batch weighting, loss and metrics; everything else is here and shared.
 ``Trainer.step()`` runs one optimizer step over ``gradient_accumulation_steps``
 micro-batches and returns its metrics; ``train()`` loops, evaluating, logging to
-``<run_dir>/metrics.jsonl`` and checkpointing at the configured intervals, and asks
-``should_stop()`` between steps (the worker pauses, stops and yields to interactive
-requests through it). Nothing here prints: metrics are returned, passed to a
-callback and appended to ``metrics.jsonl``.
+``<run_dir>/metrics.jsonl`` and checkpointing at the configured intervals. Code outside the
+loop sees and steers it through callbacks (``engine.training.callbacks``: should_stop, step,
+batch, evaluate, save, log; the worker pauses, stops and yields to interactive requests
+through them) and through the ``lock`` the trainer holds around each step and evaluation.
+Nothing here prints: metrics are returned, passed to the callbacks and appended to
+``metrics.jsonl``.
 
 Under torchrun (a process group of N > 1) the model is wrapped in DistributedDataParallel;
 rank r reads micro-batch ``k * N + r`` of the shared, identically built dataset; losses are
@@ -29,11 +31,12 @@ import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ContextManager, Sequence
 
 import torch
 
 from engine.training import distributed as dist
+from engine.training.callbacks import CallbackList, FunctionCallback, TrainerCallback
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
 from engine.training.optim import build_optimizer, build_scheduler, lr_factor
@@ -76,7 +79,10 @@ class Trainer:
     Heads the task does not use are carried along (and saved) unchanged."""
 
     def __init__(self, model: BertWithHeads, tokenizer: WordPieceTokenizer | None, train_data: TrainData,
-                 eval_data: TrainData | None, config: TrainingConfig, run_dir: str | Path) -> None:
+                 eval_data: TrainData | None, config: TrainingConfig, run_dir: str | Path,
+                 callbacks: Sequence[TrainerCallback] = (), lock: ContextManager[Any] | None = None) -> None:
+        """``callbacks`` see and steer the run (``engine.training.callbacks``); ``lock`` is held around every
+        step and evaluation, so whoever else takes it (a snapshot of the weights) sees no half step."""
         config.check_model(model.config)
         self.task = task_for(config)
         self.task.check(model, train_data, eval_data, config)
@@ -107,7 +113,13 @@ class Trainer:
         self.last_eval: dict[str, Any] | None = None
         self._eval_batches: list[TrainBatch] | None = None
         self._fingerprint: str | None = None
+        self.callbacks = CallbackList(callbacks)
+        self.lock: ContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
         set_seed(dist.rank_seed(config.seed))
+
+    def add_callback(self, callback: TrainerCallback) -> None:
+        """Register a callback (called after the ones already there)."""
+        self.callbacks.add(callback)
 
     # ------------------------------------------------------------------ one step
     def step(self, micro_batches: Sequence[TrainBatch] | None = None) -> dict[str, Any]:
@@ -117,8 +129,12 @@ class Trainer:
         weighted by its count in the micro-batch over the step's total (masked tokens for MLM,
         pairs for NSP, features for QA and classification), so accumulating micro-batches gives
         the gradient of their union. Returns {step, <the task's metrics>, loss, lr, grad_norm,
-        tokens_per_s, elapsed}; pretraining's are mlm_loss, mlm_acc, nsp_loss, nsp_acc.
+        tokens_per_s, elapsed}; pretraining's are mlm_loss, mlm_acc, nsp_loss, nsp_acc. Holds ``lock``.
         """
+        with self.lock:
+            return self._step(micro_batches)
+
+    def _step(self, micro_batches: Sequence[TrainBatch] | None) -> dict[str, Any]:
         start = time.perf_counter()
         batches = list(micro_batches) if micro_batches is not None else [
             self._next_batch() for _ in range(self.config.gradient_accumulation_steps)]
@@ -185,6 +201,7 @@ class Trainer:
             self.epoch, self.batch_index = self.epoch + 1, 0
         batch = self.train_data.batch(self.epoch, self.batch_index + self.rank)
         self.batch_index += self.world
+        self.callbacks.call("on_batch", self, batch)
         return batch
 
     def _diverged(self, what: str, value: float) -> None:
@@ -201,8 +218,12 @@ class Trainer:
         (pretraining: eval_mlm_loss, eval_mlm_acc, eval_nsp_loss, eval_nsp_acc).
 
         The batches are the evaluation set's first ``eval_batches`` of epoch 0 (with their
-        seeded masks for pretraining), the same at every call, so numbers compare across steps.
+        seeded masks for pretraining), the same at every call, so numbers compare across steps. Holds ``lock``.
         """
+        with self.lock:
+            return self._evaluate()
+
+    def _evaluate(self) -> dict[str, Any]:
         if self.eval_data is None:
             raise ValueError("this trainer has no held-out data to evaluate on")
         if self._eval_batches is None:
@@ -231,40 +252,53 @@ class Trainer:
               should_stop: Callable[[], bool] | None = None) -> TrainResult:
         """Step until ``total_steps`` (or ``num_steps`` more), evaluating, logging and checkpointing.
 
-        ``should_stop()`` is called before every step; it may block (to yield the CPU to an
-        interactive request) and returns True to end the loop. ``callback(kind, record)``
-        gets every logged record: ``train``, ``eval``, ``checkpoint`` and ``diverged``.
-        At ``total_steps`` the run is evaluated and checkpointed whatever the intervals.
+        Before every step the callbacks' ``should_stop`` is asked (it may block, e.g. while paused);
+        after it ``on_step_end``, and ``on_log`` for every record written to ``metrics.jsonl``.
+        ``callback(kind, record)`` and ``should_stop()`` are a shorthand for a ``FunctionCallback``
+        registered for this call. At ``total_steps`` the run is evaluated and checkpointed whatever
+        the intervals.
         """
+        extra = FunctionCallback(callback, should_stop) if callback is not None or should_stop is not None else None
+        if extra is not None:
+            self.callbacks.add(extra)
+        try:
+            return self._loop(num_steps)
+        finally:
+            if extra is not None:
+                self.callbacks.remove(extra)
+
+    def _loop(self, num_steps: int | None) -> TrainResult:
         config = self.config
         target = config.total_steps if num_steps is None else min(config.total_steps, self.global_step + num_steps)
         while self.global_step < target:
-            if should_stop is not None and should_stop():
+            if self.callbacks.should_stop(self):
                 return TrainResult("stopped", self.global_step, self.last_metrics)
+            self.callbacks.call("on_step_begin", self)
             try:
                 metrics = self.step()
             except TrainingDiverged as exc:
-                self._log("diverged", {"step": exc.step, "message": str(exc)}, callback)
+                self._log("diverged", {"step": exc.step, "message": str(exc)})
                 raise
+            self.callbacks.call("on_step_end", self, metrics)
             step, last = self.global_step, self.global_step == config.total_steps
             if last or step % config.log_every == 0:
-                self._log("train", metrics, callback)
+                self._log("train", metrics)
             if self.rank == 0 and self.eval_data is not None and (
                     last or (config.eval_every and step % config.eval_every == 0)):
-                self._log("eval", self.evaluate(), callback)
+                evaluation = self.evaluate()
+                self.callbacks.call("on_evaluate", self, evaluation)
+                self._log("eval", evaluation)
             if last or (config.checkpoint_every and step % config.checkpoint_every == 0):
-                path = self.save_checkpoint()
-                if callback is not None and self.rank == 0:
-                    callback("checkpoint", {"step": step, "path": str(path)})
+                self.save_checkpoint()
         status = "finished" if self.global_step >= config.total_steps else "num_steps"
         return TrainResult(status, self.global_step, self.last_metrics)
 
-    def _log(self, kind: str, record: dict[str, Any], callback: Callback | None) -> None:
+    def _log(self, kind: str, record: dict[str, Any]) -> None:
+        """Append a record to ``metrics.jsonl`` and hand it to the callbacks (main process only)."""
         if self.rank != 0:
             return
         append_metrics(self.run.metrics_path, {"kind": kind, **record})
-        if callback is not None:
-            callback(kind, record)
+        self.callbacks.call("on_log", self, kind, record)
 
     # ------------------------------------------------------------------ checkpoints
     def training_state(self) -> dict[str, Any]:
@@ -291,6 +325,7 @@ class Trainer:
         self.last_checkpoint = path
         self.run.prune(self.config.keep_last_checkpoints)
         dist.barrier()
+        self.callbacks.call("on_save", self, path)
         return path
 
     def data_fingerprint(self) -> str:
@@ -328,7 +363,9 @@ class Trainer:
 
     @classmethod
     def resume(cls, source: str | Path, train_data: TrainData, eval_data: TrainData | None = None,
-               run_dir: str | Path | None = None, check_data: bool = True, **overrides: Any) -> "Trainer":
+               run_dir: str | Path | None = None, check_data: bool = True,
+               callbacks: Sequence[TrainerCallback] = (), lock: ContextManager[Any] | None = None,
+               **overrides: Any) -> "Trainer":
         """Continue a run from a checkpoint directory or a run directory (its newest complete checkpoint).
 
         Loads weights, tokenizer, optimizer, scheduler, step, data position and RNG, so the
@@ -342,7 +379,7 @@ class Trainer:
         config = TrainingConfig.from_dict(state["config"]).replace(**overrides)
         loaded = load_directory(checkpoint, "cpu")
         run_dir = Path(run_dir) if run_dir is not None else run.root
-        trainer = cls(loaded.model, loaded.tokenizer, train_data, eval_data, config, run_dir)
+        trainer = cls(loaded.model, loaded.tokenizer, train_data, eval_data, config, run_dir, callbacks, lock)
         if check_data and trainer.data_fingerprint() != state["data_fingerprint"]:
             raise ValueError("the training data differs from the data this run was trained on (corpus, "
                              "tokenizer, seed, lengths or batching); resuming would not continue the same run")

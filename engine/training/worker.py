@@ -15,9 +15,12 @@ read through thread-safe methods that never block on training:
   live model taken between steps, so probes never see half-updated weights and never
   flip the training model's train/eval mode).
 
-Threading design. One ``threading.Condition`` guards all shared state (``RunState``,
-``engine.training.worker_run``); the training thread (``RunThread``, ``engine.training.worker_thread``) does
-its heavy work (steps, evaluation, checkpoint writing) outside it.
+Threading design. One ``threading.Condition`` guards all shared state (``SharedState`` and
+``RunState``, ``engine.training.worker_state``); each run has its own training thread (``RunThread``,
+``engine.training.worker_thread``), which prepares the job with ``prepare_job`` and trains it with a
+``WorkerCallback`` registered on the trainer (``engine.training.worker_callback``) and the worker's
+model lock given to it; the heavy work (steps, evaluation, checkpoint writing) happens outside the
+condition.
 
 Faults: a run folder that cannot be created (read-only or full disk) makes ``start`` raise
 a ``ValueError`` that says so; a "save now" that cannot be written raises the
@@ -37,81 +40,87 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.data.batch_view import describe_batch
 from engine.checkpoints.hf_format import LoadedModel, describe_os_error
+from engine.data.batch_view import describe_batch
 from engine.model.heads import BertWithHeads
-from engine.training.run_spec import ACTIVE_STATES, STATES, RunInfo, RunSpec, WorkerStatus  # noqa: F401  (re-exported)
+from engine.training.job import JobSpec, resume_spec
+from engine.training.run_folder import CheckpointInfo, RunFolder
 from engine.training.trainer import Trainer
-from engine.training.run_folder import CHECKPOINTS_DIR, CheckpointInfo, list_checkpoints
-from engine.training.worker_run import RunState, status_of
-from engine.training.worker_thread import BATCH_ROWS, MAX_RECORDS, WAIT_SLICE_S, RunThread  # noqa: F401  (re-exported)
+from engine.training.worker_callback import BATCH_ROWS, WAIT_SLICE_S  # noqa: F401  (re-exported)
+from engine.training.worker_state import (  # noqa: F401  (re-exported)
+    ACTIVE_STATES, MAX_RECORDS, STATES, RunInfo, RunState, SharedState, WorkerStatus,
+)
+from engine.training.worker_thread import RunThread
 
 logger = logging.getLogger(__name__)
 
 
-class TrainingWorker(RunThread):
+class TrainingWorker:
     """Runs one training run at a time in a background thread (one worker per app)."""
 
     def __init__(self, runs_root: str | Path = "runs", snapshot_max_age_s: float = 2.0) -> None:
         self.runs_root = Path(runs_root)
         self.snapshot_max_age_s = snapshot_max_age_s
-        self._cond = threading.Condition(threading.Lock())
-        self._model_lock = threading.Lock()       # held by the training thread during step/evaluate
+        self._shared = SharedState()
+        self._model_lock = threading.Lock()       # held by the trainer around every step and evaluation
         self._snapshot_lock = threading.Lock()    # one snapshot copy at a time
-        self._run: RunState | None = None
         self._ids = itertools.count(1)
-        self._priority = 0
-        self._records: list[dict[str, Any]] = []
-        self._dropped = 0                         # records dropped from the front (MAX_RECORDS)
         self._snapshot: tuple[int, int, float, BertWithHeads] | None = None   # (run_id, step, time, model)
-        self._checkpoint_cache: tuple[float, list[CheckpointInfo]] | None = None
 
     # ------------------------------------------------------------------ controls
-    def start(self, spec: RunSpec) -> RunInfo:
+    def start(self, spec: JobSpec) -> RunInfo:
         """Begin a run in the background; ValueError if one is active or a setting is invalid."""
-        if not isinstance(spec, RunSpec):
-            raise TypeError(f"start() takes a RunSpec, got {type(spec).__name__}")
-        config = spec.validate()              # fast validation here, the slow work in the thread
-        with self._cond:
-            if self._run is not None and self._run.state in ACTIVE_STATES:
-                raise ValueError(f"a training run is already {self._run.state} ({self._run.run_dir.name}); "
+        if not isinstance(spec, JobSpec):
+            raise TypeError(f"start() takes a JobSpec, got {type(spec).__name__}")
+        config = spec.validate()              # fast checks here, the slow work in the thread
+        if spec.resume_from is not None:      # the run's own settings, and only allowed changes (fast: two files)
+            try:
+                config = resume_spec(spec.resume_from, spec.given_training(), spec.documents,
+                                     spec.run_dir).training_config()
+            except FileNotFoundError as exc:
+                raise ValueError(str(exc)) from None
+        with self._shared.cond:
+            if self._shared.run is not None and self._shared.run.state in ACTIVE_STATES:
+                current = self._shared.run
+                raise ValueError(f"a training run is already {current.state} ({current.run_dir.name}); "
                                  "stop it before starting another")
             run_id = next(self._ids)
             try:
-                run_dir = self._run_dir(spec, run_id)
+                run_dir = self._run_dir(spec)
             except OSError as exc:             # read-only or full data folder: say so, start nothing
                 raise ValueError(f"cannot create the run folder: {describe_os_error(exc)}") from None
             run = RunState(run_id, spec, config, run_dir)
-            self._run = run
-            self._records, self._dropped = [], 0
+            self._shared.run = run
+            self._shared.records, self._shared.dropped = [], 0
             self._snapshot = None
-            self._checkpoint_cache = None
-            run.thread = threading.Thread(target=self._main, args=(run,), name=f"bert-train-{run_id}", daemon=True)
-            run.thread.start()
-            self._cond.notify_all()
+            self._shared.checkpoint_cache = None
+            runner = RunThread(self._shared, run, self._model_lock)
+            run.thread = runner.thread
+            runner.start()
+            self._shared.cond.notify_all()
         logger.info("training run %d started in %s", run_id, run_dir)
         return RunInfo(run_id, run_dir, config.total_steps, run.started)
 
     def pause(self) -> WorkerStatus:
         """Pause after the current step (no-op unless a run is active and not stopping)."""
-        with self._cond:
-            run = self._run
+        with self._shared.cond:
+            run = self._shared.run
             if run is not None and run.state in ("preparing", "running", "paused") and not run.stop_requested:
                 run.paused = True
                 if run.state == "running":
                     run.state, run.message = "paused", f"paused at step {run.step}"
-                self._cond.notify_all()
+                self._shared.cond.notify_all()
             return self._status_locked()
 
     def resume(self) -> WorkerStatus:
         """Continue a paused run (no-op otherwise)."""
-        with self._cond:
-            run = self._run
+        with self._shared.cond:
+            run = self._shared.run
             if run is not None and run.paused and not run.stop_requested:
                 run.paused = False
                 if run.state == "paused":
                     run.state, run.message = "running", f"step {run.step} / {run.total_steps}"
-                self._cond.notify_all()
+                self._shared.cond.notify_all()
             return self._status_locked()
 
     def stop(self, wait_s: float | None = None) -> WorkerStatus:
@@ -119,12 +128,12 @@ class TrainingWorker(RunThread):
 
         Returns at once, or after the run ended / ``wait_s`` seconds when given.
         """
-        with self._cond:
-            run = self._run
+        with self._shared.cond:
+            run = self._shared.run
             if run is not None and run.state in ACTIVE_STATES and not run.stop_requested:
                 run.stop_requested, run.paused = True, False
                 run.state, run.message = "stopping", "stopping after the current step"
-                self._cond.notify_all()
+                self._shared.cond.notify_all()
                 logger.info("training run %d: stop requested", run.run_id)
         if wait_s is not None and run is not None:
             self.join(wait_s)
@@ -139,19 +148,19 @@ class TrainingWorker(RunThread):
         (disk full, read-only folder): the run goes on and older checkpoints are untouched.
         """
         deadline = time.monotonic() + timeout_s
-        with self._cond:
-            run = self._run
+        with self._shared.cond:
+            run = self._shared.run
             if run is None or run.state not in ("running", "paused", "stopping") or run.trainer is None:
                 state = run.state if run is not None else "idle"
                 raise ValueError(f"no run is training (the worker is {state}); nothing to checkpoint")
             run.save_requested += 1
             ticket = run.save_requested
-            self._cond.notify_all()
+            self._shared.cond.notify_all()
             while run.save_done < ticket and run.state in ACTIVE_STATES:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
-                self._cond.wait(min(left, WAIT_SLICE_S))
+                self._shared.cond.wait(min(left, WAIT_SLICE_S))
             if run.save_done >= ticket:
                 result = run.save_results[min(t for t in run.save_results if t >= ticket)]
                 if isinstance(result, OSError):
@@ -164,12 +173,12 @@ class TrainingWorker(RunThread):
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait until no run is active; True if none is (False after ``timeout_s``)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
-        with self._cond:
-            while self._run is not None and self._run.state in ACTIVE_STATES:
+        with self._shared.cond:
+            while self._shared.run is not None and self._shared.run.state in ACTIVE_STATES:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._cond.wait(WAIT_SLICE_S if left is None else min(left, WAIT_SLICE_S))
+                self._shared.cond.wait(WAIT_SLICE_S if left is None else min(left, WAIT_SLICE_S))
             return True
 
     def close(self, timeout_s: float = 30.0) -> None:
@@ -178,7 +187,7 @@ class TrainingWorker(RunThread):
 
     # ------------------------------------------------------------------ views
     def status(self) -> WorkerStatus:
-        with self._cond:
+        with self._shared.cond:
             return self._status_locked()
 
     def metrics_since(self, index: int = 0, limit: int | None = None) -> tuple[list[dict[str, Any]], int]:
@@ -189,32 +198,28 @@ class TrainingWorker(RunThread):
         the new run's records come from its beginning, so the returned next index is then
         smaller than ``index`` (a client can reset its curves on that).
         """
-        with self._cond:
-            total = self._dropped + len(self._records)
+        with self._shared.cond:
+            total = self._shared.dropped + len(self._shared.records)
             if index > total:
                 index = 0
-            start = max(index, self._dropped) - self._dropped
-            end = len(self._records) if limit is None else min(len(self._records), start + max(0, limit))
-            return [dict(r) for r in self._records[start:end]], self._dropped + end
+            start = max(index, self._shared.dropped) - self._shared.dropped
+            end = len(self._shared.records) if limit is None else min(len(self._shared.records), start + max(0, limit))
+            return [dict(r) for r in self._shared.records[start:end]], self._shared.dropped + end
 
     def checkpoints(self) -> list[CheckpointInfo]:
         """Complete checkpoints of every run under the runs root (and the current run), newest first."""
-        with self._cond:
-            cached = self._checkpoint_cache
-            run_dir = self._run.run_dir if self._run is not None else None
+        with self._shared.cond:
+            cached = self._shared.checkpoint_cache
+            run_dir = self._shared.run.run_dir if self._shared.run is not None else None
         if cached is not None and time.monotonic() - cached[0] < 1.0:
             return list(cached[1])
-        run_dirs: set[Path] = set()
-        roots = {self.runs_root}
+        runs = set(RunFolder.runs_under(self.runs_root))
         if run_dir is not None:
-            run_dirs.add(run_dir)
-        for root in roots:
-            if root.is_dir():
-                run_dirs.update(p for p in root.iterdir() if (p / CHECKPOINTS_DIR).is_dir())
-        found = [info for directory in run_dirs for info in list_checkpoints(directory)]
+            runs.add(RunFolder(run_dir))
+        found = [info for run in runs for info in run.checkpoints()]
         found.sort(key=lambda c: (c.created or _mtime(c.path), c.step), reverse=True)
-        with self._cond:
-            self._checkpoint_cache = (time.monotonic(), found)
+        with self._shared.cond:
+            self._shared.checkpoint_cache = (time.monotonic(), found)
         return list(found)
 
     def current_batch(self) -> dict[str, Any] | None:
@@ -225,8 +230,8 @@ class TrainingWorker(RunThread):
         at their padding; ``labels`` is -100 where ``mask_kind`` is 0 ("none").
         None before the first batch.
         """
-        with self._cond:
-            run = self._run
+        with self._shared.cond:
+            run = self._shared.run
             snap = run.batch if run is not None else None
             tokenizer = run.tokenizer if run is not None else None
         return None if snap is None else describe_batch(snap, tokenizer)
@@ -234,21 +239,21 @@ class TrainingWorker(RunThread):
     @property
     def trainer(self) -> Trainer | None:
         """The current (or last) run's trainer; for tests and the CLI, not for probing."""
-        with self._cond:
-            return self._run.trainer if self._run is not None else None
+        with self._shared.cond:
+            return self._shared.run.trainer if self._shared.run is not None else None
 
     # ------------------------------------------------------------------ probing
     @contextlib.contextmanager
     def priority(self) -> Iterator[None]:
         """While held (by any thread, nested or concurrent), the trainer waits between steps."""
-        with self._cond:
-            self._priority += 1
+        with self._shared.cond:
+            self._shared.priority += 1
         try:
             yield
         finally:
-            with self._cond:
-                self._priority -= 1
-                self._cond.notify_all()
+            with self._shared.cond:
+                self._shared.priority -= 1
+                self._shared.cond.notify_all()
 
     def snapshot_model(self, max_age_s: float | None = None) -> BertWithHeads | None:
         """An eval-mode copy of the live model, taken between steps; None before a model exists.
@@ -259,8 +264,8 @@ class TrainingWorker(RunThread):
         """
         max_age = self.snapshot_max_age_s if max_age_s is None else max_age_s
         with self._snapshot_lock:
-            with self._cond:
-                run = self._run
+            with self._shared.cond:
+                run = self._shared.run
                 trainer = run.trainer if run is not None else None
                 cached = self._snapshot
             if trainer is None:
@@ -272,16 +277,16 @@ class TrainingWorker(RunThread):
                 step = trainer.global_step
                 model = copy.deepcopy(trainer.model)
             model.eval().requires_grad_(False)
-            with self._cond:
-                if self._run is run:
+            with self._shared.cond:
+                if self._shared.run is run:
                     self._snapshot = (run.run_id, step, time.monotonic(), model)
             return model
 
     def snapshot(self, max_age_s: float | None = None) -> LoadedModel | None:
         """``snapshot_model`` with the run's tokenizer, as the probing tabs load models."""
         model = self.snapshot_model(max_age_s)
-        with self._cond:
-            run = self._run
+        with self._shared.cond:
+            run = self._shared.run
             tokenizer = run.tokenizer if run is not None else None
             step = self._snapshot[1] if self._snapshot is not None else 0
         if model is None or run is None:
@@ -289,24 +294,18 @@ class TrainingWorker(RunThread):
         return LoadedModel(model, tokenizer, model.config, f"live run {run.run_dir.name} (step {step})", None)
 
     # ------------------------------------------------------------------ internals
-    def _run_dir(self, spec: RunSpec, run_id: int) -> Path:
+    def _run_dir(self, spec: JobSpec) -> Path:
+        """The folder the run writes to: a resumed run's own (or ``spec.run_dir``), ``spec.run_dir``, or a
+        new timestamped folder under the runs root, claimed under the lock so two quick starts never share one."""
         if spec.resume_from is not None:
-            return Path(spec.resume_from) if (Path(spec.resume_from) / CHECKPOINTS_DIR).is_dir() \
-                else Path(spec.resume_from).parent.parent
-        root = Path(spec.runs_root) if spec.runs_root is not None else self.runs_root
-        name = spec.run_name or time.strftime("run-%Y%m%d-%H%M%S")
-        root.mkdir(parents=True, exist_ok=True)
-        for suffix in itertools.count(1):
-            path = root / (name if suffix == 1 else f"{name}-{suffix}")
-            try:
-                path.mkdir()          # claimed here, under the lock: two quick starts never share a directory
-                return path
-            except FileExistsError:
-                continue
-        raise AssertionError("unreachable")
+            return Path(spec.run_dir) if spec.run_dir is not None else RunFolder.locate(spec.resume_from)[0].root
+        if spec.run_dir is not None:
+            Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
+            return Path(spec.run_dir)
+        return RunFolder.create_unique(self.runs_root, time.strftime("run-%Y%m%d-%H%M%S")).root
 
     def _status_locked(self) -> WorkerStatus:
-        return status_of(self._run, self._dropped + len(self._records))
+        return self._shared.status()
 
 
 def _mtime(path: Path) -> float:
@@ -316,4 +315,4 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-__all__ = ["ACTIVE_STATES", "RunInfo", "RunSpec", "STATES", "TrainingWorker", "WorkerStatus"]
+__all__ = ["ACTIVE_STATES", "RunInfo", "STATES", "TrainingWorker", "WorkerStatus"]

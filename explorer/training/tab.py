@@ -10,7 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.training.run_folder import RunFolder
-from engine.training.run_spec import RunSpec, WorkerStatus
+from engine.training.job import JobSpec
+from engine.training.worker_state import WorkerStatus
 from explorer.training import plots as tp
 from explorer.gpu import training_device
 from explorer.services import Services
@@ -61,8 +62,8 @@ def _float(value: Any, name: str) -> float:
 
 def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, vocab_size: Any,
               seq_length: Any, batch_size: Any, learning_rate: Any, steps: Any, mask_rate: Any,
-              whole_word: bool, nsp: bool) -> RunSpec:
-    """Check the controls and turn them into a validated ``RunSpec`` (ValueError says what is wrong)."""
+              whole_word: bool, nsp: bool) -> JobSpec:
+    """Check the controls and turn them into a validated ``JobSpec`` (ValueError says what is wrong)."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
     if corpus not in CORPORA:
@@ -81,9 +82,9 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
         checkpoint_every=max(50, total_steps // 4),  # the last step is always checkpointed too
         device=training_device(),  # CPU on a Space: a background thread cannot hold a ZeroGPU
     )
-    spec = RunSpec(preset=preset, corpus=corpus,
+    spec = JobSpec(training, preset=preset, corpus=corpus,
                    max_documents=_int(max_documents, "Max documents", 1, 1_000_000),
-                   vocab_size=_int(vocab_size, "Vocab size", 50, 200_000), training=training)
+                   vocab_size=_int(vocab_size, "Vocab size", 50, 200_000))
     spec.validate()
     return spec
 

@@ -14,7 +14,7 @@ from engine.text import corpus
 from engine.model.config import preset
 from engine.data.pretraining import create_instances, tokenize_documents
 from engine.data.qa_features import build_qa_dataset, check_lengths, read_squad
-from engine.training.run_spec import RunSpec
+from engine.training.job import JobSpec
 from engine.training.config import TrainingConfig
 from hostile_helpers import Sandbox, assert_human, sandbox
 
@@ -144,7 +144,7 @@ def test_squad_file_missing(box: Sandbox) -> None:
     (lambda tok: check_lengths(64, -1, 16), "doc_stride >= 0"),
     (lambda tok: build_qa_dataset([], tok, 64, 2, 16, 16), "no questions"),
     (lambda tok: preset("tiny", num_attention_heads=3), "must be divisible by num_attention_heads"),
-    (lambda tok: RunSpec(model_overrides={"hidden_size": 130, "num_attention_heads": 4}).validate(),
+    (lambda tok: JobSpec(model_overrides={"hidden_size": 130, "num_attention_heads": 4}).validate(),
      "hidden_size \\(130\\) must be divisible"),
     (lambda tok: preset("tiny", num_hidden_layers=0), "num_hidden_layers must be a positive integer"),
     (lambda tok: preset("../../etc"), "unknown preset"),
@@ -154,7 +154,7 @@ def test_squad_file_missing(box: Sandbox) -> None:
     (lambda tok: TrainingConfig(max_seq_length=1024).check_model(preset("tiny")), "longer than the model"),
     (lambda tok: TrainingConfig(warmup_steps=50, total_steps=10), "warmup_steps \\(50\\) is more than"),
     (lambda tok: TrainingConfig(device="cuda:x"), "device must be"),
-    (lambda tok: RunSpec(training={"learning_rate": 1e-4, "rm -rf": 1}).validate(), "unknown training setting"),
+    (lambda tok: JobSpec({"learning_rate": 1e-4, "rm -rf": 1}).validate(), "unknown training setting"),
 ], ids=["stride=seq", "stride>seq", "question-fills-window", "negative-stride", "no-questions", "heads-3",
         "hidden-130", "zero-layers", "preset-traversal", "negative-lr", "nan-lr", "batch-0", "seq>positions",
         "warmup>steps", "bad-device", "unknown-setting"])

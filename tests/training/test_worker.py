@@ -13,7 +13,8 @@ from engine.model.heads import BertWithHeads
 from engine.data.masking import IGNORE_INDEX, KIND_KEPT, KIND_MASK, KIND_NONE, KIND_RANDOM
 from engine.training.trainer import Trainer
 from engine.training.run_folder import is_complete
-from engine.training.worker import ACTIVE_STATES, RunSpec, TrainingWorker
+from engine.training.job import JobSpec
+from engine.training.worker import ACTIVE_STATES, TrainingWorker
 from tests.conftest import WORDS
 
 MODEL = dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
@@ -48,12 +49,12 @@ def documents(n_docs: int = 24, seed: int = 0) -> list[list[str]]:
             for _ in range(n_docs)]
 
 
-def spec(tokenizer_dir=None, **training) -> RunSpec:
+def spec(tokenizer_dir=None, **training) -> JobSpec:
     values = dict(total_steps=100_000, batch_size=8, max_seq_length=32, eval_every=0, eval_batches=2,
                   checkpoint_every=0, warmup_steps=2, learning_rate=1e-3)
     values.update(training)
-    return RunSpec(preset="tiny", model_overrides=dict(MODEL), documents=documents(),
-                   tokenizer_dir=tokenizer_dir, training=values)
+    return JobSpec(values, preset="tiny", model_overrides=dict(MODEL), documents=documents(),
+                   tokenizer=None if tokenizer_dir is None else str(tokenizer_dir))
 
 
 def wait_for(predicate, timeout: float = TIMEOUT, what: str = "condition"):
@@ -87,9 +88,9 @@ def held_step(worker: TrainingWorker) -> int:
 
 # ---------------------------------------------------------------------------- lifecycle
 def test_run_lifecycle_metrics_checkpoints_and_batch(worker):
-    run_spec = RunSpec(preset="tiny", model_overrides=dict(MODEL), corpus="shakespeare", max_documents=30,
-                       vocab_size=300, training=dict(total_steps=16, batch_size=8, max_seq_length=32, eval_every=8,
-                                                     eval_batches=2, checkpoint_every=8, warmup_steps=2))
+    run_spec = JobSpec(dict(total_steps=16, batch_size=8, max_seq_length=32, eval_every=8, eval_batches=2,
+                            checkpoint_every=8, warmup_steps=2), preset="tiny", model_overrides=dict(MODEL),
+                       corpus="shakespeare", max_documents=30, vocab_size=300)
     info = worker.start(run_spec)
     states = [worker.status().state]
     records, index = [], 0
@@ -312,7 +313,7 @@ def test_preparation_failure_is_reported_and_worker_recovers(worker, tokenizer_d
     with pytest.raises(ValueError, match="learning_rate"):        # invalid settings: refused at once
         worker.start(spec(tokenizer_dir, learning_rate=-1.0))
     with pytest.raises(ValueError, match="unknown preset"):
-        worker.start(RunSpec(preset="huge", documents=documents()))
+        worker.start(JobSpec(preset="huge", documents=documents()))
 
     worker.start(spec(tokenizer_dir, total_steps=3))
     assert wait_state(worker, "finished", "failed").outcome == "finished"
@@ -378,15 +379,15 @@ def test_resume_from_a_stopped_run_continues_it(worker, tokenizer_dir):
     assert stopped.outcome == "stopped"
     resumed_spec = spec(tokenizer_dir)
     resumed_spec.training = {"total_steps": 8}
-    resumed_spec.resume_from = first.run_dir
+    resumed_spec.resume_from = str(first.run_dir)
     info = worker.start(resumed_spec)
     assert info.run_dir == first.run_dir
     status = wait_state(worker, "finished", "failed", "diverged")
     assert status.outcome == "finished" and status.step == 8, status
     steps = [r["step"] for r in worker.metrics_since(0)[0] if r["kind"] == "train"]
     assert steps == list(range(1, 9))                 # the history and the continuation, once each
-    bad = spec(tokenizer_dir)
-    bad.resume_from = first.run_dir                    # batch_size etc. may not change on resume
-    with pytest.raises(ValueError, match="cannot change"):
+    bad = spec(tokenizer_dir, batch_size=4)
+    bad.resume_from = str(first.run_dir)               # batch_size etc. may not change on resume
+    with pytest.raises(ValueError, match="cannot change batch_size when resuming"):
         worker.start(bad)
 

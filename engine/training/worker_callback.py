@@ -1,0 +1,106 @@
+"""The worker's trainer callback: how a background run is paused, stopped, saved on demand and watched.
+
+``WorkerCallback`` is registered on the run's ``Trainer`` (``engine.training.callbacks``):
+
+* ``should_stop`` (before every step) serves "save checkpoint now" requests, waits while the run is
+  paused or while an interactive request holds priority (re-checking at least every
+  ``WAIT_SLICE_S``), and ends the run on ``stop()``;
+* ``on_log`` / ``on_save`` put every train, eval, checkpoint and diverged record in the shared
+  records stream that every browser reads;
+* ``on_batch`` keeps the first rows of the latest training batch for the masking view.
+
+A failed "save now" (disk full, read-only folder) is handed to whoever asked; the run goes on.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from engine.data.batch_view import capture_rows
+from engine.training.callbacks import TrainerCallback
+from engine.training.run_folder import checkpoint_name
+from engine.training.trainer import Trainer
+from engine.training.worker_state import RunState, SharedState
+
+logger = logging.getLogger("engine.training.worker")
+
+BATCH_ROWS = 2                   # sequences of the latest batch kept for the masking view
+WAIT_SLICE_S = 0.25              # the training thread re-checks its flags at least this often while waiting
+
+
+class WorkerCallback(TrainerCallback):
+    """Connects one run's trainer to the worker's shared state."""
+
+    def __init__(self, shared: SharedState, run: RunState) -> None:
+        self.shared, self.run = shared, run
+
+    # ------------------------------------------------------------------ records
+    def on_log(self, trainer: Trainer, kind: str, record: dict[str, Any]) -> None:
+        self.shared.add_record(self.run, kind, record)
+
+    def on_save(self, trainer: Trainer, path: Path) -> None:
+        self.shared.add_record(self.run, "checkpoint", {"step": trainer.global_step, "path": str(path)})
+
+    def on_batch(self, trainer: Trainer, batch: Any) -> None:
+        try:
+            snap = capture_rows(batch, trainer.global_step + 1, BATCH_ROWS)
+        except Exception:  # noqa: BLE001 - the view is best effort; never break training for it
+            logger.debug("could not capture the batch for the masking view", exc_info=True)
+            return
+        with self.shared.cond:
+            self.run.batch = snap
+
+    # ------------------------------------------------------------------ between steps
+    def should_stop(self, trainer: Trainer) -> bool:
+        """Serve saves, wait while paused or outranked, end on stop."""
+        run, cond = self.run, self.shared.cond
+        waited_from: float | None = None
+        with cond:
+            try:
+                while True:
+                    run.step = trainer.global_step
+                    if run.save_requested > run.save_done:
+                        ticket = run.save_requested
+                        cond.release()
+                        try:
+                            result = self.save_now(trainer)
+                        finally:
+                            cond.acquire()
+                        if isinstance(result, Path):
+                            run.last_checkpoint = result
+                        run.save_results[ticket] = result
+                        run.save_done = ticket
+                        cond.notify_all()
+                        continue
+                    if run.stop_requested:
+                        return True
+                    if run.paused or self.shared.priority > 0:
+                        if waited_from is None:
+                            waited_from, run.waiting = time.time(), True
+                            run.waiting_since = waited_from
+                            cond.notify_all()
+                        if run.paused and run.state == "running":
+                            run.state, run.message = "paused", f"paused at step {run.step}"
+                        cond.wait(WAIT_SLICE_S)
+                        continue
+                    if run.state == "paused":
+                        run.state = "running"
+                    return False
+            finally:
+                if waited_from is not None:
+                    run.waited += time.time() - waited_from
+                    run.waiting = False
+
+    def save_now(self, trainer: Trainer) -> Path | OSError:
+        """Write the requested checkpoint (called without the lock); a write error is returned, not raised."""
+        last = trainer.last_checkpoint
+        if last is not None and last.exists() and last.name == checkpoint_name(trainer.global_step):
+            return last                          # this step is already saved
+        try:
+            return trainer.save_checkpoint()
+        except OSError as exc:                   # disk full / read-only: report it, keep training
+            logger.warning("training run %d: checkpoint requested at step %d not saved: %s", self.run.run_id,
+                           trainer.global_step, exc)
+            return exc
