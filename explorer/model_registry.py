@@ -30,7 +30,7 @@ from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_di
 from engine.model.config import BertConfig
 from engine.model.heads import HEADS
 from engine.training.config import auto_device
-from engine.training.run_folder import CHECKPOINTS_DIR, CheckpointInfo, is_complete, list_checkpoints
+from engine.training.run_folder import CheckpointInfo, RunFolder, is_complete
 
 if TYPE_CHECKING:
     from engine.training.worker import TrainingWorker
@@ -62,12 +62,12 @@ def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoic
 
 def checkpoint_key(path: Path) -> str:
     """The key of a checkpoint directory ``<run>/checkpoints/<step-dir>``."""
-    return f"checkpoint:{path.parent.parent.name}/{path.name}"
+    return f"checkpoint:{RunFolder.of_checkpoint(path).name}/{path.name}"
 
 
 def checkpoint_label(info: CheckpointInfo) -> str:
     """"run · step 300 · loss 3.21" (MLM loss of the last logged step, when there is one)."""
-    run = info.path.parent.parent.name
+    run = info.run.name
     loss = info.metrics.get("mlm_loss", info.metrics.get("loss"))
     loss_text = f" · loss {loss:.3f}" if isinstance(loss, (int, float)) else ""
     return f"{run} · step {info.step}{loss_text}"
@@ -86,13 +86,28 @@ def inference_device(environ: Mapping[str, str] | None = None) -> str:
     raise ValueError(f"EXPLORER_DEVICE={chosen!r}: expected auto, cpu, cuda or cuda:N")
 
 
+def max_hub_bytes(environ: Mapping[str, str] | None = None) -> int:
+    """The largest hub download the app allows: ``$EXPLORER_MAX_HUB_MB`` (default 1,500 MB, room for
+    bert-large in fp32), so a stranger cannot make a public app fetch a multi-GB repository."""
+    env = os.environ if environ is None else environ
+    raw = env.get("EXPLORER_MAX_HUB_MB", "").strip()
+    try:
+        megabytes = float(raw) if raw else hub.DEFAULT_MAX_BYTES / 1e6
+    except ValueError:
+        megabytes = hub.DEFAULT_MAX_BYTES / 1e6
+    return int(max(megabytes, 0.0) * 1_000_000)
+
+
 class ModelRegistry:
     """Model keys -> loaded models, with an LRU cache of ``cache_size`` models."""
 
     def __init__(self, runs_root: str | Path | None = None, worker: TrainingWorker | None = None,
                  allowed_dirs: tuple[str | Path, ...] = (), default_dir: str | Path | None = DEFAULT_MODEL_DIR,
-                 cache_size: int = 4, default_hub: str | None = None, device: str = "cpu") -> None:
+                 cache_size: int = 4, default_hub: str | None = None, device: str = "cpu",
+                 max_download_bytes: int | None = None) -> None:
         self.device = device                           # where loaded models run (``inference_device()``)
+        # the hub download cap (``max_hub_bytes()``, read from the environment, unless given)
+        self.max_download_bytes = max_hub_bytes() if max_download_bytes is None else max_download_bytes
         self.runs_root = Path(runs_root) if runs_root is not None else None
         self.worker = worker
         self.allowed_dirs = tuple(Path(d).resolve() for d in allowed_dirs)
@@ -124,8 +139,7 @@ class ModelRegistry:
             return self.worker.checkpoints()
         if self.runs_root is None or not self.runs_root.is_dir():
             return []
-        found = [info for run in self.runs_root.iterdir() if (run / CHECKPOINTS_DIR).is_dir()
-                 for info in list_checkpoints(run)]
+        found = [info for run in RunFolder.runs_under(self.runs_root) for info in run.checkpoints()]
         return sorted(found, key=lambda c: (c.created, c.step), reverse=True)
 
     def choices(self) -> list[ModelChoice]:
@@ -150,8 +164,8 @@ class ModelRegistry:
         if not infos:
             return []
         run = key.split(":", 1)[1].split("/", 1)[0] if key and key.startswith("checkpoint:") else \
-            infos[0].path.parent.parent.name
-        own = [c for c in infos if c.path.parent.parent.name == run]
+            infos[0].run.name
+        own = [c for c in infos if c.run.name == run]
         return [ModelChoice(checkpoint_key(c.path), checkpoint_label(c), "checkpoint", c.step)
                 for c in sorted(own, key=lambda c: c.step)]
 
@@ -230,7 +244,7 @@ class ModelRegistry:
         kind, _, rest = key.partition(":")
         if key == "default":
             if self.default_hub is not None and "default" not in self._pinned:
-                return load_directory(hub.download(self.default_hub), self.device,
+                return load_directory(self._download(self.default_hub), self.device,
                                       source=f"default (hub {self.default_hub})")
             if not self.has_default():
                 raise FileNotFoundError("The bundled default model is missing from this install "
@@ -246,8 +260,15 @@ class ModelRegistry:
             if hub.hub_offline():
                 raise ConnectionError(f"The hub is switched off here (offline mode), so {rest} cannot be "
                                       "downloaded. Use the bundled model, a checkpoint or a local folder.")
-            return load_directory(hub.download(rest), self.device, source=f"hub {rest}")
+            return load_directory(self._download(rest), self.device, source=f"hub {rest}")
         raise ValueError(f"Unknown model {key!r}: choose one from the list.")
+
+    def _download(self, repo_id: str) -> Path:
+        """``hub.download`` under the app's cap; the message names the setting that raises it."""
+        try:
+            return hub.download(repo_id, max_bytes=self.max_download_bytes)
+        except hub.DownloadTooLargeError as exc:
+            raise hub.DownloadTooLargeError(f"{exc} (the limit is EXPLORER_MAX_HUB_MB)") from None
 
     def _checkpoint_dir(self, rest: str) -> Path:
         run, _, name = rest.partition("/")
@@ -260,7 +281,7 @@ class ModelRegistry:
             if live_dir:
                 roots.insert(0, Path(live_dir).parent)
         for root in roots:
-            path = root / run / CHECKPOINTS_DIR / name
+            path = RunFolder(root / run).checkpoints_dir / name
             if path.is_dir() and is_complete(path):
                 return path
         raise FileNotFoundError(f"Checkpoint {rest} no longer exists (runs keep only their newest checkpoints); "

@@ -69,19 +69,28 @@ def test_no_import_cycles():
 
 
 def test_engine_is_a_library():
-    """No Gradio and no explorer in engine/."""
+    """No Gradio, no explorer and no app settings (EXPLORER_*) in engine/; the explorer passes settings in."""
     for name, path in ALL.items():
         if not name.startswith("engine"):
             continue
         assert not any(t.startswith("explorer") for t in GRAPH[name]), f"{name} imports the explorer"
         source = path.read_text(encoding="utf-8")
         assert "import gradio" not in source and "from gradio" not in source, f"{name} imports gradio"
+        assert "EXPLORER_" not in source, f"{name} reads an app setting (EXPLORER_*)"
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_module_size(name):
     lines = len(ALL[name].read_text(encoding="utf-8").splitlines())
     assert lines <= MAX_LINES, f"{ALL[name].relative_to(ROOT)} has {lines} lines (at most {MAX_LINES})"
+
+
+def test_only_the_run_folder_knows_the_layout_of_a_run():
+    """No ``.parent.parent`` climbing from a checkpoint to its run outside engine/training/run_folder.py."""
+    found = [f"{name}:{number}" for name, path in ALL.items() if name != "engine.training.run_folder"
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if ".parent.parent" in line and "__file__" not in line]
+    assert not found, "path arithmetic on run folders: " + ", ".join(found)
 
 
 def assigned_functions(tree: ast.AST) -> list[tuple[int, str]]:

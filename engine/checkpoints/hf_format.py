@@ -80,8 +80,10 @@ class LoadedModel:
         return save(self.model, self.tokenizer, directory, architectures)
 
 
-def load(source: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
-    """Load ``"default"``, a local HF-format directory, or a hub id (``owner/name``)."""
+def load(source: str | Path, device: str | torch.device = "cpu",
+         max_download_bytes: int = hub.DEFAULT_MAX_BYTES) -> LoadedModel:
+    """Load ``"default"``, a local HF-format directory, or a hub id (``owner/name``; at most
+    ``max_download_bytes`` of weights are fetched)."""
     text = str(source).strip()
     if not text:
         raise ValueError("no model given: name 'default', a local directory or a hub id")
@@ -95,7 +97,7 @@ def load(source: str | Path, device: str | torch.device = "cpu") -> LoadedModel:
     if text.startswith(("/", "./", "../", "~")) or os.sep in text.replace("/", "") or text.count("/") > 1:
         raise FileNotFoundError(f"no model directory at {text}")
     if hub.is_hub_id(text):
-        return load_directory(hub.download(text), device, source=f"hub:{text}")
+        return load_directory(hub.download(text, max_bytes=max_download_bytes), device, source=f"hub:{text}")
     raise FileNotFoundError(f"{text!r} is neither a local model directory nor a hub id ('owner/name')")
 
 

@@ -13,7 +13,7 @@ _HUB_ID = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?/[A-Za-z0
 HUB_FILES = ["config.json", "model.safetensors", "model.safetensors.index.json", "model-*-of-*.safetensors",
              "vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 LEGACY_WEIGHTS = ["pytorch_model.bin"]
-DEFAULT_MAX_HUB_MB = 1500.0
+DEFAULT_MAX_BYTES = 1_500_000_000   # room for bert-large in fp32
 
 
 class HubUnavailableError(ConnectionError):
@@ -21,7 +21,7 @@ class HubUnavailableError(ConnectionError):
 
 
 class DownloadTooLargeError(ValueError):
-    """The model's files are larger than ``EXPLORER_MAX_HUB_MB`` allows; nothing was downloaded."""
+    """The model's files are larger than the download cap allows; nothing was downloaded."""
 
 
 def is_hub_id(text: str) -> bool:
@@ -35,17 +35,6 @@ def hub_offline() -> bool:
                for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def max_download_bytes() -> int:
-    """The largest model download allowed: ``EXPLORER_MAX_HUB_MB`` (default 1,500 MB, room for
-    bert-large in fp32), so a stranger cannot make a public app fetch a multi-GB repository."""
-    raw = os.environ.get("EXPLORER_MAX_HUB_MB", "").strip()
-    try:
-        megabytes = float(raw) if raw else DEFAULT_MAX_HUB_MB
-    except ValueError:
-        megabytes = DEFAULT_MAX_HUB_MB
-    return int(max(megabytes, 0.0) * 1_000_000)
-
-
 def files_to_fetch(names: list[str]) -> list[str]:
     """The repository files ``download`` would fetch: the allow-list, and ``.bin`` weights only
     when there are no safetensors."""
@@ -53,23 +42,25 @@ def files_to_fetch(names: list[str]) -> list[str]:
     return [n for n in names if "/" not in n and any(fnmatch.fnmatchcase(n, pattern) for pattern in wanted)]
 
 
-def check_download_size(repo_id: str, files: list[tuple[str, int | None]]) -> None:
-    """Raise ``ValueError`` before anything is fetched when the files to download exceed the cap."""
+def check_download_size(repo_id: str, files: list[tuple[str, int | None]], max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    """Raise ``DownloadTooLargeError`` before anything is fetched when the files to download exceed
+    ``max_bytes`` (a cap, so that nobody can make a public app fetch a multi-GB repository)."""
     sizes = dict(files)
     total = sum(sizes[name] or 0 for name in files_to_fetch(list(sizes)))
-    limit = max_download_bytes()
-    if total > limit:
+    if total > max_bytes:
         raise DownloadTooLargeError(
-            f"{repo_id!r} would download {total / 1e6:,.0f} MB of weights; this app fetches at most "
-            f"{limit / 1e6:,.0f} MB (EXPLORER_MAX_HUB_MB). Pick a smaller BERT, or raise the limit.")
+            f"{repo_id!r} would download {total / 1e6:,.0f} MB of weights; at most {max_bytes / 1e6:,.0f} MB "
+            "may be fetched here. Pick a smaller BERT, or raise the limit.")
 
 
-def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -> Path:
+def download(repo_id: str, revision: str | None = None, timeout: float = 10.0,
+             max_bytes: int = DEFAULT_MAX_BYTES) -> Path:
     """Download (or find in the cache) a model's config, weights and tokenizer files.
 
     Prefers safetensors; falls back to ``pytorch_model.bin`` only when the repo has no
     safetensors (it is then read with ``weights_only=True``). Raises ``ValueError`` for a
-    malformed id, ``HubUnavailableError`` offline, ``FileNotFoundError`` for a missing repo.
+    malformed id, ``HubUnavailableError`` offline, ``FileNotFoundError`` for a missing repo,
+    ``DownloadTooLargeError`` when the files to fetch exceed ``max_bytes``.
     """
     if not is_hub_id(repo_id):
         raise ValueError(f"{repo_id!r} is not a hub model id; expected the form 'owner/name'")
@@ -87,7 +78,7 @@ def download(repo_id: str, revision: str | None = None, timeout: float = 10.0) -
             try:
                 info = huggingface_hub.HfApi().repo_info(repo_id, revision=revision, timeout=timeout,
                                                          files_metadata=True)
-                check_download_size(repo_id, [(s.rfilename, s.size) for s in (info.siblings or [])])
+                check_download_size(repo_id, [(s.rfilename, s.size) for s in (info.siblings or [])], max_bytes)
             except not_found:
                 raise
             except (httpx2.TransportError, errors.HfHubHTTPError, errors.OfflineModeIsEnabled) as exc:

@@ -218,7 +218,7 @@ def test_space_binds_all_interfaces() -> None:
 def test_default_model_may_be_a_hub_id(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tiny_tokenizer) -> None:
     saved = checkpoints.save(_tiny(("mlm",)), tiny_tokenizer, tmp_path / "snapshot")
     fetched: list[str] = []
-    monkeypatch.setattr(services_mod.hub, "download", lambda repo: fetched.append(repo) or saved)
+    monkeypatch.setattr(services_mod.hub, "download", lambda repo, **options: fetched.append(repo) or saved)
     monkeypatch.setenv("EXPLORER_DEFAULT_MODEL", "owner/tiny-bert")
     registry = services_mod.make_registry(tmp_path / "runs", None)
     assert registry.choices()[0].label == "Default model (hub: owner/tiny-bert)"

@@ -330,29 +330,21 @@ def _json_http(payload: dict) -> bytes:
             "Connection: close\r\n\r\n").encode() + body
 
 
-def test_only_allow_listed_files_count_towards_the_size(monkeypatch):
+def test_only_allow_listed_files_count_towards_the_size():
     names = ["config.json", "model.safetensors", "pytorch_model.bin", "tf_model.h5", "onnx/model.onnx",
              "vocab.txt", "modeling_evil.py"]
     assert hub.files_to_fetch(names) == ["config.json", "model.safetensors", "vocab.txt"]
     assert hub.files_to_fetch(["config.json", "pytorch_model.bin"]) == ["config.json", "pytorch_model.bin"]
-    monkeypatch.setenv("EXPLORER_MAX_HUB_MB", "100")
     # 5 GB of TF/ONNX weights beside 90 MB of safetensors: allowed, since only the safetensors are fetched
     hub.check_download_size("a/b", [("model.safetensors", 90_000_000), ("tf_model.h5", 5_000_000_000),
-                                    ("onnx/model.onnx", 5_000_000_000), ("config.json", None)])
-    with pytest.raises(hub.DownloadTooLargeError, match="EXPLORER_MAX_HUB_MB"):
+                                    ("onnx/model.onnx", 5_000_000_000), ("config.json", None)], 100_000_000)
+    with pytest.raises(hub.DownloadTooLargeError, match="120 MB of weights; at most 100 MB"):
         hub.check_download_size("a/b", [("model-00001-of-00002.safetensors", 60_000_000),
-                                        ("model-00002-of-00002.safetensors", 60_000_000)])
-
-
-@pytest.mark.parametrize(("raw", "megabytes"), [("", hub.DEFAULT_MAX_HUB_MB), ("250", 250), ("nonsense",
-                                                 hub.DEFAULT_MAX_HUB_MB), ("-5", 0)])
-def test_the_cap_comes_from_the_environment(raw, megabytes, monkeypatch):
-    monkeypatch.setenv("EXPLORER_MAX_HUB_MB", raw)
-    assert hub.max_download_bytes() == int(megabytes * 1_000_000)
+                                        ("model-00002-of-00002.safetensors", 60_000_000)], 100_000_000)
+    hub.check_download_size("a/b", [("model.safetensors", 1_400_000_000)])      # the default cap: 1,500 MB
 
 
 def test_a_repo_over_the_cap_is_refused_before_any_download(online, monkeypatch):
-    monkeypatch.setenv("EXPLORER_MAX_HUB_MB", "100")
     fake = FakeHub("answer", _json_http({
         "id": "someone/huge-bert", "sha": COMMIT, "private": False,
         "siblings": [{"rfilename": "config.json", "size": 600},
@@ -362,7 +354,7 @@ def test_a_repo_over_the_cap_is_refused_before_any_download(online, monkeypatch)
     monkeypatch.setattr(huggingface_hub, "snapshot_download", _no_hub_call)
     try:
         with pytest.raises(hub.DownloadTooLargeError, match="4,000 MB"):
-            engine.load("someone/huge-bert")
+            engine.load("someone/huge-bert", max_download_bytes=100_000_000)
         assert fake.connections >= 1
     finally:
         fake.close()

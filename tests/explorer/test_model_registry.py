@@ -137,3 +137,31 @@ def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> No
     registry = ModelRegistry(runs_root=tmp_path / "runs", default_dir=tmp_path, device="cuda:0")
     assert registry.get("default") == "m"
     assert seen == [(tmp_path, "cuda:0")]
+
+
+@pytest.mark.parametrize(("raw", "megabytes"), [("", 1500), ("250", 250), ("nonsense", 1500), ("-5", 0)])
+def test_the_hub_cap_comes_from_the_environment(raw: str, megabytes: float) -> None:
+    from explorer.model_registry import max_hub_bytes
+
+    assert max_hub_bytes({"EXPLORER_MAX_HUB_MB": raw}) == int(megabytes * 1_000_000)
+    assert max_hub_bytes({}) == 1_500_000_000
+
+
+def test_the_registry_passes_its_cap_to_the_hub_and_names_the_setting(monkeypatch, tmp_path: Path) -> None:
+    from engine.checkpoints import hub
+
+    asked: list[int] = []
+
+    def download(repo_id: str, revision=None, timeout: float = 10.0, max_bytes: int = hub.DEFAULT_MAX_BYTES):
+        asked.append(max_bytes)
+        hub.check_download_size(repo_id, [("model.safetensors", 400_000_000)], max_bytes)
+        raise AssertionError("a capped download must not get here")
+
+    monkeypatch.setattr(hub, "download", download)
+    monkeypatch.setattr(hub, "hub_offline", lambda: False)
+    monkeypatch.setenv("EXPLORER_MAX_HUB_MB", "100")
+    registry = ModelRegistry(runs_root=tmp_path, default_dir=None)
+    with pytest.raises(hub.DownloadTooLargeError, match="400 MB of weights; at most 100 MB .*EXPLORER_MAX_HUB_MB"):
+        registry.get("hub:someone/big-bert")
+    assert asked == [100_000_000]
+    assert ModelRegistry(runs_root=tmp_path, default_dir=None, max_download_bytes=7).max_download_bytes == 7
