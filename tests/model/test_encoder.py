@@ -1,5 +1,5 @@
 """The encoder against its definition (DESIGN.md section 3): the two attention paths, padding,
-head_mask, initialisation, dropout, and the fused QKV projection.
+head_mask, initialisation, dropout, and inference following weight changes.
 
 Set BERT_TEST_DIFFS=1 and run with ``-s`` to print the largest difference of every comparison.
 """
@@ -328,32 +328,39 @@ def test_train_mode_without_dropout_equals_eval():
             check(f"train without dropout explicit={explicit}", trained, evaluated, PATHS)
 
 
-def test_fused_qkv_inference_equals_separate_projections_and_follows_weight_updates():
-    """Inference fuses Q/K/V into one GEMM with a cached weight; it must track every weight change."""
+def test_inference_follows_every_weight_change():
+    """Outputs under no_grad/inference_mode follow weights changed by an optimizer step, by an in-place
+    copy_ and by load_state_dict: nothing derived from the weights is kept between passes."""
     from engine import BertWithHeads, preset
 
     torch.manual_seed(0)
     model = BertWithHeads(preset("tiny", vocab_size=120, hidden_size=32, num_attention_heads=4,
                                  intermediate_size=37), heads=("mlm",)).eval()
     ids = torch.randint(5, 120, (2, 11))
-    with torch.no_grad():
-        fused = model(ids).prediction_logits
-    separate = model(ids).prediction_logits.detach()  # grad enabled: three projections
-    assert (fused - separate).abs().max() <= 1e-5
 
-    # An optimizer step changes the weights in place: the cached fused weight must not go stale.
+    def logits(net, mode=torch.no_grad):
+        with mode():
+            return net(ids).prediction_logits
+
+    before = logits(model)
+    assert (before - model(ids).prediction_logits.detach()).abs().max() <= 1e-5   # grad on or off: same
+
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     model(ids, labels=ids).loss.backward()
     optimizer.step()
     model.eval()
-    with torch.inference_mode():
-        after_step = model(ids).prediction_logits
+    after_step = logits(model, torch.inference_mode)
     assert (after_step - model(ids).prediction_logits.detach()).abs().max() <= 1e-5
-    assert (after_step - fused).abs().max() > 1e-3
+    assert (after_step - before).abs().max() > 1e-3
 
-    # So must load_state_dict (checkpoint switch while the app is serving).
-    other = BertWithHeads(model.config, heads=("mlm",)).eval()
-    model.load_state_dict(other.state_dict())
+    value = model.bert.encoder.layer[0].attention.self.value      # in eval mode, in place, no mode change
     with torch.no_grad():
-        assert (model(ids).prediction_logits - other(ids).prediction_logits).abs().max() <= 1e-5
+        value.weight.copy_(torch.randn_like(value.weight))
+    after_copy = logits(model)
+    assert (after_copy - after_step).abs().max() > 1e-3
+    assert (after_copy - model(ids).prediction_logits.detach()).abs().max() <= 1e-5
+
+    other = BertWithHeads(model.config, heads=("mlm",)).eval()    # a checkpoint switch while serving
+    model.load_state_dict(other.state_dict())
+    assert (logits(model) - logits(other)).abs().max() <= 1e-5
