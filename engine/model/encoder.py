@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.model.config import BertConfig
-from engine.model.outputs import BertForwardOutput
+from engine.model.outputs import EncoderOutput
 
 
 def activation(name: str):
@@ -230,7 +230,7 @@ class BertModel(nn.Module):
         output_attentions: bool = False,
         output_hidden_states: bool = False,
         output_qk: bool = False,
-    ) -> BertForwardOutput:
+    ) -> EncoderOutput:
         """Encode a batch. ``output_attentions``/``output_qk`` take the explicit attention path."""
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, S, H)
         mask = additive_attention_mask(attention_mask, hidden.dtype)        # (B, 1, 1, S) or None
@@ -247,7 +247,7 @@ class BertModel(nn.Module):
                 collected[name].append(value)
             if all_hidden is not None:
                 all_hidden.append(hidden)
-        return BertForwardOutput(
+        return EncoderOutput(
             last_hidden_state=hidden,
             pooler_output=self.pooler(hidden) if self.pooler is not None else None,
             hidden_states=tuple(all_hidden) if all_hidden is not None else None,

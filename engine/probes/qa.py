@@ -239,9 +239,9 @@ def _run_qa_head(loaded: LoadedModel, windows: list[Encoding]) -> tuple[np.ndarr
     attention_mask = padded([w.attention_mask for w in windows], 0)         # (W, S)
     token_type_ids = padded([w.token_type_ids for w in windows], 0)         # (W, S)
     with torch.inference_mode():
-        out = loaded.model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                           compute=("qa",))
-    return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()   # (W, S) each
+        span = loaded.model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            compute=("qa",)).qa
+    return span.start_logits.float().cpu().numpy(), span.end_logits.float().cpu().numpy()   # (W, S) each
 
 
 def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int = 1, max_answer_len: int = 15,

@@ -47,12 +47,12 @@ def test_fast_and_explicit_paths_agree(padded):
         for hm in (None, some_head_mask(config)):
             fast, explicit, probing = path_outputs(model, inputs, hm)
             tag = f"tiny padded={padded} head_mask={hm is not None}"
-            check(f"{tag} fast vs explicit", fast.last_hidden_state, explicit.last_hidden_state, PATHS)
-            check(f"{tag} fast vs output_qk", fast.last_hidden_state, probing.last_hidden_state, PATHS)
-            check(f"{tag} fast vs explicit pooled", fast.pooler_output, explicit.pooler_output, PATHS)
-    assert fast.attentions is None and fast.queries is None
-    assert explicit.queries is None and explicit.attention_scores is None
-    assert probing.attentions is None
+            check(f"{tag} fast vs explicit", fast.encoder.last_hidden_state, explicit.encoder.last_hidden_state, PATHS)
+            check(f"{tag} fast vs output_qk", fast.encoder.last_hidden_state, probing.encoder.last_hidden_state, PATHS)
+            check(f"{tag} fast vs explicit pooled", fast.encoder.pooler_output, explicit.encoder.pooler_output, PATHS)
+    assert fast.encoder.attentions is None and fast.encoder.queries is None
+    assert explicit.encoder.queries is None and explicit.encoder.attention_scores is None
+    assert probing.encoder.attentions is None
 
 
 @pytest.mark.parametrize("padded", [True, False])
@@ -76,7 +76,7 @@ def test_fast_and_explicit_paths_agree_per_layer_in_a_deep_model(padded):
             mask = additive_attention_mask(inputs["attention_mask"], torch.float32)
             for index, layer in enumerate(model.bert.encoder.layer):
                 layer_hm = None if hm is None else hm[index]
-                layer_input = reference.hidden_states[index]
+                layer_input = reference.encoder.hidden_states[index]
                 fast, _ = layer.attention.self(layer_input, mask, layer_hm, explicit=False)
                 explicit, _ = layer.attention.self(layer_input, mask, layer_hm, explicit=True)
                 check(f"{tag} layer {index} attention context fast vs explicit", fast, explicit, PATHS)
@@ -84,11 +84,11 @@ def test_fast_and_explicit_paths_agree_per_layer_in_a_deep_model(padded):
                 explicit, _ = layer(layer_input, mask, layer_hm, explicit=True)
                 check(f"{tag} layer {index} output fast vs explicit", fast, explicit, 4 * PATHS)
             fast, explicit, probing = path_outputs(model, inputs, hm)
-            check(f"{tag} fp32 end to end", fast.last_hidden_state, explicit.last_hidden_state, 4 * PATHS)
-            check(f"{tag} fp32 end to end (qk)", fast.last_hidden_state, probing.last_hidden_state, 4 * PATHS)
+            check(f"{tag} fp32 end to end", fast.encoder.last_hidden_state, explicit.encoder.last_hidden_state, 4 * PATHS)
+            check(f"{tag} fp32 end to end (qk)", fast.encoder.last_hidden_state, probing.encoder.last_hidden_state, 4 * PATHS)
             fast, explicit, probing = path_outputs(copy.deepcopy(model).double(), inputs, hm)
-            check(f"{tag} fp64 end to end", fast.last_hidden_state, explicit.last_hidden_state, 1e-12)
-            check(f"{tag} fp64 end to end pooled", fast.pooler_output, explicit.pooler_output, 1e-12)
+            check(f"{tag} fp64 end to end", fast.encoder.last_hidden_state, explicit.encoder.last_hidden_state, 1e-12)
+            check(f"{tag} fp64 end to end pooled", fast.encoder.pooler_output, explicit.encoder.pooler_output, 1e-12)
 
 
 def test_probing_outputs_are_consistent():
@@ -100,13 +100,13 @@ def test_probing_outputs_are_consistent():
         out = model(**inputs, output_qk=True, output_attentions=True)
     pad = inputs["attention_mask"] == 0                                    # (B, S)
     for layer in range(config.num_hidden_layers):
-        q, k, scores = out.queries[layer], out.keys[layer], out.attention_scores[layer]
+        q, k, scores = out.encoder.queries[layer], out.encoder.keys[layer], out.encoder.attention_scores[layer]
         assert q.shape == k.shape == (3, config.num_attention_heads, 11, config.head_size)
         raw = q @ k.transpose(-1, -2) / math.sqrt(config.head_size)        # (B, nh, S, S)
         real = ~pad[:, None, None, :].expand_as(raw)
         check(f"scores layer {layer}", scores[real], raw[real], PATHS)
         assert bool((scores[~real] < -1e30).all())
-        check(f"softmax(scores) layer {layer}", torch.softmax(scores, -1), out.attentions[layer], PATHS)
+        check(f"softmax(scores) layer {layer}", torch.softmax(scores, -1), out.encoder.attentions[layer], PATHS)
 
 
 # ---- padding ------------------------------------------------------------------------
@@ -125,14 +125,14 @@ def test_padding_invariance(name, explicit):
                 alone = model(input_ids=alone_inputs["input_ids"], token_type_ids=alone_inputs["token_type_ids"],
                               attention_mask=mask, output_hidden_states=True, output_attentions=explicit)
                 tag = f"{name} explicit={explicit} row {row}"
-                for i, (a, b) in enumerate(zip(padded.hidden_states, alone.hidden_states)):
+                for i, (a, b) in enumerate(zip(padded.encoder.hidden_states, alone.encoder.hidden_states)):
                     check(f"{tag} hidden_states[{i}]", a[row, :length], b[0], PARITY)
-                check(f"{tag} pooled", padded.pooler_output[row], alone.pooler_output[0], PARITY)
-                check(f"{tag} MLM logits", padded.prediction_logits[row, :length], alone.prediction_logits[0], PARITY)
-                check(f"{tag} NSP logits", padded.seq_relationship_logits[row], alone.seq_relationship_logits[0],
+                check(f"{tag} pooled", padded.encoder.pooler_output[row], alone.encoder.pooler_output[0], PARITY)
+                check(f"{tag} MLM logits", padded.mlm.logits[row, :length], alone.mlm.logits[0], PARITY)
+                check(f"{tag} NSP logits", padded.nsp.logits[row], alone.nsp.logits[0],
                       PARITY)
                 if explicit:
-                    for i, (a, b) in enumerate(zip(padded.attentions, alone.attentions)):
+                    for i, (a, b) in enumerate(zip(padded.encoder.attentions, alone.encoder.attentions)):
                         check(f"{tag} attentions[{i}]", a[row, :, :length, :length], b[0], PARITY)
 
 
@@ -144,7 +144,7 @@ def test_attention_rows_sum_to_one_and_padded_keys_get_nothing(name):
     pad = inputs["attention_mask"] == 0
     with torch.no_grad():
         out = model(**inputs, output_attentions=True)
-    for layer, probs in enumerate(out.attentions):
+    for layer, probs in enumerate(out.encoder.attentions):
         assert probs.shape == (3, config.num_attention_heads, 11, 11)
         check(f"{name} row sums layer {layer}", probs.sum(-1), torch.ones(probs.shape[:-1]), PATHS)
         assert bool((probs >= 0).all())
@@ -162,12 +162,12 @@ def test_low_precision_padding_mask(dtype):
         explicit = model(**inputs, output_attentions=True)
         fast = model(**inputs)
     pad = inputs["attention_mask"] == 0
-    for probs in explicit.attentions:
+    for probs in explicit.encoder.attentions:
         assert probs.dtype == dtype
         assert bool(torch.isfinite(probs).all())
         assert probs.masked_select(pad[:, None, None, :].expand_as(probs)).abs().max().item() == 0.0
-    assert bool(torch.isfinite(fast.prediction_logits).all())
-    assert bool(torch.isfinite(explicit.prediction_logits).all())
+    assert bool(torch.isfinite(fast.mlm.logits).all())
+    assert bool(torch.isfinite(explicit.mlm.logits).all())
 
 
 # ---- head_mask -----------------------------------------------------------------------
@@ -213,14 +213,14 @@ def test_head_mask_by_definition(name, shape, explicit):
         out = model(**inputs, head_mask=given, output_attentions=explicit, output_hidden_states=True)
         expected = reference(**inputs, output_hidden_states=True, output_attentions=explicit)
     tag = f"{name} {shape} explicit={explicit}"
-    for i, (a, b) in enumerate(zip(out.hidden_states, expected.hidden_states)):
+    for i, (a, b) in enumerate(zip(out.encoder.hidden_states, expected.encoder.hidden_states)):
         check(f"{tag} hidden_states[{i}]", a, b, PATHS)
-    check(f"{tag} pooled", out.pooler_output, expected.pooler_output, PATHS)
-    check(f"{tag} MLM logits", out.prediction_logits, expected.prediction_logits, 10 * PATHS)
+    check(f"{tag} pooled", out.encoder.pooler_output, expected.encoder.pooler_output, PATHS)
+    check(f"{tag} MLM logits", out.mlm.logits, expected.mlm.logits, 10 * PATHS)
     if explicit:
         # The reported probabilities are the masked ones, as in the original. The reference
         # sees the same layer inputs, and its probabilities are unmasked.
-        for layer, (probs, unmasked) in enumerate(zip(out.attentions, expected.attentions)):
+        for layer, (probs, unmasked) in enumerate(zip(out.encoder.attentions, expected.encoder.attentions)):
             scale = full[layer].view(1, heads, 1, 1)
             check(f"{tag} masked probs layer {layer}", probs, unmasked * scale, PATHS)
 
@@ -233,7 +233,7 @@ def test_all_ones_head_mask_changes_nothing():
         for explicit in (False, True):
             a = model(**inputs, output_attentions=explicit)
             b = model(**inputs, head_mask=torch.ones(config.num_attention_heads), output_attentions=explicit)
-            assert torch.equal(a.last_hidden_state, b.last_hidden_state)
+            assert torch.equal(a.encoder.last_hidden_state, b.encoder.last_hidden_state)
 
 
 @pytest.mark.parametrize("shape", [(4,), (2,), (1, 3), (8, 3), (7, 3, 1), (21,), ()])
@@ -296,13 +296,21 @@ def test_dropout_off_in_eval_on_in_train(explicit):
     inputs = batch(config, seed=23)
     with torch.no_grad():
         a, b = model(**inputs, output_attentions=explicit), model(**inputs, output_attentions=explicit)
-        for field in ("last_hidden_state", "pooler_output", "prediction_logits", "logits", "start_logits"):
-            assert torch.equal(getattr(a, field), getattr(b, field)), field
+        for field in ("encoder.last_hidden_state", "encoder.pooler_output", "mlm.logits", "classifier.logits",
+                      "qa.start_logits"):
+            assert torch.equal(read(a, field), read(b, field)), field
         model.train()
         c, d = model(**inputs, output_attentions=explicit), model(**inputs, output_attentions=explicit)
-    for field in ("last_hidden_state", "logits"):
-        assert not torch.allclose(getattr(c, field), getattr(d, field)), field
-        assert not torch.allclose(getattr(a, field), getattr(c, field)), field
+    for field in ("encoder.last_hidden_state", "classifier.logits"):
+        assert not torch.allclose(read(c, field), read(d, field)), field
+        assert not torch.allclose(read(a, field), read(c, field)), field
+
+
+def read(out, dotted: str) -> torch.Tensor:
+    """``read(out, "mlm.logits")`` is ``out.mlm.logits``."""
+    for name in dotted.split("."):
+        out = getattr(out, name)
+    return out
 
 
 @pytest.mark.parametrize("explicit", [False, True])
@@ -312,7 +320,7 @@ def test_attention_dropout_alone_is_applied_in_train(explicit):
     inputs = batch(config, seed=24)
     with torch.no_grad():
         a, b = model(**inputs, output_attentions=explicit), model(**inputs, output_attentions=explicit)
-    assert not torch.allclose(a.last_hidden_state, b.last_hidden_state)
+    assert not torch.allclose(a.encoder.last_hidden_state, b.encoder.last_hidden_state)
 
 
 def test_train_mode_without_dropout_equals_eval():
@@ -322,9 +330,9 @@ def test_train_mode_without_dropout_equals_eval():
     with torch.no_grad():
         for explicit in (False, True):
             model.eval()
-            evaluated = model(**inputs, output_attentions=explicit).last_hidden_state
+            evaluated = model(**inputs, output_attentions=explicit).encoder.last_hidden_state
             model.train()
-            trained = model(**inputs, output_attentions=explicit).last_hidden_state
+            trained = model(**inputs, output_attentions=explicit).encoder.last_hidden_state
             check(f"train without dropout explicit={explicit}", trained, evaluated, PATHS)
 
 
@@ -340,10 +348,10 @@ def test_inference_follows_every_weight_change():
 
     def logits(net, mode=torch.no_grad):
         with mode():
-            return net(ids).prediction_logits
+            return net(ids).mlm.logits
 
     before = logits(model)
-    assert (before - model(ids).prediction_logits.detach()).abs().max() <= 1e-5   # grad on or off: same
+    assert (before - model(ids).mlm.logits.detach()).abs().max() <= 1e-5   # grad on or off: same
 
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -351,7 +359,7 @@ def test_inference_follows_every_weight_change():
     optimizer.step()
     model.eval()
     after_step = logits(model, torch.inference_mode)
-    assert (after_step - model(ids).prediction_logits.detach()).abs().max() <= 1e-5
+    assert (after_step - model(ids).mlm.logits.detach()).abs().max() <= 1e-5
     assert (after_step - before).abs().max() > 1e-3
 
     value = model.bert.encoder.layer[0].attention.self.value      # in eval mode, in place, no mode change
@@ -359,7 +367,7 @@ def test_inference_follows_every_weight_change():
         value.weight.copy_(torch.randn_like(value.weight))
     after_copy = logits(model)
     assert (after_copy - after_step).abs().max() > 1e-3
-    assert (after_copy - model(ids).prediction_logits.detach()).abs().max() <= 1e-5
+    assert (after_copy - model(ids).mlm.logits.detach()).abs().max() <= 1e-5
 
     other = BertWithHeads(model.config, heads=("mlm",)).eval()    # a checkpoint switch while serving
     model.load_state_dict(other.state_dict())

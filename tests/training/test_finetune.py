@@ -115,8 +115,8 @@ def test_qa_checkpoint_loads_in_transformers_with_the_same_logits(qa_run):
     assert not info["missing_keys"] and not info.get("mismatched_keys")
     with torch.no_grad():
         mine, theirs = ours(**inputs), hf.eval()(**inputs)
-    torch.testing.assert_close(mine.start_logits, theirs.start_logits, rtol=0, atol=1e-5)
-    torch.testing.assert_close(mine.end_logits, theirs.end_logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(mine.qa.start_logits, theirs.start_logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(mine.qa.end_logits, theirs.end_logits, rtol=0, atol=1e-5)
     pretraining, info = transformers.BertForPreTraining.from_pretrained(checkpoint, output_loading_info=True)
     assert not info["missing_keys"]                                           # the MLM and NSP heads came along
 
@@ -132,7 +132,7 @@ def test_classification_checkpoint_loads_in_transformers_with_its_labels(cls_run
     inputs = dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids)
     with torch.no_grad():
         mine, theirs = load_directory(checkpoint).model.eval()(**inputs), hf.eval()(**inputs)
-    torch.testing.assert_close(mine.logits, theirs.logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(mine.classifier.logits, theirs.logits, rtol=0, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------- resume, freezing

@@ -8,6 +8,7 @@ import torch
 
 from engine.data.features import FinetuneBatch
 from engine.model.heads import BertWithHeads
+from engine.model.outputs import EncoderOutput, HeadsOutput, SpanOutput
 from engine.data.qa_features import build_qa_dataset, read_squad
 from engine.training.tasks import PretrainingTask, freeze_encoder, freeze_unused, task_for
 from engine.training.tasks.finetuning import ClassificationTask, QATask
@@ -86,10 +87,10 @@ def test_qa_metrics_from_known_logits():
     task = QATask()
     batch = FinetuneBatch(torch.zeros(3, 4, dtype=torch.long), torch.zeros(3, 4, dtype=torch.long),
                           torch.ones(3, 4, dtype=torch.long), torch.tensor([1, 2, 0]), torch.tensor([1, 3, 0]))
-    out = type("Out", (), {})()
-    out.start_logits = torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [0, 5, 0, 0.]])   # right, right, wrong
-    out.end_logits = torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [5, 0, 0, 0.]])     # right, wrong, right
-    out.qa_loss = torch.tensor(2.0)
+    out = HeadsOutput(encoder=EncoderOutput(torch.zeros(3, 4, 8)), qa=SpanOutput(
+        start_logits=torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [0, 5, 0, 0.]]),   # right, right, wrong
+        end_logits=torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [5, 0, 0, 0.]]),     # right, wrong, right
+        loss=torch.tensor(2.0)))
     sums = task.tally(out, batch, (3,)).tolist()
     assert task.metrics(sums, [3]) == pytest.approx({"qa_loss": 2.0, "start_acc": 2 / 3, "end_acc": 2 / 3,
                                                      "span_acc": 1 / 3})

@@ -16,7 +16,7 @@ import torch
 
 from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.model.heads import BertWithHeads
-from engine.model.outputs import BertForwardOutput
+from engine.model.outputs import HeadsOutput
 from engine.training.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
 
@@ -58,18 +58,19 @@ class QATask(_FeatureTask):
     name, head = "qa", "qa"
     stat_names = ("qa_loss_sum", "start_correct", "end_correct", "span_correct")
 
-    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> BertForwardOutput:
+    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> HeadsOutput:
         return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
                    start_positions=batch.start_positions, end_positions=batch.end_positions, compute=("qa",))
 
-    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
-        return [out.qa_loss]
+    def losses(self, out: HeadsOutput) -> list[torch.Tensor]:
+        return [out.qa.loss]
 
-    def tally(self, out: BertForwardOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+    def tally(self, out: HeadsOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+        span = out.qa
         with torch.no_grad():
-            start_ok = out.start_logits.argmax(-1) == batch.start_positions       # (B,)
-            end_ok = out.end_logits.argmax(-1) == batch.end_positions             # (B,)
-            return torch.stack((out.qa_loss.detach().float() * counts[0], start_ok.sum().float(),
+            start_ok = span.start_logits.argmax(-1) == batch.start_positions      # (B,)
+            end_ok = span.end_logits.argmax(-1) == batch.end_positions            # (B,)
+            return torch.stack((span.loss.detach().float() * counts[0], start_ok.sum().float(),
                                 end_ok.sum().float(), (start_ok & end_ok).sum().float()))
 
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
@@ -96,17 +97,18 @@ class ClassificationTask(_FeatureTask):
         if model.config.num_labels < 2:
             raise ValueError("classification needs at least two labels")
 
-    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> BertForwardOutput:
+    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> HeadsOutput:
         return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
                    class_labels=batch.class_labels, compute=("cls",))
 
-    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
-        return [out.classification_loss]
+    def losses(self, out: HeadsOutput) -> list[torch.Tensor]:
+        return [out.classifier.loss]
 
-    def tally(self, out: BertForwardOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+    def tally(self, out: HeadsOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+        result = out.classifier
         with torch.no_grad():
-            correct = (out.logits.argmax(-1) == batch.class_labels).sum().float()
-            return torch.stack((out.classification_loss.detach().float() * counts[0], correct))
+            correct = (result.logits.argmax(-1) == batch.class_labels).sum().float()
+            return torch.stack((result.loss.detach().float() * counts[0], correct))
 
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         n = max(1, totals[0])
