@@ -56,7 +56,7 @@ from engine.training.config import TrainingConfig
 from engine.training.state import read_training_state, resolve_checkpoint
 
 # task -> (the head it trains, and may add fresh or replace; other heads it adds when the model lacks them)
-TASK_HEADS = {"qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"), "classification": ("cls",)}
+TASK_HEADS = {"qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"), "classification": ("classifier",)}
 MLM_EVAL_FRACTION = 0.05     # qa_mlm: documents of --mlm-corpus held out for the MLM/NSP evaluation
 Log = Callable[[str], None]
 
@@ -155,15 +155,15 @@ def build_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | None 
     heads = tuple(h for h in HEADS if h in loaded.heads or h in needed)
     config = loaded.config
     fresh = head not in loaded.heads
-    if head == "cls" and id2label is not None and config.id2label != id2label:
+    if head == "classifier" and id2label is not None and config.id2label != id2label:
         if not fresh:
             log(f"replacing the classifier of {loaded.source} (labels {list(config.id2label.values())}) "
                 f"with a new one for {list(id2label.values())}")
         fresh, config = True, config.replace(id2label=dict(id2label))
     torch.manual_seed(seed)
-    model = BertWithHeads(config, heads=heads, add_pooling_layer="nsp" in heads or "cls" in heads)
+    model = BertWithHeads(config, heads=heads, add_pooling_layer="nsp" in heads or "classifier" in heads)
     ours = model.state_dict()
-    skip = {"qa": "qa_outputs.", "cls": "classifier."}[head] if fresh else None
+    skip = {"qa": "qa_outputs.", "classifier": "classifier."}[head] if fresh else None
     theirs = {k: v for k, v in loaded.model.state_dict().items()
               if k in ours and ours[k].shape == v.shape and not (skip and k.startswith(skip))}
     model.load_state_dict(theirs, strict=False)

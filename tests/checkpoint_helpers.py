@@ -13,7 +13,7 @@ from reference import hf_config, max_diff, randomize_
 
 
 PARITY = 1e-5
-ALL_HEADS = ("mlm", "nsp", "qa", "cls")
+ALL_HEADS = ("mlm", "nsp", "qa", "classifier")
 THREE_LABELS = {0: "negative", 1: "neutral", 2: "positive"}
 
 # transformers class -> (our heads it carries, has pooler)
@@ -22,7 +22,7 @@ HF_CLASSES = {
     "BertForPreTraining": (("mlm", "nsp"), True),
     "BertForMaskedLM": (("mlm",), False),
     "BertForQuestionAnswering": (("qa",), False),
-    "BertForSequenceClassification": (("cls",), True),
+    "BertForSequenceClassification": (("classifier",), True),
     "BertForNextSentencePrediction": (("nsp",), True),
 }
 

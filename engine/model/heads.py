@@ -1,10 +1,14 @@
 """Task heads on top of the encoder, and the model that carries any subset of them.
 
-Heads and their Hugging Face parameter names:
-  mlm  cls.predictions.{transform.dense, transform.LayerNorm, bias}; decoder tied to word embeddings
-  nsp  cls.seq_relationship
-  qa   qa_outputs                 (start/end logits per token)
-  cls  classifier                 (sequence classification on the pooled output)
+Heads (the names in ``HEADS``) and their Hugging Face parameter names:
+  mlm         cls.predictions.{transform.dense, transform.LayerNorm, bias}; decoder tied to word embeddings
+  nsp         cls.seq_relationship
+  qa          qa_outputs      (start/end logits per token)
+  classifier  classifier      (sequence classification on the pooled output)
+
+In this project ``cls`` means the [CLS] token, with one exception: the module ``cls``
+(``BertForPreTraining.cls.predictions``, ``cls.seq_relationship``) keeps Hugging Face's
+name, because checkpoints are read and written with HF's parameter keys.
 """
 from __future__ import annotations
 
@@ -18,8 +22,8 @@ from engine.model.outputs import (
     ClassificationOutput, HeadsOutput, MaskedLMOutput, NextSentenceOutput, SpanOutput,
 )
 
-HEADS = ("mlm", "nsp", "qa", "cls")
-POOLED_HEADS = ("nsp", "cls")     # heads that read the pooled [CLS] vector
+HEADS = ("mlm", "nsp", "qa", "classifier")
+POOLED_HEADS = ("nsp", "classifier")     # heads that read the pooled [CLS] vector
 IGNORE_INDEX = -100
 
 
@@ -51,7 +55,7 @@ class BertLMPredictionHead(nn.Module):
 
 
 class BertHeadsContainer(nn.Module):
-    """HF's ``cls`` module: holds ``predictions`` (MLM) and/or ``seq_relationship`` (NSP)."""
+    """HF's ``cls`` module (the name is HF's, see above): ``predictions`` (MLM) and/or ``seq_relationship`` (NSP)."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding, mlm: bool, nsp: bool) -> None:
         super().__init__()
@@ -86,7 +90,7 @@ class BertWithHeads(nn.Module):
             self.cls = BertHeadsContainer(config, self.bert.embeddings.word_embeddings, "mlm" in heads, "nsp" in heads)
         if "qa" in heads:
             self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        if "cls" in heads:
+        if "classifier" in heads:
             dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
             self.dropout = nn.Dropout(dropout)
             self.classifier = nn.Linear(config.hidden_size, config.num_labels)
@@ -141,7 +145,7 @@ class BertWithHeads(nn.Module):
             out.nsp = self.next_sentence(pooled, next_sentence_label)
         if "qa" in compute:
             out.qa = self.answer_span(hidden, start_positions, end_positions)
-        if "cls" in compute:
+        if "classifier" in compute:
             out.classifier = self.classify(pooled, class_labels)
         losses = [r.loss for r in (out.mlm, out.nsp, out.qa, out.classifier) if r is not None and r.loss is not None]
         if losses:
@@ -174,7 +178,7 @@ class BertWithHeads(nn.Module):
 
     def answer_span(self, hidden: torch.Tensor, start: torch.Tensor | None = None,
                     end: torch.Tensor | None = None) -> SpanOutput:
-        """Start and end logits (B, S) from the last hidden state (B, S, H); the loss as ``BertForQuestionAnswering``."""
+        """Start and end logits (B, S) from the last hidden state (B, S, H); loss as ``BertForQuestionAnswering``."""
         start_end = self.qa_outputs(hidden)                              # (B, S, 2)
         out = SpanOutput(start_logits=start_end[..., 0].contiguous(),   # (B, S)
                          end_logits=start_end[..., 1].contiguous())     # (B, S)

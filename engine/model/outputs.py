@@ -25,11 +25,11 @@ class EncoderOutput:
 
     last_hidden_state: torch.Tensor                         # (B, S, H)
     pooler_output: torch.Tensor | None = None               # (B, H); None for a model without the pooler
-    hidden_states: tuple[torch.Tensor, ...] | None = None   # L + 1 of (B, S, H); [0] = embeddings (output_hidden_states)
-    attentions: tuple[torch.Tensor, ...] | None = None      # L of (B, nh, S, S) softmax probabilities (output_attentions)
-    queries: tuple[torch.Tensor, ...] | None = None         # L of (B, nh, S, hd) (output_qk)
-    keys: tuple[torch.Tensor, ...] | None = None            # L of (B, nh, S, hd) (output_qk)
-    attention_scores: tuple[torch.Tensor, ...] | None = None  # L of (B, nh, S, S), pre-softmax, masked (output_qk)
+    hidden_states: tuple[torch.Tensor, ...] | None = None   # L + 1 of (B, S, H), [0] embeddings; output_hidden_states
+    attentions: tuple[torch.Tensor, ...] | None = None      # L of (B, nh, S, S) softmax probabilities; output_attentions
+    queries: tuple[torch.Tensor, ...] | None = None         # L of (B, nh, S, hd); output_qk
+    keys: tuple[torch.Tensor, ...] | None = None            # L of (B, nh, S, hd); output_qk
+    attention_scores: tuple[torch.Tensor, ...] | None = None  # L of (B, nh, S, S), pre-softmax, masked; output_qk
 
 
 @dataclass

@@ -24,10 +24,11 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 # ---- the two attention paths ------------------------------------------------------------
 
 def path_outputs(model, inputs, head_mask):
+    """The encoder outputs of the fast path, the explicit path and the explicit path with queries/keys."""
     fast = model(**inputs, head_mask=head_mask)
     explicit = model(**inputs, head_mask=head_mask, output_attentions=True)
     probing = model(**inputs, head_mask=head_mask, output_qk=True)
-    return fast, explicit, probing
+    return fast.encoder, explicit.encoder, probing.encoder
 
 
 def some_head_mask(config: BertConfig) -> torch.Tensor:
@@ -47,12 +48,12 @@ def test_fast_and_explicit_paths_agree(padded):
         for hm in (None, some_head_mask(config)):
             fast, explicit, probing = path_outputs(model, inputs, hm)
             tag = f"tiny padded={padded} head_mask={hm is not None}"
-            check(f"{tag} fast vs explicit", fast.encoder.last_hidden_state, explicit.encoder.last_hidden_state, PATHS)
-            check(f"{tag} fast vs output_qk", fast.encoder.last_hidden_state, probing.encoder.last_hidden_state, PATHS)
-            check(f"{tag} fast vs explicit pooled", fast.encoder.pooler_output, explicit.encoder.pooler_output, PATHS)
-    assert fast.encoder.attentions is None and fast.encoder.queries is None
-    assert explicit.encoder.queries is None and explicit.encoder.attention_scores is None
-    assert probing.encoder.attentions is None
+            check(f"{tag} fast vs explicit", fast.last_hidden_state, explicit.last_hidden_state, PATHS)
+            check(f"{tag} fast vs output_qk", fast.last_hidden_state, probing.last_hidden_state, PATHS)
+            check(f"{tag} fast vs explicit pooled", fast.pooler_output, explicit.pooler_output, PATHS)
+    assert fast.attentions is None and fast.queries is None
+    assert explicit.queries is None and explicit.attention_scores is None
+    assert probing.attentions is None
 
 
 @pytest.mark.parametrize("padded", [True, False])
@@ -84,11 +85,11 @@ def test_fast_and_explicit_paths_agree_per_layer_in_a_deep_model(padded):
                 explicit, _ = layer(layer_input, mask, layer_hm, explicit=True)
                 check(f"{tag} layer {index} output fast vs explicit", fast, explicit, 4 * PATHS)
             fast, explicit, probing = path_outputs(model, inputs, hm)
-            check(f"{tag} fp32 end to end", fast.encoder.last_hidden_state, explicit.encoder.last_hidden_state, 4 * PATHS)
-            check(f"{tag} fp32 end to end (qk)", fast.encoder.last_hidden_state, probing.encoder.last_hidden_state, 4 * PATHS)
+            check(f"{tag} fp32 end to end", fast.last_hidden_state, explicit.last_hidden_state, 4 * PATHS)
+            check(f"{tag} fp32 end to end (qk)", fast.last_hidden_state, probing.last_hidden_state, 4 * PATHS)
             fast, explicit, probing = path_outputs(copy.deepcopy(model).double(), inputs, hm)
-            check(f"{tag} fp64 end to end", fast.encoder.last_hidden_state, explicit.encoder.last_hidden_state, 1e-12)
-            check(f"{tag} fp64 end to end pooled", fast.encoder.pooler_output, explicit.encoder.pooler_output, 1e-12)
+            check(f"{tag} fp64 end to end", fast.last_hidden_state, explicit.last_hidden_state, 1e-12)
+            check(f"{tag} fp64 end to end pooled", fast.pooler_output, explicit.pooler_output, 1e-12)
 
 
 def test_probing_outputs_are_consistent():
@@ -254,7 +255,7 @@ def test_init():
                         intermediate_size=256, initializer_range=std, pad_token_id=7,
                         id2label={0: "a", 1: "b", 2: "c"})
     torch.manual_seed(19)
-    model = BertWithHeads(config, ("mlm", "nsp", "qa", "cls"))
+    model = BertWithHeads(config, ("mlm", "nsp", "qa", "classifier"))
     layer = model.bert.encoder.layer[0]
     big = {
         "query": layer.attention.self.query.weight, "key": layer.attention.self.key.weight,
@@ -292,7 +293,7 @@ def test_init():
 def test_dropout_off_in_eval_on_in_train(explicit):
     config = CONFIGS["tiny"].replace(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                                      classifier_dropout=0.2)
-    model = ours_with_heads(config, ("mlm", "nsp", "qa", "cls"), seed=23)
+    model = ours_with_heads(config, ("mlm", "nsp", "qa", "classifier"), seed=23)
     inputs = batch(config, seed=23)
     with torch.no_grad():
         a, b = model(**inputs, output_attentions=explicit), model(**inputs, output_attentions=explicit)

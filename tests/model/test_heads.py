@@ -165,12 +165,12 @@ def test_heads_pick_their_modules_and_outputs():
     assert hasattr(mlm.cls, "predictions") and not hasattr(mlm.cls, "seq_relationship")
     nsp = ours_with_heads(config, ("nsp",), seed=21)
     assert hasattr(nsp.cls, "seq_relationship") and not hasattr(nsp.cls, "predictions") and nsp.has_pooler
-    classifier = ours_with_heads(config, ("cls",), seed=21)
+    classifier = ours_with_heads(config, ("classifier",), seed=21)
     assert not hasattr(classifier, "cls") and classifier.has_pooler
     encoder_only = ours_with_heads(config, (), seed=21)
     assert encoder_only.has_pooler and not hasattr(encoder_only, "cls") and not hasattr(encoder_only, "qa_outputs")
-    everything = ours_with_heads(config, ["cls", "qa", "nsp", "mlm"], seed=21)
-    assert everything.heads == ("mlm", "nsp", "qa", "cls")
+    everything = ours_with_heads(config, ["classifier", "qa", "nsp", "mlm"], seed=21)
+    assert everything.heads == ("mlm", "nsp", "qa", "classifier")
     with torch.no_grad():
         out = nsp(**inputs)
         assert out.nsp.logits.shape == (3, 2) and out.mlm is None
@@ -194,7 +194,7 @@ def test_unknown_head(heads):
         BertWithHeads(CONFIGS["tiny"], heads)
 
 
-@pytest.mark.parametrize("heads", [("nsp",), ("cls",), ("mlm", "nsp")])
+@pytest.mark.parametrize("heads", [("nsp",), ("classifier",), ("mlm", "nsp")])
 def test_pooler_needed(heads):
     with pytest.raises(ValueError, match="pooler"):
         BertWithHeads(CONFIGS["tiny"], heads, add_pooling_layer=False)
@@ -223,11 +223,11 @@ def test_classifier_dropout():
     """classifier_dropout applies to the pooled output before the classifier; None means hidden_dropout_prob."""
     config = CONFIGS["tiny"].replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                      classifier_dropout=0.5)
-    model = ours_with_heads(config, ("cls",), seed=26).train()
+    model = ours_with_heads(config, ("classifier",), seed=26).train()
     inputs = batch(config, seed=26)
     with torch.no_grad():
         a, b = model(**inputs), model(**inputs)
     assert torch.equal(a.encoder.pooler_output, b.encoder.pooler_output)
     assert not torch.allclose(a.classifier.logits, b.classifier.logits)
-    fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), ("cls",))
+    fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), ("classifier",))
     assert fallback.dropout.p == 0.25

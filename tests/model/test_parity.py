@@ -143,7 +143,7 @@ def test_question_answering_parity(name):
 @pytest.mark.parametrize("name, num_labels", [("odd", 3), ("tiny", 2), ("relu", 1)])
 def test_sequence_classification_parity(name, num_labels):
     config = CONFIGS[name].replace(id2label={i: f"L{i}" for i in range(num_labels)}, classifier_dropout=0.3)
-    ours = ours_with_heads(config, ("cls",), seed=6)
+    ours = ours_with_heads(config, ("classifier",), seed=6)
     theirs = hf_copy(ours, transformers.BertForSequenceClassification)
     inputs = batch(config, seq_len=9, seed=6)
     if num_labels == 1:
@@ -156,5 +156,6 @@ def test_sequence_classification_parity(name, num_labels):
     check(f"{name} classification logits", a.classifier.logits, b.logits, PARITY)
     check(f"{name} classification loss", a.classifier.loss, b.loss, PARITY)
     check(f"{name} classification loss (total)", a.loss, b.loss, PARITY)
-    check(f"{name} pooler", a.encoder.pooler_output, torch.tanh(theirs.bert.pooler.dense(b.hidden_states[-1][:, 0])), PARITY)
+    pooled = torch.tanh(theirs.bert.pooler.dense(b.hidden_states[-1][:, 0]))     # (B, H)
+    check(f"{name} pooler", a.encoder.pooler_output, pooled, PARITY)
     compare_encoder(name, a.encoder, b, config.num_hidden_layers)

@@ -104,7 +104,7 @@ def test_data_and_heads_must_fit_the_task(qa_data, make_config, tiny_tokenizer, 
     with pytest.raises(ValueError, match="not pretraining data"):
         Trainer(model, None, qa_data(), None, TrainingConfig(batch_size=8, max_seq_length=64), tmp_path)
     with pytest.raises(ValueError, match="not classification features"):
-        Trainer(BertWithHeads(make_config(), heads=("cls",)), None, qa_data(), None,
+        Trainer(BertWithHeads(make_config(), heads=("classifier",)), None, qa_data(), None,
                 qa_config(task="classification"), tmp_path)
     with pytest.raises(ValueError, match="batch_size=4 but the training config says 8"):
         Trainer(BertWithHeads(make_config(), heads=("qa",)), None, qa_data(4), None, qa_config(), tmp_path)

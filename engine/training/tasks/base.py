@@ -113,7 +113,8 @@ def freeze_unused(model: BertWithHeads, heads: Sequence[str], uses_pooler: bool)
     MLM decoder weight is the word-embedding matrix and belongs to the encoder, not to the head."""
     parts = {"mlm": lambda: [*model.cls.predictions.transform.parameters(), model.cls.predictions.bias],
              "nsp": lambda: list(model.cls.seq_relationship.parameters()),
-             "qa": lambda: list(model.qa_outputs.parameters()), "cls": lambda: list(model.classifier.parameters())}
+             "qa": lambda: list(model.qa_outputs.parameters()),
+             "classifier": lambda: list(model.classifier.parameters())}
     unused = [p for head in model.heads if head not in heads for p in parts[head]()]
     if model.has_pooler and not uses_pooler:
         unused += list(model.bert.pooler.parameters())

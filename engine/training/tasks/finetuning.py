@@ -6,7 +6,7 @@ feature of the accumulated step, as one big batch would give.
 * QA: loss = (CE(start) + CE(end)) / 2 as ``BertForQuestionAnswering``; metrics ``qa_loss``,
   ``start_acc``, ``end_acc`` (argmax = the labelled token) and ``span_acc`` (both right).
 * Classification: cross-entropy on the pooled output (``BertForSequenceClassification``);
-  metrics ``cls_loss`` and ``accuracy``.
+  metrics ``classification_loss`` and ``accuracy``.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from engine.model.outputs import HeadsOutput
 from engine.training.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
 
-_HEAD_NAMES = {"qa": "question-answering (span)", "cls": "sequence-classification"}
+_HEAD_NAMES = {"qa": "question-answering (span)", "classifier": "sequence-classification"}
 
 
 class _FeatureTask(TrainingTask):
@@ -81,8 +81,8 @@ class QATask(_FeatureTask):
 class ClassificationTask(_FeatureTask):
     """A class per text (pair) from the pooled [CLS] vector."""
 
-    name, head = "classification", "cls"
-    stat_names = ("cls_loss_sum", "correct")
+    name, head = "classification", "classifier"
+    stat_names = ("classification_loss_sum", "correct")
 
     def uses_pooler(self, config: TrainingConfig) -> bool:
         return True
@@ -99,7 +99,7 @@ class ClassificationTask(_FeatureTask):
 
     def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> HeadsOutput:
         return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
-                   class_labels=batch.class_labels, compute=("cls",))
+                   class_labels=batch.class_labels, compute=("classifier",))
 
     def losses(self, out: HeadsOutput) -> list[torch.Tensor]:
         return [out.classifier.loss]
@@ -112,4 +112,4 @@ class ClassificationTask(_FeatureTask):
 
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         n = max(1, totals[0])
-        return {"cls_loss": sums[0] / n, "accuracy": sums[1] / n}
+        return {"classification_loss": sums[0] / n, "accuracy": sums[1] / n}
