@@ -1,4 +1,5 @@
-"""Extractive question answering with the Hugging Face QA pipeline's rules (DESIGN.md section 7).
+"""Extractive question answering with the Hugging Face QA pipeline's rules
+(docs/ARCHITECTURE.md, "Extractive QA rules").
 
 `select_spans` scores the spans of one window; `answer` / `answer_details` encode a
 question and a context into ``doc_stride`` windows, run the QA head on all of them in one

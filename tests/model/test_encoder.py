@@ -1,4 +1,4 @@
-"""The encoder against its definition (DESIGN.md section 3): the two attention paths, padding,
+"""The encoder against its definition: the two attention paths, padding,
 head_mask, initialisation, dropout, and inference following weight changes.
 
 Set BERT_TEST_DIFFS=1 and run with ``-s`` to print the largest difference of every comparison.

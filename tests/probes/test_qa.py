@@ -1,6 +1,6 @@
-"""Extractive QA (DESIGN.md section 7): span selection on hand-made logits equals the
-`transformers` QA pipeline's rules (the issue's example, a brute-force reference and a
-transcription of the pipeline's own numpy steps); `answer` on a tiny random model maps
+"""Extractive QA (docs/ARCHITECTURE.md, "Extractive QA rules"): span selection on hand-made
+logits equals the `transformers` QA pipeline's rules (the issue's example, a brute-force
+reference and a transcription of the pipeline's own numpy steps); `answer` on a tiny random model maps
 spans to context characters, windows long contexts, merges windows, handles the null
 answer and validates its inputs as the pipeline does."""
 from __future__ import annotations
