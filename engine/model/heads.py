@@ -173,7 +173,7 @@ class BertWithHeads(nn.Module):
     def next_sentence(self, pooled: torch.Tensor, label: torch.Tensor | None = None) -> NextSentenceOutput:
         """IsNext / NotNext logits (B, 2) from the pooled output (B, H)."""
         logits = self.cls.seq_relationship(pooled)                       # (B, 2)
-        loss = F.cross_entropy(logits, label.view(-1)) if label is not None else None
+        loss = F.cross_entropy(logits, label.view(-1)) if label is not None else None   # label (B,)
         return NextSentenceOutput(logits=logits, loss=loss)
 
     def answer_span(self, hidden: torch.Tensor, start: torch.Tensor | None = None,
@@ -185,8 +185,8 @@ class BertWithHeads(nn.Module):
         if start is not None and end is not None:
             # As transformers: positions outside the sequence are clamped to S and ignored.
             seq_len = out.start_logits.size(1)
-            start = start.view(-1).clamp(0, seq_len)
-            end = end.view(-1).clamp(0, seq_len)
+            start = start.view(-1).clamp(0, seq_len)                     # (B,)
+            end = end.view(-1).clamp(0, seq_len)                         # (B,)
             out.loss = (F.cross_entropy(out.start_logits, start, ignore_index=seq_len)
                         + F.cross_entropy(out.end_logits, end, ignore_index=seq_len)) / 2
         return out
@@ -197,9 +197,9 @@ class BertWithHeads(nn.Module):
         loss = None
         if labels is not None:
             if self.config.num_labels == 1:
-                loss = F.mse_loss(logits.view(-1), labels.view(-1).to(logits.dtype))
+                loss = F.mse_loss(logits.view(-1), labels.view(-1).to(logits.dtype))         # (B,), (B,)
             else:
-                loss = F.cross_entropy(logits.view(-1, self.config.num_labels), labels.view(-1))
+                loss = F.cross_entropy(logits.view(-1, self.config.num_labels), labels.view(-1))  # (B, C), (B,)
         return ClassificationOutput(logits=logits, loss=loss)
 
 
