@@ -187,8 +187,8 @@ def loss_difference(ours: BertWithHeads, theirs, batch: dict[str, torch.Tensor])
         logits = b.prediction_logits.view(-1, b.prediction_logits.size(-1))
         mlm = torch.nn.functional.cross_entropy(logits, batch["labels"].view(-1))
         nsp = torch.nn.functional.cross_entropy(b.seq_relationship_logits, batch["next_sentence_label"])
-        diff = max(abs(a.loss.item() - b.loss.item()), abs(a.mlm_loss.item() - mlm.item()),
-                   abs(a.nsp_loss.item() - nsp.item()))
+        diff = max(abs(a.loss.item() - b.loss.item()), abs(a.mlm.loss.item() - mlm.item()),
+                   abs(a.nsp.loss.item() - nsp.item()))
     ours.train()
     theirs.train()
     return diff

@@ -13,7 +13,7 @@ from reference import hf_config, max_diff, randomize_
 
 
 PARITY = 1e-5
-ALL_HEADS = ("mlm", "nsp", "qa", "cls")
+ALL_HEADS = ("mlm", "nsp", "qa", "classifier")
 THREE_LABELS = {0: "negative", 1: "neutral", 2: "positive"}
 
 # transformers class -> (our heads it carries, has pooler)
@@ -22,7 +22,7 @@ HF_CLASSES = {
     "BertForPreTraining": (("mlm", "nsp"), True),
     "BertForMaskedLM": (("mlm",), False),
     "BertForQuestionAnswering": (("qa",), False),
-    "BertForSequenceClassification": (("cls",), True),
+    "BertForSequenceClassification": (("classifier",), True),
     "BertForNextSentencePrediction": (("nsp",), True),
 }
 
@@ -38,21 +38,27 @@ def compare(ours: torch.nn.Module, hf: torch.nn.Module, hf_class: str, inputs: d
     """Largest |ours - transformers| for every output the class has; asserts each <= PARITY."""
     mine, theirs = ours(**inputs), hf.eval()(**inputs)
     pairs = {
-        "BertModel": [("last_hidden_state", "last_hidden_state"), ("pooler_output", "pooler_output")],
-        "BertForPreTraining": [("prediction_logits", "prediction_logits"),
-                               ("seq_relationship_logits", "seq_relationship_logits")],
-        "BertForMaskedLM": [("prediction_logits", "logits")],
-        "BertForNextSentencePrediction": [("seq_relationship_logits", "logits")],
-        "BertForQuestionAnswering": [("start_logits", "start_logits"), ("end_logits", "end_logits")],
-        "BertForSequenceClassification": [("logits", "logits")],
+        "BertModel": [("encoder.last_hidden_state", "last_hidden_state"), ("encoder.pooler_output", "pooler_output")],
+        "BertForPreTraining": [("mlm.logits", "prediction_logits"), ("nsp.logits", "seq_relationship_logits")],
+        "BertForMaskedLM": [("mlm.logits", "logits")],
+        "BertForNextSentencePrediction": [("nsp.logits", "logits")],
+        "BertForQuestionAnswering": [("qa.start_logits", "start_logits"), ("qa.end_logits", "end_logits")],
+        "BertForSequenceClassification": [("classifier.logits", "logits")],
     }[hf_class]
     diffs = {}
     for our_name, hf_name in pairs:
-        a, b = getattr(mine, our_name), getattr(theirs, hf_name)
+        a, b = read_output(mine, our_name), getattr(theirs, hf_name)
         assert a is not None, f"our model gave no {our_name}"
         diffs[our_name] = max_diff(a, b)
         assert diffs[our_name] <= PARITY, f"{hf_class}.{hf_name} differs from ours by {diffs[our_name]:.2e}"
     return diffs
+
+
+def read_output(out, dotted: str):
+    """``read_output(out, "mlm.logits")`` is ``out.mlm.logits``, or None when the head did not run."""
+    for name in dotted.split("."):
+        out = getattr(out, name) if out is not None else None
+    return out
 
 
 def hf_load(hf_class: str, directory: Path):

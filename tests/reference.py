@@ -132,6 +132,7 @@ def mlm_labels(inputs: dict[str, torch.Tensor], vocab_size: int, seed: int = 1, 
 
 
 def compare_encoder(label: str, ours, theirs, hidden_layers: int) -> None:
+    """Every layer's hidden states and attentions: ``ours`` an ``EncoderOutput``, ``theirs`` transformers' output."""
     assert len(ours.hidden_states) == len(theirs.hidden_states) == hidden_layers + 1
     for i, (a, b) in enumerate(zip(ours.hidden_states, theirs.hidden_states)):
         check(f"{label} hidden_states[{i}]", a, b, PARITY)

@@ -31,7 +31,7 @@ from engine.text.tokenizer import WordPieceTokenizer
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_MODEL_DIR = ASSETS / "default-model"
 HEAD_NAMES = {"mlm": "masked-LM", "nsp": "next-sentence", "qa": "question-answering (span)",
-              "cls": "sequence-classification"}
+              "classifier": "sequence-classification"}
 # Hidden work names next to a target ``name``: ``.name.tmp-PID-xxxx`` (being assembled),
 # ``.name.old-PID`` (the replaced version, during a swap), ``.name.del-PID`` (being deleted).
 _WORK_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|del)-(?P<pid>\d+)(?:-.*)?$")
@@ -110,11 +110,11 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     state, ignored = normalise_keys(read_weights(directory))
     state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
     heads, has_pooler = detect_heads(state)
-    if "cls" in heads:
+    if "classifier" in heads:
         num_labels = state["classifier.weight"].shape[0]
         if num_labels != config.num_labels:
             config = config.replace(id2label={i: f"LABEL_{i}" for i in range(num_labels)})
-    if ("nsp" in heads or "cls" in heads) and not has_pooler:
+    if ("nsp" in heads or "classifier" in heads) and not has_pooler:
         raise ValueError(f"{directory}: the checkpoint has an NSP/classification head but no pooler weights")
     model = BertWithHeads(config, heads=heads, add_pooling_layer=has_pooler)
     expected = {k for k in model.state_dict() if k != "cls.predictions.decoder.weight"}
@@ -201,7 +201,7 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
     for name in architectures:
         needed = {"BertForPreTraining": ("mlm", "nsp"), "BertForMaskedLM": ("mlm",),
                   "BertForNextSentencePrediction": ("nsp",), "BertForQuestionAnswering": ("qa",),
-                  "BertForSequenceClassification": ("cls",)}.get(name, ())
+                  "BertForSequenceClassification": ("classifier",)}.get(name, ())
         absent = [h for h in needed if h not in model.heads]
         if absent or (name in ("BertForPreTraining", "BertForNextSentencePrediction",
                                "BertForSequenceClassification", "BertModel") and not model.has_pooler):

@@ -18,12 +18,12 @@ ARCHITECTURES: dict[str, tuple[tuple[str, ...], bool]] = {
     "BertForMaskedLM": (("mlm",), False),
     "BertForNextSentencePrediction": (("nsp",), True),
     "BertForQuestionAnswering": (("qa",), False),
-    "BertForSequenceClassification": (("cls",), True),
+    "BertForSequenceClassification": (("classifier",), True),
     "BertModel": ((), True),
 }
 
 _HEAD_PREFIXES = {"mlm": "cls.predictions.", "nsp": "cls.seq_relationship.", "qa": "qa_outputs.",
-                  "cls": "classifier."}
+                  "classifier": "classifier."}
 _ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
 # Keys that carry no information of their own: buffers and the tied decoder weight.
 _DERIVED = {"bert.embeddings.position_ids", "bert.embeddings.token_type_ids", "cls.predictions.decoder.weight"}
@@ -69,7 +69,7 @@ def architectures_for(heads: tuple[str, ...]) -> list[str]:
         names.append("BertForNextSentencePrediction")
     if "qa" in heads:
         names.append("BertForQuestionAnswering")
-    if "cls" in heads:
+    if "classifier" in heads:
         names.append("BertForSequenceClassification")
     return names or ["BertModel"]
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.model.config import BertConfig
-from engine.model.outputs import BertForwardOutput
+from engine.model.outputs import EncoderOutput
 
 
 def activation(name: str):
@@ -68,19 +68,12 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(word + token_type + position))  # (B, S, H)
 
 
-def _weight_bias(linear: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """A Linear's parameters by dict lookup: ``module.weight`` costs ~1 us of nn.Module machinery."""
-    params = linear._parameters
-    return params["weight"], params["bias"]
-
-
 class BertSelfAttention(nn.Module):
     """Multi-head scaled dot-product attention over Q, K, V projections (with bias).
 
-    Q, K and V are computed with one GEMM over the stacked weights [Wq; Wk; Wv]: a
-    differentiable concatenation when gradients are on (training), a cached copy
-    without them (inference, probing), rebuilt whenever any of the six tensors changes
-    in value (optimizer step, load_state_dict), place (``.to``) or identity.
+    Three separate projections: one GEMM over a concatenated [Wq; Wk; Wv] was measured no
+    faster on CPU (bench/inference.py's cases, paired runs), and a cached concatenation
+    would have to be invalidated whenever a weight changes.
     """
 
     def __init__(self, config: BertConfig) -> None:
@@ -92,26 +85,17 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout_prob = config.attention_probs_dropout_prob
 
-    def fused_qkv(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """[Wq; Wk; Wv] (3H, H) and [bq; bk; bv] (3H,)."""
-        modules = self._modules
-        (wq, bq), (wk, bk), (wv, bv) = (_weight_bias(modules[name]) for name in ("query", "key", "value"))
-        if torch.is_grad_enabled():
-            return torch.cat((wq, wk, wv)), torch.cat((bq, bk, bv))
-        stamp = tuple((t.data_ptr(), t._version, t.dtype) for t in (wq, wk, wv, bq, bk, bv))
-        cached = self.__dict__.get("_qkv_cache")
-        if cached is None or cached[0] != stamp:
-            cached = (stamp, torch.cat((wq, wk, wv)), torch.cat((bq, bk, bv)))
-            self.__dict__["_qkv_cache"] = cached
-        return cached[1], cached[2]
+    def _heads(self, hidden: torch.Tensor, projection: nn.Linear) -> torch.Tensor:
+        """One projection split into heads: (B, S, H) -> (B, nh, S, hd)."""
+        batch, seq_len, _ = hidden.shape
+        projected = F.linear(hidden, projection.weight, projection.bias)                # (B, S, H)
+        return projected.view(batch, seq_len, self.num_heads, self.head_size).transpose(1, 2)  # (B, nh, S, hd)
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
                 explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Context (B, S, H); with ``explicit`` also probs/scores/queries/keys for probing."""
         batch, seq_len, hidden_size = hidden.shape
-        weight, bias = self.fused_qkv()
-        qkv = F.linear(hidden, weight, bias).view(batch, seq_len, 3, self.num_heads, self.head_size)  # (B, S, 3, nh, hd)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)  # 3 x (B, nh, S, hd)
+        q, k, v = (self._heads(hidden, p) for p in (self.query, self.key, self.value))  # 3 x (B, nh, S, hd)
         dropout = self.dropout_prob if self.training else 0.0
         probes: dict[str, torch.Tensor] = {}
         if explicit:
@@ -148,12 +132,11 @@ class BertDenseResidualNorm(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        modules = self._modules
-        out = F.linear(x, *_weight_bias(modules["dense"]))  # (B, S, H)
+        out = F.linear(x, self.dense.weight, self.dense.bias)  # (B, S, H)
         if self.training:
-            out = F.dropout(out, p=modules["dropout"].p, training=True)
-        norm = modules["LayerNorm"]
-        return F.layer_norm(out + residual, norm.normalized_shape, *_weight_bias(norm), norm.eps)
+            out = F.dropout(out, p=self.dropout.p, training=True)
+        norm = self.LayerNorm
+        return F.layer_norm(out + residual, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
 
 
 class BertAttention(nn.Module):
@@ -172,7 +155,7 @@ class BertIntermediate(nn.Module):
         self.act = activation(config.hidden_act)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.act(F.linear(hidden, *_weight_bias(self._modules["dense"])))  # (B, S, I)
+        return self.act(F.linear(hidden, self.dense.weight, self.dense.bias))  # (B, S, I)
 
 
 class BertLayer(nn.Module):
@@ -191,12 +174,10 @@ class BertLayer(nn.Module):
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
                 explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        modules = self._modules
-        attention = modules["attention"]._modules
-        context, probes = attention["self"](hidden, mask, head_mask, explicit)
-        attended = attention["output"].forward(context, hidden)                      # (B, S, H)
-        expanded = modules["intermediate"].forward(attended)                         # (B, S, I)
-        return modules["output"].forward(expanded, attended), probes
+        context, probes = self.attention.self(hidden, mask, head_mask, explicit)
+        attended = self.attention.output.forward(context, hidden)                    # (B, S, H)
+        expanded = self.intermediate.forward(attended)                               # (B, S, I)
+        return self.output.forward(expanded, attended), probes
 
 
 class BertEncoder(nn.Module):
@@ -249,7 +230,7 @@ class BertModel(nn.Module):
         output_attentions: bool = False,
         output_hidden_states: bool = False,
         output_qk: bool = False,
-    ) -> BertForwardOutput:
+    ) -> EncoderOutput:
         """Encode a batch. ``output_attentions``/``output_qk`` take the explicit attention path."""
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, S, H)
         mask = additive_attention_mask(attention_mask, hidden.dtype)        # (B, 1, 1, S) or None
@@ -266,7 +247,7 @@ class BertModel(nn.Module):
                 collected[name].append(value)
             if all_hidden is not None:
                 all_hidden.append(hidden)
-        return BertForwardOutput(
+        return EncoderOutput(
             last_hidden_state=hidden,
             pooler_output=self.pooler(hidden) if self.pooler is not None else None,
             hidden_states=tuple(all_hidden) if all_hidden is not None else None,

@@ -1,10 +1,14 @@
 """Task heads on top of the encoder, and the model that carries any subset of them.
 
-Heads and their Hugging Face parameter names:
-  mlm  cls.predictions.{transform.dense, transform.LayerNorm, bias}; decoder tied to word embeddings
-  nsp  cls.seq_relationship
-  qa   qa_outputs                 (start/end logits per token)
-  cls  classifier                 (sequence classification on the pooled output)
+Heads (the names in ``HEADS``) and their Hugging Face parameter names:
+  mlm         cls.predictions.{transform.dense, transform.LayerNorm, bias}; decoder tied to word embeddings
+  nsp         cls.seq_relationship
+  qa          qa_outputs      (start/end logits per token)
+  classifier  classifier      (sequence classification on the pooled output)
+
+In this project ``cls`` means the [CLS] token, with one exception: the module ``cls``
+(``BertForPreTraining.cls.predictions``, ``cls.seq_relationship``) keeps Hugging Face's
+name, because checkpoints are read and written with HF's parameter keys.
 """
 from __future__ import annotations
 
@@ -14,9 +18,12 @@ from torch import nn
 
 from engine.model.config import BertConfig
 from engine.model.encoder import BertModel, activation, init_bert_weights
-from engine.model.outputs import BertForwardOutput
+from engine.model.outputs import (
+    ClassificationOutput, HeadsOutput, MaskedLMOutput, NextSentenceOutput, SpanOutput,
+)
 
-HEADS = ("mlm", "nsp", "qa", "cls")
+HEADS = ("mlm", "nsp", "qa", "classifier")
+POOLED_HEADS = ("nsp", "classifier")     # heads that read the pooled [CLS] vector
 IGNORE_INDEX = -100
 
 
@@ -48,7 +55,7 @@ class BertLMPredictionHead(nn.Module):
 
 
 class BertHeadsContainer(nn.Module):
-    """HF's ``cls`` module: holds ``predictions`` (MLM) and/or ``seq_relationship`` (NSP)."""
+    """HF's ``cls`` module (the name is HF's, see above): ``predictions`` (MLM) and/or ``seq_relationship`` (NSP)."""
 
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding, mlm: bool, nsp: bool) -> None:
         super().__init__()
@@ -73,16 +80,17 @@ class BertWithHeads(nn.Module):
             raise ValueError(f"unknown heads {sorted(unknown)}; choose from {HEADS}")
         self.config = config
         self.heads = tuple(h for h in HEADS if h in heads)
+        pooled = any(h in heads for h in POOLED_HEADS)
         if add_pooling_layer is None:
-            add_pooling_layer = "nsp" in heads or "cls" in heads or not heads
-        if not add_pooling_layer and ("nsp" in heads or "cls" in heads):
+            add_pooling_layer = pooled or not heads
+        if not add_pooling_layer and pooled:
             raise ValueError("the NSP and classification heads need the pooler")
         self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
         if "mlm" in heads or "nsp" in heads:
             self.cls = BertHeadsContainer(config, self.bert.embeddings.word_embeddings, "mlm" in heads, "nsp" in heads)
         if "qa" in heads:
             self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        if "cls" in heads:
+        if "classifier" in heads:
             dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
             self.dropout = nn.Dropout(dropout)
             self.classifier = nn.Linear(config.hidden_size, config.num_labels)
@@ -115,77 +123,88 @@ class BertWithHeads(nn.Module):
         end_positions: torch.Tensor | None = None,
         class_labels: torch.Tensor | None = None,
         sparse_mlm: bool = False,
+        mlm_positions: torch.Tensor | None = None,
         compute: tuple[str, ...] | None = None,
-    ) -> BertForwardOutput:
-        """Run the encoder and the heads in ``compute`` (default: all the model has).
+    ) -> HeadsOutput:
+        """Run the encoder and the heads in ``compute`` (default: all the model has; ``()``: none).
 
-        ``labels`` (B, S) holds original ids at masked positions and -100 elsewhere. With
-        ``sparse_mlm`` the MLM head runs only where labels != -100 (``masked_logits``),
-        which gives the same loss as the dense cross-entropy at a fraction of the cost.
+        ``labels`` (B, S) holds original ids at masked positions and -100 elsewhere. The MLM
+        head runs at every position unless ``mlm_positions`` (B, S) bool picks some, or
+        ``sparse_mlm`` picks the labelled ones (same loss as dense, a fraction of the cost).
         """
         compute = self.heads if compute is None else tuple(h for h in compute if h in self.heads)
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
-                        output_attentions, output_hidden_states, output_qk)
-        hidden, pooled = out.last_hidden_state, out.pooler_output  # (B, S, H), (B, H)
-        losses: list[torch.Tensor] = []
+        encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
+                            output_attentions, output_hidden_states, output_qk)
+        hidden, pooled = encoded.last_hidden_state, encoded.pooler_output  # (B, S, H), (B, H)
+        out = HeadsOutput(encoder=encoded)
         if "mlm" in compute:
-            self._mlm(out, hidden, labels, sparse_mlm)
-            if out.mlm_loss is not None:
-                losses.append(out.mlm_loss)
+            if mlm_positions is None and sparse_mlm and labels is not None:
+                mlm_positions = labels != IGNORE_INDEX                     # (B, S)
+            out.mlm = self.masked_lm(hidden, labels, mlm_positions)
         if "nsp" in compute:
-            out.seq_relationship_logits = self.cls.seq_relationship(pooled)  # (B, 2)
-            if next_sentence_label is not None:
-                out.nsp_loss = F.cross_entropy(out.seq_relationship_logits, next_sentence_label.view(-1))
-                losses.append(out.nsp_loss)
+            out.nsp = self.next_sentence(pooled, next_sentence_label)
         if "qa" in compute:
-            self._qa(out, hidden, start_positions, end_positions)
-            if out.qa_loss is not None:
-                losses.append(out.qa_loss)
-        if "cls" in compute:
-            out.logits = self.classifier(self.dropout(pooled))  # (B, num_labels)
-            if class_labels is not None:
-                out.classification_loss = self._classification_loss(out.logits, class_labels)
-                losses.append(out.classification_loss)
+            out.qa = self.answer_span(hidden, start_positions, end_positions)
+        if "classifier" in compute:
+            out.classifier = self.classify(pooled, class_labels)
+        losses = [r.loss for r in (out.mlm, out.nsp, out.qa, out.classifier) if r is not None and r.loss is not None]
         if losses:
             out.loss = torch.stack(losses).sum()
         return out
 
-    def _mlm(self, out: BertForwardOutput, hidden: torch.Tensor, labels: torch.Tensor | None, sparse: bool) -> None:
-        head = self.cls.predictions
-        if sparse and labels is not None:
-            chosen = labels != IGNORE_INDEX                      # (B, S)
-            out.masked_positions = chosen.nonzero()              # (N, 2)
-            out.masked_logits = head(hidden[chosen])             # (N, H) -> (N, V)
-            targets = labels[chosen]                             # (N,)
-            out.mlm_loss = _mean_cross_entropy(out.masked_logits, targets)
-            return
-        out.prediction_logits = head(hidden)                     # (B, S, V)
-        if labels is not None:
-            flat = out.prediction_logits.view(-1, out.prediction_logits.size(-1))  # (B*S, V)
-            chosen = labels.view(-1) != IGNORE_INDEX
-            out.mlm_loss = _mean_cross_entropy(flat[chosen], labels.view(-1)[chosen])
+    def masked_lm(self, hidden: torch.Tensor, labels: torch.Tensor | None = None,
+                  positions: torch.Tensor | None = None) -> MaskedLMOutput:
+        """MLM logits from the last hidden state (B, S, H): everywhere, or only where ``positions`` (B, S) is True.
 
-    def _qa(self, out: BertForwardOutput, hidden: torch.Tensor, start: torch.Tensor | None,
-            end: torch.Tensor | None) -> None:
-        start_end = self.qa_outputs(hidden)                      # (B, S, 2)
-        out.start_logits = start_end[..., 0].contiguous()       # (B, S)
-        out.end_logits = start_end[..., 1].contiguous()         # (B, S)
+        The loss is the mean cross-entropy over the positions with a label (not -100).
+        """
+        head = self.cls.predictions
+        if positions is not None:
+            rows = positions.nonzero()                                   # (N, 2)
+            logits = head(hidden[positions])                             # (N, H) -> (N, V)
+            loss = _mean_cross_entropy(logits, labels[positions]) if labels is not None else None   # (N,) targets
+            return MaskedLMOutput(logits=logits, positions=rows, loss=loss)
+        logits = head(hidden)                                            # (B, S, V)
+        loss = None
+        if labels is not None:
+            loss = _mean_cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))   # (B*S, V), (B*S,)
+        return MaskedLMOutput(logits=logits, loss=loss)
+
+    def next_sentence(self, pooled: torch.Tensor, label: torch.Tensor | None = None) -> NextSentenceOutput:
+        """IsNext / NotNext logits (B, 2) from the pooled output (B, H)."""
+        logits = self.cls.seq_relationship(pooled)                       # (B, 2)
+        loss = F.cross_entropy(logits, label.view(-1)) if label is not None else None   # label (B,)
+        return NextSentenceOutput(logits=logits, loss=loss)
+
+    def answer_span(self, hidden: torch.Tensor, start: torch.Tensor | None = None,
+                    end: torch.Tensor | None = None) -> SpanOutput:
+        """Start and end logits (B, S) from the last hidden state (B, S, H); loss as ``BertForQuestionAnswering``."""
+        start_end = self.qa_outputs(hidden)                              # (B, S, 2)
+        out = SpanOutput(start_logits=start_end[..., 0].contiguous(),   # (B, S)
+                         end_logits=start_end[..., 1].contiguous())     # (B, S)
         if start is not None and end is not None:
             # As transformers: positions outside the sequence are clamped to S and ignored.
             seq_len = out.start_logits.size(1)
-            start = start.view(-1).clamp(0, seq_len)
-            end = end.view(-1).clamp(0, seq_len)
-            out.qa_loss = (F.cross_entropy(out.start_logits, start, ignore_index=seq_len)
-                           + F.cross_entropy(out.end_logits, end, ignore_index=seq_len)) / 2
+            start = start.view(-1).clamp(0, seq_len)                     # (B,)
+            end = end.view(-1).clamp(0, seq_len)                         # (B,)
+            out.loss = (F.cross_entropy(out.start_logits, start, ignore_index=seq_len)
+                        + F.cross_entropy(out.end_logits, end, ignore_index=seq_len)) / 2
+        return out
 
-    def _classification_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        if self.config.num_labels == 1:  # regression, as transformers
-            return F.mse_loss(logits.view(-1), labels.view(-1).to(logits.dtype))
-        return F.cross_entropy(logits.view(-1, self.config.num_labels), labels.view(-1))
+    def classify(self, pooled: torch.Tensor, labels: torch.Tensor | None = None) -> ClassificationOutput:
+        """Class logits (B, num_labels) from the pooled output (B, H); MSE when num_labels == 1, as transformers."""
+        logits = self.classifier(self.dropout(pooled))                   # (B, num_labels)
+        loss = None
+        if labels is not None:
+            if self.config.num_labels == 1:
+                loss = F.mse_loss(logits.view(-1), labels.view(-1).to(logits.dtype))         # (B,), (B,)
+            else:
+                loss = F.cross_entropy(logits.view(-1, self.config.num_labels), labels.view(-1))  # (B, C), (B,)
+        return ClassificationOutput(logits=logits, loss=loss)
 
 
 def _mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy averaged over the rows; 0 (still attached to the graph) when there are none."""
-    if targets.numel() == 0:
-        return logits.sum() * 0.0
-    return F.cross_entropy(logits.float(), targets)
+    """Cross-entropy (N, V) vs (N,) averaged over the targets that are not -100 (no copy of the logits,
+    no host sync); 0, still attached to the graph, when there are none."""
+    total = F.cross_entropy(logits.float(), targets, ignore_index=IGNORE_INDEX, reduction="sum")
+    return total / (targets != IGNORE_INDEX).sum().clamp_min(1)

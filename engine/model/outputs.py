@@ -1,4 +1,17 @@
-"""What a forward pass returns: one dataclass, attribute names as in `transformers`."""
+"""What a forward pass returns: one small dataclass per purpose, as ``transformers.modeling_outputs``.
+
+* :class:`EncoderOutput` -- :class:`engine.model.encoder.BertModel` (``BaseModelOutputWithPooling``):
+  the last hidden state and pooled output, plus what probing asks for (every layer's hidden
+  states, attention probabilities, queries, keys and pre-softmax scores).
+* One result per head: :class:`MaskedLMOutput` (``MaskedLMOutput``),
+  :class:`NextSentenceOutput` (``NextSentencePredictorOutput``), :class:`SpanOutput`
+  (``QuestionAnsweringModelOutput``), :class:`ClassificationOutput` (``SequenceClassifierOutput``).
+* :class:`HeadsOutput` -- :class:`engine.model.heads.BertWithHeads`: the encoder output, the
+  result of each head that ran (``None`` for the others) and the summed loss.
+
+Shapes: B batch, S sequence, H hidden, nh heads, hd head size, V vocabulary, L layers,
+N masked positions. A loss is ``None`` when no labels were given.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,29 +20,64 @@ import torch
 
 
 @dataclass
-class BertForwardOutput:
-    """Outputs of :class:`engine.model.encoder.BertModel` / :class:`engine.model.heads.BertWithHeads`.
+class EncoderOutput:
+    """The encoder's output. The tuples are ``None`` unless the call asked for them."""
 
-    Shapes: B batch, S sequence, H hidden, nh heads, hd head size, V vocabulary, L layers.
-    Fields a call did not ask for (or a head the model lacks) are ``None``.
-    """
+    last_hidden_state: torch.Tensor                         # (B, S, H)
+    pooler_output: torch.Tensor | None = None               # (B, H); None for a model without the pooler
+    hidden_states: tuple[torch.Tensor, ...] | None = None   # L + 1 of (B, S, H), [0] embeddings; output_hidden_states
+    attentions: tuple[torch.Tensor, ...] | None = None      # L of (B, nh, S, S) softmax probabilities; output_attentions
+    queries: tuple[torch.Tensor, ...] | None = None         # L of (B, nh, S, hd); output_qk
+    keys: tuple[torch.Tensor, ...] | None = None            # L of (B, nh, S, hd); output_qk
+    attention_scores: tuple[torch.Tensor, ...] | None = None  # L of (B, nh, S, S), pre-softmax, masked; output_qk
 
-    last_hidden_state: torch.Tensor                      # (B, S, H)
-    pooler_output: torch.Tensor | None = None            # (B, H)
-    hidden_states: tuple[torch.Tensor, ...] | None = None  # L + 1 of (B, S, H); [0] = embeddings
-    attentions: tuple[torch.Tensor, ...] | None = None   # L of (B, nh, S, S), softmax probabilities
-    queries: tuple[torch.Tensor, ...] | None = None      # L of (B, nh, S, hd)
-    keys: tuple[torch.Tensor, ...] | None = None         # L of (B, nh, S, hd)
-    attention_scores: tuple[torch.Tensor, ...] | None = None  # L of (B, nh, S, S), pre-softmax, masked
-    prediction_logits: torch.Tensor | None = None        # (B, S, V) dense MLM logits
-    masked_positions: torch.Tensor | None = None         # (N, 2) [batch, position] rows (sparse MLM)
-    masked_logits: torch.Tensor | None = None            # (N, V) MLM logits at masked positions only
-    seq_relationship_logits: torch.Tensor | None = None  # (B, 2); index 0 = IsNext
-    start_logits: torch.Tensor | None = None             # (B, S)
-    end_logits: torch.Tensor | None = None               # (B, S)
-    logits: torch.Tensor | None = None                   # (B, num_labels)
-    loss: torch.Tensor | None = None                     # sum of the losses asked for (as transformers)
-    mlm_loss: torch.Tensor | None = None
-    nsp_loss: torch.Tensor | None = None
-    qa_loss: torch.Tensor | None = None
-    classification_loss: torch.Tensor | None = None
+
+@dataclass
+class MaskedLMOutput:
+    """Masked-LM logits over the vocabulary: at every position (dense) or at chosen ones (sparse)."""
+
+    logits: torch.Tensor                     # dense (B, S, V); sparse (N, V), row n at positions[n]
+    positions: torch.Tensor | None = None    # sparse only: (N, 2) [batch, position] rows, row-major order
+    loss: torch.Tensor | None = None         # mean cross-entropy over the labelled positions
+
+    @property
+    def sparse(self) -> bool:
+        """True when ``logits`` holds only the rows at ``positions``."""
+        return self.positions is not None
+
+
+@dataclass
+class NextSentenceOutput:
+    """Next-sentence prediction from the pooled [CLS] vector."""
+
+    logits: torch.Tensor                     # (B, 2); index 0 = IsNext
+    loss: torch.Tensor | None = None
+
+
+@dataclass
+class SpanOutput:
+    """Extractive QA: where the answer span starts and ends."""
+
+    start_logits: torch.Tensor               # (B, S)
+    end_logits: torch.Tensor                 # (B, S)
+    loss: torch.Tensor | None = None         # (CE(start) + CE(end)) / 2
+
+
+@dataclass
+class ClassificationOutput:
+    """Sequence classification (or regression when num_labels == 1) from the pooled [CLS] vector."""
+
+    logits: torch.Tensor                     # (B, num_labels)
+    loss: torch.Tensor | None = None
+
+
+@dataclass
+class HeadsOutput:
+    """A :class:`~engine.model.heads.BertWithHeads` pass: the encoder output and each head that ran."""
+
+    encoder: EncoderOutput
+    mlm: MaskedLMOutput | None = None
+    nsp: NextSentenceOutput | None = None
+    qa: SpanOutput | None = None
+    classifier: ClassificationOutput | None = None
+    loss: torch.Tensor | None = None         # sum of the heads' losses (as transformers); None without labels

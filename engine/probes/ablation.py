@@ -168,18 +168,18 @@ def _run(loaded: LoadedModel, ids: torch.Tensor, types: torch.Tensor, scored: li
         fills: list[MaskFill] = []
         is_next = None
         if mask_positions or use_nsp:
-            labels = torch.full_like(ids, IGNORE_INDEX)                        # (1, S)
-            labels[0, mask_positions] = tokenizer.mask_token_id               # select the [MASK] positions
+            at_masks = torch.zeros_like(ids, dtype=torch.bool)                 # (1, S): the [MASK] positions
+            at_masks[0, mask_positions] = True
             compute = ("mlm",) * bool(mask_positions) + ("nsp",) * use_nsp
             out = model(ids, attention_mask=torch.ones_like(ids), token_type_ids=types, head_mask=head_mask,
-                        labels=labels, sparse_mlm=True, compute=compute)
+                        mlm_positions=at_masks, compute=compute)
             if mask_positions:
-                probs = out.masked_logits.float().softmax(-1)                  # (M, V)
+                probs = out.mlm.logits.float().softmax(-1)                     # (M, V)
                 values, picks = probs.topk(min(top_k, probs.shape[-1]))        # (M, k)
                 for position, vals, idx in zip(mask_positions, values.tolist(), picks.tolist()):
                     fills.append(MaskFill(position, idx, [_piece(tokenizer, i) for i in idx], vals))
             if use_nsp:
-                is_next = float(out.seq_relationship_logits.float().softmax(-1)[0, 0])  # index 0 = IsNext
+                is_next = float(out.nsp.logits.float().softmax(-1)[0, 0])      # index 0 = IsNext
     return AblationRun(pll_loss=float(losses.mean()) if losses.size else None, token_losses=losses,
                        fills=fills, is_next=is_next)
 
@@ -201,11 +201,11 @@ def _pseudo_log_likelihood(model: torch.nn.Module, ids: torch.Tensor, types: tor
     out: list[torch.Tensor] = []
     for start in range(0, len(positions), chunk):
         part = slice(start, start + chunk)
-        result = model(copies[part], attention_mask=torch.ones_like(copies[part]), token_type_ids=copy_types[part],
-                       head_mask=head_mask, labels=labels[part], sparse_mlm=True, compute=("mlm",))
-        # masked_logits rows follow labels != -100 in row-major order: one per copy, in order.
-        targets = labels[part][labels[part] != IGNORE_INDEX]                  # (c,)
-        out.append(F.cross_entropy(result.masked_logits.float(), targets, reduction="none"))  # (c,)
+        chosen = labels[part] != IGNORE_INDEX                                 # (c, S): one position per copy
+        mlm = model(copies[part], attention_mask=torch.ones_like(copies[part]), token_type_ids=copy_types[part],
+                    head_mask=head_mask, mlm_positions=chosen, compute=("mlm",)).mlm
+        # the logits rows follow ``chosen`` in row-major order: one per copy, in order.
+        out.append(F.cross_entropy(mlm.logits.float(), labels[part][chosen], reduction="none"))  # (c,)
     return torch.cat(out).double().cpu().numpy()
 
 

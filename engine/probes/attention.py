@@ -135,9 +135,9 @@ def attention(loaded: LoadedModel, text: str, text_pair: str | None = None,
     encoding = encode_input(loaded, text, text_pair, max_length)
     ids, types = model_inputs(loaded, encoding)
     with torch.inference_mode():
-        out = loaded.model(ids, attention_mask=torch.ones_like(ids), token_type_ids=types,
-                           output_attentions=True, compute=())
-        probs = torch.stack([layer[0] for layer in out.attentions])           # L x (nh, S, S) -> (L, nh, S, S)
+        encoded = loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types,
+                                    output_attentions=True)
+        probs = torch.stack([layer[0] for layer in encoded.attentions])       # L x (nh, S, S) -> (L, nh, S, S)
         attentions = probs.float().cpu().numpy()
     cls_at, sep_at = special_positions(loaded, encoding)
     pair = text_pair if text_pair and text_pair.strip() else None

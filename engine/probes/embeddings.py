@@ -221,9 +221,9 @@ def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, lay
         word, position, segment = emb.parts(input_ids, token_type_ids, position_ids)  # 3 x (1, S, H)
         summed = word + segment + position                                     # (1, S, H), the forward's order
         output = emb.LayerNorm(summed)                                         # (1, S, H)
-        out = model(input_ids, attention_mask=torch.ones_like(input_ids), token_type_ids=token_type_ids,
-                    output_hidden_states=True, compute=())
-        hidden = torch.stack(out.hidden_states)[:, 0].float()                  # (L + 1, S, H)
+        encoded = model.bert(input_ids, attention_mask=torch.ones_like(input_ids), token_type_ids=token_type_ids,
+                             output_hidden_states=True)
+        hidden = torch.stack(encoded.hidden_states)[:, 0].float()              # (L + 1, S, H)
         output_max_diff = float((output[0] - hidden[0]).abs().max())
         parts = {"word": word[0], "position": position[0], "segment": segment[0], "sum": summed[0],
                  "output": output[0]}                                          # each (S, H)

@@ -34,7 +34,6 @@ from typing import Any, Sequence
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel, load
-from engine.model.heads import IGNORE_INDEX
 
 logger = logging.getLogger(__name__)
 
@@ -225,13 +224,12 @@ def _run(loaded: LoadedModel, text: str, top_k: int, targets: str | Sequence[str
     input_ids = torch.tensor([encoding.input_ids], device=device)              # (1, S)
     token_type_ids = torch.tensor([encoding.token_type_ids], device=device)    # (1, S)
     attention_mask = torch.ones_like(input_ids)                                # (1, S)
-    # Run the MLM head only at the masks: the sparse path takes positions where labels != -100.
-    select = torch.full_like(input_ids, IGNORE_INDEX)                          # (1, S)
-    select[0, positions] = tokenizer.mask_token_id
+    at_masks = torch.zeros_like(input_ids, dtype=torch.bool)                   # (1, S): run the MLM head only here
+    at_masks[0, positions] = True
     with torch.inference_mode():
-        out = model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                    labels=select, sparse_mlm=True, compute=("mlm",))
-        logits = out.masked_logits.float()                                      # (M, V), masks in text order
+        mlm = model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                    mlm_positions=at_masks, compute=("mlm",)).mlm
+        logits = mlm.logits.float()                                             # (M, V), masks in text order
         probs = logits.softmax(dim=-1)                                          # (M, V)
         entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum(-1)          # (M,)
         vocab_size = probs.shape[-1]

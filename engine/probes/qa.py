@@ -1,4 +1,5 @@
-"""Extractive question answering with the Hugging Face QA pipeline's rules (DESIGN.md section 7).
+"""Extractive question answering with the Hugging Face QA pipeline's rules
+(docs/ARCHITECTURE.md, "Extractive QA rules").
 
 `select_spans` scores the spans of one window; `answer` / `answer_details` encode a
 question and a context into ``doc_stride`` windows, run the QA head on all of them in one
@@ -239,9 +240,9 @@ def _run_qa_head(loaded: LoadedModel, windows: list[Encoding]) -> tuple[np.ndarr
     attention_mask = padded([w.attention_mask for w in windows], 0)         # (W, S)
     token_type_ids = padded([w.token_type_ids for w in windows], 0)         # (W, S)
     with torch.inference_mode():
-        out = loaded.model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
-                           compute=("qa",))
-    return out.start_logits.float().cpu().numpy(), out.end_logits.float().cpu().numpy()   # (W, S) each
+        span = loaded.model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+                            compute=("qa",)).qa
+    return span.start_logits.float().cpu().numpy(), span.end_logits.float().cpu().numpy()   # (W, S) each
 
 
 def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int = 1, max_answer_len: int = 15,

@@ -1,4 +1,4 @@
-"""The official SQuAD v1.1 evaluation: exact match and token F1 (DESIGN.md section 7).
+"""The official SQuAD v1.1 evaluation: exact match and token F1 (docs/ARCHITECTURE.md, "Extractive QA rules").
 
 Normalisation is the official script's: lowercase, remove punctuation, remove the
 articles a/an/the, collapse whitespace. Each question scores the best over its gold

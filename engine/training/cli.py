@@ -174,7 +174,7 @@ def fmt(value: Any, spec: str) -> str:
 SHOWN = {"pretraining": (("mlm_loss", ".4f"), ("nsp_loss", ".4f")),
          "qa": (("qa_loss", ".4f"), ("start_acc", ".3f"), ("end_acc", ".3f")),
          "qa_mlm": (("mlm_loss", ".4f"), ("qa_loss", ".4f"), ("start_acc", ".3f")),
-         "classification": (("cls_loss", ".4f"), ("accuracy", ".3f"))}
+         "classification": (("classification_loss", ".4f"), ("accuracy", ".3f"))}
 
 
 def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: JobSpec,

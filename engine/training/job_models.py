@@ -20,7 +20,7 @@ from engine.training.run_folder import RunFolder, resolve_checkpoint
 # task -> the heads it needs: the first is the one it trains (added fresh or replaced); the others are
 # added when the model lacks them
 TASK_HEADS = {"pretraining": ("mlm", "nsp"), "qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"),
-              "classification": ("cls",)}
+              "classification": ("classifier",)}
 Log = Callable[[str], None]
 
 
@@ -104,14 +104,14 @@ def finetuning_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | 
     heads = tuple(h for h in HEADS if h in loaded.heads or h in needed)
     config = loaded.config
     fresh = head not in loaded.heads
-    if head == "cls" and id2label is not None and config.id2label != id2label:
+    if head == "classifier" and id2label is not None and config.id2label != id2label:
         if not fresh:
             log(f"replacing the classifier of {loaded.source} (labels {list(config.id2label.values())}) "
                 f"with a new one for {list(id2label.values())}")
         fresh, config = True, config.replace(id2label=dict(id2label))
     torch.manual_seed(seed)
-    model = BertWithHeads(config, heads=heads, add_pooling_layer="nsp" in heads or "cls" in heads)
-    skip = {"qa": "qa_outputs.", "cls": "classifier."}[head] if fresh else None
+    model = BertWithHeads(config, heads=heads, add_pooling_layer="nsp" in heads or "classifier" in heads)
+    skip = {"qa": "qa_outputs.", "classifier": "classifier."}[head] if fresh else None
     _copy_weights(loaded, model, skip)
     if fresh:
         log(f"added a freshly initialised {head} head to {loaded.source} (heads: {', '.join(heads)})")

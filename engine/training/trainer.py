@@ -40,9 +40,8 @@ from engine.training.callbacks import CallbackList, FunctionCallback, TrainerCal
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
 from engine.training.optim import build_optimizer, build_scheduler, lr_factor
-from engine.model.outputs import BertForwardOutput
 from engine.training.tasks import build_datasets  # noqa: F401 (public here, as before tasks existed)
-from engine.training.tasks import TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
+from engine.training.tasks import TaskOutput, TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
 from engine.training.run_folder import RESUMABLE_FIELDS, CheckpointInfo, RunFolder, check_resume_changes
@@ -180,7 +179,7 @@ class Trainer:
         return self.last_metrics
 
     def _forward(self, batch: TrainBatch, net: torch.nn.Module | None = None,
-                 ) -> tuple[TrainBatch, BertForwardOutput]:
+                 ) -> tuple[TrainBatch, TaskOutput]:
         """Move a batch to the device and run ``net`` (default: the bare model) under the configured precision."""
         batch = batch.to(self.device, non_blocking=True)
         with self._autocast():

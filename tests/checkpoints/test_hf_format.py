@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 import engine
 import engine.checkpoints.hf_format as checkpoints
 from checkpoint_helpers import (
-    ALL_HEADS, HF_CLASSES, THREE_LABELS, assert_strict, compare, edit_config, hf_load, ours_model,
+    ALL_HEADS, HF_CLASSES, THREE_LABELS, assert_strict, compare, edit_config, hf_load, ours_model, read_output,
     siblings,
 )
 
@@ -28,7 +28,7 @@ EXPORTS = {
     # name: (heads, add_pooling_layer, architectures passed to save, transformers class)
     "pretraining": (("mlm", "nsp"), None, None, "BertForPreTraining"),
     "qa-no-pooler": (("qa",), False, None, "BertForQuestionAnswering"),
-    "cls-3-labels": (("cls",), None, None, "BertForSequenceClassification"),
+    "classifier-3-labels": (("classifier",), None, None, "BertForSequenceClassification"),
     "mlm-no-pooler": (("mlm",), False, None, "BertForMaskedLM"),
     "nsp": (("nsp",), None, None, "BertForNextSentencePrediction"),
     "encoder-only": ((), None, None, "BertModel"),
@@ -40,7 +40,7 @@ EXPORTS = {
 @pytest.mark.parametrize("name", EXPORTS)
 def test_export_loads_strictly_in_transformers_with_identical_outputs(name, make_config, inputs, tmp_path):
     heads, pooling, architectures, hf_class = EXPORTS[name]
-    config = make_config(id2label=THREE_LABELS) if "cls" in heads else make_config()
+    config = make_config(id2label=THREE_LABELS) if "classifier" in heads else make_config()
     model = ours_model(config, heads, pooling)
     out = engine.save(model, None, tmp_path / "export", architectures)
     assert out == tmp_path / "export"
@@ -244,7 +244,7 @@ def test_require_head(make_config, tmp_path):
         loaded.require_head("qa")
     assert "masked-LM" in str(info.value) and "next-sentence" in str(info.value)
     with pytest.raises(ValueError, match="no sequence-classification"):
-        loaded.require_head("cls")
+        loaded.require_head("classifier")
     bare = engine.load(engine.save(ours_model(make_config(), ()), None, tmp_path / "bare"))
     with pytest.raises(ValueError, match="no masked-LM head .* no heads"):
         bare.require_head("mlm")
@@ -318,8 +318,8 @@ def test_loaded_model_save_round_trip(make_config, tiny_tokenizer, inputs, tmp_p
     assert second.heads == ALL_HEADS and second.tokenizer.get_vocab() == tiny_tokenizer.get_vocab()
     with torch.no_grad():
         a, b = model(**inputs), second.model(**inputs)
-    for name in ("prediction_logits", "seq_relationship_logits", "start_logits", "end_logits", "logits"):
-        assert torch.equal(getattr(a, name), getattr(b, name)), name
+    for name in ("mlm.logits", "nsp.logits", "qa.start_logits", "qa.end_logits", "classifier.logits"):
+        assert torch.equal(read_output(a, name), read_output(b, name)), name
 
 
 def test_saved_directory_is_world_readable(tmp_path):

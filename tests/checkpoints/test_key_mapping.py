@@ -74,7 +74,7 @@ def test_foreign_keys_are_reported_as_ignored():
 
 
 def test_normalised_real_model_keys_are_identity(make_config):
-    model = BertWithHeads(make_config(), heads=("mlm", "nsp", "qa", "cls"))
+    model = BertWithHeads(make_config(), heads=("mlm", "nsp", "qa", "classifier"))
     state = model.state_dict()
     out, ignored = normalise_keys(state)
     assert ignored == []
@@ -89,9 +89,9 @@ def test_normalised_real_model_keys_are_identity(make_config):
     (["cls.predictions.bias", "cls.seq_relationship.weight", "bert.pooler.dense.weight"], ("mlm", "nsp"), True),
     (["cls.predictions.transform.dense.weight"], ("mlm",), False),
     (["qa_outputs.weight"], ("qa",), False),
-    (["classifier.weight", "bert.pooler.dense.weight"], ("cls",), True),
+    (["classifier.weight", "bert.pooler.dense.weight"], ("classifier",), True),
     (["classifier.bias", "qa_outputs.bias", "cls.seq_relationship.bias", "cls.predictions.bias",
-      "bert.pooler.dense.weight"], ("mlm", "nsp", "qa", "cls"), True),
+      "bert.pooler.dense.weight"], ("mlm", "nsp", "qa", "classifier"), True),
     # the pooler bias alone does not make a usable pooler
     (["bert.pooler.dense.bias"], (), False),
 ])
@@ -107,8 +107,8 @@ def test_detect_heads(keys, heads, pooler):
     (("mlm",), ["BertForMaskedLM"]),
     (("nsp",), ["BertForNextSentencePrediction"]),
     (("qa",), ["BertForQuestionAnswering"]),
-    (("cls",), ["BertForSequenceClassification"]),
-    (("mlm", "nsp", "qa", "cls"), ["BertForPreTraining", "BertForQuestionAnswering", "BertForSequenceClassification"]),
+    (("classifier",), ["BertForSequenceClassification"]),
+    (("mlm", "nsp", "qa", "classifier"), ["BertForPreTraining", "BertForQuestionAnswering", "BertForSequenceClassification"]),
     (("mlm", "qa"), ["BertForMaskedLM", "BertForQuestionAnswering"]),
 ])
 def test_architectures_for(heads, expected):
@@ -120,7 +120,7 @@ def test_architectures_for(heads, expected):
 
 @pytest.fixture
 def all_heads_state(make_config):
-    return BertWithHeads(make_config(), heads=("mlm", "nsp", "qa", "cls")).state_dict()
+    return BertWithHeads(make_config(), heads=("mlm", "nsp", "qa", "classifier")).state_dict()
 
 
 def _heads_of(keys) -> set[str]:

@@ -1,5 +1,5 @@
-"""The encoder against its definition (DESIGN.md section 3): the two attention paths, padding,
-head_mask, initialisation, dropout, and the fused QKV projection.
+"""The encoder against its definition: the two attention paths, padding,
+head_mask, initialisation, dropout, and inference following weight changes.
 
 Set BERT_TEST_DIFFS=1 and run with ``-s`` to print the largest difference of every comparison.
 """
@@ -24,10 +24,11 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 # ---- the two attention paths ------------------------------------------------------------
 
 def path_outputs(model, inputs, head_mask):
+    """The encoder outputs of the fast path, the explicit path and the explicit path with queries/keys."""
     fast = model(**inputs, head_mask=head_mask)
     explicit = model(**inputs, head_mask=head_mask, output_attentions=True)
     probing = model(**inputs, head_mask=head_mask, output_qk=True)
-    return fast, explicit, probing
+    return fast.encoder, explicit.encoder, probing.encoder
 
 
 def some_head_mask(config: BertConfig) -> torch.Tensor:
@@ -76,7 +77,7 @@ def test_fast_and_explicit_paths_agree_per_layer_in_a_deep_model(padded):
             mask = additive_attention_mask(inputs["attention_mask"], torch.float32)
             for index, layer in enumerate(model.bert.encoder.layer):
                 layer_hm = None if hm is None else hm[index]
-                layer_input = reference.hidden_states[index]
+                layer_input = reference.encoder.hidden_states[index]
                 fast, _ = layer.attention.self(layer_input, mask, layer_hm, explicit=False)
                 explicit, _ = layer.attention.self(layer_input, mask, layer_hm, explicit=True)
                 check(f"{tag} layer {index} attention context fast vs explicit", fast, explicit, PATHS)
@@ -100,13 +101,13 @@ def test_probing_outputs_are_consistent():
         out = model(**inputs, output_qk=True, output_attentions=True)
     pad = inputs["attention_mask"] == 0                                    # (B, S)
     for layer in range(config.num_hidden_layers):
-        q, k, scores = out.queries[layer], out.keys[layer], out.attention_scores[layer]
+        q, k, scores = out.encoder.queries[layer], out.encoder.keys[layer], out.encoder.attention_scores[layer]
         assert q.shape == k.shape == (3, config.num_attention_heads, 11, config.head_size)
         raw = q @ k.transpose(-1, -2) / math.sqrt(config.head_size)        # (B, nh, S, S)
         real = ~pad[:, None, None, :].expand_as(raw)
         check(f"scores layer {layer}", scores[real], raw[real], PATHS)
         assert bool((scores[~real] < -1e30).all())
-        check(f"softmax(scores) layer {layer}", torch.softmax(scores, -1), out.attentions[layer], PATHS)
+        check(f"softmax(scores) layer {layer}", torch.softmax(scores, -1), out.encoder.attentions[layer], PATHS)
 
 
 # ---- padding ------------------------------------------------------------------------
@@ -125,14 +126,14 @@ def test_padding_invariance(name, explicit):
                 alone = model(input_ids=alone_inputs["input_ids"], token_type_ids=alone_inputs["token_type_ids"],
                               attention_mask=mask, output_hidden_states=True, output_attentions=explicit)
                 tag = f"{name} explicit={explicit} row {row}"
-                for i, (a, b) in enumerate(zip(padded.hidden_states, alone.hidden_states)):
+                for i, (a, b) in enumerate(zip(padded.encoder.hidden_states, alone.encoder.hidden_states)):
                     check(f"{tag} hidden_states[{i}]", a[row, :length], b[0], PARITY)
-                check(f"{tag} pooled", padded.pooler_output[row], alone.pooler_output[0], PARITY)
-                check(f"{tag} MLM logits", padded.prediction_logits[row, :length], alone.prediction_logits[0], PARITY)
-                check(f"{tag} NSP logits", padded.seq_relationship_logits[row], alone.seq_relationship_logits[0],
+                check(f"{tag} pooled", padded.encoder.pooler_output[row], alone.encoder.pooler_output[0], PARITY)
+                check(f"{tag} MLM logits", padded.mlm.logits[row, :length], alone.mlm.logits[0], PARITY)
+                check(f"{tag} NSP logits", padded.nsp.logits[row], alone.nsp.logits[0],
                       PARITY)
                 if explicit:
-                    for i, (a, b) in enumerate(zip(padded.attentions, alone.attentions)):
+                    for i, (a, b) in enumerate(zip(padded.encoder.attentions, alone.encoder.attentions)):
                         check(f"{tag} attentions[{i}]", a[row, :, :length, :length], b[0], PARITY)
 
 
@@ -144,7 +145,7 @@ def test_attention_rows_sum_to_one_and_padded_keys_get_nothing(name):
     pad = inputs["attention_mask"] == 0
     with torch.no_grad():
         out = model(**inputs, output_attentions=True)
-    for layer, probs in enumerate(out.attentions):
+    for layer, probs in enumerate(out.encoder.attentions):
         assert probs.shape == (3, config.num_attention_heads, 11, 11)
         check(f"{name} row sums layer {layer}", probs.sum(-1), torch.ones(probs.shape[:-1]), PATHS)
         assert bool((probs >= 0).all())
@@ -162,12 +163,12 @@ def test_low_precision_padding_mask(dtype):
         explicit = model(**inputs, output_attentions=True)
         fast = model(**inputs)
     pad = inputs["attention_mask"] == 0
-    for probs in explicit.attentions:
+    for probs in explicit.encoder.attentions:
         assert probs.dtype == dtype
         assert bool(torch.isfinite(probs).all())
         assert probs.masked_select(pad[:, None, None, :].expand_as(probs)).abs().max().item() == 0.0
-    assert bool(torch.isfinite(fast.prediction_logits).all())
-    assert bool(torch.isfinite(explicit.prediction_logits).all())
+    assert bool(torch.isfinite(fast.mlm.logits).all())
+    assert bool(torch.isfinite(explicit.mlm.logits).all())
 
 
 # ---- head_mask -----------------------------------------------------------------------
@@ -213,14 +214,14 @@ def test_head_mask_by_definition(name, shape, explicit):
         out = model(**inputs, head_mask=given, output_attentions=explicit, output_hidden_states=True)
         expected = reference(**inputs, output_hidden_states=True, output_attentions=explicit)
     tag = f"{name} {shape} explicit={explicit}"
-    for i, (a, b) in enumerate(zip(out.hidden_states, expected.hidden_states)):
+    for i, (a, b) in enumerate(zip(out.encoder.hidden_states, expected.encoder.hidden_states)):
         check(f"{tag} hidden_states[{i}]", a, b, PATHS)
-    check(f"{tag} pooled", out.pooler_output, expected.pooler_output, PATHS)
-    check(f"{tag} MLM logits", out.prediction_logits, expected.prediction_logits, 10 * PATHS)
+    check(f"{tag} pooled", out.encoder.pooler_output, expected.encoder.pooler_output, PATHS)
+    check(f"{tag} MLM logits", out.mlm.logits, expected.mlm.logits, 10 * PATHS)
     if explicit:
         # The reported probabilities are the masked ones, as in the original. The reference
         # sees the same layer inputs, and its probabilities are unmasked.
-        for layer, (probs, unmasked) in enumerate(zip(out.attentions, expected.attentions)):
+        for layer, (probs, unmasked) in enumerate(zip(out.encoder.attentions, expected.encoder.attentions)):
             scale = full[layer].view(1, heads, 1, 1)
             check(f"{tag} masked probs layer {layer}", probs, unmasked * scale, PATHS)
 
@@ -233,7 +234,7 @@ def test_all_ones_head_mask_changes_nothing():
         for explicit in (False, True):
             a = model(**inputs, output_attentions=explicit)
             b = model(**inputs, head_mask=torch.ones(config.num_attention_heads), output_attentions=explicit)
-            assert torch.equal(a.last_hidden_state, b.last_hidden_state)
+            assert torch.equal(a.encoder.last_hidden_state, b.encoder.last_hidden_state)
 
 
 @pytest.mark.parametrize("shape", [(4,), (2,), (1, 3), (8, 3), (7, 3, 1), (21,), ()])
@@ -254,7 +255,7 @@ def test_init():
                         intermediate_size=256, initializer_range=std, pad_token_id=7,
                         id2label={0: "a", 1: "b", 2: "c"})
     torch.manual_seed(19)
-    model = BertWithHeads(config, ("mlm", "nsp", "qa", "cls"))
+    model = BertWithHeads(config, ("mlm", "nsp", "qa", "classifier"))
     layer = model.bert.encoder.layer[0]
     big = {
         "query": layer.attention.self.query.weight, "key": layer.attention.self.key.weight,
@@ -292,17 +293,25 @@ def test_init():
 def test_dropout_off_in_eval_on_in_train(explicit):
     config = CONFIGS["tiny"].replace(hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1,
                                      classifier_dropout=0.2)
-    model = ours_with_heads(config, ("mlm", "nsp", "qa", "cls"), seed=23)
+    model = ours_with_heads(config, ("mlm", "nsp", "qa", "classifier"), seed=23)
     inputs = batch(config, seed=23)
     with torch.no_grad():
         a, b = model(**inputs, output_attentions=explicit), model(**inputs, output_attentions=explicit)
-        for field in ("last_hidden_state", "pooler_output", "prediction_logits", "logits", "start_logits"):
-            assert torch.equal(getattr(a, field), getattr(b, field)), field
+        for field in ("encoder.last_hidden_state", "encoder.pooler_output", "mlm.logits", "classifier.logits",
+                      "qa.start_logits"):
+            assert torch.equal(read(a, field), read(b, field)), field
         model.train()
         c, d = model(**inputs, output_attentions=explicit), model(**inputs, output_attentions=explicit)
-    for field in ("last_hidden_state", "logits"):
-        assert not torch.allclose(getattr(c, field), getattr(d, field)), field
-        assert not torch.allclose(getattr(a, field), getattr(c, field)), field
+    for field in ("encoder.last_hidden_state", "classifier.logits"):
+        assert not torch.allclose(read(c, field), read(d, field)), field
+        assert not torch.allclose(read(a, field), read(c, field)), field
+
+
+def read(out, dotted: str) -> torch.Tensor:
+    """``read(out, "mlm.logits")`` is ``out.mlm.logits``."""
+    for name in dotted.split("."):
+        out = getattr(out, name)
+    return out
 
 
 @pytest.mark.parametrize("explicit", [False, True])
@@ -312,7 +321,7 @@ def test_attention_dropout_alone_is_applied_in_train(explicit):
     inputs = batch(config, seed=24)
     with torch.no_grad():
         a, b = model(**inputs, output_attentions=explicit), model(**inputs, output_attentions=explicit)
-    assert not torch.allclose(a.last_hidden_state, b.last_hidden_state)
+    assert not torch.allclose(a.encoder.last_hidden_state, b.encoder.last_hidden_state)
 
 
 def test_train_mode_without_dropout_equals_eval():
@@ -322,38 +331,45 @@ def test_train_mode_without_dropout_equals_eval():
     with torch.no_grad():
         for explicit in (False, True):
             model.eval()
-            evaluated = model(**inputs, output_attentions=explicit).last_hidden_state
+            evaluated = model(**inputs, output_attentions=explicit).encoder.last_hidden_state
             model.train()
-            trained = model(**inputs, output_attentions=explicit).last_hidden_state
+            trained = model(**inputs, output_attentions=explicit).encoder.last_hidden_state
             check(f"train without dropout explicit={explicit}", trained, evaluated, PATHS)
 
 
-def test_fused_qkv_inference_equals_separate_projections_and_follows_weight_updates():
-    """Inference fuses Q/K/V into one GEMM with a cached weight; it must track every weight change."""
+def test_inference_follows_every_weight_change():
+    """Outputs under no_grad/inference_mode follow weights changed by an optimizer step, by an in-place
+    copy_ and by load_state_dict: nothing derived from the weights is kept between passes."""
     from engine import BertWithHeads, preset
 
     torch.manual_seed(0)
     model = BertWithHeads(preset("tiny", vocab_size=120, hidden_size=32, num_attention_heads=4,
                                  intermediate_size=37), heads=("mlm",)).eval()
     ids = torch.randint(5, 120, (2, 11))
-    with torch.no_grad():
-        fused = model(ids).prediction_logits
-    separate = model(ids).prediction_logits.detach()  # grad enabled: three projections
-    assert (fused - separate).abs().max() <= 1e-5
 
-    # An optimizer step changes the weights in place: the cached fused weight must not go stale.
+    def logits(net, mode=torch.no_grad):
+        with mode():
+            return net(ids).mlm.logits
+
+    before = logits(model)
+    assert (before - model(ids).mlm.logits.detach()).abs().max() <= 1e-5   # grad on or off: same
+
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     model(ids, labels=ids).loss.backward()
     optimizer.step()
     model.eval()
-    with torch.inference_mode():
-        after_step = model(ids).prediction_logits
-    assert (after_step - model(ids).prediction_logits.detach()).abs().max() <= 1e-5
-    assert (after_step - fused).abs().max() > 1e-3
+    after_step = logits(model, torch.inference_mode)
+    assert (after_step - model(ids).mlm.logits.detach()).abs().max() <= 1e-5
+    assert (after_step - before).abs().max() > 1e-3
 
-    # So must load_state_dict (checkpoint switch while the app is serving).
-    other = BertWithHeads(model.config, heads=("mlm",)).eval()
-    model.load_state_dict(other.state_dict())
+    value = model.bert.encoder.layer[0].attention.self.value      # in eval mode, in place, no mode change
     with torch.no_grad():
-        assert (model(ids).prediction_logits - other(ids).prediction_logits).abs().max() <= 1e-5
+        value.weight.copy_(torch.randn_like(value.weight))
+    after_copy = logits(model)
+    assert (after_copy - after_step).abs().max() > 1e-3
+    assert (after_copy - model(ids).mlm.logits.detach()).abs().max() <= 1e-5
+
+    other = BertWithHeads(model.config, heads=("mlm",)).eval()    # a checkpoint switch while serving
+    model.load_state_dict(other.state_dict())
+    assert (logits(model) - logits(other)).abs().max() <= 1e-5

@@ -38,25 +38,46 @@ def test_sparse_mlm_equals_dense(name):
     chosen = labels != IGNORE_INDEX
     assert 0 < int(chosen.sum()) < chosen.numel()
 
-    dense = model(**inputs, labels=labels)
-    dense.mlm_loss.backward()
+    dense = model(**inputs, labels=labels).mlm
+    dense.loss.backward()
     dense_grads = grads(model)
     model.zero_grad()
-    sparse = model(**inputs, labels=labels, sparse_mlm=True)
-    sparse.mlm_loss.backward()
+    sparse = model(**inputs, labels=labels, sparse_mlm=True).mlm
+    sparse.loss.backward()
     sparse_grads = grads(model)
 
-    reference = F.cross_entropy(dense.prediction_logits.view(-1, config.vocab_size), labels.view(-1),
+    reference = F.cross_entropy(dense.logits.view(-1, config.vocab_size), labels.view(-1),
                                 ignore_index=IGNORE_INDEX)
-    check(f"{name} dense MLM loss vs cross_entropy", dense.mlm_loss, reference, PATHS)
-    check(f"{name} sparse vs dense MLM loss", sparse.mlm_loss, dense.mlm_loss, PATHS)
+    check(f"{name} dense MLM loss vs cross_entropy", dense.loss, reference, PATHS)
+    check(f"{name} sparse vs dense MLM loss", sparse.loss, dense.loss, PATHS)
     for key in dense_grads:
         check(f"{name} sparse vs dense grad {key}", sparse_grads[key], dense_grads[key], PATHS)
-    assert sparse.prediction_logits is None
-    assert torch.equal(sparse.masked_positions, chosen.nonzero())
-    assert sparse.masked_logits.shape == (int(chosen.sum()), config.vocab_size)
-    rows, cols = sparse.masked_positions.unbind(1)
-    check(f"{name} masked_logits rows", sparse.masked_logits, dense.prediction_logits[rows, cols], PATHS)
+    assert sparse.sparse and not dense.sparse and dense.positions is None
+    assert torch.equal(sparse.positions, chosen.nonzero())
+    assert sparse.logits.shape == (int(chosen.sum()), config.vocab_size)
+    rows, cols = sparse.positions.unbind(1)
+    check(f"{name} sparse logits rows", sparse.logits, dense.logits[rows, cols], PATHS)
+
+
+def test_mlm_positions_pick_the_rows_without_labels():
+    """``mlm_positions`` runs the vocabulary projection where asked (no labels, no loss); with labels,
+    the loss is over the labelled ones among them."""
+    config = CONFIGS["odd"]
+    model = ours_with_heads(config, ("mlm", "nsp"), seed=19).eval()
+    inputs = batch(config, seed=19)
+    wanted = torch.zeros_like(inputs["input_ids"], dtype=torch.bool)
+    wanted[0, [1, 4]] = True
+    wanted[2, 3] = True
+    with torch.no_grad():
+        dense = model(**inputs, compute=("mlm",)).mlm
+        picked = model(**inputs, mlm_positions=wanted, compute=("mlm",))
+        assert picked.nsp is None and picked.loss is None and picked.mlm.loss is None
+        assert picked.mlm.positions.tolist() == [[0, 1], [0, 4], [2, 3]]
+        check("mlm_positions rows", picked.mlm.logits, dense.logits[wanted], PATHS)
+        labels = torch.full_like(inputs["input_ids"], IGNORE_INDEX)
+        labels[0, 4], labels[1, 2] = 7, 9                  # (1, 2) is labelled but not picked
+        out = model(**inputs, labels=labels, mlm_positions=wanted, compute=("mlm",)).mlm
+        check("mlm_positions loss", out.loss, F.cross_entropy(dense.logits[0, 4][None], torch.tensor([7])), PATHS)
 
 
 @pytest.mark.parametrize("sparse", [True, False])
@@ -66,12 +87,12 @@ def test_no_labeled_positions(sparse):
     inputs = batch(config, seed=16)
     labels = torch.full_like(inputs["input_ids"], IGNORE_INDEX)
     out = model(**inputs, labels=labels, sparse_mlm=sparse)
-    assert out.mlm_loss.item() == 0.0 and out.loss.item() == 0.0
+    assert out.mlm.loss.item() == 0.0 and out.loss.item() == 0.0
     out.loss.backward()
     grad = model.cls.predictions.bias.grad
     assert grad is not None and bool((grad == 0).all())
     if sparse:
-        assert out.masked_logits.shape == (0, config.vocab_size)
+        assert out.mlm.logits.shape == (0, config.vocab_size) and out.mlm.positions.shape == (0, 2)
 
 
 # ---- tied decoder ------------------------------------------------------------------------
@@ -130,11 +151,11 @@ def test_qa_only_model_has_no_other_heads():
     with torch.no_grad():
         out = model(**inputs, labels=mlm_labels(inputs, config.vocab_size), next_sentence_label=torch.tensor([0, 1, 0]),
                     class_labels=torch.tensor([0, 1, 0]))
-    assert out.start_logits.shape == out.end_logits.shape == (3, 11)
-    for field in ("pooler_output", "prediction_logits", "masked_logits", "masked_positions", "seq_relationship_logits",
-                  "logits", "loss", "mlm_loss", "nsp_loss", "qa_loss", "classification_loss", "hidden_states",
-                  "attentions", "queries", "keys", "attention_scores"):
-        assert getattr(out, field) is None, field
+    assert out.qa.start_logits.shape == out.qa.end_logits.shape == (3, 11)
+    assert out.mlm is None and out.nsp is None and out.classifier is None
+    assert out.qa.loss is None and out.loss is None                   # no start/end positions given
+    for field in ("pooler_output", "hidden_states", "attentions", "queries", "keys", "attention_scores"):
+        assert getattr(out.encoder, field) is None, field
 
 
 def test_heads_pick_their_modules_and_outputs():
@@ -144,25 +165,27 @@ def test_heads_pick_their_modules_and_outputs():
     assert hasattr(mlm.cls, "predictions") and not hasattr(mlm.cls, "seq_relationship")
     nsp = ours_with_heads(config, ("nsp",), seed=21)
     assert hasattr(nsp.cls, "seq_relationship") and not hasattr(nsp.cls, "predictions") and nsp.has_pooler
-    classifier = ours_with_heads(config, ("cls",), seed=21)
+    classifier = ours_with_heads(config, ("classifier",), seed=21)
     assert not hasattr(classifier, "cls") and classifier.has_pooler
     encoder_only = ours_with_heads(config, (), seed=21)
     assert encoder_only.has_pooler and not hasattr(encoder_only, "cls") and not hasattr(encoder_only, "qa_outputs")
-    everything = ours_with_heads(config, ["cls", "qa", "nsp", "mlm"], seed=21)
-    assert everything.heads == ("mlm", "nsp", "qa", "cls")
+    everything = ours_with_heads(config, ["classifier", "qa", "nsp", "mlm"], seed=21)
+    assert everything.heads == ("mlm", "nsp", "qa", "classifier")
     with torch.no_grad():
         out = nsp(**inputs)
-        assert out.seq_relationship_logits.shape == (3, 2) and out.prediction_logits is None
+        assert out.nsp.logits.shape == (3, 2) and out.mlm is None
         out = classifier(**inputs)
-        assert out.logits.shape == (3, config.num_labels) and out.start_logits is None
+        assert out.classifier.logits.shape == (3, config.num_labels) and out.qa is None
         out = encoder_only(**inputs)
-        assert out.pooler_output.shape == (3, config.hidden_size) and out.logits is None
+        assert out.encoder.pooler_output.shape == (3, config.hidden_size)
+        assert (out.mlm, out.nsp, out.qa, out.classifier) == (None, None, None, None)
         out = everything(**inputs, compute=("nsp", "qa"))
-        assert out.prediction_logits is None and out.logits is None
-        assert out.seq_relationship_logits is not None and out.start_logits is not None
-        assert everything(**inputs, compute=("missing-head",)).seq_relationship_logits is None
+        assert out.mlm is None and out.classifier is None
+        assert out.nsp is not None and out.qa is not None
+        assert everything(**inputs, compute=("missing-head",)).nsp is None
         out = everything(**inputs)
-        assert None not in (out.prediction_logits, out.seq_relationship_logits, out.start_logits, out.logits)
+        assert None not in (out.mlm, out.nsp, out.qa, out.classifier)
+        assert out.mlm.logits.shape == (3, 11, config.vocab_size) and not out.mlm.sparse
 
 
 @pytest.mark.parametrize("heads", [("ner",), ("mlm", "MLM"), ("qa", "pooler")])
@@ -171,7 +194,7 @@ def test_unknown_head(heads):
         BertWithHeads(CONFIGS["tiny"], heads)
 
 
-@pytest.mark.parametrize("heads", [("nsp",), ("cls",), ("mlm", "nsp")])
+@pytest.mark.parametrize("heads", [("nsp",), ("classifier",), ("mlm", "nsp")])
 def test_pooler_needed(heads):
     with pytest.raises(ValueError, match="pooler"):
         BertWithHeads(CONFIGS["tiny"], heads, add_pooling_layer=False)
@@ -188,7 +211,7 @@ def test_sequence_longer_than_positions():
     ok = torch.ones(2, 16, dtype=torch.long)
     too_long = torch.ones(2, 17, dtype=torch.long)
     with torch.no_grad():
-        assert model(ok).prediction_logits.shape == (2, 16, config.vocab_size)
+        assert model(ok).mlm.logits.shape == (2, 16, config.vocab_size)
         for explicit in (False, True):
             with pytest.raises(ValueError, match="max_position_embeddings"):
                 model(too_long, output_attentions=explicit)
@@ -200,11 +223,11 @@ def test_classifier_dropout():
     """classifier_dropout applies to the pooled output before the classifier; None means hidden_dropout_prob."""
     config = CONFIGS["tiny"].replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                      classifier_dropout=0.5)
-    model = ours_with_heads(config, ("cls",), seed=26).train()
+    model = ours_with_heads(config, ("classifier",), seed=26).train()
     inputs = batch(config, seed=26)
     with torch.no_grad():
         a, b = model(**inputs), model(**inputs)
-    assert torch.equal(a.pooler_output, b.pooler_output)
-    assert not torch.allclose(a.logits, b.logits)
-    fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), ("cls",))
+    assert torch.equal(a.encoder.pooler_output, b.encoder.pooler_output)
+    assert not torch.allclose(a.classifier.logits, b.classifier.logits)
+    fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), ("classifier",))
     assert fallback.dropout.p == 0.25

@@ -52,7 +52,7 @@ def test_every_activation_matches_transformers(act):
     inputs = batch(config, seed=3)
     with torch.no_grad():
         a, b = ours(**inputs), theirs(**inputs)
-    check(f"{act} MLM logits", a.prediction_logits, b.logits, PARITY)
+    check(f"{act} MLM logits", a.mlm.logits, b.logits, PARITY)
 
 
 @pytest.mark.parametrize("name", ["odd", "tiny", "gelu_new"])
@@ -69,15 +69,15 @@ def test_pretraining_parity(name):
         b = theirs(**inputs, labels=labels, next_sentence_label=nsp, output_hidden_states=True,
                    output_attentions=True)
         fast = ours(**inputs, labels=labels, next_sentence_label=nsp)
-    check(f"{name} prediction_logits", a.prediction_logits, b.prediction_logits, PARITY)
-    check(f"{name} seq_relationship_logits", a.seq_relationship_logits, b.seq_relationship_logits, PARITY)
-    compare_encoder(name, a, b, config.num_hidden_layers)
+    check(f"{name} prediction_logits", a.mlm.logits, b.prediction_logits, PARITY)
+    check(f"{name} seq_relationship_logits", a.nsp.logits, b.seq_relationship_logits, PARITY)
+    compare_encoder(name, a.encoder, b, config.num_hidden_layers)
     check(f"{name} MLM+NSP loss", a.loss, b.loss, PARITY)
     check(f"{name} MLM+NSP loss (fast path)", fast.loss, b.loss, PARITY)
-    check(f"{name} fast prediction_logits", fast.prediction_logits, b.prediction_logits, PARITY)
+    check(f"{name} fast prediction_logits", fast.mlm.logits, b.prediction_logits, PARITY)
     mlm = F.cross_entropy(b.prediction_logits.view(-1, config.vocab_size), labels.view(-1))
-    check(f"{name} MLM loss alone", a.mlm_loss, mlm, PARITY)
-    check(f"{name} NSP loss alone", a.nsp_loss, F.cross_entropy(b.seq_relationship_logits, nsp), PARITY)
+    check(f"{name} MLM loss alone", a.mlm.loss, mlm, PARITY)
+    check(f"{name} NSP loss alone", a.nsp.loss, F.cross_entropy(b.seq_relationship_logits, nsp), PARITY)
 
 
 def test_transformers_weights_load_into_ours():
@@ -95,9 +95,9 @@ def test_transformers_weights_load_into_ours():
     with torch.no_grad():
         a = ours(**inputs, output_attentions=True, output_hidden_states=True)
         b = hf(**inputs, output_attentions=True, output_hidden_states=True)
-    check("hf->ours prediction_logits", a.prediction_logits, b.prediction_logits, PARITY)
-    check("hf->ours seq_relationship_logits", a.seq_relationship_logits, b.seq_relationship_logits, PARITY)
-    compare_encoder("hf->ours", a, b, config.num_hidden_layers)
+    check("hf->ours prediction_logits", a.mlm.logits, b.prediction_logits, PARITY)
+    check("hf->ours seq_relationship_logits", a.nsp.logits, b.seq_relationship_logits, PARITY)
+    compare_encoder("hf->ours", a.encoder, b, config.num_hidden_layers)
 
 
 @pytest.mark.parametrize("name", ["odd", "tiny", "relu"])
@@ -111,9 +111,9 @@ def test_masked_lm_parity(name):
     with torch.no_grad():
         a = ours(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
         b = theirs(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
-    check(f"{name} MLM logits", a.prediction_logits, b.logits, PARITY)
+    check(f"{name} MLM logits", a.mlm.logits, b.logits, PARITY)
     check(f"{name} MLM loss", a.loss, b.loss, PARITY)
-    compare_encoder(name, a, b, config.num_hidden_layers)
+    compare_encoder(name, a.encoder, b, config.num_hidden_layers)
 
 
 @pytest.mark.parametrize("name", ["odd", "tiny", "gelu_new"])
@@ -132,18 +132,18 @@ def test_question_answering_parity(name):
         b = theirs(**inputs, start_positions=start, end_positions=end, output_attentions=True,
                    output_hidden_states=True)
         fast = ours(**inputs, start_positions=start, end_positions=end)
-    check(f"{name} start_logits", a.start_logits, b.start_logits, PARITY)
-    check(f"{name} end_logits", a.end_logits, b.end_logits, PARITY)
-    check(f"{name} QA loss", a.qa_loss, b.loss, PARITY)
+    check(f"{name} start_logits", a.qa.start_logits, b.start_logits, PARITY)
+    check(f"{name} end_logits", a.qa.end_logits, b.end_logits, PARITY)
+    check(f"{name} QA loss", a.qa.loss, b.loss, PARITY)
     check(f"{name} QA loss (total)", a.loss, b.loss, PARITY)
     check(f"{name} QA loss (fast path)", fast.loss, b.loss, PARITY)
-    compare_encoder(name, a, b, config.num_hidden_layers)
+    compare_encoder(name, a.encoder, b, config.num_hidden_layers)
 
 
 @pytest.mark.parametrize("name, num_labels", [("odd", 3), ("tiny", 2), ("relu", 1)])
 def test_sequence_classification_parity(name, num_labels):
     config = CONFIGS[name].replace(id2label={i: f"L{i}" for i in range(num_labels)}, classifier_dropout=0.3)
-    ours = ours_with_heads(config, ("cls",), seed=6)
+    ours = ours_with_heads(config, ("classifier",), seed=6)
     theirs = hf_copy(ours, transformers.BertForSequenceClassification)
     inputs = batch(config, seq_len=9, seed=6)
     if num_labels == 1:
@@ -153,8 +153,9 @@ def test_sequence_classification_parity(name, num_labels):
     with torch.no_grad():
         a = ours(**inputs, class_labels=labels, output_attentions=True, output_hidden_states=True)
         b = theirs(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
-    check(f"{name} classification logits", a.logits, b.logits, PARITY)
-    check(f"{name} classification loss", a.classification_loss, b.loss, PARITY)
+    check(f"{name} classification logits", a.classifier.logits, b.logits, PARITY)
+    check(f"{name} classification loss", a.classifier.loss, b.loss, PARITY)
     check(f"{name} classification loss (total)", a.loss, b.loss, PARITY)
-    check(f"{name} pooler", a.pooler_output, torch.tanh(theirs.bert.pooler.dense(b.hidden_states[-1][:, 0])), PARITY)
-    compare_encoder(name, a, b, config.num_hidden_layers)
+    pooled = torch.tanh(theirs.bert.pooler.dense(b.hidden_states[-1][:, 0]))     # (B, H)
+    check(f"{name} pooler", a.encoder.pooler_output, pooled, PARITY)
+    compare_encoder(name, a.encoder, b, config.num_hidden_layers)

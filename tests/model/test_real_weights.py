@@ -63,7 +63,7 @@ def test_minilm_matches_transformers(kind, minilm):
     _, ours, hf = minilm
     inputs = _padded(ours.tokenizer, SENTENCES if kind == "sentences" else PAIRS)
     assert (inputs["attention_mask"] == 0).any(), "the batch must contain padding"
-    mine = ours.model(**inputs, output_attentions=True, output_hidden_states=True)
+    mine = ours.model(**inputs, output_attentions=True, output_hidden_states=True).encoder
     theirs = hf(**inputs, output_attentions=True, output_hidden_states=True)
     assert len(mine.hidden_states) == len(theirs.hidden_states) == 7
     assert len(mine.attentions) == len(theirs.attentions) == 6
@@ -93,7 +93,7 @@ def test_minilm_is_a_real_sentence_encoder(minilm):
     texts = ["A man is playing a guitar.", "Someone is playing the guitar on stage.",
              "The stock market fell sharply today."]
     inputs = _padded(ours.tokenizer, texts)
-    hidden = ours.model(**inputs).last_hidden_state
+    hidden = ours.model(**inputs).encoder.last_hidden_state
     mask = inputs["attention_mask"][..., None].float()
     emb = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=-1)
     paraphrase, unrelated = (emb[0] @ emb[1]).item(), (emb[0] @ emb[2]).item()

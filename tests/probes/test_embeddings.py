@@ -78,7 +78,7 @@ def test_components_are_the_models_rows_and_sum_to_its_embedding_output(result, 
     np.testing.assert_array_equal(result.segment, emb.token_type_embeddings.weight[types].detach().numpy())
     np.testing.assert_allclose(result.summed, result.word + result.position + result.segment, atol=1e-6)
     with torch.no_grad():
-        out = loaded.model(**_tensors(result), output_hidden_states=True)
+        out = loaded.model(**_tensors(result), output_hidden_states=True).encoder
     np.testing.assert_allclose(result.output, out.hidden_states[0][0].numpy(), atol=1e-6)
     np.testing.assert_allclose(result.contextual, out.hidden_states[-1][0].numpy(), atol=1e-6)
     assert result.output_max_diff <= 1e-6

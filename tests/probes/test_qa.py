@@ -1,6 +1,6 @@
-"""Extractive QA (DESIGN.md section 7): span selection on hand-made logits equals the
-`transformers` QA pipeline's rules (the issue's example, a brute-force reference and a
-transcription of the pipeline's own numpy steps); `answer` on a tiny random model maps
+"""Extractive QA (docs/ARCHITECTURE.md, "Extractive QA rules"): span selection on hand-made
+logits equals the `transformers` QA pipeline's rules (the issue's example, a brute-force
+reference and a transcription of the pipeline's own numpy steps); `answer` on a tiny random model maps
 spans to context characters, windows long contexts, merges windows, handles the null
 answer and validates its inputs as the pipeline does."""
 from __future__ import annotations
@@ -17,6 +17,7 @@ from tokenizers import Tokenizer
 from engine.checkpoints.hf_format import LoadedModel
 from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
+from engine.model.outputs import SpanOutput
 from engine.probes.qa import QAResult, answer, answer_details, select_spans
 from engine.text.tokenizer import WordPieceTokenizer
 
@@ -66,7 +67,7 @@ def table_logits(monkeypatch, loaded: LoadedModel, start: dict[str, float], end:
     def forward(input_ids, attention_mask=None, token_type_ids=None, compute=None, **kwargs):
         calls.append(tuple(input_ids.shape))
         assert compute == ("qa",) and torch.is_inference_mode_enabled()
-        return SimpleNamespace(start_logits=start_table[input_ids], end_logits=end_table[input_ids])  # (B, S)
+        return SimpleNamespace(qa=SpanOutput(start_table[input_ids], end_table[input_ids]))  # (B, S) each
 
     monkeypatch.setattr(loaded.model, "forward", forward)
     return calls
@@ -199,7 +200,7 @@ def pipeline_replica(loaded, question, context, top_k, max_answer_len, max_seq_l
     answers = []
     for enc in [first, *first.overflowing]:
         with torch.no_grad():
-            out = loaded.model(torch.tensor([enc.ids]), token_type_ids=torch.tensor([enc.type_ids]))
+            out = loaded.model(torch.tensor([enc.ids]), token_type_ids=torch.tensor([enc.type_ids])).qa
         p_mask = [0 if seq == 1 or tid == loaded.tokenizer.cls_token_id else 1
                   for seq, tid in zip(enc.sequence_ids, enc.ids)]
         spans, _ = brute_force(out.start_logits[0].tolist(), out.end_logits[0].tolist(), p_mask, top_k, max_answer_len)

@@ -1,5 +1,6 @@
-"""The SQuAD v1.1 metric (DESIGN.md section 7): the official normalisation, exact match and
-token F1 (max over gold answers), means x 100 over a dataset in any of the accepted shapes."""
+"""The SQuAD v1.1 metric (docs/ARCHITECTURE.md, "Extractive QA rules"): the official
+normalisation, exact match and token F1 (max over gold answers), means x 100 over a dataset
+in any of the accepted shapes."""
 from __future__ import annotations
 
 import pytest

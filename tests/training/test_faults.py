@@ -317,8 +317,8 @@ def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(client, services, 
 
     def poisoned(self, *args, **kwargs):
         out = real_forward(self, *args, **kwargs)
-        if self.training and out.mlm_loss is not None:
-            out.mlm_loss = out.mlm_loss * float("nan")
+        if self.training and out.mlm is not None and out.mlm.loss is not None:
+            out.mlm.loss = out.mlm.loss * float("nan")
         return out
 
     monkeypatch.setattr(BertWithHeads, "forward", poisoned)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SENTIMENT = ROOT / "assets" / "examples" / "sentiment.csv"
 QA_KEYS = {"step", "qa_loss", "start_acc", "end_acc", "span_acc", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}
 QA_EVAL_KEYS = {"step", "eval_qa_loss", "eval_start_acc", "eval_end_acc", "eval_span_acc"}
-CLS_KEYS = {"step", "cls_loss", "accuracy", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}
+CLASSIFICATION_KEYS = {"step", "classification_loss", "accuracy", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}
 QA_ARGS = ["--task", "qa", "--seq-len", "64", "--doc-stride", "16", "--max-question-len", "16", "--threads", "1",
            "--no-progress"]
 
@@ -72,9 +72,9 @@ def qa_run(files) -> tuple[Trainer, list[dict], list[dict]]:
 
 
 @pytest.fixture(scope="module")
-def cls_run(files) -> tuple[Trainer, list[dict], list[dict]]:
+def classification_run(files) -> tuple[Trainer, list[dict], list[dict]]:
     config = qa_config(task="classification", total_steps=40, eval_every=20)
-    trainer = prepare_finetune(options(files, files["root"] / "cls-run", config, eval_fraction=0.25))
+    trainer = prepare_finetune(options(files, files["root"] / "classification-run", config, eval_fraction=0.25))
     return (trainer, *train(trainer))
 
 
@@ -102,13 +102,13 @@ def test_qa_reaches_full_train_accuracy_and_keeps_the_pretraining_heads(qa_run, 
                            before["bert.encoder.layer.0.attention.self.query.weight"])
 
 
-def test_classification_reaches_full_train_accuracy(cls_run):
-    trainer, records, evals = cls_run
-    assert all(set(r) == CLS_KEYS for r in records)
-    assert set(evals[-1]) == {"step", "eval_cls_loss", "eval_accuracy"} and evals[-1]["step"] == 40
+def test_classification_reaches_full_train_accuracy(classification_run):
+    trainer, records, evals = classification_run
+    assert all(set(r) == CLASSIFICATION_KEYS for r in records)
+    assert set(evals[-1]) == {"step", "eval_classification_loss", "eval_accuracy"} and evals[-1]["step"] == 40
     assert min(r["accuracy"] for r in records[-5:]) == 1.0, records[-5:]
     assert trainer.model.config.id2label == {0: "animal", 1: "thing"}
-    assert load_directory(list_checkpoints(trainer.run_dir)[0].path).heads == ("mlm", "nsp", "cls")
+    assert load_directory(list_checkpoints(trainer.run_dir)[0].path).heads == ("mlm", "nsp", "classifier")
 
 
 # ---------------------------------------------------------------------------- transformers
@@ -123,15 +123,15 @@ def test_qa_checkpoint_loads_in_transformers_with_the_same_logits(qa_run):
     assert not info["missing_keys"] and not info.get("mismatched_keys")
     with torch.no_grad():
         mine, theirs = ours(**inputs), hf.eval()(**inputs)
-    torch.testing.assert_close(mine.start_logits, theirs.start_logits, rtol=0, atol=1e-5)
-    torch.testing.assert_close(mine.end_logits, theirs.end_logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(mine.qa.start_logits, theirs.start_logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(mine.qa.end_logits, theirs.end_logits, rtol=0, atol=1e-5)
     pretraining, info = transformers.BertForPreTraining.from_pretrained(checkpoint, output_loading_info=True)
     assert not info["missing_keys"]                                           # the MLM and NSP heads came along
 
 
-def test_classification_checkpoint_loads_in_transformers_with_its_labels(cls_run):
+def test_classification_checkpoint_loads_in_transformers_with_its_labels(classification_run):
     transformers = pytest.importorskip("transformers")
-    trainer = cls_run[0]
+    trainer = classification_run[0]
     checkpoint = list_checkpoints(trainer.run_dir)[0].path
     hf, info = transformers.BertForSequenceClassification.from_pretrained(checkpoint, output_loading_info=True)
     assert not info["missing_keys"] and not info.get("mismatched_keys")
@@ -140,7 +140,7 @@ def test_classification_checkpoint_loads_in_transformers_with_its_labels(cls_run
     inputs = dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids)
     with torch.no_grad():
         mine, theirs = load_directory(checkpoint).model.eval()(**inputs), hf.eval()(**inputs)
-    torch.testing.assert_close(mine.logits, theirs.logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(mine.classifier.logits, theirs.logits, rtol=0, atol=1e-5)
 
 
 # ---------------------------------------------------------------------------- resume, freezing
@@ -174,7 +174,7 @@ def test_freeze_encoder_trains_only_heads_and_pooler(files, tmp_path):
     config = qa_config(total_steps=4, eval_every=0, freeze_encoder=True, learning_rate=1e-2)
     trainer = prepare_finetune(options(files, tmp_path / "frozen", config))
     assert optimized(trainer) == {"qa_outputs.weight", "qa_outputs.bias"}    # QA runs no pooler, MLM or NSP
-    classifier = prepare_finetune(options(files, tmp_path / "frozen-cls", config.replace(task="classification")))
+    classifier = prepare_finetune(options(files, tmp_path / "frozen-classifier", config.replace(task="classification")))
     assert optimized(classifier) == {"bert.pooler.dense.weight", "bert.pooler.dense.bias", "classifier.weight",
                                      "classifier.bias"}
     assert not trainer.model.bert.embeddings.word_embeddings.weight.requires_grad   # = the MLM decoder weight
@@ -242,7 +242,7 @@ def test_cli_fine_tunes_the_sentiment_example(tmp_path, capsys):
     train_records = [r for r in read_metrics(run_dir / "metrics.jsonl") if r["kind"] == "train"]
     assert sum(r["accuracy"] for r in train_records[-5:]) / 5 >= 0.9, train_records[-5:]
     saved = load_directory(run_dir / "checkpoints" / "step-000060")
-    assert saved.config.id2label == {0: "negative", 1: "positive"} and saved.heads == ("mlm", "nsp", "cls")
+    assert saved.config.id2label == {0: "negative", 1: "positive"} and saved.heads == ("mlm", "nsp", "classifier")
 
 
 def test_ctrl_c_saves_a_checkpoint(files, tmp_path, monkeypatch, capsys):

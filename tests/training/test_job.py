@@ -93,7 +93,7 @@ def test_a_new_finetuning_job_starts_from_a_model_with_the_task_head(tmp_path, t
     spec = JobSpec(TrainingConfig(task="classification", total_steps=2, batch_size=4, max_seq_length=32),
                    init_from=str(model), data=str(data), run_dir=str(tmp_path / "cls"))
     job = prepare_job(spec)
-    assert "cls" in job.trainer.model.heads and job.trainer.eval_data is not None     # 0.1 held out by default
+    assert "classifier" in job.trainer.model.heads and job.trainer.eval_data is not None     # 0.1 held out by default
     assert job.spec.held_out_fraction == 0.1
     assert json.loads(RunFolder(tmp_path / "cls").spec_path.read_text())["data"] == str(data)
 

@@ -8,6 +8,7 @@ import torch
 
 from engine.data.features import FinetuneBatch
 from engine.model.heads import BertWithHeads
+from engine.model.outputs import EncoderOutput, HeadsOutput, SpanOutput
 from engine.data.qa_features import build_qa_dataset, read_squad
 from engine.training.tasks import PretrainingTask, freeze_encoder, freeze_unused, task_for
 from engine.training.tasks.finetuning import ClassificationTask, QATask
@@ -86,10 +87,10 @@ def test_qa_metrics_from_known_logits():
     task = QATask()
     batch = FinetuneBatch(torch.zeros(3, 4, dtype=torch.long), torch.zeros(3, 4, dtype=torch.long),
                           torch.ones(3, 4, dtype=torch.long), torch.tensor([1, 2, 0]), torch.tensor([1, 3, 0]))
-    out = type("Out", (), {})()
-    out.start_logits = torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [0, 5, 0, 0.]])   # right, right, wrong
-    out.end_logits = torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [5, 0, 0, 0.]])     # right, wrong, right
-    out.qa_loss = torch.tensor(2.0)
+    out = HeadsOutput(encoder=EncoderOutput(torch.zeros(3, 4, 8)), qa=SpanOutput(
+        start_logits=torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [0, 5, 0, 0.]]),   # right, right, wrong
+        end_logits=torch.tensor([[0, 5, 0, 0], [0, 0, 5, 0], [5, 0, 0, 0.]]),     # right, wrong, right
+        loss=torch.tensor(2.0)))
     sums = task.tally(out, batch, (3,)).tolist()
     assert task.metrics(sums, [3]) == pytest.approx({"qa_loss": 2.0, "start_acc": 2 / 3, "end_acc": 2 / 3,
                                                      "span_acc": 1 / 3})
@@ -103,7 +104,7 @@ def test_data_and_heads_must_fit_the_task(qa_data, make_config, tiny_tokenizer, 
     with pytest.raises(ValueError, match="not pretraining data"):
         Trainer(model, None, qa_data(), None, TrainingConfig(batch_size=8, max_seq_length=64), tmp_path)
     with pytest.raises(ValueError, match="not classification features"):
-        Trainer(BertWithHeads(make_config(), heads=("cls",)), None, qa_data(), None,
+        Trainer(BertWithHeads(make_config(), heads=("classifier",)), None, qa_data(), None,
                 qa_config(task="classification"), tmp_path)
     with pytest.raises(ValueError, match="batch_size=4 but the training config says 8"):
         Trainer(BertWithHeads(make_config(), heads=("qa",)), None, qa_data(4), None, qa_config(), tmp_path)

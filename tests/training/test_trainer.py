@@ -165,7 +165,7 @@ def test_checkpoint_is_hf_and_training_state_is_weights_only(tmp_path, tiny_toke
     with torch.no_grad():
         ours = trainer.model(ids)
         theirs = hf.eval()(input_ids=ids)
-    torch.testing.assert_close(ours.prediction_logits, theirs.prediction_logits, rtol=0, atol=1e-5)
+    torch.testing.assert_close(ours.mlm.logits, theirs.prediction_logits, rtol=0, atol=1e-5)
     state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=True)
     assert state["step"] == 2 and state["optimizer"]["state"] and state["scheduler"]["last_epoch"] == 2
     assert isinstance(state["rng"]["torch"], torch.Tensor) and state["config"]["batch_size"] == 8
@@ -214,7 +214,7 @@ def test_divergence_stops_without_updating(tmp_path, tiny_tokenizer, make_config
 
         def infinite(*args, **kwargs):
             out = forward(*args, **kwargs)
-            out.mlm_loss = out.mlm_loss * float("inf")
+            out.mlm.loss = out.mlm.loss * float("inf")
             return out
         trainer.model.forward = infinite
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}

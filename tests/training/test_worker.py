@@ -353,8 +353,8 @@ def test_nan_loss_ends_the_run_as_diverged_with_checkpoints_intact(worker, token
         out = real_forward(self, *args, **kwargs)
         if self.training:
             calls["train"] += 1
-            if calls["train"] >= 4 and out.mlm_loss is not None:
-                out.mlm_loss = out.mlm_loss * float("nan")
+            if calls["train"] >= 4 and out.mlm is not None and out.mlm.loss is not None:
+                out.mlm.loss = out.mlm.loss * float("nan")
         return out
 
     monkeypatch.setattr(BertWithHeads, "forward", poisoned)

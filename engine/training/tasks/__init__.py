@@ -3,11 +3,13 @@ kept alive, ``qa_mlm``), sequence classification."""
 from __future__ import annotations
 
 from engine.training.config import TrainingConfig
-from engine.training.tasks.base import TrainBatch, TrainData, TrainingTask, freeze_encoder, freeze_unused
+from engine.training.tasks.base import (
+    TaskOutput, TrainBatch, TrainData, TrainingTask, freeze_encoder, freeze_unused,
+)
 from engine.training.tasks.pretraining import PretrainingTask, build_datasets
 
-__all__ = ["TrainBatch", "TrainData", "TrainingTask", "PretrainingTask", "build_datasets", "freeze_encoder",
-           "freeze_unused", "task_for"]
+__all__ = ["TaskOutput", "TrainBatch", "TrainData", "TrainingTask", "PretrainingTask", "build_datasets",
+           "freeze_encoder", "freeze_unused", "task_for"]
 
 
 def task_for(config: TrainingConfig) -> TrainingTask:

@@ -20,8 +20,12 @@ from typing import Any, Protocol, Sequence
 import torch
 
 from engine.model.heads import BertWithHeads
-from engine.model.outputs import BertForwardOutput
 from engine.training.config import TrainingConfig
+
+
+TaskOutput = Any
+"""What a task's ``forward`` returns and its ``losses``/``tally`` read: the model's ``HeadsOutput``
+for a one-pass task, the task's own dataclass otherwise (``qa_mlm``'s ``JointOutput``)."""
 
 
 class TrainBatch(Protocol):
@@ -66,15 +70,15 @@ class TrainingTask:
         """Per loss term, how many targets this (CPU) micro-batch has: its weight in the step."""
         raise NotImplementedError
 
-    def forward(self, net: torch.nn.Module, batch: Any, config: TrainingConfig) -> BertForwardOutput:
+    def forward(self, net: torch.nn.Module, batch: Any, config: TrainingConfig) -> TaskOutput:
         """Run ``net`` on a batch already on the device (the trainer sets the precision)."""
         raise NotImplementedError
 
-    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
-        """The mean loss of each term, in ``counts`` order."""
+    def losses(self, out: TaskOutput) -> list[torch.Tensor | None]:
+        """The mean loss of each term, in ``counts`` order (``None`` for a term with no targets)."""
         raise NotImplementedError
 
-    def tally(self, out: BertForwardOutput, batch: Any, counts: Sequence[int]) -> torch.Tensor:
+    def tally(self, out: TaskOutput, batch: Any, counts: Sequence[int]) -> torch.Tensor:
         """Detached float sums of one micro-batch, shape (len(stat_names),)."""
         raise NotImplementedError
 
@@ -109,7 +113,8 @@ def freeze_unused(model: BertWithHeads, heads: Sequence[str], uses_pooler: bool)
     MLM decoder weight is the word-embedding matrix and belongs to the encoder, not to the head."""
     parts = {"mlm": lambda: [*model.cls.predictions.transform.parameters(), model.cls.predictions.bias],
              "nsp": lambda: list(model.cls.seq_relationship.parameters()),
-             "qa": lambda: list(model.qa_outputs.parameters()), "cls": lambda: list(model.classifier.parameters())}
+             "qa": lambda: list(model.qa_outputs.parameters()),
+             "classifier": lambda: list(model.classifier.parameters())}
     unused = [p for head in model.heads if head not in heads for p in parts[head]()]
     if model.has_pooler and not uses_pooler:
         unused += list(model.bert.pooler.parameters())

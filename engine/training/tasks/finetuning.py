@@ -6,7 +6,7 @@ feature of the accumulated step, as one big batch would give.
 * QA: loss = (CE(start) + CE(end)) / 2 as ``BertForQuestionAnswering``; metrics ``qa_loss``,
   ``start_acc``, ``end_acc`` (argmax = the labelled token) and ``span_acc`` (both right).
 * Classification: cross-entropy on the pooled output (``BertForSequenceClassification``);
-  metrics ``cls_loss`` and ``accuracy``.
+  metrics ``classification_loss`` and ``accuracy``.
 """
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import torch
 
 from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.model.heads import BertWithHeads
-from engine.model.outputs import BertForwardOutput
+from engine.model.outputs import HeadsOutput
 from engine.training.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
 
-_HEAD_NAMES = {"qa": "question-answering (span)", "cls": "sequence-classification"}
+_HEAD_NAMES = {"qa": "question-answering (span)", "classifier": "sequence-classification"}
 
 
 class _FeatureTask(TrainingTask):
@@ -58,18 +58,19 @@ class QATask(_FeatureTask):
     name, head = "qa", "qa"
     stat_names = ("qa_loss_sum", "start_correct", "end_correct", "span_correct")
 
-    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> BertForwardOutput:
+    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> HeadsOutput:
         return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
                    start_positions=batch.start_positions, end_positions=batch.end_positions, compute=("qa",))
 
-    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
-        return [out.qa_loss]
+    def losses(self, out: HeadsOutput) -> list[torch.Tensor]:
+        return [out.qa.loss]
 
-    def tally(self, out: BertForwardOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+    def tally(self, out: HeadsOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+        span = out.qa
         with torch.no_grad():
-            start_ok = out.start_logits.argmax(-1) == batch.start_positions       # (B,)
-            end_ok = out.end_logits.argmax(-1) == batch.end_positions             # (B,)
-            return torch.stack((out.qa_loss.detach().float() * counts[0], start_ok.sum().float(),
+            start_ok = span.start_logits.argmax(-1) == batch.start_positions      # (B,)
+            end_ok = span.end_logits.argmax(-1) == batch.end_positions            # (B,)
+            return torch.stack((span.loss.detach().float() * counts[0], start_ok.sum().float(),
                                 end_ok.sum().float(), (start_ok & end_ok).sum().float()))
 
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
@@ -80,8 +81,8 @@ class QATask(_FeatureTask):
 class ClassificationTask(_FeatureTask):
     """A class per text (pair) from the pooled [CLS] vector."""
 
-    name, head = "classification", "cls"
-    stat_names = ("cls_loss_sum", "correct")
+    name, head = "classification", "classifier"
+    stat_names = ("classification_loss_sum", "correct")
 
     def uses_pooler(self, config: TrainingConfig) -> bool:
         return True
@@ -96,18 +97,19 @@ class ClassificationTask(_FeatureTask):
         if model.config.num_labels < 2:
             raise ValueError("classification needs at least two labels")
 
-    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> BertForwardOutput:
+    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> HeadsOutput:
         return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
-                   class_labels=batch.class_labels, compute=("cls",))
+                   class_labels=batch.class_labels, compute=("classifier",))
 
-    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
-        return [out.classification_loss]
+    def losses(self, out: HeadsOutput) -> list[torch.Tensor]:
+        return [out.classifier.loss]
 
-    def tally(self, out: BertForwardOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+    def tally(self, out: HeadsOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+        result = out.classifier
         with torch.no_grad():
-            correct = (out.logits.argmax(-1) == batch.class_labels).sum().float()
-            return torch.stack((out.classification_loss.detach().float() * counts[0], correct))
+            correct = (result.logits.argmax(-1) == batch.class_labels).sum().float()
+            return torch.stack((result.loss.detach().float() * counts[0], correct))
 
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         n = max(1, totals[0])
-        return {"cls_loss": sums[0] / n, "accuracy": sums[1] / n}
+        return {"classification_loss": sums[0] / n, "accuracy": sums[1] / n}

@@ -9,7 +9,7 @@ import torch
 
 from engine.text.corpus import Document
 from engine.model.heads import IGNORE_INDEX, BertWithHeads
-from engine.model.outputs import BertForwardOutput
+from engine.model.outputs import HeadsOutput
 from engine.data.pretraining import Batch, PretrainingDataset
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
@@ -57,28 +57,28 @@ class PretrainingTask(TrainingTask):
         pairs = int((batch.next_sentence_label != IGNORE_INDEX).sum()) if self.nsp else 0
         return masked, pairs
 
-    def forward(self, net: torch.nn.Module, batch: Batch, config: TrainingConfig) -> BertForwardOutput:
+    def forward(self, net: torch.nn.Module, batch: Batch, config: TrainingConfig) -> HeadsOutput:
         inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask,
                   "token_type_ids": batch.token_type_ids, "labels": batch.labels}
         if self.nsp:
             inputs["next_sentence_label"] = batch.next_sentence_label
         return net(**inputs, sparse_mlm=True, compute=self.heads(config))
 
-    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
-        return [out.mlm_loss, out.nsp_loss]
+    def losses(self, out: HeadsOutput) -> list[torch.Tensor | None]:
+        return [out.mlm.loss, out.nsp.loss if out.nsp is not None else None]
 
-    def tally(self, out: BertForwardOutput, batch: Batch, counts: Sequence[int]) -> torch.Tensor:
+    def tally(self, out: HeadsOutput, batch: Batch, counts: Sequence[int]) -> torch.Tensor:
         """(mlm loss * n, mlm correct, nsp loss * k, nsp correct) of one micro-batch."""
         n, k = counts
         with torch.no_grad():
             targets = batch.labels[batch.labels != IGNORE_INDEX]                  # (N,)
-            mlm_correct = (out.masked_logits.argmax(-1) == targets).sum().float()
+            mlm_correct = (out.mlm.logits.argmax(-1) == targets).sum().float()   # sparse: (N, V) rows
             zero = torch.zeros((), device=targets.device)
             nsp_loss, nsp_correct = zero, zero
             if k:
-                nsp_loss = out.nsp_loss.detach().float() * k
-                nsp_correct = (out.seq_relationship_logits.argmax(-1) == batch.next_sentence_label).sum().float()
-            return torch.stack((out.mlm_loss.detach().float() * n, mlm_correct, nsp_loss, nsp_correct))
+                nsp_loss = out.nsp.loss.detach().float() * k
+                nsp_correct = (out.nsp.logits.argmax(-1) == batch.next_sentence_label).sum().float()
+            return torch.stack((out.mlm.loss.detach().float() * n, mlm_correct, nsp_loss, nsp_correct))
 
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         masked, pairs = max(1, totals[0]), totals[1]

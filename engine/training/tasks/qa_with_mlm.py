@@ -24,7 +24,7 @@ import torch
 from engine.training import distributed as dist
 from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.model.heads import BertWithHeads
-from engine.model.outputs import BertForwardOutput
+from engine.model.outputs import HeadsOutput
 from engine.data.pretraining import Batch, PretrainingDataset
 from engine.training.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
@@ -45,6 +45,14 @@ class JointBatch:
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "JointBatch":
         return JointBatch(self.qa.to(device, non_blocking), self.pretraining.to(device, non_blocking))
+
+
+@dataclass
+class JointOutput:
+    """The two passes of a joint step: MLM/NSP on the text batch, the span head on the QA batch."""
+
+    pretraining: HeadsOutput
+    qa: HeadsOutput
 
 
 class JointDataset:
@@ -123,23 +131,17 @@ class QAWithMLMTask(TrainingTask):
     def counts(self, batch: JointBatch) -> tuple[int, int, int]:
         return self.pretraining_task.counts(batch.pretraining) + self.qa_task.counts(batch.qa)
 
-    def forward(self, net: torch.nn.Module, batch: JointBatch, config: TrainingConfig) -> BertForwardOutput:
-        """Two passes (pretraining, then QA) merged into one output: MLM/NSP fields from the first,
-        span logits, the QA loss and the hidden states from the second."""
-        text = self.pretraining_task.forward(net, batch.pretraining, config)
-        qa = self.qa_task.forward(net, batch.qa, config)
-        return BertForwardOutput(
-            last_hidden_state=qa.last_hidden_state, masked_positions=text.masked_positions,
-            masked_logits=text.masked_logits, seq_relationship_logits=text.seq_relationship_logits,
-            mlm_loss=text.mlm_loss, nsp_loss=text.nsp_loss, start_logits=qa.start_logits,
-            end_logits=qa.end_logits, qa_loss=qa.qa_loss)
+    def forward(self, net: torch.nn.Module, batch: JointBatch, config: TrainingConfig) -> JointOutput:
+        """Two passes: pretraining on the text batch, then QA on the QA batch."""
+        return JointOutput(self.pretraining_task.forward(net, batch.pretraining, config),
+                           self.qa_task.forward(net, batch.qa, config))
 
-    def losses(self, out: BertForwardOutput) -> list[torch.Tensor]:
-        return [out.mlm_loss, out.nsp_loss, out.qa_loss]
+    def losses(self, out: JointOutput) -> list[torch.Tensor | None]:
+        return self.pretraining_task.losses(out.pretraining) + self.qa_task.losses(out.qa)
 
-    def tally(self, out: BertForwardOutput, batch: JointBatch, counts: Sequence[int]) -> torch.Tensor:
-        return torch.cat((self.pretraining_task.tally(out, batch.pretraining, counts[:2]),
-                          self.qa_task.tally(out, batch.qa, counts[2:])))
+    def tally(self, out: JointOutput, batch: JointBatch, counts: Sequence[int]) -> torch.Tensor:
+        return torch.cat((self.pretraining_task.tally(out.pretraining, batch.pretraining, counts[:2]),
+                          self.qa_task.tally(out.qa, batch.qa, counts[2:])))
 
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         return {**self.pretraining_task.metrics(sums[:self._split], totals[:2]),

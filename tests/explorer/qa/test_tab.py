@@ -20,6 +20,7 @@ import torch  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
+from engine.model.outputs import SpanOutput  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from explorer.qa import examples as qa_examples  # noqa: E402
 from explorer.qa import tab  # noqa: E402
@@ -104,7 +105,7 @@ def _table_logits(monkeypatch, loaded, start: dict[str, float], end: dict[str, f
             table[vocab[token]] = value
 
     def forward(input_ids, **kwargs):
-        return SimpleNamespace(start_logits=tables[0][input_ids], end_logits=tables[1][input_ids])   # (B, S)
+        return SimpleNamespace(qa=SpanOutput(tables[0][input_ids], tables[1][input_ids]))   # (B, S) each
 
     monkeypatch.setattr(loaded.model, "forward", forward)
 
