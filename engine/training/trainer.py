@@ -51,7 +51,6 @@ from engine.training.state import (
 )
 
 Callback = Callable[[str, dict[str, Any]], None]   # (kind: "train" | "eval" | "checkpoint" | "diverged", record)
-RESUMABLE_OVERRIDES = RESUMABLE_FIELDS   # the one set of resume rules lives in engine.training.run_folder
 
 
 class TrainingDiverged(RuntimeError):

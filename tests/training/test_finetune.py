@@ -54,7 +54,7 @@ def options(files: dict[str, Path], run_dir: Path, training: TrainingConfig, **o
     return JobSpec(training, **values)
 
 
-def prepare_finetune(spec: JobSpec) -> Trainer:
+def trainer_of(spec: JobSpec) -> Trainer:
     """The job's trainer (``prepare_job``, the path every front end takes)."""
     return prepare_job(spec).trainer
 
@@ -67,14 +67,14 @@ def train(trainer: Trainer) -> tuple[list[dict], list[dict]]:
 
 @pytest.fixture(scope="module")
 def qa_run(files) -> tuple[Trainer, list[dict], list[dict]]:
-    trainer = prepare_finetune(options(files, files["root"] / "qa-run", qa_config(), eval_fraction=0.25))
+    trainer = trainer_of(options(files, files["root"] / "qa-run", qa_config(), eval_fraction=0.25))
     return (trainer, *train(trainer))
 
 
 @pytest.fixture(scope="module")
 def classification_run(files) -> tuple[Trainer, list[dict], list[dict]]:
     config = qa_config(task="classification", total_steps=40, eval_every=20)
-    trainer = prepare_finetune(options(files, files["root"] / "classification-run", config, eval_fraction=0.25))
+    trainer = trainer_of(options(files, files["root"] / "classification-run", config, eval_fraction=0.25))
     return (trainer, *train(trainer))
 
 
@@ -146,22 +146,22 @@ def test_classification_checkpoint_loads_in_transformers_with_its_labels(classif
 # ---------------------------------------------------------------------------- resume, freezing
 def test_resume_gives_the_same_next_step(files, tmp_path):
     config = qa_config(total_steps=10, batch_size=4, gradient_accumulation_steps=2, checkpoint_every=3, eval_every=3)
-    first = prepare_finetune(options(files, tmp_path / "run", config, eval_fraction=0.25))
+    first = trainer_of(options(files, tmp_path / "run", config, eval_fraction=0.25))
     first.train(num_steps=3)
     assert first.epoch >= 1                                                  # past an epoch boundary
     expected = first.step()                                                  # the uninterrupted step 4
     after = {n: p.detach().clone() for n, p in first.model.named_parameters()}
     torch.manual_seed(99)
-    resumed = prepare_finetune(JobSpec({"total_steps": 10}, resume_from=str(tmp_path / "run")))
+    resumed = trainer_of(JobSpec({"total_steps": 10}, resume_from=str(tmp_path / "run")))
     assert resumed.global_step == 3 and resumed.config.gradient_accumulation_steps == 2
     got = resumed.step()
     assert got["loss"] == expected["loss"] and got["span_acc"] == expected["span_acc"]
     for name, param in resumed.model.named_parameters():
         torch.testing.assert_close(param, after[name], rtol=0, atol=1e-6, msg=name)
     with pytest.raises(ValueError, match="is a qa run, not classification"):
-        prepare_finetune(JobSpec({"task": "classification"}, resume_from=str(tmp_path / "run")))
+        trainer_of(JobSpec({"task": "classification"}, resume_from=str(tmp_path / "run")))
     with pytest.raises(ValueError, match="cannot change batch_size, gradient_accumulation_steps when resuming"):
-        prepare_finetune(JobSpec(qa_config(total_steps=10), resume_from=str(tmp_path / "run")))
+        trainer_of(JobSpec(qa_config(total_steps=10), resume_from=str(tmp_path / "run")))
 
 
 def optimized(trainer: Trainer) -> set[str]:
@@ -172,9 +172,9 @@ def optimized(trainer: Trainer) -> set[str]:
 
 def test_freeze_encoder_trains_only_heads_and_pooler(files, tmp_path):
     config = qa_config(total_steps=4, eval_every=0, freeze_encoder=True, learning_rate=1e-2)
-    trainer = prepare_finetune(options(files, tmp_path / "frozen", config))
+    trainer = trainer_of(options(files, tmp_path / "frozen", config))
     assert optimized(trainer) == {"qa_outputs.weight", "qa_outputs.bias"}    # QA runs no pooler, MLM or NSP
-    classifier = prepare_finetune(options(files, tmp_path / "frozen-classifier", config.replace(task="classification")))
+    classifier = trainer_of(options(files, tmp_path / "frozen-classifier", config.replace(task="classification")))
     assert optimized(classifier) == {"bert.pooler.dense.weight", "bert.pooler.dense.bias", "classifier.weight",
                                      "classifier.bias"}
     assert not trainer.model.bert.embeddings.word_embeddings.weight.requires_grad   # = the MLM decoder weight

@@ -39,7 +39,7 @@ def files(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
             "squad": write_squad(root / "squad.json", num_contexts=8), "corpus": corpus, "root": root}
 
 
-def prepare_finetune(spec: JobSpec):
+def trainer_of(spec: JobSpec):
     """The job's trainer (``prepare_job``, the path every front end takes)."""
     return prepare_job(spec).trainer
 
@@ -67,7 +67,7 @@ def loss_of_parts(model, batch: JointBatch) -> float:
 
 @pytest.fixture(scope="module")
 def run(files):
-    trainer = prepare_finetune(options(files, files["root"] / "run"))
+    trainer = trainer_of(options(files, files["root"] / "run"))
     events: list[tuple[str, dict]] = []
     assert trainer.train(callback=lambda kind, record: events.append((kind, record))).status == "finished"
     return trainer, [r for k, r in events if k == "train"], [r for k, r in events if k == "eval"]
@@ -97,7 +97,7 @@ def test_every_head_and_the_encoder_train_and_are_saved(run, files):
 def test_step_loss_matches_the_two_tasks_computed_apart(files):
     """One step's loss on a batch = the pretraining loss (MLM + NSP) of its text part + the QA loss of
     its features, each computed by the model on its own (dropout off)."""
-    trainer = prepare_finetune(options(files, files["root"] / "apart"))
+    trainer = trainer_of(options(files, files["root"] / "apart"))
     trainer.model.eval()                                    # no dropout: the same numbers twice
     batch = trainer.train_data.batch(0, 0)
     expected = loss_of_parts(trainer.model, batch)          # before the step changes the weights
@@ -155,7 +155,7 @@ def test_a_larger_text_batch_trains_beside_the_qa_batch_and_resumes_with_it(file
     assert main(["--resume", str(tmp_path / "wide"), "--threads", "1", "--no-progress"]) == 0
     assert "text batch 8" in capsys.readouterr().err
 
-    trainer = prepare_finetune(options(files, tmp_path / "apart", mlm_batch_size=8))
+    trainer = trainer_of(options(files, tmp_path / "apart", mlm_batch_size=8))
     batch = trainer.train_data.batch(0, 0)
     assert batch.qa.input_ids.shape[0] == 4 and batch.pretraining.input_ids.shape[0] == 8
     trainer.model.eval()
