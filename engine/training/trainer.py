@@ -44,7 +44,7 @@ from engine.training.tasks import build_datasets  # noqa: F401 (public here, as 
 from engine.training.tasks import TaskOutput, TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
-from engine.training.run_folder import RESUMABLE_FIELDS, CheckpointInfo, RunFolder, check_resume_changes
+from engine.training.run_folder import CheckpointInfo, RunFolder, check_resume_changes
 from engine.training.state import (
     STATE_FORMAT, append_metrics, capture_rng, read_training_state, restore_rng, set_seed, truncate_metrics,
     write_checkpoint,
