@@ -141,7 +141,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=3):
             text = gr.Textbox(label="Text", lines=2, placeholder="Type a sentence…")
-            pair = gr.Textbox(label="Text pair (optional, segment B)", lines=1,
+            pair = gr.Textbox("", label="Text pair (optional, segment B)", lines=1,
                               placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
         with gr.Column(scale=2, min_width=240):
             # Wide build-time ranges let API callers use deeper models; a browser narrows them to the

@@ -220,7 +220,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=3):
             text = gr.Textbox(label="Text", lines=2, placeholder="Type a sentence…")
-            pair = gr.Textbox(label="Text pair (optional, segment B)", lines=2,
+            pair = gr.Textbox("", label="Text pair (optional, segment B)", lines=2,
                               placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
         with gr.Column(scale=2, min_width=260):
             # The build-time range is wide so API calls on deeper models pass the slider's own bounds check;

@@ -110,7 +110,7 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     with gr.Row():
         with gr.Column(scale=3):
             text = gr.Textbox(label="Text", lines=3, placeholder="Type or paste text…")
-            pair = gr.Textbox(label="Text pair (optional, segment B)", lines=2,
+            pair = gr.Textbox("", label="Text pair (optional, segment B)", lines=2,
                               placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
         with gr.Column(scale=1, min_width=220):
             length = gr.Slider(MIN_LENGTH, min(512, services.max_length), value=DEFAULT_LENGTH, step=1,
@@ -138,18 +138,18 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     )
 
     @friendly_errors
-    def run(model: str | None, text: str, text_pair: str, max_length: float) -> tuple[Any, ...]:
+    def run(model_key: str | None, text: str, text_pair: str, max_length: float) -> tuple[Any, ...]:
         """Tokenize a text (and optional pair) with the model's WordPiece tokenizer.
 
         Args:
-            model: the model key from the picker ('default', a checkpoint, ...); empty for the bundled tokenizer.
+            model_key: the model key from the picker ('default', a checkpoint, ...); empty for the bundled tokenizer.
             text: the text to tokenize (segment A).
             text_pair: optional second text (segment B); empty for none.
             max_length: longest sequence in tokens, specials included (8..512).
         Returns:
             highlighted pieces, a Markdown summary, the token table and the segment strip.
         """
-        return tokenize(services, model, text, text_pair, max_length)
+        return tokenize(services, model_key, text, text_pair, max_length)
 
     run.__name__ = "tokenize"
     outputs = [highlights, summary, table, strip]

@@ -236,10 +236,29 @@ def build(services: Services) -> dict[str, Any]:
                 mask_rate, whole_word, nsp]
 
     @friendly_errors
-    def train_start(*values: Any) -> str:
-        """Start a pretraining run with the given settings in the background; the status as Markdown."""
-        access.require_admin(values[len(controls)] if len(values) > len(controls) else "", "start training")
-        return start_run(services, *values[:len(controls)])
+    def train_start(preset: str = "tiny", corpus: str = "shakespeare", max_documents: float = 200,
+                    vocab_size: float = 4000, seq_length: float = 64, batch_size: float = 16,
+                    learning_rate: float = 5e-4, steps: float = 300, mask_rate: float = 0.15,
+                    whole_word: bool = False, nsp: bool = True, token: str = "") -> str:
+        """Start a pretraining run with the given settings in the background; the status as Markdown.
+
+        Args:
+            preset: model size (tiny, mini, small, medium, base, large).
+            corpus: the built-in corpus.
+            max_documents: use only the first N documents.
+            vocab_size: WordPiece vocabulary trained on the corpus.
+            seq_length: longest sequence in tokens.
+            batch_size: sequences per step.
+            learning_rate: peak learning rate.
+            steps: optimizer steps.
+            mask_rate: fraction of tokens masked.
+            whole_word: mask whole words.
+            nsp: train next-sentence prediction too.
+            token: the admin token (public mode only).
+        """
+        access.require_admin(token, "start training")
+        return start_run(services, preset, corpus, max_documents, vocab_size, seq_length, batch_size,
+                         learning_rate, steps, mask_rate, whole_word, nsp)
 
     @friendly_errors
     def train_pause(token: str = "") -> str:

@@ -1,0 +1,97 @@
+"""The served app's API as a ``gradio_client`` user meets it: every parameter named, the model always
+``model_key``, every optional input with the UI's default (a call with only the required inputs works),
+and the README's API examples run as written."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from gradio_client import Client
+
+import torch
+
+from app_helpers import serve
+from conftest import tiny_config
+from engine.checkpoints.hf_format import LoadedModel
+from engine.model.heads import BertWithHeads
+from probing_helpers import make_services
+from reference import randomize_
+
+ROOT = Path(__file__).resolve().parents[2]
+# endpoint -> the inputs a caller must give; everything else has a default
+REQUIRED = {
+    "/load_model": ["source_text"], "/tokenize": ["text"], "/embeddings": ["text"], "/embeddings_over_training": [],
+    "/attention": ["text"], "/ablate_heads": ["text", "heads"], "/attention_export": ["text"],
+    "/attention_over_training": ["text"], "/fill_mask": ["text"], "/fill_mask_over_training": ["text"],
+    "/answer": ["question", "context"], "/train_start": [], "/train_pause": [], "/train_resume": [],
+    "/train_stop": [], "/train_save": [], "/train_status": [],
+}
+
+
+@pytest.fixture(scope="module")
+def client(tiny_tokenizer, tmp_path_factory) -> Iterator[Client]:
+    """The app on a tiny model with as many positions as the bundled one (the UI's length defaults fit it)."""
+    import app
+
+    torch.manual_seed(0)
+    model = randomize_(BertWithHeads(tiny_config(max_position_embeddings=512), heads=("mlm", "nsp", "qa")), 0,
+                       scale=0.3).eval()
+    services = make_services(tiny_tokenizer, tmp_path_factory.mktemp("runs"))
+    services.models.pin("default", LoadedModel(model, tiny_tokenizer, model.config, "tiny model, 512 positions"))
+    with serve(app.create_app(services)) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def endpoints(client: Client) -> dict[str, list[dict]]:
+    return {name: info["parameters"] for name, info in
+            client.view_api(return_format="dict", print_info=False)["named_endpoints"].items()}
+
+
+def test_every_public_endpoint_needs_only_what_a_user_must_give(endpoints):
+    assert set(endpoints) == set(REQUIRED)
+    for name, parameters in endpoints.items():
+        required = [p["parameter_name"] for p in parameters if not p["parameter_has_default"]]
+        assert required == REQUIRED[name], name
+        assert not any(re.fullmatch(r"param_\d+", p["parameter_name"]) for p in parameters), name
+
+
+def test_the_model_parameter_has_one_name(endpoints):
+    for name, parameters in endpoints.items():
+        names = [p["parameter_name"] for p in parameters]
+        assert "model" not in names, name
+        if name not in ("/load_model",) and not name.startswith("/train_"):
+            assert names[0] == "model_key", name
+
+
+def test_probing_endpoints_answer_a_call_with_only_the_required_inputs(client: Client):
+    tokens = client.predict(text="the cat sat.", api_name="/tokenize")
+    assert "tokens" in tokens[1]
+    fill = client.predict(text="the cat [MASK] on the mat.", api_name="/fill_mask")
+    assert len(fill[1]) == 5 and {"score", "token", "token_str", "sequence"} <= set(fill[1][0])
+    answer = client.predict(question="who sat?", context="the cat sat on the mat.", api_name="/answer")
+    assert {"score", "start", "end", "answer"} <= set(answer[1])           # top_k 1: one dict, as the pipeline
+    attention = client.predict(text="the cat sat.", api_name="/attention")
+    assert attention[0] is not None
+    embeddings = client.predict(text="the cat sat.", api_name="/embeddings")
+    assert embeddings[0] is not None
+    exported = client.predict(text="the cat sat.", api_name="/attention_export")
+    assert {Path(f).suffix for f in exported} == {".png", ".svg", ".json"}
+
+
+def readme_api_examples() -> list[str]:
+    """The README's ``gradio_client`` examples: the python blocks of its API section."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("Every tab has a stable API name"):text.index("The Training tab's endpoints")]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+def test_the_readme_api_examples_run(client: Client, capsys):
+    examples = readme_api_examples()
+    assert examples and all("client.predict(" in code for code in examples)
+    for code in examples:
+        exec(compile(code.replace("http://127.0.0.1:7860/", client.src), "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert "tokens" in printed and "score" in printed
