@@ -1,4 +1,4 @@
-"""UI latency: p50/p95 of each probing endpoint through gradio_client, idle and while training.
+"""UI latency: each probing endpoint through plain HTTP and through gradio_client, idle and while training.
 
 The app is built as ``app.create_app`` builds it (same queue settings) and served on
 loopback in this process; one client calls /tokenize, /fill_mask, /answer, /attention
@@ -7,9 +7,14 @@ no training run ("idle"), then while a pretraining run goes on in the background
 idle again after stopping it. Idle figures pool the two idle blocks, which bracket the
 training block, so a machine whose speed drifts biases the ratio less.
 
-The reference is idle latency measured in the same run: the last line gives the ratio
-p50 during training / p50 idle per endpoint. Goals (issue 6): p50 <= 100 ms idle on the
-bundled model; during training no worse than 2x idle.
+Two ways in, interleaved in every round: plain HTTP on the route the browser's queue uses
+(POST ``/gradio_api/call/<api>``, then GET the event's stream until ``complete``), and
+``gradio_client``. Beside the endpoints, HTTP times the app's ``/noop`` endpoint (same queue and
+route, no work): the reference for "how much of a request is the endpoint's own work".
+
+Printed per endpoint: HTTP p50 / p90 idle, the ratio p50 endpoint / p50 no-op (goal, issue 15:
+<= 2 idle), p50 during training and its ratio to idle (goal <= 2), and the response size in bytes;
+then the gradio_client table (goals, issue 6: p50 <= 100 ms idle; during training <= 2x idle).
 
 Model: ``assets/default-model`` (or ``--model`` pointing to a Hugging Face folder). When
 it is missing, a random-weight model of the same shape is used, with a message saying so.
@@ -37,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import gradio as gr  # noqa: E402
+import httpx  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
 from engine.training.worker import TrainingWorker  # noqa: E402
@@ -44,6 +50,7 @@ from explorer.services import Services  # noqa: E402
 
 GOAL_IDLE_P50_MS = 100.0
 GOAL_TRAINING_RATIO = 2.0
+GOAL_NOOP_RATIO = 2.0
 START_TIMEOUT_S = 300.0
 # The Training tab's defaults (what a user presses Start on), with steps enough to outlast the bench.
 # preset, corpus, max documents, vocab, seq length, batch, lr, steps, mask rate, whole word, nsp
@@ -86,6 +93,39 @@ def endpoint_calls(max_length: int = 128, max_seq_len: int = 384,
     }
 
 
+def endpoint_inputs(max_length: int = 128, max_seq_len: int = 384, doc_stride: int = 128) -> dict[str, list[Any]]:
+    """The same calls as ``endpoint_calls``, as the positional data the HTTP route takes (and /noop)."""
+    return {
+        "/noop": ["x"],
+        "/tokenize": ["default", TEXT, PAIR, max_length],
+        "/fill_mask": ["default", FILL_TEXT, 5, ""],
+        "/answer": ["default", QUESTION, CONTEXT, 1, 15, max_seq_len, doc_stride, False],
+        "/attention": ["default", TEXT, PAIR, 1, 2, max_length, [0, 1, 2, 3], "entropy"],
+        "/embeddings": ["default", TEXT, PAIR, 1, "output", "all"],
+    }
+
+
+def http_call(http: httpx.Client, base: str, api: str, data: list[Any]) -> int:
+    """One call on the browser queue's route: POST the inputs, read the event's stream to its end; its size."""
+    event = http.post(f"{base}gradio_api/call{api}", json={"data": data})
+    event.raise_for_status()
+    body = http.get(f"{base}gradio_api/call{api}/{event.json()['event_id']}").content
+    if b"event: complete" not in body:
+        raise RuntimeError(f"{api} did not complete: {body[:300]!r}")
+    return len(body)
+
+
+def http_calls(base: str, inputs: dict[str, list[Any]], sizes: dict[str, int]) -> dict[str, Callable[[Any], Any]]:
+    """One plain-HTTP call per endpoint (named ``http <api>``), recording each response's size in ``sizes``."""
+    http = httpx.Client(timeout=120)
+
+    def call(api: str, data: list[Any]) -> Callable[[Any], Any]:
+        def run(_client: Any) -> None:
+            sizes[api] = http_call(http, base, api, data)
+        return run
+    return {f"http {api}": call(api, data) for api, data in inputs.items()}
+
+
 @dataclass
 class Latency:
     """One endpoint's seconds per call, idle and during training."""
@@ -103,6 +143,9 @@ class Latency:
 
     def p95(self, phase: str) -> float:
         return self.percentile(getattr(self, phase), 0.95)
+
+    def p90(self, phase: str) -> float:
+        return self.percentile(getattr(self, phase), 0.90)
 
     @property
     def ratio(self) -> float:
@@ -150,8 +193,12 @@ def run(services: Services, requests: int, warmup: int = 2, training: list[Any] 
     calls = {name: call for name, call in endpoint_calls(max_length, max_seq_len, doc_stride).items()
              if NEEDS_HEAD.get(name, "") in heads | {""}}
     skipped = [f"{name} (the model has no {NEEDS_HEAD[name]} head)" for name in NEEDS_HEAD if name not in calls]
+    inputs = {name: data for name, data in endpoint_inputs(max_length, max_seq_len, doc_stride).items()
+              if name == "/noop" or name in calls}
+    sizes: dict[str, int] = {}
     half = max(1, requests // 2)
     with serve(app.create_app(services)) as client:
+        calls = {**http_calls(client.src, inputs, sizes), **calls}
         time_rounds(client, calls, warmup)
         idle_before = time_rounds(client, calls, half)
         startup_s = start_training(client, worker, training or TRAINING)
@@ -164,13 +211,36 @@ def run(services: Services, requests: int, warmup: int = 2, training: list[Any] 
         idle_after = time_rounds(client, calls, max(1, requests - half))
     latencies = {name: Latency(idle_before[name] + idle_after[name], during[name]) for name in calls}
     facts = {"steps_during": status.step - step_before, "state_during": status.state, "startup_s": startup_s,
-             "skipped": skipped}
+             "skipped": skipped, "sizes": sizes}
     return latencies, facts
 
 
+def http_report(latencies: dict[str, Latency], sizes: dict[str, int]) -> list[str]:
+    """The plain-HTTP table: per endpoint p50/p90 idle, ratio to /noop, p50 training, ratio to idle, bytes."""
+    noop = latencies["http /noop"].p50("idle")
+    lines = ["plain HTTP (/gradio_api/call/...; ratio = p50 / p50 of /noop in the same run):",
+             f"{'endpoint':12s} {'idle p50':>9s} {'idle p90':>9s} {'/noop':>6s} {'train p50':>10s} "
+             f"{'/idle':>6s} {'bytes':>9s}"]
+    rows = {name[5:]: lat for name, lat in latencies.items() if name.startswith("http ")}
+    for name, lat in rows.items():
+        lines.append(f"{name:12s} {1e3 * lat.p50('idle'):7.1f}ms {1e3 * lat.p90('idle'):7.1f}ms "
+                     f"{lat.p50('idle') / noop:6.2f} {1e3 * lat.p50('training'):8.1f}ms {lat.ratio:6.2f} "
+                     f"{sizes.get(name, 0):9,d}")
+    probing = {n: lat for n, lat in rows.items() if n != "/noop"}
+    worst = max(lat.p50("idle") / noop for lat in probing.values())
+    worst_training = max(lat.ratio for lat in probing.values())
+    lines.append(f"goals: endpoint/noop p50 <= {GOAL_NOOP_RATIO:.0f} idle (worst {worst:.2f}: "
+                 f"{'met' if worst <= GOAL_NOOP_RATIO else 'NOT met'}); training/idle <= {GOAL_TRAINING_RATIO:.0f} "
+                 f"(worst {worst_training:.2f}: {'met' if worst_training <= GOAL_TRAINING_RATIO else 'NOT met'})")
+    return lines
+
+
 def report(latencies: dict[str, Latency], facts: dict[str, Any]) -> list[str]:
-    """The lines to print: a row per endpoint and the ratios."""
-    lines = [f"{'endpoint':12s} {'idle p50':>9s} {'idle p95':>9s} {'train p50':>10s} {'train p95':>10s} {'ratio':>6s}"]
+    """The lines to print: the plain-HTTP table, then a row per endpoint through gradio_client and the ratios."""
+    lines = http_report(latencies, facts.get("sizes", {})) if "http /noop" in latencies else []
+    latencies = {name: lat for name, lat in latencies.items() if not name.startswith("http ")}
+    lines.append("through gradio_client:")
+    lines.append(f"{'endpoint':12s} {'idle p50':>9s} {'idle p95':>9s} {'train p50':>10s} {'train p95':>10s} {'ratio':>6s}")
     for name, lat in latencies.items():
         lines.append(f"{name:12s} {1e3 * lat.p50('idle'):7.1f}ms {1e3 * lat.p95('idle'):7.1f}ms "
                      f"{1e3 * lat.p50('training'):8.1f}ms {1e3 * lat.p95('training'):8.1f}ms {lat.ratio:6.2f}")

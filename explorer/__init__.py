@@ -61,4 +61,11 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 training_tab.build(services)
         demo.load(lambda key: model_picker.model_info(services, key), inputs=[picker.dropdown], outputs=[picker.info],
                   api_visibility="private", show_progress="hidden")
+        # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
+        gr.api(noop, api_name="noop", api_visibility="undocumented")
     return demo
+
+
+def noop(text: str = "") -> str:
+    """Answer the input as it came (the cost of a request with no work in it)."""
+    return text

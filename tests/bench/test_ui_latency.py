@@ -28,7 +28,10 @@ def test_run_times_every_endpoint_idle_and_during_training(tiny_tokenizer: WordP
                                      max_seq_len=64, doc_stride=16)
     finally:
         services.worker.close(timeout_s=30)
-    assert list(latencies) == ENDPOINTS
+    http = ["http /noop"] + [f"http {name}" for name in ENDPOINTS]
+    assert list(latencies) == http + ENDPOINTS                 # plain HTTP (with the no-op) and gradio_client
+    assert set(facts["sizes"]) == {"/noop", *ENDPOINTS} and all(size > 20 for size in facts["sizes"].values())
+    assert facts["sizes"]["/attention"] > facts["sizes"]["/noop"]
     for lat in latencies.values():
         assert len(lat.idle) == 2 and len(lat.training) == 2   # 1 before + 1 after the run; 2 during
         assert all(math.isfinite(t) and t > 0 for t in lat.idle + lat.training)
@@ -36,7 +39,11 @@ def test_run_times_every_endpoint_idle_and_during_training(tiny_tokenizer: WordP
     assert facts["state_during"] == "running" and facts["startup_s"] > 0 and facts["skipped"] == []
     assert services.worker.status().state in ("finished", "stopping")  # the bench stopped its run
     lines = bench.report(latencies, facts)
-    assert all(any(line.startswith(name) for line in lines) for name in ENDPOINTS)
+    assert lines[0].startswith("plain HTTP") and "/noop" in lines[1] and "bytes" in lines[1]
+    noop_row = next(line for line in lines if line.startswith("/noop "))
+    assert noop_row.split()[3] == "1.00"                       # the reference against itself
+    assert any(line.startswith("goals: endpoint/noop p50 <= 2 idle") for line in lines)
+    assert sum(line.startswith("/tokenize ") for line in lines) == 2   # one row per table
     assert lines[-1].startswith("ratio p50 training/idle: /tokenize ")
 
 
