@@ -91,12 +91,18 @@ def test_head_view_checks_heads() -> None:
 def test_model_view_grid_and_focus() -> None:
     maps = _maps(layers=2, heads=3)
     fig = attention_plots.model_view(maps, TOKENS, focus=(1, 2))
-    assert len(fig.data) == 6 and all(isinstance(t, go.Heatmap) for t in fig.data)
-    np.testing.assert_allclose(_z(fig.data[4]), maps[1, 1], atol=1e-6)            # row-major: layer 1, head 1
-    assert all(t.coloraxis == "coloraxis" for t in fig.data)
-    assert fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
-    (frame,) = fig.layout.shapes
-    assert frame.xref == "x6 domain" and frame.yref == "y6 domain"               # the 6th subplot
+    (trace,) = fig.data                                       # one heatmap of the tiled maps
+    z, step = _z(trace), N + 1
+    assert z.shape == (2 * step - 1, 3 * step - 1)
+    np.testing.assert_allclose(z[step:step + N, step:step + N], maps[1, 1], atol=1e-6)   # layer 1, head 1
+    np.testing.assert_allclose(z[:N, 2 * step:2 * step + N], maps[0, 2], atol=1e-6)      # layer 0, head 2
+    assert np.isnan(z[N, :]).all() and np.isnan(z[:, N]).all()                          # gaps between maps
+    assert trace.coloraxis == "coloraxis" and fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
+    assert trace.x[step + 4] == "H1 key token 4" and trace.y[step + 2] == "L1 query token 2"
+    assert len(set(trace.x)) == len(trace.x) and len(set(trace.y)) == len(trace.y)    # no category merges
+    (frame,) = fig.layout.shapes                              # around layer 1, head 2
+    assert frame.x0 < 2 * step <= 2 * step + N - 1 < frame.x1 < 3 * step
+    assert frame.y0 < step <= step + N - 1 < frame.y1 < 2 * step
     texts = {a.text for a in fig.layout.annotations}
     assert {"H0", "H1", "H2", "L0", "L1"} <= texts
     assert "pick a layer and head" in fig.layout.title.text
@@ -107,11 +113,23 @@ def test_model_view_pools_long_inputs_keeping_rows_stochastic() -> None:
     maps = _maps(layers=1, heads=2, n=n)
     fig = attention_plots.model_view(maps, [f"t{i}" for i in range(n)])
     block = -(-n // attention_plots.MODEL_VIEW_MAX_TOKENS)
-    assert _z(fig.data[0]).shape == (-(-n // block),) * 2
-    np.testing.assert_allclose(_z(fig.data[0]).sum(-1), 1.0, atol=1e-5)
-    assert f"blocks of {block} tokens" in fig.layout.title.text
+    size = -(-n // block)
+    z = _z(fig.data[0])
+    assert z.shape == (size, 2 * (size + 1) - 1)
+    np.testing.assert_allclose(z[:, :size].sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(z[:, size + 1:].sum(-1), 1.0, atol=1e-5)
+    assert f"blocks of {block} tokens" in fig.layout.title.text and "key block" in fig.data[0].x[0]
     pooled = attention_plots.pool_map(np.eye(5), 2)
     np.testing.assert_allclose(pooled, [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
+
+
+def test_tile_maps_places_each_map_in_its_cell() -> None:
+    maps = np.arange(2 * 2 * 3 * 3, dtype=float).reshape(2, 2, 3, 3)
+    tiled = attention_plots.tile_maps(maps)
+    assert tiled.shape == (7, 7)
+    for layer in range(2):
+        for head in range(2):
+            np.testing.assert_array_equal(tiled[4 * layer:4 * layer + 3, 4 * head:4 * head + 3], maps[layer, head])
 
 
 # --- statistics --------------------------------------------------------------------------

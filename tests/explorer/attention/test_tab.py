@@ -74,7 +74,7 @@ def test_show_attention_outputs(services: Services) -> None:
     assert list(heat.layout.xaxis.ticktext) == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]",
                                                 "the", "dog", "ran", "[SEP]"]
     assert {t.name for t in head_view.data if t.mode == "lines"} <= {"head 0", "head 2"}
-    assert len(model_view.data) == 2 * 4 and "share to [SEP]" in stats_plot.layout.title.text
+    assert len(model_view.data) == 1 and "share to [SEP]" in stats_plot.layout.title.text
     assert isinstance(table, pd.DataFrame) and list(table.columns) == attention_tab.TABLE_COLUMNS and len(table) == 8
     assert "**12 tokens**" in summary and "Layer 1, head 3" in summary
 
