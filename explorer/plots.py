@@ -27,10 +27,19 @@ _MAX_CELL_LABELS = 48
 _MAX_TICK_LABELS = 96
 
 
+def figure(traces: Sequence[dict] = (), **layout: object) -> go.Figure:
+    """A figure made in one construction from plain-dict traces (``type="heatmap"``, ...) and layout.
+
+    Plotly validates every property once here; building trace objects and then calling
+    ``add_trace`` / ``update_layout`` validates them again, property by property, and costs 2-5x
+    more (the probing endpoints' largest cost after the model: docs/ARCHITECTURE.md).
+    """
+    return go.Figure(data=list(traces), layout=layout)
+
+
 def empty_figure(message: str = "Nothing to show yet", height: int = 220) -> go.Figure:
     """A valid, empty figure that shows ``message`` in its middle."""
-    fig = go.Figure()
-    fig.update_layout(
+    return figure(
         height=height,
         margin=dict(l=20, r=20, t=30, b=20),
         xaxis=dict(visible=False),
@@ -42,7 +51,6 @@ def empty_figure(message: str = "Nothing to show yet", height: int = 220) -> go.
                  showarrow=False, font=dict(size=14, color="#6b7280"))
         ],
     )
-    return fig
 
 
 def tick_labels(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
@@ -78,7 +86,7 @@ def token_strip(
         return empty_figure("No tokens")
 
     show_text = n <= _MAX_CELL_LABELS
-    fig = go.Figure()
+    traces = []
     order = [s for s in ("A", "B", "special") if s in segments]
     order += sorted({s for s in segments if s not in SEGMENT_COLORS})  # unknown labels last
     for seg in order:
@@ -87,8 +95,9 @@ def token_strip(
             [tokens[i], ids[i] if ids is not None else "", type_ids[i] if type_ids is not None else ""]
             for i in pos
         ]
-        fig.add_trace(
-            go.Bar(
+        traces.append(
+            dict(
+                type="bar",
                 x=pos,
                 y=[1] * len(pos),
                 width=0.92,
@@ -107,7 +116,8 @@ def token_strip(
             )
         )
     tickvals, ticktext = tick_labels(tokens)
-    fig.update_layout(
+    return figure(
+        traces,
         title=dict(text=title) if title else None,
         height=240 if n <= 16 else 300,
         margin=dict(l=20, r=20, t=50 if title else 30, b=20),
@@ -129,4 +139,3 @@ def token_strip(
         yaxis=dict(visible=False, range=[0, 1], fixedrange=True),
         uniformtext=dict(minsize=8, mode="hide"),
     )
-    return fig

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from explorer.plots import SEGMENT_COLORS, SEGMENT_NAMES, empty_figure, tick_labels
+from explorer.plots import SEGMENT_COLORS, SEGMENT_NAMES, empty_figure, figure, tick_labels
 
 COMPONENT_LABELS: dict[str, str] = {
     "word": "word (token)",
@@ -42,20 +42,19 @@ def component_norms(tokens: Sequence[str], norms: Mapping[str, Sequence[float]],
     n = len(tokens)
     if n == 0 or not norms:
         return empty_figure("No tokens")
-    fig = go.Figure()
+    traces = []
     for name, values in norms.items():
         values = list(values)
         if len(values) != n:
             raise ValueError(f"{name} has {len(values)} norms for {n} tokens")
-        fig.add_trace(go.Bar(
-            x=list(range(n)), y=values, name=COMPONENT_LABELS.get(name, name),
-            marker_color=COMPONENT_COLORS.get(name), customdata=list(tokens),
+        traces.append(dict(
+            type="bar", x=list(range(n)), y=values, name=COMPONENT_LABELS.get(name, name),
+            marker=dict(color=COMPONENT_COLORS.get(name)), customdata=list(tokens),
             hovertemplate="position %{x} · %{customdata}<br>norm %{y:.3f}<extra>" + COMPONENT_LABELS.get(name, name)
                           + "</extra>"))
-    fig.update_layout(title=title, barmode="group", height=360, margin=dict(l=50, r=20, t=60, b=40),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-                      xaxis=dict(range=[-0.5, n - 0.5], **_token_axis(tokens)), yaxis_title="L2 norm")
-    return fig
+    return figure(traces, title=title, barmode="group", height=360, margin=dict(l=50, r=20, t=60, b=40),
+                  legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+                  xaxis=dict(range=[-0.5, n - 0.5], **_token_axis(tokens)), yaxis=dict(title="L2 norm"))
 
 
 def dimensions_heatmap(tokens: Sequence[str], values: np.ndarray, component: str = "output") -> go.Figure:
@@ -72,15 +71,15 @@ def dimensions_heatmap(tokens: Sequence[str], values: np.ndarray, component: str
     # Rows are categories "position: token" (unique, so repeated tokens keep their own rows); a per-cell
     # customdata of token names would be S x H strings, which plotly copies slowly.
     rows = [f"{i}: {t}" for i, t in enumerate(tokens)]
-    fig = go.Figure(go.Heatmap(
-        z=values, x=np.arange(hidden), y=rows, colorscale="RdBu_r", zmin=-limit, zmax=limit,
-        hovertemplate="%{y}<br>dim %{x}<br>value %{z:.4f}<extra></extra>", colorbar=dict(title="value")))
-    fig.update_layout(title=f"Hidden dimensions of the {COMPONENT_LABELS.get(component, component)} embedding",
-                      height=min(900, max(300, 120 + 22 * n)), margin=dict(l=90, r=20, t=50, b=40),
-                      xaxis_title="hidden dimension",
-                      yaxis=dict(type="category", autorange="reversed", title="position: token",
-                                 **(dict(tickmode="linear", dtick=1) if n <= 40 else {})))
-    return fig
+    return figure([dict(
+        type="heatmap", z=values.astype(np.float32), x=np.arange(hidden), y=rows, colorscale="RdBu_r",
+        zmin=-limit, zmax=limit, hovertemplate="%{y}<br>dim %{x}<br>value %{z:.4f}<extra></extra>",
+        colorbar=dict(title="value"))],
+        title=f"Hidden dimensions of the {COMPONENT_LABELS.get(component, component)} embedding",
+        height=min(900, max(300, 120 + 22 * n)), margin=dict(l=90, r=20, t=50, b=40),
+        xaxis=dict(title="hidden dimension"),
+        yaxis=dict(type="category", autorange="reversed", title="position: token",
+                   **(dict(tickmode="linear", dtick=1) if n <= 40 else {})))
 
 
 def position_similarity_heatmap(matrix: np.ndarray, title: str | None = None) -> go.Figure:
@@ -91,14 +90,13 @@ def position_similarity_heatmap(matrix: np.ndarray, title: str | None = None) ->
     if matrix.size == 0:
         return empty_figure("No positions")
     num = matrix.shape[0]
-    fig = go.Figure(go.Heatmap(z=matrix, x=list(range(num)), y=list(range(num)), colorscale=SIMILARITY_SCALE,
-                               zmin=-1, zmax=1, colorbar=dict(title="cosine"),
-                               hovertemplate="positions %{y} and %{x}<br>cosine %{z:.3f}<extra></extra>"))
-    fig.update_layout(title=title or f"Cosine similarity of the first {num} position embeddings",
-                      height=460, margin=dict(l=50, r=20, t=50, b=40),
-                      xaxis=dict(title="position", constrain="domain"),
-                      yaxis=dict(title="position", autorange="reversed", scaleanchor="x", constrain="domain"))
-    return fig
+    return figure([dict(type="heatmap", z=matrix.astype(np.float32), x=list(range(num)), y=list(range(num)),
+                        colorscale=SIMILARITY_SCALE, zmin=-1, zmax=1, colorbar=dict(title="cosine"),
+                        hovertemplate="positions %{y} and %{x}<br>cosine %{z:.3f}<extra></extra>")],
+                  title=title or f"Cosine similarity of the first {num} position embeddings",
+                  height=460, margin=dict(l=50, r=20, t=50, b=40),
+                  xaxis=dict(title="position", constrain="domain"),
+                  yaxis=dict(title="position", autorange="reversed", scaleanchor="x", constrain="domain"))
 
 
 def position_pca_scatter(coords: np.ndarray, variance: Sequence[float] | None = None) -> go.Figure:
@@ -111,18 +109,16 @@ def position_pca_scatter(coords: np.ndarray, variance: Sequence[float] | None = 
         return empty_figure("No positions")
     step = max(1, math.ceil(num / 16))
     labels = [str(i) if i % step == 0 or i == num - 1 else "" for i in range(num)]
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=coords[:, 0], y=coords[:, 1], mode="lines", line=dict(color="#cbd5e1", width=1),
-                             hoverinfo="skip", showlegend=False))
-    fig.add_trace(go.Scatter(
-        x=coords[:, 0], y=coords[:, 1], mode="markers+text", text=labels, textposition="top center",
-        marker=dict(color=list(range(num)), colorscale="Viridis", size=8, showscale=True,
-                    colorbar=dict(title="position")),
-        customdata=list(range(num)), hovertemplate="position %{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>",
-        showlegend=False))
-    fig.update_layout(title="Position embeddings, 2-D PCA (consecutive positions joined)", height=420,
-                      margin=dict(l=50, r=20, t=50, b=40), **_pca_axes(variance))
-    return fig
+    return figure([
+        dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="lines", line=dict(color="#cbd5e1", width=1),
+             hoverinfo="skip", showlegend=False),
+        dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="markers+text", text=labels,
+             textposition="top center", marker=dict(color=list(range(num)), colorscale="Viridis", size=8,
+                                                    showscale=True, colorbar=dict(title="position")),
+             customdata=list(range(num)),
+             hovertemplate="position %{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>", showlegend=False)],
+        title="Position embeddings, 2-D PCA (consecutive positions joined)", height=420,
+        margin=dict(l=50, r=20, t=50, b=40), **_pca_axes(variance))
 
 
 def contextual_pca_scatter(tokens: Sequence[str], segments: Sequence[str], coords: np.ndarray, layer: int,
@@ -136,20 +132,19 @@ def contextual_pca_scatter(tokens: Sequence[str], segments: Sequence[str], coord
     if not tokens:
         return empty_figure("No tokens")
     show_text = len(tokens) <= _MAX_POINT_LABELS
-    fig = go.Figure()
+    traces = []
     for seg in [s for s in ("A", "B", "special") if s in segments] + sorted(set(segments) - set(SEGMENT_COLORS)):
         idx = [i for i, s in enumerate(segments) if s == seg]
-        fig.add_trace(go.Scatter(
-            x=coords[idx, 0], y=coords[idx, 1], mode="markers+text" if show_text else "markers",
+        traces.append(dict(
+            type="scatter", x=coords[idx, 0], y=coords[idx, 1], mode="markers+text" if show_text else "markers",
             text=[tokens[i] for i in idx], textposition="top center", name=SEGMENT_NAMES.get(seg, seg),
             marker=dict(color=SEGMENT_COLORS.get(seg, "#cbd5e1"), size=10),
             customdata=idx, hovertemplate="position %{customdata} · %{text}<extra></extra>"))
     where = "the embedding output" if layer == 0 else f"layer {layer}"
-    fig.update_layout(title=f"Tokens in context: 2-D PCA of their vectors at {where}", height=440,
-                      margin=dict(l=50, r=20, t=50, b=40),
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
-                      **_pca_axes(variance))
-    return fig
+    return figure(traces, title=f"Tokens in context: 2-D PCA of their vectors at {where}", height=440,
+                  margin=dict(l=50, r=20, t=50, b=40),
+                  legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0),
+                  **_pca_axes(variance))
 
 
 def segment_difference_bars(difference: np.ndarray | None, norm: float | None = None,
@@ -161,17 +156,16 @@ def segment_difference_bars(difference: np.ndarray | None, norm: float | None = 
     if difference.size == 0:
         return empty_figure("No dimensions")
     colors = np.where(difference >= 0, SEGMENT_COLORS["B"], SEGMENT_COLORS["A"]).tolist()
-    fig = go.Figure(go.Bar(x=list(range(difference.size)), y=difference, marker_color=colors,
-                           hovertemplate="dim %{x}<br>B − A %{y:.4f}<extra></extra>"))
     details = []
     if norm is not None:
         details.append(f"‖B − A‖ = {norm:.3f}")
     if cosine is not None:
         details.append(f"cos(A, B) = {cosine:.3f}")
-    fig.update_layout(title="Segment embedding B − A" + (f" ({', '.join(details)})" if details else ""),
-                      height=300, margin=dict(l=50, r=20, t=50, b=40), xaxis_title="hidden dimension",
-                      yaxis_title="B − A", bargap=0)
-    return fig
+    return figure([dict(type="bar", x=list(range(difference.size)), y=difference, marker=dict(color=colors),
+                        hovertemplate="dim %{x}<br>B − A %{y:.4f}<extra></extra>")],
+                  title="Segment embedding B − A" + (f" ({', '.join(details)})" if details else ""),
+                  height=300, margin=dict(l=50, r=20, t=50, b=40), xaxis=dict(title="hidden dimension"),
+                  yaxis=dict(title="B − A"), bargap=0)
 
 
 def neighbours_table(tokens: Sequence[str], neighbour_tokens: Sequence[Sequence[str]],
@@ -217,4 +211,4 @@ def _pca_axes(variance: Sequence[float] | None) -> dict:
         if variance is None or len(variance) <= i:
             return f"PC{i + 1}"
         return f"PC{i + 1} ({float(variance[i]):.0%} of variance)"
-    return dict(xaxis_title=title(0), yaxis_title=title(1))
+    return dict(xaxis=dict(title=title(0)), yaxis=dict(title=title(1)))
