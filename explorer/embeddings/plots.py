@@ -155,13 +155,16 @@ def segment_difference_bars(difference: np.ndarray | None, norm: float | None = 
     difference = np.asarray(difference, dtype=float).ravel()
     if difference.size == 0:
         return empty_figure("No dimensions")
-    colors = np.where(difference >= 0, SEGMENT_COLORS["B"], SEGMENT_COLORS["A"]).tolist()
+    # B-leaning dimensions in B's colour, A-leaning in A's: a two-colour scale over 0/1 (a number array
+    # travels as typed binary; a list of colour strings is validated one by one)
+    sides = (difference >= 0).astype(np.float32)
+    colors = dict(color=sides, colorscale=[[0, SEGMENT_COLORS["A"]], [1, SEGMENT_COLORS["B"]]], cmin=0, cmax=1)
     details = []
     if norm is not None:
         details.append(f"‖B − A‖ = {norm:.3f}")
     if cosine is not None:
         details.append(f"cos(A, B) = {cosine:.3f}")
-    return figure([dict(type="bar", x=list(range(difference.size)), y=difference, marker=dict(color=colors),
+    return figure([dict(type="bar", x=list(range(difference.size)), y=difference, marker=colors,
                         hovertemplate="dim %{x}<br>B − A %{y:.4f}<extra></extra>")],
                   title="Segment embedding B − A" + (f" ({', '.join(details)})" if details else ""),
                   height=300, margin=dict(l=50, r=20, t=50, b=40), xaxis=dict(title="hidden dimension"),

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
+
+from explorer.plots import SEGMENT_COLORS
 import plotly.graph_objects as go
 import pytest
 
@@ -81,6 +83,9 @@ def test_segment_difference_bars() -> None:
     diff = np.array([0.5, -0.25, 0.0, 1.0])
     fig = ep.segment_difference_bars(diff, norm=1.15, cosine=0.3)
     np.testing.assert_allclose(fig.data[0].y, diff)
+    marker = fig.data[0].marker                                  # B-leaning bars in B's colour, A-leaning in A's
+    assert list(marker.color) == [1, 0, 1, 1] and marker.colorscale[0][1] == SEGMENT_COLORS["A"]
+    assert marker.colorscale[-1][1] == SEGMENT_COLORS["B"]
     assert "1.150" in fig.layout.title.text and "0.300" in fig.layout.title.text
     assert "single segment" in _annotation(ep.segment_difference_bars(None))
 
