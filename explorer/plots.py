@@ -37,6 +37,35 @@ def figure(traces: Sequence[dict] = (), **layout: object) -> go.Figure:
     return go.Figure(data=list(traces), layout=layout)
 
 
+def subplot_grid(rows: int, cols: int, titles: Sequence[str] = (), horizontal_spacing: float = 0.08,
+                 vertical_spacing: float = 0.1, **axes: dict) -> dict:
+    """A layout for a rows x cols grid of plots (row 0 on top), as ``make_subplots`` lays it out, with
+    ``titles`` above the plots; ``axes["x1"]`` / ``axes["y3"]`` add properties to one plot's axis.
+    Plot i (0-based, row-major) draws on axes ``x{i+1}`` / ``y{i+1}`` (``axis_names``)."""
+    width = (1 - horizontal_spacing * (cols - 1)) / cols
+    height = (1 - vertical_spacing * (rows - 1)) / rows
+    layout: dict = {"annotations": []}
+    for i in range(rows * cols):
+        row, col = divmod(i, cols)
+        left, top = col * (width + horizontal_spacing), 1 - row * (height + vertical_spacing)
+        x, y = axis_names(i)
+        x_domain = [max(0.0, left), min(1.0, left + width)]            # rounding must not leave [0, 1]
+        y_domain = [max(0.0, top - height), min(1.0, top)]
+        layout[x.replace("x", "xaxis")] = dict(domain=x_domain, anchor=y, **axes.get(x, {}))
+        layout[y.replace("y", "yaxis")] = dict(domain=y_domain, anchor=x, **axes.get(y, {}))
+        if i < len(titles):
+            layout["annotations"].append(dict(text=titles[i], x=left + width / 2, y=top, xref="paper", yref="paper",
+                                              xanchor="center", yanchor="bottom", showarrow=False,
+                                              font=dict(size=16)))
+    return layout
+
+
+def axis_names(index: int) -> tuple[str, str]:
+    """Plotly's axis names of plot ``index`` (0-based): ("x", "y"), ("x2", "y2"), ..."""
+    suffix = "" if index == 0 else str(index + 1)
+    return f"x{suffix}", f"y{suffix}"
+
+
 def empty_figure(message: str = "Nothing to show yet", height: int = 220) -> go.Figure:
     """A valid, empty figure that shows ``message`` in its middle."""
     return figure(

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from explorer.plots import empty_figure
+from explorer.plots import axis_names, empty_figure, figure, subplot_grid
 
 BAR_COLOR = "#4f6bed"
 BEST_COLOR = "#f28e2b"
@@ -48,31 +48,26 @@ def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequenc
     rows, cols = _grid(n)
     k = max(len(t) for t in tokens)
     row_height = max(260, 120 + 26 * k)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.16,
-                        vertical_spacing=min(0.3, 90 / (row_height * rows)) if rows > 1 else 0.1)
+    traces, axes = [], {}
     for m in range(n):
-        row, col = m // cols + 1, m % cols + 1
+        x_axis, y_axis = axis_names(m)
         ranks = list(range(len(tokens[m])))
         ids = token_ids[m] if token_ids is not None else [""] * len(ranks)
-        fig.add_trace(go.Bar(
-            x=list(scores[m]), y=ranks, orientation="h", name=titles[m], showlegend=False,
-            marker=dict(color=[BEST_COLOR if r == 0 else BAR_COLOR for r in ranks]),
+        traces.append(dict(
+            type="bar", x=list(scores[m]), y=ranks, orientation="h", name=titles[m], showlegend=False,
+            xaxis=x_axis, yaxis=y_axis, marker=dict(color=[BEST_COLOR if r == 0 else BAR_COLOR for r in ranks]),
             text=[f"{s:.1%}" for s in scores[m]], textposition="auto", textfont=dict(size=11),
             customdata=[[tokens[m][r], ids[r], r + 1] for r in ranks],
             hovertemplate="#%{customdata[2]} %{customdata[0]}<br>id %{customdata[1]}<br>p = %{x:.4f}"
                           f"<extra>{titles[m]}</extra>",
-        ), row=row, col=col)
-        fig.update_yaxes(tickmode="array", tickvals=ranks, ticktext=list(tokens[m]), autorange="reversed",
-                         row=row, col=col)
-        fig.update_xaxes(title_text="probability", rangemode="tozero", row=row, col=col)
-    fig.update_layout(
-        title=dict(text=title) if title else None,
-        height=row_height * rows + (50 if title else 20),
-        margin=dict(l=20, r=20, t=60 if title else 40, b=30),
-        bargap=0.2,
-        plot_bgcolor="rgba(0,0,0,0)",
-    )
-    return fig
+        ))
+        axes[y_axis] = dict(tickmode="array", tickvals=ranks, ticktext=list(tokens[m]), autorange="reversed")
+        axes[x_axis] = dict(title=dict(text="probability"), rangemode="tozero")
+    layout = subplot_grid(rows, cols, titles, horizontal_spacing=0.16,
+                          vertical_spacing=min(0.3, 90 / (row_height * rows)) if rows > 1 else 0.1, **axes)
+    return figure(traces, title=dict(text=title) if title else None, height=row_height * rows + (50 if title else 20),
+                  margin=dict(l=20, r=20, t=60 if title else 40, b=30), bargap=0.2, plot_bgcolor="rgba(0,0,0,0)",
+                  **layout)
 
 
 def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],

@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from explorer.plots import empty_figure, tick_labels
+from explorer.plots import axis_names, empty_figure, figure, subplot_grid, tick_labels
 
 START_COLOR = "#4f6bed"
 END_COLOR = "#f28e2b"
@@ -47,36 +46,46 @@ def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = Non
     if not windows or all(not w.tokens for w in windows):
         return empty_figure("No windows to show")
     rows = len(windows)
-    fig = make_subplots(rows=rows, cols=1, subplot_titles=[f"window {w.index + 1}" for w in windows],
-                        vertical_spacing=min(0.12, 0.5 / rows) if rows > 1 else 0.1)
-    for r, w in enumerate(windows, start=1):
+    traces, shapes, labels, axes = [], [], [], {}
+    for r, w in enumerate(windows):
+        x_axis, y_axis = axis_names(r)
         x = list(range(len(w.tokens)))
         chars = [f"{a}–{b}" for a, b in w.offsets] if w.offsets else [""] * len(x)
         custom = [[t, c] for t, c in zip(w.tokens, chars)]
         for name, probs, color in (("start", w.start_probs, START_COLOR), ("end", w.end_probs, END_COLOR)):
-            fig.add_trace(go.Bar(
-                x=x, y=list(probs), name=f"p({name})", marker=dict(color=color), offsetgroup=name,
-                legendgroup=name, showlegend=r == 1, customdata=custom,
+            traces.append(dict(
+                type="bar", x=x, y=list(probs), name=f"p({name})", marker=dict(color=color), offsetgroup=name,
+                legendgroup=name, showlegend=r == 0, customdata=custom, xaxis=x_axis, yaxis=y_axis,
                 hovertemplate=f"position %{{x}}: %{{customdata[0]}}<br>characters %{{customdata[1]}}"
                               f"<br>p({name}) = %{{y:.4f}}<extra>window {w.index + 1}</extra>",
-            ), row=r, col=1)
+            ))
         for rank, (first, last, label) in enumerate(w.answers):
-            labelled = dict(annotation_text=label, annotation_position="top left", annotation_font_size=10)
-            fig.add_vrect(x0=first - 0.5, x1=last + 0.5, fillcolor=BEST_COLOR if rank == 0 else ANSWER_COLOR,
-                          line_width=0, layer="below", row=r, col=1, **(labelled if rank == 0 else {}))
+            shapes.append(span_shade(first - 0.5, last + 0.5, x_axis, f"{y_axis} domain", rank, "below"))
+            if rank == 0:
+                labels.append(span_label(label, first - 0.5, x_axis, f"{y_axis} domain"))
         tickvals, ticktext = tick_labels(w.tokens)
-        fig.update_xaxes(tickmode="array", tickvals=tickvals, ticktext=ticktext, tickangle=-60,
-                         range=[-0.5, len(w.tokens) - 0.5], row=r, col=1)
-        fig.update_yaxes(title_text="probability", rangemode="tozero", row=r, col=1)
-    fig.update_layout(
-        title=dict(text=title) if title else None,
-        height=80 + 300 * rows,
-        margin=dict(l=50, r=20, t=70 if title else 40, b=40),
-        barmode="group", bargap=0.15,
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
-        plot_bgcolor="rgba(0,0,0,0)",
-    )
-    return fig
+        axes[x_axis] = dict(tickmode="array", tickvals=tickvals, ticktext=ticktext, tickangle=-60,
+                            range=[-0.5, len(w.tokens) - 0.5])
+        axes[y_axis] = dict(title=dict(text="probability"), rangemode="tozero")
+    layout = subplot_grid(rows, 1, [f"window {w.index + 1}" for w in windows],
+                          vertical_spacing=min(0.12, 0.5 / rows) if rows > 1 else 0.1, **axes)
+    layout["annotations"] += labels
+    return figure(traces, title=dict(text=title) if title else None, height=80 + 300 * rows, shapes=shapes,
+                  margin=dict(l=50, r=20, t=70 if title else 40, b=40), barmode="group", bargap=0.15,
+                  legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+                  plot_bgcolor="rgba(0,0,0,0)", **layout)
+
+
+def span_shade(x0: float, x1: float, xref: str, yref: str, rank: int, layer: str) -> dict:
+    """A shaded answer span over the whole height of a plot (the best answer darker)."""
+    return dict(type="rect", x0=x0, x1=x1, y0=0, y1=1, xref=xref, yref=yref, layer=layer, line=dict(width=0),
+                fillcolor=BEST_COLOR if rank == 0 else ANSWER_COLOR)
+
+
+def span_label(text: str, x: float, xref: str, yref: str) -> dict:
+    """The best answer's label, above the top left corner of its span."""
+    return dict(text=text, x=x, y=1, xref=xref, yref=yref, xanchor="left", yanchor="bottom", showarrow=False,
+                font=dict(size=10))
 
 
 def windows_figure(context_length: int, windows: Sequence[tuple[int, int]],
@@ -92,24 +101,22 @@ def windows_figure(context_length: int, windows: Sequence[tuple[int, int]],
     if not windows:
         return empty_figure("No windows to show")
     names = [f"window {i + 1}" for i in range(len(windows))]
-    fig = go.Figure(go.Bar(
-        y=list(range(len(windows))), x=[end - start for start, end in windows], base=[start for start, _ in windows],
-        orientation="h", marker=dict(color=WINDOW_COLOR), name="window", showlegend=False,
-        customdata=[[n, start, end] for n, (start, end) in zip(names, windows)],
+    bars = dict(
+        type="bar", y=list(range(len(windows))), x=[end - start for start, end in windows],
+        base=[start for start, _ in windows], orientation="h", marker=dict(color=WINDOW_COLOR), name="window",
+        showlegend=False, customdata=[[n, start, end] for n, (start, end) in zip(names, windows)],
         text=[f"{start}–{end}" for start, end in windows], textposition="inside", insidetextanchor="middle",
         hovertemplate="%{customdata[0]}: characters %{customdata[1]}–%{customdata[2]}<extra></extra>",
-    ))
-    for rank, (start, end, label) in enumerate(answers):
-        labelled = dict(annotation_text=label, annotation_position="top left", annotation_font_size=10)
-        fig.add_vrect(x0=start, x1=max(end, start + 1), fillcolor=BEST_COLOR if rank == 0 else ANSWER_COLOR,
-                      line_width=0, layer="above", **(labelled if rank == 0 else {}))
-    fig.update_layout(
-        title=dict(text=title) if title else None,
+    )
+    shapes = [span_shade(start, max(end, start + 1), "x", "y domain", rank, "above")
+              for rank, (start, end, _) in enumerate(answers)]
+    labels = [span_label(label, start, "x", "y domain") for start, _, label in answers[:1]]
+    return figure(
+        [bars], title=dict(text=title) if title else None, shapes=shapes, annotations=labels,
         height=120 + 34 * len(windows),
         margin=dict(l=20, r=20, t=60 if title else 30, b=40),
-        xaxis=dict(title="character of the context", range=[0, max(1, context_length)], zeroline=False),
+        xaxis=dict(title=dict(text="character of the context"), range=[0, max(1, context_length)], zeroline=False),
         yaxis=dict(tickmode="array", tickvals=list(range(len(windows))), ticktext=names, autorange="reversed"),
         bargap=0.3,
         plot_bgcolor="rgba(0,0,0,0)",
     )
-    return fig

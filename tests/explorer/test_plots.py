@@ -75,3 +75,24 @@ def test_mismatched_lengths_raise() -> None:
         plots.token_strip(["a", "b"], ["A"])
     with pytest.raises(ValueError):
         plots.token_strip(["a"], ["A"], ids=[1, 2])
+
+
+def test_subplot_grid_lays_plots_out_like_make_subplots() -> None:
+    from plotly.subplots import make_subplots
+
+    from explorer.plots import axis_names, figure, subplot_grid
+
+    ours = subplot_grid(2, 3, ["a", "b", "c", "d"], horizontal_spacing=0.1, vertical_spacing=0.2,
+                        y5=dict(title=dict(text="p")))
+    theirs = make_subplots(rows=2, cols=3, subplot_titles=["a", "b", "c", "d"], horizontal_spacing=0.1,
+                           vertical_spacing=0.2).layout
+    for i in range(6):
+        x, y = axis_names(i)
+        for mine, reference in ((ours[x.replace("x", "xaxis")], theirs[x.replace("x", "xaxis")]),
+                                (ours[y.replace("y", "yaxis")], theirs[y.replace("y", "yaxis")])):
+            assert mine["domain"] == pytest.approx(list(reference.domain))
+    assert [a["text"] for a in ours["annotations"]] == ["a", "b", "c", "d"]
+    assert [a["x"] for a in ours["annotations"]] == pytest.approx([a.x for a in theirs.annotations])
+    assert ours["yaxis5"]["title"]["text"] == "p" and ours["yaxis5"]["anchor"] == "x5"
+    fig = figure([dict(type="bar", x=[0], y=[1], xaxis="x5", yaxis="y5")], height=300, **ours)
+    assert fig.data[0].xaxis == "x5" and fig.layout.height == 300 and fig.layout.yaxis5.title.text == "p"
