@@ -4,7 +4,10 @@ Prints milliseconds per forward for both and the ratio ours/theirs; the last lin
 gives the ratios. Both run in the same process under inference_mode, alternating call
 by call (the order flips every round), and each side's median is taken: a machine
 whose speed drifts (shared VMs do) then slows both sides alike.
-Usage: python bench/inference.py [--rounds-scale X] [--threads T]
+With ``--qkv`` it times instead our inference with the fused Q/K/V projection (one GEMM over
+a cached [Wq; Wk; Wv], ``BertSelfAttention.fuse_qkv``) against three GEMMs, paired the same
+way, also at 16 tokens (a typical explorer input); the last line gives the ratios fused/three.
+Usage: python bench/inference.py [--rounds-scale X] [--threads T] [--qkv]
 """
 from __future__ import annotations
 
@@ -18,10 +21,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import BertModel, preset  # noqa: E402
+from engine.model.encoder import BertSelfAttention, init_bert_weights  # noqa: E402
 from bench.timing import paired_times  # noqa: E402
 
 # (preset, batch, sequence length, timing rounds)
 CASES = [("mini", 1, 128, 400), ("base", 8, 128, 30)]
+QKV_CASES = CASES + [("mini", 1, 16, 1500)]
 
 
 def reference_model(ours: BertModel):
@@ -43,20 +48,56 @@ def paired_medians(ours, theirs, rounds: int) -> tuple[float, float]:
     return statistics.median(times_ours), statistics.median(times_theirs)
 
 
+def three_gemm_copy(model: BertModel) -> BertModel:
+    """A copy of ``model`` (same weights, eval mode) whose attention projects Q, K and V with three GEMMs."""
+    other = BertModel(model.config)
+    for module in other.modules():
+        if isinstance(module, BertSelfAttention):
+            module.fuse_qkv = False
+    other.load_state_dict(model.state_dict())
+    return other.eval()
+
+
+def compare_qkv(rounds_scale: float) -> None:
+    """Fused vs three Q/K/V GEMMs in our inference, paired; prints ratios fused/three."""
+    ratios = []
+    for name, batch, seq_len, rounds in QKV_CASES:
+        config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+        fused = BertModel(config).eval()
+        init_bert_weights(fused, config.initializer_range)
+        three = three_gemm_copy(fused)
+        ids = torch.randint(5, config.vocab_size, (batch, seq_len))
+        mask, types = torch.ones_like(ids), torch.zeros_like(ids)
+        with torch.inference_mode():
+            diff = (fused(ids, mask, types).last_hidden_state - three(ids, mask, types).last_hidden_state).abs().max()
+            t_fused, t_three = paired_times(lambda: fused(ids, mask, types), lambda: three(ids, mask, types),
+                                            max(5, int(rounds * rounds_scale)))
+        ratio = statistics.median(t_fused) / statistics.median(t_three)
+        per_round = statistics.median(a / b for a, b in zip(t_fused, t_three))
+        ratios.append(ratio)
+        print(f"{name:5s} b={batch} s={seq_len}: fused {statistics.median(t_fused)*1e3:8.2f} ms  three GEMMs "
+              f"{statistics.median(t_three)*1e3:8.2f} ms  ratio {ratio:.3f}  (per-round median {per_round:.3f}, "
+              f"max |diff| {diff:.1e})")
+    print("ratio fused/three: " + ", ".join(f"{n} s={s} {r:.3f}" for (n, _, s, _), r in zip(QKV_CASES, ratios)))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds-scale", type=float, default=1.0, help="multiply every case's rounds")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave default)")
+    parser.add_argument("--qkv", action="store_true", help="time the fused Q/K/V projection against three GEMMs")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    ratios = []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, fp32 CPU")
+    if args.qkv:
+        compare_qkv(args.rounds_scale)
+        return
+    ratios = []
     for name, batch, seq_len, rounds in CASES:
         config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
         ours = BertModel(config).eval()
-        from engine.model.encoder import init_bert_weights
         init_bert_weights(ours, config.initializer_range)
         theirs = reference_model(ours)
         ids = torch.randint(5, config.vocab_size, (batch, seq_len))

@@ -8,12 +8,14 @@ Attention has two paths that agree to 1e-6 in fp32: a fast one
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from engine.model.config import BertConfig
+from engine.model.inference_cache import InferenceCached, forget_inference_caches
 from engine.model.outputs import EncoderOutput
 
 
@@ -68,13 +70,30 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(word + token_type + position))  # (B, S, H)
 
 
-class BertSelfAttention(nn.Module):
+class AttentionWeights(NamedTuple):
+    """What self-attention reads: Q, K, V weights (H, H) and biases (H,); in inference also the fused copy."""
+
+    wq: torch.Tensor
+    bq: torch.Tensor
+    wk: torch.Tensor
+    bk: torch.Tensor
+    wv: torch.Tensor
+    bv: torch.Tensor
+    fused_weight: torch.Tensor | None = None   # [Wq; Wk; Wv] (3H, H), a copy
+    fused_bias: torch.Tensor | None = None     # [bq; bk; bv] (3H,), a copy
+
+
+class BertSelfAttention(InferenceCached):
     """Multi-head scaled dot-product attention over Q, K, V projections (with bias).
 
-    Three separate projections: one GEMM over a concatenated [Wq; Wk; Wv] was measured no
-    faster on CPU (bench/inference.py's cases, paired runs), and a cached concatenation
-    would have to be invalidated whenever a weight changes.
+    Inference (eval mode, autograd off) projects Q, K and V with one GEMM over a cached copy of
+    [Wq; Wk; Wv] (``fuse_qkv``; ``python bench/inference.py --qkv`` times it against three
+    GEMMs). Unlike the rest of the cached tuple that copy does not follow in-place changes of
+    the weights: see ``engine.model.inference_cache`` for when it is dropped, and call
+    ``forget_inference_caches(model)`` after changing Q/K/V in place in eval mode outside autograd.
     """
+
+    fuse_qkv = True     # one GEMM over the cached fused copy in inference; False: three GEMMs
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
@@ -85,17 +104,38 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout_prob = config.attention_probs_dropout_prob
 
-    def _heads(self, hidden: torch.Tensor, projection: nn.Linear) -> torch.Tensor:
-        """One projection split into heads: (B, S, H) -> (B, nh, S, hd)."""
-        batch, seq_len, _ = hidden.shape
-        projected = F.linear(hidden, projection.weight, projection.bias)                # (B, S, H)
-        return projected.view(batch, seq_len, self.num_heads, self.head_size).transpose(1, 2)  # (B, nh, S, hd)
+    def read_weights(self) -> AttentionWeights:
+        """Query, key and value weight and bias."""
+        return AttentionWeights(self.query.weight, self.query.bias, self.key.weight, self.key.bias,
+                                self.value.weight, self.value.bias)
+
+    def inference_weights(self) -> AttentionWeights:
+        """``read_weights()`` plus, with ``fuse_qkv``, the fused copy."""
+        weights = self.read_weights()
+        if not self.fuse_qkv:
+            return weights
+        return weights._replace(fused_weight=torch.cat((weights.wq, weights.wk, weights.wv)),   # (3H, H)
+                                fused_bias=torch.cat((weights.bq, weights.bk, weights.bv)))     # (3H,)
+
+    def weights_fit(self, cached: AttentionWeights) -> bool:
+        """The fused copy must still have Wq's dtype and device (``.to()`` changes Wq in place, not the copy)."""
+        fused = cached.fused_weight
+        return fused is None or (fused.dtype == cached.wq.dtype and fused.device == cached.wq.device)
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
                 explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Context (B, S, H); with ``explicit`` also probs/scores/queries/keys for probing."""
         batch, seq_len, hidden_size = hidden.shape
-        q, k, v = (self._heads(hidden, p) for p in (self.query, self.key, self.value))  # 3 x (B, nh, S, hd)
+        w = self.cached_weights() or self.read_weights()
+        if w.fused_weight is not None:
+            qkv = F.linear(hidden, w.fused_weight, w.fused_bias)                     # (B, S, 3H)
+            qkv = qkv.view(batch, seq_len, 3, self.num_heads, self.head_size)        # (B, S, 3, nh, hd)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)                           # 3 x (B, nh, S, hd)
+        else:
+            q, k, v = (F.linear(hidden, weight, bias)                                # (B, S, H)
+                       .view(batch, seq_len, self.num_heads, self.head_size)         # (B, S, nh, hd)
+                       .transpose(1, 2)                                              # (B, nh, S, hd)
+                       for weight, bias in ((w.wq, w.bq), (w.wk, w.bk), (w.wv, w.bv)))
         dropout = self.dropout_prob if self.training else 0.0
         probes: dict[str, torch.Tensor] = {}
         if explicit:
@@ -118,7 +158,7 @@ class BertSelfAttention(nn.Module):
         return context, probes
 
 
-class BertDenseResidualNorm(nn.Module):
+class BertDenseResidualNorm(InferenceCached):
     """LayerNorm(dropout(dense(x)) + residual): the end of both sub-layers.
 
     HF calls it ``BertSelfOutput`` after attention (H -> H) and ``BertOutput`` after the
@@ -131,12 +171,17 @@ class BertDenseResidualNorm(nn.Module):
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
+    def read_weights(self) -> tuple:
+        """dense weight and bias, then LayerNorm shape, weight, bias and eps."""
+        norm = self.LayerNorm
+        return self.dense.weight, self.dense.bias, norm.normalized_shape, norm.weight, norm.bias, norm.eps
+
     def forward(self, x: torch.Tensor, residual: torch.Tensor) -> torch.Tensor:
-        out = F.linear(x, self.dense.weight, self.dense.bias)  # (B, S, H)
+        weight, bias, shape, norm_weight, norm_bias, eps = self.cached_weights() or self.read_weights()
+        out = F.linear(x, weight, bias)  # (B, S, H)
         if self.training:
             out = F.dropout(out, p=self.dropout.p, training=True)
-        norm = self.LayerNorm
-        return F.layer_norm(out + residual, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
+        return F.layer_norm(out + residual, shape, norm_weight, norm_bias, eps)
 
 
 class BertAttention(nn.Module):
@@ -146,7 +191,7 @@ class BertAttention(nn.Module):
         self.output = BertDenseResidualNorm(config, config.hidden_size)
 
 
-class BertIntermediate(nn.Module):
+class BertIntermediate(InferenceCached):
     """The MLP's up projection and activation (H -> I)."""
 
     def __init__(self, config: BertConfig) -> None:
@@ -154,16 +199,22 @@ class BertIntermediate(nn.Module):
         self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
         self.act = activation(config.hidden_act)
 
+    def read_weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """dense weight and bias."""
+        return self.dense.weight, self.dense.bias
+
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.act(F.linear(hidden, self.dense.weight, self.dense.bias))  # (B, S, I)
+        weight, bias = self.cached_weights() or self.read_weights()
+        return self.act(F.linear(hidden, weight, bias))  # (B, S, I)
 
 
-class BertLayer(nn.Module):
+class BertLayer(InferenceCached):
     """One post-LN transformer block: attention sub-layer, then the GELU MLP sub-layer.
 
     The sub-layers are applied as functions of their parameters (no nn.Module call per
     Linear/LayerNorm/Dropout): at BERT-mini sizes on a CPU that machinery costs as much
-    as a quarter of a forward pass. Hooks on layers and on self-attention still fire.
+    as a quarter of a forward pass; in inference each reads its parameters from a cached
+    tuple (``engine.model.inference_cache``). Hooks on layers and on self-attention still fire.
     """
 
     def __init__(self, config: BertConfig) -> None:
@@ -172,12 +223,17 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertDenseResidualNorm(config, config.intermediate_size)
 
+    def read_weights(self) -> tuple[nn.Module, ...]:
+        """The sub-modules it calls: self-attention, attention output, intermediate, output."""
+        return self.attention.self, self.attention.output, self.intermediate, self.output
+
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None, head_mask: torch.Tensor | None = None,
                 explicit: bool = False) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        context, probes = self.attention.self(hidden, mask, head_mask, explicit)
-        attended = self.attention.output.forward(context, hidden)                    # (B, S, H)
-        expanded = self.intermediate.forward(attended)                               # (B, S, I)
-        return self.output.forward(expanded, attended), probes
+        attend, attention_output, intermediate, output = self.cached_weights() or self.read_weights()
+        context, probes = attend(hidden, mask, head_mask, explicit)
+        attended = attention_output.forward(context, hidden)                         # (B, S, H)
+        expanded = intermediate.forward(attended)                                    # (B, S, I)
+        return output.forward(expanded, attended), probes
 
 
 class BertEncoder(nn.Module):
@@ -276,3 +332,4 @@ def init_bert_weights(module: nn.Module, initializer_range: float) -> None:
     for sub in module.modules():  # last: a tied MLM decoder (a Linear) re-draws the whole embedding matrix
         if isinstance(sub, nn.Embedding) and sub.padding_idx is not None:
             sub.weight[sub.padding_idx].zero_()
+    forget_inference_caches(module)
