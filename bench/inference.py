@@ -58,16 +58,21 @@ def three_gemm_copy(model: BertModel) -> BertModel:
     return other.eval()
 
 
+def case(name: str, batch: int, seq_len: int) -> tuple[BertModel, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One case: our randomly initialised ``name`` model (no dropout) and a batch of ids, mask and types."""
+    config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertModel(config).eval()
+    init_bert_weights(model, config.initializer_range)
+    ids = torch.randint(5, config.vocab_size, (batch, seq_len))            # (B, S)
+    return model, ids, torch.ones_like(ids), torch.zeros_like(ids)
+
+
 def compare_qkv(rounds_scale: float) -> None:
     """Fused vs three Q/K/V GEMMs in our inference, paired; prints ratios fused/three."""
     ratios = []
     for name, batch, seq_len, rounds in QKV_CASES:
-        config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        fused = BertModel(config).eval()
-        init_bert_weights(fused, config.initializer_range)
+        fused, ids, mask, types = case(name, batch, seq_len)
         three = three_gemm_copy(fused)
-        ids = torch.randint(5, config.vocab_size, (batch, seq_len))
-        mask, types = torch.ones_like(ids), torch.zeros_like(ids)
         with torch.inference_mode():
             diff = (fused(ids, mask, types).last_hidden_state - three(ids, mask, types).last_hidden_state).abs().max()
             t_fused, t_three = paired_times(lambda: fused(ids, mask, types), lambda: three(ids, mask, types),
@@ -96,13 +101,8 @@ def main() -> None:
         return
     ratios = []
     for name, batch, seq_len, rounds in CASES:
-        config = preset(name, vocab_size=30522, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-        ours = BertModel(config).eval()
-        init_bert_weights(ours, config.initializer_range)
+        ours, ids, mask, types = case(name, batch, seq_len)
         theirs = reference_model(ours)
-        ids = torch.randint(5, config.vocab_size, (batch, seq_len))
-        mask = torch.ones_like(ids)
-        types = torch.zeros_like(ids)
         with torch.inference_mode():
             diff = (ours(ids, mask, types).last_hidden_state
                     - theirs(input_ids=ids, attention_mask=mask, token_type_ids=types).last_hidden_state).abs().max()
