@@ -18,11 +18,27 @@ MAX_TEXT_CHARS = 100_000
 USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError, TimeoutError)
 _CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b:?\s*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# An absolute server path inside a message (POSIX or Windows): shown as "…/<last part>".
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.~])(?:[A-Za-z]:\\|/)(?:[^\s'\"`,;:()]+[/\\])+([^\s'\"`,;:()/\\]*)")
 
 
 def shown(message: str) -> str:
-    """``message`` without exception class names ("SafetensorError: x" -> "x"): users read words, not types."""
-    return _CLASS_NAME.sub("", message).strip()
+    """``message`` as a user should read it: no exception class names ("SafetensorError: x" -> "x") and
+    no absolute server paths ("/srv/app/runs/a/run.json" -> "…/run.json")."""
+    return hide_paths(_CLASS_NAME.sub("", message)).strip()
+
+
+def hide_paths(message: str) -> str:
+    """Replace every absolute file-system path in ``message`` by ``…/<its last part>``: where the
+    server keeps its files is none of the user's business (and on a public instance, a leak)."""
+    return _ABSOLUTE_PATH.sub(lambda m: f"…/{m.group(1)}" if m.group(1) else "…/", message)
+
+
+def clear_on_failure(event: Any, outputs: list[Any]) -> None:
+    """After ``event`` fails (its handler raised ``gr.Error``), empty ``outputs``, so the old result does
+    not stay on screen under the new error as if it answered the new input."""
+    event.failure(lambda: tuple(None for _ in outputs) if len(outputs) > 1 else None, inputs=None,
+                  outputs=outputs, api_visibility="private", show_progress="hidden", queue=False)
 
 
 def friendly_errors(fn: F) -> F:

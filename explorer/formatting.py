@@ -1,0 +1,42 @@
+"""How numbers read in the UI: probabilities as percentages, everything else to 3 significant digits.
+
+One place for it, so every tab prints a score the same way (never ``0.12345678901234567``).
+"""
+from __future__ import annotations
+
+import math
+
+SIGNIFICANT = 3
+SMALLEST_PERCENT = 0.001   # below this many percent a probability prints as "<0.001%"
+
+
+def percent(probability: float) -> str:
+    """A probability in [0, 1] as a percentage with 3 significant digits: 0.12345 -> "12.3%",
+    0.0012345 -> "0.123%", 1.0 -> "100%", 1e-9 -> "<0.001%"; not finite -> "–"."""
+    if not math.isfinite(probability):
+        return "–"
+    value = probability * 100.0
+    if 0 < abs(value) < SMALLEST_PERCENT:
+        return f"<{SMALLEST_PERCENT:g}%"
+    return f"{value:.{SIGNIFICANT}g}%"
+
+
+def sig(value: float, digits: int = SIGNIFICANT) -> str:
+    """``value`` to ``digits`` significant digits, without an exponent for ordinary sizes:
+    3.14159 -> "3.14", 0.00012345 -> "0.000123", 1234.5 -> "1234" (whole digits are kept),
+    12345678 -> "1.23e+07"; not finite -> "–"."""
+    if not math.isfinite(value):
+        return "–"
+    if value == 0 or 1e-4 <= abs(value) < 1e6:
+        text = f"{value:.{digits}g}"
+        if "e" in text:                      # 1234.5 -> "1.23e+03": write it out instead
+            text = f"{value:.0f}"
+        return text
+    return f"{value:.{digits - 1}e}"
+
+
+def rounded(value: float, digits: int = SIGNIFICANT) -> float:
+    """``value`` rounded to ``digits`` significant digits, for tables (a number stays a number)."""
+    if not math.isfinite(value) or value == 0:
+        return value
+    return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
