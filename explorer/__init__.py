@@ -59,8 +59,7 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 qa_tab.build(services, picker)
             with gr.Tab("Training", id="training"):
                 training_tab.build(services)
-        demo.load(lambda key: model_picker.model_info(services, key), inputs=[picker.dropdown], outputs=[picker.info],
-                  api_visibility="private", show_progress="hidden")
+        model_picker.wire_page_load(demo, services, picker)
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
         gr.api(noop, api_name="noop", api_visibility="undocumented")
     return demo

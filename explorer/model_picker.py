@@ -2,8 +2,13 @@
 
 The dropdown's value is a model key (see ``explorer.model_registry``): the bundled default, the
 live training run, any checkpoint of any run (newest first, with step and loss), or a local
-folder / hub model loaded with the box next to it (``/load_model``). The list refreshes
-itself while a run writes checkpoints. Each browser picks its own model.
+folder / hub model loaded with the box next to it (``/load_model``). The list is filled again when a
+page loads and refreshes itself while a run writes checkpoints. Each browser picks its own model.
+
+The dropdown accepts values outside its choices: its choices are per browser session, and an API
+client (a new session) must be able to name every key the app serves now (``live``, a checkpoint
+written after start, a model another session loaded). ``Services.model`` checks the key and answers
+an unknown one with the keys available now.
 """
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Any
 
 import gradio as gr
 
-from explorer.model_registry import ModelChoice, describe
+from explorer.model_registry import ModelChoice, UnknownModelError, describe
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
 
@@ -28,6 +33,7 @@ class ModelPicker:
     source: gr.Textbox
     load_button: gr.Button
     info: gr.Markdown
+    seen: gr.State                         # the keys this page's dropdown lists
     admin_token: gr.Textbox | None = None  # public mode only: needed to load local folders
 
 
@@ -62,7 +68,7 @@ def build(services: Services) -> ModelPicker:
         with gr.Column(scale=3):
             dropdown = gr.Dropdown(choices=dropdown_choices(choices), value=initial_value(choices),
                                    label="Model (used by every probing tab)", interactive=True,
-                                   allow_custom_value=False)
+                                   allow_custom_value=True)
         with gr.Column(scale=2):
             source = gr.Textbox(label="Load another model", placeholder=LOAD_PLACEHOLDER, max_lines=1)
         admin_token = None
@@ -86,11 +92,14 @@ def build(services: Services) -> ModelPicker:
             the picker (now on that model) and a description of the model and its heads.
         """
         progress(0.1, desc="Loading model…")
-        key = registry.resolve(source_text)
-        if key.startswith("local:"):
-            services.access.require_admin(token, "load models from local folders")
-        with services.probing():
-            text = describe(registry.get(key))
+        try:
+            key = registry.resolve(source_text)
+            if key.startswith("local:"):
+                services.access.require_admin(token, "load models from local folders")
+            with services.probing():
+                text = describe(registry.get(key))
+        except UnknownModelError as exc:
+            raise UnknownModelError(registry.unknown_key_message(exc)) from None
         return gr.update(choices=dropdown_choices(registry.choices()), value=key), text
 
     def show_info(key: str | None) -> str:
@@ -111,4 +120,20 @@ def build(services: Services) -> ModelPicker:
                     show_progress="hidden")
     gr.Timer(REFRESH_S).tick(refresh, inputs=[seen], outputs=[dropdown, seen], api_visibility="private",
                              show_progress="hidden")
-    return ModelPicker(dropdown, source, load_button, info, admin_token)
+    return ModelPicker(dropdown, source, load_button, info, seen, admin_token)
+
+
+def on_page_load(services: Services, picker: ModelPicker, key: str | None) -> tuple[Any, tuple[str, ...], str]:
+    """What a page shows when it (re)loads: the models available now (not the list of when the app
+    started: a run may have written checkpoints since), the same model as before if it is still there,
+    and that model's description."""
+    current = services.registry().choices()
+    keys = tuple(c.key for c in current)
+    value = key if key in keys else initial_value(current)
+    return gr.update(choices=dropdown_choices(current), value=value), keys, model_info(services, value)
+
+
+def wire_page_load(demo: gr.Blocks, services: Services, picker: ModelPicker) -> None:
+    """Fill the picker with the current models when a page loads (no wait for the refresh timer)."""
+    demo.load(lambda key: on_page_load(services, picker, key), inputs=[picker.dropdown],
+              outputs=[picker.dropdown, picker.seen, picker.info], api_visibility="private", show_progress="hidden")

@@ -38,7 +38,12 @@ if TYPE_CHECKING:
 HEAD_TITLES = {"mlm": "masked LM (Fill-mask)", "nsp": "next sentence (NSP)", "qa": "question answering (QA)",
                "classifier": "sequence classification"}
 MAX_SOURCE_CHARS = 4096          # longer "model names" are refused before they reach the file system
+LISTED_KEYS = 12                 # an unknown-key message lists at most this many of the keys available now
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+class UnknownModelError(ValueError):
+    """A model key that names nothing available (a typo, a deleted checkpoint, ``live`` without a run)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,23 @@ class ModelChoice:
     label: str
     kind: str                       # "default" | "live" | "checkpoint" | "local" | "hub"
     step: int | None = None         # training step, for checkpoints
+
+
+@dataclass(frozen=True)
+class RunChoice:
+    """A training run as the over-training views offer it: its name and the steps of its checkpoints."""
+
+    name: str
+    checkpoints: int
+    first_step: int
+    last_step: int
+
+    @property
+    def label(self) -> str:
+        """"run-a · 5 checkpoints, steps 100–500"."""
+        if self.checkpoints == 1:
+            return f"{self.name} · 1 checkpoint, step {self.last_step}"
+        return f"{self.name} · {self.checkpoints} checkpoints, steps {self.first_step}–{self.last_step}"
 
 
 def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoice]:
@@ -157,15 +179,43 @@ class ModelRegistry:
             found += list(self._extra.values())
         return found
 
-    def run_checkpoints(self, key: str | None = None) -> list[ModelChoice]:
-        """The checkpoints of one run, oldest first: the run of ``key`` if it is a checkpoint,
-        else the run of the newest checkpoint. Empty when there are none."""
+    def available_keys(self) -> list[str]:
+        """Every key the picker lists now, in its order."""
+        return [c.key for c in self.choices()]
+
+    def unknown_key_message(self, error: UnknownModelError) -> str:
+        """``error``'s message followed by the keys that work now (at most ``LISTED_KEYS`` of them)."""
+        keys = self.available_keys()
+        if not keys:
+            return f"{error} No model is available yet: start a training run or load a model folder."
+        shown = ", ".join(keys[:LISTED_KEYS]) + (f" and {len(keys) - LISTED_KEYS} more" if len(keys) > LISTED_KEYS
+                                                 else "")
+        return f"{error} Models available now: {shown}."
+
+    def runs(self) -> list[RunChoice]:
+        """Every run with complete checkpoints, the one with the newest checkpoint first."""
+        grouped: dict[str, list[CheckpointInfo]] = {}
+        for info in self.checkpoint_infos():                     # newest first
+            grouped.setdefault(info.run.name, []).append(info)
+        return [RunChoice(name, len(infos), min(i.step for i in infos), max(i.step for i in infos))
+                for name, infos in grouped.items()]
+
+    def run_checkpoints(self, key: str | None = None, run: str | None = None) -> list[ModelChoice]:
+        """The checkpoints of one run, oldest first: ``run`` when given, else the run of ``key`` if it is
+        a checkpoint, else the run of the newest checkpoint. Empty when there are no checkpoints at all;
+        ``UnknownModelError`` when the run asked for (by name or by a checkpoint key) has none."""
         infos = self.checkpoint_infos()
-        if not infos:
-            return []
-        run = key.split(":", 1)[1].split("/", 1)[0] if key and key.startswith("checkpoint:") else \
-            infos[0].run.name
-        own = [c for c in infos if c.run.name == run]
+        name = (run or "").strip()
+        if not name and key and key.startswith("checkpoint:"):
+            name = key.split(":", 1)[1].split("/", 1)[0]
+        if not name:
+            if not infos:
+                return []
+            name = infos[0].run.name
+        own = [c for c in infos if c.run.name == name]
+        if not own:
+            listed = ", ".join(r.label for r in self.runs()[:LISTED_KEYS]) or "none yet"
+            raise UnknownModelError(f"The run {name[:80]!r} has no checkpoints. Runs with checkpoints now: {listed}.")
         return [ModelChoice(checkpoint_key(c.path), checkpoint_label(c), "checkpoint", c.step)
                 for c in sorted(own, key=lambda c: c.step)]
 
@@ -212,7 +262,8 @@ class ModelRegistry:
             return f"local:{text}"
         if hub.is_hub_id(text):
             return f"hub:{text}"
-        raise ValueError(f"{text!r} is neither a model folder nor a hub id of the form 'owner/name'.")
+        raise UnknownModelError(f"{text!r} is neither a model key, a model folder nor a hub id of the form "
+                                "'owner/name'.")
 
     def get(self, key: str) -> LoadedModel:
         """The model for ``key``, loading it on first use (``live`` is always the current snapshot)."""
@@ -261,7 +312,7 @@ class ModelRegistry:
                 raise ConnectionError(f"The hub is switched off here (offline mode), so {rest} cannot be "
                                       "downloaded. Use the bundled model, a checkpoint or a local folder.")
             return load_directory(self._download(rest), self.device, source=f"hub {rest}")
-        raise ValueError(f"Unknown model {key!r}: choose one from the list.")
+        raise UnknownModelError(f"Unknown model {key!r}: choose one from the list.")
 
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""
@@ -273,7 +324,7 @@ class ModelRegistry:
     def _checkpoint_dir(self, rest: str) -> Path:
         run, _, name = rest.partition("/")
         if not (_PLAIN_NAME.match(run) and _PLAIN_NAME.match(name)) or ".." in rest:
-            raise ValueError(f"{rest!r} is not a checkpoint name; choose one from the list.")
+            raise UnknownModelError(f"{rest!r} is not a checkpoint name; choose one from the list.")
         roots = [self.runs_root] if self.runs_root is not None else []
         if self.worker is not None:
             roots.insert(0, self.worker.runs_root)
@@ -284,8 +335,8 @@ class ModelRegistry:
             path = RunFolder(root / run).checkpoints_dir / name
             if path.is_dir() and is_complete(path):
                 return path
-        raise FileNotFoundError(f"Checkpoint {rest} no longer exists (runs keep only their newest checkpoints); "
-                                "pick another one.")
+        raise UnknownModelError(f"Checkpoint {rest} does not exist (or no longer: runs keep only their newest "
+                                "checkpoints); pick another one.")
 
     def _allowed_local(self, text: str) -> Path:
         path = Path(text).expanduser().resolve()
@@ -304,11 +355,12 @@ class ModelRegistry:
         return path
 
     def _live(self) -> LoadedModel:
-        if self.worker is None:
-            raise ValueError("There is no training run; start one in the Training tab.")
+        if self.worker is None or self.worker.trainer is None:
+            raise UnknownModelError("There is no training run right now, so there is no live model; start one in "
+                                    "the Training tab, or pick a checkpoint.")
         loaded = self.worker.snapshot()
         if loaded is None:
-            raise ValueError("The training run has no model yet; wait for it to start.")
+            raise UnknownModelError("The training run has no model yet; wait for it to start.")
         return loaded
 
 

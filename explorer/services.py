@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel
-from explorer.model_registry import ModelRegistry, inference_device
+from explorer.model_registry import ModelRegistry, UnknownModelError, inference_device
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.access import AccessPolicy
 
@@ -98,14 +98,18 @@ class Services:
         """The model a probing tab was asked for (``default`` when none is chosen).
 
         In public mode a local folder is served only once the admin loaded it (it is then in the
-        picker); anyone else naming a folder gets a ValueError.
+        picker); anyone else naming a folder gets a ValueError. A key that names nothing available
+        gets a ValueError that lists the keys available now.
         """
         registry = self.registry()
-        resolved = registry.resolve(key or "default")
-        if resolved.startswith("local:") and not self.access.is_admin(None) and not registry.listed(resolved):
-            raise ValueError("On this public instance only the admin can load models from local folders; "
-                             "choose a model from the list.")
-        return registry.get(resolved)
+        try:
+            resolved = registry.resolve(key or "default")
+            if resolved.startswith("local:") and not self.access.is_admin(None) and not registry.listed(resolved):
+                raise UnknownModelError("On this public instance only the admin can load models from local "
+                                        "folders; choose a model from the list.")
+            return registry.get(resolved)
+        except UnknownModelError as exc:
+            raise UnknownModelError(registry.unknown_key_message(exc)) from None
 
     @contextlib.contextmanager
     def probing(self) -> Iterator[None]:

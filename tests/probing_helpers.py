@@ -31,13 +31,14 @@ def tiny_model(seed: int, heads: tuple[str, ...] = ("mlm", "nsp", "qa")) -> Bert
 
 
 def write_run(runs_root: Path, tokenizer: WordPieceTokenizer, steps: tuple[int, ...] = STEPS,
-              run: str = RUN) -> list[Path]:
-    """A training run folder with one complete checkpoint per step (different weights each)."""
+              run: str = RUN, later_by_s: float = 0.0) -> list[Path]:
+    """A training run folder with one complete checkpoint per step (different weights each), written
+    now (``created`` one second apart), or ``later_by_s`` seconds from now."""
     paths = []
     for i, step in enumerate(steps):
         path = runs_root / run / CHECKPOINTS_DIR / checkpoint_name(step)
         write_checkpoint(tiny_model(100 + i), tokenizer, path, state={"step": step},
-                         info={"step": step, "created": time.time() + i, "metrics": {"mlm_loss": 5.0 - i}})
+                         info={"step": step, "created": time.time() + later_by_s + i, "metrics": {"mlm_loss": 5.0 - i}})
         paths.append(path)
     return paths
 
@@ -59,4 +60,5 @@ def small_app(services: Services, build_tab: Callable[[Services, Any], Any]) -> 
         with gr.Tabs():
             with gr.Tab("Tab"):
                 build_tab(services, picker)
+        model_picker.wire_page_load(demo, services, picker)
     return demo

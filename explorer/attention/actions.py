@@ -18,6 +18,7 @@ from engine.probes.ablation import AblationResult, parse_heads
 from engine.probes.head_stats import STAT_TITLES
 from engine.probes.inference import ablate_heads, attention, attention_over_checkpoints
 from explorer.model_registry import ModelChoice, evenly_spaced
+from explorer.run_picker import run_note
 from explorer.attention import ablation_plots
 from explorer.attention import export as attention_export
 from explorer.services import Services
@@ -142,10 +143,12 @@ def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[
 
 
 def over_training(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
-                  layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH) -> tuple[go.Figure, go.Figure, str]:
-    """The chosen head at up to ``MAX_CHECKPOINTS`` checkpoints of the run: maps and statistics over steps."""
+                  layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH,
+                  run: str | None = None) -> tuple[go.Figure, go.Figure, str]:
+    """The chosen head at up to ``MAX_CHECKPOINTS`` checkpoints of ``run`` (default: the picked checkpoint's
+    run, else the newest): maps and statistics over steps."""
     text, pair = read_inputs(text, text_pair)
-    choices = services.registry().run_checkpoints(model_key)
+    choices = services.registry().run_checkpoints(model_key, run)
     if not choices:
         raise gr.Error("There are no training checkpoints yet: start a run in the Training tab; its checkpoints "
                        "appear here as it saves them.", print_exception=False)
@@ -158,7 +161,7 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     maps = ablation_plots.checkpoint_maps_figure(found.maps, found.tokens, found.labels, found.layer, found.head)
     lines = ablation_plots.stats_over_steps_figure(found.steps, found.labels, found.stats, STAT_TITLES,
                                                    found.layer, found.head)
-    run = picked[0].key.split(":", 1)[1].split("/", 1)[0]
-    note = (f"Run **{run}**: {len(picked)} of {len(choices)} checkpoints (evenly spaced, first and last included), "
-            f"layer {found.layer}, head {found.head}.")
+    name = picked[0].key.split(":", 1)[1].split("/", 1)[0]
+    note = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
+            + f"; layer {found.layer}, head {found.head}.")
     return maps, lines, note

@@ -17,9 +17,10 @@ from engine.probes.inference import attention
 from explorer.attention import plots as attention_plots
 from explorer.attention.actions import (DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH, effective_length,
                                         export_files, model_shape, over_training, read_inputs, run_ablation)
+from explorer import run_picker
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors
+from explorer.ui_errors import clear_on_failure, friendly_errors
 
 DEFAULT_SHAPE = (12, 12)       # layers, heads when the picked model cannot be read at build time
 MAX_LAYERS, MAX_HEADS = 48, 64  # build-time slider ranges, so API calls on bigger models pass their checks
@@ -186,9 +187,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         export_button = gr.Button("Export")
         files = gr.File(label="Files", file_count="multiple", interactive=False)
     with gr.Accordion("Over training: the chosen head at each checkpoint", open=False):
-        gr.Markdown(f"Up to {MAX_CHECKPOINTS} checkpoints of the picked checkpoint's run (or of the newest run), "
-                    "oldest first: watch a head find its pattern as training goes on.")
-        over_button = gr.Button("Show over training")
+        gr.Markdown(f"Up to {MAX_CHECKPOINTS} checkpoints of a run (by default the picked checkpoint's run, else "
+                    "the newest), oldest first: watch a head find its pattern as training goes on.")
+        with gr.Row():
+            over_run = run_picker.build(services)
+            over_button = gr.Button("Show over training")
         over_note = gr.Markdown()
         over_maps = gr.Plot(label="The head's map per checkpoint")
         over_lines = gr.Plot(label="The head's statistics over training")
@@ -254,7 +257,8 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
 
     @friendly_errors
     def run_over_training(model_key: str, text: str, text_pair: str, layer: float, head: float,
-                          max_length: float, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+                          max_length: float, run: str = run_picker.AUTO,
+                          progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
         """One head's attention map and statistics at each checkpoint of a training run.
 
         Args:
@@ -264,11 +268,12 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             layer: layer (0-based).
             head: head (0-based).
             max_length: longest sequence in tokens, specials included.
+            run: the run's name (a folder under the runs folder); empty for the picked checkpoint's run, else the newest.
         Returns:
             the maps per checkpoint, the statistics over steps, and a note.
         """
         progress(0.1, desc="Loading checkpoints…")
-        maps, lines, note = over_training(services, model_key, text, text_pair, layer, head, max_length)
+        maps, lines, note = over_training(services, model_key, text, text_pair, layer, head, max_length, run)
         return note, maps, lines
 
     def add_chosen(current: str, layer: float, head: float) -> str:
@@ -286,24 +291,33 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     main_inputs = [picker.dropdown, text, pair, layer, head, length, view_heads, statistic]
     main_outputs = [heatmap, head_view, model_view, stats_plot, stats_frame, summary]
     main: dict[str, Any] = dict(inputs=main_inputs, outputs=main_outputs, show_progress="minimal")
-    button.click(run, api_name="attention", **main)
-    text.submit(run, api_name="attention_submit", api_visibility="private", **main)
-    examples.load_input_event.then(run, api_name="attention_example_run", api_visibility="private", **main)
-    gr.on([layer.release, head.release, view_heads.input, statistic.input], refresh, api_name="attention_refresh",
-          api_visibility="private", **main)
+    for event in (button.click(run, api_name="attention", **main),
+                  text.submit(run, api_name="attention_submit", api_visibility="private", **main),
+                  examples.load_input_event.then(run, api_name="attention_example_run", api_visibility="private",
+                                                 **main)):
+        clear_on_failure(event, main_outputs)
+    # The figures follow the layer and head whatever moved them: a drag, the arrow keys, a number typed
+    # into the box (Enter or not), or a refit. `release` fired for the drag only, and the heatmap kept
+    # saying "Layer 0, head 0" after typing 3. While a slider is dragged, only the last value queues.
+    clear_on_failure(gr.on([layer.change, head.change, view_heads.input, statistic.input], refresh,
+                           api_name="attention_refresh", api_visibility="private", trigger_mode="always_last", **main),
+                     main_outputs)
     # The picker's info is written on page load and whenever the model changes: fit the widgets then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
     picker.info.change(fit, inputs=[picker.dropdown, layer, head, view_heads], outputs=[layer, head, view_heads],
                        api_visibility="private", show_progress="hidden")
-    ablate_button.click(ablate, inputs=[picker.dropdown, text, pair, heads_text, top_k],
-                        outputs=[ablation_figure, ablation_summary], api_name="ablate_heads")
+    clear_on_failure(ablate_button.click(ablate, inputs=[picker.dropdown, text, pair, heads_text, top_k],
+                                         outputs=[ablation_figure, ablation_summary], api_name="ablate_heads"),
+                     [ablation_figure, ablation_summary])
     add_head.click(add_chosen, inputs=[heads_text, layer, head], outputs=[heads_text],
                    api_name="attention_add_head", api_visibility="private", show_progress="hidden")
-    export_button.click(export, inputs=[picker.dropdown, text, pair, layer, head, length], outputs=[files],
-                        api_name="attention_export")
-    over_button.click(run_over_training, inputs=[picker.dropdown, text, pair, layer, head, length],
-                      outputs=[over_note, over_maps, over_lines], api_name="attention_over_training")
+    clear_on_failure(export_button.click(export, inputs=[picker.dropdown, text, pair, layer, head, length],
+                                         outputs=[files], api_name="attention_export"), [files])
+    over_outputs = [over_note, over_maps, over_lines]
+    clear_on_failure(over_button.click(run_over_training, inputs=[picker.dropdown, text, pair, layer, head, length,
+                                                                  over_run],
+                                       outputs=over_outputs, api_name="attention_over_training"), over_outputs)
     return {"text": text, "pair": pair, "layer": layer, "head": head, "length": length, "button": button,
             "view_heads": view_heads, "statistic": statistic, "heatmap": heatmap, "head_view": head_view,
             "model_view": model_view, "stats_plot": stats_plot, "stats_frame": stats_frame, "summary": summary,

@@ -13,9 +13,11 @@ from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
 from explorer.embeddings import plots as eplots
 from explorer.model_picker import ModelPicker
+from explorer import run_picker
+from explorer.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
-from explorer.ui_errors import check_length, friendly_errors, require_text
+from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
 
 EMPTY_MESSAGE = "Type some text to embed."
 ALL_TOKENS = "all"
@@ -164,14 +166,15 @@ def evenly_spaced(choices: Sequence[ModelChoice], limit: int = MAX_CHECKPOINTS) 
 
 
 def over_training(services: Services, model_key: str | None, positions: float | int | None,
-                  progress: Any = None) -> tuple[str, go.Figure]:
-    """Position-similarity small multiples over the checkpoints of the picked (or newest) run."""
+                  progress: Any = None, run: str | None = None) -> tuple[str, go.Figure]:
+    """Position-similarity small multiples over the checkpoints of ``run`` (default: the picked checkpoint's
+    run, else the newest)."""
     count = DEFAULT_OVER_TRAINING_POSITIONS if positions is None else positions
     low, high = OVER_TRAINING_POSITIONS
     if isinstance(count, bool) or not float(count).is_integer() or not low <= int(count) <= high:
         raise gr.Error(f"Positions must be a whole number between {low} and {high}, got {positions}.",
                        print_exception=False)
-    choices = services.registry().run_checkpoints(model_key)
+    choices = services.registry().run_checkpoints(model_key, run)
     if len(choices) < 2:
         message = (f"Over training needs at least 2 checkpoints of a training run; found {len(choices)}. "
                    "Start a run in the Training tab (it saves checkpoints as it goes), or pick a checkpoint "
@@ -186,10 +189,10 @@ def over_training(services: Services, model_key: str | None, positions: float | 
         with services.probing():   # one model at a time: the registry's cache bounds the memory
             results += embeddings_over_checkpoints([(label, services.model(choice.key))], int(count))
     panels = [(f"{r.label} · adjacent {r.adjacent:.2f}", r.matrix) for r in results]
-    run = choices[-1].key.split(":", 1)[-1].split("/", 1)[0]
+    name = choices[-1].key.split(":", 1)[-1].split("/", 1)[0]
     rows = "\n".join(f"| {r.label} | {r.adjacent:.3f} | {r.distant:.3f} |" for r in results)
-    message = (f"Run **{run}**: {len(picked)} of its {len(choices)} checkpoints, first {results[0].matrix.shape[0]} "
-               "positions. As training goes on, a bright band forms along the diagonal: neighbouring positions "
+    message = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
+               + f"; first {results[0].matrix.shape[0]} positions. As training goes on, a bright band forms along the diagonal: neighbouring positions "
                "become similar while distant ones do not.\n\n"
                "| checkpoint | mean cosine of neighbouring positions | of positions far apart |\n"
                f"|---|---|---|\n{rows}")
@@ -247,9 +250,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                          interactive=False, wrap=False, max_height=420)
     state = gr.State(None)
     with gr.Accordion("Over training", open=False):
-        gr.Markdown("The position-similarity matrix at up to six checkpoints of the picked run (or the newest "
-                    "run): watch the diagonal band appear as position embeddings are learned.")
+        gr.Markdown("The position-similarity matrix at up to six checkpoints of a run (by default the picked "
+                    "checkpoint's run, else the newest): watch the diagonal band appear as position embeddings "
+                    "are learned.")
         with gr.Row():
+            over_run = run_picker.build(services)
             positions = gr.Slider(*OVER_TRAINING_POSITIONS, value=DEFAULT_OVER_TRAINING_POSITIONS, step=1,
                                   label="Positions")
             over_button = gr.Button("Show position similarity over training")
@@ -286,17 +291,18 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return neighbour_frame(result, parse_token(token, len(result.tokens)))
 
     @friendly_errors
-    def run_over_training(model_key: str, positions: float,
+    def run_over_training(model_key: str, positions: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[str, go.Figure]:
-        """Position-embedding similarity at up to six checkpoints of the picked run.
+        """Position-embedding similarity at up to six checkpoints of a training run.
 
         Args:
-            model_key: a checkpoint key picks its run; any other key uses the newest run.
+            model_key: a checkpoint key picks its run; any other key uses the newest run (unless run is given).
             positions: how many positions each matrix covers (8..128).
+            run: the run's name (a folder under the runs folder); empty for the picked checkpoint's run, else the newest.
         Returns:
             a Markdown summary and the small-multiples figure.
         """
-        return over_training(services, model_key, positions, progress)
+        return over_training(services, model_key, positions, progress, run)
 
     run_over_training.__name__ = "embeddings_over_training"
 
@@ -306,14 +312,18 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     outputs = [summary, norms, heatmap, position_sim, position_pca, contextual_pca, segment_diff, table, token, state]
     event_kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, text, pair, layer, component, token],
                                         outputs=outputs, show_progress="minimal")
-    button.click(api_name="embeddings", **event_kwargs)
-    text.submit(api_name="embeddings_submit", api_visibility="private", **event_kwargs)
-    examples.load_input_event.then(api_name="embeddings_example_run", api_visibility="private", **event_kwargs)
+    shown_outputs = [summary, norms, heatmap, position_sim, position_pca, contextual_pca, segment_diff, table, state]
+    for event in (button.click(api_name="embeddings", **event_kwargs),
+                  text.submit(api_name="embeddings_submit", api_visibility="private", **event_kwargs),
+                  examples.load_input_event.then(api_name="embeddings_example_run", api_visibility="private",
+                                                 **event_kwargs)):
+        clear_on_failure(event, shown_outputs)
     component.input(rerender_heatmap, inputs=[component, state], outputs=[heatmap], api_visibility="private",
                     show_progress="hidden")
     token.input(refilter, inputs=[token, state], outputs=[table], api_visibility="private", show_progress="hidden")
-    over_button.click(run_over_training, inputs=[picker.dropdown, positions], outputs=[over_message, over_plot],
-                      api_name="embeddings_over_training")
+    clear_on_failure(over_button.click(run_over_training, inputs=[picker.dropdown, positions, over_run],
+                                       outputs=[over_message, over_plot], api_name="embeddings_over_training"),
+                     [over_message, over_plot])
     # The picker's info is (re)written on page load and whenever the model changes: fit the slider then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).

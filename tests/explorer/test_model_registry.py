@@ -58,10 +58,10 @@ def test_cache_is_bounded(runs: Path) -> None:
 @pytest.mark.parametrize("key, message", [
     ("checkpoint:../../etc/step-000001", "not a checkpoint name"),
     (f"checkpoint:{RUN}/..", "not a checkpoint name"),
-    (f"checkpoint:{RUN}/step-999999", "no longer exists"),
+    (f"checkpoint:{RUN}/step-999999", "does not exist"),
     ("https://huggingface.co/bert-base-uncased", "not a URL"),
     ("hub:a/b/c", "not a hub model id"),
-    ("nonsense key with spaces", "neither a model folder nor a hub id"),
+    ("nonsense key with spaces", "neither a model key, a model folder nor a hub id"),
     ("", "Choose a model"),
 ])
 def test_bad_keys_are_refused_with_a_message(runs: Path, key: str, message: str) -> None:
@@ -165,3 +165,37 @@ def test_the_registry_passes_its_cap_to_the_hub_and_names_the_setting(monkeypatc
         registry.get("hub:someone/big-bert")
     assert asked == [100_000_000]
     assert ModelRegistry(runs_root=tmp_path, default_dir=None, max_download_bytes=7).max_download_bytes == 7
+
+
+def test_runs_are_listed_and_chosen_by_name(runs: Path, tiny_tokenizer) -> None:
+    """The over-training views walk one run: the picked checkpoint's, the newest, or one named; an older run
+    with more checkpoints stays reachable after a newer run with one."""
+    write_run(runs, tiny_tokenizer, steps=(50,), run="run-b", later_by_s=60)   # newer, one checkpoint
+    registry = ModelRegistry(runs_root=runs, default_dir=None)
+    assert [r.label for r in registry.runs()] == ["run-b · 1 checkpoint, step 50",
+                                                  f"{RUN} · 3 checkpoints, steps 2–6"]
+    assert [c.step for c in registry.run_checkpoints()] == [50]                    # the newest run
+    assert [c.step for c in registry.run_checkpoints(run=RUN)] == sorted(STEPS)     # the run asked for
+    assert [c.step for c in registry.run_checkpoints(f"checkpoint:{RUN}/step-000002")] == sorted(STEPS)
+    assert [c.step for c in registry.run_checkpoints(f"checkpoint:{RUN}/step-000002", run="run-b")] == [50]
+    with pytest.raises(ValueError, match=f"'gone' has no checkpoints. Runs with checkpoints now: run-b .*, {RUN} "):
+        registry.run_checkpoints(run="gone")
+    with pytest.raises(ValueError, match="'nope' has no checkpoints"):
+        registry.run_checkpoints("checkpoint:nope/step-000001")
+
+
+def test_an_unknown_key_lists_the_keys_available_now(runs: Path, tiny_tokenizer) -> None:
+    from explorer.services import Services
+
+    registry = ModelRegistry(runs_root=runs, default_dir=None)
+    services = Services(tokenizer=tiny_tokenizer, models=registry)
+    keys = ", ".join(f"checkpoint:{RUN}/step-{s:06d}" for s in sorted(STEPS, reverse=True))
+    for key, reason in [("live", "There is no training run right now"), ("typo", "'typo' is neither a model key"),
+                        (f"checkpoint:{RUN}/step-000099", "does not exist")]:
+        with pytest.raises(ValueError) as caught:
+            services.model(key)
+        assert reason in str(caught.value) and str(caught.value).endswith(f"Models available now: {keys}.")
+    for i in range(20):
+        write_run(runs, tiny_tokenizer, steps=(1,), run=f"run-{i:02d}")
+    with pytest.raises(ValueError, match=r"Models available now: (checkpoint:\S+, ){11}checkpoint:\S+ and 11 more\."):
+        services.model("typo")

@@ -120,7 +120,11 @@ def test_export_handler(services: Services) -> None:
 def test_over_training_handler(services: Services, empty_services: Services) -> None:
     maps, lines, note = attention_actions.over_training(services, "default", TEXT, "", 1, 0)
     assert len(maps.data) == len(STEPS) and [a.text for a in maps.layout.annotations][:4] == [f"step {s}" for s in STEPS]
-    assert list(lines.data[0].x) == list(STEPS) and "Run **run-a**: 4 of 4 checkpoints" in note
+    assert list(lines.data[0].x) == list(STEPS) and "Run **run-a** (4 checkpoints, steps 2–8): showing 4" in note
+    _, _, named = attention_actions.over_training(services, "default", TEXT, "", 1, 0, run="run-a")
+    assert named == note
+    with pytest.raises(ValueError, match="The run 'run-z' has no checkpoints. Runs with checkpoints now: run-a"):
+        attention_actions.over_training(services, "default", TEXT, "", 1, 0, run="run-z")
     with pytest.raises(gr.Error, match="no training checkpoints yet"):
         attention_actions.over_training(empty_services, "default", TEXT, "", 0, 0)
     with pytest.raises(ValueError, match="layer 3 does not exist"):
@@ -195,7 +199,7 @@ def test_other_endpoints(client: Client) -> None:
     assert paths[".png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     ET.fromstring(paths[".svg"].read_text(encoding="utf-8"))
     note, maps, lines = client.predict("default", TEXT, "", 1, 1, 128, api_name="/attention_over_training")
-    assert "4 of 4 checkpoints" in note and maps["type"] == "plotly" and lines["type"] == "plotly"
+    assert "(4 checkpoints, steps 2–8): showing 4" in note and maps["type"] == "plotly" and lines["type"] == "plotly"
 
 
 BAD_CALLS = [
@@ -203,7 +207,7 @@ BAD_CALLS = [
     (dict(layer=50), "greater than maximum"),
     (dict(heads=[4]), r"heads \[4\] do not exist"),
     (dict(text="   "), "Type a sentence"),
-    (dict(model="checkpoint:nope/step-000001"), "not in the list of choices"),
+    (dict(model="checkpoint:nope/step-000001"), "does not exist.*Models available now"),
 ]
 
 

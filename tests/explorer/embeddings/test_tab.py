@@ -187,7 +187,7 @@ def test_embeddings_through_the_client(client: Client) -> None:
     (dict(text="the cat", layer=7), "out of range: this model has 2 layers"),
     (dict(text="the cat", layer=49), "greater than maximum"),
     (dict(text="the cat", token="cat"), "neither 'all' nor a token position"),
-    (dict(text="the cat", model="checkpoint:nope/step-000001"), "not in the list of choices"),
+    (dict(text="the cat", model="checkpoint:nope/step-000001"), "does not exist.*Models available now"),
 ])
 def test_bad_input_is_a_clear_error_and_the_app_keeps_serving(client: Client, kwargs: dict, message: str) -> None:
     with pytest.raises(AppError, match=message):
@@ -197,5 +197,5 @@ def test_bad_input_is_a_clear_error_and_the_app_keeps_serving(client: Client, kw
 
 def test_over_training_through_the_client(client: Client) -> None:
     message, plot = client.predict("default", 16, api_name="/embeddings_over_training")
-    assert f"Run **{RUN}**" in message and "3 of its 3 checkpoints" in message
+    assert f"Run **{RUN}**" in message and "(3 checkpoints, steps 3–9): showing 3" in message
     assert plot["type"] == "plotly" and "step 9" in plot["plot"]
