@@ -123,7 +123,7 @@ def build(services: Services) -> ModelPicker:
     return ModelPicker(dropdown, source, load_button, info, seen, admin_token)
 
 
-def on_page_load(services: Services, picker: ModelPicker, key: str | None) -> tuple[Any, tuple[str, ...], str]:
+def on_page_load(services: Services, key: str | None) -> tuple[Any, tuple[str, ...], str]:
     """What a page shows when it (re)loads: the models available now (not the list of when the app
     started: a run may have written checkpoints since), the same model as before if it is still there,
     and that model's description."""
@@ -135,5 +135,5 @@ def on_page_load(services: Services, picker: ModelPicker, key: str | None) -> tu
 
 def wire_page_load(demo: gr.Blocks, services: Services, picker: ModelPicker) -> None:
     """Fill the picker with the current models when a page loads (no wait for the refresh timer)."""
-    demo.load(lambda key: on_page_load(services, picker, key), inputs=[picker.dropdown],
+    demo.load(lambda key: on_page_load(services, key), inputs=[picker.dropdown],
               outputs=[picker.dropdown, picker.seen, picker.info], api_visibility="private", show_progress="hidden")

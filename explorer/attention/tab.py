@@ -53,17 +53,24 @@ PNG *with* labels use the camera button that appears on the heatmap when you hov
 # --- handlers' logic (no Gradio widgets; errors are ValueError / gr.Error) ---------------
 
 def view_heads(value: Any, num_heads: int) -> list[int]:
-    """Heads for the head view: all when None, else the checked ones (validated)."""
+    """Heads for the head view: all when None, else the checked ones. Heads past this model's last are
+    dropped with a warning (the API's default lists the startup model's heads, and a smaller model, such
+    as a live run's, must still answer); a negative head, or none left, is an error."""
     if value is None:
         return list(range(num_heads))
     try:
         heads = sorted({int(v) for v in value})
     except (TypeError, ValueError):
         raise ValueError(f"heads for the head view must be numbers from 0 to {num_heads - 1}, got {value!r}") from None
-    bad = [h for h in heads if not 0 <= h < num_heads]
-    if bad:
-        raise ValueError(f"heads {bad} do not exist: this model's layers have heads 0 to {num_heads - 1}")
-    return heads
+    negative = [h for h in heads if h < 0]
+    kept = [h for h in heads if 0 <= h < num_heads]
+    beyond = [h for h in heads if h >= num_heads]
+    if negative or (beyond and not kept):
+        raise ValueError(f"heads {negative or beyond} do not exist: this model's layers have heads 0 to "
+                         f"{num_heads - 1}")
+    if beyond:
+        gr.Warning(f"This model has heads 0 to {num_heads - 1}; the head view leaves out heads {beyond}.")
+    return kept
 
 
 def stats_table(result: AttentionResult) -> pd.DataFrame:
