@@ -121,7 +121,12 @@ def test_a_page_load_lists_the_models_available_now(app_parts, tiny_tokenizer) -
 
     _, services, runs, _ = app_parts
     write_run(runs, tiny_tokenizer, steps=(3,), run="run-late", later_by_s=120)
-    update, keys, info = model_picker.on_page_load(services, "default")
+    deadline = time.monotonic() + 10                     # the worker caches its checkpoint list for 1 s
+    while True:
+        update, keys, info = model_picker.on_page_load(services, "default")
+        if "checkpoint:run-late/step-000003" in keys or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert "checkpoint:run-late/step-000003" in keys and update["value"] == "default"
     assert [key for _, key in update["choices"]] == list(keys) and "tiny default" in info
     update, _, _ = model_picker.on_page_load(services, "checkpoint:gone/step-000001")
