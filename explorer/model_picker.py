@@ -113,9 +113,16 @@ def build(services: Services) -> ModelPicker:
         return gr.update(choices=dropdown_choices(current)), keys
 
     load_inputs = [source] + ([admin_token] if admin_token is not None else [])
-    load_button.click(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name="load_model")
-    source.submit(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name="load_model_submit",
-                  api_visibility="private")
+    # show_progress="hidden": a failed load must not lay Gradio's "Error" badge over the picker and the
+    # description of the model still in use (the message comes as a toast); the Load button says "Loading…".
+    for trigger, name, visibility in ((load_button.click, "load_model", "public"),
+                                      (source.submit, "load_model_submit", "private")):
+        busy = trigger(lambda: gr.update(value="Loading…", interactive=False), outputs=[load_button], queue=False,
+                       api_visibility="private", show_progress="hidden")
+        busy.then(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name=name, api_visibility=visibility,
+                  show_progress="hidden").then(lambda: gr.update(value="Load", interactive=True),
+                                               outputs=[load_button], queue=False, api_visibility="private",
+                                               show_progress="hidden")
     dropdown.change(show_info, inputs=[dropdown], outputs=[info], api_name="model_info", api_visibility="private",
                     show_progress="hidden")
     gr.Timer(REFRESH_S).tick(refresh, inputs=[seen], outputs=[dropdown, seen], api_visibility="private",

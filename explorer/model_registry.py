@@ -342,7 +342,7 @@ class ModelRegistry:
         path = Path(text).expanduser().resolve()
         roots = self.allowed_dirs + ((self.runs_root.resolve(),) if self.runs_root is not None else ())
         if not any(path == root or root in path.parents for root in roots):
-            shown = ", ".join(str(r) for r in roots) or "none configured (set EXPLORER_MODEL_DIRS)"
+            shown = ", ".join(_display(r) for r in roots) or "none configured (set EXPLORER_MODEL_DIRS)"
             raise ValueError(f"Local models must be inside the allowed model folders: {shown}.")
         if not _is_dir(path):
             raise FileNotFoundError(f"There is no model folder at {text}.")
@@ -362,6 +362,15 @@ class ModelRegistry:
         if loaded is None:
             raise UnknownModelError("The training run has no model yet; wait for it to start.")
         return loaded
+
+
+def _display(path: Path) -> str:
+    """A server folder as a message may name it: relative to the working directory when inside it, else
+    just its name (where the server keeps its files is not the user's business)."""
+    try:
+        return str(path.relative_to(Path.cwd().resolve())) or "."
+    except ValueError:
+        return path.name or str(path)
 
 
 def _is_dir(path: Path) -> bool:
