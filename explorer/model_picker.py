@@ -19,7 +19,7 @@ import gradio as gr
 
 from explorer.model_registry import ModelChoice, UnknownModelError, describe
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors
+from explorer.ui_errors import friendly_errors, shown
 
 REFRESH_S = 5.0
 LOAD_PLACEHOLDER = "owner/name on the hub, or a folder inside the allowed model folders"
@@ -57,7 +57,7 @@ def model_info(services: Services, key: str | None) -> str:
         with services.probing():
             return describe(services.model(key))
     except (ValueError, OSError) as exc:     # FileNotFoundError, ConnectionError included
-        return f"⚠️ {exc}"
+        return f"⚠️ {shown(str(exc))}"
 
 
 def build(services: Services) -> ModelPicker:

@@ -288,7 +288,9 @@ class ModelRegistry:
                     self._cache.popitem(last=False)
                 kind = key.split(":", 1)[0]
                 if kind in ("local", "hub"):
-                    self._extra[key] = ModelChoice(key, f"{kind}: {key.split(':', 1)[1]}", kind)
+                    name = key.split(":", 1)[1]
+                    shown = Path(name).name or name if kind == "local" else name   # a folder's name, not its path
+                    self._extra[key] = ModelChoice(key, f"{kind}: {shown}", kind)
             return loaded
 
     def _load(self, key: str) -> LoadedModel:
