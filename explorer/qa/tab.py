@@ -159,7 +159,8 @@ def null_verdict(result: QAResult) -> str:
 def summary_markdown(result: QAResult, source: str) -> str:
     """Windows, question length, the best answer, and the null score against the best span (always)."""
     n = len(result.windows)
-    lines = [f"**{n} window{'s' if n != 1 else ''}** · question {len(result.question_tokens)} tokens · model: {source}"]
+    windows = f"**{n} window{'s' if n != 1 else ''}**"
+    lines = [f"{windows} · question {len(result.question_tokens)} tokens · model: {source}"]
     best = result.spans[0] if result.spans else None
     if best is None or best.is_null:
         lines.append("Best answer: **no answer**")

@@ -169,7 +169,8 @@ def test_answers_equal_the_pipeline_on_a_long_context(loaded, hf_tokenizer, top_
                                                             (long_context(150, seed=3), 48, 16)])
 def test_answers_equal_the_pipeline_with_defaults(loaded, hf_tokenizer, context, max_seq_len, doc_stride):
     details = answer_details(loaded, QUESTION, context, top_k=5, max_seq_len=max_seq_len, doc_stride=doc_stride)
-    assert (details.max_seq_len, details.doc_stride) == ((128, 64) if max_seq_len is None else (max_seq_len, doc_stride))
+    expected_lengths = (128, 64) if max_seq_len is None else (max_seq_len, doc_stride)    # the pipeline's defaults
+    assert (details.max_seq_len, details.doc_stride) == expected_lengths
     assert details.answers == pipeline_answer(hf_tokenizer, details, top_k=5)
 
 
