@@ -40,8 +40,9 @@ class QuestionTooLong(ValueError):
 
     def __init__(self, tokens: int, limit: int, max_seq_len: int, doc_stride: int) -> None:
         self.tokens, self.limit, self.max_seq_len, self.doc_stride = tokens, limit, max_seq_len, doc_stride
-        super().__init__(f"the question is {tokens} tokens long, but with max_seq_len {max_seq_len} and doc_stride "
-                         f"{doc_stride} it may have at most {limit} tokens; shorten the question or raise max_seq_len")
+        super().__init__(f"the question is {tokens} tokens long, which leaves no room for the context: with "
+                         f"max_seq_len {max_seq_len} and doc_stride {doc_stride} it may have at most {limit} tokens, "
+                         f"so shorten the question or raise max_seq_len")
 
 
 @dataclass

@@ -206,10 +206,10 @@ def answer_question(services: Services, model_key: str | None, question: str | N
             result = inference.answer_details(loaded, question, context, k, answer_len, seq_len, stride,
                                               handle_impossible_answer=bool(handle_impossible_answer))
         except QuestionTooLong as e:
-            raise gr.Error(f"The question is {e.tokens} tokens long, but with max sequence length {e.max_seq_len} "
-                           f"and doc stride {e.doc_stride} it may have at most {e.limit} tokens; shorten the "
-                           "question, lower the doc stride or raise the max sequence length.",
-                           print_exception=False) from None
+            raise gr.Error(f"The question is {e.tokens} tokens long, which leaves no room for the context: with max "
+                           f"sequence length {e.max_seq_len} and doc stride {e.doc_stride} it may have at most "
+                           f"{e.limit} tokens, so shorten the question, lower the doc stride or raise the max "
+                           "sequence length.", print_exception=False) from None
     return (answer_highlights(context, result), pipeline_json(result), answers_table(result),
             probabilities_plot(result), windows_plot(result), summary_markdown(result, loaded.source))
 

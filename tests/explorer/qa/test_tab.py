@@ -165,8 +165,9 @@ def test_merged_and_empty_answers_are_explained(services, monkeypatch) -> None:
     (dict(max_seq_len=128), "Max sequence length 128 is more than this model's 64 positions"),
     (dict(doc_stride=64), "Doc stride \\(64\\) must be smaller than max sequence length \\(64\\)"),
     (dict(doc_stride=40, question="who " * 20 + "sat?", context=LONG),
-     "The question is 22 tokens long, but with max sequence length 64 and doc stride 40 it may have at most 20 "
-     "tokens; shorten the question, lower the doc stride or raise the max sequence length\\.'$"),
+     "The question is 22 tokens long, which leaves no room for the context: with max sequence length 64 and doc "
+     "stride 40 it may have at most 20 tokens, so shorten the question, lower the doc stride or raise the max "
+     "sequence length\\.'$"),
     (dict(question="who " * 70, max_seq_len=48), "The question is 70 tokens long.*at most 28 tokens"),
     (dict(doc_stride=1.5), "Doc stride must be a whole number"),
 ])
