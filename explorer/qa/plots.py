@@ -57,7 +57,7 @@ def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = Non
                 type="bar", x=x, y=list(probs), name=f"p({name})", marker=dict(color=color), offsetgroup=name,
                 legendgroup=name, showlegend=r == 0, customdata=custom, xaxis=x_axis, yaxis=y_axis,
                 hovertemplate=f"position %{{x}}: %{{customdata[0]}}<br>characters %{{customdata[1]}}"
-                              f"<br>p({name}) = %{{y:.4f}}<extra>window {w.index + 1}</extra>",
+                              f"<br>p({name}) = %{{y:.3p}}<extra>window {w.index + 1}</extra>",
             ))
         for rank, (first, last, label) in enumerate(w.answers):
             shapes.append(span_shade(first - 0.5, last + 0.5, x_axis, f"{y_axis} domain", rank, "below"))

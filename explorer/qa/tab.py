@@ -9,12 +9,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.probes import inference
-from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult
+from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QuestionTooLong
+from explorer.formatting import percent, rounded
 from explorer.qa import plots as qa_plots
 from explorer.model_picker import ModelPicker
 from explorer.qa.examples import EXAMPLES
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, require_text
+from explorer.ui_errors import clear_on_failure, friendly_errors, require_text
 
 MAX_TOP_K = 20
 MAX_ANSWER_LEN = 128
@@ -22,15 +23,18 @@ DEFAULT_MAX_ANSWER_LEN = 15
 MIN_SEQ_LEN = 16
 MAX_PLOT_WINDOWS = 6         # windows drawn in the probability chart (those with answers first)
 _WORDS = re.compile(r"\s*\S+\s*|\s+")   # a word with the spaces around it, or spaces alone
-TABLE_COLUMNS = ["rank", "answer", "score", "start", "end", "window", "start token", "end token"]
-TABLE_DATATYPES = ["number", "str", "number", "number", "number", "str", "str", "str"]
+TABLE_COLUMNS = ["rank", "answer", "score", "found", "start", "end", "window", "start token", "end token"]
+TABLE_DATATYPES = ["number", "str", "str", "number", "number", "number", "str", "str", "str"]
+ALLOW_NULL_LABEL = "Allow no answer"
 
 INTRO = """\
 The QA head scores every context token twice: as the **start** and as the **end** of the
 answer. The answer is the span with the best p(start) × p(end) where start ≤ end and it is at
 most *max answer length* tokens long. A long context is read in overlapping **windows** of
 *max sequence length* tokens (sharing *doc stride* tokens) and the best spans of all windows
-compete; with *handle impossible answer*, "no answer" (the `[CLS]` score) competes too.
+compete; spans with the same text add their scores (*found* counts them), as in the
+`transformers` pipeline. The **null score** p(start = `[CLS]`) × p(end = `[CLS]`) is the model's
+"no answer"; tick *Allow no answer* to let it compete.
 """
 
 
@@ -63,8 +67,8 @@ def check_settings(top_k: Any, max_answer_len: Any, max_seq_len: Any, doc_stride
 
 
 def answer_label(rank: int, score: float) -> str:
-    """"#1 · 0.532"."""
-    return f"#{rank} · {score:.3g}"
+    """"#1 · 53.2%"."""
+    return f"#{rank} · {percent(score)}"
 
 
 def answer_highlights(context: str, result: QAResult) -> list[tuple[str, str | None]]:
@@ -87,14 +91,15 @@ def answer_highlights(context: str, result: QAResult) -> list[tuple[str, str | N
 
 
 def answers_table(result: QAResult) -> pd.DataFrame:
-    """One row per answer, best first (columns ``TABLE_COLUMNS``)."""
+    """One row per answer, best first (columns ``TABLE_COLUMNS``); scores as percentages, *found* is
+    how many candidates with that text were added into the score."""
     rows = []
     for rank, s in enumerate(result.spans, start=1):
         if s.is_null:
-            rows.append([rank, "(no answer)", s.score, s.start, s.end, "", "", ""])
+            rows.append([rank, "(no answer)", percent(s.score), 1, s.start, s.end, "", "", ""])
             continue
         window = result.windows[s.window]
-        rows.append([rank, s.answer, s.score, s.start, s.end, str(s.window + 1),
+        rows.append([rank, s.answer or "(empty)", percent(s.score), s.merged, s.start, s.end, str(s.window + 1),
                      f"{s.start_token} {window.tokens[s.start_token]}", f"{s.end_token} {window.tokens[s.end_token]}"])
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
@@ -132,20 +137,42 @@ def windows_plot(result: QAResult) -> go.Figure:
         title=f"{n} window{'s' if n != 1 else ''} of ≤ {result.max_seq_len} tokens, doc stride {result.doc_stride}")
 
 
-def summary_markdown(result: QAResult, source: str) -> str:
-    """Windows, question length, the best answer, and the null score when it competes."""
-    n = len(result.windows)
-    lines = [f"**{n} window{'s' if n != 1 else ''}** · question {len(result.question_tokens)} tokens"
-             + (f" (cut to {result.max_question_len})" if result.question_truncated else "")
-             + f" · model: {source}"]
-    if result.spans and not result.spans[0].is_null:
-        best = result.spans[0]
-        lines.append(f"Best answer: **{best.answer}** (score {best.score:.4g}, window {best.window + 1})")
+def pipeline_json(result: QAResult) -> dict[str, Any] | list[dict[str, Any]]:
+    """The answers in the pipeline's shape (one dict, or a list), scores rounded to 3 significant digits."""
+    answers = [{**a, "score": rounded(a["score"])} for a in result.answers]
+    return answers[0] if len(answers) == 1 else answers
+
+
+def null_verdict(result: QAResult) -> str:
+    """The null ("no answer") score next to the best span, and which the model prefers, in words."""
+    null, best = percent(result.null_score), percent(result.best_span_score)
+    if result.handle_impossible_answer and result.impossible:
+        return f"**No answer wins**: null {null} vs best span {best}; the model thinks the context does not answer."
     if result.handle_impossible_answer:
-        verdict = ("**no answer wins**: the model thinks the context does not answer the question"
-                   if result.impossible else "**a span wins** over no answer")
-        lines.append(f"Null (no-answer) score p_start([CLS]) × p_end([CLS]) = {result.null_score:.4g} "
-                     f"(lowest over windows) vs best span {result.best_span_score:.4g}: {verdict}.")
+        return f"**A span wins** over no answer: best span {best} vs null {null}."
+    if result.prefers_null:
+        return (f"**The model prefers no answer**: null {null} vs best span {best}; "
+                f"tick '{ALLOW_NULL_LABEL}' to accept it.")
+    return f"The model prefers a span: best span {best} vs null {null} (no answer)."
+
+
+def summary_markdown(result: QAResult, source: str) -> str:
+    """Windows, question length, the best answer, and the null score against the best span (always)."""
+    n = len(result.windows)
+    windows = f"**{n} window{'s' if n != 1 else ''}**"
+    lines = [f"{windows} · question {len(result.question_tokens)} tokens · model: {source}"]
+    best = result.spans[0] if result.spans else None
+    if best is None or best.is_null:
+        lines.append("Best answer: **no answer**")
+    else:
+        found = f", found {best.merged} times: scores added" if best.merged > 1 else ""
+        lines.append(f"Best answer: **{best.answer}** (score {percent(best.score)}, window {best.window + 1}{found})")
+    lines.append(null_verdict(result) + " Null score = p_start([CLS]) × p_end([CLS]), the lowest over windows.")
+    if any(s.score > 1 for s in result.spans):
+        lines.append("A score above 100% is a sum: the same text was found several times (as the pipeline adds them).")
+    if any(s.score == 0 and not s.is_null for s in result.spans):
+        lines.append("Answers scoring 0% are not real spans: the context has fewer candidates than asked for, and "
+                     "the pipeline fills the rest with empty ones.")
     return "\n\n".join(lines)
 
 
@@ -175,11 +202,16 @@ def answer_question(services: Services, model_key: str | None, question: str | N
         loaded.require_head("qa")
         k, answer_len, seq_len, stride = check_settings(top_k, max_answer_len, max_seq_len, doc_stride,
                                                         loaded.config.max_position_embeddings)
-        result = inference.answer_details(loaded, question, context, k, answer_len, seq_len, stride,
-                                          handle_impossible_answer=bool(handle_impossible_answer))
-    answers = result.answers[0] if len(result.answers) == 1 else result.answers   # the pipeline's shape
-    return (answer_highlights(context, result), answers, answers_table(result), probabilities_plot(result),
-            windows_plot(result), summary_markdown(result, loaded.source))
+        try:
+            result = inference.answer_details(loaded, question, context, k, answer_len, seq_len, stride,
+                                              handle_impossible_answer=bool(handle_impossible_answer))
+        except QuestionTooLong as e:
+            raise gr.Error(f"The question is {e.tokens} tokens long, which leaves no room for the context: with max "
+                           f"sequence length {e.max_seq_len} and doc stride {e.doc_stride} it may have at most "
+                           f"{e.limit} tokens, so shorten the question, lower the doc stride or raise the max "
+                           "sequence length.", print_exception=False) from None
+    return (answer_highlights(context, result), pipeline_json(result), answers_table(result),
+            probabilities_plot(result), windows_plot(result), summary_markdown(result, loaded.source))
 
 
 def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
@@ -197,7 +229,8 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                                     services.max_length), step=1, label="Max sequence length (tokens per window)")
             doc_stride = gr.Slider(0, services.max_length - 1, value=DEFAULT_DOC_STRIDE, step=1,
                                    label="Doc stride (tokens shared by neighbouring windows)")
-            impossible = gr.Checkbox(label="Handle impossible answer (allow 'no answer')", value=False)
+            impossible = gr.Checkbox(label=ALLOW_NULL_LABEL, value=False,
+                                     info="handle_impossible_answer: the null score competes with the spans")
             button = gr.Button("Answer", variant="primary")
     examples = gr.Examples(examples=EXAMPLES, inputs=[question, context], label="Examples", cache_examples=False,
                            api_name="answer_example", api_visibility="private")
@@ -226,20 +259,23 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             doc_stride: tokens shared by neighbouring windows (< max_seq_len).
             handle_impossible_answer: let "no answer" compete with the spans.
         Returns:
-            the context with answers highlighted, the pipeline-shaped answers, a table, the
-            start/end probability chart, the windows chart and a summary.
+            the context with answers highlighted, the pipeline-shaped answers (scores to 3
+            significant digits), a table (scores as percentages), the start/end probability
+            chart, the windows chart and a summary with the null score against the best span.
         """
         return answer_question(services, model_key, question, context, top_k, max_answer_len, max_seq_len,
                                doc_stride, handle_impossible_answer)
 
     run.__name__ = "answer"
+    outputs = [highlights, answers, table, probs, windows, summary]
     event_kwargs: dict[str, Any] = dict(
         fn=run, inputs=[picker.dropdown, question, context, top_k, max_answer_len, max_seq_len, doc_stride,
-                        impossible],
-        outputs=[highlights, answers, table, probs, windows, summary], show_progress="minimal")
-    button.click(api_name="answer", **event_kwargs)
-    question.submit(api_name="answer_submit", api_visibility="private", **event_kwargs)
-    examples.load_input_event.then(api_name="answer_example_run", api_visibility="private", **event_kwargs)
+                        impossible], outputs=outputs, show_progress="minimal")
+    for event in (button.click(api_name="answer", **event_kwargs),
+                  question.submit(api_name="answer_submit", api_visibility="private", **event_kwargs),
+                  examples.load_input_event.then(api_name="answer_example_run", api_visibility="private",
+                                                 **event_kwargs)):
+        clear_on_failure(event, outputs)     # an old answer never stays under a new error
     picker.dropdown.change(lambda key, seq, stride: fit_lengths(services, key, seq, stride),
                            inputs=[picker.dropdown, max_seq_len, doc_stride], outputs=[max_seq_len, doc_stride],
                            api_visibility="private", show_progress="hidden")

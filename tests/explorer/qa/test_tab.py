@@ -23,6 +23,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 from engine.model.outputs import SpanOutput  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from explorer.qa import examples as qa_examples  # noqa: E402
+from explorer.formatting import percent, rounded  # noqa: E402
 from explorer.qa import tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from app_helpers import serve  # noqa: E402
@@ -55,8 +56,12 @@ def run(services: Services, question: str = QUESTION, context: str = CONTEXT, to
 
 def engine_answer(services: Services, question=QUESTION, context=CONTEXT, top_k=3, max_answer_len=15,
                   max_seq_len=64, doc_stride=16, impossible=False):
-    return inference.answer(services.model("default"), question, context, top_k, max_answer_len, max_seq_len,
-                            doc_stride, handle_impossible_answer=impossible)
+    """The engine's pipeline-shaped answers with scores to 3 significant digits, as the UI shows them."""
+    answers = inference.answer(services.model("default"), question, context, top_k, max_answer_len, max_seq_len,
+                               doc_stride, handle_impossible_answer=impossible)
+    if isinstance(answers, dict):
+        return {**answers, "score": rounded(answers["score"])}
+    return [{**a, "score": rounded(a["score"])} for a in answers]
 
 
 # --- handlers -------------------------------------------------------------------------------
@@ -70,12 +75,18 @@ def test_outputs_equal_the_engine(services) -> None:
     covered = "".join(text for text, label in highlights if label and "#1 · " in label)
     assert covered == CONTEXT[best["start"]:best["end"]] == best["answer"]
     assert table["answer"].tolist() == [a["answer"] for a in answers]
-    assert table["score"].tolist() == [a["score"] for a in answers] and table["rank"].tolist() == [1, 2, 3]
-    assert len(probs.data) == 2 and probs.data[0].name == "p(start)"      # one window: start and end
+    assert table["rank"].tolist() == [1, 2, 3]
     details = inference.answer_details(services.model("default"), QUESTION, CONTEXT, 3, 15, 64, 16)
+    assert table["score"].tolist() == [percent(s.score) for s in details.spans]          # "12.3%", never 17 digits
+    assert table["found"].tolist() == [s.merged for s in details.spans]
+    assert all(len(repr(a["score"])) <= 12 for a in answers)                              # JSON: 3 significant digits
+    assert len(probs.data) == 2 and probs.data[0].name == "p(start)"      # one window: start and end
     assert list(probs.data[0].y) == details.windows[0].start_probs
+    assert "%{y:.3p}" in probs.data[0].hovertemplate                                       # hover in percent
     assert list(probs.layout.xaxis.ticktext) == details.windows[0].context_tokens
-    assert list(windows.data[0].base) == [0] and "**1 window**" in summary and "Null" not in summary
+    assert list(windows.data[0].base) == [0] and "**1 window**" in summary
+    assert f"null {percent(details.null_score)}" in summary
+    assert f"best span {percent(details.best_span_score)}" in summary
 
 
 def test_top_k_one_is_a_single_dict_like_the_pipeline(services) -> None:
@@ -87,7 +98,7 @@ def test_top_k_one_is_a_single_dict_like_the_pipeline(services) -> None:
 def test_long_context_has_several_windows(services) -> None:
     _, answers, _, probs, windows, summary = run(services, context=LONG, max_seq_len=48, doc_stride=16)
     details = inference.answer_details(services.model("default"), QUESTION, LONG, 3, 15, 48, 16)
-    assert answers == details.answers and len(details.windows) > 3
+    assert answers == engine_answer(services, context=LONG, max_seq_len=48) and len(details.windows) > 3
     assert [(b, b + x) for b, x in zip(windows.data[0].base, windows.data[0].x)] == [
         (w.context_start, w.context_end) for w in details.windows]
     shown = tab.plot_windows(details)
@@ -117,11 +128,32 @@ def test_null_score_shown_and_whether_it_won(services, monkeypatch) -> None:
     assert answers[0] == {"score": answers[0]["score"], "start": 0, "end": 0, "answer": ""}
     assert answers == engine_answer(services, top_k=2, impossible=True)
     assert table["answer"].tolist()[0] == "(no answer)"
-    assert "Null (no-answer) score" in summary and "**no answer wins**" in summary
+    details = inference.answer_details(loaded, QUESTION, CONTEXT, 2, 15, 64, 16, handle_impossible_answer=True)
+    assert (f"**No answer wins**: null {percent(details.null_score)} vs best span {percent(details.best_span_score)}"
+            in summary) and "Best answer: **no answer**" in summary
     assert [label for _, label in highlights if label] and all("#1" not in (label or "") for _, label in highlights)
+    # unticked, the null answer cannot win, but the summary says in words that the model would rather answer nothing
+    _, answers, _, _, _, summary = run(services, top_k=1, impossible=False)
+    assert answers["answer"] != ""
+    assert (f"**The model prefers no answer**: null {percent(details.null_score)} vs best span "
+            f"{percent(details.best_span_score)}; tick 'Allow no answer' to accept it.") in summary
     _table_logits(monkeypatch, loaded, start={"[CLS]": -5.0, "cat": 4.0}, end={"[CLS]": -5.0, "mat": 4.0})
     _, answers, _, _, _, summary = run(services, top_k=1, impossible=True)
-    assert answers["answer"] == "cat sat on the mat" and "**a span wins**" in summary
+    assert answers["answer"] == "cat sat on the mat" and "**A span wins**" in summary
+    _, _, _, _, _, summary = run(services, top_k=1, impossible=False)
+    assert "The model prefers a span" in summary and "prefers no answer" not in summary
+
+
+def test_merged_and_empty_answers_are_explained(services, monkeypatch) -> None:
+    loaded = services.model("default")
+    _table_logits(monkeypatch, loaded, start={"cat": 8.0}, end={"cat": 8.0})
+    context = " ".join(["the cat sat on the mat."] * 6)                  # "cat" in every overlapping window
+    _, answers, table, _, _, summary = run(services, context=context, top_k=2, max_seq_len=24, doc_stride=8)
+    assert answers[0]["answer"] == "cat" and answers[0]["score"] > 1 and table["found"].tolist()[0] > 1
+    assert table["score"].tolist()[0].endswith("%") and "scores added" in summary and "above 100%" in summary
+    _, answers, table, _, _, summary = run(services, context="Paris.", top_k=20)
+    assert "(empty)" in table["answer"].tolist() and "0%" in table["score"].tolist()
+    assert "not real spans" in summary
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -132,8 +164,11 @@ def test_null_score_shown_and_whether_it_won(services, monkeypatch) -> None:
     (dict(max_answer_len=0), "Max answer length must be a whole number"),
     (dict(max_seq_len=128), "Max sequence length 128 is more than this model's 64 positions"),
     (dict(doc_stride=64), "Doc stride \\(64\\) must be smaller than max sequence length \\(64\\)"),
-    (dict(doc_stride=40, question="who " * 20 + "sat?", context=LONG), "doc_stride \\(40\\) must be smaller than"),
-    (dict(question="who " * 70, max_seq_len=48), "leaves no room for the context"),
+    (dict(doc_stride=40, question="who " * 20 + "sat?", context=LONG),
+     "The question is 22 tokens long, which leaves no room for the context: with max sequence length 64 and doc "
+     "stride 40 it may have at most 20 tokens, so shorten the question, lower the doc stride or raise the max "
+     "sequence length\\.'$"),
+    (dict(question="who " * 70, max_seq_len=48), "The question is 70 tokens long.*at most 28 tokens"),
     (dict(doc_stride=1.5), "Doc stride must be a whole number"),
 ])
 def test_bad_input_is_a_clear_error(services, kwargs, match) -> None:
@@ -166,7 +201,8 @@ def test_api_answer(client, services) -> None:
     assert answers == engine_answer(services, impossible=True)
     assert table["headers"] == tab.TABLE_COLUMNS and len(table["data"]) == 3
     assert "".join(h["token"] for h in highlights) == CONTEXT
-    assert probs["type"] == "plotly" and windows["type"] == "plotly" and "Null" in summary
+    assert probs["type"] == "plotly" and windows["type"] == "plotly" and "null" in summary
+    assert all(cell.endswith("%") for cell in [row[2] for row in table["data"]])      # API table: percentages
 
 
 def test_api_errors_and_app_keeps_serving(client, services) -> None:
@@ -178,3 +214,15 @@ def test_api_errors_and_app_keeps_serving(client, services) -> None:
         client.predict("encoder", QUESTION, CONTEXT, 1, 15, 64, 16, False, api_name="/answer")
     _, answers, _, _, _, _ = client.predict("default", QUESTION, CONTEXT, 1, 15, 64, 16, False, api_name="/answer")
     assert answers == engine_answer(services, top_k=1)
+
+
+def test_every_answer_event_clears_its_outputs_after_a_failure(services) -> None:
+    demo = small_app(services, tab.build)
+    config = demo.get_config_file()
+    dependencies = config["dependencies"]
+    outputs = next(d["outputs"] for d in dependencies if d["api_name"] == "answer")
+    answering = [d["id"] for d in dependencies if str(d["api_name"]).startswith("answer") and d["outputs"] == outputs
+                 and d["api_name"] != "answer_example"]
+    assert len(answering) == 3                                            # button, Enter in the question, example
+    clearing = [d for d in dependencies if d.get("trigger_only_on_failure") and d["outputs"] == outputs]
+    assert sorted(d["trigger_after"] for d in clearing) == sorted(answering)
