@@ -1,0 +1,130 @@
+"""A first-time user's walk through every tab in a real browser (Debian chromium, Playwright), once in
+the light theme and once in the dark one (``?__theme=dark``): the picker lists the models available
+when the page opens, typed layer/head values redraw the attention figures, Tokenize shows the pieces
+the model sees, a failed call clears what it would have replaced, the training states read right,
+and every figure follows the theme. Screenshots of each tab per theme go to ``test-artifacts/``."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+import app
+from app_helpers import serve
+from explorer.services import default_services
+from probing_helpers import write_run
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TIMEOUT_MS = 60_000
+THEMES = ("light", "dark")
+PLOT = ".js-plotly-plot"
+expect.set_options(timeout=TIMEOUT_MS)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    runs = tmp_path_factory.mktemp("walk-runs")
+    services = default_services(runs_root=runs)
+    with serve(app.create_app(services)) as client:
+        yield client.src, runs
+    if services.worker is not None:
+        services.worker.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="module", params=THEMES)
+def page(request: pytest.FixtureRequest, browser: Browser, served: tuple[str, Path]) -> Iterator[Page]:
+    url, _ = served
+    page = browser.new_page(viewport={"width": 1360, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url + ("?__theme=dark" if request.param == "dark" else ""))
+    expect(page.locator(".model-info").last).to_contain_text("Heads:")
+    page.theme = request.param          # type: ignore[attr-defined]  # for screenshots and theme checks
+    yield page
+    page.close()
+
+
+def open_tab(page: Page, name: str):
+    page.get_by_role("tab", name=name, exact=True).click()
+    panel = page.locator("[role=tabpanel]:visible").first
+    expect(panel).to_be_visible()
+    return panel
+
+
+def run_first_example(panel) -> None:
+    panel.locator("tr.tr-body").first.locator("td").first.click()
+
+
+def no_error_toast(page: Page) -> None:
+    errors = page.locator(".toast-body.error")
+    assert errors.count() == 0, errors.first.inner_text()
+
+
+def close_toasts(page: Page) -> None:
+    for close in page.locator(".toast-close").all():
+        close.click()
+
+
+def screenshot(page: Page, name: str) -> None:
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / f"walk-{name}-{page.theme}.png"), full_page=True)  # type: ignore[attr-defined]
+
+
+def plot_in(panel, label: str):
+    """The Plotly plot of the ``gr.Plot`` labelled ``label``."""
+    return panel.locator(".block").filter(has=panel.page.get_by_text(label, exact=True)).locator(PLOT).first
+
+
+def test_the_picker_lists_the_models_of_when_the_page_opened(browser: Browser, served: tuple[str, Path],
+                                                              tiny_tokenizer) -> None:
+    url, runs = served
+    write_run(runs, tiny_tokenizer, steps=(2, 4), run="walk-run")       # after the app started
+    page = browser.new_page(viewport={"width": 1360, "height": 1000})
+    try:
+        page.goto(url)
+        expect(page.locator(".model-info").last).to_contain_text("Heads:")
+        page.get_by_label("Model (used by every probing tab)").click()
+        expect(page.get_by_role("option").filter(has_text="walk-run · step 4").first).to_be_visible()
+    finally:
+        page.close()
+
+
+def test_attention_follows_typed_layer_and_head(page: Page) -> None:
+    panel = open_tab(page, "Attention")
+    run_first_example(panel)
+    heatmap = plot_in(panel, "Heatmap of the chosen head")
+    expect(heatmap.locator(".gtitle")).to_contain_text("Layer 0, head 0")
+    for label, value in (("Layer (0-based)", "3"), ("Head (0-based)", "2")):
+        box = panel.get_by_label(label, exact=False).locator("xpath=ancestor::div[contains(@class,'block')][1]")
+        number = box.locator("input[type=number]")
+        number.fill(value)
+        number.press("Enter")
+    expect(heatmap.locator(".gtitle")).to_contain_text("Layer 3, head 2")
+    expect(panel.locator(".attention-summary").last).to_contain_text("Layer 3, head 2")
+    no_error_toast(page)
+    screenshot(page, "attention")
+
+
+def test_a_failed_call_clears_what_it_would_have_replaced(page: Page) -> None:
+    panel = open_tab(page, "Attention")
+    heatmap = plot_in(panel, "Heatmap of the chosen head")
+    expect(heatmap.locator(".heatmaplayer")).to_be_attached()      # the result of the test before
+    panel.get_by_label("Text", exact=True).fill("")
+    panel.get_by_role("button", name="Show attention").click()
+    expect(page.locator(".toast-body.error").first).to_contain_text("Type a sentence")
+    expect(panel.locator(f".block:has-text('Heatmap of the chosen head') {PLOT}")).to_have_count(0)
+    expect(panel.locator(".attention-summary").last).not_to_contain_text("Layer 3, head 2")
+    close_toasts(page)
