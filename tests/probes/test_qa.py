@@ -312,3 +312,17 @@ def test_model_without_qa_head(loaded):
     no_qa = LoadedModel(BertWithHeads(loaded.config, heads=("nsp",)).eval(), loaded.tokenizer, loaded.config, "nsp")
     with pytest.raises(ValueError, match="no question-answering"):
         answer(no_qa, QUESTION, CONTEXT)
+
+
+def test_spans_inside_one_split_word_come_back_once(loaded, hf_tokenizer, monkeypatch):
+    """Issue 13's top-k bug: with the best spans starting and ending inside one multi-piece word
+    ("un ##bel ##ie ##va ##bly"), each span is widened to the same word; the pipeline merges them into
+    one answer (scores added) after pre-selecting 2*top_k+10, so top_k distinct answers come back."""
+    context = "The result was unbelievably good for everyone."
+    table_logits(monkeypatch, loaded, start={"un": 8.0, "##bel": 7.5, "##ie": 7.0, "good": 3.0},
+                 end={"##bel": 8.0, "##va": 7.5, "##bly": 7.0, "good": 3.0})
+    details = answer_details(loaded, "How was it?", context, top_k=2, max_answer_len=2)
+    texts = [a["answer"] for a in details.answers]
+    assert texts[0] == "unbelievably" and len(texts) == len(set(texts)) == 2
+    assert details.spans[0].merged > 1                                 # several piece spans became one answer
+    assert details.answers == pipeline_answer(hf_tokenizer, details, top_k=2, max_answer_len=2)
