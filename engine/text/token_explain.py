@@ -1,13 +1,17 @@
-"""The Tokenize tab's view of one encoding: a table row per piece, counts, layout, highlights.
+"""The Tokenize tab's view of one encoding: a table row per piece, counts, layout, what truncation cut.
 
 Pure bookkeeping over an `Encoding` (no tokenization happens here); the tokenizer's
 ``explain()`` encodes and hands both the kept and the untruncated encodings over.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.text.encoding import Encoding
+
+MAX_DROPPED_ROWS = 512   # cut pieces described per segment (a 100,000-character paste cuts ~25,000)
 
 
 @dataclass
@@ -43,61 +47,51 @@ class Explanation:
     truncated: bool
     num_truncated_tokens: int
     layout: str              # e.g. "[CLS] A×5 [SEP] B×4 [SEP]"
-    # (piece, label) pairs for gr.HighlightedText: label groups pieces of the same word,
-    # e.g. "A·w3" / "B·w0" / "special"; pieces joined the way the text shows them
-    highlights: list[tuple[str, str | None]] = field(default_factory=list)
+    # the pieces truncation cut, in order (segment A's, then B's), the first MAX_DROPPED_ROWS of
+    # each segment; ``index`` is their position in the untruncated encoding. The model never sees them.
+    dropped: list[TokenRow] = field(default_factory=list)
+    num_dropped: dict[str, int] = field(default_factory=dict)   # segment ("A", "B") -> pieces cut, all counted
 
 
-def describe(enc: Encoding, full: Encoding, text: str, text_pair: str | None, max_length: int,
+def describe(enc: Encoding, full: Any, text: str, text_pair: str | None, max_length: int,
              unk_token_id: int) -> Explanation:
-    """Build the `Explanation` of ``enc`` (``full`` is the same input without truncation)."""
+    """Build the `Explanation` of ``enc``; ``full`` is the same input without truncation (a
+    ``tokenizers.Encoding``: ``ids``, ``tokens``, ``offsets``, ``sequence_ids``, ...)."""
     sources = (text, text_pair or "")
-    rows: list[TokenRow] = []
-    for i, (tok, tid, typ, (start, end), spec, wid, sid) in enumerate(zip(
-            enc.tokens, enc.input_ids, enc.token_type_ids, enc.offsets, enc.special_tokens_mask,
-            enc.word_ids, enc.sequence_ids)):
-        rows.append(TokenRow(
-            index=i, token=tok, id=tid, type_id=typ, start=start, end=end,
-            text="" if sid is None else sources[sid][start:end], special=bool(spec), word_id=wid,
-            segment="special" if sid is None else "AB"[sid], is_continuation=tok.startswith("##"),
-        ))
+    rows = _rows(enc.tokens, enc.input_ids, enc.token_type_ids, enc.offsets, enc.special_tokens_mask,
+                 enc.word_ids, enc.sequence_ids, sources, range(len(enc.tokens)))
+    kept = [sum(r.segment == s for r in rows) for s in "AB"]
+    dropped: list[TokenRow] = []
+    num_dropped: dict[str, int] = {}
+    if enc.truncated:   # truncation cuts each segment from the right: what is kept is a prefix of it
+        sequence_ids = full.sequence_ids
+        whole = [sequence_ids.count(0), sequence_ids.count(1)]     # [CLS] A×whole[0] [SEP] B×whole[1] [SEP]
+        starts = [1 + kept[0], whole[0] + 2 + kept[1]]              # each segment's first cut position
+        cut = [range(start, start + n - k) for start, n, k in zip(starts, whole, kept)]
+        num_dropped = {seg: len(c) for seg, c in zip("AB", cut) if c}
+        dropped = _rows(full.tokens, full.ids, full.type_ids, full.offsets, full.special_tokens_mask,
+                        full.word_ids, sequence_ids, sources, [i for c in cut for i in c[:MAX_DROPPED_ROWS]])
     content = [r for r in rows if not r.special]
     num_unknown = sum(r.id == unk_token_id for r in content)
-    counts = [sum(r.segment == s for r in rows) for s in "AB"]
-    cut = [full.sequence_ids.count(s) > enc.sequence_ids.count(s) for s in (0, 1)]
-    layout = f"[CLS] A×{counts[0]} [SEP]" + ("" if text_pair is None else f" B×{counts[1]} [SEP]")
+    layout = f"[CLS] A×{kept[0]} [SEP]" + ("" if text_pair is None else f" B×{kept[1]} [SEP]")
     return Explanation(
         text=text, text_pair=text_pair, encoding=enc, rows=rows, num_tokens=len(rows),
         num_words=len({(s, w) for s, w in zip(full.sequence_ids, full.word_ids) if w is not None}),
         num_unknown=num_unknown, unknown_rate=num_unknown / len(content) if content else 0.0,
         max_length=max_length, truncated=enc.truncated, num_truncated_tokens=enc.num_truncated_tokens,
-        layout=layout, highlights=_highlights(rows, sources, text_pair is not None, cut),
+        layout=layout, dropped=dropped, num_dropped=num_dropped,
     )
 
 
-def _highlights(rows: list[TokenRow], sources: tuple[str, str], is_pair: bool,
-                truncated: list[bool]) -> list[tuple[str, str | None]]:
-    """(piece, label) spans: "[CLS] " + text + " [SEP] " + text_pair + " [SEP]" read back in order.
-
-    Gaps between pieces (whitespace, dropped control characters) are labelled None; the
-    tail that truncation dropped is labelled "truncated"; an empty text adds no extra space.
-    """
-    out: list[tuple[str, str | None]] = [("[CLS]", "special")]
-    for seq in range(2 if is_pair else 1):
-        source = sources[seq]
-        if source:
-            out.append((" ", None))
-        pos = 0
-        for r in rows:
-            if r.segment != "AB"[seq] or r.end <= pos:   # pieces sharing a span were shown already
-                continue
-            start = max(r.start, pos)
-            if start > pos:
-                out.append((source[pos:start], None))
-            out.append((source[start:r.end], f"{r.segment}·w{r.word_id}"))
-            pos = r.end
-        if pos < len(source):
-            tail = source[pos:]
-            out.append((tail, "truncated" if truncated[seq] else None))
-        out += [(" ", None), ("[SEP]", "special")]
-    return out
+def _rows(tokens: list[str], ids: list[int], type_ids: list[int], offsets: list[tuple[int, int]],
+          special: list[int], word_ids: list[int | None], sequence_ids: list[int | None],
+          sources: tuple[str, str], indices: Iterable[int]) -> list[TokenRow]:
+    """A `TokenRow` for each piece at ``indices``; ``text`` is the piece's exact source characters."""
+    rows = []
+    for i in indices:
+        sid, (start, end), tok = sequence_ids[i], offsets[i], tokens[i]
+        rows.append(TokenRow(index=i, token=tok, id=ids[i], type_id=type_ids[i], start=start, end=end,
+                             text="" if sid is None else sources[sid][start:end], special=bool(special[i]),
+                             word_id=word_ids[i], segment="special" if sid is None else "AB"[sid],
+                             is_continuation=tok.startswith("##")))
+    return rows

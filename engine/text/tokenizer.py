@@ -313,7 +313,7 @@ class WordPieceTokenizer:
         return self._backend.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
 
     def explain(self, text: str, text_pair: str | None = None, max_length: int = 512) -> Explanation:
-        """Encode and describe one input for the Tokenize tab (rows, counts, layout, highlights)."""
+        """Encode and describe one input for the Tokenize tab (rows, counts, layout, what truncation cut)."""
         (enc, full), = self._encode_many([(text, text_pair)], max_length, True, "longest_first")
         return describe(enc, full, text, text_pair or None, max_length, self.unk_token_id)
 

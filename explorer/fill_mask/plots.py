@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from explorer.plots import axis_names, empty_figure, figure, subplot_grid
+from explorer.formatting import percent
 
 BAR_COLOR = "#4f6bed"
 BEST_COLOR = "#f28e2b"
@@ -56,9 +57,9 @@ def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequenc
         traces.append(dict(
             type="bar", x=list(scores[m]), y=ranks, orientation="h", name=titles[m], showlegend=False,
             xaxis=x_axis, yaxis=y_axis, marker=dict(color=[BEST_COLOR if r == 0 else BAR_COLOR for r in ranks]),
-            text=[f"{s:.1%}" for s in scores[m]], textposition="auto", textfont=dict(size=11),
-            customdata=[[tokens[m][r], ids[r], r + 1] for r in ranks],
-            hovertemplate="#%{customdata[2]} %{customdata[0]}<br>id %{customdata[1]}<br>p = %{x:.4f}"
+            text=[percent(s) for s in scores[m]], textposition="auto", textfont=dict(size=11),
+            customdata=[[tokens[m][r], ids[r], r + 1, percent(scores[m][r])] for r in ranks],
+            hovertemplate="#%{customdata[2]} %{customdata[0]}<br>id %{customdata[1]}<br>p = %{customdata[3]}"
                           f"<extra>{titles[m]}</extra>",
         ))
         axes[y_axis] = dict(tickmode="array", tickvals=ranks, ticktext=list(tokens[m]), autorange="reversed")
@@ -108,8 +109,8 @@ def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
             ys = [per_mask[m].get(token, 0.0) for per_mask in tracked]
             fig.add_trace(go.Scatter(
                 x=xs, y=ys, mode="lines+markers", name=token if n == 1 else f"{m + 1}: {token}",
-                legendgroup=f"mask{m}", customdata=list(labels),
-                hovertemplate=f"{token}<br>%{{customdata}}<br>p = %{{y:.4f}}<extra>{titles[m]}</extra>",
+                legendgroup=f"mask{m}", customdata=[[label, percent(y)] for label, y in zip(labels, ys)],
+                hovertemplate=f"{token}<br>%{{customdata[0]}}<br>p = %{{customdata[1]}}<extra>{titles[m]}</extra>",
             ), row=row, col=col)
         fig.update_xaxes(title_text="training step" if by_step else "checkpoint", row=row, col=col,
                          **({} if by_step else dict(tickmode="array", tickvals=xs, ticktext=list(labels))))

@@ -11,11 +11,13 @@ import plotly.graph_objects as go
 from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
+from engine.probes.joint_fill import JointFill, joint_fill
+from explorer.formatting import percent, rounded, sig
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import plots as fill_mask_plots
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import check_length, friendly_errors, require_text
+from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
 
 MAX_TOP_K = 50
 DEFAULT_TOP_K = 5
@@ -24,6 +26,8 @@ MAX_CHECKPOINTS = 6          # checkpoints probed over training (evenly spaced, 
 EMPTY_MESSAGE = "Type a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'"
 # Other ways people write a mask; each becomes the model's own mask token.
 _MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+PER_MASK_LABEL = "Top guess at each mask (each predicted on its own, with the other masks still hidden)"
 
 EXAMPLES: list[list[Any]] = [
     ["The United [MASK] of America.", ""],
@@ -39,6 +43,9 @@ predict them from the words on **both** sides: that is masked language modelling
 more `[MASK]` tokens in a sentence to see the model's top guesses and their probabilities,
 or give target words to score only those. Over training the guesses improve: first the
 right *kind* of word (syntax), later the right facts — compare checkpoints below.
+With several masks, each mask's guesses are made on its own, the other masks still hidden (as the
+`transformers` pipeline does); **Filled together** fills them one at a time instead, the surest first,
+each step reading the words already filled.
 """
 
 TABLE_BASE = ["mask", "token"]
@@ -104,7 +111,8 @@ def _prepare(services: Services, model_key: str | None, text: str | None, top_k:
 
 
 def highlighted_fill(text: str, mask_token: str, result: FillMaskResult) -> list[tuple[str, str | None]]:
-    """The text with each mask replaced by its best fill, labelled "[MASK] n · p"."""
+    """The text with each mask replaced by its own top guess, labelled "p" (one mask) or "n: p" (mask n).
+    With several masks these guesses are independent, not one sentence the model chose (see ``joint_markdown``)."""
     pieces = text.split(mask_token)
     if len(pieces) - 1 != len(result.masks):
         return [(text, None)]
@@ -113,7 +121,7 @@ def highlighted_fill(text: str, mask_token: str, result: FillMaskResult) -> list
         if pieces[m]:
             out.append((pieces[m], None))
         if mask.token_strs:
-            label = f"{m + 1}: {mask.scores[0]:.1%}" if len(result.masks) > 1 else f"{mask.scores[0]:.1%}"
+            label = f"{m + 1}: {percent(mask.scores[0])}" if len(result.masks) > 1 else percent(mask.scores[0])
             out.append((mask.token_strs[0], label))
     if pieces[-1]:
         out.append((pieces[-1], None))
@@ -125,14 +133,40 @@ def summary_markdown(result: FillMaskResult, mask_token: str) -> str:
     n = len(result.masks)
     lines = [f"**{n} {mask_token}** token{'s' if n != 1 else ''} · top-{result.top_k} · "
              f"{len(result.tokens)} input tokens · model: {result.source}"]
-    entropies = ", ".join(f"{m.entropy:.2f}" for m in result.masks)
+    entropies = ", ".join(sig(m.entropy) for m in result.masks)
     lines.append(f"Uncertainty (entropy, nats) per mask: {entropies} — lower means a surer guess.")
     for m in result.masks:
         if m.target_probabilities:
-            probs = ", ".join(f"`{t}` {p:.2%}" for t, p in m.target_probabilities.items())
+            probs = ", ".join(f"{_code(t)} {percent(p)}" for t, p in m.target_probabilities.items())
             lines.append(f"{mask_token} {m.index + 1} targets: {probs}")
     lines += [f"⚠️ {w}" for w in result.warnings]
     return "\n\n".join(lines)
+
+
+def joint_markdown(joint: JointFill | None, mask_token: str, targets_given: bool = False) -> str:
+    """The joint fill as Markdown: the filling order ("1. [MASK] 2 → `paris` 91.2%"), the filled sentence and
+    the product of the step probabilities; "" without a joint fill (one mask)."""
+    if joint is None:
+        return ""
+    lines = ["**Filled together**: one mask at a time, the surest first; each step sees the words filled "
+             "before it.", ""]
+    lines += [f"{s.step}. {mask_token} {s.mask + 1} → {_code(s.token_str or s.token)} {percent(s.score)}"
+              for s in joint.steps]
+    lines += ["", f"**{plain_markdown(joint.sequence)}**",
+              "", f"{percent(joint.probability)} for this fill in this order (the product of the steps)."]
+    if targets_given:
+        lines += ["", "_Targets are ignored here: the joint fill ranks the whole vocabulary._"]
+    return "\n".join(lines)
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` with Markdown's special characters escaped, so it shows as typed."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _code(text: str) -> str:
+    """``text`` as inline Markdown code, whatever backticks it holds."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def predictions_plot(result: FillMaskResult, mask_token: str) -> go.Figure:
@@ -147,16 +181,18 @@ def predictions_plot(result: FillMaskResult, mask_token: str) -> go.Figure:
 
 
 def fill(services: Services, model_key: str | None, text: str | None, top_k: Any,
-         targets: str | None) -> tuple[go.Figure, Any, list[tuple[str, str | None]], str]:
-    """Validate, run ``inference.fill_mask_details`` and build the four outputs."""
+         targets: str | None) -> tuple[go.Figure, Any, list[tuple[str, str | None]], str, str]:
+    """Validate, run ``inference.fill_mask_details`` (and ``joint_fill`` with several masks) and build the five
+    outputs: chart, pipeline JSON, per-mask top guesses, summary, joint fill Markdown ("" with one mask)."""
     with services.probing():
         loaded, text, k, words = _prepare(services, model_key, text, top_k, targets)
         result = inference.fill_mask_details(loaded, text, k, words)
+        joint = joint_fill(loaded, text) if len(result.masks) > 1 else None
     mask_token = mask_token_of(loaded)
     for warning in result.warnings:
         gr.Warning(warning)
     return (predictions_plot(result, mask_token), result.to_pipeline(), highlighted_fill(text, mask_token, result),
-            summary_markdown(result, mask_token))
+            summary_markdown(result, mask_token), joint_markdown(joint, mask_token, words is not None))
 
 
 def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
@@ -172,7 +208,7 @@ def over_training_table(labels: list[str], results: list[FillMaskResult], mask_t
         tokens.sort(key=lambda t: -mask.tracked[t])
         for token in tokens:
             rows.append([f"{mask_token} {m + 1}", token,
-                         *(round(r.masks[m].tracked.get(token, 0.0), 6) for r in results)])
+                         *(rounded(r.masks[m].tracked.get(token, 0.0)) for r in results)])
     return pd.DataFrame(rows, columns=TABLE_BASE + labels)
 
 
@@ -226,8 +262,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             button = gr.Button("Fill", variant="primary")
     examples = gr.Examples(examples=EXAMPLES, inputs=[text, targets], label="Examples", cache_examples=False,
                            api_name="fill_mask_example", api_visibility="private")
-    filled = gr.HighlightedText(label="Best fill", show_legend=False, show_inline_category=True,
-                                combine_adjacent=False)
+    with gr.Row(equal_height=False):
+        filled = gr.HighlightedText(label=PER_MASK_LABEL, show_legend=False, show_inline_category=True,
+                                    combine_adjacent=False, scale=1)
+        joint = gr.Markdown(elem_classes=["fill-joint"])   # empty, so not shown, with one mask
     summary = gr.Markdown(elem_classes=["token-summary"])
     plot = gr.Plot(label="Top-k per mask")
     with gr.Accordion("Results as JSON (the transformers fill-mask pipeline's format)", open=False):
@@ -251,7 +289,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             top_k: how many candidates per mask (1..50).
             targets: optional comma-separated words to score instead of the whole vocabulary.
         Returns:
-            the top-k chart, the pipeline-shaped results, the best fill highlighted and a summary.
+            the top-k chart, the pipeline-shaped results, each mask's own top guess highlighted, a summary,
+            and with 2 or more masks the joint fill as Markdown (masks filled one at a time, the surest first;
+            "" with one mask).
         """
         return fill(services, model_key, text, top_k, targets)
 
@@ -272,13 +312,15 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     run.__name__ = "fill_mask"
     run_over_training.__name__ = "fill_mask_over_training"
     inputs = [picker.dropdown, text, top_k, targets]
-    event_kwargs: dict[str, Any] = dict(fn=run, inputs=inputs, outputs=[plot, results, filled, summary],
-                                        show_progress="minimal")
-    button.click(api_name="fill_mask", **event_kwargs)
-    text.submit(api_name="fill_mask_submit", api_visibility="private", **event_kwargs)
-    examples.load_input_event.then(api_name="fill_mask_example_run", api_visibility="private", **event_kwargs)
-    over_button.click(run_over_training, inputs=inputs, outputs=[over_plot, over_table, over_note],
-                      api_name="fill_mask_over_training", show_progress="minimal")
+    outputs = [plot, results, filled, summary, joint]
+    event_kwargs: dict[str, Any] = dict(fn=run, inputs=inputs, outputs=outputs, show_progress="minimal")
+    clear_on_failure(button.click(api_name="fill_mask", **event_kwargs), outputs)
+    clear_on_failure(text.submit(api_name="fill_mask_submit", api_visibility="private", **event_kwargs), outputs)
+    clear_on_failure(examples.load_input_event.then(api_name="fill_mask_example_run", api_visibility="private",
+                                                    **event_kwargs), outputs)
+    over_outputs = [over_plot, over_table, over_note]
+    clear_on_failure(over_button.click(run_over_training, inputs=inputs, outputs=over_outputs,
+                                       api_name="fill_mask_over_training", show_progress="minimal"), over_outputs)
     return {"text": text, "targets": targets, "top_k": top_k, "button": button, "plot": plot,
-            "results": results, "filled": filled, "summary": summary, "over_button": over_button,
+            "results": results, "filled": filled, "summary": summary, "joint": joint, "over_button": over_button,
             "over_plot": over_plot, "over_table": over_table, "over_note": over_note}

@@ -9,16 +9,17 @@ import plotly.graph_objects as go
 
 from engine.text.tokenizer import Explanation, WordPieceTokenizer
 from explorer import plots
+from explorer.formatting import percent
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import check_length, friendly_errors, require_text
+from explorer.tokenize.pieces import pieces_html
+from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
 
 TABLE_COLUMNS = ["index", "token", "id", "type id", "start", "end", "text", "special", "word id", "segment"]
 TABLE_DATATYPES = ["number", "str", "number", "number", "number", "number", "str", "bool", "str", "str"]
 MIN_LENGTH = 8
 DEFAULT_LENGTH = 128
 EMPTY_MESSAGE = "Type some text to tokenize."
-TRUNCATED_COLOR = "#fca5a5"
 
 EXAMPLES: list[list[str]] = [
     ["UNwant\u00e9d, running!", ""],
@@ -32,9 +33,10 @@ INTRO = """\
 The text is normalised (lower-cased, accents stripped), split into words, and each word
 into **WordPiece** pieces from a fixed vocabulary: pieces starting with `##` continue the
 word before them, and rare words break into several pieces (or `[UNK]`). A pair is laid
-out as `[CLS] A [SEP] B [SEP]`, with type id 0 for `[CLS] A [SEP]` and 1 for `B [SEP]`;
-the strip below shows each position coloured by segment, which is what the segment and
-position embeddings see.
+out as `[CLS] A [SEP] B [SEP]`, with type id 0 for `[CLS] A [SEP]` and 1 for `B [SEP]`.
+Below: the pieces exactly as the model sees them (hover one for its position, id and the
+characters it came from), then each position coloured by segment, which is what the segment
+and position embeddings see.
 """
 
 
@@ -49,11 +51,11 @@ def explanation_table(expl: Explanation) -> pd.DataFrame:
 
 
 def summary_markdown(expl: Explanation) -> str:
-    """Counts, [UNK] rate, layout and a truncation notice as Markdown."""
+    """Counts, [UNK] rate, layout and a truncation notice as Markdown (rates as percentages)."""
     num_special = sum(1 for r in expl.rows if r.special)
     lines = [
         f"**{expl.num_tokens} tokens** ({num_special} special) from **{expl.num_words} words** · "
-        f"**[UNK]**: {expl.num_unknown} ({expl.unknown_rate:.1%} of non-special tokens)",
+        f"**[UNK]**: {expl.num_unknown} ({percent(expl.unknown_rate)} of non-special tokens)",
         f"Layout: `{expl.layout}`",
     ]
     if expl.truncated:
@@ -87,8 +89,9 @@ def tokenizer_for(services: Services, model_key: str | None) -> tuple[WordPieceT
 def tokenize(
     services: Services, model_key: str | None, text: str | None, text_pair: str | None,
     max_length: float | int | None,
-) -> tuple[list[tuple[str, str | None]], str, pd.DataFrame, go.Figure]:
-    """Validate input, explain it with the picked model's tokenizer, and build the four outputs."""
+) -> tuple[str, str, pd.DataFrame, go.Figure]:
+    """Validate input, explain it with the picked model's tokenizer, and build the four outputs:
+    the pieces as HTML, a Markdown summary, the token table and the segment strip."""
     text = require_text(text, empty_message=EMPTY_MESSAGE)
     pair = text_pair if text_pair and text_pair.strip() else None
     if pair is not None:
@@ -99,7 +102,8 @@ def tokenize(
         raise gr.Error(f"Max length must be between {MIN_LENGTH} and {limit}; got {length}.",
                        print_exception=False)
     expl = tokenizer.explain(text, text_pair=pair, max_length=length)
-    return list(expl.highlights), summary_markdown(expl), explanation_table(expl), segment_figure(expl)
+    unk = tokenizer.id_to_token(tokenizer.unk_token_id)
+    return pieces_html(expl, unk), summary_markdown(expl), explanation_table(expl), segment_figure(expl)
 
 
 def build(services: Services, picker: ModelPicker | None = None) -> dict[str, Any]:
@@ -118,14 +122,8 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
             button = gr.Button("Tokenize", variant="primary")
     examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples",
                            cache_examples=False, api_name="tokenize_example", api_visibility="private")
-    highlights = gr.HighlightedText(
-        label="WordPiece pieces (colour = source word, grey = special, red = cut by truncation)",
-        color_map={"special": plots.SEGMENT_COLORS["special"], "truncated": TRUNCATED_COLOR},
-        show_legend=False,
-        show_inline_category=False,
-        combine_adjacent=False,
-        elem_classes=["wordpieces"],
-    )
+    pieces = gr.HTML(label="Pieces the model sees", show_label=False, container=True, padding=True,
+                     js_on_load=None, elem_classes=["wordpieces"])
     summary = gr.Markdown(elem_classes=["token-summary"])
     strip = gr.Plot(label="Segments and positions")
     table = gr.Dataframe(
@@ -147,18 +145,20 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
             text_pair: optional second text (segment B); empty for none.
             max_length: longest sequence in tokens, specials included (8..512).
         Returns:
-            highlighted pieces, a Markdown summary, the token table and the segment strip.
+            the pieces the model sees as HTML (one span per piece; its title holds the position, id and
+            source characters), a Markdown summary, the token table and the segment strip.
         """
         return tokenize(services, model_key, text, text_pair, max_length)
 
     run.__name__ = "tokenize"
-    outputs = [highlights, summary, table, strip]
+    outputs = [pieces, summary, table, strip]
     model = picker.dropdown if picker is not None else gr.State(None)
     event_kwargs: dict[str, Any] = dict(fn=run, inputs=[model, text, pair, length], outputs=outputs,
                                         show_progress="minimal")
-    button.click(api_name="tokenize", **event_kwargs)
-    text.submit(api_name="tokenize_submit", api_visibility="private", **event_kwargs)
+    clear_on_failure(button.click(api_name="tokenize", **event_kwargs), outputs)
+    clear_on_failure(text.submit(api_name="tokenize_submit", api_visibility="private", **event_kwargs), outputs)
     # Clicking an example fills Text and Text pair, then tokenizes at the current max length.
-    examples.load_input_event.then(api_name="tokenize_example_run", api_visibility="private", **event_kwargs)
+    clear_on_failure(examples.load_input_event.then(api_name="tokenize_example_run", api_visibility="private",
+                                                    **event_kwargs), outputs)
     return {"text": text, "pair": pair, "length": length, "button": button,
-            "highlights": highlights, "summary": summary, "table": table, "strip": strip}
+            "pieces": pieces, "summary": summary, "table": table, "strip": strip}

