@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 
 from engine.training.run_folder import RunFolder
 from engine.training.job import JobSpec
-from engine.training.worker_state import WorkerStatus
 from explorer.training import plots as tp
+from explorer.training.status import status_markdown
 from explorer.gpu import training_device
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors, shown
@@ -87,41 +87,6 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
                    vocab_size=_int(vocab_size, "Vocab size", 50, 200_000))
     spec.validate()
     return spec
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    seconds = int(round(seconds))
-    minutes, s = divmod(seconds, 60)
-    hours, m = divmod(minutes, 60)
-    return f"{hours}h {m:02d}m {s:02d}s" if hours else (f"{m}m {s:02d}s" if m else f"{s}s")
-
-
-def status_markdown(st: WorkerStatus) -> str:
-    """State, progress, speed, ETA, message and (for failed/diverged runs) the error — no traceback."""
-    if st.state == "idle":
-        return "**idle** — no training run yet. Pick settings and press **Start**."
-    lines = [f"**{st.state}** · step **{st.step} / {st.total_steps}**"
-             + (f" · run `{st.run_dir.name}`" if st.run_dir is not None else "")]
-    m = st.metrics or {}
-    parts = []
-    if m.get("tokens_per_s") is not None:
-        parts.append(f"{m['tokens_per_s']:,.0f} tokens/s")
-    parts.append(f"elapsed {_duration(st.elapsed)}")
-    if st.active:
-        parts.append(f"ETA {_duration(st.eta_s)}")
-    if m.get("mlm_loss") is not None:
-        parts.append(f"MLM loss {m['mlm_loss']:.3f}")
-    if m.get("nsp_acc") is not None:
-        parts.append(f"NSP acc {m['nsp_acc']:.1%}")
-    lines.append(" · ".join(parts))
-    lines.append(f"_{shown(st.message)}_")
-    if st.error and st.state in ("failed", "diverged"):
-        lines.append(f"❌ {shown(st.error)}")
-    if st.last_checkpoint is not None:
-        lines.append(f"Last checkpoint: `{st.last_checkpoint.name}`")
-    return "\n\n".join(lines)
 
 
 def shown_path(path: Path, runs_root: Path) -> str:

@@ -24,6 +24,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 import explorer  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
+from explorer.training.status import status_markdown  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
 from app_helpers import serve  # noqa: E402
 
@@ -128,7 +129,7 @@ def test_status_markdown_shows_error_without_traceback() -> None:
 
     st = WorkerStatus("failed", "the run failed at step 3: RuntimeError: boom", step=2, total_steps=10,
                       error="RuntimeError: boom", traceback="Traceback (most recent call last): ...")
-    text = training_tab.status_markdown(st)
+    text = status_markdown(st)
     assert "**failed**" in text and "❌ boom" in text and "Traceback" not in text and "RuntimeError" not in text
 
 
