@@ -2,26 +2,22 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import pandas as pd
-import plotly.graph_objects as go
 
-from engine.training.run_folder import RunFolder
 from engine.training.job import JobSpec
-from explorer.training import plots as tp
+from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update,
+                                    live_view, version)
 from explorer.training.status import status_markdown
 from explorer.gpu import training_device
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, shown
+from explorer.ui_errors import friendly_errors
 
 PRESETS = ["tiny", "mini", "small"]
 CORPORA = ["shakespeare"]
-CHECKPOINT_COLUMNS = ["name", "step", "run", "path"]
-MASKED_COLUMNS = ["position", "input token", "original token", "kind"]
-TICK_SECONDS = 1.0
+TICK_SECONDS = 1.0          # the live view's tick while a run is active
+IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 
 INTRO = """\
 Pretrain a small BERT from scratch on a built-in corpus: a WordPiece vocabulary is learnt
@@ -87,54 +83,6 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
                    vocab_size=_int(vocab_size, "Vocab size", 50, 200_000))
     spec.validate()
     return spec
-
-
-def shown_path(path: Path, runs_root: Path) -> str:
-    """A checkpoint's folder as the table shows it: relative to the runs folder, so a public app does not
-    print its server's directory layout (a run elsewhere shows ``<run>/checkpoints/<step>``)."""
-    try:
-        return path.relative_to(runs_root).as_posix()
-    except ValueError:
-        run = RunFolder.of_checkpoint(path)
-        return path.relative_to(run.root.parent).as_posix()
-
-
-def checkpoints_table(services: Services) -> pd.DataFrame:
-    worker = services.get_worker()
-    rows = [[c.name, c.step, c.run.name, shown_path(c.path, worker.runs_root)]
-            for c in worker.checkpoints()]
-    return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
-
-
-def listed_weights(services: Services, text: str) -> Path:
-    """The weights file of the checkpoint a table row names (its shown path, or its full path); refuses
-    anything the worker does not list, since the row comes from the browser and can be forged."""
-    worker = services.get_worker()
-    listed = {}
-    for c in worker.checkpoints():
-        listed[shown_path(c.path, worker.runs_root)] = c.path
-        listed[str(c.path)] = c.path
-    folder = listed.get(text)
-    if folder is None:
-        candidate = Path(text) if Path(text).is_absolute() else worker.runs_root / text
-        if not (candidate / "model.safetensors").is_file():
-            raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
-        raise gr.Error("Pick a checkpoint from the table.", print_exception=False)
-    if not (folder / "model.safetensors").is_file():
-        raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
-    return folder / "model.safetensors"
-
-
-def live_view(services: Services) -> tuple[str, go.Figure, go.Figure, go.Figure, go.Figure, go.Figure,
-                                           pd.DataFrame, pd.DataFrame]:
-    """Everything the live view shows, rebuilt from the worker's records."""
-    worker = services.get_worker()
-    st = worker.status()
-    records, _ = worker.metrics_since(0)
-    batch = worker.current_batch()
-    return (status_markdown(st), tp.mlm_loss_figure(records), tp.nsp_loss_figure(records),
-            tp.accuracy_figure(records), tp.lr_figure(records), tp.batch_figure(batch),
-            pd.DataFrame(tp.masked_rows(batch), columns=MASKED_COLUMNS), checkpoints_table(services))
 
 
 def start_run(services: Services, *controls: Any) -> str:
@@ -257,24 +205,44 @@ def build(services: Services) -> dict[str, Any]:
         """Status, curves (MLM loss, NSP loss, accuracy, lr), masked batch, its table and checkpoints."""
         return live_view(services)
 
+    @friendly_errors
+    def live_tick(seen: dict | None) -> tuple[Any, ...]:
+        outputs, now, active = live_update(services, seen)
+        return (*outputs, now, gr.skip() if active else gr.Timer(active=False))
+
+    def idle_check(last: tuple | None) -> tuple[Any, Any]:
+        now = version(services.get_worker().status())
+        if now == last:
+            return gr.skip(), gr.skip()
+        return gr.Timer(active=True), now
+
     def pick_checkpoint(evt: gr.SelectData) -> str | None:
         row = evt.row_value or []
         if len(row) < len(CHECKPOINT_COLUMNS):
             return None
-        return str(listed_weights(services, str(row[CHECKPOINT_COLUMNS.index("path")])))
+        return str(listed_checkpoint(services, str(row[CHECKPOINT_COLUMNS.index("path")])) / "model.safetensors")
 
-    start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
+    timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
+    idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
+    seen = gr.State(None)                                 # versions this browser was last sent (explorer.training.live)
+    last_version = gr.State(None)
+    wake = dict(fn=lambda: gr.Timer(active=True), outputs=timer, api_visibility="private", queue=False,
+                show_progress="hidden")
+    start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start").then(**wake)
     pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause")
     resume_btn.click(train_resume, inputs=admin, outputs=status, api_name="train_resume")
     stop_btn.click(train_stop, inputs=admin, outputs=status, api_name="train_stop")
     save_btn.click(train_save, inputs=admin, outputs=status, api_name="train_save")
+    for button in (pause_btn, resume_btn, stop_btn, save_btn):
+        button.click(**wake)
     live_outputs = [status, mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot, masked_table, checkpoints]
-    timer = gr.Timer(TICK_SECONDS)
-    timer.tick(train_status, outputs=live_outputs, show_progress="hidden", api_name="train_status",
-               concurrency_limit=None)
+    timer.tick(live_tick, inputs=seen, outputs=live_outputs + [seen, timer], show_progress="hidden",
+               api_name="train_tick", api_visibility="private", concurrency_limit=None)
+    idle_timer.tick(idle_check, inputs=last_version, outputs=[timer, last_version], show_progress="hidden",
+                    api_name="train_idle_check", api_visibility="private", concurrency_limit=None, queue=False)
     refresh_btn.click(train_status, outputs=live_outputs, show_progress="hidden",
-                      api_name="train_refresh", api_visibility="private")
+                      api_name="train_status", concurrency_limit=None)
     checkpoints.select(pick_checkpoint, outputs=download, api_name="train_pick_checkpoint",
                        api_visibility="private")
-    return {"status": status, "timer": timer, "controls": controls, "checkpoints": checkpoints,
+    return {"status": status, "timer": timer, "idle_timer": idle_timer, "controls": controls, "checkpoints": checkpoints,
             "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot], "download": download}
