@@ -2,20 +2,24 @@
 from __future__ import annotations
 
 import math
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from engine.training.export import export_zip
 from engine.training.job import JobSpec
 from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update,
                                     live_view, version)
 from explorer.training.status import status_markdown
 from explorer.gpu import training_device
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors
+from explorer.ui_errors import clear_on_failure, friendly_errors
 
 PRESETS = ["tiny", "mini", "small"]
 CORPORA = ["shakespeare"]
+EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 
@@ -141,9 +145,10 @@ def build(services: Services) -> dict[str, Any]:
     batch_plot = gr.Plot(label="Current batch: masked positions (80% [MASK] / 10% random / 10% kept)")
     masked_table = gr.Dataframe(headers=MASKED_COLUMNS, label="Masked positions of that sequence",
                                 interactive=False, max_height=240)
-    checkpoints = gr.Dataframe(headers=CHECKPOINT_COLUMNS, label="Checkpoints (click a row to download its weights)",
+    checkpoints = gr.Dataframe(headers=CHECKPOINT_COLUMNS, label="Checkpoints (click a row to download it as a model)",
                                interactive=False, max_height=240)
-    download = gr.File(label="model.safetensors of the chosen checkpoint", interactive=False)
+    download = gr.File(label="The chosen checkpoint as a model (.zip: config, weights, tokenizer, model card; "
+                             "transformers loads the unzipped folder)", interactive=False)
 
     controls = [preset, corpus, max_documents, vocab_size, seq_length, batch_size, learning_rate, steps,
                 mask_rate, whole_word, nsp]
@@ -220,7 +225,8 @@ def build(services: Services) -> dict[str, Any]:
         row = evt.row_value or []
         if len(row) < len(CHECKPOINT_COLUMNS):
             return None
-        return str(listed_checkpoint(services, str(row[CHECKPOINT_COLUMNS.index("path")])) / "model.safetensors")
+        folder = listed_checkpoint(services, str(row[CHECKPOINT_COLUMNS.index("path")]))
+        return str(export_zip(folder, EXPORT_DIR))
 
     timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
@@ -242,7 +248,8 @@ def build(services: Services) -> dict[str, Any]:
                     api_name="train_idle_check", api_visibility="private", concurrency_limit=None, queue=False)
     refresh_btn.click(train_status, outputs=live_outputs, show_progress="hidden",
                       api_name="train_status", concurrency_limit=None)
-    checkpoints.select(pick_checkpoint, outputs=download, api_name="train_pick_checkpoint",
-                       api_visibility="private")
+    picked = checkpoints.select(friendly_errors(pick_checkpoint), outputs=download,
+                                api_name="train_pick_checkpoint", api_visibility="private")
+    clear_on_failure(picked, [download])
     return {"status": status, "timer": timer, "idle_timer": idle_timer, "controls": controls, "checkpoints": checkpoints,
             "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot], "download": download}

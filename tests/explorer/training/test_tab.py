@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import zipfile
 
 import json
 import os
@@ -144,7 +145,7 @@ def test_make_spec_direct(services: Services) -> None:
         explorer.ui_errors.friendly_errors(training_tab.make_spec)(services, *_settings(vocab_size=0))
 
 
-def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_path: Path) -> None:
+def test_clicking_a_checkpoint_row_offers_it_as_a_model_zip(services: Services, tmp_path: Path) -> None:
     from gradio import helpers
 
     listed = services.get_worker().runs_root / "picked-run" / "checkpoints" / "step-000001"
@@ -162,8 +163,12 @@ def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_pa
         return fn(*helpers.special_args(fn, [], None, evt)[0])
 
     try:
-        assert pick(listed) == str(listed / "model.safetensors")
-        assert pick(Path("picked-run/checkpoints/step-000001")) == str(listed / "model.safetensors")  # as shown
+        zipped = Path(pick(listed))
+        assert zipped.name == "picked-run-step-000001.zip"
+        with zipfile.ZipFile(zipped) as archive:                     # the model's files and its card
+            assert {"config.json", "model.safetensors", "README.md"} <= set(archive.namelist())
+            assert archive.read("model.safetensors") == b"{}" and "training_state.pt" not in archive.namelist()
+        assert pick(Path("picked-run/checkpoints/step-000001")) == str(zipped)  # as shown
         with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
             pick(Path("picked-run/checkpoints/step-000001/../step-000001"))  # only the exact listed text
         with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
