@@ -12,6 +12,7 @@ from engine.training.export import export_zip
 from engine.training.job import JobSpec
 from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update,
                                     live_view, version)
+from explorer.training.runs import continue_run, run_choices
 from explorer.training.status import status_markdown
 from explorer.gpu import training_device
 from explorer.services import Services
@@ -135,6 +136,13 @@ def build(services: Services) -> dict[str, Any]:
         stop_btn = gr.Button("Stop", interactive=enabled)
         save_btn = gr.Button("Save checkpoint now", interactive=enabled)
         refresh_btn = gr.Button("Refresh", size="sm")
+    with gr.Accordion("Continue a run (resume a stopped run exactly where it stopped)", open=False):
+        with gr.Row():
+            run_choice = gr.Dropdown(run_choices(services), value=None, label="Run to continue",
+                                     info="run · step / total · checkpoints · text; empty: the newest stopped run",
+                                     allow_custom_value=True, scale=3)   # API callers name any run; checked
+            new_total = gr.Number(0, label="New total steps (0 keeps the run's)", scale=1)
+            continue_btn = gr.Button("Continue run", interactive=enabled, scale=1)
     status = gr.Markdown(status_markdown(services.get_worker().status()), elem_classes=["train-status"])
     with gr.Row():
         mlm_plot = gr.Plot(label="MLM loss")
@@ -179,6 +187,18 @@ def build(services: Services) -> dict[str, Any]:
                          learning_rate, steps, mask_rate, whole_word, nsp)
 
     @friendly_errors
+    def train_continue(run: str | None = None, total_steps: float = 0, token: str = "") -> str:
+        """Continue a stopped run from its last checkpoint, taking exactly the steps it would have taken.
+
+        Args:
+            run: the run's name (as listed under the runs folder); empty: the newest run with steps left.
+            total_steps: a new total step count (more than the steps done); 0 keeps the run's total.
+            token: the admin token (public mode only).
+        """
+        access.require_admin(token, "continue training")
+        return continue_run(services, run, total_steps)
+
+    @friendly_errors
     def train_pause(token: str = "") -> str:
         """Pause the active run after its current step."""
         access.require_admin(token, "pause training")
@@ -213,7 +233,10 @@ def build(services: Services) -> dict[str, Any]:
     @friendly_errors
     def live_tick(seen: dict | None) -> tuple[Any, ...]:
         outputs, now, active = live_update(services, seen)
-        return (*outputs, now, gr.skip() if active else gr.Timer(active=False))
+        runs = (now["checkpoints"], now["status"][:2])
+        choices = gr.Dropdown(choices=run_choices(services)) if (seen or {}).get("runs") != runs else gr.skip()
+        now["runs"] = runs
+        return (*outputs, choices, now, gr.skip() if active else gr.Timer(active=False))
 
     def idle_check(last: tuple | None) -> tuple[Any, Any]:
         now = version(services.get_worker().status())
@@ -234,15 +257,22 @@ def build(services: Services) -> dict[str, Any]:
     last_version = gr.State(None)
     wake = dict(fn=lambda: gr.Timer(active=True), outputs=timer, api_visibility="private", queue=False,
                 show_progress="hidden")
-    start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start").then(**wake)
-    pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause")
-    resume_btn.click(train_resume, inputs=admin, outputs=status, api_name="train_resume")
-    stop_btn.click(train_stop, inputs=admin, outputs=status, api_name="train_stop")
-    save_btn.click(train_save, inputs=admin, outputs=status, api_name="train_save")
-    for button in (pause_btn, resume_btn, stop_btn, save_btn):
-        button.click(**wake)
+    started = start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
+    started.then(**wake)
+    controlled = [pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause"),
+                  resume_btn.click(train_resume, inputs=admin, outputs=status, api_name="train_resume"),
+                  stop_btn.click(train_stop, inputs=admin, outputs=status, api_name="train_stop"),
+                  save_btn.click(train_save, inputs=admin, outputs=status, api_name="train_save")]
+    for event in controlled:
+        event.then(**wake)
     live_outputs = [status, mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot, masked_table, checkpoints]
-    timer.tick(live_tick, inputs=seen, outputs=live_outputs + [seen, timer], show_progress="hidden",
+    continued = continue_btn.click(train_continue, inputs=[run_choice, new_total] + admin, outputs=status,
+                                   api_name="train_continue")
+    continued.then(**wake)
+    for event in (started, continued, *controlled):     # a failed click leaves no stale status; the next tick redraws
+        clear_on_failure(event, [status])
+        event.failure(lambda: None, outputs=seen, api_visibility="private", queue=False)  # redraw all next tick
+    timer.tick(live_tick, inputs=seen, outputs=live_outputs + [run_choice, seen, timer], show_progress="hidden",
                api_name="train_tick", api_visibility="private", concurrency_limit=None)
     idle_timer.tick(idle_check, inputs=last_version, outputs=[timer, last_version], show_progress="hidden",
                     api_name="train_idle_check", api_visibility="private", concurrency_limit=None, queue=False)

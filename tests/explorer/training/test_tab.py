@@ -179,3 +179,22 @@ def test_clicking_a_checkpoint_row_offers_it_as_a_model_zip(services: Services, 
                                 "row_value": ["x", 1, "run", str(tmp_path / "missing")]})
     with pytest.raises(gr.Error, match="is gone"):
         fn(*helpers.special_args(fn, [], None, gone)[0])
+
+
+def test_continue_a_run_through_the_api(client: Client, services: Services) -> None:
+    worker = services.get_worker()
+    client.predict(*_settings(steps=6), api_name="/train_start")
+    assert worker.join(TIMEOUT)
+    name = worker.status().run_dir.name
+    with pytest.raises(AppError, match="already reached its total of 6 steps; give a larger total"):
+        client.predict(run=name, api_name="/train_continue")
+    with pytest.raises(AppError, match="is gone"):
+        client.predict(run="run-that-never-was", api_name="/train_continue")
+    with pytest.raises(AppError, match="New total steps must be a whole number"):
+        client.predict(run=name, total_steps=2.5, api_name="/train_continue")
+    started = client.predict(run=name, total_steps=9, api_name="/train_continue")
+    assert name in started
+    assert worker.join(TIMEOUT)
+    status = _status(client)[0]
+    assert status.startswith("**finished** · step **9 / 9**") and name in status, status
+    assert any(label.startswith(f"{name} · step 9 / 9") for label, _ in training_tab.run_choices(services))
