@@ -44,6 +44,7 @@ from engine.checkpoints.hf_format import LoadedModel, describe_os_error
 from engine.data.batch_view import describe_batch
 from engine.model.heads import BertWithHeads
 from engine.training.job import JobSpec, resume_spec
+from engine.training.run_catalog import RunSummary, find_run, run_summaries
 from engine.training.run_folder import CheckpointInfo, RunFolder
 from engine.training.trainer import Trainer
 from engine.training.worker_callback import BATCH_ROWS, WAIT_SLICE_S  # noqa: F401  (re-exported)
@@ -100,6 +101,35 @@ class TrainingWorker:
             self._shared.cond.notify_all()
         logger.info("training run %d started in %s", run_id, run_dir)
         return RunInfo(run_id, run_dir, config.total_steps, run.started)
+
+    def continue_run(self, name: str, total_steps: int | None = None, device: str | None = None) -> RunInfo:
+        """Resume the run ``name`` under the runs root from its newest complete checkpoint (``resume_spec``:
+        exactly the steps the uninterrupted run would have taken), optionally to a new ``total_steps``.
+
+        ValueError when the run is gone, has no complete checkpoint, already reached its total (and no
+        larger total is given), or the new total is not past its step."""
+        try:
+            run = find_run(self.runs_root, name)
+        except FileNotFoundError as exc:
+            raise ValueError(str(exc)) from None
+        if run.checkpoints == 0:
+            raise ValueError(f"the run {name} has no complete checkpoint to continue from")
+        if total_steps is not None and total_steps <= run.step:
+            raise ValueError(f"the new total ({total_steps:,} steps) must be more than the {run.step:,} steps "
+                             f"{name} has done")
+        if total_steps is None and run.total_steps is not None and run.step >= run.total_steps:
+            raise ValueError(f"the run {name} already reached its total of {run.total_steps:,} steps; "
+                             "give a larger total to train it further")
+        changes: dict[str, Any] = {}
+        if total_steps is not None:
+            changes["total_steps"] = total_steps
+        if device is not None:
+            changes["device"] = device
+        return self.start(JobSpec(changes, resume_from=str(run.path)))
+
+    def runs(self) -> list[RunSummary]:
+        """Every run under the runs root with its checkpoint count, step and total, newest first."""
+        return run_summaries(self.runs_root)
 
     def pause(self) -> WorkerStatus:
         """Pause after the current step (no-op unless a run is active and not stopping)."""

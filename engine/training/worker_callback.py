@@ -81,7 +81,7 @@ class WorkerCallback(TrainerCallback):
                             waited_from, run.waiting = time.time(), True
                             run.waiting_since = waited_from
                             cond.notify_all()
-                        if run.paused and run.state == "running":
+                        if run.paused and run.state in ("running", "paused"):
                             run.state, run.message = "paused", f"paused at step {run.step}"
                         cond.wait(WAIT_SLICE_S)
                         continue

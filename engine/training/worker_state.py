@@ -17,9 +17,12 @@ from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
 from engine.training.job import JobSpec
 from engine.training.run_folder import CheckpointInfo
+from engine.training.throughput import Throughput
 from engine.training.trainer import Trainer
 
-STATES = ("idle", "preparing", "running", "paused", "stopping", "finished", "failed", "diverged")
+# idle -> preparing -> running <-> paused -> stopping -> stopped; a run that reaches its total steps is
+# "finished", one that crashed "failed" (``error`` says why), one whose loss became NaN/inf "diverged".
+STATES = ("idle", "preparing", "running", "paused", "stopping", "stopped", "finished", "failed", "diverged")
 ACTIVE_STATES = frozenset({"preparing", "running", "paused", "stopping"})
 
 MAX_RECORDS = 100_000            # records kept in memory per run (the oldest are dropped beyond it)
@@ -46,15 +49,16 @@ class WorkerStatus:
     run_id: int = 0
     run_dir: Path | None = None
     elapsed: float = 0.0                        # wall seconds since start() (preparation included)
-    eta_s: float | None = None                  # seconds to total_steps at the recent pace (pauses excluded)
+    eta_s: float | None = None                  # seconds to total_steps at the run's pace; only while running
     metrics: dict[str, Any] | None = None       # the last train record
     eval_metrics: dict[str, Any] | None = None  # the last eval record
     last_checkpoint: Path | None = None
-    outcome: str | None = None                  # when ended: "finished" | "stopped" | "failed" | "diverged"
+    outcome: str | None = None                  # when ended: the terminal state ("stopped", "finished", ...)
     error: str | None = None                    # "Type: message" for failures and divergence
     traceback: str | None = None                # the full traceback of a failure (for logs, not the UI)
     records: int = 0                            # metrics_since's next index
     waiting: bool = False                       # the trainer is waiting between steps (paused / priority)
+    tokens_per_s: float | None = None           # throughput over the last ~10 s of training (``Throughput``)
 
     @property
     def active(self) -> bool:
@@ -81,6 +85,7 @@ class RunState:
         self.train_start_step = 0
         self.waited = 0.0                  # seconds spent waiting (paused / priority) since train_started
         self.metrics: dict[str, Any] | None = None
+        self.throughput = Throughput()
         self.eval_metrics: dict[str, Any] | None = None
         self.last_checkpoint: Path | None = None
         self.outcome: str | None = None
@@ -98,7 +103,7 @@ def status_of(run: RunState | None, records: int) -> WorkerStatus:
         return WorkerStatus("idle", "no training run yet", records=records)
     now = run.ended or time.time()
     eta = None
-    if run.state in ("running", "paused", "stopping") and run.train_started is not None:
+    if run.state == "running" and run.train_started is not None:     # no ETA while paused or stopping
         done = run.step - run.train_start_step
         active = time.time() - run.train_started - run.waited
         if run.waiting:
@@ -108,7 +113,8 @@ def status_of(run: RunState | None, records: int) -> WorkerStatus:
     return WorkerStatus(run.state, run.message, run.step, run.total_steps, run.run_id, run.run_dir,
                         now - run.started, eta, dict(run.metrics) if run.metrics else None,
                         dict(run.eval_metrics) if run.eval_metrics else None, run.last_checkpoint,
-                        run.outcome, run.error, run.traceback, records, run.waiting)
+                        run.outcome, run.error, run.traceback, records, run.waiting,
+                        run.throughput.tokens_per_s)
 
 
 class SharedState:
@@ -136,6 +142,7 @@ class SharedState:
             step = record.get("step")
             if kind == "train":
                 run.metrics, run.step = dict(record), int(step)
+                run.throughput.add(record)
                 if run.state == "running":
                     run.message = f"step {run.step} / {run.total_steps}"
             elif kind == "eval":

@@ -43,7 +43,7 @@ class RunThread:
         try:
             trainer = self.prepare()
             if trainer is None:            # stopped while preparing
-                self.finish("finished", "stopped before training began", "stopped")
+                self.finish("stopped", "stopped before training began", "stopped")
                 return
             phase = "training"
             with cond:
@@ -63,7 +63,7 @@ class RunThread:
                                                 or not path.exists()):
                     path = trainer.save_checkpoint()
                 where = f"; saved {path.name}" if path is not None else ""
-                self.finish("finished", f"stopped at step {trainer.global_step}{where}", "stopped")
+                self.finish("stopped", f"stopped at step {trainer.global_step}{where}", "stopped")
             else:
                 where = f"; checkpoint {trainer.last_checkpoint.name}" if trainer.last_checkpoint else ""
                 self.finish("finished", f"finished {trainer.global_step} steps{where}", "finished")

@@ -10,7 +10,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.plots import empty_figure, tick_labels
+from explorer.plots import empty_figure, figure, tick_labels
 
 # One colour per masking kind (the names match ``engine.data.masking.KIND_NAMES``).
 KIND_COLORS: dict[str, str] = {
@@ -42,6 +42,9 @@ ACCURACY_SERIES: list[Series] = [("train", "mlm_acc", "MLM train", TRAIN_COLOR, 
 LR_SERIES: list[Series] = [("train", "lr", "learning rate", "#7c3aed", "solid")]
 
 
+MAX_POINTS = 1000       # points per curve sent to the browser (a long run is downsampled: ``downsample``)
+
+
 def _points(records: Sequence[Mapping[str, Any]], kind: str, key: str) -> tuple[list[int], list[float]]:
     xs, ys = [], []
     for r in records:
@@ -55,33 +58,58 @@ def _points(records: Sequence[Mapping[str, Any]], kind: str, key: str) -> tuple[
     return xs, ys
 
 
+def downsample(xs: Sequence[int], ys: Sequence[float], max_points: int = MAX_POINTS) -> tuple[list[int], list[float]]:
+    """At most ``max_points`` of a curve, its shape kept: the first and last points always, and between them
+    the lowest and the highest point of each of ``(max_points - 2) // 2`` equal buckets, in step order, so a
+    spike or a dip stays visible (min/max decimation). A curve that fits is returned unchanged."""
+    n = len(xs)
+    if n <= max_points:
+        return list(xs), list(ys)
+    if max_points < 4:
+        raise ValueError(f"max_points must be at least 4, got {max_points}")
+    buckets = (max_points - 2) // 2
+    keep = {0, n - 1}
+    inner = n - 2
+    for b in range(buckets):
+        lo, hi = 1 + b * inner // buckets, 1 + (b + 1) * inner // buckets
+        if lo >= hi:
+            continue
+        segment = range(lo, hi)
+        keep.add(min(segment, key=ys.__getitem__))
+        keep.add(max(segment, key=ys.__getitem__))
+    order = sorted(keep)
+    return [xs[i] for i in order], [ys[i] for i in order]
+
+
 def curves_figure(records: Sequence[Mapping[str, Any]], series: Sequence[Series], title: str,
                   y_title: str = "", empty_message: str = "No steps logged yet",
-                  y_range: Sequence[float] | None = None) -> go.Figure:
-    """One line per ``series`` entry that has points (x = step); an empty figure if none has."""
-    fig = go.Figure()
+                  y_range: Sequence[float] | None = None, max_points: int = MAX_POINTS) -> go.Figure:
+    """One line per ``series`` entry that has points (x = step, at most ``max_points`` each); an empty
+    figure if none has."""
+    traces = []
     for kind, key, name, color, dash in series:
         xs, ys = _points(records, kind, key)
         if not xs:
             continue
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, name=name,
+        xs, ys = downsample(xs, ys, max_points)
+        traces.append(dict(
+            type="scatter", x=xs, y=ys, name=name,
             mode="lines+markers" if kind == "eval" or len(xs) == 1 else "lines",
             line=dict(color=color, dash=dash, width=2),
-            hovertemplate=f"step %{{x}}<br>{name} %{{y:.4g}}<extra></extra>",
+            hovertemplate=f"step %{{x}}<br>{name} %{{y:.3g}}<extra></extra>",
         ))
-    if not fig.data:
+    if not traces:
         return empty_figure(f"{title}: {empty_message.lower()}")
-    fig.update_layout(
+    return figure(
+        traces,
         title=dict(text=title),
         height=280,
         margin=dict(l=50, r=20, t=50, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
-        xaxis=dict(title="step"),
-        yaxis=dict(title=y_title, range=list(y_range) if y_range is not None else None),
+        xaxis=dict(title=dict(text="step")),
+        yaxis=dict(title=dict(text=y_title), range=list(y_range) if y_range is not None else None),
         hovermode="x unified",
     )
-    return fig
 
 
 def mlm_loss_figure(records: Sequence[Mapping[str, Any]]) -> go.Figure:

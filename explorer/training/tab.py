@@ -2,26 +2,27 @@
 from __future__ import annotations
 
 import math
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
-import pandas as pd
-import plotly.graph_objects as go
 
-from engine.training.run_folder import RunFolder
+from engine.training.export import export_zip
 from engine.training.job import JobSpec
-from engine.training.worker_state import WorkerStatus
-from explorer.training import plots as tp
+from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update,
+                                    live_view, version)
+from explorer.training.runs import continue_run, run_choices
+from explorer.training.status import status_markdown
 from explorer.gpu import training_device
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, shown
+from explorer.ui_errors import clear_on_failure, friendly_errors
 
 PRESETS = ["tiny", "mini", "small"]
 CORPORA = ["shakespeare"]
-CHECKPOINT_COLUMNS = ["name", "step", "run", "path"]
-MASKED_COLUMNS = ["position", "input token", "original token", "kind"]
-TICK_SECONDS = 1.0
+EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
+TICK_SECONDS = 1.0          # the live view's tick while a run is active
+IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 
 INTRO = """\
 Pretrain a small BERT from scratch on a built-in corpus: a WordPiece vocabulary is learnt
@@ -89,89 +90,6 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
     return spec
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    seconds = int(round(seconds))
-    minutes, s = divmod(seconds, 60)
-    hours, m = divmod(minutes, 60)
-    return f"{hours}h {m:02d}m {s:02d}s" if hours else (f"{m}m {s:02d}s" if m else f"{s}s")
-
-
-def status_markdown(st: WorkerStatus) -> str:
-    """State, progress, speed, ETA, message and (for failed/diverged runs) the error — no traceback."""
-    if st.state == "idle":
-        return "**idle** — no training run yet. Pick settings and press **Start**."
-    lines = [f"**{st.state}** · step **{st.step} / {st.total_steps}**"
-             + (f" · run `{st.run_dir.name}`" if st.run_dir is not None else "")]
-    m = st.metrics or {}
-    parts = []
-    if m.get("tokens_per_s") is not None:
-        parts.append(f"{m['tokens_per_s']:,.0f} tokens/s")
-    parts.append(f"elapsed {_duration(st.elapsed)}")
-    if st.active:
-        parts.append(f"ETA {_duration(st.eta_s)}")
-    if m.get("mlm_loss") is not None:
-        parts.append(f"MLM loss {m['mlm_loss']:.3f}")
-    if m.get("nsp_acc") is not None:
-        parts.append(f"NSP acc {m['nsp_acc']:.1%}")
-    lines.append(" · ".join(parts))
-    lines.append(f"_{shown(st.message)}_")
-    if st.error and st.state in ("failed", "diverged"):
-        lines.append(f"❌ {shown(st.error)}")
-    if st.last_checkpoint is not None:
-        lines.append(f"Last checkpoint: `{st.last_checkpoint.name}`")
-    return "\n\n".join(lines)
-
-
-def shown_path(path: Path, runs_root: Path) -> str:
-    """A checkpoint's folder as the table shows it: relative to the runs folder, so a public app does not
-    print its server's directory layout (a run elsewhere shows ``<run>/checkpoints/<step>``)."""
-    try:
-        return path.relative_to(runs_root).as_posix()
-    except ValueError:
-        run = RunFolder.of_checkpoint(path)
-        return path.relative_to(run.root.parent).as_posix()
-
-
-def checkpoints_table(services: Services) -> pd.DataFrame:
-    worker = services.get_worker()
-    rows = [[c.name, c.step, c.run.name, shown_path(c.path, worker.runs_root)]
-            for c in worker.checkpoints()]
-    return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
-
-
-def listed_weights(services: Services, text: str) -> Path:
-    """The weights file of the checkpoint a table row names (its shown path, or its full path); refuses
-    anything the worker does not list, since the row comes from the browser and can be forged."""
-    worker = services.get_worker()
-    listed = {}
-    for c in worker.checkpoints():
-        listed[shown_path(c.path, worker.runs_root)] = c.path
-        listed[str(c.path)] = c.path
-    folder = listed.get(text)
-    if folder is None:
-        candidate = Path(text) if Path(text).is_absolute() else worker.runs_root / text
-        if not (candidate / "model.safetensors").is_file():
-            raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
-        raise gr.Error("Pick a checkpoint from the table.", print_exception=False)
-    if not (folder / "model.safetensors").is_file():
-        raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
-    return folder / "model.safetensors"
-
-
-def live_view(services: Services) -> tuple[str, go.Figure, go.Figure, go.Figure, go.Figure, go.Figure,
-                                           pd.DataFrame, pd.DataFrame]:
-    """Everything the live view shows, rebuilt from the worker's records."""
-    worker = services.get_worker()
-    st = worker.status()
-    records, _ = worker.metrics_since(0)
-    batch = worker.current_batch()
-    return (status_markdown(st), tp.mlm_loss_figure(records), tp.nsp_loss_figure(records),
-            tp.accuracy_figure(records), tp.lr_figure(records), tp.batch_figure(batch),
-            pd.DataFrame(tp.masked_rows(batch), columns=MASKED_COLUMNS), checkpoints_table(services))
-
-
 def start_run(services: Services, *controls: Any) -> str:
     """Start a run; a warning (not an error) when one is already active."""
     worker = services.get_worker()
@@ -218,6 +136,13 @@ def build(services: Services) -> dict[str, Any]:
         stop_btn = gr.Button("Stop", interactive=enabled)
         save_btn = gr.Button("Save checkpoint now", interactive=enabled)
         refresh_btn = gr.Button("Refresh", size="sm")
+    with gr.Accordion("Continue a run (resume a stopped run exactly where it stopped)", open=False):
+        with gr.Row():
+            run_choice = gr.Dropdown(run_choices(services), value=None, label="Run to continue",
+                                     info="run · step / total · checkpoints · text; empty: the newest stopped run",
+                                     allow_custom_value=True, scale=3)   # API callers name any run; checked
+            new_total = gr.Number(0, label="New total steps (0 keeps the run's)", scale=1)
+            continue_btn = gr.Button("Continue run", interactive=enabled, scale=1)
     status = gr.Markdown(status_markdown(services.get_worker().status()), elem_classes=["train-status"])
     with gr.Row():
         mlm_plot = gr.Plot(label="MLM loss")
@@ -228,9 +153,10 @@ def build(services: Services) -> dict[str, Any]:
     batch_plot = gr.Plot(label="Current batch: masked positions (80% [MASK] / 10% random / 10% kept)")
     masked_table = gr.Dataframe(headers=MASKED_COLUMNS, label="Masked positions of that sequence",
                                 interactive=False, max_height=240)
-    checkpoints = gr.Dataframe(headers=CHECKPOINT_COLUMNS, label="Checkpoints (click a row to download its weights)",
+    checkpoints = gr.Dataframe(headers=CHECKPOINT_COLUMNS, label="Checkpoints (click a row to download it as a model)",
                                interactive=False, max_height=240)
-    download = gr.File(label="model.safetensors of the chosen checkpoint", interactive=False)
+    download = gr.File(label="The chosen checkpoint as a model (.zip: config, weights, tokenizer, model card; "
+                             "transformers loads the unzipped folder)", interactive=False)
 
     controls = [preset, corpus, max_documents, vocab_size, seq_length, batch_size, learning_rate, steps,
                 mask_rate, whole_word, nsp]
@@ -259,6 +185,18 @@ def build(services: Services) -> dict[str, Any]:
         access.require_admin(token, "start training")
         return start_run(services, preset, corpus, max_documents, vocab_size, seq_length, batch_size,
                          learning_rate, steps, mask_rate, whole_word, nsp)
+
+    @friendly_errors
+    def train_continue(run: str | None = None, total_steps: float = 0, token: str = "") -> str:
+        """Continue a stopped run from its last checkpoint, taking exactly the steps it would have taken.
+
+        Args:
+            run: the run's name (as listed under the runs folder); empty: the newest run with steps left.
+            total_steps: a new total step count (more than the steps done); 0 keeps the run's total.
+            token: the admin token (public mode only).
+        """
+        access.require_admin(token, "continue training")
+        return continue_run(services, run, total_steps)
 
     @friendly_errors
     def train_pause(token: str = "") -> str:
@@ -292,24 +230,56 @@ def build(services: Services) -> dict[str, Any]:
         """Status, curves (MLM loss, NSP loss, accuracy, lr), masked batch, its table and checkpoints."""
         return live_view(services)
 
+    @friendly_errors
+    def live_tick(seen: dict | None) -> tuple[Any, ...]:
+        outputs, now, active = live_update(services, seen)
+        runs = (now["checkpoints"], now["status"][:2])
+        choices = gr.Dropdown(choices=run_choices(services)) if (seen or {}).get("runs") != runs else gr.skip()
+        now["runs"] = runs
+        return (*outputs, choices, now, gr.skip() if active else gr.Timer(active=False))
+
+    def idle_check(last: tuple | None) -> tuple[Any, Any]:
+        now = version(services.get_worker().status())
+        if now == last:
+            return gr.skip(), gr.skip()
+        return gr.Timer(active=True), now
+
     def pick_checkpoint(evt: gr.SelectData) -> str | None:
         row = evt.row_value or []
         if len(row) < len(CHECKPOINT_COLUMNS):
             return None
-        return str(listed_weights(services, str(row[CHECKPOINT_COLUMNS.index("path")])))
+        folder = listed_checkpoint(services, str(row[CHECKPOINT_COLUMNS.index("path")]))
+        return str(export_zip(folder, EXPORT_DIR))
 
-    start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
-    pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause")
-    resume_btn.click(train_resume, inputs=admin, outputs=status, api_name="train_resume")
-    stop_btn.click(train_stop, inputs=admin, outputs=status, api_name="train_stop")
-    save_btn.click(train_save, inputs=admin, outputs=status, api_name="train_save")
+    timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
+    idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
+    seen = gr.State(None)                                 # versions this browser was last sent (explorer.training.live)
+    last_version = gr.State(None)
+    wake = dict(fn=lambda: gr.Timer(active=True), outputs=timer, api_visibility="private", queue=False,
+                show_progress="hidden")
+    started = start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
+    started.then(**wake)
+    controlled = [pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause"),
+                  resume_btn.click(train_resume, inputs=admin, outputs=status, api_name="train_resume"),
+                  stop_btn.click(train_stop, inputs=admin, outputs=status, api_name="train_stop"),
+                  save_btn.click(train_save, inputs=admin, outputs=status, api_name="train_save")]
+    for event in controlled:
+        event.then(**wake)
     live_outputs = [status, mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot, masked_table, checkpoints]
-    timer = gr.Timer(TICK_SECONDS)
-    timer.tick(train_status, outputs=live_outputs, show_progress="hidden", api_name="train_status",
-               concurrency_limit=None)
+    continued = continue_btn.click(train_continue, inputs=[run_choice, new_total] + admin, outputs=status,
+                                   api_name="train_continue")
+    continued.then(**wake)
+    for event in (started, continued, *controlled):     # a failed click leaves no stale status; the next tick redraws
+        clear_on_failure(event, [status])
+        event.failure(lambda: None, outputs=seen, api_visibility="private", queue=False)  # redraw all next tick
+    timer.tick(live_tick, inputs=seen, outputs=live_outputs + [run_choice, seen, timer], show_progress="hidden",
+               api_name="train_tick", api_visibility="private", concurrency_limit=None)
+    idle_timer.tick(idle_check, inputs=last_version, outputs=[timer, last_version], show_progress="hidden",
+                    api_name="train_idle_check", api_visibility="private", concurrency_limit=None, queue=False)
     refresh_btn.click(train_status, outputs=live_outputs, show_progress="hidden",
-                      api_name="train_refresh", api_visibility="private")
-    checkpoints.select(pick_checkpoint, outputs=download, api_name="train_pick_checkpoint",
-                       api_visibility="private")
-    return {"status": status, "timer": timer, "controls": controls, "checkpoints": checkpoints,
+                      api_name="train_status", concurrency_limit=None)
+    picked = checkpoints.select(friendly_errors(pick_checkpoint), outputs=download,
+                                api_name="train_pick_checkpoint", api_visibility="private")
+    clear_on_failure(picked, [download])
+    return {"status": status, "timer": timer, "idle_timer": idle_timer, "controls": controls, "checkpoints": checkpoints,
             "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot], "download": download}

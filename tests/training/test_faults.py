@@ -305,7 +305,7 @@ def test_exception_in_the_worker_is_shown_and_the_app_keeps_serving(client, serv
     client.predict(*FAST, api_name="/train_start")           # the worker takes a new run
     wait_step(services, 1)
     client.predict(api_name="/train_stop")
-    assert wait_status(client, "finished", "failed").startswith("**finished**")
+    assert wait_status(client, "stopped", "finished", "failed").startswith("**stopped**")
 
 
 def test_nan_loss_stops_the_run_and_keeps_the_last_checkpoint(client, services, monkeypatch) -> None:
@@ -376,7 +376,7 @@ def test_checkpoint_into_a_full_or_read_only_folder(client, services, monkeypatc
         wait_step(services, step + 2)                        # a failed "save now" does not end the run
         assert status_text(client).startswith("**running**")
         client.predict(api_name="/train_stop")               # its final checkpoint cannot be written either
-        text = wait_status(client, "failed", "finished")
+        text = wait_status(client, "failed", "stopped", "finished")
     finally:
         folder.chmod(0o755)
     assert text.startswith("**failed**") and re.search(f"could not write .*: {reason}", text), text

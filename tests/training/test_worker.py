@@ -159,7 +159,8 @@ def test_pause_resume_save_now_and_stop(worker, tokenizer_dir):
     step = held_step(worker)
     time.sleep(0.5)
     assert worker.trainer.global_step == step and worker.status().step == step
-    assert worker.status().state == "paused" and worker.status().eta_s is not None
+    assert worker.status().state == "paused" and worker.status().eta_s is None      # no ETA while paused
+    assert worker.status().message == f"paused at step {step}"
 
     path = worker.save_checkpoint_now(timeout_s=TIMEOUT)
     assert path is not None and is_complete(path) and path.name == f"step-{step:06d}"
@@ -172,15 +173,15 @@ def test_pause_resume_save_now_and_stop(worker, tokenizer_dir):
     assert path is not None and is_complete(path)
 
     worker.stop()
-    status = wait_state(worker, "finished", "failed", "diverged")
-    assert status.state == "finished" and status.outcome == "stopped", status
+    status = wait_state(worker, "stopped", "finished", "failed", "diverged")
+    assert status.state == "stopped" and status.outcome == "stopped", status
     final = worker.checkpoints()[0]
     assert final.step == status.step == worker.trainer.global_step and final.path.parent.parent == info.run_dir
     assert status.last_checkpoint == final.path and "stopped at step" in status.message
     kinds = [r["kind"] for r in worker.metrics_since(0)[0]]
     assert kinds.count("checkpoint") == 3
     # controls on an ended run are harmless no-ops
-    assert worker.pause().state == worker.resume().state == worker.stop().state == "finished"
+    assert worker.pause().state == worker.resume().state == worker.stop().state == "stopped"
     with pytest.raises(ValueError, match="no run is training"):
         worker.save_checkpoint_now(timeout_s=1)
 
@@ -193,8 +194,8 @@ def test_pause_while_preparing_holds_before_the_first_step(worker, tokenizer_dir
     time.sleep(0.2)
     assert worker.trainer.global_step == 0
     worker.stop()
-    status = wait_state(worker, "finished", "failed", "diverged")
-    assert status.outcome == "stopped" and status.step == 0 and worker.checkpoints() == []
+    status = wait_state(worker, "stopped", "finished", "failed", "diverged")
+    assert status.state == status.outcome == "stopped" and status.step == 0 and worker.checkpoints() == []
 
 
 def test_start_while_active_refuses_and_concurrent_clicks_are_safe(worker, tokenizer_dir):
@@ -202,7 +203,7 @@ def test_start_while_active_refuses_and_concurrent_clicks_are_safe(worker, token
     with pytest.raises(ValueError, match="already"):
         worker.start(spec(tokenizer_dir))
     worker.stop(wait_s=TIMEOUT)
-    assert worker.status().state == "finished"
+    assert worker.status().state == "stopped"
 
     errors, starts = [], []
     barrier = threading.Barrier(8)
@@ -236,7 +237,7 @@ def test_start_while_active_refuses_and_concurrent_clicks_are_safe(worker, token
     worker.stop()
     assert worker.join(TIMEOUT)
     status = worker.status()
-    assert status.state == "finished" and status.outcome == "stopped" and status.error is None, status
+    assert status.state == "stopped" and status.outcome == "stopped" and status.error is None, status
     assert len({info.run_dir for info in starts}) == len(starts)          # every run got its own directory
     if starts:
         assert status.run_id == max(info.run_id for info in starts)

@@ -84,3 +84,29 @@ def test_batch_figure_and_rows() -> None:
     fig = tp.batch_figure(batch)
     assert "Step 7" in fig.layout.title.text and "random sentence" in fig.layout.title.text
     assert tp.masked_rows(batch) == [[1, "[MASK]", "a", "[MASK]"], [2, "b", "b", "kept"]]
+
+
+def test_downsample_keeps_a_short_curve_as_it_is():
+    xs, ys = list(range(1, 11)), [float(i) for i in range(10)]
+    assert tp.downsample(xs, ys, 1000) == (xs, ys)
+
+
+def test_downsample_keeps_first_last_and_every_spike_within_the_limit():
+    n = 50_000
+    xs = list(range(1, n + 1))
+    ys = [5.0 - i / n for i in range(n)]
+    ys[12_345], ys[33_333] = 40.0, -3.0             # a loss spike and a dip, one step each
+    sx, sy = tp.downsample(xs, ys, 1000)
+    assert len(sx) <= 1000 and sx[0] == 1 and sx[-1] == n and sy[-1] == ys[-1]
+    assert sx == sorted(sx) and all(ys[x - 1] == y for x, y in zip(sx, sy))     # real points, in step order
+    assert (12_346, 40.0) in zip(sx, sy) and (33_334, -3.0) in zip(sx, sy)
+    assert max(sy) == max(ys) and min(sy) == min(ys)
+
+
+def test_a_long_run_sends_at_most_max_points_per_curve():
+    records = [{"kind": "train", "step": s, "mlm_loss": 1.0 / s, "lr": 1e-4} for s in range(1, 20_001)]
+    records += [{"kind": "eval", "step": s, "eval_mlm_loss": 0.5} for s in range(100, 20_001, 100)]
+    fig = tp.mlm_loss_figure(records)
+    sizes = {t.name: len(t.x) for t in fig.data}
+    assert sizes["train"] <= tp.MAX_POINTS and sizes["eval"] == 200
+    assert fig.data[0].x[0] == 1 and fig.data[0].x[-1] == 20_000

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import shutil
+import zipfile
 
 import json
 import os
@@ -24,6 +25,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 import explorer  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
+from explorer.training.status import status_markdown  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
 from app_helpers import serve  # noqa: E402
 
@@ -128,7 +130,7 @@ def test_status_markdown_shows_error_without_traceback() -> None:
 
     st = WorkerStatus("failed", "the run failed at step 3: RuntimeError: boom", step=2, total_steps=10,
                       error="RuntimeError: boom", traceback="Traceback (most recent call last): ...")
-    text = training_tab.status_markdown(st)
+    text = status_markdown(st)
     assert "**failed**" in text and "❌ boom" in text and "Traceback" not in text and "RuntimeError" not in text
 
 
@@ -143,7 +145,7 @@ def test_make_spec_direct(services: Services) -> None:
         explorer.ui_errors.friendly_errors(training_tab.make_spec)(services, *_settings(vocab_size=0))
 
 
-def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_path: Path) -> None:
+def test_clicking_a_checkpoint_row_offers_it_as_a_model_zip(services: Services, tmp_path: Path) -> None:
     from gradio import helpers
 
     listed = services.get_worker().runs_root / "picked-run" / "checkpoints" / "step-000001"
@@ -161,8 +163,12 @@ def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_pa
         return fn(*helpers.special_args(fn, [], None, evt)[0])
 
     try:
-        assert pick(listed) == str(listed / "model.safetensors")
-        assert pick(Path("picked-run/checkpoints/step-000001")) == str(listed / "model.safetensors")  # as shown
+        zipped = Path(pick(listed))
+        assert zipped.name == "picked-run-step-000001.zip"
+        with zipfile.ZipFile(zipped) as archive:                     # the model's files and its card
+            assert {"config.json", "model.safetensors", "README.md"} <= set(archive.namelist())
+            assert archive.read("model.safetensors") == b"{}" and "training_state.pt" not in archive.namelist()
+        assert pick(Path("picked-run/checkpoints/step-000001")) == str(zipped)  # as shown
         with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
             pick(Path("picked-run/checkpoints/step-000001/../step-000001"))  # only the exact listed text
         with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
@@ -173,3 +179,22 @@ def test_clicking_a_checkpoint_row_offers_its_weights(services: Services, tmp_pa
                                 "row_value": ["x", 1, "run", str(tmp_path / "missing")]})
     with pytest.raises(gr.Error, match="is gone"):
         fn(*helpers.special_args(fn, [], None, gone)[0])
+
+
+def test_continue_a_run_through_the_api(client: Client, services: Services) -> None:
+    worker = services.get_worker()
+    client.predict(*_settings(steps=6), api_name="/train_start")
+    assert worker.join(TIMEOUT)
+    name = worker.status().run_dir.name
+    with pytest.raises(AppError, match="already reached its total of 6 steps; give a larger total"):
+        client.predict(run=name, api_name="/train_continue")
+    with pytest.raises(AppError, match="is gone"):
+        client.predict(run="run-that-never-was", api_name="/train_continue")
+    with pytest.raises(AppError, match="New total steps must be a whole number"):
+        client.predict(run=name, total_steps=2.5, api_name="/train_continue")
+    started = client.predict(run=name, total_steps=9, api_name="/train_continue")
+    assert name in started
+    assert worker.join(TIMEOUT)
+    status = _status(client)[0]
+    assert status.startswith("**finished** · step **9 / 9**") and name in status, status
+    assert any(label.startswith(f"{name} · step 9 / 9") for label, _ in training_tab.run_choices(services))

@@ -1,0 +1,109 @@
+"""The Training tab's live view: what every open browser polls, sent only when it changed.
+
+A browser keeps the *versions* of what it was last sent (``Seen``, in a ``gr.State``): the status
+(run, state, step, message, records, last checkpoint), the curves (run, records), the batch view (run,
+step) and the checkpoint list (its paths). ``live_update`` rebuilds and sends only the outputs whose
+version moved and ``gr.skip()`` for the rest, so an idle or paused run costs a few comparisons per
+tick, not five figures. ``version`` is the cheap key the slow idle check compares.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from engine.training.run_folder import RunFolder
+from engine.training.worker_state import WorkerStatus
+from explorer.services import Services
+from explorer.training import plots as tp
+from explorer.training.status import status_markdown
+
+CHECKPOINT_COLUMNS = ["name", "step", "run", "path"]
+MASKED_COLUMNS = ["position", "input token", "original token", "kind"]
+LIVE_OUTPUTS = 8        # status, 4 curves, batch strip, masked table, checkpoints table
+
+Seen = dict[str, Any]   # output group -> the version last sent to this browser
+
+
+def shown_path(path: Path, runs_root: Path) -> str:
+    """A checkpoint's folder as the table shows it: relative to the runs folder, so a public app does not
+    print its server's directory layout (a run elsewhere shows ``<run>/checkpoints/<step>``)."""
+    try:
+        return path.relative_to(runs_root).as_posix()
+    except ValueError:
+        run = RunFolder.of_checkpoint(path)
+        return path.relative_to(run.root.parent).as_posix()
+
+
+def checkpoints_table(services: Services) -> pd.DataFrame:
+    """Every complete checkpoint under the runs folder, newest first."""
+    worker = services.get_worker()
+    rows = [[c.name, c.step, c.run.name, shown_path(c.path, worker.runs_root)] for c in worker.checkpoints()]
+    return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
+
+
+def listed_checkpoint(services: Services, text: str) -> Path:
+    """The folder of the checkpoint a table row names (its shown path, or its full path); refuses anything
+    the worker does not list, since the row comes from the browser and can be forged."""
+    worker = services.get_worker()
+    listed = {}
+    for c in worker.checkpoints():
+        listed[shown_path(c.path, worker.runs_root)] = c.path
+        listed[str(c.path)] = c.path
+    folder = listed.get(text)
+    if folder is None:
+        candidate = Path(text) if Path(text).is_absolute() else worker.runs_root / text
+        if not (candidate / "model.safetensors").is_file():
+            raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
+        raise gr.Error("Pick a checkpoint from the table.", print_exception=False)
+    if not (folder / "model.safetensors").is_file():
+        raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
+    return folder
+
+
+def version(st: WorkerStatus) -> tuple[int, str, int]:
+    """What the idle check compares: (run id, state, records); any change means "look again"."""
+    return (st.run_id, st.state, st.records)
+
+
+def _versions(services: Services, st: WorkerStatus) -> Seen:
+    checkpoints = tuple(str(c.path) for c in services.get_worker().checkpoints())   # cached 1 s by the worker
+    return {
+        "status": (st.run_id, st.state, st.step, st.total_steps, st.message, st.records,
+                   str(st.last_checkpoint), st.error, None if st.tokens_per_s is None else round(st.tokens_per_s, -1)),
+        "curves": (st.run_id, st.records),
+        "batch": (st.run_id, st.step),
+        "checkpoints": checkpoints,
+    }
+
+
+def live_view(services: Services) -> tuple[Any, ...]:
+    """Everything the live view shows, rebuilt from the worker's records (the public ``/train_status``)."""
+    return live_update(services, None)[0]
+
+
+def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...], Seen, bool]:
+    """The live view's outputs for a browser that was last sent ``seen`` (None: send everything), with
+    ``gr.skip()`` where nothing changed; the new versions; and whether a run is active (keep ticking)."""
+    worker = services.get_worker()
+    st = worker.status()
+    now = _versions(services, st)
+    seen = seen or {}
+    changed = {group: seen.get(group) != key for group, key in now.items()}
+    skip = gr.skip()
+    outputs: list[Any] = [status_markdown(st) if changed["status"] else skip]
+    if changed["curves"]:
+        records, _ = worker.metrics_since(0)
+        outputs += [tp.mlm_loss_figure(records), tp.nsp_loss_figure(records), tp.accuracy_figure(records),
+                    tp.lr_figure(records)]
+    else:
+        outputs += [skip] * 4
+    if changed["batch"]:
+        batch = worker.current_batch()
+        outputs += [tp.batch_figure(batch), pd.DataFrame(tp.masked_rows(batch), columns=MASKED_COLUMNS)]
+    else:
+        outputs += [skip] * 2
+    outputs.append(checkpoints_table(services) if changed["checkpoints"] else skip)
+    return tuple(outputs), now, st.active

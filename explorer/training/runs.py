@@ -1,0 +1,41 @@
+"""Continuing a stopped run from the Training tab: the runs to choose from and the Continue action."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from explorer.gpu import training_device
+from explorer.services import Services
+from explorer.training.status import status_markdown
+
+
+def run_choices(services: Services) -> list[tuple[str, str]]:
+    """(label, run name) of every run that can continue (a complete checkpoint short of its total, or a
+    finished run, which can go on with a larger total), newest first."""
+    return [(s.label, s.name) for s in services.get_worker().runs() if s.checkpoints > 0]
+
+
+def continue_run(services: Services, run: str | None, total_steps: Any) -> str:
+    """Resume ``run`` (its name; empty: the newest run with steps left) to its own total or to
+    ``total_steps`` (0 or empty: keep the run's); the status as Markdown. ValueError says what is wrong."""
+    worker = services.get_worker()
+    total = None
+    if total_steps not in (None, "", 0, 0.0):
+        try:
+            number = float(total_steps)
+        except (TypeError, ValueError):
+            raise ValueError(f"New total steps must be a whole number, got {total_steps!r}") from None
+        if not math.isfinite(number) or number != int(number) or not 1 <= number <= 1_000_000:
+            raise ValueError(f"New total steps must be a whole number between 1 and 1,000,000, got {total_steps!r}")
+        total = int(number)
+    if not run:
+        left = [s for s in worker.runs() if s.resumable]
+        if not left:
+            raise ValueError("There is no stopped run to continue; start a run first, or pick a finished one "
+                             "and give a larger total.")
+        run = left[0].name
+    if worker.status().active:
+        st = worker.status()
+        raise ValueError(f"A training run is already {st.state}; stop it before continuing {run}.")
+    worker.continue_run(str(run), total, device=training_device())
+    return status_markdown(worker.status())

@@ -1,0 +1,56 @@
+"""The Training tab's status line: the run's state in words, its progress, speed, ETA and why it ended."""
+from __future__ import annotations
+
+from engine.training.worker_state import WorkerStatus
+from explorer.formatting import percent, sig
+from explorer.ui_errors import shown
+
+# What each state means to a user, shown under the state's name.
+STATE_HELP = {
+    "preparing": "reading the text, building the vocabulary and the model",
+    "running": "training in the background; the app keeps serving",
+    "paused": "waiting after its last step; press **Resume** to go on",
+    "stopping": "finishing the current step and saving a checkpoint",
+    "stopped": "stopped by **Stop** before its last step; its last checkpoint can be continued (**Continue a run**)",
+    "finished": "reached its total steps; the last checkpoint is in the table and the model picker",
+    "failed": "ended by an error (below); checkpoints written before it are intact",
+    "diverged": "the loss became NaN or infinite, so training stopped; checkpoints written before it are intact",
+}
+
+
+def duration(seconds: float | None) -> str:
+    """``3723`` -> "1h 02m 03s", ``65`` -> "1m 05s", None -> "—"."""
+    if seconds is None:
+        return "—"
+    seconds = int(round(seconds))
+    minutes, s = divmod(seconds, 60)
+    hours, m = divmod(minutes, 60)
+    return f"{hours}h {m:02d}m {s:02d}s" if hours else (f"{m}m {s:02d}s" if m else f"{s}s")
+
+
+def status_markdown(st: WorkerStatus) -> str:
+    """State, progress, smoothed speed, ETA (only while running), message and, for a failed or diverged
+    run, the reason (never a traceback)."""
+    if st.state == "idle":
+        return "**idle** — no training run yet. Pick settings and press **Start**."
+    lines = [f"**{st.state}** · step **{st.step} / {st.total_steps}**"
+             + (f" · run `{st.run_dir.name}`" if st.run_dir is not None else "")]
+    m = st.metrics or {}
+    parts = []
+    if st.tokens_per_s is not None and st.state in ("running", "paused", "stopping"):
+        parts.append(f"{st.tokens_per_s:,.0f} tokens/s")
+    parts.append(f"elapsed {duration(st.elapsed)}")
+    if st.state == "running" and st.eta_s is not None:
+        parts.append(f"ETA {duration(st.eta_s)}")
+    if m.get("mlm_loss") is not None:
+        parts.append(f"MLM loss {sig(m['mlm_loss'])}")
+    if m.get("nsp_acc") is not None:
+        parts.append(f"NSP acc {percent(m['nsp_acc'])}")
+    lines.append(" · ".join(parts))
+    help_text = STATE_HELP.get(st.state)
+    lines.append(f"_{shown(st.message)}_" + (f" — {help_text}" if help_text else ""))
+    if st.error and st.state in ("failed", "diverged"):
+        lines.append(f"❌ {shown(st.error)}")
+    if st.last_checkpoint is not None:
+        lines.append(f"Last checkpoint: `{st.last_checkpoint.name}`")
+    return "\n\n".join(lines)
