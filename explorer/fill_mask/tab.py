@@ -15,7 +15,9 @@ from engine.probes.joint_fill import JointFill, joint_fill
 from explorer.formatting import percent, rounded, sig
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import plots as fill_mask_plots
+from explorer import run_picker
 from explorer.model_picker import ModelPicker
+from explorer.run_picker import run_note
 from explorer.services import Services
 from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
 
@@ -213,12 +215,13 @@ def over_training_table(labels: list[str], results: list[FillMaskResult], mask_t
 
 
 def over_training(services: Services, model_key: str | None, text: str | None, top_k: Any,
-                  targets: str | None) -> tuple[go.Figure, pd.DataFrame, str]:
-    """The same sentence over the checkpoints of a run: chart, table and a note."""
+                  targets: str | None, run: str | None = None) -> tuple[go.Figure, pd.DataFrame, str]:
+    """The same sentence over the checkpoints of ``run`` (default: the picked checkpoint's run, else the
+    newest): chart, table and a note."""
     require_text(text, empty_message=EMPTY_MESSAGE)
     k = check_top_k(top_k)
     words = parse_targets(targets)
-    choices = services.registry().run_checkpoints(model_key)
+    choices = services.registry().run_checkpoints(model_key, run)
     if len(choices) < 2:
         raise gr.Error(f"Probing over training needs a run with at least 2 saved checkpoints; found "
                        f"{len(choices)}. Start a training run in the Training tab and wait for its checkpoints.",
@@ -242,9 +245,9 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     fig = fill_mask_plots.over_training_figure(
         steps=[c.step for c in picked], labels=labels, tracked=[[m.tracked for m in r.masks] for r in results],
         titles=[f"{mask_token} {m + 1}" if n > 1 else mask_token for m in range(n)])
-    run = picked[0].key.split(":", 1)[-1].split("/", 1)[0]
-    note = (f"Run **{run}**: probed {len(picked)} of its {len(choices)} checkpoints "
-            f"(steps {', '.join(str(c.step) for c in picked)}); each line is a token that was in some "
+    name = picked[0].key.split(":", 1)[-1].split("/", 1)[0]
+    note = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
+            + f" (steps {', '.join(str(c.step) for c in picked)}); each line is a token that was in some "
             f"checkpoint's top-{results[-1].top_k}.")
     return fig, over_training_table(labels, results, mask_token), note
 
@@ -271,9 +274,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Results as JSON (the transformers fill-mask pipeline's format)", open=False):
         results = gr.JSON(label="fill-mask output")
     with gr.Accordion("Probe over checkpoints", open=False):
-        gr.Markdown("The same sentence on the checkpoints of the chosen run (or the newest run): how the "
-                    "probability of each candidate changes with training.")
-        over_button = gr.Button("Probe over checkpoints")
+        gr.Markdown("The same sentence on the checkpoints of a run (by default the picked checkpoint's run, "
+                    "else the newest): how the probability of each candidate changes with training.")
+        with gr.Row():
+            over_run = run_picker.build(services)
+            over_button = gr.Button("Probe over checkpoints")
         over_note = gr.Markdown()
         over_plot = gr.Plot(label="Probability vs training step")
         over_table = gr.Dataframe(label="Probabilities per checkpoint", interactive=False, wrap=False,
@@ -296,18 +301,20 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return fill(services, model_key, text, top_k, targets)
 
     @friendly_errors
-    def run_over_training(model_key: str, text: str, top_k: float, targets: str) -> tuple[Any, ...]:
+    def run_over_training(model_key: str, text: str, top_k: float, targets: str,
+                          run: str = run_picker.AUTO) -> tuple[Any, ...]:
         """Probe one masked sentence across the checkpoints of a training run.
 
         Args:
-            model_key: a checkpoint key picks its run; any other key uses the newest run.
+            model_key: a checkpoint key picks its run; any other key uses the newest run (unless run is given).
             text: a text with 1 to 20 [MASK] tokens.
             top_k: candidates per mask and checkpoint (1..50).
             targets: optional comma-separated words to score.
+            run: the run's name (a folder under the runs folder); empty for the picked checkpoint's run, else the newest.
         Returns:
             the probability-vs-step chart, a table per checkpoint and a note on what was probed.
         """
-        return over_training(services, model_key, text, top_k, targets)
+        return over_training(services, model_key, text, top_k, targets, run)
 
     run.__name__ = "fill_mask"
     run_over_training.__name__ = "fill_mask_over_training"
@@ -319,7 +326,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     clear_on_failure(examples.load_input_event.then(api_name="fill_mask_example_run", api_visibility="private",
                                                     **event_kwargs), outputs)
     over_outputs = [over_plot, over_table, over_note]
-    clear_on_failure(over_button.click(run_over_training, inputs=inputs, outputs=over_outputs,
+    clear_on_failure(over_button.click(run_over_training, inputs=[*inputs, over_run], outputs=over_outputs,
                                        api_name="fill_mask_over_training", show_progress="minimal"), over_outputs)
     return {"text": text, "targets": targets, "top_k": top_k, "button": button, "plot": plot,
             "results": results, "filled": filled, "summary": summary, "joint": joint, "over_button": over_button,

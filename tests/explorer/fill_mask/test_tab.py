@@ -174,7 +174,11 @@ def test_over_training_equals_the_engine(services, runs) -> None:
         assert lines and all(list(t.x) == list(STEPS) for t in lines)
         for line in lines:
             assert list(line.y) == pytest.approx([t[line.name[3:]] for t in tracked], abs=1e-6)
-    assert "probed 3 of its 3 checkpoints" in note and "run-a" in note
+    assert note.startswith("Run **run-a** (3 checkpoints, steps 2–6): showing 3 (steps 2, 4, 6)")
+    _, _, named = tab.over_training(services, "default", TWO, 3, "", run="run-a")
+    assert named == note
+    with pytest.raises(ValueError, match="The run 'other' has no checkpoints. Runs with checkpoints now: run-a"):
+        tab.over_training(services, "default", TWO, 3, "", run="other")
 
 
 def test_over_training_needs_two_checkpoints(tiny_tokenizer, tmp_path) -> None:
