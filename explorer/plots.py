@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import plotly.graph_objects as go
+import plotly.io as pio
+from plotly.colors import qualitative
 
 # Segment colours shared by every view that colours tokens by segment.
 SEGMENT_COLORS: dict[str, str] = {
@@ -21,6 +23,36 @@ SEGMENT_NAMES: dict[str, str] = {
     "B": "Segment B (type 1)",
     "special": "Special token",
 }
+
+# Figures and themes. Every figure is drawn on a transparent paper and plot, so it takes the page's
+# colour in light and in dark mode; grid lines are a grey at low opacity, which reads on both.
+# Text is FONT_COLOR, a dark slate chosen for this purpose only: in dark mode assets/style.css turns
+# every SVG text of exactly that colour light (Plotly writes it as an inline fill, which `!important`
+# overrides), and leaves text with a colour of its own (white labels in bars, heatmap cell values) alone.
+TRANSPARENT = "rgba(0,0,0,0)"
+FONT_COLOR = "#334155"                        # rgb(51, 65, 85); the CSS matches this exact fill
+GRID_COLOR = "rgba(128,128,128,0.25)"
+ZERO_LINE_COLOR = "rgba(128,128,128,0.5)"
+TEMPLATE_NAME = "bert_explorer"
+_NO_OUTLINE = dict(colorbar=dict(outlinewidth=0, ticks=""))
+_AXIS = dict(gridcolor=GRID_COLOR, linecolor=GRID_COLOR, zerolinecolor=ZERO_LINE_COLOR, zerolinewidth=1,
+             ticks="", title=dict(standoff=15), automargin=True)
+TEMPLATE = go.layout.Template(
+    layout=dict(
+        # what plotly's default template gave that the figures rely on (axis types, colours, margins)
+        autotypenumbers="strict", colorway=qualitative.Plotly, hovermode="closest",
+        colorscale=pio.templates["plotly"].layout.colorscale, title=dict(x=0.05),
+        font=dict(color=FONT_COLOR), paper_bgcolor=TRANSPARENT, plot_bgcolor=TRANSPARENT,
+        hoverlabel=dict(align="left"), legend=dict(bgcolor=TRANSPARENT), coloraxis=_NO_OUTLINE,
+        xaxis=_AXIS, yaxis=_AXIS, modebar=dict(bgcolor=TRANSPARENT, color="rgba(128,128,128,0.7)",
+                                                activecolor="rgba(128,128,128,1)"),
+    ),
+    data=dict(heatmap=[_NO_OUTLINE], scatter=[dict(marker=_NO_OUTLINE)], bar=[dict(marker=_NO_OUTLINE)]),
+)
+# The default for every figure of the process, so no builder and no endpoint passes a theme. It also
+# replaces plotly's own 7 KB default template, which every figure copied and sent (about 1 ms each).
+pio.templates[TEMPLATE_NAME] = TEMPLATE
+pio.templates.default = TEMPLATE_NAME
 
 # Above these many tokens the strip drops in-cell numbers / thins its tick labels.
 _MAX_CELL_LABELS = 48

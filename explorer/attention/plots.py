@@ -8,25 +8,29 @@ Ablation and over-training figures live in ``explorer.attention.ablation_plots``
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
-from explorer.plots import empty_figure, tick_labels
+from explorer.formatting import percent
+from explorer.plots import empty_figure, figure, tick_labels
 
 # White to dark blue (ColorBrewer "Blues"); the SVG/PNG exports use the same stops.
 COLORSCALE: list[tuple[float, str]] = [
     (0.0, "#f7fbff"), (0.125, "#deebf7"), (0.25, "#c6dbef"), (0.375, "#9ecae1"), (0.5, "#6baed6"),
     (0.625, "#4292c6"), (0.75, "#2171b5"), (0.875, "#08519c"), (1.0, "#08306b"),
 ]
-# One colour per head in the head view (cycled for more than 12 heads).
-HEAD_COLORS: list[str] = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-                          "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a"]
+# One colour per head in the head view: d3's category10 (bertviz's palette), then Dark24 colours that
+# read on white and on a dark page alike (cycled beyond 16 heads).
+HEAD_COLORS: list[str] = list(qualitative.D3) + [qualitative.Dark24[i] for i in (9, 10, 6, 23, 15, 17)]
 MODEL_VIEW_MAX_TOKENS = 48     # longer inputs are pooled into blocks in the model view
 HEAD_VIEW_THRESHOLD = 0.02     # weaker links are not drawn in the head view
-HEAD_VIEW_LEVELS = 10          # opacity steps (one trace per head and step)
+HEAD_VIEW_LEVELS = 5           # opacity steps (one trace per head and step)
+HEAD_VIEW_TOP_MARGIN = 160     # room above the plot for the legend (head toggles) under the plot's label
+HEAD_VIEW_LABEL_ROOM = 0.55    # x room for the token labels on each side (the links span x = 0..1)
+HOVER_TOP_LINKS = 3            # a token's hover lists its this many strongest links per head
 HOVER_LABEL_TOKENS = 64        # up to this many tokens the heatmap's hover names both tokens
 
 
@@ -80,24 +84,57 @@ def attention_heatmap(attn: np.ndarray, tokens: Sequence[str], layer: int, head:
     ))
 
 
-def _head_segments(weights: np.ndarray, threshold: float) -> dict[int, tuple[list, list]]:
-    """Opacity level -> (xs, ys) of line segments query i (x=0) -> key j (x=1), None-separated."""
-    levels: dict[int, tuple[list, list]] = {}
+def _link_paths(weights: np.ndarray, threshold: float) -> dict[int, str]:
+    """Opacity level -> one SVG path of the segments query i (x=0) -> key j (x=1) in that level.
+
+    Level k (1..HEAD_VIEW_LEVELS) holds the links with weight in ((k-1)/L, k/L]. A path shape costs
+    Plotly a fifth of a scatter trace to validate, and a head's levels stay a handful of shapes.
+    """
     rows, cols = np.nonzero(weights >= threshold)
-    for i, j in zip(rows.tolist(), cols.tolist()):
-        level = max(1, min(HEAD_VIEW_LEVELS, math.ceil(weights[i, j] * HEAD_VIEW_LEVELS)))
-        xs, ys = levels.setdefault(level, ([], []))
-        xs.extend((0, 1, None))
-        ys.extend((i, j, None))
-    return levels
+    levels = np.clip(np.ceil(weights[rows, cols] * HEAD_VIEW_LEVELS), 1, HEAD_VIEW_LEVELS).astype(int)
+    paths: dict[int, list[str]] = {}
+    for i, j, level in zip(rows.tolist(), cols.tolist(), levels.tolist()):
+        paths.setdefault(level, []).append(f"M0,{i}L1,{j}")
+    return {level: "".join(parts) for level, parts in paths.items()}
+
+
+def level_opacity(level: int) -> float:
+    """The opacity of a head-view opacity level: the middle of its weight bucket (alpha = weight, as bertviz)."""
+    return (level - 0.5) / HEAD_VIEW_LEVELS
+
+
+def _token_hovers(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int], outgoing: bool) -> list[str]:
+    """Per token, its strongest links in every drawn head: where a query looks (outgoing) or who looks at a key."""
+    k = min(HOVER_TOP_LINKS, len(tokens))
+    chosen = layer_attn[list(heads)]                                   # (h, S, S)
+    if not outgoing:
+        chosen = chosen.transpose(0, 2, 1)                             # (h, key, query)
+    top = np.argsort(-chosen, axis=-1, kind="stable")[..., :k]         # (h, S, k)
+    side, other = ("query", "looks at") if outgoing else ("key", "looked at by")
+    texts = []
+    for i, token in enumerate(tokens):
+        lines = [f"{side} {i}: {token}, {other}"]
+        for row, head in enumerate(heads):
+            links = ", ".join(f"{tokens[j]} {percent(chosen[row, i, j])}" for j in top[row, i].tolist()
+                              if chosen[row, i, j] >= HEAD_VIEW_THRESHOLD) or "–"
+            lines.append(f"head {head}: {links}")
+        texts.append("<br>".join(lines))
+    return texts
+
+
+def head_color(head: int) -> str:
+    """The head view's colour of ``head`` (cycled through ``HEAD_COLORS``)."""
+    return HEAD_COLORS[head % len(HEAD_COLORS)]
 
 
 def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int], layer: int,
               threshold: float = HEAD_VIEW_THRESHOLD) -> go.Figure:
     """BertViz-style: query tokens left, key tokens right, a line per link with opacity = weight.
 
-    ``layer_attn`` is (nh, S, S); one colour per head in ``heads``; links under
-    ``threshold`` are not drawn.
+    ``layer_attn`` is (nh, S, S); one colour per head in ``heads``, and one legend entry per head
+    above the plot (click: hide or show the head; double-click: that head alone). Each head's links
+    are drawn in ``HEAD_VIEW_LEVELS`` traces, one per opacity level; links under ``threshold`` are
+    not drawn. Hovering a token lists its strongest links in every drawn head.
     """
     layer_attn = np.asarray(layer_attn, dtype=float)
     if layer_attn.ndim != 3:
@@ -111,28 +148,33 @@ def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int
         raise ValueError(f"heads {bad} do not exist: this layer has heads 0 to {layer_attn.shape[0] - 1}")
     if not heads:
         return empty_figure("Choose at least one head to draw")
-    traces: list[dict] = []       # plain dicts, validated once by go.Figure: twice as fast as trace objects
+    shapes: list[dict] = []
     for head in heads:
-        color, name = HEAD_COLORS[head % len(HEAD_COLORS)], f"head {head}"
-        traces.append(dict(type="scatter", x=[None], y=[None], mode="lines", line=dict(color=color, width=3),
-                           name=name, legendgroup=name, showlegend=True))      # legend entry at full opacity
-        for level, (xs, ys) in sorted(_head_segments(layer_attn[head], threshold).items()):
-            traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", line=dict(color=color, width=2),
-                               opacity=level / HEAD_VIEW_LEVELS, name=name, legendgroup=name, showlegend=False,
-                               hoverinfo="skip"))
-    positions = list(range(n))
-    for x, side, title in ((0, "middle left", "query"), (1, "middle right", "key")):
-        traces.append(dict(type="scatter", x=[x] * n, y=positions, mode="markers+text", text=list(tokens),
-                           textposition=side, marker=dict(size=5, color="#6b7280"), showlegend=False,
-                           cliponaxis=False, customdata=positions,
-                           hovertemplate=f"{title} %{{customdata}}: %{{text}}<extra></extra>"))
-    return go.Figure(data=traces, layout=dict(
-        title=dict(text=f"Layer {layer}: query (left) → key (right); darker = more attention"),
-        height=min(1400, max(320, 22 * n + 120)), margin=dict(l=110, r=110, t=60, b=20),
-        plot_bgcolor="rgba(0,0,0,0)", legend=dict(orientation="h", yanchor="bottom", y=1.0, x=0),
-        xaxis=dict(visible=False, range=[-0.05, 1.05], fixedrange=True),
-        yaxis=dict(visible=False, range=[n - 0.5, -0.5]),
-    ))
+        color, name = head_color(head), f"head {head}"
+        shapes.append(dict(type="line", x0=0, x1=0, y0=0, y1=0, line=dict(color=color, width=4), name=name,
+                           legendgroup=name, showlegend=True))         # the legend entry, at full colour
+        for level, path in sorted(_link_paths(layer_attn[head], threshold).items()):
+            shapes.append(dict(type="path", path=path, xref="x", yref="y", line=dict(color=color, width=2),
+                               opacity=level_opacity(level), name=name, legendgroup=name, layer="below"))
+    traces: list[dict] = []
+    positions = np.arange(n, dtype=np.float32)
+    for x, side, outgoing in ((0, "middle left", True), (1, "middle right", False)):
+        traces.append(dict(type="scatter", x=np.full(n, x, dtype=np.float32), y=positions, mode="markers+text",
+                           text=list(tokens), textposition=side, showlegend=False, cliponaxis=False,
+                           marker=dict(size=9, color="#6b7280"), hovertext=_token_hovers(layer_attn, tokens, heads, outgoing),
+                           hovertemplate="%{hovertext}<extra></extra>", hoverlabel=dict(align="left")))
+    headers = [dict(text=text, x=x, y=-1.1, xref="x", yref="y", xanchor=anchor, showarrow=False, font=dict(size=13))
+               for x, anchor, text in ((0, "right", "<b>query</b> (looks)"), (1, "left", "<b>key</b> (looked at)"))]
+    return figure(
+        traces, height=min(1400, max(340, 22 * n + 190)), margin=dict(l=10, r=10, t=HEAD_VIEW_TOP_MARGIN, b=10),
+        plot_bgcolor="rgba(0,0,0,0)", annotations=headers, shapes=shapes, hovermode="closest",
+        legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom", itemwidth=30, tracegroupgap=0,
+                    title=dict(text=f"Layer {layer}: a darker line is more attention.<br>Click a head to hide or "
+                                    "show it, double-click to see it alone.<br>Hover a token for its strongest links.",
+                               side="top")),
+        xaxis=dict(visible=False, range=[-HEAD_VIEW_LABEL_ROOM, 1 + HEAD_VIEW_LABEL_ROOM], fixedrange=True),
+        yaxis=dict(visible=False, range=[n - 0.5, -1.6]),
+    )
 
 
 def pool_map(attn: np.ndarray, block: int) -> np.ndarray:

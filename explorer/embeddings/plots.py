@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from explorer.formatting import percent, sig
 from explorer.plots import SEGMENT_COLORS, SEGMENT_NAMES, empty_figure, figure, tick_labels
 
 COMPONENT_LABELS: dict[str, str] = {
@@ -28,6 +29,9 @@ COMPONENT_COLORS: dict[str, str] = {
 NEIGHBOUR_COLUMNS = ["position", "token", "rank", "neighbour", "id", "cosine"]
 SIMILARITY_SCALE = "RdBu_r"
 _MAX_POINT_LABELS = 64
+OUTLIER_FENCE = 3.0            # a PCA point beyond Q1/Q3 -+ this many IQRs is drawn on the plot's edge
+MAX_OFF_SCALE_NOTES = 4        # off-scale points named one by one; beyond this, counted
+GUIDE_COLOR = "rgba(128,128,128,0.5)"   # the line joining positions: grey that reads on light and dark
 
 
 def _token_axis(tokens: Sequence[str], title: str = "position") -> dict:
@@ -99,26 +103,66 @@ def position_similarity_heatmap(matrix: np.ndarray, title: str | None = None) ->
                   yaxis=dict(title="position", autorange="reversed", scaleanchor="x", constrain="domain"))
 
 
+def robust_range(values: np.ndarray, fence: float = OUTLIER_FENCE) -> tuple[float, float]:
+    """An axis range for ``values`` that a few far outliers cannot stretch: the min and max of the values
+    inside Tukey's fences [Q1 - fence·IQR, Q3 + fence·IQR], plus a 6% margin.
+
+    Without outliers this is the data's range; a point beyond a fence is drawn on the edge instead.
+    """
+    values = np.asarray(values, dtype=float)
+    q1, q3 = np.quantile(values, [0.25, 0.75])
+    inside = values[(values >= q1 - fence * (q3 - q1)) & (values <= q3 + fence * (q3 - q1))]
+    lo, hi = float(inside.min()), float(inside.max())
+    pad = 0.06 * (hi - lo) or 0.5 * max(abs(lo), 1.0)
+    return lo - pad, hi + pad
+
+
+def _off_scale_note(index: int, dx: int, dy: int) -> str:
+    arrow = {(1, 0): "→", (-1, 0): "←", (0, 1): "↑", (0, -1): "↓"}.get((dx, dy), "↗↖↘↙"[(dx < 0) + 2 * (dy < 0)])
+    return f"position {index}, off scale {arrow}"
+
+
 def position_pca_scatter(coords: np.ndarray, variance: Sequence[float] | None = None) -> go.Figure:
-    """Positions in their first two principal components, coloured by index and joined in order."""
+    """Positions in their first two principal components, coloured by index and joined in order.
+
+    Axis ranges come from :func:`robust_range`, so one far point (often position 0) does not squeeze
+    the others into a corner: such a point sits on the plot's edge as an open diamond, named by an
+    annotation ("position 0, off scale →"); its hover gives its true coordinates.
+    """
     coords = np.asarray(coords, dtype=float)
     if coords.ndim != 2 or coords.shape[1] != 2:
         raise ValueError(f"coords must be (P, 2), got {coords.shape}")
     num = coords.shape[0]
     if num == 0:
         return empty_figure("No positions")
+    (x_lo, x_hi), (y_lo, y_hi) = robust_range(coords[:, 0]), robust_range(coords[:, 1])
+    shown = np.column_stack([np.clip(coords[:, 0], x_lo, x_hi), np.clip(coords[:, 1], y_lo, y_hi)])   # (P, 2)
+    side = np.sign(coords - shown).astype(int)                     # (P, 2): -1 / 0 / 1 off which edge
+    off = np.flatnonzero(side.any(axis=1))
     step = max(1, math.ceil(num / 16))
-    labels = [str(i) if i % step == 0 or i == num - 1 else "" for i in range(num)]
+    labels = [str(i) if (i % step == 0 or i == num - 1) and i not in off else "" for i in range(num)]
+    hover = [f"position {i}<br>({sig(x)}, {sig(y)})" + (" off scale" if i in off else "")
+             for i, (x, y) in enumerate(coords.tolist())]
+    is_off = side.any(axis=1)
+    symbols = ["diamond-open" if o else "circle" for o in is_off.tolist()]
+    notes = [dict(x=shown[i, 0], y=shown[i, 1], text=_off_scale_note(int(i), *side[i].tolist()), showarrow=True,
+                  arrowhead=0, ax=-40 * side[i, 0] or 30, ay=30 * side[i, 1] or -24, font=dict(size=11))
+             for i in off[:MAX_OFF_SCALE_NOTES]]
+    if len(off) > MAX_OFF_SCALE_NOTES:
+        notes.append(dict(text=f"{len(off)} positions off scale (diamonds on the edges)", x=0, y=1.02,
+                          xref="paper", yref="paper", xanchor="left", yanchor="bottom", showarrow=False))
+    axes = _pca_axes(variance)
+    axes["xaxis"]["range"], axes["yaxis"]["range"] = [x_lo, x_hi], [y_lo, y_hi]
     return figure([
-        dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="lines", line=dict(color="#cbd5e1", width=1),
+        dict(type="scatter", x=shown[:, 0], y=shown[:, 1], mode="lines", line=dict(color=GUIDE_COLOR, width=1),
              hoverinfo="skip", showlegend=False),
-        dict(type="scatter", x=coords[:, 0], y=coords[:, 1], mode="markers+text", text=labels,
-             textposition="top center", marker=dict(color=list(range(num)), colorscale="Viridis", size=8,
-                                                    showscale=True, colorbar=dict(title="position")),
-             customdata=list(range(num)),
-             hovertemplate="position %{customdata}<br>(%{x:.3f}, %{y:.3f})<extra></extra>", showlegend=False)],
-        title="Position embeddings, 2-D PCA (consecutive positions joined)", height=420,
-        margin=dict(l=50, r=20, t=50, b=40), **_pca_axes(variance))
+        dict(type="scatter", x=shown[:, 0], y=shown[:, 1], mode="markers+text", text=labels, textposition="top center",
+             marker=dict(color=np.arange(num, dtype=np.float32), colorscale="Viridis", symbol=symbols,
+                         size=np.where(is_off, 13, 8).astype(np.float32),
+                         line=dict(width=is_off.astype(np.float32) * 3), showscale=True, colorbar=dict(title="position")),
+             hovertext=hover, hovertemplate="%{hovertext}<extra></extra>", showlegend=False, cliponaxis=False)],
+        title="Position embeddings, 2-D PCA (consecutive positions joined)", height=420, annotations=notes,
+        margin=dict(l=50, r=20, t=50, b=40), **axes)
 
 
 def contextual_pca_scatter(tokens: Sequence[str], segments: Sequence[str], coords: np.ndarray, layer: int,
@@ -213,5 +257,5 @@ def _pca_axes(variance: Sequence[float] | None) -> dict:
     def title(i: int) -> str:
         if variance is None or len(variance) <= i:
             return f"PC{i + 1}"
-        return f"PC{i + 1} ({float(variance[i]):.0%} of variance)"
+        return f"PC{i + 1} ({percent(float(variance[i]))} of variance)"
     return dict(xaxis=dict(title=title(0)), yaxis=dict(title=title(1)))

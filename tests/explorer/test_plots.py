@@ -1,7 +1,14 @@
 """Plot builders: pure data -> plotly Figure, checked without a browser."""
 from __future__ import annotations
 
+import importlib
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 
 from explorer import plots
@@ -96,3 +103,108 @@ def test_subplot_grid_lays_plots_out_like_make_subplots() -> None:
     assert ours["yaxis5"]["title"]["text"] == "p" and ours["yaxis5"]["anchor"] == "x5"
     fig = figure([dict(type="bar", x=[0], y=[1], xaxis="x5", yaxis="y5")], height=300, **ours)
     assert fig.data[0].xaxis == "x5" and fig.layout.height == 300 and fig.layout.yaxis5.title.text == "p"
+
+
+# --- themes: every figure follows light and dark mode ------------------------------------------
+
+FIGURE_MODULES = ["explorer.plots", "explorer.attention.plots", "explorer.attention.ablation_plots",
+                  "explorer.embeddings.plots", "explorer.fill_mask.plots", "explorer.qa.plots",
+                  "explorer.training.plots"]
+_T = ["[CLS]", "the", "cat", "the", "[SEP]"]
+_MAPS = np.full((2, 2, 5, 5), 0.2)
+_RECORDS = [{"kind": "train", "step": s, "mlm_loss": 5.0 / s, "nsp_loss": 0.7, "mlm_acc": 0.1, "nsp_acc": 0.5,
+             "lr": 1e-4} for s in range(1, 4)] + [{"kind": "eval", "step": 3, "eval_mlm_loss": 2.0}]
+
+
+def _builders() -> dict[str, Callable[[], go.Figure]]:
+    from explorer.attention import ablation_plots, plots as ap
+    from explorer.embeddings import plots as ep
+    from explorer.fill_mask import plots as fp
+    from explorer.qa import plots as qp
+    from explorer.training import plots as tp
+    rng = np.random.default_rng(0)
+    window = qp.WindowProbs(0, ["a", "b", "c"], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], answers=[(1, 2, "#1")])
+    batch = {"rows": [{"tokens": ["[CLS]", "[MASK]", "[SEP]"], "mask_kind_names": ["special", "mask", "special"],
+                       "label_tokens": [None, "cat", None]}]}
+    return {
+        "explorer.plots.figure": lambda: plots.figure([dict(type="bar", x=[0], y=[1])], title="t"),
+        "explorer.plots.empty_figure": lambda: plots.empty_figure(),
+        "explorer.plots.token_strip": lambda: plots.token_strip(_T, ["special", "A", "A", "B", "special"]),
+        "explorer.attention.plots.attention_heatmap": lambda: ap.attention_heatmap(_MAPS[0, 0], _T, 0, 0),
+        "explorer.attention.plots.head_view": lambda: ap.head_view(_MAPS[0], _T, [0, 1], 0),
+        "explorer.attention.plots.model_view": lambda: ap.model_view(_MAPS, _T, focus=(0, 0)),
+        "explorer.attention.plots.stats_heatmap": lambda: ap.stats_heatmap(np.ones((2, 2)), "entropy"),
+        "explorer.attention.ablation_plots.ablation_figure": lambda: ablation_plots.ablation_figure(
+            _T, [1, 2], [1.0, 2.0], [1.5, 2.5], [{"position": 1, "tokens": ["a"], "baseline": [0.5],
+                                                  "ablated": [0.2]}], (0.8, 0.4)),
+        "explorer.attention.ablation_plots.checkpoint_maps_figure": lambda: ablation_plots.checkpoint_maps_figure(
+            list(_MAPS[0]), [_T, _T], ["step 1", "step 2"], 0, 0),
+        "explorer.attention.ablation_plots.stats_over_steps_figure": lambda: ablation_plots.stats_over_steps_figure(
+            [0, 5], ["a", "b"], {"entropy": np.ones(2)}, {}, 0, 0),
+        "explorer.embeddings.plots.component_norms": lambda: ep.component_norms(_T, {"word": np.ones(5)}),
+        "explorer.embeddings.plots.dimensions_heatmap": lambda: ep.dimensions_heatmap(_T, rng.normal(size=(5, 8))),
+        "explorer.embeddings.plots.position_similarity_heatmap": lambda: ep.position_similarity_heatmap(np.eye(4)),
+        "explorer.embeddings.plots.position_pca_scatter": lambda: ep.position_pca_scatter(rng.normal(size=(9, 2))),
+        "explorer.embeddings.plots.contextual_pca_scatter": lambda: ep.contextual_pca_scatter(
+            _T, ["special", "A", "A", "B", "special"], rng.normal(size=(5, 2)), 1),
+        "explorer.embeddings.plots.segment_difference_bars": lambda: ep.segment_difference_bars(np.ones(4)),
+        "explorer.embeddings.plots.position_similarity_grid": lambda: ep.position_similarity_grid(
+            [("a", np.eye(3)), ("b", np.eye(3))]),
+        "explorer.fill_mask.plots.predictions_figure": lambda: fp.predictions_figure([["a", "b"]], [[0.6, 0.3]]),
+        "explorer.fill_mask.plots.over_training_figure": lambda: fp.over_training_figure(
+            [1, 2], ["1", "2"], [[{"cat": 0.1}], [{"cat": 0.4}]]),
+        "explorer.qa.plots.probabilities_figure": lambda: qp.probabilities_figure([window]),
+        "explorer.qa.plots.windows_figure": lambda: qp.windows_figure(10, [(0, 6), (4, 10)], [(1, 3, "#1")]),
+        "explorer.training.plots.curves_figure": lambda: tp.curves_figure(_RECORDS, tp.MLM_LOSS_SERIES, "MLM loss"),
+        "explorer.training.plots.mlm_loss_figure": lambda: tp.mlm_loss_figure(_RECORDS),
+        "explorer.training.plots.nsp_loss_figure": lambda: tp.nsp_loss_figure(_RECORDS),
+        "explorer.training.plots.accuracy_figure": lambda: tp.accuracy_figure(_RECORDS),
+        "explorer.training.plots.lr_figure": lambda: tp.lr_figure(_RECORDS),
+        "explorer.training.plots.masked_strip": lambda: tp.masked_strip(["[CLS]", "[MASK]"], ["special", "mask"]),
+        "explorer.training.plots.batch_figure": lambda: tp.batch_figure(batch),
+    }
+
+
+def _figure_builders() -> set[str]:
+    """Every public function of the figure modules that is annotated to return a Figure."""
+    found = set()
+    for name in FIGURE_MODULES:
+        module = importlib.import_module(name)
+        for attr, fn in vars(module).items():
+            if inspect.isfunction(fn) and fn.__module__ == name and not attr.startswith("_") \
+                    and "Figure" in str(inspect.signature(fn).return_annotation):
+                found.add(f"{name}.{attr}")
+    return found
+
+
+def _transparent(color: str | None) -> bool:
+    return color is not None and color.replace(" ", "") in ("rgba(0,0,0,0)", "transparent")
+
+
+def test_every_figure_builder_is_checked_for_themes() -> None:
+    assert _figure_builders() == set(_builders())      # a new builder joins the theme check below
+
+
+@pytest.mark.parametrize("name", sorted(_builders()))
+def test_figures_are_transparent_and_theme_neutral(name: str) -> None:
+    """No white box in dark mode: paper and plot show the page through; text uses FONT_COLOR, which
+    assets/style.css turns light under `.dark`; grid lines are a translucent grey."""
+    fig = _builders()[name]()
+    template = fig.layout.template.layout
+    assert template.to_plotly_json() == plots.TEMPLATE.layout.to_plotly_json()      # the app's template
+    for key in ("paper_bgcolor", "plot_bgcolor"):
+        assert _transparent(fig.layout[key] or template[key]), f"{name}: {key} = {fig.layout[key]}"
+    assert (fig.layout.font.color or template.font.color) == plots.FONT_COLOR
+    for axis in [k for k in fig.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]:
+        assert fig.layout[axis].gridcolor in (None, plots.GRID_COLOR), f"{name}: {axis} grid"
+    assert fig.layout.legend.bgcolor in (None, plots.TRANSPARENT)
+
+
+def test_the_template_is_the_default_and_neutral() -> None:
+    assert pio.templates.default == plots.TEMPLATE_NAME
+    layout = plots.TEMPLATE.layout
+    assert _transparent(layout.paper_bgcolor) and _transparent(layout.plot_bgcolor)
+    assert "0.25" in layout.xaxis.gridcolor and layout.xaxis.gridcolor == layout.yaxis.gridcolor   # grey, translucent
+    css = (Path(__file__).resolve().parents[2] / "assets" / "style.css").read_text(encoding="utf-8")
+    red, green, blue = (int(plots.FONT_COLOR[i:i + 2], 16) for i in (1, 3, 5))
+    assert f'.dark .js-plotly-plot .main-svg text[style*="fill: rgb({red}, {green}, {blue})"]' in css

@@ -55,27 +55,60 @@ def test_heatmap_rejects_mismatched_input() -> None:
 
 # --- head view ---------------------------------------------------------------------------
 
+def _links(shape) -> list[tuple[int, int]]:
+    """(query, key) pairs of a head-view path "M0,iL1,j..."."""
+    return [tuple(int(float(v)) for v in (seg.split("L")[0].split(",")[1], seg.split("L")[1].split(",")[1]))
+            for seg in shape.path.split("M")[1:]]
+
+
 def test_head_view_lines_labels_and_colours() -> None:
     layer = np.zeros((3, N, N))
     layer[0] = np.eye(N)                                     # head 0: each token to itself (weight 1)
     layer[2, :, 0] = 0.99                                    # head 2: everything to [CLS], a little elsewhere
     layer[2, :, 1] = 0.01
     fig = attention_plots.head_view(layer, TOKENS, heads=[0, 2], layer=4)
-    legend = [t for t in fig.data if t.mode == "lines" and t.showlegend]
-    lines = [t for t in fig.data if t.mode == "lines" and not t.showlegend]
-    assert [t.name for t in legend] == ["head 0", "head 2"] and all(list(t.x) == [None] for t in legend)
-    labels = [t for t in fig.data if t.mode == "markers+text"]
-    assert {t.name for t in lines} == {"head 0", "head 2"}
-    assert {t.line.color for t in lines if t.name == "head 0"} == {attention_plots.HEAD_COLORS[0]}
-    assert {t.line.color for t in lines if t.name == "head 2"} == {attention_plots.HEAD_COLORS[2]}
-    head0 = [t for t in lines if t.name == "head 0"]
-    assert len(head0) == 1 and head0[0].opacity == 1.0
-    assert list(head0[0].y) == [v for i in range(N) for v in (i, i, None)]   # query i -> key i
-    head2 = [t for t in lines if t.name == "head 2"]
-    segments = sum(len(t.x) // 3 for t in head2)
-    assert segments == N                                      # the 0.01 links fall under the threshold
+    legend = [s for s in fig.layout.shapes if s.showlegend]
+    assert [s.name for s in legend] == ["head 0", "head 2"]
+    assert [s.line.color for s in legend] == [attention_plots.HEAD_COLORS[0], attention_plots.HEAD_COLORS[2]]
+    paths = [s for s in fig.layout.shapes if s.type == "path"]
+    assert {s.legendgroup for s in paths} == {"head 0", "head 2"}                     # a legend click hides its head
+    assert {s.line.color for s in paths if s.name == "head 0"} == {attention_plots.HEAD_COLORS[0]}
+    (head0,) = [s for s in paths if s.name == "head 0"]
+    assert _links(head0) == [(i, i) for i in range(N)] and head0.opacity == pytest.approx(0.9)   # weight 1: darkest
+    head2 = [s for s in paths if s.name == "head 2"]
+    assert sorted(link for s in head2 for link in _links(s)) == [(i, 0) for i in range(N)]   # 0.01 is under the threshold
+    labels = fig.data
     assert [list(t.text) for t in labels] == [TOKENS, TOKENS] and list(labels[0].y) == list(range(N))
-    assert "Layer 4" in fig.layout.title.text
+    assert list(labels[0].x) == [0] * N and list(labels[1].x) == [1] * N                   # queries left, keys right
+    assert "Layer 4" in fig.layout.legend.title.text
+
+
+def test_head_view_opacity_follows_the_weight() -> None:
+    layer = np.zeros((1, 3, 3))
+    layer[0, 0] = [0.9, 0.1, 0.0]                            # query 0: strong link to key 0, weak to key 1
+    layer[0, 1] = [0.0, 0.5, 0.5]
+    layer[0, 2] = [0.0, 0.3, 0.7]
+    fig = attention_plots.head_view(layer, ["a", "b", "c"], heads=[0], layer=0)
+    opacity = {link: s.opacity for s in fig.layout.shapes if s.type == "path" for link in _links(s)}
+    for (query, key), alpha in opacity.items():
+        assert abs(alpha - layer[0, query, key]) <= 0.5 / attention_plots.HEAD_VIEW_LEVELS   # alpha = weight, bucketed
+    assert opacity[(0, 0)] > opacity[(2, 2)] > opacity[(1, 1)] > opacity[(2, 1)] > opacity[(0, 1)]
+    assert len(fig.layout.shapes) <= attention_plots.HEAD_VIEW_LEVELS + 1 and len(fig.data) == 2   # few elements: fast
+
+
+def test_head_view_legend_sits_above_the_plot_and_hover_names_weights() -> None:
+    layer = np.zeros((2, N, N))
+    layer[0, :, 0] = 1.0                                     # head 0: all to [CLS]
+    layer[1] = np.eye(N)                                     # head 1: to itself
+    fig = attention_plots.head_view(layer, TOKENS, heads=[0, 1], layer=0)
+    legend = fig.layout.legend
+    assert legend.orientation == "h" and legend.y >= 1 and legend.yanchor == "bottom"    # above, not over the links
+    assert fig.layout.margin.t >= attention_plots.HEAD_VIEW_TOP_MARGIN
+    query, key = fig.data
+    assert query.hovertext[5].startswith("query 5: the")
+    assert "head 0: [CLS] 100%" in query.hovertext[5] and "head 1: the 100%" in query.hovertext[5]
+    assert key.hovertext[0].startswith("key 0: [CLS]") and "head 0: [CLS] 100%" in key.hovertext[0]
+    assert len(set(attention_plots.HEAD_COLORS[:12])) == 12                               # BERT-base: 12 distinct colours
 
 
 def test_head_view_checks_heads() -> None:

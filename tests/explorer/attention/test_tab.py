@@ -73,7 +73,7 @@ def test_show_attention_outputs(services: Services) -> None:
     assert all(isinstance(f, go.Figure) for f in (heat, head_view, model_view, stats_plot))
     assert list(heat.layout.xaxis.ticktext) == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]",
                                                 "the", "dog", "ran", "[SEP]"]
-    assert {t.name for t in head_view.data if t.mode == "lines"} <= {"head 0", "head 2"}
+    assert {s.name for s in head_view.layout.shapes if s.showlegend} == {"head 0", "head 2"}   # the heads asked for
     assert len(model_view.data) == 1 and "share to [SEP]" in stats_plot.layout.title.text
     assert isinstance(table, pd.DataFrame) and list(table.columns) == attention_tab.TABLE_COLUMNS and len(table) == 8
     assert "**12 tokens**" in summary and "Layer 1, head 3" in summary

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from explorer.formatting import sig
 from explorer.plots import SEGMENT_COLORS
 import plotly.graph_objects as go
 import pytest
@@ -116,3 +117,42 @@ def test_position_similarity_grid_small_multiples() -> None:
     assert "No checkpoints" in _annotation(ep.position_similarity_grid([]))
     with pytest.raises(ValueError, match="square"):
         ep.position_similarity_grid([("bad", np.ones((2, 3)))])
+
+
+def _circle(num: int = 40) -> np.ndarray:
+    angle = np.linspace(0, 2 * np.pi, num, endpoint=False)
+    return np.column_stack([np.cos(angle), np.sin(angle)])
+
+
+def test_position_pca_outlier_does_not_squeeze_the_rest() -> None:
+    coords = _circle()
+    coords[0] = [100.0, 0.0]                                   # position 0 far to the right
+    fig = ep.position_pca_scatter(coords, [0.6, 0.2])
+    x_lo, x_hi = fig.layout.xaxis.range
+    y_lo, y_hi = fig.layout.yaxis.range
+    bulk = coords[1:]
+    assert (bulk[:, 0].max() - bulk[:, 0].min()) / (x_hi - x_lo) > 0.8     # the others span most of the plot
+    assert (bulk[:, 1].max() - bulk[:, 1].min()) / (y_hi - y_lo) > 0.8
+    line, points = fig.data
+    assert points.x[0] == pytest.approx(x_hi) and points.y[0] == pytest.approx(0.0)   # drawn on the right edge
+    assert points.marker.symbol[0] == "diamond-open" and set(points.marker.symbol[1:]) == {"circle"}
+    np.testing.assert_allclose(points.x[1:], bulk[:, 0]) and np.testing.assert_allclose(line.x, points.x)
+    (note,) = fig.layout.annotations
+    assert note.text == "position 0, off scale →" and note.x == pytest.approx(x_hi)
+    assert points.hovertext[0].startswith("position 0<br>(100, 0)")            # the true coordinates
+    assert points.hovertext[1] == f"position 1<br>({sig(coords[1, 0])}, {sig(coords[1, 1])})"
+
+
+def test_position_pca_without_outliers_shows_every_point_as_is() -> None:
+    coords = _circle() * 3
+    fig = ep.position_pca_scatter(coords)
+    points = fig.data[1]
+    np.testing.assert_allclose(points.x, coords[:, 0]) and np.testing.assert_allclose(points.y, coords[:, 1])
+    assert not fig.layout.annotations and set(points.marker.symbol) == {"circle"}
+    x_lo, x_hi = fig.layout.xaxis.range
+    assert x_lo < -3 < 3 < x_hi and (x_hi - x_lo) < 7                        # the data's range plus a margin
+    many = _circle()
+    many[:6] *= 200                                            # several outliers: named up to a limit, then counted
+    notes = [a.text for a in ep.position_pca_scatter(many).layout.annotations]
+    assert len(notes) == ep.MAX_OFF_SCALE_NOTES + 1 and "6 positions off scale" in notes[-1]
+    assert ep.robust_range(np.full(5, 2.0))[0] < 2.0 < ep.robust_range(np.full(5, 2.0))[1]   # one value: a range
