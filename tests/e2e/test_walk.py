@@ -128,3 +128,74 @@ def test_a_failed_call_clears_what_it_would_have_replaced(page: Page) -> None:
     expect(panel.locator(f".block:has-text('Heatmap of the chosen head') {PLOT}")).to_have_count(0)
     expect(panel.locator(".attention-summary").last).not_to_contain_text("Layer 3, head 2")
     close_toasts(page)
+
+
+def test_tokenize_shows_the_pieces_the_model_sees(page: Page) -> None:
+    panel = open_tab(page, "Tokenize")
+    box = panel.get_by_label("Text", exact=True)
+    box.fill("Tokenization 🤗 works")
+    panel.get_by_role("button", name="Tokenize", exact=True).click()
+    strip = panel.locator(".wp-strip").first
+    expect(strip.locator(".wp-cont").first).to_have_text("##ization")            # a continuation, visibly
+    unknown = strip.locator(".wp-unk").first
+    expect(unknown).to_contain_text("[UNK]")
+    expect(unknown.locator(".wp-src")).to_have_text("🤗")                        # the text it replaced
+    assert "chars 13–14" in (unknown.get_attribute("title") or "")               # offsets on hover
+    expect(strip.locator(".wp-special").first).to_have_text("[CLS]")
+    no_error_toast(page)
+
+
+# (tab, a selector its first example must draw)
+TABS = [("Tokenize", ".wp-strip"), ("Embeddings", f"{PLOT} .heatmaplayer"), ("Attention", f"{PLOT} .heatmaplayer"),
+        ("Fill-mask", f"{PLOT} .barlayer"), ("QA", f"{PLOT} .barlayer, {PLOT} .scatterlayer .trace")]
+
+
+@pytest.mark.parametrize(("tab", "drawn"), TABS, ids=[t for t, _ in TABS])
+def test_every_tab_follows_the_theme(page: Page, tab: str, drawn: str) -> None:
+    panel = open_tab(page, tab)
+    run_first_example(panel)
+    expect(panel.locator(drawn).first).to_be_attached()
+    no_error_toast(page)
+    check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
+    screenshot(page, tab.lower())
+
+
+def check_figures_follow_the_theme(panel, theme: str) -> None:
+    """Each drawn figure's background is the page's (transparent), and its axis text is readable on it:
+    light text on the dark theme, dark text on the light one."""
+    for plot in panel.locator(f"{PLOT}:visible").all():
+        background = plot.locator(".main-svg").first.evaluate("e => getComputedStyle(e).backgroundColor")
+        assert background in ("rgba(0, 0, 0, 0)", "transparent"), background
+        ticks = plot.locator(".xtick text, .ytick text")
+        if ticks.count():
+            fill = ticks.first.evaluate("e => getComputedStyle(e).fill")
+            channels = [int(c) for c in fill[fill.index("(") + 1:fill.index(")")].split(",")[:3]]
+            bright = sum(channels) / 3
+            assert (bright > 150) if theme == "dark" else (bright < 120), (theme, fill)
+
+
+def test_training_states_read_right(page: Page) -> None:
+    panel = open_tab(page, "Training")
+    status = panel.locator(".train-status").first
+    if page.theme == "light":  # type: ignore[attr-defined]  # one run is enough; the dark walk shows its curves
+        panel.get_by_label("Steps", exact=True).fill("100000")             # long enough to pause and stop
+        panel.get_by_role("button", name="Start", exact=True).click()
+        expect(status).to_contain_text("running", timeout=120_000)
+        expect(status).to_contain_text("tokens/s", timeout=120_000)
+        panel.get_by_role("button", name="Pause", exact=True).click()
+        expect(status).to_contain_text("paused")
+        expect(status).not_to_contain_text("ETA")
+        panel.get_by_role("button", name="Resume", exact=True).click()
+        expect(status).to_contain_text("running")
+        panel.get_by_role("button", name="Stop", exact=True).click()
+        expect(status.locator("strong").first).to_have_text("stopped", timeout=120_000)
+        expect(status).not_to_contain_text("ETA")
+        panel.get_by_role("button", name="Continue a run (resume").click()
+        panel.get_by_role("button", name="Continue run", exact=True).click()    # empty: the newest stopped run
+        expect(status.locator("strong").first).to_have_text("running", timeout=120_000)
+        panel.get_by_role("button", name="Stop", exact=True).click()
+        expect(status.locator("strong").first).to_have_text("stopped", timeout=120_000)
+    expect(panel.locator(f"{PLOT} .scatterlayer .trace").first).to_be_attached()
+    check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
+    no_error_toast(page)
+    screenshot(page, "training")
