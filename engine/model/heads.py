@@ -154,7 +154,8 @@ class BertWithHeads(nn.Module):
         mlm_positions: torch.Tensor | None = None,
         compute: tuple[str, ...] | None = None,
     ) -> HeadsOutput:
-        """Run the encoder and the heads in ``compute`` (default: all the model has; ``()``: none).
+        """Run the encoder and the heads in ``compute`` (default: all the model has that take this
+        input's shape, see below; ``()``: none).
 
         ``labels`` (B, S) holds original ids at masked positions and -100 elsewhere. The MLM
         head runs at every position unless ``mlm_positions`` (B, S) bool picks some, or
@@ -175,7 +176,7 @@ class BertWithHeads(nn.Module):
                 for t in (input_ids, attention_mask, token_type_ids, position_ids))
         encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                             output_attentions, output_hidden_states, output_qk)
-        hidden, pooled = encoded.last_hidden_state, encoded.pooler_output  # (B, S, H), (B, H)
+        hidden, pooled = encoded.last_hidden_state, encoded.pooler_output  # (B, S, H), (B, H); B*C rows for choices
         out = HeadsOutput(encoder=encoded)
         if "mlm" in compute:
             if mlm_positions is None and sparse_mlm and labels is not None:

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 import transformers
 
+from engine.checkpoints.key_mapping import normalise_keys
 from engine.model.config import SUPPORTED_ACTIVATIONS, BertConfig
 from engine.model.heads import IGNORE_INDEX, BertWithHeads
 from engine.model.encoder import BertModel
@@ -233,3 +234,22 @@ def test_multiple_choice_parity(name, shape, positions):
     check(f"{name} choice loss (fast path)", fast.loss, b.loss, PARITY)
     assert a.encoder.last_hidden_state.shape == (batch_size * choices, seq_len, config.hidden_size)
     compare_encoder(name, a.encoder, b, config.num_hidden_layers)
+
+
+@pytest.mark.parametrize("hf_class, head", [("BertForTokenClassification", "token_classifier"),
+                                            ("BertForMultipleChoice", "multiple_choice")])
+def test_transformers_classifier_weights_load_into_ours(hf_class, head):
+    """The other direction: transformers' ``classifier.*`` (random values) is our head of the class named."""
+    config = ODD36.replace(id2label={i: f"T{i}" for i in range(4)})
+    torch.manual_seed(0)
+    hf = randomize_(getattr(transformers, hf_class)(hf_config(config)), 9).eval()
+    state, ignored = normalise_keys(hf.state_dict(), [hf_class])
+    ours = BertWithHeads(config, (head,)).eval()
+    ours.load_state_dict(state)                                      # strict: nothing missing or unexpected
+    assert ignored == [] and not hasattr(ours, "classifier")
+    inputs = batch(config, batch_size=6, seq_len=8, seed=9)
+    if head == "multiple_choice":
+        inputs = {k: v.view(2, 3, 8) for k, v in inputs.items()}    # (6, S) -> (B=2, C=3, S)
+    with torch.no_grad():
+        a, b = ours(**inputs), hf(**inputs)
+    check(f"hf->ours {head} logits", getattr(a, head).logits, b.logits, PARITY)
