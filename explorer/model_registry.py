@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from engine.training.worker import TrainingWorker
 
 HEAD_TITLES = {"mlm": "masked LM (Fill-mask)", "nsp": "next sentence (NSP)", "qa": "question answering (QA)",
-               "classifier": "sequence classification"}
+               "classifier": "sequence classification", "token_classifier": "token classification", "multiple_choice": "multiple choice"}
 MAX_SOURCE_CHARS = 4096          # longer "model names" are refused before they reach the file system
 LISTED_KEYS = 12                 # an unknown-key message lists at most this many of the keys available now
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")

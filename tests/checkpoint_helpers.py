@@ -24,7 +24,10 @@ HF_CLASSES = {
     "BertForQuestionAnswering": (("qa",), False),
     "BertForSequenceClassification": (("classifier",), True),
     "BertForNextSentencePrediction": (("nsp",), True),
+    "BertForTokenClassification": (("token_classifier",), False),
+    "BertForMultipleChoice": (("multiple_choice",), True),
 }
+LABELLED_CLASSES = ("BertForSequenceClassification", "BertForTokenClassification")   # sized by num_labels
 
 
 # --- helpers ---------------------------------------------------------------------------
@@ -35,7 +38,10 @@ def ours_model(config, heads, add_pooling_layer=None, seed=0) -> BertWithHeads:
 
 @torch.no_grad()
 def compare(ours: torch.nn.Module, hf: torch.nn.Module, hf_class: str, inputs: dict) -> dict[str, float]:
-    """Largest |ours - transformers| for every output the class has; asserts each <= PARITY."""
+    """Largest |ours - transformers| for every output the class has; asserts each <= PARITY.
+    ``BertForMultipleChoice`` reads the (B, S) batch as one question with B choices: (1, B, S)."""
+    if hf_class == "BertForMultipleChoice":
+        inputs = {k: v.unsqueeze(0) for k, v in inputs.items()}                 # (B, S) -> (1, C=B, S)
     mine, theirs = ours(**inputs), hf.eval()(**inputs)
     pairs = {
         "BertModel": [("encoder.last_hidden_state", "last_hidden_state"), ("encoder.pooler_output", "pooler_output")],
@@ -44,6 +50,8 @@ def compare(ours: torch.nn.Module, hf: torch.nn.Module, hf_class: str, inputs: d
         "BertForNextSentencePrediction": [("nsp.logits", "logits")],
         "BertForQuestionAnswering": [("qa.start_logits", "start_logits"), ("qa.end_logits", "end_logits")],
         "BertForSequenceClassification": [("classifier.logits", "logits")],
+        "BertForTokenClassification": [("token_classifier.logits", "logits")],
+        "BertForMultipleChoice": [("multiple_choice.logits", "logits")],
     }[hf_class]
     diffs = {}
     for our_name, hf_name in pairs:

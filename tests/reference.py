@@ -16,6 +16,19 @@ from engine.model.heads import IGNORE_INDEX, BertWithHeads
 
 # Keys `transformers` has and we do not, because they are aliases of tied parameters.
 TIED_ONLY_IN_HF = {"cls.predictions.decoder.bias"}
+# Our module names that differ from transformers': it calls every classifier module `classifier`.
+HF_MODULE_NAMES = {"token_classifier.": "classifier.", "multiple_choice.": "classifier."}
+
+
+def hf_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Our state dict under transformers' names (only the two renamed classifier modules change)."""
+    out = {}
+    for key, value in state.items():
+        for ours, theirs in HF_MODULE_NAMES.items():
+            if key.startswith(ours):
+                key = theirs + key[len(ours):]
+        out[key] = value
+    return out
 
 
 def hf_config(config: BertConfig, attn_implementation: str = "eager") -> transformers.BertConfig:
@@ -35,7 +48,7 @@ def hf_copy(ours: torch.nn.Module, hf_class: type, attn_implementation: str = "e
     allowed are tied aliases, which must then really be tied to the loaded tensor.
     """
     model = hf_class(hf_config(ours.config, attn_implementation), **kwargs)
-    result = model.load_state_dict(ours.state_dict(), strict=False)
+    result = model.load_state_dict(hf_state(ours.state_dict()), strict=False)
     assert not result.unexpected_keys, f"our keys unknown to transformers: {result.unexpected_keys}"
     assert set(result.missing_keys) <= TIED_ONLY_IN_HF, f"keys transformers misses: {result.missing_keys}"
     if "cls.predictions.decoder.bias" in result.missing_keys:

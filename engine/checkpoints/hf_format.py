@@ -24,14 +24,18 @@ from safetensors.torch import load_file, save_file
 
 from engine.checkpoints import hub
 from engine.model.config import BertConfig
-from engine.model.heads import HEADS, BertWithHeads
-from engine.checkpoints.key_mapping import architectures_for, detect_heads, export_state, normalise_keys
+from engine.model.heads import HEADS, POOLED_HEADS, BertWithHeads
+from engine.checkpoints.key_mapping import (
+    ARCHITECTURES, architectures_for, detect_heads, export_state, hf_key, normalise_keys,
+)
 from engine.text.tokenizer import WordPieceTokenizer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_MODEL_DIR = ASSETS / "default-model"
 HEAD_NAMES = {"mlm": "masked-LM", "nsp": "next-sentence", "qa": "question-answering (span)",
-              "classifier": "sequence-classification"}
+              "classifier": "sequence-classification", "token_classifier": "token-classification",
+              "multiple_choice": "multiple-choice"}
+LABELLED_HEADS = ("classifier", "token_classifier")   # their output size is config.num_labels
 # Hidden work names next to a target ``name``: ``.name.tmp-PID-xxxx`` (being assembled),
 # ``.name.old-PID`` (the replaced version, during a swap), ``.name.del-PID`` (being deleted).
 _WORK_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|del)-(?P<pid>\d+)(?:-.*)?$")
@@ -107,16 +111,23 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     if not directory.is_dir():
         raise FileNotFoundError(f"no model directory at {directory}")
     config = BertConfig.load(directory)
-    state, ignored = normalise_keys(read_weights(directory))
+    try:
+        state, ignored = normalise_keys(read_weights(directory), config.architectures)
+    except ValueError as exc:
+        raise ValueError(f"{directory}: {exc}") from None
     state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
     heads, has_pooler = detect_heads(state)
-    if "classifier" in heads:
-        num_labels = state["classifier.weight"].shape[0]
+    for head in (h for h in LABELLED_HEADS if h in heads and f"{h}.weight" in state):
+        num_labels = state[f"{head}.weight"].shape[0]
         if num_labels != config.num_labels:
             config = config.replace(id2label={i: f"LABEL_{i}" for i in range(num_labels)})
-    if ("nsp" in heads or "classifier" in heads) and not has_pooler:
-        raise ValueError(f"{directory}: the checkpoint has an NSP/classification head but no pooler weights")
-    model = BertWithHeads(config, heads=heads, add_pooling_layer=has_pooler)
+    pooled = [HEAD_NAMES[h] for h in heads if h in POOLED_HEADS]
+    if pooled and not has_pooler:
+        raise ValueError(f"{directory}: the checkpoint has a {' and a '.join(pooled)} head but no pooler weights")
+    try:
+        model = BertWithHeads(config, heads=heads, add_pooling_layer=has_pooler)
+    except ValueError as exc:   # e.g. two heads stored under transformers' one `classifier` name
+        raise ValueError(f"{directory}: {exc}") from None
     expected = {k for k in model.state_dict() if k != "cls.predictions.decoder.weight"}
     missing = sorted(expected - state.keys())
     if missing:
@@ -129,8 +140,8 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
                          f"num_hidden_layers): unexpected {', '.join(unexpected[:6])}")
     for key, tensor in model.state_dict().items():
         if key in state and state[key].shape != tensor.shape:
-            raise ValueError(f"{directory}: {key} has shape {tuple(state[key].shape)} but config.json implies "
-                             f"{tuple(tensor.shape)}")
+            raise ValueError(f"{directory}: {hf_key(key)} has shape {tuple(state[key].shape)} but config.json "
+                             f"implies {tuple(tensor.shape)}")
     model.load_state_dict(state, strict=False)  # the tied decoder weight comes from the embeddings
     model.to(device).eval()
     tokenizer = _load_tokenizer(directory, config)
@@ -191,26 +202,25 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
 
     By default the model's heads decide (e.g. MLM+NSP -> ``BertForPreTraining``); a model
     with several head families lists several classes, and one named class gives a file
-    ``transformers`` loads with nothing missing or unexpected. ``extra(staging_dir)``
-    may write more files (a trainer's state) before the directory is made visible.
+    ``transformers`` loads with nothing missing or unexpected. Classes whose heads share
+    transformers' ``classifier.*`` keys (sequence, token classification, multiple choice)
+    cannot be exported together (``ValueError``). ``extra(staging_dir)`` may write more
+    files (a trainer's state) before the directory is made visible.
     """
     directory = Path(directory)
     architectures = list(architectures or architectures_for(model.heads))
     state = {k: v.detach().to("cpu", torch.float32).contiguous().clone() for k, v in model.state_dict().items()}
     exported = export_state(state, architectures)
     for name in architectures:
-        needed = {"BertForPreTraining": ("mlm", "nsp"), "BertForMaskedLM": ("mlm",),
-                  "BertForNextSentencePrediction": ("nsp",), "BertForQuestionAnswering": ("qa",),
-                  "BertForSequenceClassification": ("classifier",)}.get(name, ())
+        needed, pooler = ARCHITECTURES[name]        # the class's heads; whether its encoder has the pooler
         absent = [h for h in needed if h not in model.heads]
-        if absent or (name in ("BertForPreTraining", "BertForNextSentencePrediction",
-                               "BertForSequenceClassification", "BertModel") and not model.has_pooler):
+        if absent or (pooler and not model.has_pooler):
             raise ValueError(f"cannot export as {name}: the model lacks "
                              f"{', '.join(HEAD_NAMES[h] for h in absent) or 'the pooler'}")
     config = model.config.replace(architectures=architectures)
-    if ("BertForQuestionAnswering" in architectures and "BertForSequenceClassification" not in architectures
-            and config.num_labels != 2):
-        # transformers sizes qa_outputs by num_labels (start, end); the classifier is not exported here
+    labelled = any(h in LABELLED_HEADS for name in architectures for h in ARCHITECTURES[name][0])
+    if "BertForQuestionAnswering" in architectures and not labelled and config.num_labels != 2:
+        # transformers sizes qa_outputs by num_labels (start, end); no labelled classifier is exported here
         config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})
     staging: Path | None = None
     try:

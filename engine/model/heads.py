@@ -3,8 +3,19 @@
 Heads (the names in ``HEADS``) and their Hugging Face parameter names:
   mlm         cls.predictions.{transform.dense, transform.LayerNorm, bias}; decoder tied to word embeddings
   nsp         cls.seq_relationship
-  qa          qa_outputs      (start/end logits per token)
-  classifier  classifier      (sequence classification on the pooled output)
+  qa                qa_outputs      (start/end logits per token)
+  classifier        classifier      (sequence classification on the pooled output)
+  token_classifier  classifier      (a label per token: ``BertForTokenClassification``)
+  multiple_choice   classifier      (one score per choice from the pooled output: ``BertForMultipleChoice``)
+
+Hugging Face names all three classifier modules ``classifier``. Ours are called after the head
+(``classifier``, ``token_classifier``, ``multiple_choice``), so a state dict says which head it
+holds; ``engine.checkpoints.key_mapping`` renames them to and from HF's ``classifier.*`` keys.
+A model carries at most one of them (``CLASSIFIER_HEADS``), because one checkpoint cannot hold
+two ``classifier`` modules.
+
+Multiple choice takes ``input_ids`` of shape (B, C, S): one row of tokens per choice. Such a
+call runs only that head, on the (B*C, S) flattened batch, as ``BertForMultipleChoice``.
 
 In this project ``cls`` means the [CLS] token, with one exception: the module ``cls``
 (``BertForPreTraining.cls.predictions``, ``cls.seq_relationship``) keeps Hugging Face's
@@ -19,11 +30,15 @@ from torch import nn
 from engine.model.config import BertConfig
 from engine.model.encoder import BertModel, activation, init_bert_weights
 from engine.model.outputs import (
-    ClassificationOutput, HeadsOutput, MaskedLMOutput, NextSentenceOutput, SpanOutput,
+    ClassificationOutput, HeadsOutput, MaskedLMOutput, MultipleChoiceOutput, NextSentenceOutput, SpanOutput,
+    TokenClassificationOutput,
 )
 
-HEADS = ("mlm", "nsp", "qa", "classifier")
-POOLED_HEADS = ("nsp", "classifier")     # heads that read the pooled [CLS] vector
+HEADS = ("mlm", "nsp", "qa", "classifier", "token_classifier", "multiple_choice")
+POOLED_HEADS = ("nsp", "classifier", "multiple_choice")     # heads that read the pooled [CLS] vector
+# HF's ``classifier`` module in BertForSequenceClassification, -TokenClassification, -MultipleChoice:
+# their keys collide, so a model carries at most one of these heads.
+CLASSIFIER_HEADS = ("classifier", "token_classifier", "multiple_choice")
 IGNORE_INDEX = -100
 
 
@@ -66,10 +81,12 @@ class BertHeadsContainer(nn.Module):
 
 
 class BertWithHeads(nn.Module):
-    """A BERT encoder with any of the MLM, NSP, QA and classification heads.
+    """A BERT encoder with any of the MLM, NSP, QA, classification, token-classification and
+    multiple-choice heads (at most one of the last three: they share HF's ``classifier`` keys).
 
     ``heads`` picks which exist; a model loaded from a checkpoint has exactly the heads
-    the checkpoint has. The pooler exists when asked (NSP and classification need it).
+    the checkpoint has. The pooler exists when asked (NSP, classification and multiple
+    choice need it).
     """
 
     def __init__(self, config: BertConfig, heads: tuple[str, ...] | list[str] = ("mlm", "nsp"),
@@ -78,22 +95,31 @@ class BertWithHeads(nn.Module):
         unknown = set(heads) - set(HEADS)
         if unknown:
             raise ValueError(f"unknown heads {sorted(unknown)}; choose from {HEADS}")
+        shared = [h for h in CLASSIFIER_HEADS if h in heads]
+        if len(shared) > 1:
+            raise ValueError(f"a model carries at most one of the heads {', '.join(shared)}: transformers calls "
+                             "each of them 'classifier', so one checkpoint cannot hold two")
         self.config = config
         self.heads = tuple(h for h in HEADS if h in heads)
         pooled = any(h in heads for h in POOLED_HEADS)
         if add_pooling_layer is None:
             add_pooling_layer = pooled or not heads
         if not add_pooling_layer and pooled:
-            raise ValueError("the NSP and classification heads need the pooler")
+            raise ValueError("the NSP, classification and multiple-choice heads need the pooler")
         self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
         if "mlm" in heads or "nsp" in heads:
             self.cls = BertHeadsContainer(config, self.bert.embeddings.word_embeddings, "mlm" in heads, "nsp" in heads)
         if "qa" in heads:
             self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        if "classifier" in heads:
+        if shared:   # as transformers: classifier_dropout, else hidden_dropout_prob, before the classifier
             dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
             self.dropout = nn.Dropout(dropout)
+        if "classifier" in heads:
             self.classifier = nn.Linear(config.hidden_size, config.num_labels)
+        if "token_classifier" in heads:
+            self.token_classifier = nn.Linear(config.hidden_size, config.num_labels)
+        if "multiple_choice" in heads:
+            self.multiple_choice = nn.Linear(config.hidden_size, 1)
         self.init_weights()
 
     def init_weights(self) -> None:
@@ -122,20 +148,35 @@ class BertWithHeads(nn.Module):
         start_positions: torch.Tensor | None = None,
         end_positions: torch.Tensor | None = None,
         class_labels: torch.Tensor | None = None,
+        token_labels: torch.Tensor | None = None,
+        choice_labels: torch.Tensor | None = None,
         sparse_mlm: bool = False,
         mlm_positions: torch.Tensor | None = None,
         compute: tuple[str, ...] | None = None,
     ) -> HeadsOutput:
-        """Run the encoder and the heads in ``compute`` (default: all the model has; ``()``: none).
+        """Run the encoder and the heads in ``compute`` (default: all the model has that take this
+        input's shape, see below; ``()``: none).
 
         ``labels`` (B, S) holds original ids at masked positions and -100 elsewhere. The MLM
         head runs at every position unless ``mlm_positions`` (B, S) bool picks some, or
         ``sparse_mlm`` picks the labelled ones (same loss as dense, a fraction of the cost).
+        ``class_labels`` (B,), ``token_labels`` (B, S) (-100 where unlabelled) and
+        ``choice_labels`` (B,) (the right choice) are the classifiers' targets.
+
+        Multiple choice: ``input_ids`` (and the masks, type and position ids) of shape (B, C, S)
+        run the multiple-choice head alone on the (B*C, S) flattened batch; ``encoder`` then
+        holds (B*C, ...) tensors. With (B, S) input that head does not run by default, and
+        asking for it in ``compute`` raises ``ValueError``, as does (B, C, S) input for another head.
         """
-        compute = self.heads if compute is None else tuple(h for h in compute if h in self.heads)
+        choices = input_ids.size(1) if input_ids.dim() == 3 else None
+        compute = self._heads_to_compute(compute, choices is not None)
+        if choices is not None:
+            input_ids, attention_mask, token_type_ids, position_ids = (
+                None if t is None else t.reshape(-1, t.size(-1))                # (B, C, S) -> (B*C, S)
+                for t in (input_ids, attention_mask, token_type_ids, position_ids))
         encoded = self.bert(input_ids, attention_mask, token_type_ids, position_ids, head_mask,
                             output_attentions, output_hidden_states, output_qk)
-        hidden, pooled = encoded.last_hidden_state, encoded.pooler_output  # (B, S, H), (B, H)
+        hidden, pooled = encoded.last_hidden_state, encoded.pooler_output  # (B, S, H), (B, H); B*C rows for choices
         out = HeadsOutput(encoder=encoded)
         if "mlm" in compute:
             if mlm_positions is None and sparse_mlm and labels is not None:
@@ -147,10 +188,34 @@ class BertWithHeads(nn.Module):
             out.qa = self.answer_span(hidden, start_positions, end_positions)
         if "classifier" in compute:
             out.classifier = self.classify(pooled, class_labels)
-        losses = [r.loss for r in (out.mlm, out.nsp, out.qa, out.classifier) if r is not None and r.loss is not None]
+        if "token_classifier" in compute:
+            out.token_classifier = self.classify_tokens(hidden, token_labels)
+        if "multiple_choice" in compute:
+            out.multiple_choice = self.score_choices(pooled, choices, choice_labels)
+        results = (out.mlm, out.nsp, out.qa, out.classifier, out.token_classifier, out.multiple_choice)
+        losses = [r.loss for r in results if r is not None and r.loss is not None]
         if losses:
             out.loss = torch.stack(losses).sum()
         return out
+
+    def _heads_to_compute(self, compute: tuple[str, ...] | None, choice_input: bool) -> tuple[str, ...]:
+        """The heads a pass runs: those asked for that the model has; multiple choice iff the input is (B, C, S)."""
+        if compute is None:
+            wanted = tuple(h for h in self.heads if (h == "multiple_choice") == choice_input)
+        else:
+            wanted = tuple(h for h in compute if h in self.heads)
+        if choice_input:
+            if "multiple_choice" not in self.heads:
+                raise ValueError("input_ids of shape (B, C, S) are for the multiple-choice head, and this model "
+                                 "has none; give (B, S) input_ids")
+            others = [h for h in wanted if h != "multiple_choice"]
+            if others:
+                raise ValueError(f"input_ids of shape (B, C, S) feed only the multiple-choice head; run "
+                                 f"{', '.join(others)} on (B, S) input_ids")
+        elif "multiple_choice" in wanted:
+            raise ValueError("the multiple-choice head needs input_ids of shape (B, C, S): one row of tokens "
+                             "per choice")
+        return wanted
 
     def masked_lm(self, hidden: torch.Tensor, labels: torch.Tensor | None = None,
                   positions: torch.Tensor | None = None) -> MaskedLMOutput:
@@ -201,6 +266,27 @@ class BertWithHeads(nn.Module):
             else:
                 loss = F.cross_entropy(logits.view(-1, self.config.num_labels), labels.view(-1))  # (B, C), (B,)
         return ClassificationOutput(logits=logits, loss=loss)
+
+    def classify_tokens(self, hidden: torch.Tensor, labels: torch.Tensor | None = None) -> TokenClassificationOutput:
+        """Label logits (B, S, num_labels) for every token of the last hidden state (B, S, H).
+
+        The loss is the mean cross-entropy over the labelled positions (``labels`` (B, S), -100
+        elsewhere), as ``BertForTokenClassification``; 0 when none is labelled (transformers: NaN).
+        """
+        logits = self.token_classifier(self.dropout(hidden))             # (B, S, H) -> (B, S, num_labels)
+        loss = None
+        if labels is not None:
+            loss = _mean_cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1))   # (B*S, L), (B*S,)
+        return TokenClassificationOutput(logits=logits, loss=loss)
+
+    def score_choices(self, pooled: torch.Tensor, choices: int, labels: torch.Tensor | None = None
+                      ) -> MultipleChoiceOutput:
+        """Choice logits (B, C) from the pooled output of the flattened batch (B*C, H), as ``BertForMultipleChoice``;
+        the loss is the cross-entropy over the C choices against ``labels`` (B,)."""
+        scores = self.multiple_choice(self.dropout(pooled))              # (B*C, H) -> (B*C, 1)
+        logits = scores.view(-1, choices)                                # (B*C, 1) -> (B, C)
+        loss = F.cross_entropy(logits, labels.view(-1)) if labels is not None else None   # labels (B,)
+        return MultipleChoiceOutput(logits=logits, loss=loss)
 
 
 def _mean_cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

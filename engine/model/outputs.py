@@ -5,12 +5,14 @@
   states, attention probabilities, queries, keys and pre-softmax scores).
 * One result per head: :class:`MaskedLMOutput` (``MaskedLMOutput``),
   :class:`NextSentenceOutput` (``NextSentencePredictorOutput``), :class:`SpanOutput`
-  (``QuestionAnsweringModelOutput``), :class:`ClassificationOutput` (``SequenceClassifierOutput``).
+  (``QuestionAnsweringModelOutput``), :class:`ClassificationOutput` (``SequenceClassifierOutput``),
+  :class:`TokenClassificationOutput` (``TokenClassifierOutput``), :class:`MultipleChoiceOutput`
+  (``MultipleChoiceModelOutput``).
 * :class:`HeadsOutput` -- :class:`engine.model.heads.BertWithHeads`: the encoder output, the
   result of each head that ran (``None`` for the others) and the summed loss.
 
 Shapes: B batch, S sequence, H hidden, nh heads, hd head size, V vocabulary, L layers,
-N masked positions. A loss is ``None`` when no labels were given.
+N masked positions, C choices. A loss is ``None`` when no labels were given.
 """
 from __future__ import annotations
 
@@ -72,12 +74,34 @@ class ClassificationOutput:
 
 
 @dataclass
+class TokenClassificationOutput:
+    """A label for every token (tagging, e.g. named entities) from the last hidden state."""
+
+    logits: torch.Tensor                     # (B, S, num_labels)
+    loss: torch.Tensor | None = None         # mean cross-entropy over the labelled positions (not -100)
+
+
+@dataclass
+class MultipleChoiceOutput:
+    """Which of C choices is right: one score per choice from its pooled [CLS] vector."""
+
+    logits: torch.Tensor                     # (B, C)
+    loss: torch.Tensor | None = None         # cross-entropy over the C choices
+
+
+@dataclass
 class HeadsOutput:
-    """A :class:`~engine.model.heads.BertWithHeads` pass: the encoder output and each head that ran."""
+    """A :class:`~engine.model.heads.BertWithHeads` pass: the encoder output and each head that ran.
+
+    After a multiple-choice pass ((B, C, S) input) the encoder tensors are those of the
+    flattened (B*C, S) batch.
+    """
 
     encoder: EncoderOutput
     mlm: MaskedLMOutput | None = None
     nsp: NextSentenceOutput | None = None
     qa: SpanOutput | None = None
     classifier: ClassificationOutput | None = None
+    token_classifier: TokenClassificationOutput | None = None
+    multiple_choice: MultipleChoiceOutput | None = None
     loss: torch.Tensor | None = None         # sum of the heads' losses (as transformers); None without labels

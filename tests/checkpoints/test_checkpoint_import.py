@@ -14,7 +14,7 @@ from safetensors.torch import load_file, save_file
 import engine
 from engine.model.heads import HEADS
 from reference import hf_config, randomize_
-from checkpoint_helpers import HF_CLASSES, THREE_LABELS, compare, hf_checkpoint, write_state
+from checkpoint_helpers import HF_CLASSES, LABELLED_CLASSES, THREE_LABELS, compare, hf_checkpoint, write_state
 
 pytestmark = pytest.mark.usefixtures("no_internet")
 
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.usefixtures("no_internet")
 
 @pytest.mark.parametrize("hf_class", HF_CLASSES)
 def test_transformers_checkpoint_loads_with_exactly_its_heads(hf_class, make_config, inputs, tmp_path):
-    config = make_config(id2label=THREE_LABELS) if hf_class == "BertForSequenceClassification" else make_config()
+    config = make_config(id2label=THREE_LABELS) if hf_class in LABELLED_CLASSES else make_config()
     hf = hf_checkpoint(hf_class, config, tmp_path / "hf")
     loaded = engine.load(tmp_path / "hf")
     heads, pooler = HF_CLASSES[hf_class]
@@ -32,7 +32,7 @@ def test_transformers_checkpoint_loads_with_exactly_its_heads(hf_class, make_con
     assert loaded.model.has_pooler == pooler
     assert loaded.ignored_keys == []
     assert loaded.tokenizer is None  # save_pretrained of a model writes no tokenizer
-    if hf_class == "BertForSequenceClassification":
+    if hf_class in LABELLED_CLASSES:
         assert loaded.config.num_labels == 3 and loaded.config.id2label == THREE_LABELS
     compare(loaded.model, hf, hf_class, inputs)
     if "mlm" in heads:  # the decoder is tied to the word embeddings, as in transformers

@@ -15,7 +15,7 @@ from safetensors.torch import load_file
 import engine
 import engine.checkpoints.hf_format as checkpoints
 from checkpoint_helpers import (
-    ALL_HEADS, HF_CLASSES, THREE_LABELS, assert_strict, compare, edit_config, hf_load, ours_model, read_output,
+    ALL_HEADS, HF_CLASSES, LABELLED_CLASSES, THREE_LABELS, assert_strict, compare, edit_config, hf_load, ours_model, read_output,
     siblings,
 )
 
@@ -32,6 +32,8 @@ EXPORTS = {
     "mlm-no-pooler": (("mlm",), False, None, "BertForMaskedLM"),
     "nsp": (("nsp",), None, None, "BertForNextSentencePrediction"),
     "encoder-only": ((), None, None, "BertModel"),
+    "token-classifier-3-labels": (("token_classifier",), None, None, "BertForTokenClassification"),
+    "multiple-choice": (("multiple_choice",), None, None, "BertForMultipleChoice"),
     "all-heads-as-qa": (ALL_HEADS, None, ["BertForQuestionAnswering"], "BertForQuestionAnswering"),
     "all-heads-as-mlm": (ALL_HEADS, None, ["BertForMaskedLM"], "BertForMaskedLM"),
 }
@@ -40,7 +42,7 @@ EXPORTS = {
 @pytest.mark.parametrize("name", EXPORTS)
 def test_export_loads_strictly_in_transformers_with_identical_outputs(name, make_config, inputs, tmp_path):
     heads, pooling, architectures, hf_class = EXPORTS[name]
-    config = make_config(id2label=THREE_LABELS) if "classifier" in heads else make_config()
+    config = make_config(id2label=THREE_LABELS) if hf_class in LABELLED_CLASSES else make_config()
     model = ours_model(config, heads, pooling)
     out = engine.save(model, None, tmp_path / "export", architectures)
     assert out == tmp_path / "export"
@@ -49,7 +51,7 @@ def test_export_loads_strictly_in_transformers_with_identical_outputs(name, make
     hf, info = hf_load(hf_class, out)
     assert_strict(info)
     compare(model, hf, hf_class, inputs)
-    if hf_class == "BertForSequenceClassification":
+    if hf_class in LABELLED_CLASSES:
         assert hf.config.num_labels == 3 and hf.config.id2label == THREE_LABELS
 
     # ...and back here: exactly the heads of that class, the same numbers.
@@ -72,7 +74,7 @@ def test_all_heads_default_export_lists_every_class_and_each_loads(make_config, 
         assert not info["mismatched_keys"] and not info["error_msgs"]
         compare(model, hf, hf_class, inputs)
     loaded = engine.load(out)
-    assert loaded.heads == ALL_HEADS and loaded.missing_heads == ()
+    assert loaded.heads == ALL_HEADS and loaded.missing_heads == ("token_classifier", "multiple_choice")
     assert loaded.config.id2label == {0: "no", 1: "yes"}
     for hf_class in classes:
         compare(loaded.model, hf_load(hf_class, out)[0], hf_class, inputs)
@@ -108,7 +110,7 @@ def test_export_as_a_class_whose_head_is_missing_is_refused(heads, pooling, arch
 
 def test_export_unknown_class_is_refused(make_config, tmp_path):
     with pytest.raises(ValueError, match="unknown architecture"):
-        engine.save(ours_model(make_config(), ALL_HEADS), None, tmp_path / "out", ["BertForTokenClassification"])
+        engine.save(ours_model(make_config(), ALL_HEADS), None, tmp_path / "out", ["BertLMHeadModel"])
     assert siblings(tmp_path / "out") == []
 
 

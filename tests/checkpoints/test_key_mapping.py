@@ -5,7 +5,9 @@ import pytest
 import torch
 
 from engine.model.heads import BertWithHeads
-from engine.checkpoints.key_mapping import ARCHITECTURES, architectures_for, detect_heads, export_state, normalise_keys
+from engine.checkpoints.key_mapping import (
+    ARCHITECTURES, architectures_for, classifier_head, detect_heads, export_state, hf_key, normalise_keys,
+)
 
 
 def t(value: float = 0.0) -> torch.Tensor:
@@ -73,12 +75,35 @@ def test_foreign_keys_are_reported_as_ignored():
     assert sorted(ignored) == ["lm_head.dense.weight", "roberta.embeddings.word_embeddings.weight", "something"]
 
 
-def test_normalised_real_model_keys_are_identity(make_config):
-    model = BertWithHeads(make_config(), heads=("mlm", "nsp", "qa", "classifier"))
+@pytest.mark.parametrize("classifier", ["classifier", "token_classifier", "multiple_choice"])
+def test_normalised_real_model_keys_are_identity(classifier, make_config):
+    model = BertWithHeads(make_config(), heads=("mlm", "nsp", "qa", classifier))
     state = model.state_dict()
     out, ignored = normalise_keys(state)
     assert ignored == []
     assert set(out) == set(state) - {"cls.predictions.decoder.weight"}
+
+
+@pytest.mark.parametrize("architectures, head", [
+    (None, "classifier"), ([], "classifier"), (["BertForPreTraining"], "classifier"),
+    (["BertForSequenceClassification"], "classifier"),
+    (["BertForTokenClassification"], "token_classifier"),
+    (["BertForPreTraining", "BertForMultipleChoice"], "multiple_choice"),
+    (["SomethingElse", 3, {"a": 1}, "BertForTokenClassification"], "token_classifier"),   # junk is skipped
+])
+def test_classifier_keys_belong_to_the_class_in_architectures(architectures, head):
+    assert classifier_head(architectures) == head
+    out, ignored = normalise_keys({"classifier.weight": t(1), "module.classifier.bias": t(2),
+                                   "bert.pooler.dense.weight": t(3)}, architectures)
+    assert set(out) == {f"{head}.weight", f"{head}.bias", "bert.pooler.dense.weight"} and ignored == []
+    assert detect_heads(out) == ((head,), True)
+
+
+@pytest.mark.parametrize("architectures", [["BertForSequenceClassification", "BertForTokenClassification"],
+                                           ["BertForTokenClassification", "BertForMultipleChoice"]])
+def test_two_classes_sharing_the_classifier_keys_are_refused_on_import(architectures):
+    with pytest.raises(ValueError, match=f"config.json lists {architectures[0]} and {architectures[1]}.*classifier"):
+        normalise_keys({"classifier.weight": t()}, architectures)
 
 
 # --- detect_heads -----------------------------------------------------------------
@@ -90,6 +115,8 @@ def test_normalised_real_model_keys_are_identity(make_config):
     (["cls.predictions.transform.dense.weight"], ("mlm",), False),
     (["qa_outputs.weight"], ("qa",), False),
     (["classifier.weight", "bert.pooler.dense.weight"], ("classifier",), True),
+    (["token_classifier.weight", "bert.embeddings.word_embeddings.weight"], ("token_classifier",), False),
+    (["multiple_choice.bias", "qa_outputs.bias", "bert.pooler.dense.weight"], ("qa", "multiple_choice"), True),
     (["classifier.bias", "qa_outputs.bias", "cls.seq_relationship.bias", "cls.predictions.bias",
       "bert.pooler.dense.weight"], ("mlm", "nsp", "qa", "classifier"), True),
     # the pooler bias alone does not make a usable pooler
@@ -110,6 +137,9 @@ def test_detect_heads(keys, heads, pooler):
     (("classifier",), ["BertForSequenceClassification"]),
     (("mlm", "nsp", "qa", "classifier"), ["BertForPreTraining", "BertForQuestionAnswering", "BertForSequenceClassification"]),
     (("mlm", "qa"), ["BertForMaskedLM", "BertForQuestionAnswering"]),
+    (("token_classifier",), ["BertForTokenClassification"]),
+    (("mlm", "nsp", "token_classifier"), ["BertForPreTraining", "BertForTokenClassification"]),
+    (("qa", "multiple_choice"), ["BertForQuestionAnswering", "BertForMultipleChoice"]),
 ])
 def test_architectures_for(heads, expected):
     assert architectures_for(heads) == expected
@@ -163,7 +193,31 @@ def test_export_several_classes_is_the_union(all_heads_state):
 
 
 def test_export_unknown_architecture_is_refused(all_heads_state):
-    with pytest.raises(ValueError, match="unknown architecture 'BertForTokenClassification'"):
-        export_state(all_heads_state, ["BertForTokenClassification"])
+    with pytest.raises(ValueError, match="unknown architecture 'BertLMHeadModel'"):
+        export_state(all_heads_state, ["BertLMHeadModel"])
     with pytest.raises(ValueError, match="unknown architecture"):
         export_state(all_heads_state, ["BertForQuestionAnswering", "RobertaModel"])
+
+
+@pytest.mark.parametrize("head, hf_class, pooler", [("token_classifier", "BertForTokenClassification", False),
+                                                     ("multiple_choice", "BertForMultipleChoice", True)])
+def test_export_renames_our_classifier_to_transformers_name(head, hf_class, pooler, make_config):
+    state = BertWithHeads(make_config(), heads=("mlm", "nsp", head)).state_dict()
+    out = export_state(state, [hf_class])
+    assert _heads_of(out) == {"classifier"} and ("bert.pooler.dense.weight" in out) == pooler
+    assert out["classifier.weight"] is state[f"{head}.weight"] and out["classifier.bias"] is state[f"{head}.bias"]
+    assert hf_key(f"{head}.weight") == "classifier.weight" and hf_key("qa_outputs.bias") == "qa_outputs.bias"
+    both = export_state(state, ["BertForPreTraining", hf_class])
+    assert _heads_of(both) == {"cls.predictions", "cls.seq_relationship", "classifier"}
+    back, ignored = normalise_keys(both, ["BertForPreTraining", hf_class])
+    assert ignored == [] and set(back) == set(state) - {"cls.predictions.decoder.weight"}
+
+
+@pytest.mark.parametrize("architectures", [
+    ["BertForSequenceClassification", "BertForTokenClassification"],
+    ["BertForQuestionAnswering", "BertForMultipleChoice", "BertForTokenClassification"],
+])
+def test_export_of_two_classes_sharing_the_classifier_keys_is_refused(architectures, make_config):
+    state = BertWithHeads(make_config(), heads=("token_classifier",)).state_dict()
+    with pytest.raises(ValueError, match="cannot export both .* classifier\\.\\* in transformers"):
+        export_state(state, architectures)

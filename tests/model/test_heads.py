@@ -1,4 +1,5 @@
-"""The task heads: sparse MLM equals dense, the tied decoder, which heads exist, classifier dropout.
+"""The task heads: sparse MLM equals dense, the tied decoder, which heads exist, classifier dropout,
+the token-classification loss, the multiple-choice input rules, one classifier head per model.
 """
 from __future__ import annotations
 
@@ -194,7 +195,7 @@ def test_unknown_head(heads):
         BertWithHeads(CONFIGS["tiny"], heads)
 
 
-@pytest.mark.parametrize("heads", [("nsp",), ("classifier",), ("mlm", "nsp")])
+@pytest.mark.parametrize("heads", [("nsp",), ("classifier",), ("mlm", "nsp"), ("multiple_choice",)])
 def test_pooler_needed(heads):
     with pytest.raises(ValueError, match="pooler"):
         BertWithHeads(CONFIGS["tiny"], heads, add_pooling_layer=False)
@@ -231,3 +232,97 @@ def test_classifier_dropout():
     assert not torch.allclose(a.classifier.logits, b.classifier.logits)
     fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), ("classifier",))
     assert fallback.dropout.p == 0.25
+
+
+# ---- token classification and multiple choice ---------------------------------------------
+
+@pytest.mark.parametrize("heads", [("classifier", "token_classifier"), ("classifier", "multiple_choice"),
+                                   ("mlm", "token_classifier", "multiple_choice")])
+def test_one_classifier_head_per_model(heads):
+    """transformers calls all three modules ``classifier``: one checkpoint cannot hold two of them."""
+    with pytest.raises(ValueError, match="at most one of the heads .*'classifier'"):
+        BertWithHeads(CONFIGS["tiny"], heads)
+
+
+def test_token_classifier_and_multiple_choice_modules():
+    config = CONFIGS["odd"]                                  # 3 labels
+    tagger = ours_with_heads(config, ("mlm", "nsp", "token_classifier"), seed=30)
+    assert tagger.heads == ("mlm", "nsp", "token_classifier")
+    assert tagger.token_classifier.weight.shape == (3, config.hidden_size)
+    assert not hasattr(tagger, "classifier") and not hasattr(tagger, "multiple_choice")
+    assert not ours_with_heads(config, ("token_classifier",)).has_pooler
+    chooser = ours_with_heads(config, ("qa", "multiple_choice"), seed=30)
+    assert chooser.has_pooler and chooser.multiple_choice.weight.shape == (1, config.hidden_size)
+    assert {k.split(".")[0] for k in chooser.state_dict()} == {"bert", "qa_outputs", "multiple_choice"}
+
+
+def test_token_loss_is_the_mean_over_labelled_positions():
+    config = CONFIGS["odd"]
+    model = ours_with_heads(config, ("token_classifier",), seed=31)
+    inputs = batch(config, seed=31)
+    labels = torch.full_like(inputs["input_ids"], IGNORE_INDEX)
+    labels[0, 1], labels[0, 5], labels[2, 3] = 2, 0, 1
+    out = model(**inputs, token_labels=labels)
+    logits = out.token_classifier.logits
+    picked = torch.stack([logits[0, 1], logits[0, 5], logits[2, 3]])
+    reference = F.cross_entropy(picked, torch.tensor([2, 0, 1]))
+    check("token loss by definition", out.token_classifier.loss, reference, PATHS)
+    assert torch.equal(out.loss, out.token_classifier.loss)
+    # No labelled position: 0, still attached (transformers' CrossEntropyLoss gives NaN here).
+    none = model(**inputs, token_labels=torch.full_like(labels, IGNORE_INDEX))
+    assert none.loss.item() == 0.0
+    none.loss.backward()
+    assert bool((model.token_classifier.weight.grad == 0).all())
+
+
+@pytest.mark.parametrize("head", ["token_classifier", "multiple_choice"])
+def test_new_heads_use_classifier_dropout(head):
+    """classifier_dropout applies before the classifier; None means hidden_dropout_prob (as transformers)."""
+    config = CONFIGS["tiny"].replace(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                     classifier_dropout=0.5)
+    model = ours_with_heads(config, (head,), seed=32).train()
+    inputs = batch(config, batch_size=4, seed=32)
+    if head == "multiple_choice":
+        inputs = {k: v.view(2, 2, -1) for k, v in inputs.items()}               # (4, S) -> (B=2, C=2, S)
+    with torch.no_grad():
+        a, b = model(**inputs), model(**inputs)
+    assert torch.equal(a.encoder.last_hidden_state, b.encoder.last_hidden_state)
+    assert not torch.allclose(getattr(a, head).logits, getattr(b, head).logits)
+    fallback = BertWithHeads(config.replace(classifier_dropout=None, hidden_dropout_prob=0.25), (head,))
+    assert fallback.dropout.p == 0.25
+
+
+def test_choices_are_scored_one_row_each():
+    """(B, C, S) logits are the head's score of each choice's pooled vector, run as a (B*C, S) batch."""
+    config = CONFIGS["odd"]
+    model = ours_with_heads(config, ("mlm", "multiple_choice"), seed=33)
+    flat = batch(config, batch_size=6, seq_len=9, seed=33)
+    inputs = {k: v.view(2, 3, 9) for k, v in flat.items()}                      # (6, S) -> (2, 3, S)
+    labels = torch.tensor([2, 0])
+    out = model(**inputs, choice_labels=labels)
+    assert out.mlm is None and out.multiple_choice.logits.shape == (2, 3)
+    with torch.no_grad():
+        pooled = model(**flat, compute=()).encoder.pooler_output                # (6, H)
+        scores = model.multiple_choice(pooled).view(2, 3)                       # (6, 1) -> (2, 3)
+    check("choice logits by definition", out.multiple_choice.logits, scores, PATHS)
+    check("choice loss by definition", out.loss, F.cross_entropy(scores, labels), PATHS)
+    out.loss.backward()
+    assert model.multiple_choice.weight.grad.abs().sum() > 0
+    with torch.no_grad():
+        plain = model(**flat)                                                   # (B, S): the other heads
+    assert plain.multiple_choice is None and plain.mlm.logits.shape == (6, 9, config.vocab_size)
+
+
+def test_choice_input_rules():
+    config = CONFIGS["tiny"]
+    flat = batch(config, batch_size=4, seed=34)
+    choices = {k: v.view(2, 2, -1) for k, v in flat.items()}
+    chooser = ours_with_heads(config, ("mlm", "multiple_choice"), seed=34)
+    with torch.no_grad(), pytest.raises(ValueError, match=r"needs input_ids of shape \(B, C, S\)"):
+        chooser(**flat, compute=("multiple_choice",))
+    with torch.no_grad(), pytest.raises(ValueError, match=r"feed only the multiple-choice head; run mlm"):
+        chooser(**choices, compute=("mlm", "multiple_choice"))
+    with torch.no_grad(), pytest.raises(ValueError, match="this model has none"):
+        ours_with_heads(config, ("mlm", "nsp"), seed=34)(**choices)
+    with torch.no_grad():
+        assert chooser(**choices, compute=()).multiple_choice is None      # the encoder alone, flattened

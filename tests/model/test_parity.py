@@ -1,5 +1,6 @@
-"""Parity with `transformers` on the same random weights: encoder, pretraining, MLM, QA and
-classification outputs and losses, fp32, padded batches.
+"""Parity with `transformers` on the same random weights: encoder, pretraining, MLM, QA,
+sequence classification, token classification and multiple-choice outputs and losses, fp32,
+padded batches.
 
 Set BERT_TEST_DIFFS=1 and run with ``-s`` to print the largest difference of every comparison.
 """
@@ -10,8 +11,9 @@ import torch
 import torch.nn.functional as F
 import transformers
 
-from engine.model.config import SUPPORTED_ACTIVATIONS
-from engine.model.heads import BertWithHeads
+from engine.checkpoints.key_mapping import normalise_keys
+from engine.model.config import SUPPORTED_ACTIVATIONS, BertConfig
+from engine.model.heads import IGNORE_INDEX, BertWithHeads
 from engine.model.encoder import BertModel
 from reference import (
     CONFIGS, PARITY, batch, check, compare_encoder, hf_config, hf_copy, mlm_labels, ours_with_heads,
@@ -159,3 +161,95 @@ def test_sequence_classification_parity(name, num_labels):
     pooled = torch.tanh(theirs.bert.pooler.dense(b.hidden_states[-1][:, 0]))     # (B, H)
     check(f"{name} pooler", a.encoder.pooler_output, pooled, PARITY)
     compare_encoder(name, a.encoder, b, config.num_hidden_layers)
+
+
+# hidden 36 in 3 heads of 12, intermediate 50, pad id 1: sizes no kernel is tuned for.
+ODD36 = BertConfig(vocab_size=211, hidden_size=36, num_attention_heads=3, intermediate_size=50, num_hidden_layers=2,
+                   max_position_embeddings=24, pad_token_id=1, classifier_dropout=0.2)
+
+
+def token_labels(inputs: dict[str, torch.Tensor], num_labels: int, seed: int) -> torch.Tensor:
+    """A label at every real token but a few; -100 at padding and at the skipped ones (as sub-word pieces)."""
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, num_labels, inputs["input_ids"].shape, generator=generator)
+    skipped = torch.rand(labels.shape, generator=generator) < 0.3
+    skipped |= inputs["attention_mask"] == 0
+    skipped[:, 0] = True                                                  # [CLS] unlabelled, as in NER data
+    return labels.masked_fill(skipped, IGNORE_INDEX)
+
+
+@pytest.mark.parametrize("name, num_labels", [("odd", 5), ("tiny", 2), ("odd36", 1), ("relu", 9)])
+def test_token_classification_parity(name, num_labels):
+    config = (ODD36 if name == "odd36" else CONFIGS[name]).replace(id2label={i: f"T{i}" for i in range(num_labels)})
+    ours = ours_with_heads(config, ("token_classifier",), seed=7)
+    assert not ours.has_pooler  # as transformers.BertForTokenClassification
+    theirs = hf_copy(ours, transformers.BertForTokenClassification)
+    inputs = batch(config, batch_size=4, seq_len=10, seed=7)
+    labels = token_labels(inputs, num_labels, seed=7)
+    assert (labels == IGNORE_INDEX).any() and (labels != IGNORE_INDEX).any()
+    with torch.no_grad():
+        a = ours(**inputs, token_labels=labels, output_attentions=True, output_hidden_states=True)
+        b = theirs(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
+        fast = ours(**inputs, token_labels=labels)
+    assert a.token_classifier.logits.shape == (4, 10, num_labels)
+    check(f"{name} token logits", a.token_classifier.logits, b.logits, PARITY)
+    check(f"{name} token loss", a.token_classifier.loss, b.loss, PARITY)
+    check(f"{name} token loss (total)", a.loss, b.loss, PARITY)
+    check(f"{name} token logits (fast path)", fast.token_classifier.logits, b.logits, PARITY)
+    check(f"{name} token loss (fast path)", fast.loss, b.loss, PARITY)
+    compare_encoder(name, a.encoder, b, config.num_hidden_layers)
+
+
+def choice_inputs(config: BertConfig, batch_size: int, choices: int, seq_len: int, seed: int,
+                  positions: bool = False) -> dict[str, torch.Tensor]:
+    """(B, C, S) inputs: each choice row padded to its own length; random position ids on request."""
+    flat = batch(config, batch_size=batch_size * choices, seq_len=seq_len, seed=seed)
+    inputs = {k: v.view(batch_size, choices, seq_len) for k, v in flat.items()}     # (B*C, S) -> (B, C, S)
+    if positions:
+        generator = torch.Generator().manual_seed(seed)
+        inputs["position_ids"] = torch.randint(0, config.max_position_embeddings, (batch_size, choices, seq_len),
+                                               generator=generator)
+    return inputs
+
+
+@pytest.mark.parametrize("name, shape, positions", [
+    ("odd", (2, 4, 9), False), ("tiny", (3, 2, 11), True), ("odd36", (1, 5, 7), True), ("gelu_new", (4, 3, 6), False),
+])
+def test_multiple_choice_parity(name, shape, positions):
+    config = ODD36 if name == "odd36" else CONFIGS[name]
+    batch_size, choices, seq_len = shape
+    ours = ours_with_heads(config, ("multiple_choice",), seed=8)
+    theirs = hf_copy(ours, transformers.BertForMultipleChoice)
+    inputs = choice_inputs(config, batch_size, choices, seq_len, seed=8, positions=positions)
+    labels = torch.arange(batch_size) % choices
+    with torch.no_grad():
+        a = ours(**inputs, choice_labels=labels, output_attentions=True, output_hidden_states=True)
+        b = theirs(**inputs, labels=labels, output_attentions=True, output_hidden_states=True)
+        fast = ours(**inputs, choice_labels=labels)
+    assert a.multiple_choice.logits.shape == (batch_size, choices)
+    check(f"{name} choice logits", a.multiple_choice.logits, b.logits, PARITY)
+    check(f"{name} choice loss", a.multiple_choice.loss, b.loss, PARITY)
+    check(f"{name} choice loss (total)", a.loss, b.loss, PARITY)
+    check(f"{name} choice logits (fast path)", fast.multiple_choice.logits, b.logits, PARITY)
+    check(f"{name} choice loss (fast path)", fast.loss, b.loss, PARITY)
+    assert a.encoder.last_hidden_state.shape == (batch_size * choices, seq_len, config.hidden_size)
+    compare_encoder(name, a.encoder, b, config.num_hidden_layers)
+
+
+@pytest.mark.parametrize("hf_class, head", [("BertForTokenClassification", "token_classifier"),
+                                            ("BertForMultipleChoice", "multiple_choice")])
+def test_transformers_classifier_weights_load_into_ours(hf_class, head):
+    """The other direction: transformers' ``classifier.*`` (random values) is our head of the class named."""
+    config = ODD36.replace(id2label={i: f"T{i}" for i in range(4)})
+    torch.manual_seed(0)
+    hf = randomize_(getattr(transformers, hf_class)(hf_config(config)), 9).eval()
+    state, ignored = normalise_keys(hf.state_dict(), [hf_class])
+    ours = BertWithHeads(config, (head,)).eval()
+    ours.load_state_dict(state)                                      # strict: nothing missing or unexpected
+    assert ignored == [] and not hasattr(ours, "classifier")
+    inputs = batch(config, batch_size=6, seq_len=8, seed=9)
+    if head == "multiple_choice":
+        inputs = {k: v.view(2, 3, 8) for k, v in inputs.items()}    # (6, S) -> (B=2, C=3, S)
+    with torch.no_grad():
+        a, b = ours(**inputs), hf(**inputs)
+    check(f"hf->ours {head} logits", getattr(a, head).logits, b.logits, PARITY)

@@ -114,7 +114,9 @@ def freeze_unused(model: BertWithHeads, heads: Sequence[str], uses_pooler: bool)
     parts = {"mlm": lambda: [*model.cls.predictions.transform.parameters(), model.cls.predictions.bias],
              "nsp": lambda: list(model.cls.seq_relationship.parameters()),
              "qa": lambda: list(model.qa_outputs.parameters()),
-             "classifier": lambda: list(model.classifier.parameters())}
+             "classifier": lambda: list(model.classifier.parameters()),
+             "token_classifier": lambda: list(model.token_classifier.parameters()),
+             "multiple_choice": lambda: list(model.multiple_choice.parameters())}
     unused = [p for head in model.heads if head not in heads for p in parts[head]()]
     if model.has_pooler and not uses_pooler:
         unused += list(model.bert.pooler.parameters())
