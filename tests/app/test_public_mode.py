@@ -2,6 +2,8 @@
 README front matter, configuration by environment, the spaces.GPU shim and demo warm-up."""
 from __future__ import annotations
 
+import zipfile
+
 import os
 import re
 import sys
@@ -155,7 +157,10 @@ def test_public_checkpoint_download_only_serves_listed_checkpoints(tmp_path: Pat
         evt = gr.SelectData(None, {"index": [0, 0], "value": "x", "selected": True, "row_value": row})
         return pick(*helpers.special_args(pick, [], None, evt)[0])
 
-    assert select(listed) == str(listed / "model.safetensors")
+    exported = Path(select(listed))                      # the checkpoint as a model: one zip
+    assert exported.name == "run-a-step-000002.zip"
+    with zipfile.ZipFile(exported) as archive:
+        assert {"config.json", "model.safetensors", "README.md"} <= set(archive.namelist())
     with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):  # a forged row: a private model folder
         select(tmp_path / "models" / "saved")
 
