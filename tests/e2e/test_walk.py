@@ -24,12 +24,14 @@ TIMEOUT_MS = 60_000
 THEMES = ("light", "dark")
 PLOT = ".js-plotly-plot"
 expect.set_options(timeout=TIMEOUT_MS)
+SERVED: dict = {}                       # the served app's training worker, to explain a failure
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     runs = tmp_path_factory.mktemp("walk-runs")
     services = default_services(runs_root=runs)
+    SERVED["worker"] = services.get_worker()
     with serve(app.create_app(services)) as client:
         yield client.src, runs
     if services.worker is not None:
@@ -163,15 +165,35 @@ def test_every_tab_follows_the_theme(page: Page, tab: str, drawn: str) -> None:
 def check_figures_follow_the_theme(panel, theme: str) -> None:
     """Each drawn figure's background is the page's (transparent), and its axis text is readable on it:
     light text on the dark theme, dark text on the light one."""
+    panel.page.wait_for_timeout(300)                # Plotly may still be replacing a figure just drawn
     for plot in panel.locator(f"{PLOT}:visible").all():
-        background = plot.locator(".main-svg").first.evaluate("e => getComputedStyle(e).backgroundColor")
+        background = settled(plot.locator(".main-svg").first, "e => getComputedStyle(e).backgroundColor")
         assert background in ("rgba(0, 0, 0, 0)", "transparent"), background
         ticks = plot.locator(".xtick text, .ytick text")
         if ticks.count():
-            fill = ticks.first.evaluate("e => getComputedStyle(e).fill")
+            fill = settled(ticks.first, "e => getComputedStyle(e).fill")
             channels = [int(c) for c in fill[fill.index("(") + 1:fill.index(")")].split(",")[:3]]
             bright = sum(channels) / 3
             assert (bright > 150) if theme == "dark" else (bright < 120), (theme, fill)
+
+
+def settled(locator, script: str, tries: int = 20) -> str:
+    """``script``'s value on ``locator``, asked again while it is empty (an element Plotly is replacing)."""
+    for _ in range(tries):
+        value = locator.evaluate(script)
+        if value:
+            return value
+        locator.page.wait_for_timeout(250)
+    return value
+
+
+def ends_stopped(status) -> None:
+    """The status reaches "stopped"; if not, the failure says what the worker itself reports."""
+    try:
+        expect(status.locator("strong").first).to_have_text("stopped", timeout=120_000)
+    except AssertionError as exc:
+        worker = SERVED.get("worker")
+        raise AssertionError(f"{exc}\nworker: {worker.status() if worker else None}") from None
 
 
 def test_training_states_read_right(page: Page) -> None:
@@ -188,13 +210,13 @@ def test_training_states_read_right(page: Page) -> None:
         panel.get_by_role("button", name="Resume", exact=True).click()
         expect(status).to_contain_text("running")
         panel.get_by_role("button", name="Stop", exact=True).click()
-        expect(status.locator("strong").first).to_have_text("stopped", timeout=120_000)
+        ends_stopped(status)
         expect(status).not_to_contain_text("ETA")
         panel.get_by_role("button", name="Continue a run (resume").click()
         panel.get_by_role("button", name="Continue run", exact=True).click()    # empty: the newest stopped run
         expect(status.locator("strong").first).to_have_text("running", timeout=120_000)
         panel.get_by_role("button", name="Stop", exact=True).click()
-        expect(status.locator("strong").first).to_have_text("stopped", timeout=120_000)
+        ends_stopped(status)
     expect(panel.locator(f"{PLOT} .scatterlayer .trace").first).to_be_attached()
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
     no_error_toast(page)
