@@ -4,6 +4,7 @@ and a run on an upload continues after the upload is gone."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -146,3 +147,26 @@ def test_too_little_text_for_one_batch_fails_the_run_with_the_numbers(services: 
         status = client.predict(api_name="/train_status")[0]
     assert status.startswith("**failed**"), status
     assert "fewer than one batch of 64; add text, or lower the batch size" in status and "Traceback" not in status
+
+
+def readme_training_example() -> str:
+    """The README's /train_start example (the python block after "The Training tab's endpoints")."""
+    text = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("The Training tab's endpoints"):text.index("The probing endpoints:")]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+def test_the_readme_training_example_runs(services: Services, tmp_path: Path, monkeypatch, capsys) -> None:
+    import app
+
+    (tmp_path / "notes.jsonl").write_text("\n".join(json.dumps({"text": b}) for b in PASTED.split("\n\n")),
+                                          encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    worker = services.get_worker()
+    with serve(app.create_app(services)) as client:
+        exec(compile(readme_training_example().replace("http://127.0.0.1:7860/", client.src), "README.md", "exec"), {})
+        assert worker.status().active and worker.status().total_steps == 50
+        worker.stop(wait_s=TIMEOUT)
+    assert re.search(r"^\*\*(preparing|running)\*\* · step \*\*\d+ / 50\*\*", capsys.readouterr().out, re.M)
