@@ -103,37 +103,58 @@ def documents_from_texts(texts: Iterable[str]) -> list[Document]:
 
 
 # ---------------------------------------------------------------------------- uploads
-def read_documents(source: str | Path | bytes, filename: str | None = None) -> list[Document]:
+def read_documents(source: str | Path | bytes, filename: str | None = None,
+                   max_bytes: int | None = None) -> list[Document]:
     """Documents from an uploaded ``.txt``/``.md``/``.jsonl`` file (a path or its bytes).
 
     ``.txt``/``.md``: one document per blank-line-separated block. ``.jsonl``: one document
     per non-blank line, each ``{"text": "..."}`` or a JSON string. ``filename`` gives the
     extension (required for bytes; defaults to the path's name). Raises ValueError with a
-    readable message for an unknown extension, a file over ``MAX_UPLOAD_BYTES``, binary
-    content (NUL bytes), invalid UTF-8, empty input, or JSON lines without text.
+    readable message for an unknown extension, a file over ``max_bytes`` (``MAX_UPLOAD_BYTES``
+    by default), binary content (NUL bytes), invalid UTF-8, empty input, or JSON lines without text.
     """
+    text, name = read_text(source, filename, max_bytes)
+    return parse_documents(text, text_format(name), name)
+
+
+def read_text(source: str | Path | bytes, filename: str | None = None,
+              max_bytes: int | None = None) -> tuple[str, str]:
+    """(the decoded text, its name) of an upload, after the extension, size and UTF-8 checks of
+    ``read_documents``."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         if filename is None:
             raise ValueError("a filename (for its extension: .txt, .md or .jsonl) is needed with raw bytes")
         name = filename
         _check_extension(name)
         data = bytes(source)
-        _check_size(len(data), name)
+        _check_size(len(data), name, max_bytes)
     elif isinstance(source, (str, Path)):
         path = Path(source)
         name = filename or path.name
         _check_extension(name)
         if not path.is_file():
             raise FileNotFoundError(f"no such file: {path}")
-        _check_size(path.stat().st_size, name)
+        _check_size(path.stat().st_size, name, max_bytes)
         data = path.read_bytes()
     else:
         raise TypeError(f"source must be a path or bytes, got {type(source).__name__}")
-    text = _decode(data, name)
-    if Path(name).suffix.lower() in JSONL_EXTENSIONS:
+    return _decode(data, name), name
+
+
+def text_format(name: str) -> str:
+    """``"jsonl"`` for a ``.jsonl`` name, else ``"txt"`` (blank-line-separated documents)."""
+    return "jsonl" if Path(name).suffix.lower() in JSONL_EXTENSIONS else "txt"
+
+
+def parse_documents(text: str, fmt: str = "txt", name: str = "the text") -> list[Document]:
+    """Documents of already-decoded ``text``: ``fmt`` ``"txt"`` (one per blank-line-separated block)
+    or ``"jsonl"`` (one per line, ``{"text": "..."}`` or a JSON string); ValueError when none has text."""
+    if fmt == "jsonl":
         documents = documents_from_texts(_jsonl_texts(text, name))
-    else:
+    elif fmt == "txt":
         documents = documents_from_texts(_BLANK_LINE.split(text.replace("\r\n", "\n").replace("\r", "\n")))
+    else:
+        raise ValueError(f"unknown text format {fmt!r}; use txt or jsonl")
     if not documents:
         raise ValueError(f"{name} contains no text (only whitespace or empty records)")
     return documents
@@ -146,11 +167,12 @@ def _check_extension(name: str) -> None:
         raise ValueError(f"{name}: unsupported file type {suffix or '(no extension)'!r}; use {allowed}")
 
 
-def _check_size(size: int, name: str) -> None:
+def _check_size(size: int, name: str, max_bytes: int | None = None) -> None:
+    limit = MAX_UPLOAD_BYTES if max_bytes is None else max_bytes
     if size == 0:
         raise ValueError(f"{name} is empty")
-    if size > MAX_UPLOAD_BYTES:
-        raise ValueError(f"{name} is {size / 2**20:.1f} MiB; the limit is {MAX_UPLOAD_BYTES / 2**20:.0f} MiB")
+    if size > limit:
+        raise ValueError(f"{name} is {size / 2**20:.1f} MiB; the limit is {limit / 2**20:.0f} MiB")
 
 
 def _decode(data: bytes, name: str) -> str:
@@ -177,13 +199,32 @@ def _jsonl_texts(text: str, name: str) -> list[str]:
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{name} line {number} is not valid JSON: {exc.msg}") from None
+            raise ValueError(f"{name} line {number} is not valid JSON: {exc.msg} (column {exc.colno}); "
+                             'each line must be one JSON object such as {"text": "..."}') from None
         if isinstance(record, dict):
-            record = record.get("text")
+            if "text" not in record:
+                keys = ", ".join(json.dumps(str(key)) for key in list(record)[:5]) or "none"
+                raise ValueError(f'{name} line {number} has no text: it has no "text" field (its fields: {keys}); '
+                                 'each line must be {"text": "..."} or a JSON string')
+            record = record["text"]
+            if not isinstance(record, str):
+                raise ValueError(f'{name} line {number} has no text: its "text" field is {_json_kind(record)}, '
+                                 "not a string")
         if not isinstance(record, str):
-            raise ValueError(f'{name} line {number} has no text: expected {{"text": "..."}} or a JSON string')
+            raise ValueError(f'{name} line {number} has no text: it is {_json_kind(record)}; '
+                             'each line must be {"text": "..."} or a JSON string')
         texts.append(record)
     return texts
+
+
+def _json_kind(value: object) -> str:
+    """``a number``, ``a list``, ... : what a JSON value is, in words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a true/false value"
+    return {int: "a number", float: "a number", list: "a list", dict: "an object", str: "a string"}.get(
+        type(value), type(value).__name__)
 
 
 # ---------------------------------------------------------------------------- built-in corpus

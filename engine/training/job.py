@@ -22,8 +22,10 @@ from engine.training.state import INFO_FILE, read_training_state
 
 FINETUNING_TASKS = ("qa", "qa_mlm", "classification")
 QA_TASKS = ("qa", "qa_mlm")
-# Fields that are not part of what defines the run (where it goes; uploaded text is counted, not kept).
-_NOT_RECORDED = ("training", "documents", "run_dir", "resume_from")
+# Fields that are not part of what defines the run (where it goes; uploaded documents are counted, not kept;
+# given text is kept as a file in the run folder, which run.json names).
+_NOT_RECORDED = ("training", "documents", "corpus_text", "run_dir", "resume_from")
+TEXT_FORMATS = ("txt", "jsonl")
 
 
 @dataclass
@@ -32,8 +34,11 @@ class JobSpec:
 
     Model: a fresh ``preset`` (with ``model_overrides`` and ``dropout``), or ``init_from`` (``default``,
     a run or checkpoint directory, a Hugging Face directory or hub id; fine-tuning always starts from
-    one, ``default`` unless given). Pretraining text: ``documents`` (already read, e.g. an upload)
-    win over ``corpus`` (a built-in corpus name or a .txt/.md/.jsonl file); ``tokenizer`` (a
+    one, ``default`` unless given). Pretraining text: ``documents`` (already read, not kept) win over
+    ``corpus_text`` (text given as it is, pasted or uploaded, in ``corpus_format`` ``txt``: documents
+    separated by blank lines, or ``jsonl``: one ``{"text": ...}`` per line; kept in the run folder as
+    ``corpus.txt`` / ``corpus.jsonl`` so a resume reads the same text), which win over ``corpus`` (a
+    built-in corpus name or a .txt/.md/.jsonl file); ``max_documents`` keeps the first N. ``tokenizer`` (a
     directory) or ``init_from``'s tokenizer, else a WordPiece vocabulary of ``vocab_size`` trained on
     the training documents. Fine-tuning data: ``data`` / ``eval_data`` files (SQuAD JSON for QA,
     CSV/JSONL for classification); ``qa_mlm`` also trains masked-LM on ``mlm_corpus``.
@@ -49,6 +54,8 @@ class JobSpec:
     init_from: str | None = None
     corpus: str = "shakespeare"
     documents: list[Document] | None = None
+    corpus_text: str | None = None
+    corpus_format: str = "txt"
     corpus_label: str | None = None
     max_documents: int | None = None
     eval_fraction: float | None = None
@@ -135,7 +142,9 @@ class JobSpec:
             raise ValueError(f"{n('vocab_size')} must be at least 16, got {self.vocab_size}")
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"{n('dropout')} must be in [0, 1), got {self.dropout}")
-        if self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(self.corpus).is_file():
+        if self.corpus_text is not None:
+            self._validate_text(n)
+        elif self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(self.corpus).is_file():
             raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} "
                              f"(built in: {', '.join(BUILTIN_CORPORA)}, or upload documents)")
         if self.tokenizer is not None and not Path(self.tokenizer).exists():
@@ -146,6 +155,19 @@ class JobSpec:
         if self.init_from is None:
             overrides = {k: v for k, v in self.model_overrides.items() if k != "vocab_size"}
             config.check_model(preset_config(self.preset, **overrides))
+
+    def _validate_text(self, n) -> None:
+        if not isinstance(self.corpus_text, str):
+            raise ValueError(f"{n('corpus_text')} must be text, got {type(self.corpus_text).__name__}")
+        if self.corpus_format not in TEXT_FORMATS:
+            raise ValueError(f"{n('corpus_format')} must be one of {', '.join(TEXT_FORMATS)}, got {self.corpus_format!r}")
+        try:
+            self.corpus_text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"{n('corpus_text')} has a character that is not valid Unicode at position {exc.start} "
+                             "(a lone surrogate); remove it or save the text as UTF-8") from None
+        if not self.corpus_text.strip():
+            raise ValueError(f"{n('corpus_text')} is empty; give some text to train on")
 
     def _validate_finetuning(self, config: TrainingConfig, n) -> None:
         from engine.data.qa_features import check_lengths
@@ -177,14 +199,18 @@ class JobSpec:
                 raise ValueError(message) from None
 
     # ------------------------------------------------------------------ run.json
-    def to_record(self) -> dict[str, Any]:
+    def to_record(self, corpus_file: str | None = None) -> dict[str, Any]:
         """What ``run.json`` keeps: every field but the training settings (the checkpoints hold
-        those), where the run goes and uploaded text (only its count and label)."""
+        those), where the run goes and uploaded documents (only their count and label). Given text
+        (``corpus_text``) is not in it: ``corpus_file`` names the run folder's copy of it."""
         record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_RECORDED}
         record["task"] = self.task
         record["documents"] = len(self.documents) if self.documents is not None else None
         if self.documents is not None:
             record["corpus"] = self.corpus_label or "uploaded documents"
+        elif self.corpus_text is not None:
+            record["corpus"] = self.corpus_label or "given text"
+            record["corpus_file"] = corpus_file
         return record
 
     @classmethod
@@ -206,7 +232,8 @@ def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
 
     Everything comes from the run (``run.json`` and the checkpoint's training settings); ``changes``
     may change only ``RESUMABLE_FIELDS`` (values equal to the run's are no change); ``documents``
-    re-gives uploaded text (it is not kept in the run); ``run_dir`` defaults to the run's own folder.
+    re-gives uploaded documents (they are not kept in the run; given text is, and is read from the
+    run's copy); ``run_dir`` defaults to the run's own folder.
     """
     folder, checkpoint = RunFolder.locate(source)
     try:
@@ -217,7 +244,14 @@ def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
     if "task" in changed:
         raise ValueError(f"{checkpoint} is a {saved.task} run, not {changed['task']}")
     check_resume_changes(set(changed), names)
-    spec = JobSpec.from_record(folder.read_spec(), saved.replace(**changed))
+    record = folder.read_spec()
+    spec = JobSpec.from_record(record, saved.replace(**changed))
+    if record.get("corpus_file") and documents is None:       # the text given at the start, kept in the run
+        copy = folder.corpus_path(str(record["corpus_file"]))
+        if not copy.is_file():
+            raise FileNotFoundError(f"the run {folder.name} has lost its copy of the text it trains on "
+                                    f"({copy.name}), so it cannot continue exactly; start a new run")
+        spec = spec.replace(corpus=str(copy), corpus_format="jsonl" if copy.suffix == ".jsonl" else "txt")
     return spec.replace(resume_from=str(checkpoint), documents=documents,
                         run_dir=str(run_dir if run_dir is not None else folder.root))
 

@@ -13,7 +13,8 @@ from engine.data.classification import build_classification_dataset, label_names
 from engine.data.features import FeatureDataset, split_held_out
 from engine.data.pretraining import PretrainingDataset
 from engine.data.qa_features import build_qa_dataset, read_squad
-from engine.text.corpus import BUILTIN_CORPORA, Document, builtin_corpus, read_documents, train_eval_split
+from engine.text.corpus import (BUILTIN_CORPORA, Document, builtin_corpus, parse_documents, read_documents,
+                                train_eval_split)
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
 from engine.training.job import QA_TASKS, JobSpec
@@ -36,9 +37,13 @@ def load_corpus(corpus: str, max_documents: int | None = None) -> list[Document]
 
 
 def job_documents(spec: JobSpec) -> list[Document]:
-    """The spec's documents (given ones win over ``corpus``), with empty sentences and documents dropped."""
+    """The spec's documents (given ``documents`` win over ``corpus_text``, which wins over ``corpus``; the
+    first ``max_documents`` of text or a corpus), with empty sentences and documents dropped."""
     if spec.documents is not None:
         documents = [list(doc) for doc in spec.documents]
+    elif spec.corpus_text is not None:
+        documents = parse_documents(spec.corpus_text, spec.corpus_format, spec.corpus_label or "the text")
+        documents = documents[:spec.max_documents] if spec.max_documents is not None else documents
     else:
         documents = load_corpus(spec.corpus, spec.max_documents)
     documents = [[s for s in doc if isinstance(s, str) and s.strip()] for doc in documents]
@@ -46,6 +51,34 @@ def job_documents(spec: JobSpec) -> list[Document]:
     if not documents:
         raise ValueError("the corpus is empty: it has no documents with text")
     return documents
+
+
+def check_text(documents: list[Document], nsp: bool, pairs: bool = True) -> None:
+    """ValueError, saying what to add, when ``documents`` cannot make what next-sentence prediction needs:
+    NotNext segments come from another document (two documents at least), and, with ``pairs``, IsNext
+    pairs are two sentences of one document (without one, every pair is NotNext and NSP learns nothing).
+    ``prepare_job`` checks the documents; the app checks the pairs of the text a person gives too."""
+    if not documents:
+        raise ValueError("the text is empty: give some text to train on")
+    if not nsp:
+        return
+    if len(documents) < 2:
+        raise ValueError("next-sentence prediction needs at least two documents (its NotNext segments come "
+                         "from another document), but the text is one document; separate documents with a "
+                         "blank line (or give one JSON line each), or turn NSP off")
+    if pairs and not any(len(doc) >= 2 for doc in documents):
+        raise ValueError(f"next-sentence prediction needs documents of two sentences or more (an IsNext pair is "
+                         f"two sentences that follow each other), but each of the {len(documents):,} documents "
+                         "has one sentence; write several sentences per document, or turn NSP off")
+
+
+def check_one_batch(train_data: PretrainingDataset, config: TrainingConfig) -> None:
+    """ValueError when the training text makes fewer sequences than one batch, with the numbers."""
+    count = len(train_data.instances(0))
+    if count < config.batch_size:
+        raise ValueError(f"the text makes only {count:,} training sequence{'s' if count != 1 else ''} of up to "
+                         f"{config.max_seq_length} tokens, fewer than one batch of {config.batch_size}; add text, "
+                         "or lower the batch size")
 
 
 def split_documents(documents: list[Document], eval_fraction: float, seed: int, nsp: bool,

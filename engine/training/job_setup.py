@@ -19,7 +19,8 @@ from engine.text.tokenizer import WordPieceTokenizer
 from engine.training import distributed as dist
 from engine.training.callbacks import TrainerCallback
 from engine.training.job import JobSpec, resume_spec
-from engine.training.job_data import finetuning_data, job_documents, pretraining_data, split_documents
+from engine.training.job_data import (check_one_batch, check_text, finetuning_data, job_documents,
+                                      pretraining_data, split_documents)
 from engine.training.job_models import finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer
 from engine.training.run_folder import RESUMABLE_FIELDS, RunFolder
 from engine.training.state import read_metrics
@@ -81,6 +82,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     config = spec.training_config()
     step("reading the corpus")
     documents = job_documents(spec)
+    check_text(documents, config.nsp, pairs=False)
     train_docs, eval_docs = split_documents(documents, spec.held_out_fraction, config.seed, config.nsp)
     loaded = None
     if spec.init_from is not None:
@@ -89,6 +91,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     tokenizer = pretraining_tokenizer(spec, train_docs, loaded, step)
     step(f"building pretraining instances from {len(train_docs):,} documents")
     train_data, eval_data = pretraining_data(spec, config, tokenizer, train_docs, eval_docs)
+    check_one_batch(train_data, config)
     step("building the model")
     model = pretraining_model(spec, config, tokenizer, loaded)
     trainer = Trainer(model, tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir(), **hooks)
@@ -137,10 +140,11 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -
 
 
 def _record(spec: JobSpec, trainer: Trainer, tokenizer: WordPieceTokenizer | None) -> None:
-    """Write the run's ``run.json`` (and its tokenizer) once, from the main process."""
+    """Write the run's ``run.json`` (and its tokenizer, and its copy of given text) once, from the main process."""
     if not dist.is_main_process():
         return
     folder = RunFolder(trainer.run_dir)
-    folder.write_spec(spec.to_record())
+    corpus_file = folder.write_corpus(spec.corpus_text, spec.corpus_format) if spec.corpus_text is not None else None
+    folder.write_spec(spec.to_record(corpus_file))
     if tokenizer is not None:
         tokenizer.save(folder.tokenizer_dir)

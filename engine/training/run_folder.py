@@ -6,6 +6,8 @@ Layout of a run folder (the only place that knows it; everything else goes throu
       run.json                  the job spec (engine.training.job.JobSpec.to_record), read back on resume
       metrics.jsonl             one JSON record per logged train / eval / checkpoint event
       tokenizer/                the run's vocabulary (runs that trained their own)
+      corpus.txt | corpus.jsonl the text the run trains on, when it was given as text (pasted or uploaded):
+                                kept here so that a resume reads exactly the same text
       checkpoints/
         step-000300/            Hugging Face layout + trainer_state.json + training_state.pt
         .step-000300.tmp-*      a checkpoint being written (renamed in when complete)
@@ -34,6 +36,7 @@ LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS_DIR = "checkpoints"
 TOKENIZER_DIR = "tokenizer"
+CORPUS_FILES = {"txt": "corpus.txt", "jsonl": "corpus.jsonl"}   # the run's copy of given text, by format
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 # TrainingConfig fields a resumed run may change; the rest define the run and must match.
@@ -120,6 +123,27 @@ class RunFolder:
     @property
     def tokenizer_dir(self) -> Path:
         return self.root / TOKENIZER_DIR
+
+    def corpus_path(self, name: str) -> Path:
+        """The run's copy of its text, ``name`` as ``run.json`` records it (``corpus.txt`` / ``corpus.jsonl``);
+        ValueError for any other name (``run.json`` is a file a person can edit)."""
+        if name not in CORPUS_FILES.values():
+            raise ValueError(f"{self.spec_path.name} names {name!r} as the run's text; expected one of "
+                             f"{', '.join(CORPUS_FILES.values())}")
+        return self.root / name
+
+    def write_corpus(self, text: str, fmt: str) -> str:
+        """Keep ``text`` (format ``txt`` or ``jsonl``) as the run's copy, written atomically as UTF-8 bytes
+        exactly as given; the file name to record (relative to the run folder)."""
+        name = CORPUS_FILES[fmt]
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = self.root / f".{name}.tmp-{os.getpid()}"
+        with open(staging, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, self.root / name)
+        return name
 
     def checkpoint_dir(self, step: int) -> Path:
         """Where the checkpoint of ``step`` is (or will be) written."""

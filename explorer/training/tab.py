@@ -14,19 +14,21 @@ from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_c
                                     live_view, version)
 from explorer.training.runs import continue_run, run_choices
 from explorer.training.status import status_markdown
+from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
+                                           vocabulary_fields)
 from explorer.gpu import training_device
 from explorer.services import Services
 from explorer.ui_errors import clear_on_failure, friendly_errors
 
 PRESETS = ["tiny", "mini", "small"]
-CORPORA = ["shakespeare"]
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 
 INTRO = """\
-Pretrain a small BERT from scratch on a built-in corpus: a WordPiece vocabulary is learnt
-from the corpus, then the model trains on **masked language modelling** (MLM) and, if on,
+Pretrain a small BERT from scratch on a built-in corpus or on **your own text** (paste it or upload
+a `.txt` / `.jsonl` file): a WordPiece vocabulary is learnt from the text (or the bundled model's is
+kept), then the model trains on **masked language modelling** (MLM) and, if on,
 **next-sentence prediction** (NSP), in the background while the app keeps serving.
 
 **What to watch.** MLM loss starts near ln(vocab size) (≈ 8.3 for 4,000 pieces: a uniform
@@ -63,12 +65,15 @@ def _float(value: Any, name: str) -> float:
 
 def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, vocab_size: Any,
               seq_length: Any, batch_size: Any, learning_rate: Any, steps: Any, mask_rate: Any,
-              whole_word: bool, nsp: bool) -> JobSpec:
-    """Check the controls and turn them into a validated ``JobSpec`` (ValueError says what is wrong)."""
+              whole_word: bool, nsp: bool, source: str = "builtin", text: str | None = "", text_file: Any = None,
+              vocabulary: str = "train") -> JobSpec:
+    """Check the controls and turn them into a validated ``JobSpec`` (ValueError says what is wrong); given
+    text is read and checked here (format, size, documents for NSP), before a run starts."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
-    if corpus not in CORPORA:
-        raise ValueError(f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}")
+    documents = _int(max_documents, "Max documents", 1, 1_000_000)
+    words = vocabulary_fields(vocabulary, _int(vocab_size, "Vocab size", 50, 200_000))
+    fields = text_fields(source, corpus, text, text_file)
     total_steps = _int(steps, "Steps", 1, 1_000_000)
     training = dict(
         learning_rate=_float(learning_rate, "Learning rate"),
@@ -83,10 +88,9 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
         checkpoint_every=max(50, total_steps // 4),  # the last step is always checkpointed too
         device=training_device(),  # CPU on a Space: a background thread cannot hold a ZeroGPU
     )
-    spec = JobSpec(training, preset=preset, corpus=corpus,
-                   max_documents=_int(max_documents, "Max documents", 1, 1_000_000),
-                   vocab_size=_int(vocab_size, "Vocab size", 50, 200_000))
+    spec = JobSpec(training, preset=preset, max_documents=documents, **fields, **words)
     spec.validate()
+    check_given_text(fields, documents, bool(nsp))
     return spec
 
 
@@ -109,11 +113,13 @@ def build(services: Services) -> dict[str, Any]:
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     with gr.Row():
         preset = gr.Dropdown(PRESETS, value="tiny", label="Model preset", info="tiny is quick on a CPU")
-        corpus = gr.Dropdown(CORPORA, value="shakespeare", label="Corpus (built in)")
         # No precision=0 on these: Gradio would round 2.5 to 2 (and fail with no message on text or
         # infinity) before make_spec can say "must be a whole number".
-        max_documents = gr.Number(200, label="Max documents")
-        vocab_size = gr.Number(4000, label="Vocab size")
+        max_documents = gr.Number(200, label="Max documents", info="the first N documents of the text")
+        vocab_size = gr.Number(4000, label="Vocab size", info="of the vocabulary trained on the text")
+    given = build_text_source()
+    given["vocabulary"].change(lambda choice: gr.Number(interactive=choice == "train"), inputs=given["vocabulary"],
+                               outputs=vocab_size, queue=False, api_visibility="private", show_progress="hidden")
     with gr.Row():
         seq_length = gr.Number(64, label="Sequence length")
         batch_size = gr.Number(16, label="Batch size")
@@ -158,21 +164,22 @@ def build(services: Services) -> dict[str, Any]:
     download = gr.File(label="The chosen checkpoint as a model (.zip: config, weights, tokenizer, model card; "
                              "transformers loads the unzipped folder)", interactive=False)
 
-    controls = [preset, corpus, max_documents, vocab_size, seq_length, batch_size, learning_rate, steps,
-                mask_rate, whole_word, nsp]
+    controls = [preset, given["corpus"], max_documents, vocab_size, seq_length, batch_size, learning_rate, steps,
+                mask_rate, whole_word, nsp, given["source"], given["text"], given["text_file"], given["vocabulary"]]
 
     @friendly_errors
     def train_start(preset: str = "tiny", corpus: str = "shakespeare", max_documents: float = 200,
                     vocab_size: float = 4000, seq_length: float = 64, batch_size: float = 16,
                     learning_rate: float = 5e-4, steps: float = 300, mask_rate: float = 0.15,
-                    whole_word: bool = False, nsp: bool = True, token: str = "") -> str:
+                    whole_word: bool = False, nsp: bool = True, source: str = "builtin", text: str = "",
+                    text_file: Any = None, vocabulary: str = "train", token: str = "") -> str:
         """Start a pretraining run with the given settings in the background; the status as Markdown.
 
         Args:
             preset: model size (tiny, mini, small, medium, base, large).
-            corpus: the built-in corpus.
+            corpus: the built-in corpus (with source "builtin").
             max_documents: use only the first N documents.
-            vocab_size: WordPiece vocabulary trained on the corpus.
+            vocab_size: size of the WordPiece vocabulary trained on the text (with vocabulary "train").
             seq_length: longest sequence in tokens.
             batch_size: sequences per step.
             learning_rate: peak learning rate.
@@ -180,11 +187,17 @@ def build(services: Services) -> dict[str, Any]:
             mask_rate: fraction of tokens masked.
             whole_word: mask whole words.
             nsp: train next-sentence prediction too.
+            source: "builtin" (the corpus above), "text" (the text argument) or "file" (text_file).
+            text: your text, documents separated by blank lines (with source "text"; at most 20 MB).
+            text_file: a .txt (documents separated by blank lines) or .jsonl (one {"text": ...} object per line)
+                file, UTF-8, at most 20 MB (with source "file"; gradio_client: handle_file(path)).
+            vocabulary: "train" (a WordPiece vocabulary learnt on the text) or "keep" (the bundled
+                bert-base-uncased vocabulary).
             token: the admin token (public mode only).
         """
         access.require_admin(token, "start training")
         return start_run(services, preset, corpus, max_documents, vocab_size, seq_length, batch_size,
-                         learning_rate, steps, mask_rate, whole_word, nsp)
+                         learning_rate, steps, mask_rate, whole_word, nsp, source, text, text_file, vocabulary)
 
     @friendly_errors
     def train_continue(run: str | None = None, total_steps: float = 0, token: str = "") -> str:

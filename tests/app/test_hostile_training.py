@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
@@ -21,8 +22,9 @@ from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 NAMES = ["preset", "corpus", "max_documents", "vocab_size", "seq_length", "batch_size", "learning_rate", "steps",
-         "mask_rate", "whole_word", "nsp"]
-GOOD = dict(zip(NAMES, ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 15, 0.15, False, True]))
+         "mask_rate", "whole_word", "nsp", "source", "text", "text_file", "vocabulary"]
+GOOD = dict(zip(NAMES, ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 15, 0.15, False, True, "builtin", "", None,
+                        "train"]))
 RUN_TIMEOUT_S = 90.0
 
 
@@ -74,11 +76,14 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     (dict(preset="../../etc/passwd"), "preset|choices"),
     (dict(preset="huge"), "preset|choices"),
     (dict(corpus="/etc/passwd"), "corpus|choices"),
+    (dict(source="text", text=""), "Paste some text into the box first"),
+    (dict(source="text", text="Only one document. Of two sentences."), "at least two documents"),
+    (dict(source="file"), "Upload a .txt or .jsonl file first"),
 ]
 
 
-@pytest.mark.parametrize("changes,match", REFUSED, ids=[f"{k}={v!r}"[:40] for c, _ in REFUSED
-                                                         for k, v in c.items()])
+@pytest.mark.parametrize("changes,match", REFUSED, ids=[",".join(f"{k}={v!r}" for k, v in c.items())[:40]
+                                                         for c, _ in REFUSED])
 def test_bad_settings_are_refused_before_a_run(served: tuple[Client, Sandbox], changes: dict[str, Any],
                                                match: str) -> None:
     client, box = served
@@ -104,6 +109,42 @@ def test_hand_written_numbers_are_refused(served: tuple[Client, Sandbox], name: 
     values = json.dumps(settings(**{name: "PLACEHOLDER"})).replace('"PLACEHOLDER"', literal)
     with box.no_stray_writes():
         expect_error(call_raw(client, "/train_start", '{"data": ' + values + '}'), match)
+        assert status_text(client).startswith("**idle**")
+    assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
+
+
+# (file name, its bytes, the message): uploads through the API, as gradio_client sends them
+UPLOADS: list[tuple[str, bytes, str]] = [
+    ("corpus.exe", b"MZ\x90\x00", "corpus.exe: a .exe file cannot be read; upload a .txt"),
+    ("passwd", b"root:x:0:0", "passwd: a file without an extension cannot be read"),
+    ("latin1.txt", b"caf\xe9. Il pleut.\n\nOui. Non.", "not valid UTF-8 text"),
+    ("lines.jsonl", b'{"text": "A. B."}\n{"text": "C. D."', "lines.jsonl line 2 is not valid JSON"),
+    ("lines.jsonl", b'{"txt": "A. B."}', 'lines.jsonl line 1 has no text: it has no "text" field'),
+]
+
+
+@pytest.mark.parametrize("name,data,match", UPLOADS, ids=[u[0] + ":" + u[2][:20] for u in UPLOADS])
+def test_bad_uploads_are_refused_before_a_run(served: tuple[Client, Sandbox], name: str, data: bytes,
+                                              match: str) -> None:
+    from gradio_client import handle_file
+
+    client, box = served
+    path = box.outside / "upload" / Path(name).name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(data)
+    with box.no_stray_writes():
+        expect_error(call(client, *settings(source="file", text_file=handle_file(str(path))), api_name="/train_start"),
+                     match)
+        assert status_text(client).startswith("**idle**")
+    assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
+
+
+def test_text_with_a_lone_surrogate_is_refused(served: tuple[Client, Sandbox]) -> None:
+    client, box = served
+    values = json.dumps(settings(source="text", text="PLACEHOLDER"))
+    values = values.replace('"PLACEHOLDER"', '"Fine text. Then \\ud800 a broken one.\\n\\nMore. Text."')
+    with box.no_stray_writes():
+        expect_error(call_raw(client, "/train_start", '{"data": ' + values + '}'), "not valid Unicode at position 16")
         assert status_text(client).startswith("**idle**")
     assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
 
