@@ -268,8 +268,11 @@ def build(services: Services) -> dict[str, Any]:
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)                                 # versions this browser was last sent (explorer.training.live)
     last_version = gr.State(None)
-    wake = dict(fn=lambda: gr.Timer(active=True), outputs=timer, api_visibility="private", queue=False,
-                show_progress="hidden")
+    # After a control's own answer has been drawn: tick again, and forget what this browser was sent.
+    # The control wrote the status itself ("stopping"); a tick that raced it may have sent "stopped"
+    # first and marked it seen, and every later tick would then skip the status, stuck on "stopping".
+    wake = dict(fn=lambda: (gr.Timer(active=True), None), outputs=[timer, seen], api_visibility="private",
+                queue=False, show_progress="hidden")
     started = start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
     started.then(**wake)
     controlled = [pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause"),
@@ -294,5 +297,6 @@ def build(services: Services) -> dict[str, Any]:
     picked = checkpoints.select(friendly_errors(pick_checkpoint), outputs=download,
                                 api_name="train_pick_checkpoint", api_visibility="private")
     clear_on_failure(picked, [download])
-    return {"status": status, "timer": timer, "idle_timer": idle_timer, "controls": controls, "checkpoints": checkpoints,
+    return {"status": status, "timer": timer, "idle_timer": idle_timer, "seen": seen, "controls": controls,
+            "checkpoints": checkpoints,
             "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot], "download": download}

@@ -8,21 +8,15 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 import app
 from app_helpers import serve
+from browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
 from explorer.services import default_services
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-TIMEOUT_MS = 60_000
-expect.set_options(timeout=TIMEOUT_MS)   # a 2-core CPU shared with a training run is slow
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +30,8 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module")
@@ -53,22 +44,6 @@ def page(browser: Browser, url: str) -> Iterator[Page]:
     page.close()
 
 
-def open_tab(page: Page, name: str):
-    page.get_by_role("tab", name=name, exact=True).click()
-    panel = page.locator("[role=tabpanel]:visible").first
-    expect(panel).to_be_visible()
-    return panel
-
-
-def run_first_example(panel) -> None:
-    panel.locator("tr.tr-body").first.locator("td").first.click()
-
-
-def no_error_toast(page: Page) -> None:
-    errors = page.locator(".toast-body.error")
-    assert errors.count() == 0, errors.first.inner_text()
-
-
 def screenshot(page: Page, name: str) -> None:
     page.wait_for_timeout(500)        # let Plotly finish drawing
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
@@ -79,7 +54,6 @@ def test_model_picker_shows_the_default_model(page: Page) -> None:
     no_error_toast(page)
 
 
-PLOT = ".js-plotly-plot"
 # (tab, what its first example must show: (CSS selector, text it contains or None for "is drawn"))
 TABS = [
     ("Tokenize", [(".wordpieces", "[SEP]"), (".token-summary", "tokens")]),

@@ -9,21 +9,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 import app
 from app_helpers import serve
+from browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
 from explorer.services import default_services
 from probing_helpers import write_run
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-TIMEOUT_MS = 60_000
 THEMES = ("light", "dark")
-PLOT = ".js-plotly-plot"
-expect.set_options(timeout=TIMEOUT_MS)
 SERVED: dict = {}                       # the served app's training worker, to explain a failure
 
 
@@ -40,11 +34,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture(scope="module", params=THEMES)
@@ -57,22 +48,6 @@ def page(request: pytest.FixtureRequest, browser: Browser, served: tuple[str, Pa
     page.theme = request.param          # type: ignore[attr-defined]  # for screenshots and theme checks
     yield page
     page.close()
-
-
-def open_tab(page: Page, name: str):
-    page.get_by_role("tab", name=name, exact=True).click()
-    panel = page.locator("[role=tabpanel]:visible").first
-    expect(panel).to_be_visible()
-    return panel
-
-
-def run_first_example(panel) -> None:
-    panel.locator("tr.tr-body").first.locator("td").first.click()
-
-
-def no_error_toast(page: Page) -> None:
-    errors = page.locator(".toast-body.error")
-    assert errors.count() == 0, errors.first.inner_text()
 
 
 def close_toasts(page: Page) -> None:

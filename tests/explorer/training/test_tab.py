@@ -198,3 +198,19 @@ def test_continue_a_run_through_the_api(client: Client, services: Services) -> N
     status = _status(client)[0]
     assert status.startswith("**finished** · step **9 / 9**") and name in status, status
     assert any(label.startswith(f"{name} · step 9 / 9") for label, _ in training_tab.run_choices(services))
+
+
+def test_after_a_control_the_next_tick_sends_the_status_again(services: Services) -> None:
+    """A control writes the status itself ("stopping"); a tick racing it may already have sent "stopped" and
+    marked it seen. So once the control's answer is drawn, the browser forgets what it was sent and ticks:
+    the status can never stay on the control's word (seen in the e2e walk on a loaded machine)."""
+    widgets: dict = {}
+    with gr.Blocks() as demo:
+        widgets.update(training_tab.build(services))
+    dependencies = demo.get_config_file()["dependencies"]
+    by_name = {d["api_name"]: d for d in dependencies}
+    seen, timer = widgets["seen"]._id, widgets["timer"]._id
+    for name in ("train_start", "train_pause", "train_resume", "train_stop", "train_save", "train_continue"):
+        follow = [d for d in dependencies if d["trigger_after"] == by_name[name]["id"]
+                  and not d["trigger_only_on_failure"]]
+        assert any({seen, timer} <= set(d["outputs"]) for d in follow), name
