@@ -1,4 +1,5 @@
-"""``python -m engine.finetune``: fine-tune a BERT for extractive QA or sequence classification.
+"""``python -m engine.finetune``: fine-tune a BERT for extractive QA, sequence or token classification, or
+multiple choice.
 
 The arguments become a ``JobSpec`` (``engine.training.job``) and ``prepare_job`` makes the trainer:
 the same ``Trainer`` as pretraining (the task is ``config.task``), the same checkpoints, resume,
@@ -13,7 +14,15 @@ Ctrl-C handling and torchrun support as ``engine.pretrain``.
   SQuAD (``engine.training.tasks.qa_with_mlm``). A larger text batch than QA batch spends more of each
   step on masked-LM.
 * ``--task classification``: a CSV (header ``text``, ``label``, optional ``text_pair``) or
-  JSONL file; labels become ``id2label`` / ``label2id`` in config.json (``engine.data.classification``).
+  JSONL file; labels (names or ids) become ``id2label`` / ``label2id`` in config.json
+  (``engine.data.classification``).
+* ``--task token_classification`` (or ``token-classification``): a CoNLL-U file (its UPOS tags) or
+  ``word<TAB>tag`` lines with a blank line between sentences; each word's first piece carries its
+  tag (``engine.data.tagged_text``, ``engine.data.token_features``). BIO tags also get entity F1.
+* ``--task multiple_choice`` (or ``multiple-choice``): a CSV with ``context``, ``choice0`` ..
+  ``choiceN-1`` and ``label`` (``engine.data.multiple_choice``); without ``--data``, "which
+  sentence comes next?" with ``--num-choices`` (4) choices built from ``--corpus`` (the built-in
+  Shakespeare, or a .txt/.md/.jsonl file; ``engine.data.next_sentence_choice``).
 
 The model starts from ``--init-from`` (the bundled ``default``, a run's checkpoint or an HF
 directory); the task's head is added freshly initialised when the model lacks it, and every
@@ -27,6 +36,10 @@ Examples::
         --mlm-corpus wiki.jsonl --steps 2000
     python -m engine.finetune --task classification --data assets/examples/sentiment.csv --steps 60 \\
         --eval-fraction 0.2 --lr 1e-4
+    python -m engine.finetune --task token_classification --data assets/examples/pos-ewt-sample.tsv \\
+        --steps 300 --lr 1e-4
+    python -m engine.finetune --task multiple_choice --data assets/examples/choices.csv --steps 100
+    python -m engine.finetune --task multiple_choice --corpus shakespeare --max-documents 200 --steps 300
     python -m engine.finetune --resume runs/qa --steps 4000
 """
 from __future__ import annotations
@@ -47,11 +60,20 @@ DEFAULTS: dict[str, Any] = dict(
     schedule="linear", log_every=1, threads=0, doc_stride=128, max_question_len=64,
     mlm_batch_size=None)
 TASK_DEFAULTS = {"qa": dict(seq_len=384, batch_size=16), "qa_mlm": dict(seq_len=384, batch_size=16),
-                 "classification": dict(seq_len=128, batch_size=32)}
-HELP_DEFAULTS = dict(DEFAULTS, seq_len="384 qa / 128 classification", batch_size="16 qa / 32 classification")
+                 "classification": dict(seq_len=128, batch_size=32),
+                 "token_classification": dict(seq_len=128, batch_size=32),
+                 "multiple_choice": dict(seq_len=128, batch_size=8)}
+HELP_DEFAULTS = dict(DEFAULTS, seq_len="384 qa / 128 the others",
+                     batch_size="16 qa / 8 multiple choice / 32 the others")
 # JobSpec field -> its argparse dest, for the flags that are not TrainingConfig fields
 JOB_ARGS = {name: name for name in ("data", "eval_data", "eval_fraction", "init_from", "doc_stride", "max_question_len",
-                                    "max_examples", "mlm_corpus", "mlm_seq_len", "mlm_batch_size")}
+                                    "max_examples", "mlm_corpus", "mlm_seq_len", "mlm_batch_size", "corpus",
+                                    "max_documents", "num_choices")}
+
+
+def task_name(text: str) -> str:
+    """``token-classification`` and ``token_classification`` both name the task ``token_classification``."""
+    return text.strip().replace("-", "_")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,8 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine.finetune", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add = p.add_argument
-    add("--task", choices=list(FINETUNING_TASKS), help="what to fine-tune for (required for a new run)")
-    add("--data", metavar="FILE", help="training data: SQuAD JSON (qa) or CSV/JSONL (classification)")
+    add("--task", type=task_name, choices=list(FINETUNING_TASKS),
+        help="what to fine-tune for (required for a new run; '-' works for '_')")
+    add("--data", metavar="FILE", help="training data: SQuAD JSON (qa), CSV/JSONL (classification), CoNLL-U or "
+        "word<TAB>tag (token_classification), CSV (multiple_choice)")
     add("--eval-data", metavar="FILE", help="held-out data in the same format")
     add("--eval-fraction", type=float, help="without --eval-data: hold this fraction of --data out (default 0.1)")
     add("--init-from", metavar="MODEL_DIR",
@@ -71,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--mlm-corpus", metavar="FILE",
         help="qa_mlm: text (.txt/.md/.jsonl) whose masked-LM and NSP losses train beside QA's")
     add("--mlm-seq-len", type=int, help="qa_mlm: length of the masked-LM sequences (default 128)")
+    add("--corpus", help="multiple_choice without --data: the text its next-sentence choices come from "
+        "('shakespeare', built in, the default; or a .txt/.md/.jsonl file)")
+    add("--max-documents", type=int, help="multiple_choice without --data: use only the first N documents")
+    add("--num-choices", type=int, help="multiple_choice without --data: choices per example, 2-5 (default 4)")
     add("--mlm-batch-size", type=int,
         help="qa_mlm: masked-LM sequences per micro-batch (default: --batch-size)")
     cli.add_training_arguments(p, HELP_DEFAULTS)
@@ -82,14 +110,15 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     if args.resume is not None:
         return cli.resumed_spec(args, parser, JOB_ARGS, {"task": args.task} if args.task is not None else {})
     if args.task is None:
-        parser.error("--task is required (qa, qa_mlm or classification)")
+        parser.error(f"--task is required ({', '.join(FINETUNING_TASKS)})")
     cli.apply_defaults(args, {**DEFAULTS, **TASK_DEFAULTS[args.task]}, parser)
     training = cli.training_config(args, parser, task=args.task, nsp=args.task == "qa_mlm")
     return cli.validated(JobSpec(
         training, init_from=args.init_from, data=args.data, eval_data=args.eval_data,
         eval_fraction=args.eval_fraction, max_examples=args.max_examples, doc_stride=args.doc_stride,
         max_question_len=args.max_question_len, mlm_corpus=args.mlm_corpus, mlm_seq_len=args.mlm_seq_len,
-        mlm_batch_size=args.mlm_batch_size, run_dir=args.run_dir), parser)
+        mlm_batch_size=args.mlm_batch_size, corpus=args.corpus or "shakespeare", max_documents=args.max_documents,
+        num_choices=args.num_choices if args.num_choices is not None else 4, run_dir=args.run_dir), parser)
 
 
 def describe(job: PreparedJob) -> str:
@@ -103,8 +132,10 @@ def describe(job: PreparedJob) -> str:
     if config.task == "qa_mlm":
         held_out += (f", {len(data.pretraining.documents_token_ids)} documents for the masked-LM term "
                      f"(text batch {data.pretraining.batch_size})")
-    labels = (f", labels {list(trainer.model.config.id2label.values())}" if config.task == "classification"
-              else "")
+    labels = (f", labels {list(trainer.model.config.id2label.values())}"
+              if config.task in ("classification", "token_classification") else "")
+    if config.task == "multiple_choice":
+        labels = f", {data.num_choices} choices"
     return (f"run {trainer.run_dir}: {config.task} from {spec.model_source} ({params / 1e6:.2f}M parameters, "
             f"{trainable / 1e6:.2f}M trained; heads {', '.join(trainer.model.heads)}{labels}), "
             f"{len(data)} training features from {len(set(data.example_index.tolist()))} examples, {held_out}, "

@@ -2,26 +2,26 @@
 
 A CSV needs a header naming the columns ``text`` and ``label`` (``text_pair`` optional;
 other columns are ignored); a ``.tsv`` is read tab-separated. A JSONL file holds one object
-per line with the same keys. Labels may be strings or integers; they become class ids in a
-deterministic order (``label_names``): numerically when every label is an integer, else
-alphabetically. The model's ``config.json`` keeps them as ``id2label`` / ``label2id``.
+per line with the same keys. Labels may be names or integer ids; new ones become class ids in a
+deterministic order (``engine.data.labels.label_names``): numerically when every label is an
+integer, else alphabetically; ids of a model's existing named labels are read as those names
+(``as_label_names``). The model's ``config.json`` keeps them as ``id2label`` / ``label2id``.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from engine.data.data_files import read_data_text
 from engine.data.features import FeatureDataset
+from engine.data.labels import check_known, label_names  # noqa: F401  (label_names re-exported)
 from engine.text.tokenizer import WordPieceTokenizer
-
-_INTEGER = re.compile(r"^[+-]?\d+$")
 
 
 @dataclass
@@ -34,19 +34,14 @@ class ClassificationExample:
     line: int = 0
 
 
-def read_classification_file(path: str | Path) -> list[ClassificationExample]:
+def read_classification_file(path: str | Path, max_bytes: int | None = None) -> list[ClassificationExample]:
     """Read a ``.csv``/``.tsv`` or ``.jsonl`` file (a file starting with ``{`` counts as JSONL).
 
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (naming the line) for
-    missing columns, empty texts or labels, or a file without examples.
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` (naming the line) for a file
+    over ``max_bytes``, not UTF-8, missing columns, empty texts or labels, or without examples.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not UTF-8 text: {exc}") from None
+    text = read_data_text(path, max_bytes, "classification file")
     is_jsonl = path.suffix.lower() in (".jsonl", ".json", ".ndjson") or text.lstrip().startswith("{")
     examples = _read_jsonl(text, path) if is_jsonl else _read_csv(text, path)
     if not examples:
@@ -96,24 +91,13 @@ def _example(record: dict[str, Any], line: int, path: Path) -> ClassificationExa
     return ClassificationExample(text, pair if pair and pair.strip() else None, str(label).strip(), line)
 
 
-def label_names(labels: Sequence[str]) -> dict[int, str]:
-    """``id2label`` for these labels: sorted numerically when all are integers, else as strings."""
-    distinct = sorted(set(labels))
-    if distinct and all(_INTEGER.match(label) for label in distinct):
-        distinct = sorted(distinct, key=lambda label: (int(label), label))
-    return dict(enumerate(distinct))
-
-
 def build_classification_dataset(examples: Sequence[ClassificationExample], tokenizer: WordPieceTokenizer,
                                  label2id: dict[str, int], max_seq_length: int, batch_size: int, seed: int = 0,
                                  shuffle: bool = True) -> FeatureDataset:
     """``[CLS] text [SEP] (pair [SEP])`` features, truncated longest-first, as a ``FeatureDataset``."""
     if not examples:
         raise ValueError("no examples to build classification features from")
-    unknown = sorted({e.label for e in examples} - set(label2id))
-    if unknown:
-        raise ValueError(f"label(s) {', '.join(map(repr, unknown[:5]))} are not among the model's labels "
-                         f"({', '.join(map(repr, label2id))})")
+    check_known([e.label for e in examples], label2id, [f"line {e.line}" for e in examples])
     encodings = tokenizer.encode_batch([(e.text, e.text_pair) for e in examples], max_length=max_seq_length)
     rows = [np.asarray(enc.input_ids, dtype=np.int32) for enc in encodings]
     segments = [enc.token_type_ids.index(1) if 1 in enc.token_type_ids else len(enc.input_ids) for enc in encodings]

@@ -1,8 +1,10 @@
 """Fine-tuning data: tokenized features batched in a seeded order, and held-out splits.
 
-A ``FeatureDataset`` holds one row of token ids per feature (a QA window or a sentence
-(pair)), where its second segment starts, and its integer targets (start/end positions,
-or a class id). Epoch ``e`` visits the features in ``random.Random(f"{seed}:{e}")`` order
+A ``FeatureDataset`` holds one row of token ids per feature (a QA window, a sentence
+(pair) or a tagged sentence), where its second segment starts, and its integer targets
+(start/end positions, a class id, or one label per token with -100 where unlabelled, kept
+as an (N, max_seq_length) array). Multiple choice (several rows per example) is
+``engine.data.multiple_choice.ChoiceDataset``, a subclass. Epoch ``e`` visits the features in ``random.Random(f"{seed}:{e}")`` order
 (held-out data in file order), so batch ``(e, k)`` can be rebuilt exactly on resume. Rows
 are padded to the longest in their batch.
 """
@@ -17,7 +19,10 @@ from typing import Callable, Hashable, Sequence, TypeVar
 import numpy as np
 import torch
 
-TARGETS = {"qa": ("start_positions", "end_positions"), "classification": ("class_labels",)}
+TARGETS = {"qa": ("start_positions", "end_positions"), "classification": ("class_labels",),
+           "token_classification": ("token_labels",), "multiple_choice": ("choice_labels",)}
+PER_TOKEN = ("token_classification",)        # tasks whose targets are a label per token
+IGNORE_INDEX = -100                          # an unlabelled token (as engine.model.heads)
 T = TypeVar("T")
 
 
@@ -31,6 +36,8 @@ class FinetuneBatch:
     start_positions: torch.Tensor | None = None  # (B,) QA: answer start token, 0 ([CLS]) when not in the window
     end_positions: torch.Tensor | None = None    # (B,)
     class_labels: torch.Tensor | None = None     # (B,) classification: class id
+    token_labels: torch.Tensor | None = None     # (B, S) token classification: label id, -100 where unlabelled
+    choice_labels: torch.Tensor | None = None    # (B,) multiple choice: the right choice (inputs are (B, C, S))
 
     def to(self, device: torch.device | str, non_blocking: bool = False) -> "FinetuneBatch":
         return FinetuneBatch(**{f.name: None if getattr(self, f.name) is None
@@ -60,7 +67,8 @@ class FeatureDataset:
         if not rows:
             raise ValueError("the dataset has no examples")
         targets = np.asarray(targets, dtype=np.int64).reshape(len(rows), -1)   # (N, targets per feature)
-        if targets.shape[1] != len(TARGETS[task]) or len(segment_starts) != len(rows):
+        width = max_seq_length if task in PER_TOKEN else len(TARGETS[task])
+        if targets.shape[1] != width or len(segment_starts) != len(rows):
             raise ValueError("rows, segment_starts and targets differ in length or width")
         longest = max(len(r) for r in rows)
         if longest > max_seq_length:
@@ -110,7 +118,10 @@ class FeatureDataset:
         attention_mask[positions < lengths] = 1
         token_type_ids = ((positions >= starts) & (positions < lengths)).long()              # (B, S)
         targets = torch.as_tensor(self.targets[list(indices)])                               # (B, K)
-        named = {name: targets[:, k].contiguous() for k, name in enumerate(TARGETS[self.task])}  # (B,) each
+        if self.task in PER_TOKEN:
+            named = {TARGETS[self.task][0]: targets[:, :width].contiguous()}                 # (B, S)
+        else:
+            named = {name: targets[:, k].contiguous() for k, name in enumerate(TARGETS[self.task])}  # (B,) each
         return FinetuneBatch(input_ids, token_type_ids, attention_mask, **named)
 
     def fingerprint(self) -> str:

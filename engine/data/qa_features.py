@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from tokenizers import Tokenizer
 
+from engine.data.data_files import read_data_text
 from engine.data.features import FeatureDataset
 from engine.text.tokenizer import Encoding, WordPieceTokenizer
 
@@ -59,14 +60,14 @@ class SquadData:
                 f"does not match the text, dropped {self.dropped_questions} question(s) left without an answer")
 
 
-def read_squad(path: str | Path) -> SquadData:
-    """Read a SQuAD v1.1 (or v2.0) JSON file; ``ValueError`` names what is wrong with it."""
+def read_squad(path: str | Path, max_bytes: int | None = None) -> SquadData:
+    """Read a SQuAD v1.1 or v2.0 JSON file; ``ValueError`` names what is wrong with it (over
+    ``max_bytes``, empty, not UTF-8, not JSON, not SQuAD's layout)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such file: {path}")
+    text = read_data_text(path, max_bytes, "SQuAD JSON file")
     try:
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
         raise ValueError(f"{path} is not valid JSON: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path} is not SQuAD JSON: expected {{\"data\": [{{\"title\", \"paragraphs\": ...}}]}}")

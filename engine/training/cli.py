@@ -35,7 +35,7 @@ FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--w
          "eval_fraction": "--eval-fraction", "vocab_size": "--vocab-size", "tokenizer": "--tokenizer",
          "init_from": "--init-from", "dropout": "--dropout", "data": "--data", "eval_data": "--eval-data",
          "max_examples": "--max-examples", "doc_stride": "--doc-stride", "max_question_len": "--max-question-len",
-         "mlm_corpus": "--mlm-corpus", "mlm_seq_len": "--mlm-seq-len", "mlm_batch_size": "--mlm-batch-size",
+         "num_choices": "--num-choices", "mlm_corpus": "--mlm-corpus", "mlm_seq_len": "--mlm-seq-len", "mlm_batch_size": "--mlm-batch-size",
          "run_dir": "--run-dir", "resume_from": "--resume"}
 # TrainingConfig field -> the argparse dest of its flag
 FIELD_ARGS = {"learning_rate": "lr", "total_steps": "steps", "warmup_steps": "warmup",
@@ -174,7 +174,9 @@ def fmt(value: Any, spec: str) -> str:
 SHOWN = {"pretraining": (("mlm_loss", ".4f"), ("nsp_loss", ".4f")),
          "qa": (("qa_loss", ".4f"), ("start_acc", ".3f"), ("end_acc", ".3f")),
          "qa_mlm": (("mlm_loss", ".4f"), ("qa_loss", ".4f"), ("start_acc", ".3f")),
-         "classification": (("classification_loss", ".4f"), ("accuracy", ".3f"))}
+         "classification": (("classification_loss", ".4f"), ("accuracy", ".3f")),
+         "token_classification": (("token_classification_loss", ".4f"), ("accuracy", ".3f")),
+         "multiple_choice": (("multiple_choice_loss", ".4f"), ("accuracy", ".3f"))}
 
 
 def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: JobSpec,

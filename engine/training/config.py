@@ -12,7 +12,8 @@ from engine.model.config import BertConfig
 from engine.training.optim import SCHEDULES
 
 PRECISIONS = ("auto", "fp32", "bf16")
-TASKS = ("pretraining", "qa", "qa_mlm", "classification")   # engine.training.tasks: what the Trainer trains
+# engine.training.tasks: what the Trainer trains
+TASKS = ("pretraining", "qa", "qa_mlm", "classification", "token_classification", "multiple_choice")
 
 
 def auto_device() -> str:
@@ -57,7 +58,8 @@ class TrainingConfig:
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"
     precision: str = "auto"                  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16"
     task: str = "pretraining"                # "pretraining" (MLM + NSP), "qa" (span head), "classification",
-                                             # "qa_mlm" (QA with the MLM + NSP terms kept alive)
+                                             # "qa_mlm" (QA with the MLM + NSP terms kept alive),
+                                             # "token_classification", "multiple_choice"
     freeze_encoder: bool = False
 
     def __post_init__(self) -> None:

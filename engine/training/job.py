@@ -20,7 +20,7 @@ from engine.training.config import TrainingConfig
 from engine.training.run_folder import RunFolder, check_resume_changes
 from engine.training.state import INFO_FILE, read_training_state
 
-FINETUNING_TASKS = ("qa", "qa_mlm", "classification")
+FINETUNING_TASKS = ("qa", "qa_mlm", "classification", "token_classification", "multiple_choice")
 QA_TASKS = ("qa", "qa_mlm")
 # Fields that are not part of what defines the run (where it goes; uploaded documents are counted, not kept;
 # given text is kept as a file in the run folder, which run.json names).
@@ -40,8 +40,12 @@ class JobSpec:
     ``corpus.txt`` / ``corpus.jsonl`` so a resume reads the same text), which win over ``corpus`` (a
     built-in corpus name or a .txt/.md/.jsonl file); ``max_documents`` keeps the first N. ``tokenizer`` (a
     directory) or ``init_from``'s tokenizer, else a WordPiece vocabulary of ``vocab_size`` trained on
-    the training documents. Fine-tuning data: ``data`` / ``eval_data`` files (SQuAD JSON for QA,
-    CSV/JSONL for classification); ``qa_mlm`` also trains masked-LM on ``mlm_corpus``.
+    the training documents. Fine-tuning data: ``data`` / ``eval_data`` files (SQuAD v1.1/v2.0 JSON for
+    QA, CSV/JSONL for classification, CoNLL-U or ``word<TAB>tag`` for token classification, a
+    ``context, choice0.., label`` CSV for multiple choice), each at most ``max_file_bytes`` when set
+    (the app's upload cap); multiple choice without ``data`` builds "which sentence comes next?"
+    examples with ``num_choices`` choices from ``documents`` / ``corpus``; ``qa_mlm`` also trains
+    masked-LM on ``mlm_corpus``.
     ``eval_fraction``: documents / examples held out when there is no ``eval_data`` (None: 0.05 for
     pretraining, 0.1 for fine-tuning). ``training`` may be a dict of ``TrainingConfig`` fields; with
     ``resume_from`` such a dict holds only the changes to the resumed run's settings.
@@ -67,6 +71,8 @@ class JobSpec:
     data: str | None = None
     eval_data: str | None = None
     max_examples: int | None = None
+    max_file_bytes: int | None = None        # fine-tuning files larger than this are refused (None: no cap)
+    num_choices: int = 4                     # multiple choice built from a corpus: choices per example
     doc_stride: int = 128
     max_question_len: int = 64
     mlm_corpus: str | None = None
@@ -170,22 +176,37 @@ class JobSpec:
             raise ValueError(f"{n('corpus_text')} is empty; give some text to train on")
 
     def _validate_finetuning(self, config: TrainingConfig, n) -> None:
+        from engine.data.data_files import check_size
         from engine.data.qa_features import check_lengths
 
         task = config.task
-        if self.data is None:
+        if self.data is None and task != "multiple_choice":
             raise ValueError(f"{n('data')} is required")
+        if self.data is None:       # multiple choice: next-sentence choices built from a corpus
+            if self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(self.corpus).is_file():
+                raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} (built in: "
+                                 f"{', '.join(BUILTIN_CORPORA)}); or give {n('data')}, a multiple-choice CSV")
+            if isinstance(self.num_choices, bool) or not isinstance(self.num_choices, int) \
+                    or not 2 <= self.num_choices <= 5:
+                raise ValueError(f"{n('num_choices')} must be 2 to 5, got {self.num_choices!r}")
+        if self.max_file_bytes is not None and (isinstance(self.max_file_bytes, bool)
+                                                or not isinstance(self.max_file_bytes, int) or self.max_file_bytes < 1):
+            raise ValueError(f"{n('max_file_bytes')} must be a positive number of bytes, got {self.max_file_bytes!r}")
         if task == "qa_mlm" and self.mlm_corpus is None:
             raise ValueError(f"{n('task')} qa_mlm needs {n('mlm_corpus')} (the text its masked-LM term trains on)")
         if task != "qa_mlm" and any(getattr(self, f) is not None for f in ("mlm_corpus", "mlm_seq_len", "mlm_batch_size")):
             raise ValueError(f"{n('mlm_corpus')}, {n('mlm_seq_len')} and {n('mlm_batch_size')} are for "
                              f"{n('task')} qa_mlm")
+        if self.eval_data is not None and self.data is None:
+            raise ValueError(f"{n('eval_data')} needs {n('data')} in the same format")
         if self.eval_data is not None and self.eval_fraction:
             raise ValueError(f"give either {n('eval_data')} or {n('eval_fraction')}, not both")
         for name in ("data", "eval_data", "mlm_corpus"):
             path = getattr(self, name)
             if path is not None and not Path(path).is_file():
                 raise ValueError(f"{n(name)}: no such file: {path}")
+            if path is not None and name != "mlm_corpus":
+                check_size(path, self.max_file_bytes)
         if self.mlm_seq_len is not None and self.mlm_seq_len < 8:
             raise ValueError(f"{n('mlm_seq_len')} must be >= 8, got {self.mlm_seq_len}")
         if task in QA_TASKS:

@@ -9,7 +9,6 @@ import random
 from pathlib import Path
 from typing import Callable
 
-from engine.data.classification import build_classification_dataset, label_names, read_classification_file
 from engine.data.features import FeatureDataset, split_held_out
 from engine.data.pretraining import PretrainingDataset
 from engine.data.qa_features import build_qa_dataset, read_squad
@@ -17,7 +16,8 @@ from engine.text.corpus import (BUILTIN_CORPORA, Document, builtin_corpus, parse
                                 train_eval_split)
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
-from engine.training.job import QA_TASKS, JobSpec
+from engine.training.job import JobSpec
+from engine.training.job_task_data import choice_data, classification_data, token_data
 from engine.training.tasks import build_datasets
 from engine.training.tasks.qa_with_mlm import JointDataset
 
@@ -104,51 +104,53 @@ def pretraining_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPiece
 
 def finetuning_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
                     id2label: dict[int, str] | None = None, log: Log = lambda message: None,
+                    known_labels: dict[int, str] | None = None,
                     ) -> tuple[FeatureDataset, FeatureDataset | None, dict[int, str] | None]:
-    """(training, held-out, id2label) features of a fine-tuning job; ``id2label`` (classification) comes
-    from the labels of both files unless given (a resumed run keeps its model's)."""
-    limit, qa = spec.max_examples, config.task in QA_TASKS
+    """(training, held-out, id2label) features of a fine-tuning job. ``id2label`` (classification and
+    token classification) is the given one (a resumed run keeps its model's), else ``known_labels`` (the
+    start model's head) when they cover the data's labels, else made from the labels of both files."""
+    task = config.task
+    if task == "classification":
+        return classification_data(spec, config, tokenizer, id2label, known_labels)
+    if task == "token_classification":
+        return token_data(spec, config, tokenizer, id2label, known_labels, log)
+    if task == "multiple_choice":
+        return (*choice_data(spec, config, tokenizer, job_documents(spec) if spec.data is None else None, log), None)
+    return (*qa_data(spec, config, tokenizer, log), None)
+
+
+def qa_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer, log: Log = lambda message: None,
+            ) -> tuple[FeatureDataset | JointDataset, FeatureDataset | JointDataset | None]:
+    """QA windows of SQuAD files (questions about one context stay on one side of the split); ``qa_mlm``
+    pairs them with pretraining batches of its text."""
+    limit = spec.max_examples
 
     def read(path: str) -> list:
-        if qa:
-            squad = read_squad(path)
-            log(f"{path}: {squad.summary()}")
-            if not squad.examples:
-                raise ValueError(f"{path} has no usable questions ({squad.summary()})")
-            return squad.examples[:limit]
-        return read_classification_file(path)[:limit]
+        squad = read_squad(path, spec.max_file_bytes)
+        log(f"{path}: {squad.summary()}")
+        if not squad.examples:
+            raise ValueError(f"{path} has no usable questions ({squad.summary()})")
+        return squad.examples[:limit]
 
     examples = read(spec.data)
     if spec.eval_data is not None:
         train, held_out = examples, read(spec.eval_data)
-    else:   # QA: questions about one context stay on one side
-        group = (lambda e: e.context) if qa else None
-        train, held_out = split_held_out(examples, spec.held_out_fraction, config.seed, group)
+    else:
+        train, held_out = split_held_out(examples, spec.held_out_fraction, config.seed, lambda e: e.context)
     if not train:
         raise ValueError(f"{spec.data}: nothing left to train on after holding out {len(held_out)} examples")
-    if qa:
-        def progress(done: int, total: int) -> None:
-            if total > 10_000 and (done % 10_000 == 0 or done == total):
-                log(f"building QA features: {done}/{total} questions")
 
-        def features(items: list, shuffle: bool) -> FeatureDataset:
-            return build_qa_dataset(items, tokenizer, config.max_seq_length, config.batch_size, spec.doc_stride,
-                                    spec.max_question_len, config.seed, shuffle, progress)
-        train_data, eval_data = features(train, True), features(held_out, False) if held_out else None
-        if config.task == "qa_mlm":
-            train_data, eval_data = with_pretraining(spec, config, tokenizer, train_data, eval_data, log)
-        return train_data, eval_data, None
-    if id2label is None:
-        id2label = label_names([e.label for e in train + held_out])
-    if len(id2label) < 2:
-        raise ValueError(f"{spec.data}: classification needs at least two different labels, "
-                         f"found only {', '.join(map(repr, id2label.values()))}")
-    label2id = {name: i for i, name in id2label.items()}
-    train_data = build_classification_dataset(train, tokenizer, label2id, config.max_seq_length, config.batch_size,
-                                               config.seed)
-    eval_data = build_classification_dataset(held_out, tokenizer, label2id, config.max_seq_length,
-                                             config.batch_size, config.seed, shuffle=False) if held_out else None
-    return train_data, eval_data, id2label
+    def progress(done: int, total: int) -> None:
+        if total > 10_000 and (done % 10_000 == 0 or done == total):
+            log(f"building QA features: {done}/{total} questions")
+
+    def features(items: list, shuffle: bool) -> FeatureDataset:
+        return build_qa_dataset(items, tokenizer, config.max_seq_length, config.batch_size, spec.doc_stride,
+                                spec.max_question_len, config.seed, shuffle, progress)
+    train_data, eval_data = features(train, True), features(held_out, False) if held_out else None
+    if config.task == "qa_mlm":
+        return with_pretraining(spec, config, tokenizer, train_data, eval_data, log)
+    return train_data, eval_data
 
 
 def with_pretraining(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer, train: FeatureDataset,

@@ -1,5 +1,7 @@
 """The model and tokenizer a training job starts from: a fresh preset, or an existing BERT with the
-heads its task needs added (freshly initialised) and every head it already has kept."""
+heads its task needs added (freshly initialised) and every head it already has kept, except a
+classifier head of another kind: a model carries one of classifier / token_classifier /
+multiple_choice (they share transformers' ``classifier`` keys), so fine-tuning one kind drops the other."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +11,7 @@ import torch
 
 from engine.checkpoints.hf_format import LoadedModel, load
 from engine.model.config import preset
-from engine.model.heads import HEADS, BertWithHeads
+from engine.model.heads import CLASSIFIER_HEADS, HEADS, POOLED_HEADS, BertWithHeads
 from engine.text.corpus import Document, train_tokenizer
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training import distributed as dist
@@ -20,7 +22,12 @@ from engine.training.run_folder import RunFolder, resolve_checkpoint
 # task -> the heads it needs: the first is the one it trains (added fresh or replaced); the others are
 # added when the model lacks them
 TASK_HEADS = {"pretraining": ("mlm", "nsp"), "qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"),
-              "classification": ("classifier",)}
+              "classification": ("classifier",), "token_classification": ("token_classifier",),
+              "multiple_choice": ("multiple_choice",)}
+LABELLED_HEADS = ("classifier", "token_classifier")        # heads sized by id2label
+# our state-dict prefix of each head that a task may add fresh
+HEAD_PREFIXES = {"qa": "qa_outputs.", "classifier": "classifier.", "token_classifier": "token_classifier.",
+                 "multiple_choice": "multiple_choice."}
 Log = Callable[[str], None]
 
 
@@ -97,22 +104,28 @@ def pretraining_model(spec: JobSpec, config: TrainingConfig, tokenizer: WordPiec
 
 def finetuning_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | None = None, seed: int = 0,
                      log: Log = lambda message: None) -> BertWithHeads:
-    """``loaded``'s encoder and heads plus the task's head (freshly initialised when it lacks it, or
-    when its classifier has other labels than ``id2label``). The pooler stays when NSP or
-    classification needs it."""
+    """``loaded``'s encoder and heads plus the task's head: freshly initialised when it lacks it, or when
+    its classifier has other labels than ``id2label``. A classifier head of another kind (classifier,
+    token_classifier, multiple_choice) is dropped, as one model carries only one. The pooler stays
+    when a remaining head reads it (NSP, classification, multiple choice)."""
     head, needed = TASK_HEADS[task][0], TASK_HEADS[task]
-    heads = tuple(h for h in HEADS if h in loaded.heads or h in needed)
+    dropped = [h for h in loaded.heads if h in CLASSIFIER_HEADS and h != head and head in CLASSIFIER_HEADS]
+    heads = tuple(h for h in HEADS if (h in loaded.heads and h not in dropped) or h in needed)
     config = loaded.config
     fresh = head not in loaded.heads
-    if head == "classifier" and id2label is not None and config.id2label != id2label:
+    if head in LABELLED_HEADS and id2label is not None and config.id2label != id2label:
         if not fresh:
-            log(f"replacing the classifier of {loaded.source} (labels {list(config.id2label.values())}) "
+            log(f"replacing the {head} head of {loaded.source} (labels {list(config.id2label.values())}) "
                 f"with a new one for {list(id2label.values())}")
         fresh, config = True, config.replace(id2label=dict(id2label))
+    elif head == "multiple_choice" and fresh and any(h in LABELLED_HEADS for h in dropped):
+        config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})   # transformers' default: no labels
+    if dropped:
+        log(f"dropping the {', '.join(dropped)} head of {loaded.source}: a model carries one classifier head, "
+            f"and this job trains a {head} head")
     torch.manual_seed(seed)
-    model = BertWithHeads(config, heads=heads, add_pooling_layer="nsp" in heads or "classifier" in heads)
-    skip = {"qa": "qa_outputs.", "classifier": "classifier."}[head] if fresh else None
-    _copy_weights(loaded, model, skip)
+    model = BertWithHeads(config, heads=heads, add_pooling_layer=any(h in heads for h in POOLED_HEADS))
+    _copy_weights(loaded, model, HEAD_PREFIXES[head] if fresh else None)
     if fresh:
         log(f"added a freshly initialised {head} head to {loaded.source} (heads: {', '.join(heads)})")
     return model

@@ -21,7 +21,9 @@ from engine.training.callbacks import TrainerCallback
 from engine.training.job import JobSpec, resume_spec
 from engine.training.job_data import (check_one_batch, check_text, finetuning_data, job_documents,
                                       pretraining_data, split_documents)
-from engine.training.job_models import finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer
+from engine.training.job_models import (
+    LABELLED_HEADS, TASK_HEADS, finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer,
+)
 from engine.training.run_folder import RESUMABLE_FIELDS, RunFolder
 from engine.training.state import read_metrics
 from engine.training.tasks import TrainData
@@ -106,8 +108,10 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     if loaded.tokenizer is None:
         raise ValueError(f"{spec.model_source} has no tokenizer (vocab.txt or tokenizer.json)")
     config.check_model(loaded.config)
-    step(f"reading {spec.data}")
-    train_data, eval_data, id2label = finetuning_data(spec, config, loaded.tokenizer, None, step)
+    step(f"reading {spec.data or 'the corpus'}")
+    head = TASK_HEADS[config.task][0]
+    known = loaded.config.id2label if head in LABELLED_HEADS and head in loaded.heads else None
+    train_data, eval_data, id2label = finetuning_data(spec, config, loaded.tokenizer, None, step, known)
     step("building the model")
     model = finetuning_model(loaded, config.task, id2label, config.seed, step)
     trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir(),
@@ -129,7 +133,8 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -
         train_docs, eval_docs = split_documents(documents, job.held_out_fraction, config.seed, config.nsp)
         train_data, eval_data = pretraining_data(job, config, tokenizer, train_docs, eval_docs)
     else:
-        id2label = BertConfig.load(checkpoint).id2label if config.task == "classification" else None
+        labelled = TASK_HEADS[config.task][0] in LABELLED_HEADS
+        id2label = BertConfig.load(checkpoint).id2label if labelled else None
         train_data, eval_data, _ = finetuning_data(job, config, tokenizer, id2label, step)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
     trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir, **hooks, **changes)

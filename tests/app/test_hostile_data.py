@@ -117,7 +117,7 @@ def test_squad_with_only_wrong_offsets_has_nothing_to_train(box: Sandbox, tiny_t
 
 @pytest.mark.parametrize("content,match", [
     (b"{not json", "is not valid JSON"),
-    (b"\xff\xfe{}", "is not valid JSON"),
+    (b"\xff\xfe{}", "bad.json, line 1: not UTF-8 text \\(byte 0xff\\)"),
     (b"[1, 2, 3]", "is not SQuAD JSON"),
     (b'{"data": [{"title": "t"}]}', "has no list of \"paragraphs\""),
     (b'{"data": [{"paragraphs": [{"context": 5, "qas": []}]}]}', "needs a \"context\" string"),

@@ -49,7 +49,8 @@ def test_the_bundled_sentiment_example():
 
 @pytest.mark.parametrize("name, content, message", [
     ("a.csv", "sentence,label\nhi,1\n", "missing text"),
-    ("a.csv", "", "missing text, label"),
+    ("a.csv", "", "a.csv is empty; it needs examples"),
+    ("a.csv", "   \n", "a.csv is empty \\(only whitespace\\)"),
     ("a.csv", "text,label\n", "has no examples"),
     ("a.csv", "text,label\n ,1\n", "line 2: \"text\" is missing or empty"),
     ("a.csv", "text,label\nhello,\n", "line 2: \"label\" must be a non-empty"),
@@ -83,7 +84,7 @@ def test_features_have_segments_and_label_ids(tiny_tokenizer, tmp_path):
     assert batch.token_type_ids[0].tolist() == [0] * 5 + [1] * 4
     assert batch.token_type_ids[1].tolist() == [0] * 9 and batch.attention_mask[1].tolist() == [1] * 5 + [0] * 4
     assert batch.class_labels.tolist() == [1, 0] and batch.start_positions is None
-    with pytest.raises(ValueError, match="'b' are not among the model's labels"):
+    with pytest.raises(ValueError, match="unknown label\\(s\\) 'b' \\(line 1\\): the model's labels are 'a'"):
         build_classification_dataset(examples, tiny_tokenizer, {"a": 0}, 16, batch_size=2)
     long = build_classification_dataset(examples, tiny_tokenizer, {"a": 0, "b": 1}, 6, batch_size=2)
     assert max(len(r) for r in long.rows) == 6                               # truncated longest-first

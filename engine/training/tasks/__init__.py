@@ -1,5 +1,5 @@
 """Training tasks for the one ``Trainer``: pretraining (MLM + NSP), extractive QA (alone or with MLM/NSP
-kept alive, ``qa_mlm``), sequence classification."""
+kept alive, ``qa_mlm``), sequence classification, token classification, multiple choice."""
 from __future__ import annotations
 
 from engine.training.config import TrainingConfig
@@ -24,4 +24,10 @@ def task_for(config: TrainingConfig) -> TrainingTask:
         return QAWithMLMTask(config)
     if config.task == "classification":
         return ClassificationTask()
+    if config.task == "token_classification":
+        from engine.training.tasks.token_classification import TokenClassificationTask
+        return TokenClassificationTask()
+    if config.task == "multiple_choice":
+        from engine.training.tasks.multiple_choice import MultipleChoiceTask
+        return MultipleChoiceTask()
     raise ValueError(f"unknown task {config.task!r}")

@@ -20,7 +20,8 @@ from engine.model.outputs import HeadsOutput
 from engine.training.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
 
-_HEAD_NAMES = {"qa": "question-answering (span)", "classifier": "sequence-classification"}
+_HEAD_NAMES = {"qa": "question-answering (span)", "classifier": "sequence-classification",
+               "token_classifier": "token-classification", "multiple_choice": "multiple-choice"}
 
 
 class _FeatureTask(TrainingTask):
@@ -39,8 +40,8 @@ class _FeatureTask(TrainingTask):
             if data is None:
                 continue
             if not isinstance(data, FeatureDataset) or data.task != self.name:
-                raise ValueError(f"the {name} data is not {self.name} features (build it with "
-                                 f"engine.data.qa_features / engine.data.classification)")
+                raise ValueError(f"the {name} data is not {self.name} features (build it with engine.data: "
+                                 f"qa_features, classification, token_features or multiple_choice)")
             if data.max_seq_length != config.max_seq_length:
                 raise ValueError(f"the {name} data was built with max_seq_length={data.max_seq_length} but the "
                                  f"training config says {config.max_seq_length}")

@@ -1,0 +1,44 @@
+"""Multiple choice as a ``TrainingTask``: which of C choices is right, as ``BertForMultipleChoice``.
+
+Each example is C rows ``[CLS] context [SEP] choice [SEP]`` (input (B, C, S)); the pooled [CLS]
+vector of each row scores it, and the loss is the cross-entropy over the C scores. A micro-batch
+weighs by its examples. Metrics: ``multiple_choice_loss`` and ``accuracy`` (the top-scored choice
+is the right one; chance is 1/C).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from engine.data.features import FinetuneBatch
+from engine.model.outputs import HeadsOutput
+from engine.training.config import TrainingConfig
+from engine.training.tasks.finetuning import _FeatureTask
+
+
+class MultipleChoiceTask(_FeatureTask):
+    """One score per choice from its pooled [CLS] vector; softmax over the choices."""
+
+    name, head = "multiple_choice", "multiple_choice"
+    stat_names = ("multiple_choice_loss_sum", "correct")
+
+    def uses_pooler(self, config: TrainingConfig) -> bool:
+        return True
+
+    def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> HeadsOutput:
+        return net(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                   choice_labels=batch.choice_labels, compute=("multiple_choice",))      # inputs (B, C, S)
+
+    def losses(self, out: HeadsOutput) -> list[torch.Tensor]:
+        return [out.multiple_choice.loss]
+
+    def tally(self, out: HeadsOutput, batch: FinetuneBatch, counts: Sequence[int]) -> torch.Tensor:
+        result = out.multiple_choice
+        with torch.no_grad():
+            correct = (result.logits.argmax(-1) == batch.choice_labels).sum().float()   # logits (B, C)
+            return torch.stack((result.loss.detach().float() * counts[0], correct))
+
+    def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
+        n = max(1, totals[0])
+        return {"multiple_choice_loss": sums[0] / n, "accuracy": sums[1] / n}
