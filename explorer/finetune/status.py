@@ -35,7 +35,7 @@ def finetune_status(st: WorkerStatus) -> str:
                     "at a time: fine-tuning can start once it has ended (or been stopped there).")
         return (f"The last run was a **pretraining** run{run}, {st.state}: its curves are in the **Training** tab. "
                 "Press **Start** to fine-tune.")
-    lines = [status_markdown(st, in_finetune_tab=True)]
+    lines = status_markdown(st, in_finetune_tab=True).split("\n\n")
     row = TASKS.get(st.task)
     facts = [f"task **{st.task}**"]
     m, e = st.metrics or {}, st.eval_metrics or {}
@@ -76,6 +76,6 @@ def wrong_note(st: WorkerStatus, examples: EvalExamples | None) -> str:
     n, wrong = len(examples.predictions), len(examples.wrong)
     checked = f"the first {EVAL_EXAMPLES} held-out examples" if n == EVAL_EXAMPLES else f"all {n} held-out examples"
     if wrong == 0:
-        return f"Step {examples.step}: **every one** of {checked} is right."
+        return f"Step {examples.step}: **none wrong**: {checked} are right."
     return (f"Step {examples.step}: **{wrong} of {n}** wrong ({checked} are checked at each evaluation; "
             "confidence is the model's probability of its own answer).")

@@ -39,6 +39,20 @@ now*, refreshed at every evaluation. When the run ends its checkpoint is in the 
 """
 
 
+HYPER_PARAMETERS = {"steps": "Steps", "batch_size": "Batch size", "learning_rate": "Learning rate",
+                    "seq_length": "Sequence length", "eval_fraction": "Held-out fraction (not trained on)"}
+
+
+def example_choices(task: str) -> list[tuple[str, str]]:
+    """(name, value) of the task's bundled examples; the first one's value is "" (the task's first)."""
+    return [(name, "" if i == 0 else name) for i, (name, _) in enumerate(task_row(task).examples)]
+
+
+def placeholder(task: str, key: str) -> str:
+    """What an empty hyper-parameter box shows: the task's default."""
+    return f"{task_row(task).defaults[key]:g} (the task's default)"
+
+
 def _control(services: Services, action: str) -> Any:
     """Refuse to steer a pretraining run from this tab (it belongs to the Training tab)."""
     worker = services.get_worker()
@@ -75,21 +89,21 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Row():
         task = gr.Dropdown(task_choices(), value=first.name, label="Task", scale=2)
         data_source = gr.Radio(SOURCES, value="example", label="Data", scale=1)
-        example = gr.Dropdown([name for name, _ in first.examples], value=first.examples[0][0],
-                              label="Bundled example", scale=1)
+        # The task's first example has the value "" (the handler's "the task's first"), so the API default
+        # fits every task; allow_custom_value: an API client may name any task's example (checked).
+        example = gr.Dropdown(example_choices(first.name), value="", label="Bundled example", scale=1,
+                              allow_custom_value=True)
         data_file = gr.File(label=f"Your file (UTF-8, at most {MAX_UPLOAD_MB} MB)", type="filepath",
                             file_types=list(first.extensions), visible=False, scale=2)
     formats = gr.Markdown(f"**Accepted data:** {first.formats}")
     labels = gr.Textbox("", label="Labels (optional, comma-separated): every row's label must be one of them",
                         placeholder="positive, negative", max_lines=1, visible=first.takes_labels)
     with gr.Row():
-        # No precision=0: Gradio would round 2.5 to 2 before make_job can say "must be a whole number".
-        steps = gr.Number(first.defaults["steps"], label="Steps")
-        batch_size = gr.Number(first.defaults["batch_size"], label="Batch size")
-        learning_rate = gr.Number(first.defaults["learning_rate"], label="Learning rate")
-        seq_length = gr.Number(first.defaults["seq_length"], label="Sequence length")
-        eval_fraction = gr.Number(first.defaults["eval_fraction"], label="Held-out fraction",
-                                  info="examples kept out of training to measure it")
+        # Empty boxes (None) take the task's defaults, shown as placeholders: so the API's defaults are right
+        # for every task. No precision=0: Gradio would round 2.5 to 2 before make_job could refuse it.
+        numbers = {name: gr.Number(None, label=label, placeholder=placeholder(first.name, name))
+                   for name, label in HYPER_PARAMETERS.items()}
+    steps, batch_size, learning_rate, seq_length, eval_fraction = numbers.values()
     access = services.access      # public mode: the controls need the admin token (explorer.access)
     if access.public:
         gr.Markdown(access.notice(), elem_classes=["access-notice"])
@@ -176,11 +190,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
 
     def task_changed(name: str) -> tuple[Any, ...]:
         row = TASKS.get(name) or first
-        d = row.defaults
-        return (gr.Dropdown(choices=[n for n, _ in row.examples], value=row.examples[0][0]),
-                gr.File(file_types=list(row.extensions)), f"**Accepted data:** {row.formats}",
-                gr.Textbox(visible=row.takes_labels), d["steps"], d["batch_size"], d["learning_rate"],
-                d["seq_length"], d["eval_fraction"])
+        return (gr.Dropdown(choices=example_choices(row.name), value=""), gr.File(file_types=list(row.extensions)),
+                f"**Accepted data:** {row.formats}", gr.Textbox(visible=row.takes_labels),
+                *(gr.Number(value=None, placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS))
 
     def source_changed(choice: str) -> tuple[Any, Any]:
         return gr.Dropdown(visible=choice == "example"), gr.File(visible=choice == "upload")

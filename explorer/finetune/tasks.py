@@ -88,7 +88,7 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                  "per line). Labels are names or numbers; at least two different ones. UTF-8."),
         extensions=(".csv", ".tsv", ".jsonl"),
         examples=(("sentiment.csv", EXAMPLES_DIR / "sentiment.csv"),),
-        defaults=dict(steps=40, batch_size=16, learning_rate=1e-4, seq_length=64, eval_fraction=0.2),
+        defaults=dict(steps=30, batch_size=16, learning_rate=1e-4, seq_length=64, eval_fraction=0.2),
         eval_loss="eval_classification_loss", metrics=(("accuracy", "accuracy"),),
         read=read_classification, takes_labels=True),
     FinetuneTask(

@@ -28,7 +28,7 @@ def prediction(i: int, correct: bool, context: str = "") -> ExamplePrediction:
 
 def test_a_fine_tuning_run_shows_its_task_numbers():
     text = finetune_status(status("running"))
-    assert text.startswith("**running** · step **20 / 40**")
+    assert text.startswith("**running** · step **20 / 40** · run `finetune-classification-1`\n\ntask **classif")
     assert "task **classification** · loss 0.412 · held-out loss 0.5 · held-out accuracy 80% (step 20)" in text
     assert "Fine-tune** tab" not in text and "/srv" not in text
 
@@ -47,7 +47,7 @@ def test_the_table_holds_the_wrong_examples_only():
                                     [3, "text 2", "positive", "negative", "87.7%"]]
     assert wrong_note(status("running"), examples).startswith("Step 20: **2 of 3** wrong (all 3 held-out examples")
     right = EvalExamples(20, "classification", [prediction(i, True) for i in range(EVAL_EXAMPLES)])
-    assert wrong_rows(right) == [] and "**every one** of the first 16 held-out examples" in wrong_note(
+    assert wrong_rows(right) == [] and "**none wrong**: the first 16 held-out examples are right" in wrong_note(
         status("running"), right)
     assert wrong_rows(None) == [] and "No evaluation yet" in wrong_note(status("running"), None)
     assert "no examples were held out" in wrong_note(status("finished"), None)

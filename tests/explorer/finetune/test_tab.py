@@ -159,8 +159,11 @@ def test_a_good_upload_is_kept_by_content_for_the_run(services: Services, tmp_pa
 def test_api_lists_the_fine_tune_endpoints(client: Client) -> None:
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert "/finetune_start" in endpoints and "/finetune_status" in endpoints
-    names = [p["parameter_name"] for p in endpoints["/finetune_start"]["parameters"]]
-    assert names[:3] == ["model_key", "task", "data_source"]
+    parameters = endpoints["/finetune_start"]["parameters"]
+    assert [p["parameter_name"] for p in parameters][:3] == ["model_key", "task", "data_source"]
+    defaults = {p["parameter_name"]: p["parameter_default"] for p in parameters}
+    assert defaults["example"] == "" and all(defaults[k] is None for k in ("steps", "batch_size", "learning_rate",
+                                                                             "seq_length", "eval_fraction"))
 
 
 def test_an_upload_through_the_api_is_checked(client: Client, tmp_path: Path) -> None:
@@ -201,16 +204,22 @@ def test_fine_tune_end_to_end_through_the_api(client: Client, services: Services
     assert "fine-tuning run" in client.predict(api_name="/train_status")[0]
 
 
-def test_qa_from_the_bundled_example_fills_the_table_with_questions(services: Services) -> None:
+def test_qa_through_the_api_takes_its_own_defaults_and_fills_the_table_with_questions(client: Client,
+                                                                                       services: Services) -> None:
     wait_until_ended(services)
-    text = finetune_tab.start(services, *form(task="qa", steps=2, seq_length=128))
+    text = client.predict(task="qa", steps=2, api_name="/finetune_start")    # example, numbers: the task's
     assert "**tiny_squad.json**" in text and "35 questions about 6 contexts" in text
     wait_until_ended(services)
     st = services.get_worker().status()
     assert st.state == "finished" and st.task == "qa", st.message
+    config = services.get_worker().trainer.config
+    assert (config.max_seq_length, config.batch_size, config.learning_rate) == (128, 8, 5e-5)
     found = services.get_worker().eval_examples()
     assert found is not None and found.task == "qa" and found.wrong       # 2 steps from a random QA head
     assert all(p.text.endswith("?") and p.context for p in found.predictions)
+    _, _, metric, note, wrong = client.predict(api_name="/finetune_status")
+    assert {"exact span (held-out)", "start (held-out)"} <= {t["name"] for t in json.loads(metric["plot"])["data"]}
+    assert len(wrong["data"]) == len(found.wrong) and " ‖ " in wrong["data"][0][1]
 
 
 def test_a_pretraining_run_is_shown_as_what_it_is(services: Services) -> None:
