@@ -25,6 +25,9 @@ from explorer.ui_errors import clear_on_failure, friendly_errors
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 FIRST_TASK = next(iter(TASKS))
+# Every task's endings: Gradio checks an upload against the File's *initial* types for an API client (a new
+# session), so a QA client's .json must pass; make_job then checks the ending against the task asked for.
+ALL_EXTENSIONS = list(dict.fromkeys(ext for row in TASKS.values() for ext in row.extensions))
 
 INTRO = """\
 Fine-tune the model **picked at the top of the page** (the bundled default, a checkpoint of a
@@ -94,7 +97,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         example = gr.Dropdown(example_choices(first.name), value="", label="Bundled example", scale=1,
                               allow_custom_value=True)
         data_file = gr.File(label=f"Your file (UTF-8, at most {MAX_UPLOAD_MB} MB)", type="filepath",
-                            file_types=list(first.extensions), visible=False, scale=2)
+                            file_types=ALL_EXTENSIONS, visible=False, scale=2)
     formats = gr.Markdown(f"**Accepted data:** {first.formats}")
     labels = gr.Textbox("", label="Labels (optional, comma-separated): every row's label must be one of them",
                         placeholder="positive, negative", max_lines=1, visible=first.takes_labels)
