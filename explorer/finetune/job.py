@@ -60,12 +60,12 @@ def number(value: Any, name: str, low: float, high: float, low_open: bool = Fals
 def make_job(services: Services, model_key: str | None, task: str, source: str, example: str | None, upload: Any,
              labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
              eval_fraction: Any) -> FinetuneJob:
-    """Check the form and turn it into a validated job; a value left empty (None) takes the task's default.
+    """Check the form and turn it into a validated job; a value left empty ("" or None) takes the task's default.
     ValueError says what is wrong and what to do."""
     row = task_row(task)
     given = dict(steps=steps, batch_size=batch_size, learning_rate=learning_rate, seq_length=seq_length,
                  eval_fraction=eval_fraction)
-    value = {k: row.defaults[k] if v is None or v == "" else v for k, v in given.items()}
+    value = {k: row.defaults[k] if v is None or str(v).strip() == "" else v for k, v in given.items()}
     total_steps = whole(value["steps"], "Steps", 1, 100_000)
     seq = whole(value["seq_length"], "Sequence length", 16, services.max_length)
     held_out = number(value["eval_fraction"], "Held-out fraction", 0.0, 0.9)

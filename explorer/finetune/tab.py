@@ -102,9 +102,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     labels = gr.Textbox("", label="Labels (optional, comma-separated): every row's label must be one of them",
                         placeholder="positive, negative", max_lines=1, visible=first.takes_labels)
     with gr.Row():
-        # Empty boxes (None) take the task's defaults, shown as placeholders: so the API's defaults are right
-        # for every task. No precision=0: Gradio would round 2.5 to 2 before make_job could refuse it.
-        numbers = {name: gr.Number(None, label=label, placeholder=placeholder(first.name, name))
+        # Text boxes, empty by default: an empty box takes the task's default (its placeholder), so the API's
+        # defaults ("") are right for every task. A gr.Number cannot be empty: it shows and sends 0.
+        numbers = {name: gr.Textbox("", label=label, placeholder=placeholder(first.name, name), max_lines=1)
                    for name, label in HYPER_PARAMETERS.items()}
     steps, batch_size, learning_rate, seq_length, eval_fraction = numbers.values()
     access = services.access      # public mode: the controls need the admin token (explorer.access)
@@ -131,9 +131,8 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     @friendly_errors
     def finetune_start(model_key: str | None = "default", task: str = FIRST_TASK, data_source: str = "example",
                        example: str | None = "", data_file: str | None = None, labels: str = "",
-                       steps: float | None = None, batch_size: float | None = None,
-                       learning_rate: float | None = None, seq_length: float | None = None,
-                       eval_fraction: float | None = None, token: str = "") -> str:
+                       steps: str = "", batch_size: str = "", learning_rate: str = "", seq_length: str = "",
+                       eval_fraction: str = "", token: str = "") -> str:
         """Fine-tune a model for a task in the background; the status as Markdown.
 
         Args:
@@ -195,7 +194,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         row = TASKS.get(name) or first
         return (gr.Dropdown(choices=example_choices(row.name), value=""), gr.File(file_types=list(row.extensions)),
                 f"**Accepted data:** {row.formats}", gr.Textbox(visible=row.takes_labels),
-                *(gr.Number(value=None, placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS))
+                *(gr.Textbox(value="", placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS))
 
     def source_changed(choice: str) -> tuple[Any, Any]:
         return gr.Dropdown(visible=choice == "example"), gr.File(visible=choice == "upload")

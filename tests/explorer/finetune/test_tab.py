@@ -162,7 +162,7 @@ def test_api_lists_the_fine_tune_endpoints(client: Client) -> None:
     parameters = endpoints["/finetune_start"]["parameters"]
     assert [p["parameter_name"] for p in parameters][:3] == ["model_key", "task", "data_source"]
     defaults = {p["parameter_name"]: p["parameter_default"] for p in parameters}
-    assert defaults["example"] == "" and all(defaults[k] is None for k in ("steps", "batch_size", "learning_rate",
+    assert defaults["example"] == "" and all(defaults[k] == "" for k in ("steps", "batch_size", "learning_rate",
                                                                              "seq_length", "eval_fraction"))
 
 
@@ -240,3 +240,26 @@ def test_a_pretraining_run_is_shown_as_what_it_is(services: Services) -> None:
     finally:
         worker.stop(wait_s=30)
     assert "The last run was a **pretraining** run" in finetune_tab.finetune_status(worker.status())
+
+
+def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> None:
+    from dataclasses import replace
+
+    from explorer.access import AccessPolicy
+    from probing_helpers import small_app
+
+    wait_until_ended(services)
+    public = replace(services, access=AccessPolicy(public=True, admin_token="s3cret"))
+    demo = small_app(public, finetune_tab.build)
+    fns = {f.api_name: f for f in demo.fns.values()}
+    start, pause = fns["finetune_start"], fns["finetune_pause"]
+    assert len(start.inputs) == len(form()) + 1 and len(pause.inputs) == 1        # the token box
+    for token, message in (("", "No admin token was given"), ("guess", "The admin token is wrong")):
+        with pytest.raises(gr.Error, match=message):
+            start.fn(*form(), token)
+        with pytest.raises(gr.Error, match=message):
+            pause.fn(token)
+    before = services.get_worker().status().run_id
+    assert "Fine-tuning `default`" in start.fn(*form(steps=1), "s3cret")
+    assert services.get_worker().status().run_id == before + 1
+    wait_until_ended(services)
