@@ -205,8 +205,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     last_version = gr.State(None)
     private = dict(api_visibility="private", queue=False, show_progress="hidden")
     task.change(task_changed, inputs=task, outputs=[example, data_file, formats, labels, steps, batch_size,
-                                                    learning_rate, seq_length, eval_fraction], **private)
-    data_source.change(source_changed, inputs=data_source, outputs=[example, data_file], **private)
+                                                    learning_rate, seq_length, eval_fraction],
+                api_name="finetune_task_changed", **private)
+    data_source.change(source_changed, inputs=data_source, outputs=[example, data_file],
+                       api_name="finetune_source_changed", **private)
     form = [picker.dropdown, task, data_source, example, data_file, labels, steps, batch_size, learning_rate,
             seq_length, eval_fraction]
     started = start_btn.click(finetune_start, inputs=form + admin, outputs=status, api_name="finetune_start")

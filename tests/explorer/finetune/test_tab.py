@@ -263,3 +263,35 @@ def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> N
     assert "Fine-tuning `default`" in start.fn(*form(steps=1), "s3cret")
     assert services.get_worker().status().run_id == before + 1
     wait_until_ended(services)
+
+
+def test_choosing_a_task_offers_its_example_formats_and_defaults(services: Services) -> None:
+    from probing_helpers import small_app
+
+    fns = {f.api_name: f.fn for f in small_app(services, finetune_tab.build).fns.values()}
+    example, upload, formats, labels, *numbers = fns["finetune_task_changed"]("qa")
+    assert example.choices == [("tiny_squad.json", "")] and example.value == ""
+    assert upload.file_types == [".json"] and "SQuAD JSON" in formats and labels.visible is False
+    assert [n.placeholder for n in numbers] == ["30 (the task's default)", "8 (the task's default)",
+                                                "5e-05 (the task's default)", "128 (the task's default)",
+                                                "0.2 (the task's default)"]
+    assert all(n.value == "" for n in numbers)
+    example, upload = fns["finetune_source_changed"]("upload")
+    assert example.visible is False and upload.visible is True
+
+
+def test_a_run_on_an_upload_continues_after_the_upload_is_gone(services: Services, tmp_path: Path) -> None:
+    """The Training tab's *Continue a run* resumes a fine-tuning run from the kept copy of its data."""
+    wait_until_ended(services)
+    upload = tmp_path / "mine.csv"
+    upload.write_bytes(SENTIMENT.read_bytes())
+    finetune_tab.start(services, *form(data_source="upload", data_file=str(upload), steps=2))
+    wait_until_ended(services)
+    worker = services.get_worker()
+    run = worker.status().run_dir.name
+    assert worker.status().state == "finished" and worker.status().step == 2
+    upload.unlink()                                        # Gradio deletes its temporary files after an hour
+    worker.continue_run(run, total_steps=4)
+    wait_until_ended(services)
+    st = worker.status()
+    assert (st.state, st.step, st.run_dir.name) == ("finished", 4, run), st.message
