@@ -12,7 +12,7 @@ STATE_HELP = {
     "paused": "waiting after its last step; press **Resume** to go on",
     "stopping": "finishing the current step and saving a checkpoint",
     "stopped": "stopped by **Stop** before its last step; its last checkpoint can be continued (**Continue a run**)",
-    "finished": "reached its total steps; the last checkpoint is in the table and the model picker",
+    "finished": "reached its total steps; the last checkpoint is in the model picker (and the Training tab's checkpoint table)",
     "failed": "ended by an error (below); checkpoints written before it are intact",
     "diverged": "the loss became NaN or infinite, so training stopped; checkpoints written before it are intact",
 }
