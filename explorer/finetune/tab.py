@@ -173,7 +173,8 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         access.require_admin(token, "save checkpoints")
         worker = _control(services, "save")
         path = worker.save_checkpoint_now(timeout_s=120.0)
-        saved = f"Saved `{path.name}`; it is in the model picker." if path is not None else "The checkpoint is being written…"
+        saved = (f"Saved `{path.name}`; it is in the model picker." if path is not None
+                 else "The checkpoint is being written…")
         return saved + "\n\n" + finetune_status(worker.status())
 
     @friendly_errors

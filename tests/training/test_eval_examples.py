@@ -77,7 +77,8 @@ def test_the_model_is_left_as_it_was(files) -> None:
 def test_pretraining_has_no_table(tmp_path, tiny_tokenizer) -> None:
     spec = JobSpec(dict(total_steps=2, batch_size=4, max_seq_length=32, eval_batches=1), preset="tiny",
                    model_overrides=dict(hidden_size=32, num_attention_heads=2, intermediate_size=64,
-                                        max_position_embeddings=64), documents=[["the cat sat on the mat.", "the dog ran."]] * 12, vocab_size=200,
+                                        max_position_embeddings=64),
+                   documents=[["the cat sat on the mat.", "the dog ran."]] * 12, vocab_size=200,
                    run_dir=str(tmp_path / "pretraining"))
     assert eval_examples(prepare_job(spec).trainer) is None
 
