@@ -59,6 +59,9 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 qa_tab.build(services, picker)
             with gr.Tab("Training", id="training"):
                 training_tab.build(services)
+            with gr.Tab("Fine-tune", id="finetune"):
+                from explorer.finetune import tab as finetune_tab
+                finetune_tab.build(services, picker)
         model_picker.wire_page_load(demo, services, picker)
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
         gr.api(noop, api_name="noop", api_visibility="undocumented")

@@ -15,22 +15,19 @@ into a key. No Gradio here.
 """
 from __future__ import annotations
 
-import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-
 
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.model.config import BertConfig
 from engine.model.heads import HEADS
-from engine.training.config import auto_device
 from engine.training.run_folder import CheckpointInfo, RunFolder, is_complete
+from explorer.model_settings import inference_device, max_hub_bytes  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
     from engine.training.worker import TrainingWorker
@@ -93,31 +90,6 @@ def checkpoint_label(info: CheckpointInfo) -> str:
     loss = info.metrics.get("mlm_loss", info.metrics.get("loss"))
     loss_text = f" · loss {loss:.3f}" if isinstance(loss, (int, float)) else ""
     return f"{run} · step {info.step}{loss_text}"
-
-
-def inference_device(environ: Mapping[str, str] | None = None) -> str:
-    """Where the probing tabs' models run: ``$EXPLORER_DEVICE`` (``cpu``, ``cuda``, ``cuda:N``) or, by
-    default, CUDA when torch sees a GPU (also on a ZeroGPU Space, where ``spaces`` defers the move until a
-    ``spaces.GPU`` call holds the device) and the CPU otherwise."""
-    env = os.environ if environ is None else environ
-    chosen = env.get("EXPLORER_DEVICE", "").strip().lower() or "auto"
-    if chosen == "auto":
-        return auto_device()
-    if chosen == "cpu" or re.fullmatch(r"cuda(:\d+)?", chosen):
-        return chosen
-    raise ValueError(f"EXPLORER_DEVICE={chosen!r}: expected auto, cpu, cuda or cuda:N")
-
-
-def max_hub_bytes(environ: Mapping[str, str] | None = None) -> int:
-    """The largest hub download the app allows: ``$EXPLORER_MAX_HUB_MB`` (default 1,500 MB, room for
-    bert-large in fp32), so a stranger cannot make a public app fetch a multi-GB repository."""
-    env = os.environ if environ is None else environ
-    raw = env.get("EXPLORER_MAX_HUB_MB", "").strip()
-    try:
-        megabytes = float(raw) if raw else hub.DEFAULT_MAX_BYTES / 1e6
-    except ValueError:
-        megabytes = hub.DEFAULT_MAX_BYTES / 1e6
-    return int(max(megabytes, 0.0) * 1_000_000)
 
 
 class ModelRegistry:
@@ -293,28 +265,41 @@ class ModelRegistry:
                     self._extra[key] = ModelChoice(key, f"{kind}: {shown}", kind)
             return loaded
 
-    def _load(self, key: str) -> LoadedModel:
+    def folder(self, key: str) -> Path:
+        """The folder holding ``key``'s files, as ``--init-from`` takes it (a training job starts from it):
+        the default model's, a checkpoint's, an allowed local folder, a hub model's download. ValueError for
+        ``live`` (its weights change at every step) and for a model held in memory only."""
+        key = self.resolve(key)
         kind, _, rest = key.partition(":")
+        if key in self._pinned:
+            raise ValueError(f"The model {key!r} is held in memory only; pick a checkpoint or a saved model.")
+        if key == "live":
+            raise ValueError("The live model changes at every step; pick one of its run's checkpoints instead.")
         if key == "default":
-            if self.default_hub is not None and "default" not in self._pinned:
-                return load_directory(self._download(self.default_hub), self.device,
-                                      source=f"default (hub {self.default_hub})")
+            if self.default_hub is not None:
+                return self._download(self.default_hub)
             if not self.has_default():
                 raise FileNotFoundError("The bundled default model is missing from this install "
                                         f"({self.default_dir}); load a checkpoint or a local model instead.")
-            return load_directory(self.default_dir, self.device, source="default")
+            return self.default_dir
         if kind == "checkpoint":
-            return load_directory(self._checkpoint_dir(rest), self.device, source=f"checkpoint {rest}")
+            return self._checkpoint_dir(rest)
         if kind == "local":
-            return load_directory(self._allowed_local(rest), self.device, source=f"local {rest}")
+            return self._allowed_local(rest)
         if kind == "hub":
             if not hub.is_hub_id(rest):
                 raise ValueError(f"{rest!r} is not a hub model id; expected the form 'owner/name'.")
             if hub.hub_offline():
                 raise ConnectionError(f"The hub is switched off here (offline mode), so {rest} cannot be "
                                       "downloaded. Use the bundled model, a checkpoint or a local folder.")
-            return load_directory(self._download(rest), self.device, source=f"hub {rest}")
+            return self._download(rest)
         raise UnknownModelError(f"Unknown model {key!r}: choose one from the list.")
+
+    def _load(self, key: str) -> LoadedModel:
+        kind, _, rest = key.partition(":")
+        source = (f"default (hub {self.default_hub})" if self.default_hub else "default") if key == "default" \
+            else f"{kind} {rest}"
+        return load_directory(self.folder(key), self.device, source=source)
 
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""

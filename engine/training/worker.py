@@ -1,4 +1,4 @@
-"""The background training worker: one pretraining run at a time, shared by every browser.
+"""The background training worker: one run at a time (pretraining or fine-tuning), shared by every browser.
 
 ``TrainingWorker`` owns a daemon thread that prepares a run (corpus, vocabulary,
 datasets, model) and trains it with ``Trainer.train``. Everything the UI needs is
@@ -9,7 +9,8 @@ read through thread-safe methods that never block on training:
   while a run is active, the others are no-ops when there is nothing to act on);
 * views: ``status()``, ``metrics_since(index)`` (every train/eval/checkpoint record of
   the current run, so every open browser sees the same curves), ``checkpoints()``,
-  ``current_batch()`` (the masking view);
+  ``current_batch()`` (the masking view), ``eval_examples()`` (a fine-tuning run's held-out
+  predictions after its latest evaluation);
 * probing: ``priority()`` (a context manager; while any is held the trainer waits
   between steps) and ``snapshot_model()`` / ``snapshot()`` (an eval-mode copy of the
   live model taken between steps, so probes never see half-updated weights and never
@@ -43,6 +44,7 @@ from typing import Any, Iterator
 from engine.checkpoints.hf_format import LoadedModel, describe_os_error
 from engine.data.batch_view import describe_batch
 from engine.model.heads import BertWithHeads
+from engine.training.eval_examples import EvalExamples
 from engine.training.job import JobSpec, resume_spec
 from engine.training.run_catalog import RunSummary, find_run, run_summaries
 from engine.training.run_folder import CheckpointInfo, RunFolder
@@ -266,6 +268,12 @@ class TrainingWorker:
             tokenizer = run.tokenizer if run is not None else None
         return None if snap is None else describe_batch(snap, tokenizer)
 
+    def eval_examples(self) -> EvalExamples | None:
+        """What the current run's model predicted for its first held-out examples at its latest evaluation
+        (``engine.training.eval_examples``); None before the first evaluation and for pretraining."""
+        with self._shared.cond:
+            return self._shared.run.examples if self._shared.run is not None else None
+
     @property
     def trainer(self) -> Trainer | None:
         """The current (or last) run's trainer; for tests and the CLI, not for probing."""
@@ -326,13 +334,14 @@ class TrainingWorker:
     # ------------------------------------------------------------------ internals
     def _run_dir(self, spec: JobSpec) -> Path:
         """The folder the run writes to: a resumed run's own (or ``spec.run_dir``), ``spec.run_dir``, or a
-        new timestamped folder under the runs root, claimed under the lock so two quick starts never share one."""
+        new timestamped folder under the runs root (``run-…``, or ``finetune-<task>-…``), claimed under the lock so two quick starts never share one."""
         if spec.resume_from is not None:
             return Path(spec.run_dir) if spec.run_dir is not None else RunFolder.locate(spec.resume_from)[0].root
         if spec.run_dir is not None:
             Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
             return Path(spec.run_dir)
-        return RunFolder.create_unique(self.runs_root, time.strftime("run-%Y%m%d-%H%M%S")).root
+        prefix = "run" if spec.task == "pretraining" else f"finetune-{spec.task}"    # the picker names it
+        return RunFolder.create_unique(self.runs_root, time.strftime(f"{prefix}-%Y%m%d-%H%M%S")).root
 
     def _status_locked(self) -> WorkerStatus:
         return self._shared.status()

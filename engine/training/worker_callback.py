@@ -7,7 +7,9 @@
   ``WAIT_SLICE_S``), and ends the run on ``stop()``;
 * ``on_log`` / ``on_save`` put every train, eval, checkpoint and diverged record in the shared
   records stream that every browser reads;
-* ``on_batch`` keeps the first rows of the latest training batch for the masking view.
+* ``on_batch`` keeps the first rows of the latest training batch for the masking view;
+* ``on_evaluate`` keeps what a fine-tuning model predicts for a few held-out examples
+  (``engine.training.eval_examples``), for the Fine-tune tab's table of examples it gets wrong.
 
 A failed "save now" (disk full, read-only folder) is handed to whoever asked; the run goes on.
 """
@@ -20,6 +22,7 @@ from typing import Any
 
 from engine.data.batch_view import capture_rows
 from engine.training.callbacks import TrainerCallback
+from engine.training.eval_examples import eval_examples
 from engine.training.run_folder import checkpoint_name
 from engine.training.trainer import Trainer
 from engine.training.worker_state import RunState, SharedState
@@ -51,6 +54,17 @@ class WorkerCallback(TrainerCallback):
             return
         with self.shared.cond:
             self.run.batch = snap
+
+    def on_evaluate(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
+        try:
+            examples = eval_examples(trainer)
+        except Exception:  # noqa: BLE001 - the table is best effort; never break training for it
+            logger.warning("could not predict the held-out examples", exc_info=True)
+            return
+        if examples is not None:
+            with self.shared.cond:
+                self.run.examples = examples
+                self.shared.cond.notify_all()
 
     # ------------------------------------------------------------------ between steps
     def should_stop(self, trainer: Trainer) -> bool:

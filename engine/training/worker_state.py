@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.config import TrainingConfig
+from engine.training.eval_examples import EvalExamples
 from engine.training.job import JobSpec
 from engine.training.run_folder import CheckpointInfo
 from engine.training.throughput import Throughput
@@ -59,6 +60,8 @@ class WorkerStatus:
     records: int = 0                            # metrics_since's next index
     waiting: bool = False                       # the trainer is waiting between steps (paused / priority)
     tokens_per_s: float | None = None           # throughput over the last ~10 s of training (``Throughput``)
+    task: str = "pretraining"                   # what the run trains (``TrainingConfig.task``)
+    examples_step: int | None = None            # the step of the latest held-out predictions (``eval_examples``)
 
     @property
     def active(self) -> bool:
@@ -92,6 +95,7 @@ class RunState:
         self.error: str | None = None
         self.traceback: str | None = None
         self.batch: dict[str, Any] | None = None
+        self.examples: EvalExamples | None = None   # held-out predictions after the latest evaluation
         self.waiting = False
         self.waiting_since = 0.0
         self.thread: threading.Thread | None = None
@@ -114,7 +118,8 @@ def status_of(run: RunState | None, records: int) -> WorkerStatus:
                         now - run.started, eta, dict(run.metrics) if run.metrics else None,
                         dict(run.eval_metrics) if run.eval_metrics else None, run.last_checkpoint,
                         run.outcome, run.error, run.traceback, records, run.waiting,
-                        run.throughput.tokens_per_s)
+                        run.throughput.tokens_per_s, run.config.task,
+                        run.examples.step if run.examples is not None else None)
 
 
 class SharedState:

@@ -12,7 +12,7 @@ STATE_HELP = {
     "paused": "waiting after its last step; press **Resume** to go on",
     "stopping": "finishing the current step and saving a checkpoint",
     "stopped": "stopped by **Stop** before its last step; its last checkpoint can be continued (**Continue a run**)",
-    "finished": "reached its total steps; the last checkpoint is in the table and the model picker",
+    "finished": "reached its total steps; the last checkpoint is in the model picker (and the Training tab's checkpoint table)",
     "failed": "ended by an error (below); checkpoints written before it are intact",
     "diverged": "the loss became NaN or infinite, so training stopped; checkpoints written before it are intact",
 }
@@ -28,9 +28,10 @@ def duration(seconds: float | None) -> str:
     return f"{hours}h {m:02d}m {s:02d}s" if hours else (f"{m}m {s:02d}s" if m else f"{s}s")
 
 
-def status_markdown(st: WorkerStatus) -> str:
+def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False) -> str:
     """State, progress, smoothed speed, ETA (only while running), message and, for a failed or diverged
-    run, the reason (never a traceback)."""
+    run, the reason (never a traceback); a fine-tuning run says where its curves are, unless this is
+    the Fine-tune tab."""
     if st.state == "idle":
         return "**idle** — no training run yet. Pick settings and press **Start**."
     lines = [f"**{st.state}** · step **{st.step} / {st.total_steps}**"
@@ -53,4 +54,7 @@ def status_markdown(st: WorkerStatus) -> str:
         lines.append(f"❌ {shown(st.error)}")
     if st.last_checkpoint is not None:
         lines.append(f"Last checkpoint: `{st.last_checkpoint.name}`")
+    if st.task != "pretraining" and not in_finetune_tab:      # the one worker also runs the Fine-tune tab's jobs
+        lines.insert(1, f"This is a **{st.task}** fine-tuning run: its curves and the examples it gets wrong are "
+                        "in the **Fine-tune** tab.")
     return "\n\n".join(lines)

@@ -26,8 +26,9 @@ REQUIRED = {
     "/attention": ["text"], "/ablate_heads": ["text", "heads"], "/attention_export": ["text"],
     "/attention_over_training": ["text"], "/fill_mask": ["text"], "/fill_mask_over_training": ["text"],
     "/answer": ["question", "context"], "/train_start": [], "/train_pause": [], "/train_resume": [], "/train_continue": [],
-    "/train_stop": [], "/train_save": [], "/train_status": [],
+    "/train_stop": [], "/train_save": [], "/train_status": [], "/finetune_start": [], "/finetune_status": [],
 }
+NO_MODEL = ("/load_model", "/finetune_status")     # endpoints that take no model (besides /train_*)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_the_model_parameter_has_one_name(endpoints):
     for name, parameters in endpoints.items():
         names = [p["parameter_name"] for p in parameters]
         assert "model" not in names, name
-        if name not in ("/load_model",) and not name.startswith("/train_"):
+        if name not in NO_MODEL and not name.startswith("/train_"):
             assert names[0] == "model_key", name
 
 

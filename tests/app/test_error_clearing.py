@@ -12,6 +12,7 @@ from probing_helpers import make_services
 KEEPS_OUTPUTS = {
     "load_model": "its outputs are the picker and the description of the model still in use",
     "train_status": "a poll: the last status stays until the next one",
+    "finetune_status": "a poll: the last status stays until the next one",
 }
 
 

@@ -199,3 +199,30 @@ def test_an_unknown_key_lists_the_keys_available_now(runs: Path, tiny_tokenizer)
         write_run(runs, tiny_tokenizer, steps=(1,), run=f"run-{i:02d}")
     with pytest.raises(ValueError, match=r"Models available now: (checkpoint:\S+, ){11}checkpoint:\S+ and 11 more\."):
         services.model("typo")
+
+
+def test_a_key_names_the_folder_a_training_job_starts_from(tmp_path: Path, runs: Path, tiny_tokenizer, monkeypatch,
+                                                           no_internet) -> None:
+    """``folder(key)`` is what the Fine-tune tab passes as ``init_from``: the folder the picker loads that key from."""
+    default, allowed = tmp_path / "default-model", tmp_path / "models"
+    save(tiny_model(0), tiny_tokenizer, default)
+    save(tiny_model(3), tiny_tokenizer, allowed / "mine")
+    registry = ModelRegistry(runs_root=runs, allowed_dirs=(allowed,), default_dir=default)
+    assert registry.folder("default") == default
+    key = f"checkpoint:{RUN}/step-000004"
+    assert registry.folder(key) == runs / RUN / "checkpoints" / "step-000004"
+    assert torch.equal(registry.get(key).model.state_dict()["bert.pooler.dense.weight"],
+                       tiny_model(101).state_dict()["bert.pooler.dense.weight"])       # the second checkpoint
+    assert registry.folder(str(allowed / "mine")) == (allowed / "mine").resolve()
+    with pytest.raises(ValueError, match="inside the allowed model folders"):
+        registry.folder(str(tmp_path / "default-model"))
+    with pytest.raises(ValueError, match="pick one of its run's checkpoints"):
+        registry.folder("live")
+    registry.pin("memory", LoadedModel(tiny_model(0), tiny_tokenizer, tiny_model(0).config, "in memory"))
+    with pytest.raises(ValueError, match="held in memory only"):
+        registry.folder("memory")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConnectionError, match="offline mode"):
+        registry.folder("hub:google/bert_uncased_L-2_H-128_A-2")
+    with pytest.raises(FileNotFoundError, match="bundled default model is missing"):
+        ModelRegistry(default_dir=tmp_path / "absent").folder("default")

@@ -109,7 +109,7 @@ def test_subplot_grid_lays_plots_out_like_make_subplots() -> None:
 
 FIGURE_MODULES = ["explorer.plots", "explorer.attention.plots", "explorer.attention.ablation_plots",
                   "explorer.embeddings.plots", "explorer.fill_mask.plots", "explorer.qa.plots",
-                  "explorer.training.plots"]
+                  "explorer.training.plots", "explorer.finetune.plots"]
 _T = ["[CLS]", "the", "cat", "the", "[SEP]"]
 _MAPS = np.full((2, 2, 5, 5), 0.2)
 _RECORDS = [{"kind": "train", "step": s, "mlm_loss": 5.0 / s, "nsp_loss": 0.7, "mlm_acc": 0.1, "nsp_acc": 0.5,
@@ -122,6 +122,7 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
     from explorer.fill_mask import plots as fp
     from explorer.qa import plots as qp
     from explorer.training import plots as tp
+    from explorer.finetune import plots as ftp
     rng = np.random.default_rng(0)
     window = qp.WindowProbs(0, ["a", "b", "c"], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], answers=[(1, 2, "#1")])
     batch = {"rows": [{"tokens": ["[CLS]", "[MASK]", "[SEP]"], "mask_kind_names": ["special", "mask", "special"],
@@ -162,6 +163,11 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
         "explorer.training.plots.lr_figure": lambda: tp.lr_figure(_RECORDS),
         "explorer.training.plots.masked_strip": lambda: tp.masked_strip(["[CLS]", "[MASK]"], ["special", "mask"]),
         "explorer.training.plots.batch_figure": lambda: tp.batch_figure(batch),
+        "explorer.finetune.plots.loss_figure": lambda: ftp.loss_figure(
+            [{"kind": "train", "step": 1, "loss": 0.7}, {"kind": "eval", "step": 1, "eval_qa_loss": 0.9}], "eval_qa_loss"),
+        "explorer.finetune.plots.metric_figure": lambda: ftp.metric_figure(
+            [{"kind": "train", "step": 1, "accuracy": 0.5}, {"kind": "eval", "step": 1, "eval_accuracy": 0.6}],
+            [("accuracy", "accuracy")]),
     }
 
 

@@ -43,3 +43,10 @@ def test_failed_says_why_without_a_traceback():
 
 def test_duration_reads_like_a_clock():
     assert [duration(s) for s in (None, 5, 65, 3723)] == ["—", "5s", "1m 05s", "1h 02m 03s"]
+
+
+def test_a_fine_tuning_run_says_where_its_curves_are():
+    text = status_markdown(status("running", task="classification", metrics={"loss": 0.5}))
+    assert "This is a **classification** fine-tuning run" in text and "**Fine-tune** tab" in text
+    assert "Fine-tune** tab" not in status_markdown(status("running", task="classification"), in_finetune_tab=True)
+    assert "fine-tuning" not in status_markdown(status("running"))

@@ -1,0 +1,136 @@
+"""What a fine-tuning run predicts for a few held-out examples right now: the Fine-tune tab's table of
+examples the model gets wrong.
+
+``eval_examples(trainer)`` runs the model (eval mode, no gradients, under the trainer's lock) on the
+first ``EVAL_EXAMPLES`` features of the run's held-out data and returns one ``ExamplePrediction`` per
+feature: the input as the model read it (decoded from its token ids), the expected and the predicted
+answer, the model's probability for its prediction, and whether it is right. "Right" is what the
+task's own metric counts (``engine.training.tasks``): classification, the arg-max class; QA, the
+arg-max start *and* the arg-max end equal the labelled span (``span_acc``), [CLS] when the window
+does not hold the answer.
+
+A task is a row of ``PREDICTORS`` (task name -> function); a task without one (pretraining) has no
+table. The worker calls this after every evaluation (``WorkerCallback.on_evaluate``).
+"""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from engine.data.features import FeatureDataset
+from engine.text.tokenizer import WordPieceTokenizer
+
+EVAL_EXAMPLES = 16          # held-out features looked at after each evaluation
+NO_ANSWER = "(no answer in this window)"
+
+
+@dataclass(frozen=True)
+class ExamplePrediction:
+    """One held-out feature: what the model read, what it should say, what it says and how sure it is."""
+
+    index: int              # the feature's position in the held-out data
+    text: str               # the input (QA: the question)
+    context: str            # QA: the context window; "" for classification
+    expected: str
+    predicted: str
+    confidence: float       # the model's probability of ``predicted`` (QA: p_start · p_end)
+    correct: bool
+
+
+@dataclass(frozen=True)
+class EvalExamples:
+    """The predictions made after the evaluation of ``step``."""
+
+    step: int
+    task: str
+    predictions: list[ExamplePrediction]
+
+    @property
+    def wrong(self) -> list[ExamplePrediction]:
+        return [p for p in self.predictions if not p.correct]
+
+
+def _segments(tokenizer: WordPieceTokenizer, row: np.ndarray, segment_start: int) -> tuple[str, str]:
+    """The text of segment A and of segment B (empty when there is none) of ``[CLS] A [SEP] (B [SEP])``."""
+    first = tokenizer.decode(row[:segment_start].tolist())
+    second = tokenizer.decode(row[segment_start:].tolist()) if segment_start < len(row) else ""
+    return first, second
+
+
+def _classification(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
+                    indices: list[int], device: torch.device) -> list[ExamplePrediction]:
+    batch = data.collate(indices).to(device)
+    out = model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                compute=("classifier",))
+    probs = out.classifier.logits.float().softmax(-1)                     # (B, num_labels)
+    confidence, predicted = probs.max(-1)                                 # (B,) each
+    names = model.config.id2label
+    found = []
+    for r, i in enumerate(indices):
+        first, second = _segments(tokenizer, data.rows[i], int(data.segment_starts[i]))
+        gold, guess = int(data.targets[i, 0]), int(predicted[r])
+        found.append(ExamplePrediction(i, f"{first} ‖ {second}" if second else first, "",
+                                       names.get(gold, str(gold)), names.get(guess, str(guess)),
+                                       float(confidence[r]), gold == guess))
+    return found
+
+
+def _qa(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset, indices: list[int],
+        device: torch.device) -> list[ExamplePrediction]:
+    batch = data.collate(indices).to(device)
+    out = model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                compute=("qa",))
+    masked = batch.attention_mask == 0                                    # (B, S) padding never wins
+    start = out.qa.start_logits.float().masked_fill(masked, float("-inf")).softmax(-1)   # (B, S)
+    end = out.qa.end_logits.float().masked_fill(masked, float("-inf")).softmax(-1)       # (B, S)
+    p_start, starts = start.max(-1)                                       # (B,) each
+    p_end, ends = end.max(-1)
+
+    def span(row: np.ndarray, s: int, e: int) -> str:
+        if s == 0 and e == 0:
+            return NO_ANSWER
+        if s == 0 or e == 0 or e < s:
+            return f"(no span: start {s}, end {e})"
+        return tokenizer.decode(row[s:e + 1].tolist())
+
+    found = []
+    for r, i in enumerate(indices):
+        row = data.rows[i]
+        question, context = _segments(tokenizer, row, int(data.segment_starts[i]))
+        gold = (int(data.targets[i, 0]), int(data.targets[i, 1]))
+        guess = (int(starts[r]), int(ends[r]))
+        found.append(ExamplePrediction(i, question, context, span(row, *gold), span(row, *guess),
+                                       float(p_start[r] * p_end[r]), gold == guess))
+    return found
+
+
+Predictor = Callable[[torch.nn.Module, WordPieceTokenizer, FeatureDataset, list[int], torch.device],
+                     list[ExamplePrediction]]
+# task -> how its predictions are made (the lead adds a row per new fine-tuning task)
+PREDICTORS: dict[str, Predictor] = {"classification": _classification, "qa": _qa, "qa_mlm": _qa}
+
+
+def eval_examples(trainer: Any, limit: int = EVAL_EXAMPLES) -> EvalExamples | None:
+    """Predictions for the first ``limit`` held-out features of ``trainer``'s run, now; None when its task
+    has no predictor or it has no held-out data. Holds the trainer's lock; the model's mode is restored."""
+    task = trainer.config.task
+    predictor = PREDICTORS.get(task)
+    data = getattr(trainer.eval_data, "qa", trainer.eval_data)            # qa_mlm: the QA half
+    if predictor is None or not isinstance(data, FeatureDataset) or len(data) == 0:
+        return None
+    indices = list(range(min(limit, len(data))))
+    model = trainer.model
+    lock = getattr(trainer, "lock", None) or contextlib.nullcontext()
+    with lock:
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                predictions = predictor(model, trainer.tokenizer, data, indices, trainer.device)
+        finally:
+            model.train(was_training)
+    return EvalExamples(trainer.global_step, task, predictions)

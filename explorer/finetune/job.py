@@ -1,0 +1,87 @@
+"""The Fine-tune form -> a validated ``JobSpec``, the same spec ``python -m engine.finetune`` makes.
+
+The base model is the picker's key, turned into the folder the engine starts from as ``--init-from``
+takes it (``ModelRegistry.folder``: the default model's folder, a checkpoint's, an allowed local folder,
+a hub download). The task's row (``explorer.finetune.tasks``) fills in what the form does not ask: the
+QA window sizes. Evaluation runs about 8 times a run on at most 10 held-out batches; a checkpoint is
+written at the last step (and on *Stop* or *Save checkpoint now*), since a checkpoint of the default model
+with its optimizer state is ~280 MB.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.model.config import BertConfig
+from engine.training.job import JobSpec
+from explorer.finetune.data import UPLOADS_DIR, chosen_data, parse_labels
+from explorer.finetune.tasks import DataCheck, task_row
+from explorer.gpu import training_device
+from explorer.services import Services
+
+EVALUATIONS = 8              # held-out evaluations per run (and so rows of the "gets wrong" table over time)
+EVAL_BATCHES = 10            # held-out batches per evaluation at most
+
+
+@dataclass(frozen=True)
+class FinetuneJob:
+    """A spec ready for ``worker.start``, and what the status says about its data."""
+
+    spec: JobSpec
+    data_name: str
+    data: DataCheck
+
+
+def whole(value: Any, name: str, low: int, high: int) -> int:
+    """``value`` as a whole number in [low, high]; ValueError naming the field otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
+    if not math.isfinite(number) or number != int(number) or not low <= number <= high:
+        raise ValueError(f"{name} must be a whole number between {low:,} and {high:,}, got {value!r}")
+    return int(number)
+
+
+def number(value: Any, name: str, low: float, high: float, low_open: bool = False) -> float:
+    """``value`` as a number in [low, high] (or (low, high] with ``low_open``); ValueError naming the field."""
+    try:
+        result = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if not math.isfinite(result) or result > high or result < low or (low_open and result == low):
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{name} must be in {bracket}{low:g}, {high:g}], got {value!r}")
+    return result
+
+
+def make_job(services: Services, model_key: str | None, task: str, source: str, example: str | None, upload: Any,
+             labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
+             eval_fraction: Any) -> FinetuneJob:
+    """Check the form and turn it into a validated job; a value left empty ("" or None) takes the task's default.
+    ValueError says what is wrong and what to do."""
+    row = task_row(task)
+    given = dict(steps=steps, batch_size=batch_size, learning_rate=learning_rate, seq_length=seq_length,
+                 eval_fraction=eval_fraction)
+    value = {k: row.defaults[k] if v is None or str(v).strip() == "" else v for k, v in given.items()}
+    total_steps = whole(value["steps"], "Steps", 1, 100_000)
+    seq = whole(value["seq_length"], "Sequence length", 16, services.max_length)
+    held_out = number(value["eval_fraction"], "Held-out fraction", 0.0, 0.9)
+    training = dict(task=row.name, learning_rate=number(value["learning_rate"], "Learning rate", 0.0, 1.0, True),
+                    total_steps=total_steps, batch_size=whole(value["batch_size"], "Batch size", 1, 1024),
+                    max_seq_length=seq, nsp=False, eval_every=max(1, total_steps // EVALUATIONS),
+                    eval_batches=EVAL_BATCHES, checkpoint_every=0, warmup_ratio=0.1,
+                    device=training_device())   # CPU on a Space: a background thread cannot hold a ZeroGPU
+    folder = services.registry().folder(model_key or "default")
+    data_path, data_name, check = chosen_data(row, source, example, upload, parse_labels(labels),
+                                              services.get_worker().runs_root / UPLOADS_DIR)
+    spec = JobSpec(training, init_from=str(folder), data=str(data_path), eval_fraction=held_out,
+                   **row.spec_fields(seq))
+    spec.validate()
+    positions = BertConfig.load(Path(folder)).max_position_embeddings
+    if seq > positions:
+        raise ValueError(f"Sequence length {seq} is longer than the base model's {positions} positions; choose "
+                         f"at most {positions}.")
+    return FinetuneJob(spec, data_name, check)

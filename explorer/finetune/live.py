@@ -1,0 +1,65 @@
+"""The Fine-tune tab's live view: what every open browser polls, sent only when it changed.
+
+As the Training tab's (``explorer.training.live``): a browser keeps the versions it was last sent (status;
+curves: run, records; the wrong-examples table: run, the step of its predictions) and gets ``gr.skip()``
+for every output whose version did not move. The predictions are made on the training thread after each
+evaluation (``engine.training.eval_examples``), so a tick only reads them.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from explorer.finetune import plots as fp
+from explorer.finetune.status import WRONG_COLUMNS, finetune_status, is_finetuning, wrong_note, wrong_rows
+from explorer.finetune.tasks import TASKS
+from explorer.plots import empty_figure
+from explorer.services import Services
+
+LIVE_OUTPUTS = 5        # status, loss curve, metric curve, wrong-examples note, wrong-examples table
+Seen = dict[str, Any]
+
+
+def _versions(services: Services) -> tuple[Any, Seen]:
+    st = services.get_worker().status()
+    return st, {
+        "status": (st.run_id, st.state, st.step, st.total_steps, st.message, st.records, str(st.last_checkpoint),
+                   st.error, None if st.tokens_per_s is None else round(st.tokens_per_s, -1), st.examples_step),
+        "curves": (st.run_id, st.records),
+        "examples": (st.run_id, st.state, st.examples_step),
+    }
+
+
+def live_view(services: Services) -> tuple[Any, ...]:
+    """Everything the live view shows (the public ``/finetune_status``)."""
+    return live_update(services, None)[0]
+
+
+def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...], Seen, bool]:
+    """The live view's outputs for a browser last sent ``seen`` (None: everything), ``gr.skip()`` where nothing
+    changed; the new versions; and whether a run is active (keep ticking)."""
+    worker = services.get_worker()
+    st, now = _versions(services)
+    seen = seen or {}
+    changed = {group: seen.get(group) != key for group, key in now.items()}
+    skip = gr.skip()
+    outputs: list[Any] = [finetune_status(st) if changed["status"] else skip]
+    if changed["curves"]:
+        row = TASKS.get(st.task) if is_finetuning(st) else None
+        if row is None:
+            message = ("no fine-tuning run yet" if st.state == "idle"
+                       else "the worker's run is pretraining: see the Training tab")
+            outputs += [empty_figure(f"Loss: {message}"), empty_figure(f"Metrics: {message}")]
+        else:
+            records, _ = worker.metrics_since(0)
+            outputs += [fp.loss_figure(records, row.eval_loss), fp.metric_figure(records, row.metrics)]
+    else:
+        outputs += [skip, skip]
+    if changed["examples"]:
+        examples = worker.eval_examples() if is_finetuning(st) else None
+        outputs += [wrong_note(st, examples), pd.DataFrame(wrong_rows(examples), columns=WRONG_COLUMNS)]
+    else:
+        outputs += [skip, skip]
+    return tuple(outputs), now, st.active

@@ -1,0 +1,231 @@
+"""Fine-tune tab: fine-tune the picked model for a task in the background and watch it learn, live.
+
+The base model is the model picker's choice; the task is a row of ``explorer.finetune.tasks``; the data
+is a bundled example or an upload (``explorer.finetune.data``); ``make_job`` turns the form into the same
+``JobSpec`` the command line makes, and the app's one ``TrainingWorker`` runs it (the Training tab shows
+the same run, and a pretraining run started there is shown here as what it is). The run's checkpoints are
+written under the runs folder, so they join the model picker like pretraining checkpoints.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
+from explorer.finetune.job import make_job
+from explorer.finetune.live import live_update, live_view
+from explorer.finetune.status import WRONG_COLUMNS, finetune_status, wrong_note
+from explorer.finetune.tasks import TASKS, task_choices, task_row
+from explorer.model_picker import ModelPicker
+from explorer.services import Services
+from explorer.training.live import version
+from explorer.ui_errors import clear_on_failure, friendly_errors
+
+TICK_SECONDS = 1.0          # the live view's tick while a run is active
+IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
+FIRST_TASK = next(iter(TASKS))
+# Every task's endings: Gradio checks an upload against the File's *initial* types for an API client (a new
+# session), so a QA client's .json must pass; make_job then checks the ending against the task asked for.
+ALL_EXTENSIONS = list(dict.fromkeys(ext for row in TASKS.values() for ext in row.extensions))
+
+INTRO = """\
+Fine-tune the model **picked at the top of the page** (the bundled default, a checkpoint of a
+pretraining run, a folder you loaded) for a task: BERT's second half. The task's head (a small layer
+on top of the encoder) is added freshly initialised when the model lacks it, and the whole model
+trains on your examples in the background while the app keeps serving. The app trains one run at a
+time: a pretraining run from the Training tab and a fine-tuning run from here share one worker.
+
+**What to watch.** The loss falls as the head learns; the held-out curves (examples the model never
+trains on) say whether it generalises. The table lists held-out examples the model gets wrong *right
+now*, refreshed at every evaluation. When the run ends its checkpoint is in the model picker.
+"""
+
+
+HYPER_PARAMETERS = {"steps": "Steps", "batch_size": "Batch size", "learning_rate": "Learning rate",
+                    "seq_length": "Sequence length", "eval_fraction": "Held-out fraction (not trained on)"}
+
+
+def example_choices(task: str) -> list[tuple[str, str]]:
+    """(name, value) of the task's bundled examples; the first one's value is "" (the task's first)."""
+    return [(name, "" if i == 0 else name) for i, (name, _) in enumerate(task_row(task).examples)]
+
+
+def placeholder(task: str, key: str) -> str:
+    """What an empty hyper-parameter box shows: the task's default."""
+    return f"{task_row(task).defaults[key]:g} (the task's default)"
+
+
+def _control(services: Services, action: str) -> Any:
+    """Refuse to steer a pretraining run from this tab (it belongs to the Training tab)."""
+    worker = services.get_worker()
+    st = worker.status()
+    if st.active and st.task == "pretraining":
+        raise ValueError(f"The active run is a pretraining run: {action} it from the Training tab.")
+    return worker
+
+
+def start(services: Services, model_key: str | None, task: str, data_source: str, example: str | None,
+          data_file: Any, labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
+          eval_fraction: Any) -> str:
+    """Start a fine-tuning run; a warning (not an error) while another run is active. The status as Markdown."""
+    worker = services.get_worker()
+    st = worker.status()
+    if st.active:
+        kind = "pretraining" if st.task == "pretraining" else f"{st.task} fine-tuning"
+        where = "the Training tab" if st.task == "pretraining" else "this tab"
+        message = (f"A {kind} run is already {st.state}: the app trains one run at a time. Stop it in {where} "
+                   "before starting another.")
+        gr.Warning(message)
+        return f"⚠️ {message}\n\n" + finetune_status(st)
+    job = make_job(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
+                   learning_rate, seq_length, eval_fraction)
+    worker.start(job.spec)
+    return (f"Fine-tuning `{model_key or 'default'}` for **{job.spec.task}** on **{job.data_name}** "
+            f"({job.data.summary}).\n\n" + finetune_status(worker.status()))
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Fine-tune tab's widgets inside the current ``gr.Tab`` and wire them."""
+    first = task_row(FIRST_TASK)
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    with gr.Row():
+        task = gr.Dropdown(task_choices(), value=first.name, label="Task", scale=2)
+        data_source = gr.Radio(SOURCES, value="example", label="Data", scale=1)
+        # The task's first example has the value "" (the handler's "the task's first"), so the API default
+        # fits every task; allow_custom_value: an API client may name any task's example (checked).
+        example = gr.Dropdown(example_choices(first.name), value="", label="Bundled example", scale=1,
+                              allow_custom_value=True)
+        data_file = gr.File(label=f"Your file (UTF-8, at most {MAX_UPLOAD_MB} MB)", type="filepath",
+                            file_types=ALL_EXTENSIONS, visible=False, scale=2)
+    formats = gr.Markdown(f"**Accepted data:** {first.formats}")
+    labels = gr.Textbox("", label="Labels (optional, comma-separated): every row's label must be one of them",
+                        placeholder="positive, negative", max_lines=1, visible=first.takes_labels)
+    with gr.Row():
+        # Text boxes, empty by default: an empty box takes the task's default (its placeholder), so the API's
+        # defaults ("") are right for every task. A gr.Number cannot be empty: it shows and sends 0.
+        numbers = {name: gr.Textbox("", label=label, placeholder=placeholder(first.name, name), max_lines=1)
+                   for name, label in HYPER_PARAMETERS.items()}
+    steps, batch_size, learning_rate, seq_length, eval_fraction = numbers.values()
+    access = services.access      # public mode: the controls need the admin token (explorer.access)
+    if access.public:
+        gr.Markdown(access.notice(), elem_classes=["access-notice"])
+    enabled = access.training_enabled
+    with gr.Row():
+        admin = ([gr.Textbox(label="Admin token", type="password", max_lines=1, scale=2)]
+                 if access.asks_for_token else [])
+        start_btn = gr.Button("Start", variant="primary", interactive=enabled)
+        pause_btn = gr.Button("Pause", interactive=enabled)
+        resume_btn = gr.Button("Resume", interactive=enabled)
+        stop_btn = gr.Button("Stop", interactive=enabled)
+        save_btn = gr.Button("Save checkpoint now", interactive=enabled)
+        refresh_btn = gr.Button("Refresh", size="sm")
+    status = gr.Markdown(finetune_status(services.get_worker().status()), elem_classes=["train-status"])
+    with gr.Row():
+        loss_plot = gr.Plot(label="Loss")
+        metric_plot = gr.Plot(label="Task metrics")
+    note = gr.Markdown(wrong_note(services.get_worker().status(), None))
+    wrong = gr.Dataframe(headers=WRONG_COLUMNS, label="Held-out examples the model gets wrong now",
+                         interactive=False, wrap=True, max_height=360)
+
+    @friendly_errors
+    def finetune_start(model_key: str | None = "default", task: str = FIRST_TASK, data_source: str = "example",
+                       example: str | None = "", data_file: str | None = None, labels: str = "",
+                       steps: str = "", batch_size: str = "", learning_rate: str = "", seq_length: str = "",
+                       eval_fraction: str = "", token: str = "") -> str:
+        """Fine-tune a model for a task in the background; the status as Markdown.
+
+        Args:
+            model_key: the base model: default, checkpoint:<run>/<step-dir>, local:<folder> or hub:<owner/name>.
+            task: classification or qa.
+            data_source: example (a bundled example) or upload (data_file).
+            example: the bundled example's name; empty: the task's first.
+            data_file: with data_source upload: a CSV/TSV/JSONL (classification) or SQuAD JSON (qa) file.
+            labels: classification: the labels every row must have, comma-separated; empty: any.
+            steps: optimizer steps (empty: the task's default).
+            batch_size: examples per step (empty: the task's default).
+            learning_rate: peak learning rate (empty: the task's default).
+            seq_length: longest input in tokens (empty: the task's default).
+            eval_fraction: share of the examples held out to evaluate on (empty: the task's default).
+            token: the admin token (public mode only).
+        """
+        access.require_admin(token, "fine-tune")
+        return start(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
+                     learning_rate, seq_length, eval_fraction)
+
+    @friendly_errors
+    def pause(token: str = "") -> str:
+        access.require_admin(token, "pause training")
+        return finetune_status(_control(services, "pause").pause())
+
+    @friendly_errors
+    def resume(token: str = "") -> str:
+        access.require_admin(token, "resume training")
+        return finetune_status(_control(services, "resume").resume())
+
+    @friendly_errors
+    def stop(token: str = "") -> str:
+        access.require_admin(token, "stop training")
+        return finetune_status(_control(services, "stop").stop())
+
+    @friendly_errors
+    def save(token: str = "") -> str:
+        access.require_admin(token, "save checkpoints")
+        worker = _control(services, "save")
+        path = worker.save_checkpoint_now(timeout_s=120.0)
+        saved = (f"Saved `{path.name}`; it is in the model picker." if path is not None
+                 else "The checkpoint is being written…")
+        return saved + "\n\n" + finetune_status(worker.status())
+
+    @friendly_errors
+    def finetune_status_all() -> tuple[Any, ...]:
+        """Status, loss curve, metric curves, the note and the table of held-out examples the model gets wrong."""
+        return live_view(services)
+
+    @friendly_errors
+    def live_tick(seen: dict | None) -> tuple[Any, ...]:
+        outputs, now, active = live_update(services, seen)
+        return (*outputs, now, gr.skip() if active else gr.Timer(active=False))
+
+    def idle_check(last: tuple | None) -> tuple[Any, Any]:
+        now = version(services.get_worker().status())
+        return (gr.skip(), gr.skip()) if now == last else (gr.Timer(active=True), now)
+
+    def task_changed(name: str) -> tuple[Any, ...]:
+        row = TASKS.get(name) or first
+        return (gr.Dropdown(choices=example_choices(row.name), value=""), gr.File(file_types=list(row.extensions)),
+                f"**Accepted data:** {row.formats}", gr.Textbox(visible=row.takes_labels),
+                *(gr.Textbox(value="", placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS))
+
+    def source_changed(choice: str) -> tuple[Any, Any]:
+        return gr.Dropdown(visible=choice == "example"), gr.File(visible=choice == "upload")
+
+    timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
+    idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
+    seen = gr.State(None)
+    last_version = gr.State(None)
+    private = dict(api_visibility="private", queue=False, show_progress="hidden")
+    task.change(task_changed, inputs=task, outputs=[example, data_file, formats, labels, steps, batch_size,
+                                                    learning_rate, seq_length, eval_fraction],
+                api_name="finetune_task_changed", **private)
+    data_source.change(source_changed, inputs=data_source, outputs=[example, data_file],
+                       api_name="finetune_source_changed", **private)
+    form = [picker.dropdown, task, data_source, example, data_file, labels, steps, batch_size, learning_rate,
+            seq_length, eval_fraction]
+    started = start_btn.click(finetune_start, inputs=form + admin, outputs=status, api_name="finetune_start")
+    controlled = [button.click(fn, inputs=admin, outputs=status, api_name=f"finetune_{fn.__name__}",
+                               api_visibility="private")
+                  for button, fn in ((pause_btn, pause), (resume_btn, resume), (stop_btn, stop), (save_btn, save))]
+    for event in (started, *controlled):
+        event.then(lambda: gr.Timer(active=True), outputs=timer, **private)
+        clear_on_failure(event, [status])               # a failed click leaves no stale status; the next tick redraws
+        event.failure(lambda: None, outputs=seen, **private)
+    live_outputs = [status, loss_plot, metric_plot, note, wrong]
+    timer.tick(live_tick, inputs=seen, outputs=live_outputs + [seen, timer], show_progress="hidden",
+               api_name="finetune_tick", api_visibility="private", concurrency_limit=None)
+    idle_timer.tick(idle_check, inputs=last_version, outputs=[timer, last_version], show_progress="hidden",
+                    api_name="finetune_idle_check", api_visibility="private", concurrency_limit=None, queue=False)
+    refresh_btn.click(finetune_status_all, outputs=live_outputs, show_progress="hidden", api_name="finetune_status",
+                      concurrency_limit=None)
+    return {"status": status, "timer": timer, "form": form, "plots": [loss_plot, metric_plot], "wrong": wrong,
+            "note": note}

@@ -1,0 +1,133 @@
+"""Hostile input to the Fine-tune endpoints (/finetune_start, /finetune_status) of the served app.
+
+Bad settings, model keys, example names and uploads are refused before a run starts, with a message a
+person can act on, nothing written to the runs folder and nothing outside the app's folders; hand-written
+requests (text, infinity, NaN for numbers) too. The uploads' own checks (columns, labels, UTF-8, size) are in
+tests/explorer/finetune/test_tab.py; here they arrive as a stranger sends them.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from gradio_client import Client, handle_file
+
+from explorer.services import default_services
+from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok, sandbox,
+                             serve_app)
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+NAMES = ["model_key", "task", "data_source", "example", "data_file", "labels", "steps", "batch_size",
+         "learning_rate", "seq_length", "eval_fraction"]
+GOOD = dict(zip(NAMES, ["default", "classification", "example", "", None, "", 30, 16, 1e-4, 64, 0.2]))
+
+
+def settings(**changes: Any) -> list[Any]:
+    """/finetune_start's inputs: the form's values with ``changes``."""
+    assert set(changes) <= set(NAMES), changes
+    return [{**GOOD, **changes}[n] for n in NAMES]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Client, Sandbox]]:
+    import app
+
+    with sandbox(tmp_path_factory.mktemp("hostile-finetune")) as box:
+        services = default_services(runs_root=box.runs)
+        try:
+            with serve_app(app.create_app(services), box) as client:
+                yield client, box
+        finally:
+            services.get_worker().close(timeout_s=30)
+
+
+def idle(client: Client) -> None:
+    status = expect_ok(call(client, api_name="/finetune_status"))[0]
+    assert_human(status)
+    assert status.startswith("**idle**"), status
+
+
+REFUSED: list[tuple[dict[str, Any], str]] = [
+    (dict(task="../../etc/passwd"), r"not in the list of choices: \['classification', 'qa'\]"),
+    (dict(task="pretraining"), r"not in the list of choices: \['classification', 'qa'\]"),
+    (dict(model_key="/etc"), "inside the allowed model folders"),
+    (dict(model_key="live"), "no training run right now|pick one of its run's checkpoints"),
+    (dict(model_key="checkpoint:../../etc/step-000001"), "not a checkpoint name"),
+    (dict(model_key="https://example.com/model"), "not a URL"),
+    (dict(example="../../../etc/passwd"), "no bundled example"),
+    (dict(example="tiny_squad.json"), "no bundled example 'tiny_squad.json' for classification"),
+    (dict(data_source="ftp"), r"not in the list of choices: \['example', 'upload'\]"),
+    (dict(data_source="upload"), "Upload a .csv or .tsv or .jsonl file first"),
+    (dict(steps=0), "Steps must be a whole number between 1"),
+    (dict(steps=10**9), "Steps must be a whole number between 1 and 100,000"),
+    (dict(batch_size=2.5), "Batch size must be a whole number"),
+    (dict(learning_rate=-1), r"Learning rate must be in \(0, 1\]"),
+    (dict(seq_length=4), "Sequence length must be a whole number between 16"),
+    (dict(seq_length=10**6), "Sequence length must be a whole number between 16 and 512"),
+    (dict(eval_fraction=1), r"Held-out fraction must be in \[0, 0.9\]"),
+    (dict(eval_fraction=-0.1), r"Held-out fraction must be in \[0, 0.9\]"),
+]
+
+
+@pytest.mark.parametrize("changes,match", REFUSED, ids=[f"{k}={v!r}"[:40] for c, _ in REFUSED
+                                                         for k, v in c.items()])
+def test_bad_settings_are_refused_before_a_run(served: tuple[Client, Sandbox], changes: dict[str, Any],
+                                               match: str) -> None:
+    client, box = served
+    with box.no_stray_writes():
+        expect_error(call(client, *settings(**changes), api_name="/finetune_start"), match)
+        idle(client)
+    assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
+
+
+RAW: list[tuple[str, str, str]] = [
+    ("steps", '"thirty"', "Steps must be a whole number, got 'thirty'"),
+    ("steps", "1e999", "Steps must be a whole number"),
+    ("learning_rate", "NaN", "Learning rate must be in"),
+    ("eval_fraction", '"0.2; rm -rf /"', "Held-out fraction must be a number"),
+]
+
+
+@pytest.mark.parametrize("name,literal,match", RAW, ids=[r[0] + "=" + r[1] for r in RAW])
+def test_hand_written_numbers_are_refused(served: tuple[Client, Sandbox], name: str, literal: str,
+                                          match: str) -> None:
+    client, box = served
+    values = json.dumps(settings(**{name: "PLACEHOLDER"})).replace('"PLACEHOLDER"', literal)
+    with box.no_stray_writes():
+        expect_error(call_raw(client, "/finetune_start", '{"data": ' + values + '}'), match)
+        idle(client)
+    assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
+
+
+UPLOADS: list[tuple[str, bytes, dict[str, Any], str]] = [
+    ("columns.csv", b"sentence,sentiment\nnice,positive\n", {}, "columns.csv: the header must name the columns"),
+    ("labels.csv", b"text,label\ngood,positive\nbad,negative\nmeh,neutral\n", dict(labels="positive,negative"),
+     "labels.csv, line 4: the label 'neutral' is not one of the labels you listed"),
+    ("empty.csv", b"", {}, "empty.csv is empty"),
+    ("binary.csv", bytes(range(256)) * 4, {}, "binary.csv is not UTF-8 text"),
+    ("script.py", b"text,label\n", {}, r"Invalid file type.*'\.csv', '\.tsv', '\.jsonl', '\.json'"),  # Gradio's check
+    ("squad.json", b'{"data": []}', {}, r"squad.json is a \.json file; classification takes \.csv or \.tsv or \.jsonl"),
+    ("notsquad.json", b'{"data": "nope"}', dict(task="qa"), "notsquad.json is not SQuAD JSON"),
+    ("broken.json", b'{"data": [', dict(task="qa"), "broken.json is not valid JSON"),
+    ("noanswers.json", json.dumps({"data": [{"paragraphs": [{"context": "a b c", "qas": [
+        {"id": "1", "question": "q?", "answers": [{"text": "zzz", "answer_start": 0}]}]}]}]}).encode(),
+     dict(task="qa"), "noanswers.json has no usable questions"),
+]
+
+
+@pytest.mark.parametrize("name,content,changes,match", UPLOADS, ids=[u[0] for u in UPLOADS])
+def test_hostile_uploads_are_refused_by_name(served: tuple[Client, Sandbox], tmp_path: Path, name: str,
+                                             content: bytes, changes: dict[str, Any], match: str) -> None:
+    client, box = served
+    upload = tmp_path / name
+    upload.write_bytes(content)
+    with box.no_stray_writes():
+        outcome = call(client, *settings(data_source="upload", data_file=handle_file(str(upload)), **changes),
+                       api_name="/finetune_start")
+        expect_error(outcome, match)
+        assert "/gradio/" not in outcome.error and str(box.root) not in outcome.error     # no server path
+        idle(client)
+    assert not any(box.runs.iterdir()), "a refused upload was kept"

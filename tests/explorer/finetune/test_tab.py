@@ -1,0 +1,297 @@
+"""The Fine-tune tab: the form becomes the command line's job, uploads are checked with clear messages, a real
+tiny fine-tuning run started through the served API finishes with its curves, its table of held-out examples
+it gets wrong and its checkpoint in the model picker, and the one worker's pretraining runs are shown honestly."""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import gradio as gr
+import pytest
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+
+from app_helpers import serve
+from engine.checkpoints.hf_format import load_directory
+from engine.finetune import build_parser, spec_from_args
+from engine.training.job import JobSpec
+from engine.training.worker import TrainingWorker
+from explorer.finetune import tab as finetune_tab
+from explorer.finetune.data import MAX_UPLOAD_BYTES
+from explorer.finetune.job import make_job
+from explorer.finetune.status import WRONG_COLUMNS
+from explorer.finetune.tasks import TASKS
+from explorer.model_registry import ModelRegistry, checkpoint_key
+from explorer.services import Services
+from explorer.ui_errors import friendly_errors
+from finetune_helpers import save_tiny_model, word_tokenizer
+
+ROOT = Path(__file__).resolve().parents[3]
+SENTIMENT = ROOT / "assets" / "examples" / "sentiment.csv"
+SQUAD = ROOT / "assets" / "examples" / "tiny_squad.json"
+TIMEOUT = 120.0
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _texts() -> list[str]:
+    rows = SENTIMENT.read_text(encoding="utf-8").splitlines()[1:]
+    squad = json.loads(SQUAD.read_text(encoding="utf-8"))
+    paragraphs = [p for article in squad["data"] for p in article["paragraphs"]]
+    return rows + [p["context"] for p in paragraphs] + [q["question"] for p in paragraphs for q in p["qas"]]
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory) -> Iterator[Services]:
+    """The app's services over a tiny BERT (saved as the ``default`` folder) that knows the examples' words."""
+    root = tmp_path_factory.mktemp("finetune-tab")
+    tokenizer = word_tokenizer(_texts())
+    model = save_tiny_model(root / "model", tokenizer)
+    worker = TrainingWorker(root / "runs")
+    registry = ModelRegistry(runs_root=root / "runs", worker=worker, default_dir=model)
+    yield Services(tokenizer=tokenizer, max_length=128, worker=worker, models=registry)
+    worker.close(timeout_s=30)
+
+
+@pytest.fixture(scope="module")
+def client(services: Services) -> Iterator[Client]:
+    import app
+
+    with serve(app.create_app(services)) as running:
+        yield running
+
+
+def form(**changes: Any) -> list[Any]:
+    values = dict(model_key="default", task="classification", data_source="example", example="", data_file=None,
+                  labels="", steps=None, batch_size=None, learning_rate=None, seq_length=None, eval_fraction=None)
+    values.update(changes)
+    return list(values.values())
+
+
+def wait_until_ended(services: Services) -> None:
+    assert services.get_worker().join(TIMEOUT), services.get_worker().status().message
+
+
+def test_the_form_makes_the_job_the_command_line_makes(services: Services) -> None:
+    job = make_job(services, *form(steps=40, batch_size=16, learning_rate=1e-4, seq_length=64, eval_fraction=0.2))
+    folder = services.registry().folder("default")
+    parser = build_parser()
+    cli = spec_from_args(parser.parse_args(["--task", "classification", "--data", str(SENTIMENT), "--init-from",
+                                            str(folder), "--steps", "40", "--batch-size", "16", "--lr", "1e-4",
+                                            "--seq-len", "64", "--eval-fraction", "0.2"]), parser)
+    ours, theirs = job.spec.training_config(), cli.training_config()
+    for name in ("task", "learning_rate", "total_steps", "batch_size", "max_seq_length", "nsp", "seed"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+    for name in ("init_from", "data", "eval_fraction", "eval_data"):
+        assert getattr(job.spec, name) == getattr(cli, name), name
+    assert job.data_name == "sentiment.csv" and "labels: negative, positive" in job.data.summary
+
+
+def test_empty_fields_take_the_tasks_defaults(services: Services) -> None:
+    for name, row in TASKS.items():
+        job = make_job(services, *form(task=name))
+        config = job.spec.training_config()
+        assert (config.total_steps, config.batch_size, config.learning_rate, config.max_seq_length) == (
+            row.defaults["steps"], row.defaults["batch_size"], row.defaults["learning_rate"], row.defaults["seq_length"])
+        assert job.spec.eval_fraction == row.defaults["eval_fraction"] and Path(job.spec.data) == row.examples[0][1]
+    qa = make_job(services, *form(task="qa", seq_length=128)).spec
+    assert qa.validate().task == "qa" and qa.max_question_len < 128 - 3 - qa.doc_stride
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(task="ner"), "unknown task 'ner'; choose one of: classification, qa"),
+    (dict(steps=2.5), "Steps must be a whole number"),
+    (dict(learning_rate=0), "Learning rate must be in (0, 1]"),
+    (dict(seq_length=512), "Sequence length must be a whole number between 16 and 128"),
+    (dict(eval_fraction=0.95), "Held-out fraction must be in [0, 0.9]"),
+    (dict(example="imdb.csv"), "There is no bundled example 'imdb.csv' for classification"),
+    (dict(model_key="live"), "The live model changes at every step; pick one of its run's checkpoints instead."),
+    (dict(data_source="upload"), "Upload a .csv or .tsv or .jsonl file first, or choose the bundled example."),
+])
+def test_bad_form_values_say_what_to_do(services: Services, changes: dict, message: str) -> None:
+    with pytest.raises(gr.Error, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]").replace(".", r"\.")):
+        friendly_errors(make_job)(services, *form(**changes))
+
+
+HOSTILE = [
+    ("columns.csv", b"sentence,sentiment\nnice,positive\nbad,negative\n",
+     "columns.csv: the header must name the columns text and label"),
+    ("labels.csv", b"text,label\nnice day,positive\nbad day,negative\nso so,neutral\n",
+     "labels.csv, line 4: the label 'neutral' is not one of the labels you listed"),
+    ("one.csv", b"text,label\nnice day,positive\ngreat day,positive\n", "at least two different labels"),
+    ("empty.csv", b"", "empty.csv is empty; upload a file with examples in it."),
+    ("blank.csv", b"  \n\n", "blank.csv is empty"),
+    ("latin1.csv", "text,label\ncaf\u00e9 nice,positive\nbad,negative\n".encode("latin-1"),
+     "latin1.csv is not UTF-8 text"),
+    ("notes.txt", b"text,label\n", "notes.txt is a .txt file; classification takes .csv or .tsv or .jsonl files."),
+    ("big.csv", None, "big.csv is 10.0 MB; the limit is 10 MB"),
+]
+
+
+@pytest.mark.parametrize("name, content, message", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_uploads_are_refused_with_one_clear_sentence(services: Services, tmp_path: Path, name: str,
+                                                             content: bytes | None, message: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content if content is not None else b"text,label\n" + b"a" * MAX_UPLOAD_BYTES)
+    uploads = services.get_worker().runs_root / "uploads"
+    before = set(uploads.iterdir()) if uploads.is_dir() else set()
+    with pytest.raises(gr.Error) as caught:
+        friendly_errors(make_job)(services, *form(data_source="upload", data_file=str(path),
+                                                  labels="positive, negative"))
+    assert message in caught.value.message and str(tmp_path) not in caught.value.message
+    assert (set(uploads.iterdir()) if uploads.is_dir() else set()) == before      # nothing kept
+
+
+def test_a_good_upload_is_kept_by_content_for_the_run(services: Services, tmp_path: Path) -> None:
+    upload = tmp_path / "mine.csv"
+    upload.write_bytes(SENTIMENT.read_bytes())
+    job = make_job(services, *form(data_source="upload", data_file=str(upload), labels="negative, positive"))
+    kept = Path(job.spec.data)
+    assert kept.parent == services.get_worker().runs_root / "uploads" and kept.name.startswith("mine-")
+    assert kept.read_bytes() == SENTIMENT.read_bytes() and job.data_name == "mine.csv"
+    again = make_job(services, *form(data_source="upload", data_file=str(upload)))
+    assert again.spec.data == job.spec.data                                      # the same file is kept once
+
+
+def test_api_lists_the_fine_tune_endpoints(client: Client) -> None:
+    endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
+    assert "/finetune_start" in endpoints and "/finetune_status" in endpoints
+    parameters = endpoints["/finetune_start"]["parameters"]
+    assert [p["parameter_name"] for p in parameters][:3] == ["model_key", "task", "data_source"]
+    defaults = {p["parameter_name"]: p["parameter_default"] for p in parameters}
+    assert defaults["example"] == "" and all(defaults[k] == "" for k in ("steps", "batch_size", "learning_rate",
+                                                                             "seq_length", "eval_fraction"))
+
+
+def test_an_upload_through_the_api_is_checked(client: Client, tmp_path: Path) -> None:
+    bad = tmp_path / "wrong.csv"
+    bad.write_text("sentence,sentiment\nnice,positive\n", encoding="utf-8")
+    with pytest.raises(AppError, match="wrong.csv: the header must name the columns text and label"):
+        client.predict(data_source="upload", data_file=handle_file(str(bad)), api_name="/finetune_start")
+
+
+def test_fine_tune_end_to_end_through_the_api(client: Client, services: Services) -> None:
+    started = client.predict(model_key="default", task="classification", steps=6, learning_rate=1e-3,
+                             api_name="/finetune_start")
+    assert "**sentiment.csv**" in started and "labels: negative, positive" in started
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        status, loss, metric, note, wrong = client.predict(api_name="/finetune_status")
+        if status.startswith(("**finished**", "**failed**")):
+            break
+        assert time.monotonic() < deadline, status
+        time.sleep(0.5)
+    assert status.startswith("**finished**") and "step **6 / 6**" in status and "task **classification**" in status
+    loss_fig = json.loads(loss["plot"])
+    assert [len(t["x"]) for t in loss_fig["data"] if t["name"] == "train"] == [6]
+    assert any(t["name"] == "held-out" for t in loss_fig["data"])
+    assert {"accuracy (train)", "accuracy (held-out)"} <= {t["name"] for t in json.loads(metric["plot"])["data"]}
+    assert wrong["headers"] == WRONG_COLUMNS
+    found = services.get_worker().eval_examples()
+    assert found is not None and found.step == 6
+    assert len(wrong["data"]) == len(found.wrong) and f"**{len(found.wrong)} of 10** wrong" in note
+    assert all(row[2] in ("negative", "positive") and row[4].endswith("%") for row in wrong["data"])
+    # the fine-tuned model is in the picker, loads, and has the task's head with the file's labels
+    checkpoint = services.get_worker().status().last_checkpoint
+    assert checkpoint.parent.parent.name.startswith("finetune-classification-")
+    assert checkpoint_key(checkpoint) in services.registry().available_keys()
+    loaded = load_directory(services.registry().folder(checkpoint_key(checkpoint)))
+    assert "classifier" in loaded.heads and loaded.config.id2label == {0: "negative", 1: "positive"}
+    # the Training tab shows the same run, and says where its curves are
+    assert "fine-tuning run" in client.predict(api_name="/train_status")[0]
+
+
+def test_qa_through_the_api_takes_its_own_defaults_and_fills_the_table_with_questions(client: Client,
+                                                                                       services: Services) -> None:
+    wait_until_ended(services)
+    text = client.predict(task="qa", steps=2, api_name="/finetune_start")    # example, numbers: the task's
+    assert "**tiny_squad.json**" in text and "35 questions about 6 contexts" in text
+    wait_until_ended(services)
+    st = services.get_worker().status()
+    assert st.state == "finished" and st.task == "qa", st.message
+    config = services.get_worker().trainer.config
+    assert (config.max_seq_length, config.batch_size, config.learning_rate) == (128, 8, 5e-5)
+    found = services.get_worker().eval_examples()
+    assert found is not None and found.task == "qa" and found.wrong       # 2 steps from a random QA head
+    assert all(p.text.endswith("?") and p.context for p in found.predictions)
+    _, _, metric, note, wrong = client.predict(api_name="/finetune_status")
+    assert {"exact span (held-out)", "start (held-out)"} <= {t["name"] for t in json.loads(metric["plot"])["data"]}
+    assert len(wrong["data"]) == len(found.wrong) and " ‖ " in wrong["data"][0][1]
+
+
+def test_a_pretraining_run_is_shown_as_what_it_is(services: Services) -> None:
+    wait_until_ended(services)
+    worker = services.get_worker()
+    spec = JobSpec(dict(total_steps=100_000, batch_size=4, max_seq_length=32, eval_every=0, checkpoint_every=0),
+                   preset="tiny", model_overrides=dict(hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                                                       max_position_embeddings=64),
+                   documents=[["the cat sat on the mat.", "the dog ran home."]] * 12, vocab_size=200)
+    worker.start(spec)
+    try:
+        status = finetune_tab.finetune_status(worker.status())
+        assert "A **pretraining** run is" in status and "Training** tab" in status
+        with pytest.raises(ValueError, match="The active run is a pretraining run: pause it from the Training tab."):
+            finetune_tab._control(services, "pause")
+        warned = finetune_tab.start(services, *form())
+        assert warned.startswith("⚠️ A pretraining run is already") and worker.status().task == "pretraining"
+    finally:
+        worker.stop(wait_s=30)
+    assert "The last run was a **pretraining** run" in finetune_tab.finetune_status(worker.status())
+
+
+def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> None:
+    from dataclasses import replace
+
+    from explorer.access import AccessPolicy
+    from probing_helpers import small_app
+
+    wait_until_ended(services)
+    public = replace(services, access=AccessPolicy(public=True, admin_token="s3cret"))
+    demo = small_app(public, finetune_tab.build)
+    fns = {f.api_name: f for f in demo.fns.values()}
+    start, pause = fns["finetune_start"], fns["finetune_pause"]
+    assert len(start.inputs) == len(form()) + 1 and len(pause.inputs) == 1        # the token box
+    for token, message in (("", "No admin token was given"), ("guess", "The admin token is wrong")):
+        with pytest.raises(gr.Error, match=message):
+            start.fn(*form(), token)
+        with pytest.raises(gr.Error, match=message):
+            pause.fn(token)
+    before = services.get_worker().status().run_id
+    assert "Fine-tuning `default`" in start.fn(*form(steps=1), "s3cret")
+    assert services.get_worker().status().run_id == before + 1
+    wait_until_ended(services)
+
+
+def test_choosing_a_task_offers_its_example_formats_and_defaults(services: Services) -> None:
+    from probing_helpers import small_app
+
+    fns = {f.api_name: f.fn for f in small_app(services, finetune_tab.build).fns.values()}
+    example, upload, formats, labels, *numbers = fns["finetune_task_changed"]("qa")
+    assert example.choices == [("tiny_squad.json", "")] and example.value == ""
+    assert upload.file_types == [".json"] and "SQuAD JSON" in formats and labels.visible is False
+    assert [n.placeholder for n in numbers] == ["30 (the task's default)", "8 (the task's default)",
+                                                "5e-05 (the task's default)", "128 (the task's default)",
+                                                "0.2 (the task's default)"]
+    assert all(n.value == "" for n in numbers)
+    example, upload = fns["finetune_source_changed"]("upload")
+    assert example.visible is False and upload.visible is True
+
+
+def test_a_run_on_an_upload_continues_after_the_upload_is_gone(services: Services, tmp_path: Path) -> None:
+    """The Training tab's *Continue a run* resumes a fine-tuning run from the kept copy of its data."""
+    wait_until_ended(services)
+    upload = tmp_path / "mine.csv"
+    upload.write_bytes(SENTIMENT.read_bytes())
+    finetune_tab.start(services, *form(data_source="upload", data_file=str(upload), steps=2))
+    wait_until_ended(services)
+    worker = services.get_worker()
+    run = worker.status().run_dir.name
+    assert worker.status().state == "finished" and worker.status().step == 2
+    upload.unlink()                                        # Gradio deletes its temporary files after an hour
+    worker.continue_run(run, total_steps=4)
+    wait_until_ended(services)
+    st = worker.status()
+    assert (st.state, st.step, st.run_dir.name) == ("finished", 4, run), st.message

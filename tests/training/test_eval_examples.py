@@ -1,0 +1,101 @@
+"""What a fine-tuning model predicts for its held-out examples (the Fine-tune tab's "gets wrong" table):
+the predictions count right exactly what the task's own metric counts, name the file's labels and texts,
+leave the model as they found it, and the worker keeps them after each evaluation of a fine-tuning run."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine.training.config import TrainingConfig
+from engine.training.eval_examples import NO_ANSWER, eval_examples
+from engine.training.job import JobSpec
+from engine.training.job_setup import prepare_job
+from engine.training.worker import TrainingWorker
+from tests.finetune_helpers import classification_rows, save_tiny_model, write_csv, write_squad
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("examples")
+    return {"model": save_tiny_model(root / "model", tiny_tokenizer),
+            "squad": write_squad(root / "squad.json", num_contexts=8),
+            "csv": write_csv(root / "classes.csv", classification_rows(24)), "root": root}
+
+
+def job(files: dict[str, Path], task: str, run: str, steps: int = 6) -> JobSpec:
+    training = TrainingConfig(task=task, learning_rate=3e-3, warmup_steps=1, total_steps=steps, batch_size=8,
+                              max_seq_length=64, eval_every=3, eval_batches=0, checkpoint_every=0, nsp=False)
+    return JobSpec(training, data=str(files["squad" if task == "qa" else "csv"]), init_from=str(files["model"]),
+                   eval_fraction=0.25, doc_stride=16, max_question_len=16, run_dir=str(files["root"] / run))
+
+
+@pytest.mark.parametrize("task, metric", [("classification", "eval_accuracy"), ("qa", "eval_span_acc")])
+def test_right_and_wrong_is_what_the_task_metric_counts(files, task: str, metric: str) -> None:
+    trainer = prepare_job(job(files, task, f"{task}-metric")).trainer
+    trainer.train()
+    held_out = len(trainer.eval_data)
+    found = eval_examples(trainer, limit=held_out)
+    assert found is not None and found.task == task and found.step == trainer.global_step
+    assert len(found.predictions) == held_out
+    share = sum(p.correct for p in found.predictions) / held_out
+    assert share == pytest.approx(trainer.evaluate()[metric])
+    assert found.wrong == [p for p in found.predictions if not p.correct]
+    assert all(0.0 <= p.confidence <= 1.0 for p in found.predictions)
+    assert [p.index for p in found.predictions] == list(range(held_out))
+
+
+def test_classification_rows_name_the_files_texts_and_labels(files) -> None:
+    trainer = prepare_job(job(files, "classification", "classification-text")).trainer
+    rows = {text: label for text, label in classification_rows(24)}
+    found = eval_examples(trainer, limit=3)
+    assert len(found.predictions) == 3
+    for p in found.predictions:
+        assert rows[p.text] == p.expected and p.predicted in ("animal", "thing") and p.context == ""
+        assert p.correct == (p.expected == p.predicted)
+
+
+def test_qa_rows_show_the_question_the_window_and_the_answer_span(files) -> None:
+    trainer = prepare_job(job(files, "qa", "qa-text")).trainer
+    for p in eval_examples(trainer).predictions:
+        assert p.text.startswith("what was the ") and p.text.endswith("?")
+        assert p.expected == NO_ANSWER or (p.expected in ("red", "blue", "big", "small") and p.expected in p.context)
+
+
+def test_the_model_is_left_as_it_was(files) -> None:
+    trainer = prepare_job(job(files, "classification", "classification-mode")).trainer
+    before = {k: v.clone() for k, v in trainer.model.state_dict().items()}
+    trainer.model.train()
+    eval_examples(trainer)
+    assert trainer.model.training
+    assert all(torch.equal(before[k], v) for k, v in trainer.model.state_dict().items())
+
+
+def test_pretraining_has_no_table(tmp_path, tiny_tokenizer) -> None:
+    spec = JobSpec(dict(total_steps=2, batch_size=4, max_seq_length=32, eval_batches=1), preset="tiny",
+                   model_overrides=dict(hidden_size=32, num_attention_heads=2, intermediate_size=64,
+                                        max_position_embeddings=64),
+                   documents=[["the cat sat on the mat.", "the dog ran."]] * 12, vocab_size=200,
+                   run_dir=str(tmp_path / "pretraining"))
+    assert eval_examples(prepare_job(spec).trainer) is None
+
+
+def test_the_worker_keeps_the_predictions_of_the_latest_evaluation(files, tmp_path) -> None:
+    worker = TrainingWorker(tmp_path / "runs")
+    try:
+        worker.start(job(files, "classification", "unused").replace(run_dir=None))
+        assert worker.join(60.0)
+        st = worker.status()
+        assert st.state == "finished", st.message
+        assert st.task == "classification" and st.run_dir.name.startswith("finetune-classification-")
+        found = worker.eval_examples()
+        assert found is not None and found.step == st.step == 6 and st.examples_step == 6
+        records, _ = worker.metrics_since(0)
+        last_eval = [r for r in records if r["kind"] == "eval"][-1]
+        share = sum(p.correct for p in found.predictions) / len(found.predictions)
+        assert share == pytest.approx(last_eval["eval_accuracy"])   # held-out set (6 rows) < EVAL_EXAMPLES
+    finally:
+        worker.close(timeout_s=30)
