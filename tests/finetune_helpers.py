@@ -81,3 +81,34 @@ def save_tiny_model(directory: Path, tokenizer: WordPieceTokenizer, heads: tuple
     torch.manual_seed(seed)
     save(BertWithHeads(tiny_config(**values), heads=heads), tokenizer, directory)
     return directory
+
+
+def tagged_text(count: int = 16, seed: int = 0) -> str:
+    """``word<TAB>tag`` sentences of filler words tagged ``O`` with one entity each: "red cat" is
+    ``B-ANI I-ANI``, a lone "car" ``B-OBJ`` (animals ``ANI``, things ``OBJ``); a blank line between sentences."""
+    kinds = {"cat": "ANI", "dog": "ANI", "bird": "ANI", "car": "OBJ", "tree": "OBJ", "house": "OBJ"}
+    rng = random.Random(seed)
+    sentences = []
+    for _ in range(count):
+        words = [(w, "O") for w in rng.sample(FILLER, rng.randint(2, 5))]
+        name = rng.choice(sorted(kinds))
+        entity = ([("red", f"B-{kinds[name]}"), (name, f"I-{kinds[name]}")] if rng.random() < 0.5
+                  else [(name, f"B-{kinds[name]}")])
+        at = rng.randrange(len(words) + 1)
+        sentences.append(words[:at] + entity + words[at:])
+    return "\n\n".join("\n".join(f"{w}\t{t}" for w, t in s) for s in sentences) + "\n"
+
+
+def choice_csv(count: int = 16, num_choices: int = 3, seed: int = 0) -> str:
+    """A multiple-choice CSV (``context, choice0.., label``): the right choice names the context's animal or
+    thing, the others name different ones."""
+    rng = random.Random(seed)
+    header = "context," + ",".join(f"choice{k}" for k in range(num_choices)) + ",label\n"
+    rows = []
+    for _ in range(count):
+        names = rng.sample(NAMES, num_choices)
+        label = rng.randrange(num_choices)
+        context = f"the {names[label]} {rng.choice(FILLER)} {rng.choice(FILLER)}"
+        choices = [f"then the {name} ran" for name in names]
+        rows.append(",".join([context, *choices, str(label)]) + "\n")
+    return header + "".join(rows)

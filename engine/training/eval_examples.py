@@ -7,7 +7,13 @@ feature: the input as the model read it (decoded from its token ids), the expect
 answer, the model's probability for its prediction, and whether it is right. "Right" is what the
 task's own metric counts (``engine.training.tasks``): classification, the arg-max class; QA, the
 arg-max start *and* the arg-max end equal the labelled span (``span_acc``), [CLS] when the window
-does not hold the answer.
+does not hold the answer; multiple choice, the top-scored choice is the labelled one (``accuracy``).
+
+Token classification is scored by word (``accuracy`` over labelled words) but shown by sentence: a
+prediction is one held-out sentence, "right" when *every* labelled word's arg-max tag is its tag, so
+the table's share right is the share of sentences tagged without a mistake (at most the word accuracy).
+Its ``words`` and ``words_right`` count the labelled words and those tagged right, the same arg-max
+decisions the metric counts: summed over the held-out set, ``words_right / words`` is ``accuracy``.
 
 A task is a row of ``PREDICTORS`` (task name -> function); a task without one (pretraining) has no
 table. The worker calls this after every evaluation (``WorkerCallback.on_evaluate``).
@@ -21,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from engine.data.features import FeatureDataset
+from engine.data.features import IGNORE_INDEX, FeatureDataset
 from engine.text.tokenizer import WordPieceTokenizer
 
 EVAL_EXAMPLES = 16          # held-out features looked at after each evaluation
@@ -37,8 +43,10 @@ class ExamplePrediction:
     context: str            # QA: the context window; "" for classification
     expected: str
     predicted: str
-    confidence: float       # the model's probability of ``predicted`` (QA: p_start · p_end)
+    confidence: float       # the model's probability of ``predicted`` (QA: p_start · p_end; tags: their product)
     correct: bool
+    words: int = 0          # token classification: labelled words in the sentence
+    words_right: int = 0    # token classification: of those, tagged right
 
 
 @dataclass(frozen=True)
@@ -108,10 +116,67 @@ def _qa(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureData
     return found
 
 
+WRONG_MARK = "✗"           # after a wrongly tagged word in a token-classification prediction
+
+
+def _token_classification(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
+                          indices: list[int], device: torch.device) -> list[ExamplePrediction]:
+    """One prediction per sentence: ``word/TAG`` for each labelled word (its first piece's tag and the
+    rest of its pieces); predicted tags that differ from the label are marked with ``WRONG_MARK``."""
+    batch = data.collate(indices).to(device)
+    out = model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                compute=("token_classifier",))
+    probs = out.token_classifier.logits.float().softmax(-1)               # (B, S, L)
+    confidence, predicted = probs.max(-1)                                 # (B, S) each
+    names = model.config.id2label
+    found = []
+    for r, i in enumerate(indices):
+        row = data.rows[i]
+        labels = data.targets[i, :len(row)]                                # (S_i,) -100 where unlabelled
+        starts = [int(p) for p in np.flatnonzero(labels != IGNORE_INDEX)]
+        ends = starts[1:] + [len(row) - 1]                                 # a word runs to the next one or [SEP]
+        words, gold, guess, p = [], [], [], 1.0
+        for start, end in zip(starts, ends):
+            word = tokenizer.decode(row[start:end].tolist())
+            want, got = names.get(int(labels[start]), str(int(labels[start]))), int(predicted[r, start])
+            got_name = names.get(got, str(got))
+            words.append(word)
+            gold.append(f"{word}/{want}")
+            guess.append(f"{word}/{got_name}" + ("" if got == int(labels[start]) else WRONG_MARK))
+            p *= float(confidence[r, start])
+        right = sum(1 for g in guess if not g.endswith(WRONG_MARK))
+        found.append(ExamplePrediction(i, " ".join(words), "", " ".join(gold), " ".join(guess), p,
+                                       right == len(starts), len(starts), right))
+    return found
+
+
+def _multiple_choice(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
+                     indices: list[int], device: torch.device) -> list[ExamplePrediction]:
+    """One prediction per example: the context as text, the choices (numbered) as its context, the right
+    and the top-scored choice, and the model's probability (softmax over the choices) of its pick."""
+    batch = data.collate(indices).to(device)
+    out = model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
+                compute=("multiple_choice",))                              # inputs (B, C, S)
+    probs = out.multiple_choice.logits.float().softmax(-1)                # (B, C)
+    confidence, predicted = probs.max(-1)                                 # (B,) each
+    found = []
+    for r, i in enumerate(indices):
+        rows, starts = data.rows[i], data.segment_starts[i]
+        texts = [_segments(tokenizer, row, int(start)) for row, start in zip(rows, starts)]
+        context = max((first for first, _ in texts), key=len)             # truncation may cut it per choice
+        choices = [f"{c}: {second}" for c, (_, second) in enumerate(texts)]
+        gold, guess = int(data.targets[i, 0]), int(predicted[r])
+        found.append(ExamplePrediction(i, context, " · ".join(choices), choices[gold], choices[guess],
+                                       float(confidence[r]), gold == guess))
+    return found
+
+
 Predictor = Callable[[torch.nn.Module, WordPieceTokenizer, FeatureDataset, list[int], torch.device],
                      list[ExamplePrediction]]
 # task -> how its predictions are made (the lead adds a row per new fine-tuning task)
-PREDICTORS: dict[str, Predictor] = {"classification": _classification, "qa": _qa, "qa_mlm": _qa}
+PREDICTORS: dict[str, Predictor] = {"classification": _classification, "qa": _qa, "qa_mlm": _qa,
+                                    "token_classification": _token_classification,
+                                    "multiple_choice": _multiple_choice}
 
 
 def eval_examples(trainer: Any, limit: int = EVAL_EXAMPLES) -> EvalExamples | None:

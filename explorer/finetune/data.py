@@ -39,16 +39,21 @@ def upload_path(value: Any) -> Path | None:
 
 
 def chosen_data(row: FinetuneTask, source: str, example: str | None, upload: Any, labels: tuple[str, ...],
-                uploads_dir: Path) -> tuple[Path, str, DataCheck]:
-    """(the file the job reads, its name as shown, what its reader found) for the chosen data; ValueError
-    with what to do next when it cannot be used."""
+                uploads_dir: Path) -> tuple[Path | None, str, DataCheck, dict[str, Any]]:
+    """(the file the job reads (None: data the engine builds, from the returned ``JobSpec`` fields), its name as
+    shown, what its reader found, extra ``JobSpec`` fields) for the chosen data; ValueError with what to do
+    next when it cannot be used."""
     if source == "example":
-        examples = dict(row.examples)
-        name = example or row.examples[0][0]
+        examples = {e.name: e for e in row.examples}
+        name = example or row.examples[0].name
         if name not in examples:
             raise ValueError(f"There is no bundled example {name!r} for {row.name}; choose one of: "
                              f"{', '.join(examples)}.")
-        return examples[name], name, row.read(examples[name], labels)
+        chosen = examples[name]
+        if chosen.path is None:
+            assert row.check_builtin is not None, f"{row.name}: a built-in example needs check_builtin"
+            return None, name, row.check_builtin(chosen.fields), dict(chosen.fields)
+        return chosen.path, name, row.read(chosen.path, labels), dict(chosen.fields)
     if source != "upload":
         raise ValueError(f"unknown data source {source!r}; choose one of: {', '.join(v for _, v in SOURCES)}")
     path = upload_path(upload)
@@ -63,7 +68,7 @@ def chosen_data(row: FinetuneTask, source: str, example: str | None, upload: Any
         check = row.read(path, labels)
     except ValueError as exc:
         raise ValueError(str(exc).replace(str(path), name)) from None
-    return keep_upload(raw, name, uploads_dir), name, check
+    return keep_upload(raw, name, uploads_dir), name, check, {}
 
 
 def _read_upload(path: Path, name: str) -> bytes:

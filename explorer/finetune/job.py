@@ -3,9 +3,10 @@
 The base model is the picker's key, turned into the folder the engine starts from as ``--init-from``
 takes it (``ModelRegistry.folder``: the default model's folder, a checkpoint's, an allowed local folder,
 a hub download). The task's row (``explorer.finetune.tasks``) fills in what the form does not ask: the
-QA window sizes. Evaluation runs about 8 times a run on at most 10 held-out batches; a checkpoint is
-written at the last step (and on *Stop* or *Save checkpoint now*), since a checkpoint of the default model
-with its optimizer state is ~280 MB.
+QA window sizes; a bundled example without a file adds its ``JobSpec`` fields (multiple choice's built-in
+next-sentence data: ``data=None``, ``corpus``, ``num_choices``, ``max_documents``). Evaluation runs about 8
+times a run on at most 10 held-out batches; a checkpoint is written at the last step (and on *Stop* or
+*Save checkpoint now*), since a checkpoint of the default model with its optimizer state is ~280 MB.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from engine.model.config import BertConfig
 from engine.training.job import JobSpec
-from explorer.finetune.data import UPLOADS_DIR, chosen_data, parse_labels
+from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, parse_labels
 from explorer.finetune.tasks import DataCheck, task_row
 from explorer.gpu import training_device
 from explorer.services import Services
@@ -75,10 +76,10 @@ def make_job(services: Services, model_key: str | None, task: str, source: str, 
                     eval_batches=EVAL_BATCHES, checkpoint_every=0, warmup_ratio=0.1,
                     device=training_device())   # CPU on a Space: a background thread cannot hold a ZeroGPU
     folder = services.registry().folder(model_key or "default")
-    data_path, data_name, check = chosen_data(row, source, example, upload, parse_labels(labels),
+    data_path, data_name, check, fields = chosen_data(row, source, example, upload, parse_labels(labels),
                                               services.get_worker().runs_root / UPLOADS_DIR)
-    spec = JobSpec(training, init_from=str(folder), data=str(data_path), eval_fraction=held_out,
-                   **row.spec_fields(seq))
+    spec = JobSpec(training, init_from=str(folder), data=None if data_path is None else str(data_path),
+                   eval_fraction=held_out, max_file_bytes=MAX_UPLOAD_BYTES, **row.spec_fields(seq), **fields)
     spec.validate()
     positions = BertConfig.load(Path(folder)).max_position_embeddings
     if seq > positions:

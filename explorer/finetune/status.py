@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.training.eval_examples import EVAL_EXAMPLES, EvalExamples
+from engine.training.eval_examples import EVAL_EXAMPLES, WRONG_MARK, EvalExamples
 from engine.training.worker_state import WorkerStatus
 from explorer.finetune.tasks import TASKS
 from explorer.formatting import percent, sig
@@ -74,8 +74,16 @@ def wrong_note(st: WorkerStatus, examples: EvalExamples | None) -> str:
             return "No evaluation yet: the table fills at the first one."
         return "This run made no held-out predictions (no examples were held out)."
     n, wrong = len(examples.predictions), len(examples.wrong)
-    checked = f"the first {EVAL_EXAMPLES} held-out examples" if n == EVAL_EXAMPLES else f"all {n} held-out examples"
+    row = TASKS.get(st.task)
+    unit = row.unit if row is not None else "examples"
+    checked = f"the first {EVAL_EXAMPLES} held-out {unit}" if n == EVAL_EXAMPLES else f"all {n} held-out {unit}"
     if wrong == 0:
         return f"Step {examples.step}: **none wrong**: {checked} are right."
-    return (f"Step {examples.step}: **{wrong} of {n}** wrong ({checked} are checked at each evaluation; "
+    detail = ""
+    if unit == "sentences":
+        words = sum(p.words for p in examples.predictions)
+        right = sum(p.words_right for p in examples.predictions)
+        detail = (f"; a sentence is wrong when one of its words is: {percent(right / max(1, words))} of their "
+                  f"{words:,} words are tagged right, wrong tags marked {WRONG_MARK}")
+    return (f"Step {examples.step}: **{wrong} of {n}** wrong ({checked} are checked at each evaluation{detail}; "
             "confidence is the model's probability of its own answer).")

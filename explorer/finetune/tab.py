@@ -48,7 +48,14 @@ HYPER_PARAMETERS = {"steps": "Steps", "batch_size": "Batch size", "learning_rate
 
 def example_choices(task: str) -> list[tuple[str, str]]:
     """(name, value) of the task's bundled examples; the first one's value is "" (the task's first)."""
-    return [(name, "" if i == 0 else name) for i, (name, _) in enumerate(task_row(task).examples)]
+    return [(e.name, "" if i == 0 else e.name) for i, e in enumerate(task_row(task).examples)]
+
+
+def formats_text(task: str) -> str:
+    """Markdown under the form: the data the task accepts, and what its bundled examples are (and their licence)."""
+    row = task_row(task)
+    notes = [f"- {e.note}" for e in row.examples if e.note]
+    return f"**Accepted data:** {row.formats}" + ("\n\n**Bundled examples:**\n" + "\n".join(notes) if notes else "")
 
 
 def placeholder(task: str, key: str) -> str:
@@ -98,9 +105,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                               allow_custom_value=True)
         data_file = gr.File(label=f"Your file (UTF-8, at most {MAX_UPLOAD_MB} MB)", type="filepath",
                             file_types=ALL_EXTENSIONS, visible=False, scale=2)
-    formats = gr.Markdown(f"**Accepted data:** {first.formats}")
-    labels = gr.Textbox("", label="Labels (optional, comma-separated): every row's label must be one of them",
-                        placeholder="positive, negative", max_lines=1, visible=first.takes_labels)
+    formats = gr.Markdown(formats_text(first.name))
+    labels = gr.Textbox("", label="Labels (optional, comma-separated): every label or tag in the data must be one "
+                        "of them", placeholder=first.labels_hint, max_lines=1, visible=first.takes_labels)
     with gr.Row():
         # Text boxes, empty by default: an empty box takes the task's default (its placeholder), so the API's
         # defaults ("") are right for every task. A gr.Number cannot be empty: it shows and sends 0.
@@ -137,11 +144,15 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
 
         Args:
             model_key: the base model: default, checkpoint:<run>/<step-dir>, local:<folder> or hub:<owner/name>.
-            task: classification or qa.
+            task: classification, qa, token_classification or multiple_choice.
             data_source: example (a bundled example) or upload (data_file).
-            example: the bundled example's name; empty: the task's first.
-            data_file: with data_source upload: a CSV/TSV/JSONL (classification) or SQuAD JSON (qa) file.
-            labels: classification: the labels every row must have, comma-separated; empty: any.
+            example: the bundled example's name; empty: the task's first. multiple_choice also has "next sentence,
+                from Shakespeare (built in)" (no file: 4 choices made from the built-in corpus).
+            data_file: with data_source upload: a CSV/TSV/JSONL (classification), SQuAD JSON (qa), CoNLL-U or
+                word<TAB>tag .conllu/.tsv/.txt (token_classification) or context,choice0..,label CSV
+                (multiple_choice) file.
+            labels: classification / token_classification: the labels (tags) every row (word) must have,
+                comma-separated; empty: any.
             steps: optimizer steps (empty: the task's default).
             batch_size: examples per step (empty: the task's default).
             learning_rate: peak learning rate (empty: the task's default).
@@ -194,7 +205,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     def task_changed(name: str) -> tuple[Any, ...]:
         row = TASKS.get(name) or first
         return (gr.Dropdown(choices=example_choices(row.name), value=""), gr.File(file_types=list(row.extensions)),
-                f"**Accepted data:** {row.formats}", gr.Textbox(visible=row.takes_labels),
+                formats_text(row.name), gr.Textbox(visible=row.takes_labels, placeholder=row.labels_hint),
                 *(gr.Textbox(value="", placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS))
 
     def source_changed(choice: str) -> tuple[Any, Any]:

@@ -5,9 +5,11 @@ curves. Adding a task (once the engine trains it: ``engine.training.config.TASKS
 A row says: the task's name (``TrainingConfig.task``) and label, the data it accepts (in words and as
 file endings), its bundled example(s), the form's defaults (chosen to learn within a minute on 2 CPU
 cores from the bundled default model on the bundled example), the held-out loss and the metrics to
-plot, how a file is checked before a run starts (``read``: the example count and a short summary, or a
-``ValueError`` that says what is wrong; classification also checks the labels a person listed), and the
-extra ``JobSpec`` fields it needs.
+plot, how a file is checked before a run starts (``read``, in ``explorer.finetune.readers``: the example
+count and a short summary, or a ``ValueError`` that says what is wrong; classification and tagging also
+check the labels a person listed), and the extra ``JobSpec`` fields it needs. A bundled example may be
+data without a file: multiple choice's built-in "which sentence comes next?" is ``data=None`` with the
+example's ``fields`` (``corpus``, ``num_choices``, ``max_documents``), checked by ``check_builtin``.
 """
 from __future__ import annotations
 
@@ -15,19 +17,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.data.classification import label_names, read_classification_file
-from engine.data.qa_features import read_squad
+from explorer.finetune.readers import (DataCheck, check_next_sentence, read_choices, read_classification, read_qa,
+                                       read_tagged)
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
+NEXT_SENTENCE = "next sentence, from Shakespeare (built in)"
+NEXT_SENTENCE_SCENES = 40        # scenes the built-in next-sentence example is made from (~2,600 examples)
 
 
 @dataclass(frozen=True)
-class DataCheck:
-    """What a task's reader found in a file: how many examples, and a line about them for the status."""
+class BundledExample:
+    """A bundled example: a file under ``assets/examples``, or (``path`` None) data the engine builds itself
+    from the ``JobSpec`` fields in ``fields`` (the built-in next-sentence choices)."""
 
-    examples: int
-    summary: str
-    labels: tuple[str, ...] = ()        # classification: the distinct labels, in id order
+    name: str
+    path: Path | None
+    note: str = ""                                  # shown under the accepted formats (what it is, its licence)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -38,39 +44,16 @@ class FinetuneTask:
     label: str                                      # shown in the task dropdown
     formats: str                                    # the data it accepts, in words (Markdown)
     extensions: tuple[str, ...]                     # file endings an upload may have
-    examples: tuple[tuple[str, Path], ...]          # (name, path) of the bundled examples; the first is the default
+    examples: tuple[BundledExample, ...]            # the bundled examples; the first is the default
     defaults: dict[str, float]                      # steps, batch_size, learning_rate, seq_length, eval_fraction
     eval_loss: str                                  # the eval record's loss key
     metrics: tuple[tuple[str, str], ...]            # (metric key, legend name): train ``key``, held-out ``eval_key``
     read: Callable[[Path, tuple[str, ...]], DataCheck]   # checks a file (and the labels asked for, if any)
     spec_fields: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # extra JobSpec fields
     takes_labels: bool = False                      # the form's "labels" box applies
-
-
-def read_classification(path: Path, expected: tuple[str, ...] = ()) -> DataCheck:
-    """A classification CSV/TSV/JSONL: at least two examples and two different labels, each one of
-    ``expected`` when it is given."""
-    examples = read_classification_file(path)
-    for e in examples:
-        if expected and e.label not in expected:
-            raise ValueError(f"{path.name}, line {e.line}: the label {e.label!r} is not one of the labels you "
-                             f"listed ({', '.join(expected)}); fix that row or add the label to the list")
-    names = tuple(label_names([e.label for e in examples]).values())
-    if len(names) < 2:
-        raise ValueError(f"{path.name}: classification needs at least two different labels; every row has "
-                         f"{names[0]!r}")
-    if len(examples) < 2:
-        raise ValueError(f"{path.name}: one example is too few to train on and hold one out; add rows")
-    return DataCheck(len(examples), f"{len(examples):,} examples · labels: {', '.join(names)}", names)
-
-
-def read_qa(path: Path, expected: tuple[str, ...] = ()) -> DataCheck:
-    """A SQuAD v1.1 / v2.0 JSON file with at least one usable question."""
-    squad = read_squad(path)
-    if not squad.examples:
-        raise ValueError(f"{path.name} has no usable questions ({squad.summary()})")
-    contexts = len({e.context for e in squad.examples})
-    return DataCheck(len(squad.examples), f"{len(squad.examples):,} questions about {contexts:,} contexts")
+    labels_hint: str = ""                           # the labels box's placeholder
+    check_builtin: Callable[[dict[str, Any]], DataCheck] | None = None   # checks an example without a file
+    unit: str = "examples"                          # what one row of the "gets wrong" table is
 
 
 def qa_fields(seq_length: int) -> dict[str, Any]:
@@ -87,20 +70,58 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                  "ignored), a **TSV** with the same header, or **JSONL** (one `{\"text\": ..., \"label\": ...}` "
                  "per line). Labels are names or numbers; at least two different ones. UTF-8."),
         extensions=(".csv", ".tsv", ".jsonl"),
-        examples=(("sentiment.csv", EXAMPLES_DIR / "sentiment.csv"),),
+        examples=(BundledExample("sentiment.csv", EXAMPLES_DIR / "sentiment.csv"),),
         defaults=dict(steps=30, batch_size=16, learning_rate=1e-4, seq_length=64, eval_fraction=0.2),
         eval_loss="eval_classification_loss", metrics=(("accuracy", "accuracy"),),
-        read=read_classification, takes_labels=True),
+        read=read_classification, takes_labels=True, labels_hint="positive, negative"),
     FinetuneTask(
         name="qa", label="Extractive question answering (SQuAD)",
         formats=("**SQuAD JSON** (v1.1, or v2.0 with `is_impossible`): `{\"data\": [{\"title\", \"paragraphs\": "
                  "[{\"context\", \"qas\": [{\"id\", \"question\", \"answers\": [{\"text\", \"answer_start\"}]}]}]}]}`; "
                  "`answer_start` is the answer's character offset in the context. UTF-8."),
         extensions=(".json",),
-        examples=(("tiny_squad.json", EXAMPLES_DIR / "tiny_squad.json"),),
+        examples=(BundledExample("tiny_squad.json", EXAMPLES_DIR / "tiny_squad.json"),),
         defaults=dict(steps=30, batch_size=8, learning_rate=5e-5, seq_length=128, eval_fraction=0.2),
         eval_loss="eval_qa_loss", metrics=(("span_acc", "exact span"), ("start_acc", "start"), ("end_acc", "end")),
         read=read_qa, spec_fields=qa_fields),
+    FinetuneTask(
+        name="token_classification", label="Tag words (part of speech, entities)",
+        formats=("**CoNLL-U** (`.conllu`: the word (FORM) and its universal part-of-speech tag (UPOS) are used) or "
+                 "**one word and its tag per line**, `word<TAB>tag` (`.tsv`, `.txt`), a blank line between "
+                 "sentences. Tags are used as written: part of speech (`NOUN`, `VERB`) or BIO entity tags (`B-PER`, "
+                 "`I-PER`, `O`: then entity F1 is measured too). A word's tag is learnt on its first word piece. "
+                 "UTF-8."),
+        extensions=(".conllu", ".tsv", ".txt"),
+        examples=(BundledExample(
+            "pos-ewt-sample.tsv", EXAMPLES_DIR / "pos-ewt-sample.tsv",
+            note=("`pos-ewt-sample.tsv`: 312 English sentences with their universal part-of-speech tags, from "
+                  "[Universal Dependencies English EWT](https://github.com/UniversalDependencies/UD_English-EWT) "
+                  "(Silveira et al., 2014), licensed **CC BY-SA 4.0** "
+                  "(https://creativecommons.org/licenses/by-sa/4.0/); only the word and tag columns are kept "
+                  "(`assets/examples/README.md`).")),),
+        defaults=dict(steps=40, batch_size=16, learning_rate=3e-4, seq_length=64, eval_fraction=0.2),
+        eval_loss="eval_token_classification_loss",
+        metrics=(("accuracy", "word accuracy"), ("entity_f1", "entity F1")),
+        read=read_tagged, takes_labels=True, labels_hint="NOUN, VERB, ADJ, … (or B-PER, I-PER, O)",
+        unit="sentences"),
+    FinetuneTask(
+        name="multiple_choice", label="Choose the right ending",
+        formats=("**CSV** with a header naming `context`, `choice0` .. `choiceN-1` (2 to 5 choices, numbered from 0) "
+                 "and `label`, the number of the right choice (0 to N-1); other columns are ignored. Each choice is "
+                 "read after its context as `[CLS] context [SEP] choice [SEP]`. UTF-8. Or no file: the built-in "
+                 "*which of 4 sentences comes next?* made from Shakespeare's plays."),
+        extensions=(".csv",),
+        examples=(BundledExample("choices.csv", EXAMPLES_DIR / "choices.csv",
+                                 note="`choices.csv`: 40 everyday situations with 4 endings, one sensible "
+                                      "(written for this project)."),
+                  BundledExample(NEXT_SENTENCE, None, fields=dict(corpus="shakespeare", num_choices=4,
+                                                                  max_documents=NEXT_SENTENCE_SCENES),
+                                 note=(f"*{NEXT_SENTENCE}*: for each sentence of the first {NEXT_SENTENCE_SCENES} "
+                                       "scenes of Shakespeare's plays (public domain), the next sentence among "
+                                       "3 sentences of other scenes; the held-out scenes are never trained on."))),
+        defaults=dict(steps=40, batch_size=8, learning_rate=5e-5, seq_length=64, eval_fraction=0.2),
+        eval_loss="eval_multiple_choice_loss", metrics=(("accuracy", "accuracy"),),
+        read=read_choices, check_builtin=check_next_sentence),
 )}
 
 

@@ -50,9 +50,10 @@ def idle(client: Client) -> None:
     assert status.startswith("**idle**"), status
 
 
+TASK_CHOICES = r"not in the list of choices: \['classification', 'qa', 'token_classification', 'multiple_choice'\]"
 REFUSED: list[tuple[dict[str, Any], str]] = [
-    (dict(task="../../etc/passwd"), r"not in the list of choices: \['classification', 'qa'\]"),
-    (dict(task="pretraining"), r"not in the list of choices: \['classification', 'qa'\]"),
+    (dict(task="../../etc/passwd"), TASK_CHOICES),
+    (dict(task="pretraining"), TASK_CHOICES),
     (dict(model_key="/etc"), "inside the allowed model folders"),
     (dict(model_key="live"), "no training run right now|pick one of its run's checkpoints"),
     (dict(model_key="checkpoint:../../etc/step-000001"), "not a checkpoint name"),
@@ -108,13 +109,28 @@ UPLOADS: list[tuple[str, bytes, dict[str, Any], str]] = [
      "labels.csv, line 4: the label 'neutral' is not one of the labels you listed"),
     ("empty.csv", b"", {}, "empty.csv is empty"),
     ("binary.csv", bytes(range(256)) * 4, {}, "binary.csv is not UTF-8 text"),
-    ("script.py", b"text,label\n", {}, r"Invalid file type.*'\.csv', '\.tsv', '\.jsonl', '\.json'"),  # Gradio's check
+    ("script.py", b"text,label\n", {}, r"Invalid file type.*'\.csv', '\.tsv', '\.jsonl', '\.json', '\.conllu', "
+     r"'\.txt'"),  # Gradio's check
     ("squad.json", b'{"data": []}', {}, r"squad.json is a \.json file; classification takes \.csv or \.tsv or \.jsonl"),
     ("notsquad.json", b'{"data": "nope"}', dict(task="qa"), "notsquad.json is not SQuAD JSON"),
     ("broken.json", b'{"data": [', dict(task="qa"), "broken.json is not valid JSON"),
     ("noanswers.json", json.dumps({"data": [{"paragraphs": [{"context": "a b c", "qas": [
         {"id": "1", "question": "q?", "answers": [{"text": "zzz", "answer_start": 0}]}]}]}]}).encode(),
      dict(task="qa"), "noanswers.json has no usable questions"),
+    ("tabs.tsv", b"The\tDET\ncat\tNOUN\textra\n", dict(task="token_classification"),
+     r"tabs.tsv, line 2: expected a word and its tag separated by a tab \(word<TAB>tag\), found 3 column"),
+    ("tags.tsv", b"The\tDET\ncat\tNOUN\n\nA\tDET\ndog\tNOUN\nran\tVERB\n",
+     dict(task="token_classification", labels="DET, NOUN"),
+     r"tags.tsv, line 4 \(the sentence that starts there\): the word 'ran' has the tag 'VERB', which is not one of"),
+    ("short.conllu", b"1\tThe\tthe\tDET\n", dict(task="token_classification"),
+     "short.conllu, line 1: a CoNLL-U word line has 10 tab-separated columns"),
+    ("columns.csv", b"question,answer,label\nwhy?,because,0\n", dict(task="multiple_choice"),
+     "columns.csv, line 1: the header must name context, choice0 .. choiceN-1"),
+    ("range.csv", b"context,choice0,choice1,label\nIt rained,we got wet,we got dry,0\nIt was hot,we froze,we ran,2\n",
+     dict(task="multiple_choice"),
+     "range.csv, line 3: label 2 is out of range: there are 2 choices, so it must be 0 to 1"),
+    ("choices.json", b"{}", dict(task="multiple_choice"),
+     r"choices.json is a \.json file; multiple_choice takes \.csv"),
 ]
 
 

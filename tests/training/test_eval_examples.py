@@ -9,11 +9,12 @@ import pytest
 import torch
 
 from engine.training.config import TrainingConfig
-from engine.training.eval_examples import NO_ANSWER, eval_examples
+from engine.training.eval_examples import NO_ANSWER, WRONG_MARK, eval_examples
 from engine.training.job import JobSpec
 from engine.training.job_setup import prepare_job
 from engine.training.worker import TrainingWorker
-from tests.finetune_helpers import classification_rows, save_tiny_model, write_csv, write_squad
+from tests.finetune_helpers import (choice_csv, classification_rows, save_tiny_model, tagged_text, write_csv,
+                                    write_squad)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -21,19 +22,24 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("examples")
-    return {"model": save_tiny_model(root / "model", tiny_tokenizer),
-            "squad": write_squad(root / "squad.json", num_contexts=8),
-            "csv": write_csv(root / "classes.csv", classification_rows(24)), "root": root}
+    files = {"model": save_tiny_model(root / "model", tiny_tokenizer),
+             "squad": write_squad(root / "squad.json", num_contexts=8),
+             "csv": write_csv(root / "classes.csv", classification_rows(24)), "root": root}
+    (root / "tags.tsv").write_text(tagged_text(24), encoding="utf-8")
+    (root / "choices.csv").write_text(choice_csv(24), encoding="utf-8")
+    return {**files, "token_classification": root / "tags.tsv", "multiple_choice": root / "choices.csv"}
 
 
 def job(files: dict[str, Path], task: str, run: str, steps: int = 6) -> JobSpec:
     training = TrainingConfig(task=task, learning_rate=3e-3, warmup_steps=1, total_steps=steps, batch_size=8,
                               max_seq_length=64, eval_every=3, eval_batches=0, checkpoint_every=0, nsp=False)
-    return JobSpec(training, data=str(files["squad" if task == "qa" else "csv"]), init_from=str(files["model"]),
+    data = files.get(task, files["squad" if task == "qa" else "csv"])
+    return JobSpec(training, data=str(data), init_from=str(files["model"]),
                    eval_fraction=0.25, doc_stride=16, max_question_len=16, run_dir=str(files["root"] / run))
 
 
-@pytest.mark.parametrize("task, metric", [("classification", "eval_accuracy"), ("qa", "eval_span_acc")])
+@pytest.mark.parametrize("task, metric", [("classification", "eval_accuracy"), ("qa", "eval_span_acc"),
+                                          ("multiple_choice", "eval_accuracy")])
 def test_right_and_wrong_is_what_the_task_metric_counts(files, task: str, metric: str) -> None:
     trainer = prepare_job(job(files, task, f"{task}-metric")).trainer
     trainer.train()
@@ -46,6 +52,40 @@ def test_right_and_wrong_is_what_the_task_metric_counts(files, task: str, metric
     assert found.wrong == [p for p in found.predictions if not p.correct]
     assert all(0.0 <= p.confidence <= 1.0 for p in found.predictions)
     assert [p.index for p in found.predictions] == list(range(held_out))
+
+
+def test_tagging_counts_words_as_its_metric_and_a_sentence_right_only_with_every_word(files) -> None:
+    """Token classification is scored by word: the words marked right over all held-out sentences are the
+    held-out word accuracy, and a sentence is right exactly when none of its words is marked wrong."""
+    trainer = prepare_job(job(files, "token_classification", "tags-metric")).trainer
+    trainer.train()
+    found = eval_examples(trainer, limit=len(trainer.eval_data))
+    assert found is not None and len(found.predictions) == len(trainer.eval_data)
+    words = sum(p.words for p in found.predictions)
+    right = sum(p.words_right for p in found.predictions)
+    assert right / words == pytest.approx(trainer.evaluate()["eval_accuracy"])
+    sentences = {" ".join(w for w, _ in (line.split("\t") for line in block.splitlines()))
+                 for block in tagged_text(24).strip().split("\n\n")}
+    for p in found.predictions:
+        assert p.text in sentences and p.context == ""
+        shown = p.predicted.split(" ")
+        assert len(shown) == len(p.expected.split(" ")) == p.words
+        assert sum(1 for w in shown if w.endswith(WRONG_MARK)) == p.words - p.words_right
+        assert p.correct == (p.words_right == p.words) == (WRONG_MARK not in p.predicted)
+        for want, got in zip(p.expected.split(" "), shown):      # the same word; the tag differs only when marked
+            assert want.rsplit("/", 1)[0] == got.rsplit("/", 1)[0]
+            assert (want == got) == (not got.endswith(WRONG_MARK))
+        assert 0.0 <= p.confidence <= 1.0
+
+
+def test_multiple_choice_rows_show_the_context_its_choices_and_the_picked_one(files) -> None:
+    trainer = prepare_job(job(files, "multiple_choice", "choices-text")).trainer
+    rows = [line.split(",") for line in choice_csv(24).splitlines()[1:]]
+    right = {context: choices[int(label)] for context, *choices, label in rows}
+    for p in eval_examples(trainer).predictions:
+        number = int(p.expected.split(":")[0])
+        assert p.expected == f"{number}: {right[p.text]}" and p.predicted in p.context.split(" · ")
+        assert p.correct == (p.predicted == p.expected)
 
 
 def test_classification_rows_name_the_files_texts_and_labels(files) -> None:

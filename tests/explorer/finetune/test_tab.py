@@ -95,13 +95,13 @@ def test_empty_fields_take_the_tasks_defaults(services: Services) -> None:
         config = job.spec.training_config()
         assert (config.total_steps, config.batch_size, config.learning_rate, config.max_seq_length) == (
             row.defaults["steps"], row.defaults["batch_size"], row.defaults["learning_rate"], row.defaults["seq_length"])
-        assert job.spec.eval_fraction == row.defaults["eval_fraction"] and Path(job.spec.data) == row.examples[0][1]
+        assert job.spec.eval_fraction == row.defaults["eval_fraction"] and Path(job.spec.data) == row.examples[0].path
     qa = make_job(services, *form(task="qa", seq_length=128)).spec
     assert qa.validate().task == "qa" and qa.max_question_len < 128 - 3 - qa.doc_stride
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(task="ner"), "unknown task 'ner'; choose one of: classification, qa"),
+    (dict(task="ner"), "unknown task 'ner'; choose one of: classification, qa, token_classification, multiple_choice"),
     (dict(steps=2.5), "Steps must be a whole number"),
     (dict(learning_rate=0), "Learning rate must be in (0, 1]"),
     (dict(seq_length=512), "Sequence length must be a whole number between 16 and 128"),
