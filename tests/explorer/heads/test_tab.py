@@ -13,6 +13,7 @@ from gradio_client.exceptions import AppError
 from app_helpers import serve
 from event_helpers import failure_clears
 from explorer.heads import tab
+from explorer.heads import classify as classify_section
 from explorer.heads import next_sentence as nsp_section
 from heads_helpers import head_services
 from probing_helpers import small_app
@@ -66,6 +67,16 @@ def test_api_next_sentence(client, services) -> None:
         client.predict("default", "the cat sat.", "", api_name="/next_sentence")
     assert client.predict("default", "a cat.", "a dog.", api_name="/next_sentence")[3][0]["label"] in ("IsNext",
                                                                                                       "NotNext")
+
+
+def test_api_classify(client, services) -> None:
+    summary, bars, results = client.predict("classifier", "the cat sat.", api_name="/classify")   # pair optional
+    assert [summary, results] == list(classify_section.predict(services, "classifier", "the cat sat.", "")[::2])
+    assert bars["type"] == "plotly" and {r["label"] for r in results} == {"negative", "neutral", "positive"}
+    paired = client.predict("classifier", "the cat sat.", "it ran.", api_name="/classify")
+    assert paired[2] == classify_section.predict(services, "classifier", "the cat sat.", "it ran.")[2]
+    with pytest.raises(AppError, match="has no sequence classification head"):
+        client.predict("default", "the cat sat.", api_name="/classify")
 
 
 @pytest.mark.parametrize("key", ["default", "encoder", "classifier"])
