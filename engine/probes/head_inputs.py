@@ -23,10 +23,12 @@ def check_text(value: object, name: str, example: str) -> str:
     return value
 
 
-def encode_pairs(loaded: LoadedModel, pairs: Sequence[tuple[str, str | None]]) -> list[Encoding]:
+def encode_pairs(loaded: LoadedModel, pairs: Sequence[tuple[str, str | None]],
+                 names: Sequence[str] | None = None) -> list[Encoding]:
     """Encode each (text, text_pair or None) as ``[CLS] A [SEP] (B [SEP])``, unpadded, untruncated.
 
-    Raises ``ValueError`` when the model has no tokenizer or an input is longer than its positions.
+    Raises ``ValueError`` when the model has no tokenizer or an input is longer than its positions
+    (named ``names[i]``, default "the input").
     """
     tokenizer = loaded.tokenizer
     if tokenizer is None:
@@ -34,9 +36,10 @@ def encode_pairs(loaded: LoadedModel, pairs: Sequence[tuple[str, str | None]]) -
                          "so it cannot read text")
     limit = loaded.config.max_position_embeddings
     encodings = [tokenizer.encode(text, pair or None, max_length=limit, truncation=False) for text, pair in pairs]
-    for encoding in encodings:
+    for i, encoding in enumerate(encodings):
         if len(encoding.input_ids) > limit:
-            raise ValueError(f"the input is {len(encoding.input_ids)} tokens long but this model reads at most "
+            name = names[i] if names is not None else "the input"
+            raise ValueError(f"{name} is {len(encoding.input_ids)} tokens long but this model reads at most "
                              f"{limit} (special tokens included); shorten the text")
     return encodings
 

@@ -10,13 +10,14 @@ from typing import Any
 
 import gradio as gr
 
-from explorer.heads import classify, next_sentence
+from explorer.heads import choose, classify, next_sentence
 from explorer.heads.common import head_status
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 
 # (inner tab title, id, section module) in the order shown: Next sentence first, the default model has its head.
-SECTIONS = (("Next sentence", "heads_next_sentence", next_sentence), ("Classify", "heads_classify", classify))
+SECTIONS = (("Next sentence", "heads_next_sentence", next_sentence), ("Classify", "heads_classify", classify),
+            ("Choose", "heads_choose", choose))
 
 INTRO = """\
 BERT is pretrained once and then **fine-tuned with one small head per task**. Each inner tab

@@ -13,6 +13,7 @@ from gradio_client.exceptions import AppError
 from app_helpers import serve
 from event_helpers import failure_clears
 from explorer.heads import tab
+from explorer.heads import choose as choose_section
 from explorer.heads import classify as classify_section
 from explorer.heads import next_sentence as nsp_section
 from heads_helpers import head_services
@@ -77,6 +78,18 @@ def test_api_classify(client, services) -> None:
     assert paired[2] == classify_section.predict(services, "classifier", "the cat sat.", "it ran.")[2]
     with pytest.raises(AppError, match="has no sequence classification head"):
         client.predict("default", "the cat sat.", api_name="/classify")
+
+
+def test_api_choose(client, services) -> None:
+    choices = "it ran to the house.\na red car.\nthe bird sang."
+    summary, bars, results = client.predict("chooser", "the cat sat.", choices, api_name="/choose")
+    expected = choose_section.predict(services, "chooser", "the cat sat.", choices)
+    assert [summary, results] == [expected[0], expected[2]] and bars["type"] == "plotly"
+    assert [r["choice"] for r in results] == choices.splitlines()
+    with pytest.raises(AppError, match="Give 2 to 5 choices, one per line; got 1"):
+        client.predict("chooser", "the cat sat.", "only one", api_name="/choose")
+    with pytest.raises(AppError, match="has no multiple choice head"):
+        client.predict("default", "the cat sat.", choices, api_name="/choose")
 
 
 @pytest.mark.parametrize("key", ["default", "encoder", "classifier"])
