@@ -55,6 +55,9 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 attention_tab.build(services, picker)
             with gr.Tab("Fill-mask", id="fill_mask"):
                 fill_mask_tab.build(services, picker)
+            with gr.Tab("Heads", id="heads"):     # try each task head: next sentence, classify, tag, choose
+                from explorer.heads import tab as heads_tab
+                heads_tab.build(services, picker)
             with gr.Tab("QA", id="qa"):
                 qa_tab.build(services, picker)
             with gr.Tab("Training", id="training"):

@@ -16,6 +16,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 INFERENCE_API_NAMES = tuple(f"{name}{suffix}" for name in ("embeddings", "attention", "fill_mask", "answer")
                             for suffix in ("", "_submit", "_example_run")) + (
     "embeddings_over_training", "attention_over_training", "ablate_heads", "fill_mask_over_training")
+# the Heads tab's sections
+INFERENCE_API_NAMES += tuple(f"{name}{suffix}" for name in ("next_sentence", "classify", "tag_words", "choose")
+                             for suffix in ("", "_submit", "_example_run"))
 
 
 def spaces_module() -> Any | None:

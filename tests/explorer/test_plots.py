@@ -108,7 +108,7 @@ def test_subplot_grid_lays_plots_out_like_make_subplots() -> None:
 # --- themes: every figure follows light and dark mode ------------------------------------------
 
 FIGURE_MODULES = ["explorer.plots", "explorer.attention.plots", "explorer.attention.ablation_plots",
-                  "explorer.embeddings.plots", "explorer.fill_mask.plots", "explorer.qa.plots",
+                  "explorer.embeddings.plots", "explorer.fill_mask.plots", "explorer.heads.plots", "explorer.qa.plots",
                   "explorer.training.plots", "explorer.finetune.plots"]
 _T = ["[CLS]", "the", "cat", "the", "[SEP]"]
 _MAPS = np.full((2, 2, 5, 5), 0.2)
@@ -120,6 +120,7 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
     from explorer.attention import ablation_plots, plots as ap
     from explorer.embeddings import plots as ep
     from explorer.fill_mask import plots as fp
+    from explorer.heads import plots as hp
     from explorer.qa import plots as qp
     from explorer.training import plots as tp
     from explorer.finetune import plots as ftp
@@ -154,6 +155,8 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
         "explorer.fill_mask.plots.predictions_figure": lambda: fp.predictions_figure([["a", "b"]], [[0.6, 0.3]]),
         "explorer.fill_mask.plots.over_training_figure": lambda: fp.over_training_figure(
             [1, 2], ["1", "2"], [[{"cat": 0.1}], [{"cat": 0.4}]]),
+        "explorer.heads.plots.probability_bars": lambda: hp.probability_bars(["a", "b"], [0.7, 0.3], title="t"),
+        "explorer.heads.plots.cls_attention_figure": lambda: hp.cls_attention_figure(_T, [0, 0, 0, 1, 1], _MAPS[0, :, 0]),
         "explorer.qa.plots.probabilities_figure": lambda: qp.probabilities_figure([window]),
         "explorer.qa.plots.windows_figure": lambda: qp.windows_figure(10, [(0, 6), (4, 10)], [(1, 3, "#1")]),
         "explorer.training.plots.curves_figure": lambda: tp.curves_figure(_RECORDS, tp.MLM_LOSS_SERIES, "MLM loss"),

@@ -1,0 +1,47 @@
+"""Heads tab: try each task head of the picked model. One tab with an inner tab per head (*Next sentence*,
+*Classify*, *Tag words*, *Choose*), so the app's tab row stays short; QA keeps its own tab.
+
+Each section says above its inputs whether the picked model has its head (refreshed when the picker
+changes), and a model without it gets one sentence naming the head and how to get one.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from explorer.heads import choose, classify, next_sentence
+from explorer.heads.common import head_status
+from explorer.model_picker import ModelPicker
+from explorer.services import Services
+
+# (inner tab title, id, section module) in the order shown: Next sentence first, the default model has its head.
+SECTIONS = (("Next sentence", "heads_next_sentence", next_sentence), ("Classify", "heads_classify", classify),
+            ("Choose", "heads_choose", choose))
+
+INTRO = """\
+BERT is pretrained once and then **fine-tuned with one small head per task**. Each inner tab
+tries one head on the model picked above. The bundled default model has the pretraining heads
+(masked LM, next sentence) and a QA head; fine-tune it in the Fine-tune tab for the others,
+then pick the result in the model picker.
+"""
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Heads tab's inner tabs inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    widgets: dict[str, Any] = {}
+    with gr.Tabs():
+        for title, tab_id, section in SECTIONS:
+            with gr.Tab(title, id=tab_id):
+                widgets[section.HEAD] = section.build(services, picker)
+    statuses = [widgets[section.HEAD]["status"] for _, _, section in SECTIONS]
+    heads = [section.HEAD for _, _, section in SECTIONS]
+
+    def show_status(key: str | None) -> tuple[str, ...]:
+        return tuple(head_status(services, key, head) for head in heads)
+
+    # picker.info changes after the picked model was described (so it is loaded): one check per section.
+    picker.info.change(show_status, inputs=[picker.dropdown], outputs=statuses, api_visibility="private",
+                       show_progress="hidden")
+    return widgets
