@@ -15,7 +15,8 @@ from reference import PARITY, hf_copy
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TEXTS = ["the cat sat on the mat.", "Walter played with Xavier in Paris, then ran!",
-         "unwanted running dogs sang 😀 at the house", "a  b\tcc ddd,eeee"]
+         "unwanted running dogs sang 😀 at the house", "a  b\tcc ddd,eeee", "the [CLS] cat [SEP] sat [UNK] x [MASK]",
+         "the\x00cat\x07sat\x1b[31m on"]
 LABEL_SETS = {"bio": BIO, "upos": UPOS, "hyphen": {0: "O", 1: "B-LOC-CITY", 2: "I-LOC-CITY", 3: "X-Y"}}
 
 
