@@ -41,6 +41,8 @@ def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]
     if "qa" in loaded.heads:
         for i, (question, context) in enumerate(qa_examples.EXAMPLES):
             calls.append((f"answer {i}", lambda q=question, c=context: inference.answer(loaded, q, c)))
+    from explorer.heads import tab as heads_tab     # the Heads tab's sections, for the heads the model has
+    calls += heads_tab.example_calls(loaded)
     return calls
 
 

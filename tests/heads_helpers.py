@@ -9,7 +9,7 @@ from transformers import BertTokenizerFast
 
 from conftest import tiny_config
 from engine.checkpoints.hf_format import LoadedModel
-from engine.model.heads import BertWithHeads
+from engine.model.heads import CLASSIFIER_HEADS, BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.services import Services
 from probing_helpers import make_services
@@ -25,11 +25,18 @@ PINNED = {"classifier": ("classifier", SENTIMENT), "tagger": ("token_classifier"
 
 def head_model(head: str, seed: int = 0, id2label: dict[int, str] | None = None, scale: float = 0.3,
                **overrides) -> BertWithHeads:
-    """A tiny model carrying ``head`` only, with random non-trivial weights (eval mode)."""
+    """A tiny model carrying ``head`` only, with random non-trivial weights (eval mode). A classifier head's
+    weights are drawn wider (N(0, 1), bias 0), so its answers vary from token to token and input to input."""
     if id2label is not None:
         overrides["id2label"] = id2label
     torch.manual_seed(seed)
-    return randomize_(BertWithHeads(tiny_config(**overrides), heads=(head,)), seed, scale=scale).eval()
+    model = randomize_(BertWithHeads(tiny_config(**overrides), heads=(head,)), seed, scale=scale).eval()
+    if head in CLASSIFIER_HEADS:
+        linear = getattr(model, head)
+        with torch.no_grad():
+            linear.weight.normal_(0.0, 1.0, generator=torch.Generator().manual_seed(seed))
+            linear.bias.zero_()
+    return model
 
 
 def loaded_with(head: str, tokenizer: WordPieceTokenizer, seed: int = 0, id2label: dict[int, str] | None = None,

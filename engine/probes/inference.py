@@ -12,12 +12,19 @@ from engine.probes.fill_mask import FillMaskResult, fill_mask, fill_mask_details
 from engine.probes.ablation import AblationResult, ablate_heads
 from engine.probes.qa import QAResult, answer, answer_details
 from engine.text.token_explain import Explanation
+# the task heads (the Heads tab): sequence classification, tagging, multiple choice, next sentence
+from engine.probes.choose import ChooseResult, choose
+from engine.probes.classify import ClassifyResult, classify, classify_details
+from engine.probes.next_sentence import NextSentenceResult, next_sentence
+from engine.probes.tag import TagResult, tag_details, tag_words
 
 __all__ = ["attention", "attention_over_checkpoints", "ablate_heads", "AttentionResult",
            "CheckpointAttention", "AblationResult",
            "embeddings", "embeddings_over_checkpoints", "EmbeddingsResult", "PositionSimilarity",
            "tokenize", "fill_mask", "fill_mask_details", "fill_mask_over_checkpoints", "answer",
            "answer_details", "Explanation", "FillMaskResult", "QAResult"]
+__all__ += ["classify", "classify_details", "ClassifyResult", "tag_words", "tag_details", "TagResult", "choose",
+            "ChooseResult", "next_sentence", "NextSentenceResult"]
 
 
 def tokenize(loaded: LoadedModel, text: str, text_pair: str | None = None, max_length: int | None = None) -> Explanation:

@@ -56,8 +56,8 @@ def results_json(result: ChooseResult) -> list[dict[str, Any]]:
 def predict(services: Services, model_key: str | None, context: str | None,
             choices: str | None) -> tuple[str, go.Figure, list[dict[str, Any]]]:
     """Validate, run ``choose`` and build the outputs: summary, choice bars, the scores as JSON."""
-    require_text(context, empty_message="Type a context: the sentence the choices continue.")
-    require_text(choices, empty_message=f"Type {MIN_CHOICES} to {MAX_CHOICES} choices, one per line.")
+    require_text(context, "context", empty_message="Type a context: the sentence the choices continue.")
+    require_text(choices, "choices text", empty_message=f"Type {MIN_CHOICES} to {MAX_CHOICES} choices, one per line.")
     options = parse_choices(choices)
     with services.probing():
         loaded = model_with_head(services, model_key, HEAD)

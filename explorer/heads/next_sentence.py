@@ -48,8 +48,8 @@ def pipeline_json(result: NextSentenceResult) -> list[dict[str, Any]]:
 def predict(services: Services, model_key: str | None, sentence_a: str | None,
             sentence_b: str | None) -> tuple[str, go.Figure, go.Figure, list[dict[str, Any]]]:
     """Validate, run ``next_sentence`` and build the outputs: verdict, bars, [CLS] attention, JSON."""
-    require_text(sentence_a, empty_message="Type sentence A (the first sentence).")
-    require_text(sentence_b, empty_message="Type sentence B (the sentence that may follow A).")
+    require_text(sentence_a, "sentence A", empty_message="Type sentence A (the first sentence).")
+    require_text(sentence_b, "sentence B", empty_message="Type sentence B (the sentence that may follow A).")
     with services.probing():
         loaded = model_with_head(services, model_key, HEAD)
         result = next_sentence(loaded, sentence_a, sentence_b)

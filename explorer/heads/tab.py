@@ -6,18 +6,24 @@ changes), and a model without it gets one sentence naming the head and how to ge
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
-from explorer.heads import choose, classify, next_sentence
+from engine.checkpoints.hf_format import LoadedModel
+from engine.probes.choose import choose as run_choose
+from engine.probes.classify import classify_details
+from engine.probes.next_sentence import next_sentence as run_next_sentence
+from engine.probes.tag import tag_details
+from explorer.heads import choose, classify, next_sentence, tag
 from explorer.heads.common import head_status
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 
 # (inner tab title, id, section module) in the order shown: Next sentence first, the default model has its head.
 SECTIONS = (("Next sentence", "heads_next_sentence", next_sentence), ("Classify", "heads_classify", classify),
-            ("Choose", "heads_choose", choose))
+            ("Tag words", "heads_tag_words", tag), ("Choose", "heads_choose", choose))
 
 INTRO = """\
 BERT is pretrained once and then **fine-tuned with one small head per task**. Each inner tab
@@ -45,3 +51,20 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     picker.info.change(show_status, inputs=[picker.dropdown], outputs=statuses, api_visibility="private",
                        show_progress="hidden")
     return widgets
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """(name, call) for each section's examples that ``loaded`` has the head for (the demo warm-up runs them)."""
+    calls: list[tuple[str, Callable[[], object]]] = []
+    if "nsp" in loaded.heads:
+        calls += [(f"next_sentence {i}", lambda a=a, b=b: run_next_sentence(loaded, a, b))
+                  for i, (a, b) in enumerate(next_sentence.EXAMPLES)]
+    if "classifier" in loaded.heads:
+        calls += [(f"classify {i}", lambda t=t, p=p: classify_details(loaded, t, p or None))
+                  for i, (t, p) in enumerate(classify.EXAMPLES)]
+    if "token_classifier" in loaded.heads:
+        calls += [(f"tag_words {i}", lambda t=t: tag_details(loaded, t)) for i, (t,) in enumerate(tag.EXAMPLES)]
+    if "multiple_choice" in loaded.heads:
+        calls += [(f"choose {i}", lambda c=c, o=o: run_choose(loaded, c, choose.parse_choices(o)))
+                  for i, (c, o) in enumerate(choose.EXAMPLES)]
+    return calls

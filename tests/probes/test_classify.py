@@ -29,7 +29,7 @@ def reference(loaded, tiny_tokenizer, tokenizer_dir):
 
 def same(ours: list[dict], theirs: list[dict]) -> None:
     assert [r["label"] for r in ours] == [r["label"] for r in theirs]
-    assert [r["score"] for r in ours] == pytest.approx([r["score"] for r in theirs], abs=1e-6)
+    assert [r["score"] for r in ours] == pytest.approx([r["score"] for r in theirs], abs=PARITY)
 
 
 @pytest.mark.parametrize("labels", [SENTIMENT, {0: "LABEL_0", 1: "LABEL_1"}, {0: "score"}],

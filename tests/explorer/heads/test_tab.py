@@ -16,6 +16,7 @@ from explorer.heads import tab
 from explorer.heads import choose as choose_section
 from explorer.heads import classify as classify_section
 from explorer.heads import next_sentence as nsp_section
+from explorer.heads import tag as tag_section
 from heads_helpers import head_services
 from probing_helpers import small_app
 
@@ -92,6 +93,16 @@ def test_api_choose(client, services) -> None:
         client.predict("default", "the cat sat.", choices, api_name="/choose")
 
 
+def test_api_tag_words(client, services) -> None:
+    text = "walter played with xavier in paris."
+    summary, tagged, table, results = client.predict("tagger", text, api_name="/tag_words")
+    expected = tag_section.predict(services, "tagger", text)
+    assert [summary, tagged, results] == [expected[0], expected[1], expected[3]]
+    assert table["headers"] == tag_section.TABLE_COLUMNS and [row[0] for row in table["data"]] == text[:-1].split() + ["."]
+    with pytest.raises(AppError, match="has no token classification head"):
+        client.predict("chooser", text, api_name="/tag_words")
+
+
 @pytest.mark.parametrize("key", ["default", "encoder", "classifier"])
 def test_each_section_says_whether_the_picked_model_has_its_head(services, key) -> None:
     loaded = services.model(key)
@@ -101,3 +112,12 @@ def test_each_section_says_whether_the_picked_model_has_its_head(services, key) 
             assert status.startswith("✅ The picked model has a ")
         else:
             assert status.startswith("⚠️ The picked model (") and "then pick the result in the model picker" in status
+
+
+@pytest.mark.parametrize("key,prefix", [("default", "next_sentence"), ("classifier", "classify"),
+                                        ("tagger", "tag_words"), ("chooser", "choose"), ("encoder", None)])
+def test_warm_up_runs_the_examples_of_the_heads_a_model_has(services, key, prefix) -> None:
+    calls = tab.example_calls(services.model(key))
+    assert {name.split(" ")[0] for name, _ in calls} == ({prefix} if prefix else set())
+    for _, call in calls:
+        call()
