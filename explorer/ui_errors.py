@@ -84,3 +84,14 @@ def check_length(text: str, what: str = "text") -> None:
         raise gr.Error(f"The {what} is not valid Unicode: it holds a lone surrogate code point "
                        f"(at character {bad.start():,}). Retype or re-paste it.",
                        print_exception=False)
+
+
+def wire_run(api_name: str, button: Any, box: Any, examples: Any, **event: Any) -> None:
+    """A tab's one action on its three triggers: ``button`` (the public ``api_name``), Enter in ``box`` and a
+    click on ``examples`` (private ``<api_name>_submit`` / ``_example_run``), each clearing ``event["outputs"]``
+    when it fails. ``event`` holds the handler and its inputs, outputs and options (``fn=``, ``inputs=``, ...)."""
+    outputs = event["outputs"]
+    clear_on_failure(button.click(api_name=api_name, **event), outputs)
+    clear_on_failure(box.submit(api_name=f"{api_name}_submit", api_visibility="private", **event), outputs)
+    clear_on_failure(examples.load_input_event.then(api_name=f"{api_name}_example_run", api_visibility="private",
+                                                    **event), outputs)

@@ -19,7 +19,7 @@ from explorer import run_picker
 from explorer.model_picker import ModelPicker
 from explorer.run_picker import run_note
 from explorer.services import Services
-from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
+from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text, wire_run
 
 MAX_TOP_K = 50
 DEFAULT_TOP_K = 5
@@ -321,10 +321,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     inputs = [picker.dropdown, text, top_k, targets]
     outputs = [plot, results, filled, summary, joint]
     event_kwargs: dict[str, Any] = dict(fn=run, inputs=inputs, outputs=outputs, show_progress="minimal")
-    clear_on_failure(button.click(api_name="fill_mask", **event_kwargs), outputs)
-    clear_on_failure(text.submit(api_name="fill_mask_submit", api_visibility="private", **event_kwargs), outputs)
-    clear_on_failure(examples.load_input_event.then(api_name="fill_mask_example_run", api_visibility="private",
-                                                    **event_kwargs), outputs)
+    wire_run("fill_mask", button, text, examples, **event_kwargs)
     over_outputs = [over_plot, over_table, over_note]
     clear_on_failure(over_button.click(run_over_training, inputs=[*inputs, over_run], outputs=over_outputs,
                                        api_name="fill_mask_over_training", show_progress="minimal"), over_outputs)

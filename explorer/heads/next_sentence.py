@@ -12,7 +12,7 @@ from explorer.heads import plots
 from explorer.heads.common import model_with_head
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors, require_text
+from explorer.ui_errors import friendly_errors, require_text, wire_run
 
 HEAD = "nsp"
 API_NAME = "next_sentence"
@@ -96,9 +96,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     outputs = [summary, bars, attention, results]
     kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, sentence_a, sentence_b], outputs=outputs,
                                   show_progress="minimal")
-    clear_on_failure(button.click(api_name=API_NAME, **kwargs), outputs)
-    clear_on_failure(sentence_b.submit(api_name=f"{API_NAME}_submit", api_visibility="private", **kwargs), outputs)
-    clear_on_failure(examples.load_input_event.then(api_name=f"{API_NAME}_example_run", api_visibility="private",
-                                                    **kwargs), outputs)
+    wire_run(API_NAME, button, sentence_b, examples, **kwargs)
     return {"status": status, "sentence_a": sentence_a, "sentence_b": sentence_b, "button": button,
             "summary": summary, "bars": bars, "attention": attention, "results": results}

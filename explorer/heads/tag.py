@@ -12,7 +12,7 @@ from explorer.heads.common import model_with_head
 from explorer.heads.tag_html import color_classes, tagged_html
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors, require_text
+from explorer.ui_errors import friendly_errors, require_text, wire_run
 
 HEAD = "token_classifier"
 API_NAME = "tag_words"
@@ -105,9 +105,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     run.__name__ = API_NAME
     outputs = [summary, tagged, table, results]
     kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, text], outputs=outputs, show_progress="minimal")
-    clear_on_failure(button.click(api_name=API_NAME, **kwargs), outputs)
-    clear_on_failure(text.submit(api_name=f"{API_NAME}_submit", api_visibility="private", **kwargs), outputs)
-    clear_on_failure(examples.load_input_event.then(api_name=f"{API_NAME}_example_run", api_visibility="private",
-                                                    **kwargs), outputs)
+    wire_run(API_NAME, button, text, examples, **kwargs)
     return {"status": status, "text": text, "button": button, "summary": summary, "tagged": tagged, "table": table,
             "results": results}

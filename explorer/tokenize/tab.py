@@ -13,7 +13,7 @@ from explorer.formatting import percent
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.tokenize.pieces import pieces_html
-from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
+from explorer.ui_errors import check_length, friendly_errors, require_text, wire_run
 
 TABLE_COLUMNS = ["index", "token", "id", "type id", "start", "end", "text", "special", "word id", "segment"]
 TABLE_DATATYPES = ["number", "str", "number", "number", "number", "number", "str", "bool", "str", "str"]
@@ -155,10 +155,6 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     model = picker.dropdown if picker is not None else gr.State(None)
     event_kwargs: dict[str, Any] = dict(fn=run, inputs=[model, text, pair, length], outputs=outputs,
                                         show_progress="minimal")
-    clear_on_failure(button.click(api_name="tokenize", **event_kwargs), outputs)
-    clear_on_failure(text.submit(api_name="tokenize_submit", api_visibility="private", **event_kwargs), outputs)
-    # Clicking an example fills Text and Text pair, then tokenizes at the current max length.
-    clear_on_failure(examples.load_input_event.then(api_name="tokenize_example_run", api_visibility="private",
-                                                    **event_kwargs), outputs)
+    wire_run("tokenize", button, text, examples, **event_kwargs)
     return {"text": text, "pair": pair, "length": length, "button": button,
             "pieces": pieces, "summary": summary, "table": table, "strip": strip}
