@@ -17,10 +17,12 @@ COLORS = ("red", "blue", "big", "small")
 FILLER = [w for w in WORDS if w not in NAMES + COLORS]
 
 
-def squad_json(num_contexts: int = 4, seed: int = 0, filler: int = 6, facts_per_context: int = 1) -> dict:
+def squad_json(num_contexts: int = 4, seed: int = 0, filler: int = 6, facts_per_context: int = 1,
+               impossible: bool = False) -> dict:
     """SQuAD v1.1 JSON: each context states "the <name> was <color>" among filler words (for
     ``facts_per_context`` names); one question per fact ("what was the <name> ?"), so answers sit at
-    varied positions."""
+    varied positions. ``impossible``: SQuAD v2.0, each context also asked about a name it does not state
+    (``is_impossible``, no answers)."""
     rng = random.Random(seed)
     paragraphs = []
     for c in range(num_contexts):
@@ -39,8 +41,12 @@ def squad_json(num_contexts: int = 4, seed: int = 0, filler: int = 6, facts_per_
             assert context[start:start + len(color)] == color, (context, start, color)
             qas.append({"id": f"c{c}q{k}", "question": f"what was the {name} ?",
                         "answers": [{"text": color, "answer_start": start}]})
+        if impossible:
+            absent = rng.choice([n for n in NAMES if n not in names])
+            qas.append({"id": f"c{c}none", "question": f"what was the {absent} ?", "answers": [],
+                        "is_impossible": True})
         paragraphs.append({"context": context, "qas": qas})
-    return {"version": "1.1", "data": [{"title": "tiny", "paragraphs": paragraphs}]}
+    return {"version": "v2.0" if impossible else "1.1", "data": [{"title": "tiny", "paragraphs": paragraphs}]}
 
 
 def write_squad(path: Path, **kwargs) -> Path:

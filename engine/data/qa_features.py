@@ -149,6 +149,25 @@ def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int) -> N
                          f"max_seq_len {max_seq_len} - max_question_len {max_question_len} - 3 specials = {room}")
 
 
+class QAFeatureDataset(FeatureDataset):
+    """QA windows (task "qa") that keep their questions and how they were cut: ``examples[i]`` owns the
+    features whose ``example_index`` is i, so held-out answers can be scored as texts
+    (``engine.training.squad_evaluation``)."""
+
+    def __init__(self, rows: Sequence[np.ndarray], segment_starts: Sequence[int], targets: np.ndarray,
+                 max_seq_length: int, batch_size: int, pad_token_id: int, seed: int, shuffle: bool,
+                 example_index: Sequence[int], *, examples: list[QAExample], doc_stride: int,
+                 max_question_len: int) -> None:
+        super().__init__("qa", rows, segment_starts, targets, max_seq_length, batch_size, pad_token_id, seed,
+                         shuffle, example_index)
+        self.examples, self.doc_stride, self.max_question_len = examples, doc_stride, max_question_len
+
+    def questions_of_first(self, features: int) -> list[QAExample]:
+        """The questions owning the first ``features`` features (in feature order; unshuffled data)."""
+        owners = dict.fromkeys(int(i) for i in self.example_index[:features])
+        return [self.examples[i] for i in owners]
+
+
 def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenizer, max_seq_len: int,
                      batch_size: int, doc_stride: int = 128, max_question_len: int = 64, seed: int = 0,
                      shuffle: bool = True, progress: Callable[[int, int], None] | None = None,
@@ -187,5 +206,6 @@ def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenize
                 owners.append(first + offset)
         if progress is not None:
             progress(min(first + chunk, len(examples)), len(examples))
-    return FeatureDataset("qa", rows, segments, np.asarray(targets, dtype=np.int64), max_seq_len, batch_size,
-                          tokenizer.pad_token_id, seed, shuffle, owners)
+    return QAFeatureDataset(rows, segments, np.asarray(targets, dtype=np.int64), max_seq_len, batch_size,
+                            tokenizer.pad_token_id, seed, shuffle, owners, examples=list(examples),
+                            doc_stride=doc_stride, max_question_len=max_question_len)

@@ -239,9 +239,11 @@ class Trainer:
                     totals = [a + b for a, b in zip(totals, counts)]
                     batch, out = self._forward(batch)
                     sums += self.task.tally(out, batch, counts)
+            metrics = self.task.metrics(sums.tolist(), totals)
+            metrics.update(self.task.answer_metrics(self.model, self.tokenizer, self.eval_data,
+                                                    len(self._eval_batches)))
         finally:
             self.model.train(was_training)
-        metrics = self.task.metrics(sums.tolist(), totals)
         self.last_eval = {"step": self.global_step, **{f"eval_{k}": v for k, v in metrics.items()}}
         return self.last_eval
 

@@ -53,7 +53,10 @@ def read_qa(path: Path, expected: tuple[str, ...] = ()) -> DataCheck:
     if not squad.examples:
         raise ValueError(f"{path.name} has no usable questions ({squad.summary()})")
     contexts = len({e.context for e in squad.examples})
-    return DataCheck(len(squad.examples), f"{len(squad.examples):,} questions about {contexts:,} contexts")
+    impossible = sum(1 for e in squad.examples if e.is_impossible)
+    unanswerable = (f" ({impossible:,} unanswerable: SQuAD v2.0, the model learns to answer \"no answer\" and the "
+                    "held-out F1 uses a no-answer threshold picked on them)") if impossible else ""
+    return DataCheck(len(squad.examples), f"{len(squad.examples):,} questions about {contexts:,} contexts{unanswerable}")
 
 
 def read_tagged(path: Path, expected: tuple[str, ...] = ()) -> DataCheck:

@@ -47,6 +47,11 @@ def finetune_status(st: WorkerStatus) -> str:
         for key, name in row.metrics[:1]:
             if e.get(f"eval_{key}") is not None:
                 facts.append(f"held-out {name} {percent(e[f'eval_{key}'])} (step {e.get('step', '?')})")
+        if e.get("eval_null_threshold") is not None:      # SQuAD v2.0: answerable and unanswerable apart
+            parts = [f"on {what} questions {percent(e[key])}" for key, what in
+                     (("eval_has_ans_f1", "answerable"), ("eval_no_ans_f1", "unanswerable")) if key in e]
+            facts.append(f"F1 {', '.join(parts)} (\"no answer\" above null odds {sig(e['eval_null_threshold'])}, "
+                         "picked on the held-out questions)")
     lines.insert(1, " · ".join(facts))
     return "\n\n".join(lines)
 

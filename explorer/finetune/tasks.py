@@ -80,9 +80,13 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                  "[{\"context\", \"qas\": [{\"id\", \"question\", \"answers\": [{\"text\", \"answer_start\"}]}]}]}]}`; "
                  "`answer_start` is the answer's character offset in the context. UTF-8."),
         extensions=(".json",),
-        examples=(BundledExample("tiny_squad.json", EXAMPLES_DIR / "tiny_squad.json"),),
+        examples=(BundledExample("tiny_squad.json", EXAMPLES_DIR / "tiny_squad.json"),
+                  BundledExample("tiny_squad_v2.json", EXAMPLES_DIR / "tiny_squad_v2.json",
+                                 note="`tiny_squad_v2.json`: the same 6 paragraphs and 35 questions, and 18 "
+                                      "questions they do not answer (SQuAD v2.0, written for this project).")),
         defaults=dict(steps=30, batch_size=8, learning_rate=5e-5, seq_length=128, eval_fraction=0.2),
-        eval_loss="eval_qa_loss", metrics=(("span_acc", "exact span"), ("start_acc", "start"), ("end_acc", "end")),
+        eval_loss="eval_qa_loss",
+        metrics=(("f1", "answer F1"), ("exact_match", "answer exact match"), ("span_acc", "exact span")),
         read=read_qa, spec_fields=qa_fields),
     FinetuneTask(
         name="token_classification", label="Tag words (part of speech, entities)",

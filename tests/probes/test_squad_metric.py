@@ -1,11 +1,15 @@
-"""The SQuAD v1.1 metric (docs/ARCHITECTURE.md, "Extractive QA rules"): the official
-normalisation, exact match and token F1 (max over gold answers), means x 100 over a dataset
-in any of the accepted shapes."""
+"""The SQuAD metrics (docs/ARCHITECTURE.md, "Extractive QA rules"): v1.1's official normalisation,
+exact match and token F1 (max over gold answers), means x 100 over a dataset in any of the accepted
+shapes; v2.0's empty-answer rules, scores at a no-answer threshold and its threshold search, step for
+step as ``evaluate-v2.0.py`` (ties included)."""
 from __future__ import annotations
+
+import random
 
 import pytest
 
-from engine.probes.squad_metric import evaluate, exact_match_score, f1_score, max_over_ground_truths, normalize_answer
+from engine.probes.squad_metric import (evaluate, evaluate_v2, exact_match_score, exact_v2, f1_score, f1_v2,
+                                        max_over_ground_truths, normalize_answer)
 
 
 @pytest.mark.parametrize("text,normal", [
@@ -78,3 +82,78 @@ def test_evaluate_errors():
         evaluate({}, [])
     with pytest.raises(TypeError, match="must be a str"):
         evaluate({"a": 3}, [("a", ["x"])])
+
+
+# ---------------------------------------------------------------------------------------------- SQuAD v2.0
+def test_v2_scores_of_empty_answers():
+    """v2.0 scores "no answer" as an answer: "" against "" is exact and F1 1; either side empty alone is 0."""
+    assert exact_v2("", "") == 1 and f1_v2("", "") == 1.0
+    assert f1_v2("", "cat") == 0.0 and f1_v2("cat", "") == 0.0
+    assert f1_v2("the", "") == 1.0                                     # "the" normalises to nothing
+    assert f1_v2("a cat sat", "the cat sat on the mat") == pytest.approx(2 / 3)   # otherwise as v1.1
+
+
+V2_GOLD = {"a": ["red"], "b": ["dark blue"], "c": [], "d": []}            # c, d: is_impossible
+V2_PREDICTIONS = {"a": "red", "b": "blue", "c": "cat", "d": ""}
+V2_NA_PROBS = {"a": 0.1, "b": 0.5, "c": 0.3, "d": 0.9}
+
+
+def test_v2_at_a_threshold_by_hand():
+    """Above the threshold a question counts as answered "": right for c and d, wrong for a and b."""
+    at_one = evaluate_v2(V2_PREDICTIONS, V2_GOLD, V2_NA_PROBS)          # default 1.0: every prediction stands
+    assert at_one["exact"] == pytest.approx(100 * (1 + 0 + 0 + 1) / 4)
+    assert at_one["f1"] == pytest.approx(100 * (1 + 2 / 3 + 0 + 1) / 4)
+    assert (at_one["HasAns_exact"], at_one["HasAns_total"]) == (50.0, 2)
+    assert at_one["HasAns_f1"] == pytest.approx(100 * (1 + 2 / 3) / 2)
+    assert (at_one["NoAns_exact"], at_one["NoAns_f1"], at_one["NoAns_total"]) == (50.0, 50.0, 2)
+    at_a = evaluate_v2(V2_PREDICTIONS, V2_GOLD, V2_NA_PROBS, threshold=0.1)   # only a keeps its answer
+    assert at_a["exact"] == at_a["f1"] == 75.0 and at_a["NoAns_exact"] == 100.0 and at_a["HasAns_f1"] == 50.0
+
+
+def test_v2_best_threshold_by_hand():
+    """The script's walk: 2 (c, d answered "") -> a +1 = 3 at 0.1 -> c -1 -> b (+0 exact, +2/3 F1) -> d +0."""
+    result = evaluate_v2(V2_PREDICTIONS, V2_GOLD, V2_NA_PROBS)
+    assert (result["best_exact"], result["best_exact_thresh"]) == (75.0, 0.1)
+    assert (result["best_f1"], result["best_f1_thresh"]) == (75.0, 0.1)
+    # b right too: the walk climbs back to 3 at b but not above, so the first best (0.1) stays
+    wider = evaluate_v2({**V2_PREDICTIONS, "b": "dark blue"}, V2_GOLD, V2_NA_PROBS)
+    assert (wider["best_exact"], wider["best_exact_thresh"]) == (75.0, 0.1)
+    assert (wider["best_f1"], wider["best_f1_thresh"]) == (75.0, 0.1)
+    # and c answered "" as well: nothing is lost at c, so b's point is a new best at 0.5
+    sure = evaluate_v2({**V2_PREDICTIONS, "b": "dark blue", "c": ""}, V2_GOLD, V2_NA_PROBS)
+    assert (sure["best_f1"], sure["best_f1_thresh"]) == (100.0, 0.5)
+
+
+def test_v2_best_threshold_matches_a_brute_force_search():
+    """Without ties, the picked threshold's total is the best over every threshold there is."""
+    rng = random.Random(0)
+    for _ in range(50):
+        ids = [f"q{i}" for i in range(12)]
+        gold = {q: (["cat sat"] if rng.random() < 0.5 else []) for q in ids}
+        predictions = {q: rng.choice(["cat sat", "cat", "", "dog"]) for q in ids}
+        na_probs = {q: rng.random() for q in ids}
+        result = evaluate_v2(predictions, gold, na_probs)
+        for key in ("exact", "f1"):
+            totals = [evaluate_v2(predictions, gold, na_probs, threshold=t)[key]
+                      for t in [-1.0, *na_probs.values()]]
+            assert result[f"best_{key}"] == pytest.approx(max(totals))
+            at_best = evaluate_v2(predictions, gold, na_probs, threshold=result[f"best_{key}_thresh"])[key]
+            assert at_best == pytest.approx(max(totals))
+
+
+def test_v2_ties_are_walked_one_at_a_time_as_the_script_does():
+    """x and y share na_prob 0.5: the script counts x alone (2 of 2) though the threshold answers both (1 of 2)."""
+    gold, predictions, na_probs = {"x": ["red"], "y": []}, {"x": "red", "y": "cat"}, {"x": 0.5, "y": 0.5}
+    result = evaluate_v2(predictions, gold, na_probs)
+    assert (result["best_exact"], result["best_exact_thresh"]) == (100.0, 0.5)
+    assert evaluate_v2(predictions, gold, na_probs, threshold=0.5)["exact"] == 50.0
+
+
+def test_v2_gold_answers_and_missing_predictions():
+    # a listed answer that normalises to nothing: the question still counts as having an answer
+    result = evaluate_v2({"q": ""}, {"q": ["the"]})
+    assert result["exact"] == 100.0 and result["HasAns_total"] == 1 and "NoAns_total" not in result
+    with pytest.raises(ValueError, match="no prediction"):
+        evaluate_v2({"a": "red"}, V2_GOLD)
+    with pytest.raises(ValueError, match="no questions"):
+        evaluate_v2({}, {})

@@ -23,7 +23,8 @@ from tests.finetune_helpers import classification_rows, save_tiny_model, word_to
 ROOT = Path(__file__).resolve().parents[2]
 SENTIMENT = ROOT / "assets" / "examples" / "sentiment.csv"
 QA_KEYS = {"step", "qa_loss", "start_acc", "end_acc", "span_acc", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}
-QA_EVAL_KEYS = {"step", "eval_qa_loss", "eval_start_acc", "eval_end_acc", "eval_span_acc"}
+QA_EVAL_KEYS = {"step", "eval_qa_loss", "eval_start_acc", "eval_end_acc", "eval_span_acc", "eval_exact_match",
+                "eval_f1", "eval_questions"}
 CLASSIFICATION_KEYS = {"step", "classification_loss", "accuracy", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}
 QA_ARGS = ["--task", "qa", "--seq-len", "64", "--doc-stride", "16", "--max-question-len", "16", "--threads", "1",
            "--no-progress"]

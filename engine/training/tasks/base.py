@@ -86,6 +86,12 @@ class TrainingTask:
         """Named metrics from the summed ``tally`` values and the summed ``counts``."""
         raise NotImplementedError
 
+    def answer_metrics(self, model: torch.nn.Module, tokenizer: Any, eval_data: TrainData,
+                       batches: int) -> dict[str, Any]:
+        """Metrics of whole predictions on the held-out examples behind the first ``batches`` evaluated
+        batches (QA: SQuAD exact match and F1 of answer texts), added to an evaluation; none by default."""
+        return {}
+
     def fingerprint(self, data: TrainData) -> str:
         """A hash of the training data (checked when a run resumes)."""
         return data.fingerprint()   # type: ignore[attr-defined]

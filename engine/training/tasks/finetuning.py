@@ -4,7 +4,8 @@ Both weigh a micro-batch by its number of features, so the step loss is the mean
 feature of the accumulated step, as one big batch would give.
 
 * QA: loss = (CE(start) + CE(end)) / 2 as ``BertForQuestionAnswering``; metrics ``qa_loss``,
-  ``start_acc``, ``end_acc`` (argmax = the labelled token) and ``span_acc`` (both right).
+  ``start_acc``, ``end_acc`` (argmax = the labelled token) and ``span_acc`` (both right); evaluations
+  add SQuAD ``exact_match`` and ``f1`` of the answer texts (``engine.training.squad_evaluation``).
 * Classification: cross-entropy on the pooled output (``BertForSequenceClassification``);
   metrics ``classification_loss`` and ``accuracy``.
 """
@@ -15,9 +16,11 @@ from typing import Any, Sequence
 import torch
 
 from engine.data.features import FeatureDataset, FinetuneBatch
+from engine.data.qa_features import QAFeatureDataset
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
 from engine.training.config import TrainingConfig
+from engine.training.squad_evaluation import evaluate_answers
 from engine.training.tasks.base import TrainingTask
 
 _HEAD_NAMES = {"qa": "question-answering (span)", "classifier": "sequence-classification",
@@ -77,6 +80,16 @@ class QATask(_FeatureTask):
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         n = max(1, totals[0])
         return {"qa_loss": sums[0] / n, "start_acc": sums[1] / n, "end_acc": sums[2] / n, "span_acc": sums[3] / n}
+
+    def answer_metrics(self, model: torch.nn.Module, tokenizer: Any, eval_data: FeatureDataset,
+                       batches: int) -> dict[str, Any]:
+        """SQuAD exact match and F1 (v2.0: with the null threshold picked on them, HasAns / NoAns) of the
+        answers to the questions behind the evaluated windows (``engine.training.squad_evaluation``)."""
+        if tokenizer is None or not isinstance(eval_data, QAFeatureDataset):
+            return {}
+        questions = eval_data.questions_of_first(batches * eval_data.batch_size)
+        return evaluate_answers(model, tokenizer, questions, eval_data.max_seq_length, eval_data.doc_stride,
+                                eval_data.max_question_len)
 
 
 class ClassificationTask(_FeatureTask):

@@ -147,6 +147,11 @@ class QAWithMLMTask(TrainingTask):
         return {**self.pretraining_task.metrics(sums[:self._split], totals[:2]),
                 **self.qa_task.metrics(sums[self._split:], totals[2:])}
 
+    def answer_metrics(self, model: torch.nn.Module, tokenizer: Any, eval_data: JointDataset,
+                       batches: int) -> dict[str, Any]:
+        """The QA half's SQuAD exact match and F1."""
+        return self.qa_task.answer_metrics(model, tokenizer, eval_data.qa, batches)
+
     def fingerprint(self, data: JointDataset) -> str:
         """Both datasets' fingerprints, hashed together (checked when a run resumes)."""
         both = f"{data.qa.fingerprint()}|{self.pretraining_task.fingerprint(data.pretraining)}"

@@ -218,8 +218,21 @@ def test_qa_through_the_api_takes_its_own_defaults_and_fills_the_table_with_ques
     assert found is not None and found.task == "qa" and found.wrong       # 2 steps from a random QA head
     assert all(p.text.endswith("?") and p.context for p in found.predictions)
     _, _, metric, note, wrong = client.predict(api_name="/finetune_status")
-    assert {"exact span (held-out)", "start (held-out)"} <= {t["name"] for t in json.loads(metric["plot"])["data"]}
+    names = {t["name"] for t in json.loads(metric["plot"])["data"]}
+    assert {"answer F1 (held-out)", "answer exact match (held-out)", "exact span (held-out)"} <= names
     assert len(wrong["data"]) == len(found.wrong) and " ‖ " in wrong["data"][0][1]
+
+
+def test_squad_v2_reports_answerable_and_unanswerable_questions_apart(client: Client, services: Services) -> None:
+    wait_until_ended(services)
+    text = client.predict(task="qa", example="tiny_squad_v2.json", steps=2, api_name="/finetune_start")
+    assert "53 questions about 6 contexts (18 unanswerable" in text
+    wait_until_ended(services)
+    last = services.get_worker().status().eval_metrics
+    assert 0.0 <= last["eval_has_ans_f1"] <= 1.0 and 0.0 <= last["eval_no_ans_f1"] <= 1.0
+    status = client.predict(api_name="/finetune_status")[0]
+    assert "held-out answer F1" in status and "on answerable questions" in status
+    assert "on unanswerable questions" in status and "picked on the held-out questions" in status
 
 
 def test_a_pretraining_run_is_shown_as_what_it_is(services: Services) -> None:
@@ -270,7 +283,8 @@ def test_choosing_a_task_offers_its_example_formats_and_defaults(services: Servi
 
     fns = {f.api_name: f.fn for f in small_app(services, finetune_tab.build).fns.values()}
     example, upload, formats, labels, *numbers = fns["finetune_task_changed"]("qa")
-    assert example.choices == [("tiny_squad.json", "")] and example.value == ""
+    assert example.choices == [("tiny_squad.json", ""), ("tiny_squad_v2.json", "tiny_squad_v2.json")]
+    assert example.value == ""
     assert upload.file_types == [".json"] and "SQuAD JSON" in formats and labels.visible is False
     assert [n.placeholder for n in numbers] == ["30 (the task's default)", "8 (the task's default)",
                                                 "5e-05 (the task's default)", "128 (the task's default)",
