@@ -353,3 +353,19 @@ def test_torchrun_two_gloo_processes_fine_tune_to_identical_weights(tmp_path):
     assert [r["step"] for r in read_metrics(run_dir / "metrics.jsonl") if r["kind"] == "train"] == [1, 2, 3]
     saved = load_directory(run_dir / "checkpoints" / "step-000003").model.state_dict()
     assert all(torch.equal(saved[k], rank0[k]) for k in saved)
+
+
+def test_torchrun_two_gloo_processes_fine_tune_qa_and_rank_0_scores_the_answers(files, tmp_path):
+    """QA under ``torchrun``: both ranks hold the same weights; only rank 0 evaluates, and its records
+    carry the held-out answers' exact match and F1."""
+    run_dir = tmp_path / "ddp-qa"
+    result = torchrun("engine.finetune", [
+        *QA_ARGS, "--data", str(files["squad"]), "--init-from", str(files["model"]), "--steps", "4",
+        "--batch-size", "4", "--lr", "3e-3", "--warmup", "1", "--eval-fraction", "0.25", "--eval-every", "2",
+        "--run-dir", str(run_dir), "--debug-dump-weights"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    rank0 = torch.load(run_dir / "weights-rank0.pt", weights_only=True)
+    rank1 = torch.load(run_dir / "weights-rank1.pt", weights_only=True)
+    assert rank0.keys() == rank1.keys() and all(torch.equal(rank0[k], rank1[k]) for k in rank0)
+    evals = [r for r in read_metrics(run_dir / "metrics.jsonl") if r["kind"] == "eval"]
+    assert [r["step"] for r in evals] == [2, 4] and all(set(r) - {"kind"} == QA_EVAL_KEYS for r in evals)

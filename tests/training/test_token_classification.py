@@ -27,6 +27,7 @@ from engine.training.run_folder import list_checkpoints
 from engine.training.state import read_metrics
 from engine.training.tasks import task_for
 from engine.training.tasks.token_classification import TokenClassificationTask, is_bio
+from cli_helpers import torchrun
 from engine.training.trainer import Trainer
 from reference import hf_copy
 from tests.finetune_helpers import FILLER, classification_rows, save_tiny_model, write_csv
@@ -231,3 +232,28 @@ def test_cli_takes_the_hyphenated_task_name_and_a_conllu_file(files, tmp_path, c
     assert "token_classification_loss=" in err and "eval: token_classification_loss=" in err
     assert json.loads((run_dir / "run.json").read_text())["task"] == "token_classification"
     assert [r["step"] for r in read_metrics(run_dir / "metrics.jsonl") if r["kind"] == "train"] == [1, 2, 3]
+
+
+def test_torchrun_two_gloo_processes_equal_one_process_accumulating_their_batches(files, tiny_tokenizer, tmp_path):
+    """``torchrun -m engine.finetune --task token-classification``: 2 processes x batch 4 end with the same
+    weights on both ranks, and (a model without dropout) the weights of one process accumulating the same
+    two batches: the loss is weighted by labelled words, which differ between the two micro-batches."""
+    model = save_tiny_model(tmp_path / "model", tiny_tokenizer, hidden_dropout_prob=0.0,
+                            attention_probs_dropout_prob=0.0)
+    args = ["--task", "token-classification", "--data", str(files["tags"]), "--init-from", str(model),
+            "--steps", "3", "--batch-size", "4", "--seq-len", "32", "--lr", "3e-3", "--warmup", "1",
+            "--eval-fraction", "0.25", "--threads", "1", "--no-progress"]
+    ddp_dir, single_dir = tmp_path / "ddp", tmp_path / "single"
+    result = torchrun("engine.finetune", [*args, "--run-dir", str(ddp_dir), "--debug-dump-weights"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert main([*args, "--grad-accum", "2", "--run-dir", str(single_dir)]) == 0
+    rank0 = torch.load(ddp_dir / "weights-rank0.pt", weights_only=True)
+    rank1 = torch.load(ddp_dir / "weights-rank1.pt", weights_only=True)
+    assert rank0.keys() == rank1.keys() and all(torch.equal(rank0[k], rank1[k]) for k in rank0)
+    assert {"token_classifier.weight", "token_classifier.bias"} <= set(rank0)
+    single = load_directory(list_checkpoints(single_dir)[-1].path).model.state_dict()
+    for key in single:
+        torch.testing.assert_close(rank0[key], single[key], rtol=1e-4, atol=1e-5, msg=key)
+    losses = {name: [r["token_classification_loss"] for r in read_metrics(folder / "metrics.jsonl")
+                     if r["kind"] == "train"] for name, folder in (("ddp", ddp_dir), ("single", single_dir))}
+    assert len(losses["ddp"]) == 3 and losses["ddp"] == pytest.approx(losses["single"], rel=1e-5)
