@@ -129,18 +129,47 @@ HOSTILE = [
     ("notes.txt", b"text,label\n", "notes.txt is a .txt file; classification takes .csv or .tsv or .jsonl files."),
     ("big.csv", None, "big.csv is 10.0 MB; the limit is 10 MB"),
 ]
+# the same refusals for the other tasks' files: (task, name, content, message); labels only where they apply
+TASK_HOSTILE = [
+    ("token_classification", "empty.tsv", b"", "empty.tsv is empty; upload a file with examples in it."),
+    ("token_classification", "latin1.conllu", "1\tcaf\u00e9\tcaf\u00e9\tNOUN\t_\t_\t0\t_\t_\t_\n".encode("latin-1"),
+     "latin1.conllu is not UTF-8 text"),
+    ("token_classification", "big.tsv", None, "big.tsv is 10.0 MB; the limit is 10 MB"),
+    ("token_classification", "columns.tsv", b"The\tDET\tx\n", "columns.tsv, line 1: expected a word and its tag"),
+    ("token_classification", "noupos.conllu", b"1\tThe\tthe\t_\t_\t_\t0\t_\t_\t_\n",
+     "noupos.conllu, line 1: the word 'The' has no UPOS tag (column 4 is '_'); every word needs a tag"),
+    ("token_classification", "one-tag.tsv", b"The\tX\ncat\tX\n\nA\tX\n", "tagging needs at least two different tags"),
+    ("token_classification", "unknown.tsv", b"The\tDET\ncat\tNOUN\n\nA\tDET\ndog\tNUON\n",
+     "the word 'dog' has the tag 'NUON', which is not one of the tags you listed (DET, NOUN)"),
+    ("multiple_choice", "empty.csv", b"", "empty.csv is empty; upload a file with examples in it."),
+    ("multiple_choice", "latin1.csv", "context,choice0,choice1,label\ncaf\u00e9,a,b,0\n".encode("latin-1"),
+     "latin1.csv is not UTF-8 text"),
+    ("multiple_choice", "big.csv", None, "big.csv is 10.0 MB; the limit is 10 MB"),
+    ("multiple_choice", "columns.csv", b"context,choice0,choice2,label\nIt rained,a,b,0\n",
+     "columns.csv, line 1: the header must name context, choice0 .. choiceN-1"),
+    ("multiple_choice", "word.csv", b"context,choice0,choice1,label\nIt rained,we got wet,we got dry,two\n",
+     "word.csv, line 2: label is 'two'; it must be the index of the right choice, 0 to 1"),
+    ("multiple_choice", "range.csv", b"context,choice0,choice1,label\nIt rained,we got wet,we got dry,5\n",
+     "range.csv, line 2: label 5 is out of range: there are 2 choices, so it must be 0 to 1"),
+    ("multiple_choice", "blank.csv", b"context,choice0,choice1,label\nIt rained,,we got dry,0\n",
+     "blank.csv, line 2: choice0 is empty; every choice needs a text"),
+    ("qa", "empty.json", b"", "empty.json is empty; upload a file with examples in it."),
+    ("qa", "big.json", None, "big.json is 10.0 MB; the limit is 10 MB"),
+]
+HOSTILE_CASES = [("classification", *h) for h in HOSTILE] + TASK_HOSTILE
+LABELS = {"classification": "positive, negative", "unknown.tsv": "DET, NOUN"}     # the labels box, by task or file
 
 
-@pytest.mark.parametrize("name, content, message", HOSTILE, ids=[h[0] for h in HOSTILE])
-def test_hostile_uploads_are_refused_with_one_clear_sentence(services: Services, tmp_path: Path, name: str,
+@pytest.mark.parametrize("task, name, content, message", HOSTILE_CASES, ids=[f"{h[0]}-{h[1]}" for h in HOSTILE_CASES])
+def test_hostile_uploads_are_refused_with_one_clear_sentence(services: Services, tmp_path: Path, task: str, name: str,
                                                              content: bytes | None, message: str) -> None:
     path = tmp_path / name
-    path.write_bytes(content if content is not None else b"text,label\n" + b"a" * MAX_UPLOAD_BYTES)
+    path.write_bytes(content if content is not None else b"a\tB\n" * (MAX_UPLOAD_BYTES // 4 + 1))
     uploads = services.get_worker().runs_root / "uploads"
     before = set(uploads.iterdir()) if uploads.is_dir() else set()
     with pytest.raises(gr.Error) as caught:
-        friendly_errors(make_job)(services, *form(data_source="upload", data_file=str(path),
-                                                  labels="positive, negative"))
+        friendly_errors(make_job)(services, *form(task=task, data_source="upload", data_file=str(path),
+                                                  labels=LABELS.get(task, LABELS.get(name, ""))))
     assert message in caught.value.message and str(tmp_path) not in caught.value.message
     assert (set(uploads.iterdir()) if uploads.is_dir() else set()) == before      # nothing kept
 
