@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel, save
+from engine.model.heads import BertWithHeads
 from explorer.model_registry import ModelRegistry, checkpoint_key, describe, inference_device
 from probing_helpers import RUN, STEPS, tiny_model, write_run
+from tests.conftest import tiny_config
 
 
 @pytest.fixture
@@ -226,3 +228,16 @@ def test_a_key_names_the_folder_a_training_job_starts_from(tmp_path: Path, runs:
         registry.folder("hub:google/bert_uncased_L-2_H-128_A-2")
     with pytest.raises(FileNotFoundError, match="bundled default model is missing"):
         ModelRegistry(default_dir=tmp_path / "absent").folder("default")
+
+
+def test_describe_says_where_to_try_fine_tuned_heads_and_names_their_labels(tiny_tokenizer) -> None:
+    tags = {i: tag for i, tag in enumerate("ADJ ADP ADV DET NOUN PRON PUNCT VERB".split())}
+    torch.manual_seed(0)
+    tagger = BertWithHeads(tiny_config(id2label=tags), heads=("mlm", "token_classifier"))
+    text = describe(LoadedModel(tagger, tiny_tokenizer, tagger.config, "pos tagger"))
+    assert "token classification (Heads › Tag words; 8 labels: ADJ, ADP, ADV, DET, NOUN, PRON, …)" in text
+    assert "Fine-tune" not in text
+    chooser = tiny_model(1, heads=("multiple_choice",))
+    assert "multiple choice (Heads › Choose)" in describe(LoadedModel(chooser, tiny_tokenizer, chooser.config, "mc"))
+    plain = tiny_model(1, heads=("mlm", "nsp"))
+    assert "add one in the **Fine-tune** tab" in describe(LoadedModel(plain, tiny_tokenizer, plain.config, "base"))
