@@ -1,7 +1,8 @@
 """Issue 13's path in a real browser: the Heads tab's Next sentence answers on the default model; the
-Fine-tune tab fine-tunes the default model for sentence classification from the bundled example, the
-run finishes, its checkpoint is picked in the model picker and the Heads tab classifies a sentence of
-our own with it. Screenshots go to ``test-artifacts/``."""
+Fine-tune tab fine-tunes the default model from a bundled example for sentence classification, for
+part-of-speech tagging and for multiple choice; each run finishes with its curves drawn, its checkpoint
+is picked in the model picker and the Heads tab tries it on input of our own (Classify, Tag words,
+Choose). Screenshots go to ``test-artifacts/``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -45,19 +46,34 @@ def test_next_sentence_answers_on_the_default_model(page: Page) -> None:
     page.screenshot(path=str(ARTIFACTS / "heads-next-sentence.png"), full_page=True)
 
 
-def test_fine_tune_classification_then_classify_with_the_result(page: Page) -> None:
+def fine_tune(page: Page, task_label: str | None, screenshot: str) -> None:
+    """Start the task (None: the first one) on its first bundled example with the form's defaults and wait
+    for the run to finish with its loss and metric curves drawn."""
     tab = open_tab(page, "Fine-tune")
-    tab.get_by_role("button", name="Start", exact=True).click()          # the first task and its bundled example
+    if task_label is not None:
+        tab.get_by_label("Task", exact=True).click()
+        page.get_by_role("option", name=task_label, exact=True).click()
+    tab.get_by_role("button", name="Start", exact=True).click()
     status = tab.locator(".train-status").first
+    expect(status.locator("strong").first).to_have_text("running", timeout=60_000)
     expect(status.locator("strong").first).to_have_text("finished", timeout=300_000)
     expect(tab.locator(f"{PLOT} .scatterlayer .trace").first).to_be_attached()
-    page.screenshot(path=str(ARTIFACTS / "finetune.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
+
+
+def pick_run(page: Page, task: str, head_title: str) -> None:
+    """Choose the newest checkpoint of the ``finetune-<task>`` run in the model picker."""
     picker = page.get_by_label("Model (used by every probing tab)")
     picker.click()
-    option = page.get_by_role("option").filter(has_text="finetune-classification")
+    option = page.get_by_role("option").filter(has_text=f"finetune-{task}")
     expect(option.first).to_be_visible(timeout=30_000)
     option.first.click()
-    expect(page.locator(".model-info").last).to_contain_text("sequence classification")
+    expect(page.locator(".model-info").last).to_contain_text(head_title)
+
+
+def test_fine_tune_classification_then_classify_with_the_result(page: Page) -> None:
+    fine_tune(page, None, "finetune.png")                               # the first task and its bundled example
+    pick_run(page, "classification", "sequence classification")
     heads = open_tab(page, "Heads")
     section = inner_tab(heads, "Classify")
     section.get_by_label("Text", exact=True).fill("What a wonderful, happy day.")
@@ -66,3 +82,34 @@ def test_fine_tune_classification_then_classify_with_the_result(page: Page) -> N
     expect(section.locator(".token-summary").last).to_contain_text("positive")
     no_error_toast(page)
     page.screenshot(path=str(ARTIFACTS / "heads-classify.png"), full_page=True)
+
+
+def test_fine_tune_part_of_speech_tagging_then_tag_a_sentence_of_our_own(page: Page) -> None:
+    fine_tune(page, "Tag words (part of speech, entities)", "finetune-pos.png")
+    pick_run(page, "token_classification", "Heads › Tag words")
+    heads = open_tab(page, "Heads")
+    section = inner_tab(heads, "Tag words")
+    section.get_by_label("Text", exact=True).fill("The old man walked his dog in the park.")
+    section.get_by_role("button", name="Tag", exact=True).click()
+    summary = section.locator(".token-summary").last
+    expect(summary).to_contain_text("words")
+    tagged = section.locator(".tagged-words .tw-body").last     # the words, not the legend
+    expect(tagged).to_contain_text("NOUN")                # part-of-speech tags from the bundled UD sample
+    expect(tagged).to_contain_text("DET")
+    no_error_toast(page)
+    page.screenshot(path=str(ARTIFACTS / "heads-tag.png"), full_page=True)
+
+
+def test_fine_tune_multiple_choice_then_choose_between_endings_of_our_own(page: Page) -> None:
+    fine_tune(page, "Choose the right ending", "finetune-choice.png")
+    pick_run(page, "multiple_choice", "Heads › Choose")
+    heads = open_tab(page, "Heads")
+    section = inner_tab(heads, "Choose")
+    section.get_by_label("Context", exact=True).fill("He forgot his umbrella at home.")
+    section.get_by_label("Choices (2 to 5, one per line)", exact=True).fill(
+        "He got wet in the rain.\nThe moon is made of cheese.\nShe sold the piano.")
+    section.get_by_role("button", name="Choose", exact=True).click()
+    expect(section.locator(f"{PLOT} .barlayer").first).to_be_attached()
+    expect(section.locator(".token-summary").last).to_contain_text("over 3 choices")
+    no_error_toast(page)
+    page.screenshot(path=str(ARTIFACTS / "heads-choose.png"), full_page=True)
