@@ -34,6 +34,7 @@ def build_app(services: Services | None = None) -> gr.Blocks:
     """Build the whole app (no launch). Loads the bundled tokenizer if ``services`` is None."""
     from explorer import model_picker
     from explorer.attention import tab as attention_tab
+    from explorer.compare import tab as compare_tab
     from explorer.embeddings import tab as embeddings_tab
     from explorer.fill_mask import tab as fill_mask_tab
     from explorer.qa import tab as qa_tab
@@ -60,6 +61,8 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 heads_tab.build(services, picker)
             with gr.Tab("QA", id="qa"):
                 qa_tab.build(services, picker)
+            with gr.Tab("Compare", id="compare"):  # two models side by side on one input
+                compare_tab.build(services, picker)
             with gr.Tab("Training", id="training"):
                 training_tab.build(services)
             with gr.Tab("Fine-tune", id="finetune"):

@@ -102,6 +102,12 @@ def fill_mask_details(loaded: LoadedModel, text: str, top_k: int = 5, targets: s
     return _run(loaded, text, top_k, targets, text_pair)[0]
 
 
+def fill_mask_with_probabilities(loaded: LoadedModel, text: str, top_k: int = 5, text_pair: str | None = None,
+                                 ) -> tuple[FillMaskResult, torch.Tensor]:
+    """:func:`fill_mask_details` and the full probabilities at the masks, (M, V) on the CPU, in text order."""
+    return _run(loaded, text, top_k, None, text_pair)
+
+
 def fill_mask_over_checkpoints(sources: Sequence[str | Path | LoadedModel], text: str, top_k: int = 5,
                                targets: str | Sequence[str] | None = None,
                                text_pair: str | None = None) -> list[tuple[str, FillMaskResult]]:

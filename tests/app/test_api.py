@@ -28,8 +28,11 @@ REQUIRED = {
     "/attention_over_training": ["text"], "/fill_mask": ["text"], "/fill_mask_over_training": ["text"],
     "/answer": ["question", "context"], "/train_start": [], "/train_pause": [], "/train_resume": [], "/train_continue": [],
     "/train_stop": [], "/train_save": [], "/train_status": [], "/finetune_start": [], "/finetune_status": [],
+    "/compare": ["text"], "/compare_over_run": ["text"],
 }
-NO_MODEL = ("/load_model", "/finetune_status")     # endpoints that take no model (besides /train_*)
+NO_MODEL = ("/load_model", "/finetune_status",      # endpoints that take no model (besides /train_*)
+            "/compare_over_run")                    # (a run: two of its checkpoints)
+TWO_MODELS = ("/compare",)                          # model A and model B
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +67,9 @@ def test_the_model_parameter_has_one_name(endpoints):
     for name, parameters in endpoints.items():
         names = [p["parameter_name"] for p in parameters]
         assert "model" not in names, name
-        if name not in NO_MODEL and not name.startswith("/train_"):
+        if name in TWO_MODELS:
+            assert names[:2] == ["model_a", "model_b"], name
+        elif name not in NO_MODEL and not name.startswith("/train_"):
             assert names[0] == "model_key", name
 
 

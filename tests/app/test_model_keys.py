@@ -105,6 +105,8 @@ def test_every_listed_key_works_in_every_endpoint_from_a_fresh_client(app_parts,
                 continue
             result = fresh.predict(model_key=key, api_name=endpoint, **inputs)
             assert result is not None, (key, endpoint)
+        summary = fresh.predict(model_a=key, model_b=key, text=TEXT, api_name="/compare")[0]    # two models
+        assert "the same at every layer" in summary, key
 
 
 def test_an_unknown_key_is_refused_with_the_keys_available_now(app_parts) -> None:

@@ -1,0 +1,1 @@
+"""The Compare tab: two models side by side on one input."""

@@ -1,0 +1,205 @@
+"""The Compare tab: two models on one input, side by side (``engine.probes.compare``).
+
+Pick model A and model B (any two keys the picker offers: checkpoints of a run, the default model and
+a fine-tuned copy, a loaded folder), type a text, and see how alike their layers are (linear CKA per
+layer, every layer pair as a heatmap), one attention head in both with the difference, and, with a
+``[MASK]``, both models' fillers with the change. *Step through a run* compares a run's checkpoint at
+the slider with the run's last checkpoint: slide to watch a representation settle during training.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+import pandas as pd
+
+from engine.probes.compare import ModelComparison, compare_models
+from explorer import run_picker
+from explorer.compare import plots
+from explorer.formatting import percent, sig
+from explorer.model_picker import ModelPicker, dropdown_choices
+from explorer.services import Services
+from explorer.ui_errors import clear_on_failure, friendly_errors, require_text, wire_run
+
+API_NAME = "compare"
+EXAMPLES = [["The capital of France is [MASK].", 0, 0], ["The cat sat on the [MASK] and purred.", 2, 3],
+            ["She went to the bank to deposit her money.", 5, 1]]
+FILLER_COLUMNS = ["mask", "filler", "P(A)", "P(B)", "change", "rank in A", "rank in B"]
+INTRO = ("Put **two models side by side** on one input: two checkpoints of your run, the default model and "
+         "its fine-tuned copy, a model you loaded. **Linear CKA** says how alike their representations of "
+         "this input are at each layer (1 = the same up to rotation and scale); the attention of one head is "
+         "drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the change. "
+         "The two models must share a tokenizer.")
+
+
+def model_choices(services: Services) -> list[tuple[str, str]]:
+    return dropdown_choices(services.registry().choices())
+
+
+def filler_table(comparison: ModelComparison) -> pd.DataFrame:
+    """One row per filler of each mask: both probabilities, the change and both ranks."""
+    rows = [[m.index + 1, f.token, percent(f.prob_a), percent(f.prob_b),
+             ("+" if f.change >= 0 else "−") + percent(abs(f.change)), f.rank_a, f.rank_b]
+            for m in comparison.masks for f in m.fillers]
+    return pd.DataFrame(rows, columns=FILLER_COLUMNS)
+
+
+def summary_markdown(comparison: ModelComparison, layer: int, head: int) -> str:
+    """Which models, how many tokens, where the layers differ most, and each mask's top filler in both."""
+    lines = [f"**A** `{comparison.source_a}` · **B** `{comparison.source_b}` · {len(comparison.tokens)} tokens"]
+    diagonal = comparison.same_depth_cka
+    if diagonal is not None:
+        names = plots.layer_names(len(diagonal))
+        low = int(diagonal.argmin())
+        if float(diagonal.min()) > 1 - 1e-6:
+            lines.append("Representations: the same at every layer (linear CKA 1): the two models agree on this input.")
+        else:
+            lines.append(f"Representations: linear CKA {sig(float(diagonal[0]))} at the embeddings, "
+                         f"{sig(float(diagonal[-1]))} at the last layer; least alike at **{names[low]}** "
+                         f"({sig(float(diagonal[low]))}).")
+    else:
+        lines.append("The models have different depths: see every layer pair in the CKA heatmap.")
+    for mask in comparison.masks:
+        best_a = max(mask.fillers, key=lambda f: f.prob_a)
+        best_b = max(mask.fillers, key=lambda f: f.prob_b)
+        lines.append(f"Mask {mask.index + 1}: A's top filler **{best_a.token}** ({percent(best_a.prob_a)}), "
+                     f"B's **{best_b.token}** ({percent(best_b.prob_b)}).")
+    lines.append(f"Attention: layer {layer}, head {head}.")
+    return "  \n".join(lines)
+
+
+def predict(services: Services, key_a: str | None, key_b: str | None, text: str | None, layer: Any,
+            head: Any, top_k: Any = 5) -> tuple[Any, ...]:
+    """Compare and build the outputs: summary, filler table, similarity line, CKA heatmap, attention pair."""
+    require_text(text, empty_message="Type a sentence to compare the two models on, e.g. "
+                                     "'The capital of France is [MASK].'")
+    if not key_a or not key_b:
+        raise gr.Error("Choose two models: model A and model B.", print_exception=False)
+    try:
+        layer, head, top_k = int(layer), int(head), int(top_k)
+    except (TypeError, ValueError):
+        raise gr.Error("Layer, head and top k must be whole numbers.", print_exception=False) from None
+    if not 1 <= top_k <= 50:
+        raise gr.Error(f"top k must be 1 to 50, got {top_k}.", print_exception=False)
+    with services.probing():
+        comparison = compare_models(services.model(key_a), services.model(key_b), text, top_k=top_k)
+    map_a, map_b, difference = comparison.attention_maps(layer, head)     # ValueError names the valid range
+    label_a, label_b = "A", "B"
+    line = (plots.similarity_figure(comparison.same_depth_cka, comparison.cosine, label_a, label_b)
+            if comparison.same_depth_cka is not None else plots.cka_heatmap(comparison.cka, label_a, label_b))
+    return (summary_markdown(comparison, layer, head), filler_table(comparison), line,
+            plots.cka_heatmap(comparison.cka, label_a, label_b),
+            plots.attention_pair_figure(map_a, map_b, difference, comparison.tokens, layer, head, label_a, label_b))
+
+
+def scrub(services: Services, run: str | None, index: Any, text: str | None, layer: Any, head: Any,
+          top_k: Any = 5) -> tuple[Any, ...]:
+    """A = the run's checkpoint at ``index`` (0 = oldest), B = its last checkpoint; the comparison's outputs
+    after the two keys and a note naming the steps."""
+    checkpoints = services.registry().run_checkpoints(None, run or None)
+    if not checkpoints:
+        raise gr.Error("There are no checkpoints yet: start a run in the Training tab.", print_exception=False)
+    try:
+        index = int(index)
+    except (TypeError, ValueError):
+        raise gr.Error("The checkpoint position must be a whole number.", print_exception=False) from None
+    index = min(max(index, 0), len(checkpoints) - 1)
+    key_a, key_b = checkpoints[index].key, checkpoints[-1].key
+    outputs = predict(services, key_a, key_b, text, layer, head, top_k)
+    note = (f"Checkpoint {index + 1} of {len(checkpoints)} (**A**: {checkpoints[index].label}) against the run's "
+            f"last (**B**: {checkpoints[-1].label}).")
+    return (key_a, key_b, note, *outputs)
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Compare tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    choices = model_choices(services)
+    keys = [key for _, key in choices]
+    first_b = next((k for k in keys if k.startswith("checkpoint:")), keys[0] if keys else None)
+    with gr.Row():
+        model_a = gr.Dropdown(choices, value="default" if "default" in keys else first_b, label="Model A",
+                              allow_custom_value=True, interactive=True)
+        model_b = gr.Dropdown(choices, value=first_b, label="Model B", allow_custom_value=True, interactive=True)
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text", lines=2, placeholder="The capital of France is [MASK].")
+        with gr.Column(scale=1, min_width=220):
+            with gr.Row():
+                layer = gr.Number(0, label="Layer", precision=0, minimum=0)
+                head = gr.Number(0, label="Head", precision=0, minimum=0)
+                top_k = gr.Number(5, label="Top k", precision=0, minimum=1, maximum=50)
+            button = gr.Button("Compare", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[text, layer, head], label="Examples", cache_examples=False,
+                           api_name=f"{API_NAME}_example", api_visibility="private")
+    with gr.Accordion("Step through a run: a checkpoint against the run's last", open=False):
+        with gr.Row():
+            run = run_picker.build(services)
+            count = len(services.registry().run_checkpoints())
+            position = gr.Slider(0, max(1, count - 1), value=0, step=1, label="Checkpoint (0 = the oldest)")
+        run_note = gr.Markdown()
+    summary = gr.Markdown(elem_classes=["token-summary"])
+    similarity = gr.Plot(label="How alike the layers are")
+    attention = gr.Plot(label="One head in both models")
+    fillers = gr.Dataframe(headers=FILLER_COLUMNS, label="Fill-mask in both models", interactive=False)
+    with gr.Accordion("Every layer pair (linear CKA)", open=False):
+        heatmap = gr.Plot(label="Linear CKA, layer by layer")
+
+    for box in (model_a, model_b):
+        box.focus(lambda current: gr.update(choices=model_choices(services), value=current), inputs=[box],
+                  outputs=[box], api_visibility="private", show_progress="hidden", queue=False)
+
+    @friendly_errors
+    def run_compare(model_a: str, model_b: str, text: str, layer: float, head: float, top_k: float = 5) -> tuple[Any, ...]:
+        """Compare two models on one input.
+
+        Args:
+            model_a: a model key (e.g. "default", "checkpoint:<run>/step-000100").
+            model_b: another model key; both must share a tokenizer.
+            text: the input; with [MASK] the fill-mask predictions are compared too.
+            layer: the attention layer to draw (0-based).
+            head: the attention head to draw (0-based).
+            top_k: fillers listed per model and mask (1 to 50).
+        Returns:
+            a summary, the fillers of both models (mask, filler, P(A), P(B), change, ranks), linear CKA (and mean
+            cosine) per layer, linear CKA of every layer pair, and the head's attention in A, in B and B - A.
+        """
+        return predict(services, model_a, model_b, text, layer, head, top_k)
+
+    run_compare.__name__ = API_NAME
+    outputs = [summary, fillers, similarity, heatmap, attention]
+    event = dict(fn=run_compare, inputs=[model_a, model_b, text, layer, head, top_k], outputs=outputs,
+                 show_progress="minimal")
+    wire_run(API_NAME, button, text, examples, **event)
+
+    @friendly_errors
+    def compare_over_run(run: str, position: float, text: str, layer: float, head: float,
+                         top_k: float = 5) -> tuple[Any, ...]:
+        """Compare a run's checkpoint with the run's last checkpoint.
+
+        Args:
+            run: the run's name ("" = the newest run).
+            position: which checkpoint, 0 = the oldest.
+            text: the input.
+            layer: the attention layer to draw (0-based).
+            head: the attention head to draw (0-based).
+            top_k: fillers listed per model and mask.
+        Returns:
+            model A's and model B's keys, a note naming both checkpoints, then the outputs of /compare.
+        """
+        return scrub(services, run, position, text, layer, head, top_k)
+
+    scrub_outputs = [model_a, model_b, run_note, *outputs]
+    clear_on_failure(position.release(compare_over_run, inputs=[run, position, text, layer, head, top_k],
+                                      outputs=scrub_outputs, api_name="compare_over_run", show_progress="minimal"),
+                     outputs)
+
+    def slider_range(run: str | None) -> Any:
+        count = len(services.registry().run_checkpoints(None, run or None))
+        return gr.update(maximum=max(1, count - 1), value=max(0, count - 1))
+
+    run.change(friendly_errors(slider_range), inputs=[run], outputs=[position], api_visibility="private",
+               show_progress="hidden")
+    return {"model_a": model_a, "model_b": model_b, "text": text, "layer": layer, "head": head, "top_k": top_k,
+            "button": button, "summary": summary, "fillers": fillers, "similarity": similarity, "heatmap": heatmap,
+            "attention": attention, "run": run, "position": position, "run_note": run_note}

@@ -1,0 +1,35 @@
+"""Compare tab figures (explorer/compare/plots.py): pure builders, checked on their data without a browser."""
+from __future__ import annotations
+
+import numpy as np
+
+from explorer.compare import plots
+
+
+def test_similarity_line_has_a_point_per_layer_and_the_cosine_when_given() -> None:
+    fig = plots.similarity_figure([1.0, 0.9, 0.5], [1.0, 0.8, 0.2], "A", "B")
+    cka, cosine = fig.data
+    assert list(cka.x) == ["embeddings", "layer 1", "layer 2"] and list(cka.y) == [1.0, 0.9, 0.5]
+    assert cosine.name == "mean token cosine" and list(cosine.y) == [1.0, 0.8, 0.2]
+    assert len(plots.similarity_figure([1.0, 0.5], None, "A", "B").data) == 1
+    assert not plots.similarity_figure([], None, "A", "B").data                  # empty: a message, no trace
+
+
+def test_cka_heatmap_rows_are_a_and_columns_b() -> None:
+    cka = np.array([[1.0, 0.5, 0.2], [0.4, 0.9, 0.3]])
+    [trace] = plots.cka_heatmap(cka, "A", "B").data
+    assert list(trace.y) == ["embeddings", "layer 1"] and list(trace.x) == ["embeddings", "layer 1", "layer 2"]
+    np.testing.assert_allclose(np.asarray(trace.z), cka)
+
+
+def test_attention_pair_shows_both_maps_and_a_centred_difference() -> None:
+    a = np.array([[1.0, 0.0], [0.5, 0.5]])
+    b = np.array([[0.25, 0.75], [0.5, 0.5]])
+    fig = plots.attention_pair_figure(a, b, b - a, ["[CLS]", "hi"], 1, 2, "A", "B")
+    first, second, difference = fig.data
+    np.testing.assert_allclose(np.asarray(first.z), a)
+    np.testing.assert_allclose(np.asarray(second.z), b)
+    assert difference.zmid == 0.0 and difference.zmin == -0.75 and difference.zmax == 0.75
+    assert (first.xaxis, second.xaxis, difference.xaxis) == ("x", "x2", "x3")
+    assert [a.text for a in fig.layout.annotations] == ["A: A", "B: B", "B − A"]
+    assert "Layer 1, head 2" in fig.layout.title.text
