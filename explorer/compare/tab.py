@@ -54,7 +54,7 @@ def summary_markdown(comparison: ModelComparison, layer: int, head: int) -> str:
         if float(diagonal.min()) > 1 - 1e-6:
             lines.append("Representations: the same at every layer (linear CKA 1): the two models agree on this input.")
         else:
-            lines.append(f"Representations: linear CKA {sig(float(diagonal[0]))} at the embeddings, "
+            lines.append(f"Representations of this input: linear CKA {sig(float(diagonal[0]))} at the embeddings, "
                          f"{sig(float(diagonal[-1]))} at the last layer; least alike at **{names[low]}** "
                          f"({sig(float(diagonal[low]))}).")
     else:
