@@ -11,6 +11,7 @@ from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
+from explorer.embeddings import corpus_neighbours
 from explorer.embeddings import plots as eplots
 from explorer.model_picker import ModelPicker
 from explorer import run_picker
@@ -261,6 +262,8 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         over_message = gr.Markdown()
         over_plot = gr.Plot(label="Position similarity per checkpoint")
 
+    corpus = corpus_neighbours.build_ui(services, picker)
+
     @friendly_errors
     def run(model_key: str, text: str, text_pair: str, layer: float, component: str, token: str) -> tuple[Any, ...]:
         """Decompose a text's input embeddings on the picked model.
@@ -333,4 +336,4 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             "summary": summary, "norms": norms, "heatmap": heatmap, "position_similarity": position_sim,
             "position_pca": position_pca, "contextual_pca": contextual_pca, "segment_difference": segment_diff,
             "table": table, "state": state, "positions": positions, "over_button": over_button,
-            "over_message": over_message, "over_plot": over_plot}
+            "over_message": over_message, "over_plot": over_plot, "corpus": corpus}

@@ -1,0 +1,236 @@
+"""Embeddings tab, *Nearest contextual neighbours in a corpus* (exBERT's idea; ``engine.probes.neighbours``).
+
+Build an index of a corpus at one layer (the built-in Shakespeare, or your own text; with a progress bar,
+the training run pausing meanwhile like for any probe), then pick a token of a sentence of your own and
+see the corpus tokens the model represents most alike, each in its sentence. Indexes are kept per model
+and layer (the newest ``MAX_INDEXES``), for every session: ``/neighbours`` searches the one that
+``/neighbours_index`` built.
+"""
+from __future__ import annotations
+
+import html
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+import gradio as gr
+
+from engine.probes.neighbours import MAX_SENTENCES, ContextIndex, NeighbourResult, build_index, nearest
+from engine.text.corpus import builtin_corpus, split_sentences
+from explorer.formatting import sig
+from explorer.model_picker import ModelPicker
+from explorer.services import Services
+from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
+
+SOURCES = [("Shakespeare's plays (built in)", "shakespeare"), ("My own text (below)", "text")]
+DEFAULT_SENTENCES = 500
+CONTEXT_CHARS = 80            # characters shown each side of a neighbour
+MAX_INDEXES = 4
+QUERY_EXAMPLES = ["We sat on the grassy bank of the river.", "I took my money to the bank."]   # "bank", two senses
+EXAMPLE_WORD = "bank"
+INTRO = ("**Nearest contextual neighbours** (exBERT's idea): the model's vector of one token *in its sentence* "
+         "is compared with the vectors of every token of a corpus at the same layer. Build an index of a corpus "
+         "once (a few thousand sentences take a minute on 2 cores), then choose a token: its neighbours come with "
+         "their sentences, so you can see which *sense* of a word the model has in mind (\"bank\" of a river or "
+         "of money).")
+
+
+class IndexShelf:
+    """The newest ``MAX_INDEXES`` indexes, by (model, layer); shared by every session, thread-safe."""
+
+    def __init__(self) -> None:
+        self._indexes: OrderedDict[tuple[str, int], ContextIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def put(self, index: ContextIndex) -> None:
+        with self._lock:
+            self._indexes[(index.source, index.layer)] = index
+            self._indexes.move_to_end((index.source, index.layer))
+            while len(self._indexes) > MAX_INDEXES:
+                self._indexes.popitem(last=False)
+
+    def get(self, source: str, layer: int) -> ContextIndex | None:
+        with self._lock:
+            return self._indexes.get((source, layer))
+
+
+def corpus_sentences(source: str, text: str | None, limit: int) -> list[str]:
+    """The first ``limit`` sentences of the chosen corpus."""
+    if source == "shakespeare":
+        sentences: list[str] = []
+        for document in builtin_corpus("shakespeare"):
+            sentences.extend(document)
+            if len(sentences) >= limit:
+                break
+    elif source == "text":
+        require_text(text, "corpus text", empty_message="Paste the text to index (a few sentences at least), "
+                                                        "or choose the built-in corpus.")
+        sentences = split_sentences(text or "")
+    else:
+        raise gr.Error(f"Unknown corpus {source!r}: choose {' or '.join(v for _, v in SOURCES)}.",
+                       print_exception=False)
+    return sentences[:limit]
+
+
+def as_int(value: Any, name: str, low: int, high: int) -> int:
+    """``value`` as a whole number in [low, high], or ``gr.Error`` naming the range."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise gr.Error(f"{name} must be a whole number, got {value!r}.", print_exception=False) from None
+    if number != value and float(value) != number or not low <= number <= high:
+        raise gr.Error(f"{name} must be {low} to {high}, got {value!r}.", print_exception=False)
+    return number
+
+
+def token_choices(services: Services, model_key: str | None, text: str | None) -> list[tuple[str, int]]:
+    """("position: piece", position) for every piece of ``text`` as the model reads it."""
+    if not text or not text.strip():
+        return []
+    tokenizer = services.model(model_key).tokenizer
+    if tokenizer is None:
+        return []
+    return [(f"{i}: {piece}", i) for i, piece in enumerate(tokenizer.encode(text).tokens)]
+
+
+def query_examples(services: Services) -> list[list[Any]]:
+    """The examples with the position of "bank" as the bundled tokenizer reads them."""
+    rows = []
+    for sentence in QUERY_EXAMPLES:
+        tokens = services.tokenizer.encode(sentence).tokens
+        rows.append([sentence, tokens.index(EXAMPLE_WORD) if EXAMPLE_WORD in tokens else 1])
+    return rows
+
+
+def build(services: Services, shelf: IndexShelf, model_key: str | None, source: str, text: str | None,
+          layer: Any, sentences: Any, progress: Any = None) -> str:
+    """Build and keep the index; a line saying what it holds."""
+    limit = as_int(sentences, "Sentences", 1, MAX_SENTENCES)
+    chosen = corpus_sentences(source, text, limit)
+    started = time.monotonic()
+    with services.probing():
+        loaded = services.model(model_key)
+
+        def report(done: int, total: int) -> None:
+            if progress is not None:
+                progress(done / total, desc=f"{done:,} of {total:,} sentences")
+        index = build_index(loaded, chosen, as_int(layer, "Layer", 0, loaded.config.num_hidden_layers), report)
+    shelf.put(index)
+    return (f"Index ready: **{len(index.sentences):,} sentences**, {len(index):,} word pieces at **layer "
+            f"{index.layer}** of `{index.source}` (built in {time.monotonic() - started:.1f} s).")
+
+
+def in_context(text: str, start: int, end: int, around: int = CONTEXT_CHARS) -> str:
+    """``text`` with [start, end) marked, cut to ``around`` characters each side (escaped HTML)."""
+    left, right = max(0, start - around), min(len(text), end + around)
+    before = ("…" if left else "") + html.escape(text[left:start])
+    after = html.escape(text[end:right]) + ("…" if right < len(text) else "")
+    return f"{before}<mark>{html.escape(text[start:end])}</mark>{after}"
+
+
+def neighbours_html(result: NeighbourResult) -> str:
+    """Each neighbour's sentence with the neighbour token marked, best first (escaped HTML)."""
+    rows = []
+    for n in result.neighbours:
+        rows.append(f'<li><span class="nb-score">{sig(n.score)}</span> <code>{html.escape(n.token)}</code> · '
+                    f'{in_context(n.text, n.start, n.end)}</li>')
+    query = html.escape(result.token)
+    return (f'<div class="corpus-neighbours"><p>Neighbours of <mark>{query}</mark> (token {result.position}) at layer '
+            f'{result.layer}, by cosine similarity:</p><ol>{"".join(rows)}</ol></div>')
+
+
+def search(services: Services, shelf: IndexShelf, model_key: str | None, text: str | None, position: Any,
+           layer: Any, k: Any) -> str:
+    """The neighbours of the token at ``position`` of ``text``, from the index of this model and layer."""
+    require_text(text, empty_message="Type a sentence, then choose one of its tokens.")
+    check_length(text or "")
+    with services.probing():
+        loaded = services.model(model_key)
+        layer = as_int(layer, "Layer", 0, loaded.config.num_hidden_layers)
+        index = shelf.get(loaded.source, layer)
+        if index is None:
+            raise gr.Error(f"There is no index for this model at layer {layer} yet: build one first "
+                           "(Build the index).", print_exception=False)
+        result = nearest(index, loaded, text or "", as_int(position, "Token position", 0, 10_000),
+                         as_int(k, "Neighbours", 1, 100))
+    return neighbours_html(result)
+
+
+def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """The section's widgets (inside the current layout, an accordion of the Embeddings tab) and events."""
+    shelf = IndexShelf()
+    with gr.Accordion("Nearest contextual neighbours in a corpus", open=False):
+        gr.Markdown(INTRO)
+        with gr.Row():
+            source = gr.Radio(SOURCES, value="shakespeare", label="Corpus")
+            layer = gr.Number(4, label="Layer (0 = embeddings)", precision=0, minimum=0)
+            sentences = gr.Number(DEFAULT_SENTENCES, label=f"Sentences (at most {MAX_SENTENCES:,})", precision=0,
+                                  minimum=1, maximum=MAX_SENTENCES)
+            build_button = gr.Button("Build the index")
+        corpus_text = gr.Textbox("", label="Your text (for 'My own text')", lines=3, placeholder="Paste some paragraphs…")
+        index_status = gr.Markdown()
+        with gr.Row():
+            query = gr.Textbox(label="Sentence", scale=3, placeholder="We sat on the grassy bank of the river.")
+            position = gr.Dropdown([], value=None, label="Token", allow_custom_value=True, interactive=True)
+            k = gr.Number(10, label="Neighbours", precision=0, minimum=1, maximum=100)
+            search_button = gr.Button("Find neighbours", variant="primary")
+        examples = gr.Examples(examples=query_examples(services), inputs=[query, position], label="Examples",
+                               cache_examples=False, api_name="neighbours_example", api_visibility="private")
+        found = gr.HTML()
+
+    @friendly_errors
+    def neighbours_index(model_key: str = "default", corpus: str = "shakespeare", text: str = "", layer: float = 4,
+                         sentences: float = DEFAULT_SENTENCES, progress: gr.Progress = gr.Progress()) -> str:
+        """Index a corpus's contextual vectors at one layer of a model (kept for /neighbours).
+
+        Args:
+            model_key: the model (picker key).
+            corpus: "shakespeare" (built in) or "text" (the text given).
+            text: the corpus text when corpus is "text".
+            layer: 0 (the embeddings' output) to the number of layers.
+            sentences: how many sentences to index (1 to 5,000), from the start of the corpus.
+        Returns:
+            a line saying what the index holds.
+        """
+        return build(services, shelf, model_key, corpus, text, layer, sentences, progress)
+
+    @friendly_errors
+    def neighbours(model_key: str = "default", text: str = "", position: float = 1, layer: float = 4,
+                   k: float = 10) -> str:
+        """The corpus tokens whose contextual vectors are most like one token of a sentence.
+
+        Args:
+            model_key: the model the index was built with.
+            text: the sentence.
+            position: the token's position among the sentence's pieces (0 = [CLS]).
+            layer: the index's layer.
+            k: how many neighbours (1 to 100).
+        Returns:
+            HTML: each neighbour's similarity, token and sentence, best first.
+        """
+        return search(services, shelf, model_key, text, position, layer, k)
+
+    def refresh_tokens(model_key: str, text: str, current: Any) -> Any:
+        try:
+            choices = token_choices(services, model_key, text)
+        except (ValueError, OSError):
+            return gr.skip()
+        positions = [p for _, p in choices]
+        keep = current if current in positions else (positions[1] if len(positions) > 1 else None)
+        return gr.update(choices=choices, value=keep)
+
+    query.change(refresh_tokens, inputs=[picker.dropdown, query, position], outputs=[position],
+                 api_visibility="private", show_progress="hidden", trigger_mode="always_last")
+    clear_on_failure(build_button.click(neighbours_index, inputs=[picker.dropdown, source, corpus_text, layer,
+                                                                  sentences], outputs=[index_status],
+                                        api_name="neighbours_index"), [index_status])
+    event = dict(fn=neighbours, inputs=[picker.dropdown, query, position, layer, k], outputs=[found],
+                 show_progress="minimal")
+    clear_on_failure(search_button.click(api_name="neighbours", **event), [found])
+    clear_on_failure(query.submit(api_name="neighbours_submit", api_visibility="private", **event), [found])
+    clear_on_failure(examples.load_input_event.then(api_name="neighbours_example_run", api_visibility="private",
+                                                    **event), [found])
+    return {"source": source, "layer": layer, "sentences": sentences, "corpus_text": corpus_text,
+            "build_button": build_button, "index_status": index_status, "query": query, "position": position,
+            "k": k, "search_button": search_button, "found": found, "shelf": shelf}

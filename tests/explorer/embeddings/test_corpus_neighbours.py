@@ -1,0 +1,74 @@
+"""Embeddings tab, nearest contextual neighbours in a corpus, served: an index is built from pasted text or the
+built-in corpus and searched through gradio_client; the neighbour is marked in its (escaped) sentence; bad
+input is one sentence; the user events clear their outputs on failure."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import gradio as gr
+import pytest
+from gradio_client import Client
+
+from app_helpers import serve
+from event_helpers import failure_clears
+from explorer.embeddings import corpus_neighbours
+from hostile_helpers import call, expect_error
+from probing_helpers import make_services, small_app
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+CORPUS = "The cat sat on the mat. A dog ran in the house. The <b>bird</b> was red."
+
+
+@pytest.fixture(scope="module")
+def app(tiny_tokenizer) -> tuple[gr.Blocks, dict]:
+    services = make_services(tiny_tokenizer)
+    widgets: dict = {}
+    demo = small_app(services, lambda s, picker: widgets.update(corpus_neighbours.build_ui(s, picker)))
+    return demo, widgets
+
+
+@pytest.fixture(scope="module")
+def client(app) -> Iterator[Client]:
+    with serve(app[0]) as running:
+        yield running
+
+
+def test_build_from_pasted_text_then_find_a_token_in_its_sentence(client) -> None:
+    expect_error(call(client, "default", "the dog ran .", 2, 1, 5, api_name="/neighbours"),
+                 "no index for this model at layer 1 yet: build one first")
+    status = client.predict("default", "text", CORPUS, 1, 100, api_name="/neighbours_index")
+    assert "**3 sentences**" in status and "layer 1" in status
+    found = client.predict("default", "a dog ran in the house .", 2, 1, 3, api_name="/neighbours")
+    assert found.count("<li>") == 3 and "<mark>dog</mark>" in found             # itself first, marked in place
+    assert "<b>" not in found                                                     # corpus text is escaped
+
+
+def test_the_built_in_corpus_gives_the_first_sentences_asked_for(client) -> None:
+    status = client.predict("default", "shakespeare", "", 2, 5, api_name="/neighbours_index")
+    assert "**5 sentences**" in status and "layer 2" in status
+
+
+@pytest.mark.parametrize("api,args,message", [
+    ("/neighbours_index", ("default", "text", "", 1, 10), "Paste the text to index"),
+    ("/neighbours_index", ("default", "web", "x", 1, 10), "is not in the list of choices"),   # Gradio's check
+    ("/neighbours_index", ("default", "text", CORPUS, 7, 10), "Layer must be 0 to 2"),
+    ("/neighbours_index", ("nope", "text", CORPUS, 1, 10), "Models available now"),
+    ("/neighbours", ("default", "", 1, 1, 3), "Type a sentence"),
+    ("/neighbours", ("default", "the cat .", 40, 1, 3), "token position must be 0 to 4"),
+])
+def test_bad_input_is_one_sentence(client, api, args, message) -> None:
+    expect_error(call(client, *args, api_name=api), message)
+
+
+def test_every_user_event_clears_its_outputs_on_failure(app) -> None:
+    demo, widgets = app
+    assert failure_clears(demo, "neighbours_index", [widgets["index_status"]])
+    for api_name in ("neighbours", "neighbours_submit", "neighbours_example_run"):
+        assert failure_clears(demo, api_name, [widgets["found"]]), api_name
+
+
+def test_in_context_marks_the_span_and_cuts_long_sentences() -> None:
+    text = "x" * 200 + " bank " + "y" * 200
+    shown = corpus_neighbours.in_context(text, 201, 205, around=10)
+    assert shown == "…" + "x" * 9 + " <mark>bank</mark> " + "y" * 9 + "…"
+    assert corpus_neighbours.in_context("a <i> b", 2, 5) == "a <mark>&lt;i&gt;</mark> b"
