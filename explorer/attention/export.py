@@ -18,7 +18,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 from PIL import Image
-from plotly.colors import hex_to_rgb
+from plotly.colors import unlabel_rgb
 
 from explorer.attention.plots import COLORSCALE
 
@@ -28,7 +28,7 @@ JSON_DIGITS = 6
 
 
 _STOPS = np.array([s for s, _ in COLORSCALE])
-_COLORS = np.array([hex_to_rgb(c) for _, c in COLORSCALE], dtype=float)  # (K, 3)
+_COLORS = np.array([unlabel_rgb(c) for _, c in COLORSCALE], dtype=float)  # (K, 3)
 
 
 def colors(values: np.ndarray) -> np.ndarray:
