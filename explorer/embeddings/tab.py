@@ -13,7 +13,7 @@ from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
 from explorer.embeddings import plots as eplots
 from explorer.model_picker import ModelPicker
-from explorer import run_picker
+from explorer import gpu, run_picker
 from explorer.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
@@ -262,6 +262,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         over_plot = gr.Plot(label="Position similarity per checkpoint")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str, layer: float, component: str, token: str) -> tuple[Any, ...]:
         """Decompose a text's input embeddings on the picked model.
 
@@ -291,6 +292,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return neighbour_frame(result, parse_token(token, len(result.tokens)))
 
     @friendly_errors
+    @gpu.on_gpu
     def run_over_training(model_key: str, positions: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[str, go.Figure]:
         """Position-embedding similarity at up to six checkpoints of a training run.
