@@ -42,9 +42,9 @@ def _spaces_gpu() -> Callable[..., Any]:
     try:
         return importlib.import_module("spaces").GPU
     except (ImportError, AttributeError) as exc:
-        raise RuntimeError("This is a ZeroGPU Space (SPACES_ZERO_GPU=true) but the `spaces` package cannot be "
-                           "imported: Hugging Face installs it on every ZeroGPU Space; add `spaces` to "
-                           "requirements.txt if this environment imitates one.") from exc
+        raise RuntimeError("SPACES_ZERO_GPU=true says this is a ZeroGPU Space, but the `spaces` package cannot be "
+                           "imported (Hugging Face installs it on every ZeroGPU Space): unset SPACES_ZERO_GPU "
+                           "when not on one.") from exc
 
 
 @overload
