@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")   # no analytics even whe
 
 import gradio as gr  # noqa: E402
 
-from explorer import CSS, THEME, build_app, gpu, warmup  # noqa: E402
+from explorer import CSS, THEME, build_app, warmup  # noqa: E402
 from explorer.access import env_flag  # noqa: E402
 from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
@@ -82,11 +82,11 @@ def launch_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def create_app(services: Services | None = None, environ: Mapping[str, str] | None = None) -> gr.Blocks:
     """Build the app with its queue configured (no launch); default services when none given.
-    Where the ``spaces`` package exists, the model-running handlers get ``spaces.GPU``."""
+    On a ZeroGPU Space the model-running handlers are ``spaces.GPU`` functions from their definition
+    (``explorer.gpu.on_gpu``)."""
     demo = build_app(services)
     concurrency, max_size = queue_settings(environ)
     demo.queue(default_concurrency_limit=concurrency, max_size=max_size)
-    gpu.wrap_handlers(demo)
     return demo
 
 

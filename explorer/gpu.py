@@ -1,61 +1,95 @@
-"""Hugging Face ``spaces.GPU`` where the ``spaces`` package exists, a no-op everywhere else.
+"""ZeroGPU where Gradio says the app runs on it; nothing anywhere else.
 
-On a ZeroGPU Space only functions decorated with ``spaces.GPU`` see a GPU, each for one call;
-a background thread cannot hold one, so the training worker stays on the CPU there. This shim
-lets the app decorate its inference handlers without depending on ``spaces``.
+A ZeroGPU Space (Gradio's own test: ``gradio.utils.is_zero_gpu_space()``, i.e. ``SPACES_ZERO_GPU=true``)
+lends a GPU only to functions decorated with ``spaces.GPU``, for one call each, and registers those
+functions when the app launches: a Space that launches with none is stopped. So every event handler that
+runs a model carries :func:`on_gpu` where it is defined (inside its tab's ``build``, before ``launch``):
+
+    @friendly_errors
+    @gpu.on_gpu
+    def run(model_key: str, text: str) -> ...:
+
+The environment is read when the decorator is applied, as ``spaces`` itself does: a Space sets it before
+the process starts, and the app builds its handlers after that. On ZeroGPU the decorator is
+``spaces.GPU`` (applied then and there); everywhere else (a laptop, a CPU Space, a Space with its own
+GPU) it returns the function itself. Either way it marks the function (:func:`is_on_gpu`) and notes its
+name (:func:`registered`), so a test can check that every event that runs a model is covered.
+
+A background thread cannot hold a ZeroGPU, so a training run stays on the CPU there; on any other
+machine it takes ``auto`` (CUDA when torch sees a GPU, a GPU Space's included).
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from gradio.utils import is_zero_gpu_space
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The Blocks events that run a model for a user (the probing tabs); training stays on the CPU.
-INFERENCE_API_NAMES = tuple(f"{name}{suffix}" for name in ("embeddings", "attention", "fill_mask", "answer")
-                            for suffix in ("", "_submit", "_example_run")) + (
-    "embeddings_over_training", "attention_over_training", "ablate_heads", "fill_mask_over_training")
-# the Heads tab's sections
-INFERENCE_API_NAMES += tuple(f"{name}{suffix}" for name in ("next_sentence", "classify", "tag_words", "choose")
-                             for suffix in ("", "_submit", "_example_run"))
+MARK = "__explorer_on_gpu__"        # set on a decorated function (functools.wraps copies it to wrappers)
+_REGISTERED: set[str] = set()       # "<module>.<qualname>" of every function decorated so far
 
 
-def spaces_module() -> Any | None:
-    """The ``spaces`` package if it can be imported, else None (looked up on every call)."""
+def zero_gpu() -> bool:
+    """True on a ZeroGPU Space (``SPACES_ZERO_GPU=true``, as Gradio tells), read on every call."""
+    return is_zero_gpu_space()
+
+
+def _spaces_gpu() -> Callable[..., Any]:
     try:
-        return importlib.import_module("spaces")
-    except ImportError:
-        return None
+        return importlib.import_module("spaces").GPU
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError("SPACES_ZERO_GPU=true says this is a ZeroGPU Space, but the `spaces` package cannot be "
+                           "imported (Hugging Face installs it on every ZeroGPU Space): unset SPACES_ZERO_GPU "
+                           "when not on one.") from exc
 
 
-def gpu(fn: F, duration: int | None = None) -> F:
-    """``spaces.GPU(fn)`` (or ``spaces.GPU(duration=...)(fn)``) when ``spaces`` exists; else ``fn`` itself."""
-    spaces = spaces_module()
-    if spaces is None or not hasattr(spaces, "GPU"):
-        return fn
-    return spaces.GPU(duration=duration)(fn) if duration is not None else spaces.GPU(fn)
+@overload
+def on_gpu(fn: F, *, duration: int | None = None) -> F: ...
+@overload
+def on_gpu(fn: None = None, *, duration: int | None = None) -> Callable[[F], F]: ...
 
 
-def wrap_handlers(demo: Any, api_names: Iterable[str] = INFERENCE_API_NAMES, duration: int | None = None) -> list[str]:
-    """Decorate the handlers of ``demo``'s events named in ``api_names`` with :func:`gpu`.
+def on_gpu(fn: F | None = None, *, duration: int | None = None) -> F | Callable[[F], F]:
+    """Mark ``fn`` as running a model: ``spaces.GPU(fn)`` (``duration`` seconds at most, when given) on a
+    ZeroGPU Space, ``fn`` itself anywhere else. Use as ``@on_gpu`` or ``@on_gpu(duration=120)``."""
 
-    Returns the api names wrapped (empty when ``spaces`` is absent: nothing changes then).
-    Call it after the app is built and before it is launched.
-    """
-    if spaces_module() is None:
-        return []
-    wanted = set(api_names)
-    wrapped = []
-    for block_fn in demo.fns.values():
-        if block_fn.api_name in wanted and block_fn.fn is not None and not getattr(block_fn, "_explorer_gpu", False):
-            block_fn.fn = gpu(block_fn.fn, duration)
-            block_fn._explorer_gpu = True
-            wrapped.append(block_fn.api_name)
-    return wrapped
+    def decorate(f: F) -> F:
+        setattr(f, MARK, True)
+        _REGISTERED.add(f"{f.__module__}.{f.__qualname__}")
+        if not zero_gpu():
+            return f
+        gpu = _spaces_gpu()
+        wrapped = gpu(f) if duration is None else gpu(duration=duration)(f)
+        with contextlib.suppress(AttributeError, TypeError):
+            setattr(wrapped, MARK, True)
+        return wrapped
+
+    return decorate(fn) if fn is not None else decorate
+
+
+def is_on_gpu(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn``, or a function it wraps (``__wrapped__``, as ``functools.wraps`` leaves), went
+    through :func:`on_gpu`."""
+    seen: set[int] = set()
+    current: Any = fn
+    while current is not None and id(current) not in seen:
+        if getattr(current, MARK, False):
+            return True
+        seen.add(id(current))
+        current = getattr(current, "__wrapped__", None)
+    return False
+
+
+def registered() -> frozenset[str]:
+    """``<module>.<qualname>`` of every function :func:`on_gpu` has decorated in this process."""
+    return frozenset(_REGISTERED)
 
 
 def training_device() -> str:
-    """The background training run's device: ``cpu`` where ``spaces`` exists (a thread cannot hold
-    a ZeroGPU), else ``auto`` (CUDA when available)."""
-    return "cpu" if spaces_module() is not None else "auto"
+    """The background training run's device: ``cpu`` on a ZeroGPU Space (a thread cannot hold a ZeroGPU),
+    else ``auto`` (CUDA when torch sees a GPU)."""
+    return "cpu" if zero_gpu() else "auto"

@@ -82,7 +82,8 @@ def build(services: Services) -> ModelPicker:
     seen = gr.State(tuple(c.key for c in choices))
 
     @friendly_errors
-    def load_model(source_text: str, token: str = "", progress: gr.Progress = gr.Progress()) -> tuple[Any, str]:
+    def load_model(source_text: str, token: str = "",
+                   progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[Any, str]:
         """Load a model and select it in the picker.
 
         Args:
@@ -91,16 +92,19 @@ def build(services: Services) -> ModelPicker:
         Returns:
             the picker (now on that model) and a description of the model and its heads.
         """
-        progress(0.1, desc="Loading model…")
+        progress(0.0, desc="Finding the model…")
         try:
             key = registry.resolve(source_text)
             if key.startswith("local:"):
                 services.access.require_admin(token, "load models from local folders")
+            # A hub download reports each file's bytes here: huggingface_hub's tqdm bars, tracked by Gradio.
+            progress(0.1, desc="Downloading from the hub…" if key.startswith("hub:") else "Reading the weights…")
             with services.probing():
-                text = describe(registry.get(key))
+                loaded = registry.get(key)
         except UnknownModelError as exc:
             raise UnknownModelError(registry.unknown_key_message(exc)) from None
-        return gr.update(choices=dropdown_choices(registry.choices()), value=key), text
+        progress(1.0, desc="Loaded")
+        return gr.update(choices=dropdown_choices(registry.choices()), value=key), describe(loaded)
 
     def show_info(key: str | None) -> str:
         return model_info(services, key)
@@ -113,16 +117,20 @@ def build(services: Services) -> ModelPicker:
         return gr.update(choices=dropdown_choices(current)), keys
 
     load_inputs = [source] + ([admin_token] if admin_token is not None else [])
-    # show_progress="hidden": a failed load must not lay Gradio's "Error" badge over the picker and the
-    # description of the model still in use (the message comes as a toast); the Load button says "Loading…".
+    # The progress (its steps and a hub download's per-file bars) shows over the "Load another model" box
+    # (show_progress_on), never over the picker and the description of the model still in use: a failed
+    # event lays Gradio's "Error" badge where its progress was. The failure follow-up lifts that badge off the
+    # box (the message comes as a toast), so the text typed stays in view to be corrected.
     for trigger, name, visibility in ((load_button.click, "load_model", "public"),
                                       (source.submit, "load_model_submit", "private")):
         busy = trigger(lambda: gr.update(value="Loading…", interactive=False), outputs=[load_button], queue=False,
                        api_visibility="private", show_progress="hidden")
-        busy.then(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name=name, api_visibility=visibility,
-                  show_progress="hidden").then(lambda: gr.update(value="Load", interactive=True),
-                                               outputs=[load_button], queue=False, api_visibility="private",
-                                               show_progress="hidden")
+        loading = busy.then(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name=name,
+                            api_visibility=visibility, show_progress="full", show_progress_on=[source])
+        loading.failure(lambda: gr.update(), outputs=[source], queue=False, api_visibility="private",
+                        show_progress="hidden")
+        loading.then(lambda: gr.update(value="Load", interactive=True), outputs=[load_button], queue=False,
+                     api_visibility="private", show_progress="hidden")
     dropdown.change(show_info, inputs=[dropdown], outputs=[info], api_name="model_info", api_visibility="private",
                     show_progress="hidden")
     gr.Timer(REFRESH_S).tick(refresh, inputs=[seen], outputs=[dropdown, seen], api_visibility="private",

@@ -18,11 +18,20 @@ SEGMENT_COLORS: dict[str, str] = {
     "B": "#f28e2b",        # orange: segment B (type id 1)
     "special": "#9aa0a6",  # grey: [CLS] / [SEP] / [PAD]
 }
+# Lines and bars that only need to look different (one per metric, statistic, component): d3's category10,
+# whose mid-tone colours read on a white and on a dark page alike. Colours that carry a meaning (segments
+# above, which assets/style.css repeats; the masking kinds; baseline vs ablated) are named where they are used.
+CATEGORY_COLORS: tuple[str, ...] = tuple(qualitative.D3)
 SEGMENT_NAMES: dict[str, str] = {
     "A": "Segment A (type 0)",
     "B": "Segment B (type 1)",
     "special": "Special token",
 }
+
+
+def category_colors(names: Sequence[str]) -> dict[str, str]:
+    """One ``CATEGORY_COLORS`` colour per name, in order (cycled past ten names)."""
+    return {name: CATEGORY_COLORS[i % len(CATEGORY_COLORS)] for i, name in enumerate(names)}
 
 # Figures and themes. Every figure is drawn on a transparent paper and plot, so it takes the page's
 # colour in light and in dark mode; grid lines are a grey at low opacity, which reads on both.

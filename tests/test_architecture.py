@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("engine", "explorer")
+PACKAGES = ("engine", "explorer", "deploy")
 MAX_LINES = 400
 
 
@@ -21,7 +21,7 @@ def modules(package: str) -> dict[str, Path]:
     return found
 
 
-ALL = {**modules("engine"), **modules("explorer")}
+ALL = {name: path for package in PACKAGES for name, path in modules(package).items()}
 
 
 def imported(name: str, path: Path) -> set[str]:

@@ -12,14 +12,13 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from explorer.attention.plots import COLORSCALE, compact
-from explorer.plots import empty_figure, tick_labels
+from explorer.plots import category_colors, empty_figure, tick_labels
 
 BASELINE_COLOR = "#4f6bed"
 ABLATED_COLOR = "#dc2626"
 SHARE_STATS = ("cls", "sep", "self", "prev", "next")     # in [0, 1]: left panel over training
 SCALE_STATS = ("entropy", "distance")                   # nats / tokens: right panel
-STAT_COLORS = {"cls": "#9aa0a6", "sep": "#f28e2b", "self": "#4f6bed", "prev": "#16a34a", "next": "#7c3aed",
-               "entropy": "#0f766e", "distance": "#b45309"}
+STAT_COLORS = category_colors(SHARE_STATS + SCALE_STATS)
 MAX_SMALL_MULTIPLE_LABELS = 24  # above this many tokens the small multiples drop their tick labels
 
 

@@ -1,39 +1,34 @@
-"""Export one head's attention map as SVG, PNG and JSON, with no browser and no extra package.
+"""Export one head's attention map as SVG, PNG and JSON, with no browser.
 
 Plotly's server-side image export needs ``kaleido`` and a browser, which this app does not
 ship. So the SVG is written here (cells, token labels by position, a colour bar), and the
-PNG is a plain pixel image of the cells (zlib + struct, one square per weight; no text),
+PNG is a plain pixel image of the cells (encoded by Pillow, one square per weight; no text),
 using the same colours as the on-screen heatmap. A PNG *with* labels comes from the camera
 button on the plot itself (Plotly draws it in the browser). Pure functions, no Gradio.
 """
 from __future__ import annotations
 
+import io
 import json
 import math
-import struct
-import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
 
 import numpy as np
+from PIL import Image
+from plotly.colors import unlabel_rgb
 
 from explorer.attention.plots import COLORSCALE
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_PNG_SIDE = 2048     # pixels
 SVG_CELL = 18           # pixels per cell in the SVG
 JSON_DIGITS = 6
 
 
-def _rgb(hex_color: str) -> tuple[int, int, int]:
-    value = hex_color.lstrip("#")
-    return int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16)
-
-
 _STOPS = np.array([s for s, _ in COLORSCALE])
-_COLORS = np.array([_rgb(c) for _, c in COLORSCALE], dtype=float)       # (K, 3)
+_COLORS = np.array([unlabel_rgb(c) for _, c in COLORSCALE], dtype=float)  # (K, 3)
 
 
 def colors(values: np.ndarray) -> np.ndarray:
@@ -54,14 +49,9 @@ def heatmap_png(attn: np.ndarray, cell: int = 12) -> bytes:
         raise ValueError(f"an attention map must be square and non-empty, got shape {attn.shape}")
     cell = max(1, min(int(cell), MAX_PNG_SIDE // attn.shape[0]))
     pixels = np.repeat(np.repeat(colors(attn), cell, axis=0), cell, axis=1)  # (S*cell, S*cell, 3)
-    height, width = pixels.shape[:2]
-    raw = b"".join(b"\x00" + pixels[row].tobytes() for row in range(height))  # filter type 0 per row
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)            # 8-bit RGB, no interlace
-    return PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
 
 
 def heatmap_svg(attn: np.ndarray, tokens: Sequence[str], title: str = "") -> str:

@@ -12,16 +12,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import qualitative
+from plotly.colors import make_colorscale, qualitative, sequential
 
 from explorer.formatting import percent
 from explorer.plots import empty_figure, figure, tick_labels
 
-# White to dark blue (ColorBrewer "Blues"); the SVG/PNG exports use the same stops.
-COLORSCALE: list[tuple[float, str]] = [
-    (0.0, "#f7fbff"), (0.125, "#deebf7"), (0.25, "#c6dbef"), (0.375, "#9ecae1"), (0.5, "#6baed6"),
-    (0.625, "#4292c6"), (0.75, "#2171b5"), (0.875, "#08519c"), (1.0, "#08306b"),
-]
+# White to dark blue (ColorBrewer "Blues", nine evenly spaced stops); the SVG/PNG exports use the same stops.
+COLORSCALE: list[list[float | str]] = make_colorscale(sequential.Blues)
 # One colour per head in the head view: d3's category10 (bertviz's palette), then Dark24 colours that
 # read on white and on a dark page alike (cycled beyond 16 heads).
 HEAD_COLORS: list[str] = list(qualitative.D3) + [qualitative.Dark24[i] for i in (9, 10, 6, 23, 15, 17)]

@@ -17,7 +17,7 @@ from engine.probes.inference import attention
 from explorer.attention import plots as attention_plots
 from explorer.attention.actions import (DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH, effective_length,
                                         export_files, model_shape, over_training, read_inputs, run_ablation)
-from explorer import run_picker
+from explorer import gpu, run_picker
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import clear_on_failure, friendly_errors
@@ -204,6 +204,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         over_lines = gr.Plot(label="The head's statistics over training")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
             heads: list[int], statistic: str) -> tuple[Any, ...]:
         """Attention maps of every head for a text (and optional pair).
@@ -231,6 +232,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return run(*args)
 
     @friendly_errors
+    @gpu.on_gpu
     def ablate(model_key: str, text: str, text_pair: str, heads: str, top_k: float) -> tuple[Any, ...]:
         """Remove attention heads and compare the masked-LM loss, [MASK] fillers and P(IsNext).
 
@@ -246,6 +248,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return run_ablation(services, model_key, text, text_pair, heads, top_k)
 
     @friendly_errors
+    @gpu.on_gpu
     def export(model_key: str, text: str, text_pair: str, layer: float, head: float,
                max_length: float) -> list[str]:
         """The chosen head's attention map as PNG, SVG and JSON files.
@@ -263,6 +266,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return export_files(services, model_key, text, text_pair, layer, head, max_length)
 
     @friendly_errors
+    @gpu.on_gpu
     def run_over_training(model_key: str, text: str, text_pair: str, layer: float, head: float,
                           max_length: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:

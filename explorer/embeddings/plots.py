@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from explorer.formatting import percent, sig
-from explorer.plots import SEGMENT_COLORS, SEGMENT_NAMES, empty_figure, figure, tick_labels
+from explorer.plots import SEGMENT_COLORS, SEGMENT_NAMES, category_colors, empty_figure, figure, tick_labels
 
 COMPONENT_LABELS: dict[str, str] = {
     "word": "word (token)",
@@ -23,9 +23,7 @@ COMPONENT_LABELS: dict[str, str] = {
     "sum": "sum before LayerNorm",
     "output": "after LayerNorm (embedding output)",
 }
-COMPONENT_COLORS: dict[str, str] = {
-    "word": "#4f6bed", "position": "#59a14f", "segment": "#f28e2b", "sum": "#9c755f", "output": "#b07aa1",
-}
+COMPONENT_COLORS: dict[str, str] = category_colors(tuple(COMPONENT_LABELS))
 NEIGHBOUR_COLUMNS = ["position", "token", "rank", "neighbour", "id", "cosine"]
 SIMILARITY_SCALE = "RdBu_r"
 _MAX_POINT_LABELS = 64

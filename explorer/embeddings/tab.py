@@ -14,7 +14,7 @@ from explorer.model_registry import evenly_spaced as spread
 from explorer.embeddings import corpus_neighbours
 from explorer.embeddings import plots as eplots
 from explorer.model_picker import ModelPicker
-from explorer import run_picker
+from explorer import gpu, run_picker
 from explorer.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
@@ -265,6 +265,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     corpus = corpus_neighbours.build_ui(services, picker)
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str, layer: float, component: str, token: str) -> tuple[Any, ...]:
         """Decompose a text's input embeddings on the picked model.
 
@@ -294,6 +295,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return neighbour_frame(result, parse_token(token, len(result.tokens)))
 
     @friendly_errors
+    @gpu.on_gpu
     def run_over_training(model_key: str, positions: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[str, go.Figure]:
         """Position-embedding similarity at up to six checkpoints of a training run.

@@ -15,7 +15,7 @@ from engine.probes.joint_fill import JointFill, joint_fill
 from explorer.formatting import percent, rounded, sig
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import plots as fill_mask_plots
-from explorer import run_picker
+from explorer import gpu, run_picker
 from explorer.model_picker import ModelPicker
 from explorer.run_picker import run_note
 from explorer.services import Services
@@ -285,6 +285,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                                   max_height=360)
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, text: str, top_k: float, targets: str) -> tuple[Any, ...]:
         """Predict the tokens hidden behind every [MASK] in a text.
 
@@ -301,6 +302,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return fill(services, model_key, text, top_k, targets)
 
     @friendly_errors
+    @gpu.on_gpu
     def run_over_training(model_key: str, text: str, top_k: float, targets: str,
                           run: str = run_picker.AUTO) -> tuple[Any, ...]:
         """Probe one masked sentence across the checkpoints of a training run.

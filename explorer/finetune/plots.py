@@ -5,15 +5,16 @@ curves are the Training tab's (``explorer.training.plots.curves_figure``: downsa
 """
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.plots import empty_figure
+from explorer.plots import CATEGORY_COLORS, empty_figure
 from explorer.training.plots import EVAL_COLOR, TRAIN_COLOR, curves_figure
 
-METRIC_COLORS = ("#4f6bed", "#f28e2b", "#16a34a", "#7c3aed")   # one per metric; train solid, held-out dotted
+METRIC_COLORS = CATEGORY_COLORS   # one per metric (cycled); train solid, held-out dotted
 
 
 def loss_figure(records: Sequence[Mapping[str, Any]], eval_loss: str,
@@ -30,7 +31,7 @@ def metric_figure(records: Sequence[Mapping[str, Any]], metrics: Sequence[tuple[
     if not metrics:
         return empty_figure(f"Metrics: {empty_message.lower()}")
     series = []
-    for (key, name), color in zip(metrics, METRIC_COLORS * (len(metrics) // len(METRIC_COLORS) + 1)):
+    for (key, name), color in zip(metrics, itertools.cycle(METRIC_COLORS)):
         series += [("train", key, f"{name} (train)", color, "solid"),
                    ("eval", f"eval_{key}", f"{name} (held-out)", color, "dot")]
     return curves_figure(records, series, "Metrics", "fraction right", empty_message=empty_message,

@@ -7,6 +7,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.choose import ChooseResult, choose
+from explorer import gpu
 from explorer.formatting import percent, rounded
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
@@ -86,6 +87,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         results = gr.JSON(label="multiple-choice output")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, context: str, choices: str) -> tuple[Any, ...]:
         """Pick the choice that best continues a context, with the multiple-choice head.
 

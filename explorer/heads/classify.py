@@ -7,6 +7,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.classify import ClassifyResult, classify_details
+from explorer import gpu
 from explorer.formatting import percent, rounded
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
@@ -76,6 +77,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         results = gr.JSON(label="text-classification output")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str = "") -> tuple[Any, ...]:
         """Classify a text (or a text pair) with the sequence-classification head.
 

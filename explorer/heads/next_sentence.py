@@ -7,6 +7,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.next_sentence import LABELS, NextSentenceResult, next_sentence
+from explorer import gpu
 from explorer.formatting import percent, rounded
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
@@ -79,6 +80,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         results = gr.JSON(label="next-sentence output")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, sentence_a: str, sentence_b: str) -> tuple[Any, ...]:
         """Does sentence B follow sentence A? The next-sentence (NSP) head's answer.
 

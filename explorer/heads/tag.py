@@ -7,6 +7,7 @@ import gradio as gr
 import pandas as pd
 
 from engine.probes.tag import TagResult, tag_details
+from explorer import gpu
 from explorer.formatting import percent, rounded
 from explorer.heads.common import model_with_head
 from explorer.heads.tag_html import color_classes, tagged_html
@@ -89,6 +90,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         results = gr.JSON(label="token-classification output")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, text: str) -> tuple[Any, ...]:
         """Tag every word of a text with the token-classification head.
 

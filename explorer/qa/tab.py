@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 
 from engine.probes import inference
 from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QuestionTooLong
+from explorer import gpu
 from explorer.formatting import percent, rounded
 from explorer.qa import plots as qa_plots
 from explorer.model_picker import ModelPicker
@@ -245,6 +246,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         answers = gr.JSON(label="question-answering output")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, question: str, context: str, top_k: float, max_answer_len: float,
             max_seq_len: float, doc_stride: float, handle_impossible_answer: bool) -> tuple[Any, ...]:
         """Extract the answer to a question from a context with the model's QA head.

@@ -1,13 +1,11 @@
 """Public mode (admin token for training and local folders), queue bounds, and Spaces readiness:
-README front matter, configuration by environment, the spaces.GPU shim and demo warm-up."""
+README front matter, configuration by environment and demo warm-up (the ZeroGPU decorator: tests/explorer/test_gpu.py)."""
 from __future__ import annotations
 
 import zipfile
 
 import os
 import re
-import sys
-import types
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -29,7 +27,7 @@ from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from explorer.model_registry import ModelRegistry  # noqa: E402
 from engine.training.worker import TrainingWorker  # noqa: E402
-from explorer import access, gpu, model_picker, services as services_mod, warmup  # noqa: E402
+from explorer import access, model_picker, services as services_mod, warmup  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
 from explorer.access import AccessPolicy  # noqa: E402
 from explorer.services import Services  # noqa: E402
@@ -250,49 +248,6 @@ def test_readme_documents_every_setting() -> None:
                  "EXPLORER_ADMIN_TOKEN", "GRADIO_SERVER_PORT", "GRADIO_SERVER_NAME", "EXPLORER_CONCURRENCY",
                  "EXPLORER_QUEUE_SIZE", "EXPLORER_MAX_UPLOAD_MB", "EXPLORER_DEMO", "HF_HUB_OFFLINE", "SPACE_ID"):
         assert f"`{name}`" in text, name
-
-
-# --- spaces.GPU shim ------------------------------------------------------------------------
-
-@pytest.fixture
-def fake_spaces(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """A stand-in ``spaces`` package whose GPU decorator records what it wraps."""
-    wrapped: list[Any] = []
-
-    def GPU(fn: Any = None, duration: int | None = None) -> Any:
-        def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
-            wrapped.append((f, duration))
-            return lambda *a, **k: ("on gpu", f(*a, **k))
-        return decorate(fn) if fn is not None else decorate
-
-    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=GPU))
-    return wrapped
-
-
-def _double(x: int) -> int:
-    return 2 * x
-
-
-def test_gpu_shim_without_spaces(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "spaces", None)  # import spaces -> ImportError
-    assert gpu.gpu(_double) is _double
-    assert gpu.training_device() == "auto"
-    demo = gr.Blocks(analytics_enabled=False)
-    assert gpu.wrap_handlers(demo) == []
-
-
-def test_gpu_shim_with_spaces(fake_spaces: list[Any]) -> None:
-    assert gpu.gpu(_double)(4) == ("on gpu", 8)
-    assert gpu.gpu(_double, duration=30)(1) == ("on gpu", 2) and fake_spaces[-1] == (_double, 30)
-    assert gpu.training_device() == "cpu"  # the background worker never holds a ZeroGPU
-    with gr.Blocks(analytics_enabled=False) as demo:
-        box = gr.Textbox()
-        gr.Button("a").click(_double, box, box, api_name="fill_mask")
-        gr.Button("b").click(_double, box, box, api_name="train_start")
-    assert gpu.wrap_handlers(demo) == ["fill_mask"]
-    assert handler(demo, "fill_mask")[0](3) == ("on gpu", 6)
-    assert handler(demo, "train_start")[0] is _double
-    assert gpu.wrap_handlers(demo) == []  # never wrapped twice
 
 
 # --- demo mode ------------------------------------------------------------------------------

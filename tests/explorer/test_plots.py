@@ -10,6 +10,8 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from PIL import ImageColor
+from plotly.colors import qualitative
 
 from explorer import plots
 
@@ -217,3 +219,31 @@ def test_the_template_is_the_default_and_neutral() -> None:
     css = (Path(__file__).resolve().parents[2] / "assets" / "style.css").read_text(encoding="utf-8")
     red, green, blue = (int(plots.FONT_COLOR[i:i + 2], 16) for i in (1, 3, 5))
     assert f'.dark .js-plotly-plot .main-svg text[style*="fill: rgb({red}, {green}, {blue})"]' in css
+
+
+def _contrast(one: str, other: str) -> float:
+    """WCAG 2 contrast ratio of two colours (relative luminance of sRGB)."""
+    def luminance(color: str) -> float:
+        channels = [c / 255 for c in ImageColor.getrgb(color)]
+        r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+    high, low = sorted((luminance(one), luminance(other)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_categorical_colours_come_from_one_palette_and_read_on_both_themes() -> None:
+    """Statistics, embedding components and fine-tuning metrics take d3's category10 (plotly.colors), each
+    name its own colour, and every colour keeps at least 2:1 contrast on the light page and on the dark one."""
+    from explorer import THEME
+    from explorer.attention.ablation_plots import STAT_COLORS
+    from explorer.embeddings.plots import COMPONENT_COLORS, COMPONENT_LABELS
+    from explorer.finetune.plots import METRIC_COLORS
+
+    assert plots.CATEGORY_COLORS == tuple(qualitative.D3) and METRIC_COLORS == plots.CATEGORY_COLORS
+    for colours, names in ((STAT_COLORS, ("cls", "sep", "self", "prev", "next", "entropy", "distance")),
+                           (COMPONENT_COLORS, tuple(COMPONENT_LABELS))):
+        assert set(colours) == set(names) and len(set(colours.values())) == len(names)
+    eleven = plots.category_colors([str(i) for i in range(11)])
+    assert eleven["10"] == eleven["0"] and len(set(eleven.values())) == 10       # cycled past ten
+    for colour in plots.CATEGORY_COLORS:
+        assert _contrast(colour, "#ffffff") >= 2 and _contrast(colour, THEME.neutral_950) >= 2, colour

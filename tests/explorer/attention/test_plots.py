@@ -1,14 +1,14 @@
 """The Attention tab's pure figure builders and exports: structure, labels by position, files that parse."""
 from __future__ import annotations
 
+import io
 import json
-import struct
 import xml.etree.ElementTree as ET
-import zlib
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
+from PIL import Image, ImageColor
 
 from explorer.attention import ablation_plots
 from explorer.attention import export as attention_export
@@ -222,21 +222,12 @@ def test_statistics_over_steps() -> None:
 # --- exports -----------------------------------------------------------------------------
 
 def _png_pixels(data: bytes) -> np.ndarray:
-    assert data[:8] == attention_export.PNG_SIGNATURE
-    pos, chunks = 8, {}
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
-        assert crc == zlib.crc32(kind + body) & 0xFFFFFFFF
-        chunks[kind] = chunks.get(kind, b"") + body
-        pos += 12 + length
-    assert set(chunks) == {b"IHDR", b"IDAT", b"IEND"}
-    width, height, depth, color = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
-    assert (depth, color) == (8, 2)
-    raw = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), dtype=np.uint8).reshape(height, 1 + 3 * width)
-    assert (raw[:, 0] == 0).all()
-    return raw[:, 1:].reshape(height, width, 3)
+    """Decode ``data`` with Pillow: it must be a PNG of 8-bit RGB pixels."""
+    with Image.open(io.BytesIO(data)) as image:
+        assert image.format == "PNG" and image.mode == "RGB"
+        image.verify()
+    with Image.open(io.BytesIO(data)) as image:
+        return np.asarray(image)
 
 
 def test_png_is_a_valid_image_of_the_cells() -> None:
@@ -246,6 +237,14 @@ def test_png_is_a_valid_image_of_the_cells() -> None:
     dark, light = attention_export.colors(np.array([1.0, 0.0]))
     assert (pixels[0:4, 0:4] == dark).all() and (pixels[0:4, 4:8] == light).all()
     assert (pixels[-1, -1] == dark).all()
+    # every pixel: its cell's colour on the heatmap's scale, whose ends are the scale's own colours
+    attn = _maps(1, 1)[0, 0]
+    pixels = _png_pixels(attention_export.heatmap_png(attn, cell=3))
+    expected = np.repeat(np.repeat(attention_export.colors(attn), 3, axis=0), 3, axis=1)
+    np.testing.assert_array_equal(pixels, expected)
+    ends = attention_export.colors(np.array([0.0, 1.0]))
+    assert [tuple(c) for c in ends] == [ImageColor.getrgb(attention_plots.COLORSCALE[0][1]),
+                                        ImageColor.getrgb(attention_plots.COLORSCALE[-1][1])]
     big = _png_pixels(attention_export.heatmap_png(np.full((600, 600), 1 / 600), cell=12))
     assert big.shape[0] <= attention_export.MAX_PNG_SIDE
     with pytest.raises(ValueError, match="square"):
@@ -277,6 +276,6 @@ def test_json_export_and_files(tmp_path) -> None:
     np.testing.assert_allclose(np.array(data["attention"]).sum(-1), 1.0, atol=1e-5)
     paths = attention_export.write_exports(tmp_path / "out", "attention-L1-H0", attn, TOKENS, 1, 0, stats, title="t")
     assert [p.name for p in paths] == ["attention-L1-H0.png", "attention-L1-H0.svg", "attention-L1-H0.json"]
-    assert paths[0].read_bytes()[:8] == attention_export.PNG_SIGNATURE
+    assert _png_pixels(paths[0].read_bytes()).shape[2] == 3
     ET.fromstring(paths[1].read_text(encoding="utf-8"))
     assert json.loads(paths[2].read_text(encoding="utf-8"))["tokens"] == TOKENS
