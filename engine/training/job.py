@@ -10,7 +10,6 @@ where the model, the tokenizer and the data come from. ``run.json`` in the run f
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -18,7 +17,7 @@ from typing import Any, Mapping
 from engine.text.corpus import BUILTIN_CORPORA, Document
 from engine.training.config import TrainingConfig
 from engine.training.run_folder import RunFolder, check_resume_changes
-from engine.training.state import INFO_FILE, read_training_state
+from engine.training.state import read_checkpoint_info, read_training_state
 
 FINETUNING_TASKS = ("qa", "qa_mlm", "classification", "token_classification", "multiple_choice")
 QA_TASKS = ("qa", "qa_mlm")
@@ -258,8 +257,8 @@ def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
     """
     folder, checkpoint = RunFolder.locate(source)
     try:
-        saved = TrainingConfig.from_dict(json.loads((checkpoint / INFO_FILE).read_text(encoding="utf-8"))["config"])
-    except (OSError, ValueError, KeyError, TypeError):     # the small record is damaged: read the full state
+        saved = TrainingConfig.from_dict(read_checkpoint_info(checkpoint)["config"])
+    except (ValueError, KeyError, TypeError):     # the small record is damaged: read the full state
         saved = TrainingConfig.from_dict(read_training_state(checkpoint)["config"])
     changed = {k: v for k, v in dict(changes or {}).items() if saved.to_dict().get(k, object()) != _plain(v)}
     if "task" in changed:

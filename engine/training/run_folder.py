@@ -9,7 +9,8 @@ Layout of a run folder (the only place that knows it; everything else goes throu
       corpus.txt | corpus.jsonl the text the run trains on, when it was given as text (pasted or uploaded):
                                 kept here so that a resume reads exactly the same text
       checkpoints/
-        step-000300/            Hugging Face layout + trainer_state.json + training_state.pt
+        step-000300/            Hugging Face layout + explorer_state.json + training_state.pt
+                                (runs written before it was renamed have trainer_state.json; both are read)
         .step-000300.tmp-*      a checkpoint being written (renamed in when complete)
 
 A checkpoint is complete (listed, resumable) only when ``training_state.pt`` is present; it
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.hf_format import recover_interrupted_writes
-from engine.training.state import INFO_FILE, STATE_FILE
+from engine.training.state import STATE_FILE, read_checkpoint_info
 
 SPEC_FILE = "run.json"
 LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before the job spec existed
@@ -204,11 +205,7 @@ class RunFolder:
             match = _STEP_DIR.match(path.name)
             if not match or not path.is_dir() or not is_complete(path):
                 continue
-            info: dict[str, Any] = {}
-            try:
-                info = json.loads((path / INFO_FILE).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                pass  # the listing only loses its metrics; the checkpoint itself is complete
+            info = read_checkpoint_info(path)   # {} when unreadable: the listing loses its metrics, nothing else
             found.append(CheckpointInfo(path, int(match.group(1)), int(info.get("epoch", 0)),
                                         info.get("metrics") or {}, info.get("eval_metrics"),
                                         float(info.get("created", 0.0))))

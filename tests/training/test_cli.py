@@ -25,7 +25,7 @@ def _fake_checkpoint(run, step: int, config: TrainingConfig | None = None):
     for name in ("config.json", "model.safetensors", "training_state.pt"):
         (folder / name).write_text("x")
     if config is not None:
-        (folder / "trainer_state.json").write_text(json.dumps({"config": config.to_dict()}))
+        (folder / "explorer_state.json").write_text(json.dumps({"config": config.to_dict()}))
     return folder
 
 
