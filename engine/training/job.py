@@ -16,6 +16,7 @@ from typing import Any, Mapping
 
 from engine.text.corpus import BUILTIN_CORPORA, Document
 from engine.training.config import TrainingConfig
+from engine.training.report_to import check_report_to
 from engine.training.run_folder import RunFolder, check_resume_changes
 from engine.training.state import read_checkpoint_info, read_training_state
 
@@ -48,6 +49,8 @@ class JobSpec:
     ``eval_fraction``: documents / examples held out when there is no ``eval_data`` (None: 0.05 for
     pretraining, 0.1 for fine-tuning). ``training`` may be a dict of ``TrainingConfig`` fields; with
     ``resume_from`` such a dict holds only the changes to the resumed run's settings.
+    ``report_to``: ``none`` or ``tensorboard`` (``engine.training.report_to``); None is ``none`` for a new run
+    and the run's own choice (``run.json``) on resume, where a value given changes it.
     """
 
     training: TrainingConfig | dict[str, Any] = field(default_factory=dict)
@@ -79,6 +82,7 @@ class JobSpec:
     mlm_batch_size: int | None = None
     run_dir: str | None = None
     resume_from: str | None = None
+    report_to: str | None = None             # none | tensorboard; None: none, or the resumed run's own
 
     # ------------------------------------------------------------------ derived values
     def training_config(self) -> TrainingConfig:
@@ -125,6 +129,11 @@ class JobSpec:
         """
         n = (lambda f: (names or {}).get(f, f))
         config = self.training_config()
+        if self.report_to is not None:
+            try:
+                check_report_to(self.report_to)
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("report_to", n("report_to"), 1)) from None
         if self.resume_from is not None:
             return config
         task = config.task

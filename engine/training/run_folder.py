@@ -6,6 +6,7 @@ Layout of a run folder (the only place that knows it; everything else goes throu
       run.json                  the job spec (engine.training.job.JobSpec.to_record), read back on resume
       metrics.jsonl             one JSON record per logged train / eval / checkpoint event
       tokenizer/                the run's vocabulary (runs that trained their own)
+      logs/                     TensorBoard event files, when the run reports to TensorBoard (report_to)
       corpus.txt | corpus.jsonl the text the run trains on, when it was given as text (pasted or uploaded):
                                 kept here so that a resume reads exactly the same text
       checkpoints/
@@ -37,6 +38,7 @@ LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS_DIR = "checkpoints"
 TOKENIZER_DIR = "tokenizer"
+LOGS_DIR = "logs"
 CORPUS_FILES = {"txt": "corpus.txt", "jsonl": "corpus.jsonl"}   # the run's copy of given text, by format
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -124,6 +126,11 @@ class RunFolder:
     @property
     def tokenizer_dir(self) -> Path:
         return self.root / TOKENIZER_DIR
+
+    @property
+    def logs_dir(self) -> Path:
+        """Where ``report_to`` loggers write (TensorBoard event files)."""
+        return self.root / LOGS_DIR
 
     def corpus_path(self, name: str) -> Path:
         """The run's copy of its text, ``name`` as ``run.json`` records it (``corpus.txt`` / ``corpus.jsonl``);
