@@ -65,7 +65,8 @@ def client(services: Services) -> Iterator[Client]:
 
 def form(**changes: Any) -> list[Any]:
     values = dict(model_key="default", task="classification", data_source="example", example="", data_file=None,
-                  labels="", steps=None, batch_size=None, learning_rate=None, seq_length=None, eval_fraction=None)
+                  labels="", steps=None, batch_size=None, learning_rate=None, seq_length=None, eval_fraction=None,
+                  report_to="none")
     values.update(changes)
     return list(values.values())
 
@@ -92,13 +93,13 @@ def test_the_form_makes_the_job_the_command_line_makes(services: Services) -> No
 
 def test_log_to_goes_into_the_job_as_on_the_command_line(services: Services) -> None:
     assert make_job(services, *form()).spec.report_to == "none"
-    job = make_job(services, *form(), "tensorboard")
+    job = make_job(services, *form(report_to="tensorboard"))
     parser = build_parser()
     cli = spec_from_args(parser.parse_args(["--task", "classification", "--data", str(SENTIMENT),
                                             "--report-to", "tensorboard"]), parser)
     assert job.spec.report_to == cli.report_to == "tensorboard"
     with pytest.raises(gr.Error, match="Log to must be one of: none, TensorBoard"):
-        friendly_errors(make_job)(services, *form(), "trackio")
+        friendly_errors(make_job)(services, *form(report_to="trackio"))
 
 def test_empty_fields_take_the_tasks_defaults(services: Services) -> None:
     for name, row in TASKS.items():
