@@ -18,8 +18,8 @@ INFO = "TensorBoard: event files in <run>/logs (needs the tensorboard package)"
 
 
 def dropdown(**options: Any) -> gr.Dropdown:
-    """The "Log to" dropdown, ``none`` first and chosen."""
-    return gr.Dropdown(CHOICES, value="none", label="Log to", info=INFO, **options)
+    """The "Log to" dropdown, ``none`` first and chosen; ``options`` go to ``gr.Dropdown`` (``info=None``: no note)."""
+    return gr.Dropdown(CHOICES, value="none", label="Log to", **{"info": INFO, **options})
 
 
 def report_to(value: str | None) -> str:

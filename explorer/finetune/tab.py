@@ -114,7 +114,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         # defaults ("") are right for every task. A gr.Number cannot be empty: it shows and sends 0.
         numbers = {name: gr.Textbox("", label=label, placeholder=placeholder(first.name, name), max_lines=1)
                    for name, label in HYPER_PARAMETERS.items()}
-        report_to = log_to.dropdown()
+        report_to = log_to.dropdown(info=None)          # a note would make the row of text boxes uneven
     steps, batch_size, learning_rate, seq_length, eval_fraction = numbers.values()
     access = services.access      # public mode: the controls need the admin token (explorer.access)
     if access.public:
