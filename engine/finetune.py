@@ -118,7 +118,8 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         eval_fraction=args.eval_fraction, max_examples=args.max_examples, doc_stride=args.doc_stride,
         max_question_len=args.max_question_len, mlm_corpus=args.mlm_corpus, mlm_seq_len=args.mlm_seq_len,
         mlm_batch_size=args.mlm_batch_size, corpus=args.corpus or "shakespeare", max_documents=args.max_documents,
-        num_choices=args.num_choices if args.num_choices is not None else 4, run_dir=args.run_dir), parser)
+        num_choices=args.num_choices if args.num_choices is not None else 4, run_dir=args.run_dir,
+        report_to=args.report_to), parser)
 
 
 def describe(job: PreparedJob) -> str:

@@ -75,7 +75,7 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     return cli.validated(JobSpec(training, preset=args.preset, corpus=args.corpus, max_documents=args.max_documents,
                                  eval_fraction=args.eval_fraction, vocab_size=args.vocab_size,
                                  tokenizer=args.tokenizer, init_from=args.init_from, dropout=args.dropout,
-                                 run_dir=args.run_dir), parser)
+                                 run_dir=args.run_dir, report_to=args.report_to), parser)
 
 
 def describe(job: PreparedJob) -> str:

@@ -10,7 +10,8 @@ The trainer calls every registered callback, in order, on the training thread:
 * ``on_evaluate(trainer, metrics)`` after a held-out evaluation, ``on_save(trainer, path)`` after a
   checkpoint is written;
 * ``on_log(trainer, kind, record)`` for every record the trainer appends to ``metrics.jsonl``
-  (``train``, ``eval``, ``checkpoint``, ``diverged``; main process only).
+  (``train``, ``eval``, ``checkpoint``, ``diverged``; main process only);
+* ``on_train_end(trainer)`` when a ``Trainer.train`` call returns or raises (a callback closes its files).
 
 Nothing here replaces a method of the trainer or of its data: the trainer owns the loop and
 calls out. An exception raised by a callback ends ``Trainer.train`` (checkpoints already written
@@ -46,6 +47,9 @@ class TrainerCallback:
         pass
 
     def on_log(self, trainer: Trainer, kind: str, record: dict[str, Any]) -> None:
+        pass
+
+    def on_train_end(self, trainer: Trainer) -> None:
         pass
 
 

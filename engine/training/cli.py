@@ -19,6 +19,7 @@ from engine.training import distributed as dist
 from engine.training.config import TrainingConfig
 from engine.training.job import JobSpec, resume_spec
 from engine.training.job_setup import PreparedJob, default_run_dir, prepare_job
+from engine.training.report_to import REPORT_TO
 from engine.training.run_folder import check_resume_changes, checkpoint_name
 from engine.training.trainer import Trainer, TrainingDiverged
 
@@ -36,7 +37,7 @@ FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--w
          "init_from": "--init-from", "dropout": "--dropout", "data": "--data", "eval_data": "--eval-data",
          "max_examples": "--max-examples", "doc_stride": "--doc-stride", "max_question_len": "--max-question-len",
          "num_choices": "--num-choices", "mlm_corpus": "--mlm-corpus", "mlm_seq_len": "--mlm-seq-len", "mlm_batch_size": "--mlm-batch-size",
-         "run_dir": "--run-dir", "resume_from": "--resume"}
+         "run_dir": "--run-dir", "resume_from": "--resume", "report_to": "--report-to"}
 # TrainingConfig field -> the argparse dest of its flag
 FIELD_ARGS = {"learning_rate": "lr", "total_steps": "steps", "warmup_steps": "warmup",
               "gradient_accumulation_steps": "grad_accum", "batch_size": "batch_size", "max_seq_length": "seq_len",
@@ -67,6 +68,9 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
         help="train only the heads and the pooler; embeddings and encoder layers stay as they are")
     add("--run-dir", help="where metrics.jsonl and checkpoints go (default runs/<timestamp>)")
     add("--resume", metavar="RUN_OR_CHECKPOINT", help="continue a run from its newest (or this) checkpoint")
+    add("--report-to", choices=REPORT_TO, help="also log losses, lr, tokens/s and evaluations to TensorBoard event "
+        "files in <run>/logs (needs the logging extra: pip install tensorboard==2.20.0); default none, with "
+        "--resume the run's own")
     add("--seed", type=int, help="random seed (default 0)")
     add("--device", help="auto, cpu, cuda or cuda:N (default auto)")
     add("--precision", choices=["auto", "fp32", "bf16"], help="auto: bf16 autocast on CUDA, fp32 on CPU")
@@ -84,7 +88,8 @@ def resumed_spec(args: argparse.Namespace, parser: argparse.ArgumentParser, job_
     changes.update(training)
     try:
         check_resume_changes(given, FLAGS)
-        return resume_spec(args.resume, changes, run_dir=args.run_dir, names=FLAGS)
+        spec = resume_spec(args.resume, changes, run_dir=args.run_dir, names=FLAGS)
+        return validated(spec.replace(report_to=args.report_to), parser) if args.report_to is not None else spec
     except FileNotFoundError as exc:
         parser.error(f"--resume: {exc}")
     except ValueError as exc:

@@ -2,7 +2,7 @@
 
 ``export_zip(checkpoint, destination)`` writes ``<run>-<step>.zip`` holding the Hugging Face files of
 the checkpoint (``EXPORTED_FILES``: config, weights, tokenizer) and a ``README.md`` model card built
-from the run (``run.json``, the checkpoint's ``trainer_state.json`` and the held-out records of
+from the run (``run.json``, the checkpoint's ``explorer_state.json`` and the held-out records of
 ``metrics.jsonl`` up to its step). The resumable training state (optimizer, RNG) is left out: it is
 for continuing the run here, not for using the model. Unzipped, the folder loads with
 ``BertForPreTraining.from_pretrained(folder)`` (or the class ``config.json`` names) and
@@ -18,7 +18,7 @@ from typing import Any
 from engine.checkpoints.model_card import CardFacts, model_card
 from engine.text.corpus import BUILTIN_CORPORA
 from engine.training.run_folder import RunFolder, is_complete
-from engine.training.state import INFO_FILE, read_metrics
+from engine.training.state import read_checkpoint_info, read_metrics
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
                   "special_tokens_map.json")
@@ -41,7 +41,7 @@ def card_facts(checkpoint: str | Path) -> CardFacts:
     """What the run and the checkpoint say about the model, for ``model_card``."""
     checkpoint = Path(checkpoint)
     run = RunFolder.of_checkpoint(checkpoint)
-    spec, info, config = run.read_spec(), _read_json(checkpoint / INFO_FILE), _read_json(checkpoint / "config.json")
+    spec, info, config = run.read_spec(), read_checkpoint_info(checkpoint), _read_json(checkpoint / "config.json")
     training = info.get("config") or {}
     step = int(info.get("step", 0))
     corpus = str(spec.get("corpus_label") or spec.get("corpus") or "unknown text")

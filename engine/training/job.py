@@ -10,15 +10,15 @@ where the model, the tokenizer and the data come from. ``run.json`` in the run f
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 from engine.text.corpus import BUILTIN_CORPORA, Document
 from engine.training.config import TrainingConfig
+from engine.training.report_to import check_report_to
 from engine.training.run_folder import RunFolder, check_resume_changes
-from engine.training.state import INFO_FILE, read_training_state
+from engine.training.state import read_checkpoint_info, read_training_state
 
 FINETUNING_TASKS = ("qa", "qa_mlm", "classification", "token_classification", "multiple_choice")
 QA_TASKS = ("qa", "qa_mlm")
@@ -49,6 +49,8 @@ class JobSpec:
     ``eval_fraction``: documents / examples held out when there is no ``eval_data`` (None: 0.05 for
     pretraining, 0.1 for fine-tuning). ``training`` may be a dict of ``TrainingConfig`` fields; with
     ``resume_from`` such a dict holds only the changes to the resumed run's settings.
+    ``report_to``: ``none`` or ``tensorboard`` (``engine.training.report_to``); None is ``none`` for a new run
+    and the run's own choice (``run.json``) on resume, where a value given changes it.
     """
 
     training: TrainingConfig | dict[str, Any] = field(default_factory=dict)
@@ -80,6 +82,7 @@ class JobSpec:
     mlm_batch_size: int | None = None
     run_dir: str | None = None
     resume_from: str | None = None
+    report_to: str | None = None             # none | tensorboard; None: none, or the resumed run's own
 
     # ------------------------------------------------------------------ derived values
     def training_config(self) -> TrainingConfig:
@@ -126,6 +129,11 @@ class JobSpec:
         """
         n = (lambda f: (names or {}).get(f, f))
         config = self.training_config()
+        if self.report_to is not None:
+            try:
+                check_report_to(self.report_to)
+            except ValueError as exc:
+                raise ValueError(str(exc).replace("report_to", n("report_to"), 1)) from None
         if self.resume_from is not None:
             return config
         task = config.task
@@ -258,8 +266,8 @@ def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
     """
     folder, checkpoint = RunFolder.locate(source)
     try:
-        saved = TrainingConfig.from_dict(json.loads((checkpoint / INFO_FILE).read_text(encoding="utf-8"))["config"])
-    except (OSError, ValueError, KeyError, TypeError):     # the small record is damaged: read the full state
+        saved = TrainingConfig.from_dict(read_checkpoint_info(checkpoint)["config"])
+    except (ValueError, KeyError, TypeError):     # the small record is damaged: read the full state
         saved = TrainingConfig.from_dict(read_training_state(checkpoint)["config"])
     changed = {k: v for k, v in dict(changes or {}).items() if saved.to_dict().get(k, object()) != _plain(v)}
     if "task" in changed:

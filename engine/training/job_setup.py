@@ -4,7 +4,8 @@ command lines, the app's worker and the benches take.
 New pretraining: corpus -> split -> tokenizer -> pretraining datasets -> model (preset or
 ``init_from``). New fine-tuning: start model -> its tokenizer -> task features -> model with the
 task's head. Resume: the run's own spec (``run.json``) and checkpoint -> the same data -> the trainer
-state restored. ``progress(message)`` reports each stage; when it answers False the job was
+state restored. Every trainer also gets the callbacks of the spec's ``report_to`` (``engine.training.report_to``),
+so command-line and app runs log alike. ``progress(message)`` reports each stage; when it answers False the job was
 cancelled meanwhile and ``prepare_job`` returns None.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from engine.training.job_data import (check_one_batch, check_text, finetuning_da
 from engine.training.job_models import (
     LABELLED_HEADS, TASK_HEADS, finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer,
 )
+from engine.training.report_to import report_callbacks
 from engine.training.run_folder import RESUMABLE_FIELDS, RunFolder
 from engine.training.state import read_metrics
 from engine.training.tasks import TrainData
@@ -96,7 +98,8 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     check_one_batch(train_data, config)
     step("building the model")
     model = pretraining_model(spec, config, tokenizer, loaded)
-    trainer = Trainer(model, tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir(), **hooks)
+    run_dir = spec.run_dir or default_run_dir()
+    trainer = Trainer(model, tokenizer, train_data, eval_data, config, run_dir, **_reporting(hooks, spec, run_dir))
     _record(spec, trainer, tokenizer)
     return PreparedJob(trainer, spec, tokenizer, train_data)
 
@@ -114,14 +117,17 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     train_data, eval_data, id2label = finetuning_data(spec, config, loaded.tokenizer, None, step, known)
     step("building the model")
     model = finetuning_model(loaded, config.task, id2label, config.seed, step)
-    trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, spec.run_dir or default_run_dir(),
-                      **hooks)
+    run_dir = spec.run_dir or default_run_dir()
+    trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, run_dir,
+                      **_reporting(hooks, spec, run_dir))
     _record(spec, trainer, loaded.tokenizer)
     return PreparedJob(trainer, spec, loaded.tokenizer, train_data)
 
 
 def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -> PreparedJob:
     job = resume_spec(spec.resume_from, spec.given_training(), spec.documents, spec.run_dir)
+    if spec.report_to is not None:                      # given: changes the run's own (recorded below)
+        job = job.replace(report_to=spec.report_to)
     checkpoint = Path(job.resume_from)
     config = job.training_config()
     step(f"resuming from {checkpoint.name}")
@@ -137,11 +143,20 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -
         id2label = BertConfig.load(checkpoint).id2label if labelled else None
         train_data, eval_data, _ = finetuning_data(job, config, tokenizer, id2label, step)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
-    trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir, **hooks, **changes)
-    if not RunFolder(trainer.run_dir).spec_path.exists():
+    trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir,
+                             **_reporting(hooks, job, job.run_dir), **changes)
+    folder = RunFolder(trainer.run_dir)
+    if not folder.spec_path.exists():
         _record(job, trainer, None)
+    elif folder.read_spec().get("report_to") != job.report_to and dist.is_main_process():
+        folder.write_spec({**folder.read_spec(), "report_to": job.report_to})
     return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),
                        checkpoint)
+
+
+def _reporting(hooks: dict[str, Any], spec: JobSpec, run_dir: str | Path) -> dict[str, Any]:
+    """``hooks`` with the callbacks of ``spec.report_to`` added, writing to ``run_dir``'s ``logs/``."""
+    return {**hooks, "callbacks": [*hooks["callbacks"], *report_callbacks(spec.report_to, RunFolder(run_dir).logs_dir)]}
 
 
 def _record(spec: JobSpec, trainer: Trainer, tokenizer: WordPieceTokenizer | None) -> None:

@@ -7,12 +7,11 @@ probing tabs' "over checkpoints" views read (``checkpoints`` is how many they wo
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from engine.training.run_folder import RunFolder
-from engine.training.state import INFO_FILE
+from engine.training.state import read_checkpoint_info
 
 
 @dataclass(frozen=True)
@@ -51,8 +50,8 @@ def summarize(run: RunFolder) -> RunSummary:
     total = None
     if found:
         try:
-            total = int(json.loads((found[0].path / INFO_FILE).read_text(encoding="utf-8"))["config"]["total_steps"])
-        except (OSError, ValueError, KeyError, TypeError):
+            total = int(read_checkpoint_info(found[0].path)["config"]["total_steps"])
+        except (ValueError, KeyError, TypeError):
             total = None
     try:
         modified = found[0].created or found[0].path.stat().st_mtime if found else run.root.stat().st_mtime

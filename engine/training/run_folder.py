@@ -6,10 +6,12 @@ Layout of a run folder (the only place that knows it; everything else goes throu
       run.json                  the job spec (engine.training.job.JobSpec.to_record), read back on resume
       metrics.jsonl             one JSON record per logged train / eval / checkpoint event
       tokenizer/                the run's vocabulary (runs that trained their own)
+      logs/                     TensorBoard event files, when the run reports to TensorBoard (report_to)
       corpus.txt | corpus.jsonl the text the run trains on, when it was given as text (pasted or uploaded):
                                 kept here so that a resume reads exactly the same text
       checkpoints/
-        step-000300/            Hugging Face layout + trainer_state.json + training_state.pt
+        step-000300/            Hugging Face layout + explorer_state.json + training_state.pt
+                                (runs written before it was renamed have trainer_state.json; both are read)
         .step-000300.tmp-*      a checkpoint being written (renamed in when complete)
 
 A checkpoint is complete (listed, resumable) only when ``training_state.pt`` is present; it
@@ -29,13 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.hf_format import recover_interrupted_writes
-from engine.training.state import INFO_FILE, STATE_FILE
+from engine.training.state import STATE_FILE, read_checkpoint_info
 
 SPEC_FILE = "run.json"
 LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before the job spec existed
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS_DIR = "checkpoints"
 TOKENIZER_DIR = "tokenizer"
+LOGS_DIR = "logs"
 CORPUS_FILES = {"txt": "corpus.txt", "jsonl": "corpus.jsonl"}   # the run's copy of given text, by format
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
@@ -124,6 +127,11 @@ class RunFolder:
     def tokenizer_dir(self) -> Path:
         return self.root / TOKENIZER_DIR
 
+    @property
+    def logs_dir(self) -> Path:
+        """Where ``report_to`` loggers write (TensorBoard event files)."""
+        return self.root / LOGS_DIR
+
     def corpus_path(self, name: str) -> Path:
         """The run's copy of its text, ``name`` as ``run.json`` records it (``corpus.txt`` / ``corpus.jsonl``);
         ValueError for any other name (``run.json`` is a file a person can edit)."""
@@ -204,11 +212,7 @@ class RunFolder:
             match = _STEP_DIR.match(path.name)
             if not match or not path.is_dir() or not is_complete(path):
                 continue
-            info: dict[str, Any] = {}
-            try:
-                info = json.loads((path / INFO_FILE).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                pass  # the listing only loses its metrics; the checkpoint itself is complete
+            info = read_checkpoint_info(path)   # {} when unreadable: the listing loses its metrics, nothing else
             found.append(CheckpointInfo(path, int(match.group(1)), int(info.get("epoch", 0)),
                                         info.get("metrics") or {}, info.get("eval_metrics"),
                                         float(info.get("created", 0.0))))

@@ -4,13 +4,17 @@ Where these files go inside a run is ``engine.training.run_folder``'s business.
 
 A checkpoint is ``<run_dir>/checkpoints/step-XXXXXX/`` holding the Hugging Face layout
 (``config.json``, ``model.safetensors``, ``vocab.txt``, ``tokenizer.json``, written by
-``engine.checkpoints.hf_format.save``) plus ``trainer_state.json`` (step, metrics; small, for
-listing) and ``training_state.pt`` (optimizer, scheduler, step, data position, RNG,
+``engine.checkpoints.hf_format.save``) plus ``explorer_state.json`` (step, metrics, settings; small,
+for listing) and ``training_state.pt`` (optimizer, scheduler, step, data position, RNG,
 config). The whole directory is assembled under a hidden staging name and renamed in
 at once; ``training_state.pt`` is written last, and a directory without it is never
 listed and never resumed from. Pruned checkpoints are renamed to a hidden name before
 they are deleted, and leftovers of a writer killed mid-save are cleaned up on listing. ``training_state.pt`` holds only tensors and plain
 containers, so it loads with ``torch.load(weights_only=True)``.
+
+``explorer_state.json`` was called ``trainer_state.json`` until that name was found to mislead: it is the
+Hugging Face Trainer's state file, whose schema (``global_step``, ``log_history``, ...) ours is not.
+Runs written before the rename keep loading: ``read_checkpoint_info`` falls back to the old name.
 """
 from __future__ import annotations
 
@@ -27,13 +31,14 @@ from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 
 STATE_FILE = "training_state.pt"
-INFO_FILE = "trainer_state.json"
+INFO_FILE = "explorer_state.json"          # our own name: no tool takes it for the HF Trainer's state file
+LEGACY_INFO_FILE = "trainer_state.json"    # the same record in runs written before the rename; still read
 STATE_FORMAT = 1
 
 
 def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: str | Path,
                      state: dict[str, Any], info: dict[str, Any]) -> Path:
-    """Write model + tokenizer (HF layout), ``trainer_state.json`` and ``training_state.pt`` atomically.
+    """Write model + tokenizer (HF layout), ``explorer_state.json`` and ``training_state.pt`` atomically.
 
     Everything goes to a hidden staging directory next to ``directory``, is fsynced, and
     only then renamed in, so ``directory`` is at every instant absent, the old version,
@@ -44,6 +49,21 @@ def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None,
         torch.save(state, staging / STATE_FILE)  # its presence marks a resumable checkpoint
 
     return save(model, tokenizer, directory, extra=write_state)
+
+
+def read_checkpoint_info(checkpoint: str | Path) -> dict[str, Any]:
+    """The checkpoint's small record (step, epoch, metrics, eval_metrics, created, config): ``explorer_state.json``,
+    or ``trainer_state.json`` in a run written before the rename; {} when neither is readable (a Hugging Face
+    Trainer's ``trainer_state.json``, which has ``global_step``, is not ours and counts as none)."""
+    checkpoint = Path(checkpoint)
+    for name in (INFO_FILE, LEGACY_INFO_FILE):
+        try:
+            record = json.loads((checkpoint / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and "global_step" not in record:
+            return record
+    return {}
 
 
 def read_training_state(checkpoint: str | Path) -> dict[str, Any]:

@@ -253,7 +253,7 @@ class Trainer:
         """Step until ``total_steps`` (or ``num_steps`` more), evaluating, logging and checkpointing.
 
         Before every step the callbacks' ``should_stop`` is asked (it may block, e.g. while paused);
-        after it ``on_step_end``, and ``on_log`` for every record written to ``metrics.jsonl``.
+        after it ``on_step_end``, ``on_log`` for every record written to ``metrics.jsonl``; ``on_train_end`` last.
         ``callback(kind, record)`` and ``should_stop()`` are a shorthand for a ``FunctionCallback``
         registered for this call. At ``total_steps`` the run is evaluated and checkpointed whatever
         the intervals.
@@ -264,6 +264,7 @@ class Trainer:
         try:
             return self._loop(num_steps)
         finally:
+            self.callbacks.call("on_train_end", self)
             if extra is not None:
                 self.callbacks.remove(extra)
 

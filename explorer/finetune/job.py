@@ -19,6 +19,7 @@ from engine.model.config import BertConfig
 from engine.training.job import JobSpec
 from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, parse_labels
 from explorer.finetune.tasks import DataCheck, task_row
+from explorer import log_to
 from explorer.gpu import training_device
 from explorer.services import Services
 
@@ -60,7 +61,7 @@ def number(value: Any, name: str, low: float, high: float, low_open: bool = Fals
 
 def make_job(services: Services, model_key: str | None, task: str, source: str, example: str | None, upload: Any,
              labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
-             eval_fraction: Any) -> FinetuneJob:
+             eval_fraction: Any, report_to: str | None = "none") -> FinetuneJob:
     """Check the form and turn it into a validated job; a value left empty ("" or None) takes the task's default.
     ValueError says what is wrong and what to do."""
     row = task_row(task)
@@ -79,7 +80,8 @@ def make_job(services: Services, model_key: str | None, task: str, source: str, 
     data_path, data_name, check, fields = chosen_data(row, source, example, upload, parse_labels(labels),
                                               services.get_worker().runs_root / UPLOADS_DIR)
     spec = JobSpec(training, init_from=str(folder), data=None if data_path is None else str(data_path),
-                   eval_fraction=held_out, max_file_bytes=MAX_UPLOAD_BYTES, **row.spec_fields(seq), **fields)
+                   eval_fraction=held_out, max_file_bytes=MAX_UPLOAD_BYTES, **row.spec_fields(seq), **fields,
+                   report_to=log_to.report_to(report_to))
     spec.validate()
     positions = BertConfig.load(Path(folder)).max_position_embeddings
     if seq > positions:

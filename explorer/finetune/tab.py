@@ -12,6 +12,7 @@ from typing import Any
 
 import gradio as gr
 
+from explorer import log_to
 from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
 from explorer.finetune.job import make_job
 from explorer.finetune.live import live_update, live_view
@@ -74,7 +75,7 @@ def _control(services: Services, action: str) -> Any:
 
 def start(services: Services, model_key: str | None, task: str, data_source: str, example: str | None,
           data_file: Any, labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
-          eval_fraction: Any) -> str:
+          eval_fraction: Any, report_to: str | None = "none") -> str:
     """Start a fine-tuning run; a warning (not an error) while another run is active. The status as Markdown."""
     worker = services.get_worker()
     st = worker.status()
@@ -86,7 +87,7 @@ def start(services: Services, model_key: str | None, task: str, data_source: str
         gr.Warning(message)
         return f"⚠️ {message}\n\n" + finetune_status(st)
     job = make_job(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
-                   learning_rate, seq_length, eval_fraction)
+                   learning_rate, seq_length, eval_fraction, report_to)
     worker.start(job.spec)
     return (f"Fine-tuning `{model_key or 'default'}` for **{job.spec.task}** on **{job.data_name}** "
             f"({job.data.summary}).\n\n" + finetune_status(worker.status()))
@@ -113,6 +114,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         # defaults ("") are right for every task. A gr.Number cannot be empty: it shows and sends 0.
         numbers = {name: gr.Textbox("", label=label, placeholder=placeholder(first.name, name), max_lines=1)
                    for name, label in HYPER_PARAMETERS.items()}
+        report_to = log_to.dropdown(info=None)          # a note would make the row of text boxes uneven
     steps, batch_size, learning_rate, seq_length, eval_fraction = numbers.values()
     access = services.access      # public mode: the controls need the admin token (explorer.access)
     if access.public:
@@ -139,7 +141,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     def finetune_start(model_key: str | None = "default", task: str = FIRST_TASK, data_source: str = "example",
                        example: str | None = "", data_file: str | None = None, labels: str = "",
                        steps: str = "", batch_size: str = "", learning_rate: str = "", seq_length: str = "",
-                       eval_fraction: str = "", token: str = "") -> str:
+                       eval_fraction: str = "", report_to: str = "none", token: str = "") -> str:
         """Fine-tune a model for a task in the background; the status as Markdown.
 
         Args:
@@ -158,11 +160,13 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             learning_rate: peak learning rate (empty: the task's default).
             seq_length: longest input in tokens (empty: the task's default).
             eval_fraction: share of the examples held out to evaluate on (empty: the task's default).
+            report_to: "none", or "tensorboard" to also write TensorBoard event files to <run>/logs (needs the
+                tensorboard package).
             token: the admin token (public mode only).
         """
         access.require_admin(token, "fine-tune")
         return start(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
-                     learning_rate, seq_length, eval_fraction)
+                     learning_rate, seq_length, eval_fraction, report_to)
 
     @friendly_errors
     def pause(token: str = "") -> str:
@@ -222,7 +226,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     data_source.change(source_changed, inputs=data_source, outputs=[example, data_file],
                        api_name="finetune_source_changed", **private)
     form = [picker.dropdown, task, data_source, example, data_file, labels, steps, batch_size, learning_rate,
-            seq_length, eval_fraction]
+            seq_length, eval_fraction, report_to]
     started = start_btn.click(finetune_start, inputs=form + admin, outputs=status, api_name="finetune_start")
     controlled = [button.click(fn, inputs=admin, outputs=status, api_name=f"finetune_{fn.__name__}",
                                api_visibility="private")

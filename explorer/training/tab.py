@@ -16,6 +16,7 @@ from explorer.training.runs import continue_run, run_choices
 from explorer.training.status import status_markdown
 from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
                                            vocabulary_fields)
+from explorer import log_to
 from explorer.gpu import training_device
 from explorer.services import Services
 from explorer.ui_errors import clear_on_failure, friendly_errors
@@ -66,7 +67,7 @@ def _float(value: Any, name: str) -> float:
 def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, vocab_size: Any,
               seq_length: Any, batch_size: Any, learning_rate: Any, steps: Any, mask_rate: Any,
               whole_word: bool, nsp: bool, source: str = "builtin", text: str | None = "", text_file: Any = None,
-              vocabulary: str = "train") -> JobSpec:
+              vocabulary: str = "train", report_to: str | None = "none") -> JobSpec:
     """Check the controls and turn them into a validated ``JobSpec`` (ValueError says what is wrong); given
     text is read and checked here (format, size, documents for NSP), before a run starts."""
     if preset not in PRESETS:
@@ -88,7 +89,8 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
         checkpoint_every=max(50, total_steps // 4),  # the last step is always checkpointed too
         device=training_device(),  # CPU on a Space: a background thread cannot hold a ZeroGPU
     )
-    spec = JobSpec(training, preset=preset, max_documents=documents, **fields, **words)
+    spec = JobSpec(training, preset=preset, max_documents=documents, report_to=log_to.report_to(report_to),
+                   **fields, **words)
     spec.validate()
     check_given_text(fields, documents, bool(nsp))
     return spec
@@ -129,6 +131,7 @@ def build(services: Services) -> dict[str, Any]:
         mask_rate = gr.Number(0.15, label="Masking rate")
         whole_word = gr.Checkbox(False, label="Whole-word masking")
         nsp = gr.Checkbox(True, label="Next-sentence prediction (NSP)")
+        report_to = log_to.dropdown()
     access = services.access  # public mode: the controls need the admin token (explorer.access)
     if access.public:
         gr.Markdown(access.notice(), elem_classes=["access-notice"])
@@ -165,14 +168,15 @@ def build(services: Services) -> dict[str, Any]:
                              "transformers loads the unzipped folder)", interactive=False)
 
     controls = [preset, given["corpus"], max_documents, vocab_size, seq_length, batch_size, learning_rate, steps,
-                mask_rate, whole_word, nsp, given["source"], given["text"], given["text_file"], given["vocabulary"]]
+                mask_rate, whole_word, nsp, given["source"], given["text"], given["text_file"], given["vocabulary"],
+                report_to]
 
     @friendly_errors
     def train_start(preset: str = "tiny", corpus: str = "shakespeare", max_documents: float = 200,
                     vocab_size: float = 4000, seq_length: float = 64, batch_size: float = 16,
                     learning_rate: float = 5e-4, steps: float = 300, mask_rate: float = 0.15,
                     whole_word: bool = False, nsp: bool = True, source: str = "builtin", text: str = "",
-                    text_file: Any = None, vocabulary: str = "train", token: str = "") -> str:
+                    text_file: Any = None, vocabulary: str = "train", report_to: str = "none", token: str = "") -> str:
         """Start a pretraining run with the given settings in the background; the status as Markdown.
 
         Args:
@@ -193,11 +197,14 @@ def build(services: Services) -> dict[str, Any]:
                 file, UTF-8, at most 20 MB (with source "file"; gradio_client: handle_file(path)).
             vocabulary: "train" (a WordPiece vocabulary learnt on the text) or "keep" (the bundled
                 bert-base-uncased vocabulary).
+            report_to: "none", or "tensorboard" to also write TensorBoard event files to <run>/logs (needs the
+                tensorboard package).
             token: the admin token (public mode only).
         """
         access.require_admin(token, "start training")
         return start_run(services, preset, corpus, max_documents, vocab_size, seq_length, batch_size,
-                         learning_rate, steps, mask_rate, whole_word, nsp, source, text, text_file, vocabulary)
+                         learning_rate, steps, mask_rate, whole_word, nsp, source, text, text_file, vocabulary,
+                         report_to)
 
     @friendly_errors
     def train_continue(run: str | None = None, total_steps: float = 0, token: str = "") -> str:

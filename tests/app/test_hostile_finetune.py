@@ -21,8 +21,8 @@ from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 NAMES = ["model_key", "task", "data_source", "example", "data_file", "labels", "steps", "batch_size",
-         "learning_rate", "seq_length", "eval_fraction"]
-GOOD = dict(zip(NAMES, ["default", "classification", "example", "", None, "", 30, 16, 1e-4, 64, 0.2]))
+         "learning_rate", "seq_length", "eval_fraction", "report_to"]
+GOOD = dict(zip(NAMES, ["default", "classification", "example", "", None, "", 30, 16, 1e-4, 64, 0.2, "none"]))
 
 
 def settings(**changes: Any) -> list[Any]:
@@ -70,6 +70,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     (dict(seq_length=10**6), "Sequence length must be a whole number between 16 and 512"),
     (dict(eval_fraction=1), r"Held-out fraction must be in \[0, 0.9\]"),
     (dict(eval_fraction=-0.1), r"Held-out fraction must be in \[0, 0.9\]"),
+    (dict(report_to="wandb"), r"not in the list of choices: \['none', 'tensorboard'\]"),
 ]
 
 

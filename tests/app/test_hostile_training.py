@@ -22,9 +22,9 @@ from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 NAMES = ["preset", "corpus", "max_documents", "vocab_size", "seq_length", "batch_size", "learning_rate", "steps",
-         "mask_rate", "whole_word", "nsp", "source", "text", "text_file", "vocabulary"]
+         "mask_rate", "whole_word", "nsp", "source", "text", "text_file", "vocabulary", "report_to"]
 GOOD = dict(zip(NAMES, ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 15, 0.15, False, True, "builtin", "", None,
-                        "train"]))
+                        "train", "none"]))
 RUN_TIMEOUT_S = 90.0
 
 
@@ -79,6 +79,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     (dict(source="text", text=""), "Paste some text into the box first"),
     (dict(source="text", text="Only one document. Of two sentences."), "at least two documents"),
     (dict(source="file"), "Upload a .txt or .jsonl file first"),
+    (dict(report_to="wandb"), r"not in the list of choices: \['none', 'tensorboard'\]"),
 ]
 
 

@@ -34,7 +34,8 @@ from explorer.services import Services  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "correct horse battery staple"
-SETTINGS = ["tiny", "shakespeare", 200, 4000, 64, 16, 5e-4, 300, 0.15, False, True, "builtin", "", None, "train"]
+SETTINGS = ["tiny", "shakespeare", 200, 4000, 64, 16, 5e-4, 300, 0.15, False, True, "builtin", "", None, "train",
+            "none"]
 
 
 def _tiny(heads: tuple[str, ...] = ("mlm", "nsp", "qa")) -> BertWithHeads:

@@ -25,7 +25,7 @@ def _fake_checkpoint(run, step: int, config: TrainingConfig | None = None):
     for name in ("config.json", "model.safetensors", "training_state.pt"):
         (folder / name).write_text("x")
     if config is not None:
-        (folder / "trainer_state.json").write_text(json.dumps({"config": config.to_dict()}))
+        (folder / "explorer_state.json").write_text(json.dumps({"config": config.to_dict()}))
     return folder
 
 
@@ -65,3 +65,25 @@ def test_resume_takes_the_run_spec_and_changes_only_resumable_flags(tmp_path, ca
             cli.resumed_spec(args, parser, {"data": "data"}, {})
         err = capsys.readouterr().err
         assert message in err and "only --checkpoint-every, --device, --eval-batches" in err, err
+
+
+def test_report_to_is_a_flag_of_both_commands_and_may_change_on_resume(tmp_path, capsys):
+    from engine import finetune, pretrain
+
+    parser = pretrain.build_parser()
+    assert pretrain.spec_from_args(parser.parse_args(["--report-to", "tensorboard"]), parser).report_to == "tensorboard"
+    assert pretrain.spec_from_args(parser.parse_args([]), parser).report_to is None          # none
+    parser = finetune.build_parser()
+    args = parser.parse_args(["--task", "classification", "--data", "assets/examples/sentiment.csv",
+                              "--report-to", "none"])
+    assert finetune.spec_from_args(args, parser).report_to == "none"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--report-to", "wandb"])
+    assert "--report-to: invalid choice: 'wandb'" in capsys.readouterr().err
+    _fake_checkpoint(tmp_path / "run", 3, TrainingConfig())
+    RunFolder(tmp_path / "run").write_spec({"task": "pretraining", "report_to": "tensorboard"})
+    parser = _parser()
+    kept = cli.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run")]), parser, {}, {})
+    changed = cli.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run"), "--report-to", "none"]),
+                               parser, {}, {})
+    assert (kept.report_to, changed.report_to) == ("tensorboard", "none")

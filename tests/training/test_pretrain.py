@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from cli_helpers import run_cli, torchrun
 from engine.checkpoints.hf_format import load
@@ -113,7 +114,8 @@ def test_torchrun_two_gloo_processes_hold_identical_weights(single_run, tmp_path
     run_dir = tmp_path / "ddp"
     # WordPiece training is not bit-reproducible across processes: reuse the single run's vocabulary
     tokenizer = single_run / "checkpoints" / "step-000003"
-    args = [*TINY, "--batch-size", "4", "--steps", "3", "--run-dir", str(run_dir), "--debug-dump-weights"]
+    args = [*TINY, "--batch-size", "4", "--steps", "3", "--run-dir", str(run_dir), "--debug-dump-weights",
+            "--report-to", "tensorboard"]
     args[args.index("--vocab-size"):args.index("--vocab-size") + 2] = ["--tokenizer", str(tokenizer)]
     result = torchrun("engine.pretrain", args)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -125,6 +127,10 @@ def test_torchrun_two_gloo_processes_hold_identical_weights(single_run, tmp_path
     steps = [r["step"] for r in read_metrics(run_dir / "metrics.jsonl") if r["kind"] == "train"]
     assert steps == [1, 2, 3]
     assert [p.name for p in (run_dir / "checkpoints").iterdir()] == ["step-000003"]
+    [events] = (run_dir / "logs").iterdir()                       # and only rank 0 wrote TensorBoard events
+    reader = EventAccumulator(str(events))
+    reader.Reload()
+    assert [e.step for e in reader.Scalars("train/loss")] == [1, 2, 3]
     # the same optimizer steps as one process with 2 accumulated micro-batches
     single = load(single_run / "checkpoints" / "step-000003").model.state_dict()
     ddp = load(run_dir / "checkpoints" / "step-000003").model.state_dict()

@@ -17,7 +17,7 @@ def fake_checkpoint(run: RunFolder, step: int, complete: bool = True, epoch: int
     names = ("config.json", "model.safetensors") + (("training_state.pt",) if complete else ())
     for name in names:
         (folder / name).write_text("x")
-    (folder / "trainer_state.json").write_text(json.dumps({"epoch": epoch, "metrics": {"loss": 1.0 / step}}))
+    (folder / "explorer_state.json").write_text(json.dumps({"epoch": epoch, "metrics": {"loss": 1.0 / step}}))
 
 
 def test_paths_are_named_by_the_folder(tmp_path):

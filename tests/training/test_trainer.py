@@ -170,7 +170,8 @@ def test_checkpoint_is_hf_and_training_state_is_weights_only(tmp_path, tiny_toke
     assert state["step"] == 2 and state["optimizer"]["state"] and state["scheduler"]["last_epoch"] == 2
     assert isinstance(state["rng"]["torch"], torch.Tensor) and state["config"]["batch_size"] == 8
     assert read_training_state(path)["step"] == 2
-    info_json = json.loads((path / "trainer_state.json").read_text())
+    info_json = json.loads((path / "explorer_state.json").read_text())
+    assert not (path / "trainer_state.json").exists()      # the HF Trainer's file name, whose schema ours is not
     assert info_json["step"] == 2 and info_json["metrics"]["step"] == 2
     loaded = load_directory(path)
     assert loaded.heads == ("mlm", "nsp") and loaded.tokenizer.vocab_size == tiny_tokenizer.vocab_size
@@ -196,7 +197,7 @@ def test_incomplete_checkpoints_are_skipped_and_pruning(tmp_path, tiny_tokenizer
     (empty_run / "checkpoints").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="no complete checkpoint"):
         resolve_checkpoint(empty_run)
-    (folder / "step-000004" / "trainer_state.json").write_text("{torn")
+    (folder / "step-000004" / "explorer_state.json").write_text("{torn")
     assert [c.step for c in list_checkpoints(trainer.run_dir)] == [5, 4]        # listed without metrics
 
 

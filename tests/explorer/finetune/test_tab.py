@@ -65,7 +65,8 @@ def client(services: Services) -> Iterator[Client]:
 
 def form(**changes: Any) -> list[Any]:
     values = dict(model_key="default", task="classification", data_source="example", example="", data_file=None,
-                  labels="", steps=None, batch_size=None, learning_rate=None, seq_length=None, eval_fraction=None)
+                  labels="", steps=None, batch_size=None, learning_rate=None, seq_length=None, eval_fraction=None,
+                  report_to="none")
     values.update(changes)
     return list(values.values())
 
@@ -88,6 +89,17 @@ def test_the_form_makes_the_job_the_command_line_makes(services: Services) -> No
         assert getattr(job.spec, name) == getattr(cli, name), name
     assert job.data_name == "sentiment.csv" and "labels: negative, positive" in job.data.summary
 
+
+
+def test_log_to_goes_into_the_job_as_on_the_command_line(services: Services) -> None:
+    assert make_job(services, *form()).spec.report_to == "none"
+    job = make_job(services, *form(report_to="tensorboard"))
+    parser = build_parser()
+    cli = spec_from_args(parser.parse_args(["--task", "classification", "--data", str(SENTIMENT),
+                                            "--report-to", "tensorboard"]), parser)
+    assert job.spec.report_to == cli.report_to == "tensorboard"
+    with pytest.raises(gr.Error, match="Log to must be one of: none, TensorBoard"):
+        friendly_errors(make_job)(services, *form(report_to="trackio"))
 
 def test_empty_fields_take_the_tasks_defaults(services: Services) -> None:
     for name, row in TASKS.items():
@@ -193,6 +205,7 @@ def test_api_lists_the_fine_tune_endpoints(client: Client) -> None:
     defaults = {p["parameter_name"]: p["parameter_default"] for p in parameters}
     assert defaults["example"] == "" and all(defaults[k] == "" for k in ("steps", "batch_size", "learning_rate",
                                                                              "seq_length", "eval_fraction"))
+    assert defaults["report_to"] == "none"
 
 
 def test_an_upload_through_the_api_is_checked(client: Client, tmp_path: Path) -> None:

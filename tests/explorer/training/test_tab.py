@@ -145,6 +145,24 @@ def test_make_spec_direct(services: Services) -> None:
         explorer.ui_errors.friendly_errors(training_tab.make_spec)(services, *_settings(vocab_size=0))
 
 
+
+def test_log_to_reaches_the_spec_and_the_run(client: Client, services: Services) -> None:
+    """The form's "Log to" becomes the spec's report_to; through /train_start a TensorBoard run writes its logs."""
+    assert training_tab.make_spec(services, *_settings()).report_to == "none"
+    given = ["builtin", "", None, "train"]                   # source, text, text_file, vocabulary: the defaults
+    assert training_tab.make_spec(services, *_settings(), *given, "tensorboard").report_to == "tensorboard"
+    with pytest.raises(ValueError, match="Log to must be one of: none, TensorBoard; got 'wandb'"):
+        training_tab.make_spec(services, *_settings(), *given, "wandb")
+    worker = services.get_worker()
+    assert worker.join(TIMEOUT)
+    names = ["preset", "corpus", "max_documents", "vocab_size", "seq_length", "batch_size", "learning_rate",
+             "steps", "mask_rate", "whole_word", "nsp"]
+    client.predict(**dict(zip(names, _settings(steps=4))), report_to="tensorboard", api_name="/train_start")
+    assert worker.join(TIMEOUT) and worker.status().state == "finished", worker.status().message
+    run = worker.status().run_dir
+    assert json.loads((run / "run.json").read_text())["report_to"] == "tensorboard"
+    assert [p.name.startswith("events.out.tfevents.") for p in (run / "logs").iterdir()] == [True]
+
 def test_clicking_a_checkpoint_row_offers_it_as_a_model_zip(services: Services, tmp_path: Path) -> None:
     from gradio import helpers
 
