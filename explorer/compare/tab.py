@@ -14,7 +14,7 @@ import gradio as gr
 import pandas as pd
 
 from engine.probes.compare import ModelComparison, compare_models
-from explorer import run_picker
+from explorer import gpu, run_picker
 from explorer.compare import plots
 from explorer.formatting import percent, sig
 from explorer.model_picker import ModelPicker, dropdown_choices
@@ -150,6 +150,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                   outputs=[box], api_visibility="private", show_progress="hidden", queue=False)
 
     @friendly_errors
+    @gpu.on_gpu
     def run_compare(model_a: str, model_b: str, text: str, layer: float, head: float, top_k: float = 5) -> tuple[Any, ...]:
         """Compare two models on one input.
 
@@ -173,6 +174,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     wire_run(API_NAME, button, text, examples, **event)
 
     @friendly_errors
+    @gpu.on_gpu
     def compare_over_run(run: str, position: float, text: str, layer: float, head: float,
                          top_k: float = 5) -> tuple[Any, ...]:
         """Compare a run's checkpoint with the run's last checkpoint.

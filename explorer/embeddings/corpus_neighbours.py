@@ -18,6 +18,7 @@ import gradio as gr
 
 from engine.probes.neighbours import MAX_SENTENCES, ContextIndex, NeighbourResult, build_index, nearest
 from engine.text.corpus import builtin_corpus, split_sentences
+from explorer import gpu
 from explorer.formatting import sig
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
@@ -180,6 +181,7 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
         found = gr.HTML()
 
     @friendly_errors
+    @gpu.on_gpu(duration=180)           # a few thousand sentences take a while
     def neighbours_index(model_key: str = "default", corpus: str = "shakespeare", text: str = "", layer: float = 4,
                          sentences: float = DEFAULT_SENTENCES, progress: gr.Progress = gr.Progress()) -> str:
         """Index a corpus's contextual vectors at one layer of a model (kept for /neighbours).
@@ -196,6 +198,7 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return build(services, shelf, model_key, corpus, text, layer, sentences, progress)
 
     @friendly_errors
+    @gpu.on_gpu
     def neighbours(model_key: str = "default", text: str = "", position: float = 1, layer: float = 4,
                    k: float = 10) -> str:
         """The corpus tokens whose contextual vectors are most like one token of a sentence.

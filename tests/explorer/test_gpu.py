@@ -28,7 +28,8 @@ from probing_helpers import make_services
 # The endpoints a person or a script calls to run a model, and the private redraw of the Attention tab.
 PROBING = {"embeddings", "embeddings_over_training", "attention", "attention_refresh", "attention_export",
            "ablate_heads", "attention_over_training", "fill_mask", "fill_mask_over_training", "answer",
-           "next_sentence", "classify", "tag_words", "choose"}
+           "next_sentence", "classify", "tag_words", "choose", "compare", "compare_over_run", "neighbours_index",
+           "neighbours"}
 
 
 class StandInSpaces(types.ModuleType):
