@@ -60,6 +60,9 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 heads_tab.build(services, picker)
             with gr.Tab("QA", id="qa"):
                 qa_tab.build(services, picker)
+            with gr.Tab("Why", id="why"):       # which tokens pushed a prediction (attributions)
+                from explorer.why import tab as why_tab
+                why_tab.build(services, picker)
             with gr.Tab("Training", id="training"):
                 training_tab.build(services)
             with gr.Tab("Fine-tune", id="finetune"):

@@ -39,8 +39,10 @@ from engine.probes.attribution_targets import (
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 SCORES = ("logit", "probability")
 TASKS = ("fill_mask", "qa_start", "qa_end", "next_sentence", "classify", "tag", "choose")
+TASK_HEADS = {"fill_mask": "mlm", "qa_start": "qa", "qa_end": "qa", "next_sentence": "nsp", "classify": "classifier",
+              "tag": "token_classifier", "choose": "multiple_choice"}     # the head that makes each prediction
 DEFAULT_STEPS = 50
-MAX_STEPS = 500
+MAX_STEPS = 300
 IG_RULE = "gausslegendre"          # captum's default: converges in far fewer steps than a Riemann sum
 BATCH_TOKENS = 2048                # tokens per forward/backward batch (n_steps rows of S tokens are split)
 BASELINE = "[PAD]"

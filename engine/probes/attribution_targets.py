@@ -94,8 +94,11 @@ def fill_mask_target(loaded: LoadedModel, text: str, text_pair: str | None = Non
                      token: str | None = None) -> Target:
     """The score of ``token`` (default: the top prediction) at the ``mask``-th ``[MASK]`` (0-based, default the first)."""
     wanted = token.strip() if isinstance(token, str) and token.strip() else None
-    details = fill_mask_details(loaded, text, 1, [wanted] if wanted else None, text_pair)   # checks head, text, mask
+    details = fill_mask_details(loaded, text, 1, None, text_pair)         # checks head, text, mask; the top-1
     m = _which(mask, len(details.masks), "[MASK]")
+    best = details.masks[m]
+    if wanted:                                                             # the fill-mask targets' rule
+        details = fill_mask_details(loaded, text, 1, [wanted], text_pair)
     found = details.masks[m]
     token_id, piece, position = found.token_ids[0], found.tokens[0], found.position
     attention_mask, types = _row(loaded, details.input_ids, details.token_type_ids)
@@ -113,7 +116,7 @@ def fill_mask_target(loaded: LoadedModel, text: str, text_pair: str | None = Non
     return Target(task="fill_mask", head="mlm", tokens=details.tokens, input_ids=details.input_ids,
                   token_type_ids=details.token_type_ids, class_scores=scores, index=token_id, position=position,
                   description=f"{piece!r} at {where}",
-                  prediction=f"{piece!r} has probability {found.scores[0]:.3g} at {where}",
+                  prediction=f"{best.tokens[0]!r} (probability {best.scores[0]:.3g})",
                   warnings=list(details.warnings))
 
 
@@ -143,7 +146,7 @@ def qa_target(loaded: LoadedModel, question: str, context: str, end: bool = Fals
     return Target(task=f"qa_{side}", head="qa", tokens=list(window.tokens), input_ids=list(window.input_ids),
                   token_type_ids=list(window.token_type_ids), class_scores=scores, index=position, position=position,
                   description=f"the answer's {side} at {window.tokens[position]!r} (position {position}){note}",
-                  prediction=f"answer {span.answer!r} (score {span.score:.3g})")
+                  prediction=f"the answer {span.answer!r} (score {span.score:.3g})")
 
 
 def _pooled_target(loaded: LoadedModel, task: str, head: str, encoding: Encoding, labels: Sequence[str],
@@ -209,7 +212,7 @@ def tag_target(loaded: LoadedModel, text: str, word: int | None = None, tag: str
                   class_scores=scores, index=index, position=position,
                   description=f"the tag {details.labels[index]!r} of the word {details.words[w].word!r} "
                               f"(word {w + 1}, position {position})",
-                  prediction=f"{details.words[w].label!r} ({details.words[w].score:.3g})")
+                  prediction=f"{details.words[w].label!r} (probability {details.words[w].score:.3g})")
 
 
 def choose_target(loaded: LoadedModel, context: str, choices: Sequence[str], choice: int | None = None) -> Target:

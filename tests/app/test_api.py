@@ -25,7 +25,8 @@ REQUIRED = {
     "/next_sentence": ["sentence_a", "sentence_b"], "/classify": ["text"], "/choose": ["context", "choices"], "/tag_words": ["text"],
     "/load_model": ["source_text"], "/tokenize": ["text"], "/embeddings": ["text"], "/embeddings_over_training": [],
     "/attention": ["text"], "/ablate_heads": ["text", "heads"], "/attention_export": ["text"],
-    "/attention_over_training": ["text"], "/fill_mask": ["text"], "/fill_mask_over_training": ["text"],
+    "/attention_over_training": ["text"], "/neuron_view": ["text"], "/attribute": ["text"], "/fill_mask": ["text"],
+    "/fill_mask_over_training": ["text"],
     "/answer": ["question", "context"], "/train_start": [], "/train_pause": [], "/train_resume": [], "/train_continue": [],
     "/train_stop": [], "/train_save": [], "/train_status": [], "/finetune_start": [], "/finetune_status": [],
 }

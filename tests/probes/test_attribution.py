@@ -241,7 +241,7 @@ def test_targets_follow_the_arguments(models) -> None:
     ("fill_mask", "the cat " * 40 + "[MASK].", None, {}, "tokens long but this model takes at most 64"),
     ("fill_mask", MASKED, None, {"which": 1}, r"\[MASK\] index 1 does not exist: there is 1 \[MASK\]"),
     ("fill_mask", MASKED, None, {"method": "saliency"}, "unknown method 'saliency'"),
-    ("fill_mask", MASKED, None, {"n_steps": 1}, "n_steps must be a whole number from 2 to 500"),
+    ("fill_mask", MASKED, None, {"n_steps": 1}, "n_steps must be a whole number from 2 to 300"),
     ("fill_mask", MASKED, None, {"n_steps": 2.5}, "n_steps must be a whole number"),
     ("fill_mask", MASKED, None, {"score": "odds"}, "unknown score 'odds'"),
     ("fill_mask", MASKED, None, {"target": "😀"}, "is not in the vocabulary: it tokenizes to \\[UNK\\]"),
