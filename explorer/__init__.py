@@ -61,6 +61,9 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 heads_tab.build(services, picker)
             with gr.Tab("QA", id="qa"):
                 qa_tab.build(services, picker)
+            with gr.Tab("Why", id="why"):       # which tokens pushed a prediction (attributions)
+                from explorer.why import tab as why_tab
+                why_tab.build(services, picker)
             with gr.Tab("Compare", id="compare"):  # two models side by side on one input
                 compare_tab.build(services, picker)
             with gr.Tab("Training", id="training"):

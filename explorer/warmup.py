@@ -43,6 +43,12 @@ def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]
             calls.append((f"answer {i}", lambda q=question, c=context: inference.answer(loaded, q, c)))
     from explorer.heads import tab as heads_tab     # the Heads tab's sections, for the heads the model has
     calls += heads_tab.example_calls(loaded)
+    text, pair = attention_tab.EXAMPLES[0]                 # the neuron view, and the Why tab's default example
+    calls.append(("neuron_view 0", lambda: inference.neuron_view(loaded, text, pair or None, 0, 0, 1)))
+    if "mlm" in loaded.heads:                              # (also imports captum: ~1.5 s off the first click)
+        from explorer.why import actions as why_actions
+        task, why_text = why_actions.EXAMPLES[0][:2]
+        calls.append(("attribute 0", lambda: inference.attribute(loaded, task, why_text)))
     return calls
 
 

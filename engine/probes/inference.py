@@ -17,6 +17,9 @@ from engine.probes.choose import ChooseResult, choose
 from engine.probes.classify import ClassifyResult, classify, classify_details
 from engine.probes.next_sentence import NextSentenceResult, next_sentence
 from engine.probes.tag import TagResult, tag_details, tag_words
+# which input tokens pushed a prediction up or down (the Why tab)
+from engine.probes.attribution import Attribution, attribute
+from engine.probes.neuron_view import NeuronView, neuron_view
 
 __all__ = ["attention", "attention_over_checkpoints", "ablate_heads", "AttentionResult",
            "CheckpointAttention", "AblationResult",
@@ -25,6 +28,7 @@ __all__ = ["attention", "attention_over_checkpoints", "ablate_heads", "Attention
            "answer_details", "Explanation", "FillMaskResult", "QAResult"]
 __all__ += ["classify", "classify_details", "ClassifyResult", "tag_words", "tag_details", "TagResult", "choose",
             "ChooseResult", "next_sentence", "NextSentenceResult"]
+__all__ += ["attribute", "Attribution", "neuron_view", "NeuronView"]
 
 
 def tokenize(loaded: LoadedModel, text: str, text_pair: str | None = None, max_length: int | None = None) -> Explanation:

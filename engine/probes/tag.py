@@ -25,7 +25,7 @@ every word, every group (``O`` included) and whether the labels are BIO tags, fo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -62,6 +62,7 @@ class TagResult:
     bio: bool                        # whether the labels are BIO tags (B-X / I-X)
     words: list[TagSpan]             # one per word, tags as given (rule 3)
     groups: list[TagSpan]            # adjacent words merged (rule 4), "O" groups included
+    word_positions: list[int] = field(default_factory=list)   # per word: the position of its first token
 
     def to_pipeline(self, ignore_labels: tuple[str, ...] = IGNORED) -> list[dict[str, Any]]:
         """The groups as the pipeline returns them, without those of a type in ``ignore_labels``."""
@@ -90,6 +91,7 @@ def tag_details(loaded: LoadedModel, text: str) -> TagResult:
     tokenizer = loaded.tokenizer
     decode = tokenizer.backend.decoder.decode
     words: list[TagSpan] = []
+    positions: list[int] = []
     pieces: list[str] = []
     for position, token_id in enumerate(encoding.input_ids):
         if encoding.special_tokens_mask[position]:
@@ -105,10 +107,11 @@ def tag_details(loaded: LoadedModel, text: str) -> TagResult:
             words[-1].word, words[-1].end = decode(pieces), end
             continue
         pieces = [piece]
+        positions.append(position)
         words.append(TagSpan(labels[int(best_ids[position])], float(best_scores[position]), decode(pieces), start, end))
     return TagResult(text=text, source=loaded.source, tokens=list(encoding.tokens), labels=labels,
                      bio=any(label.startswith(("B-", "I-")) for label in labels), words=words,
-                     groups=group_words(words, decode))
+                     groups=group_words(words, decode), word_positions=positions)
 
 
 def split_tag(label: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from plotly.io.json import to_json_plotly
 from engine.probes.attention import AttentionResult, check_head_index
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention
-from explorer.attention import plots as attention_plots
+from explorer.attention import neuron_tab, plots as attention_plots
 from explorer.attention.actions import (DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH, effective_length,
                                         export_files, model_shape, over_training, read_inputs, run_ablation)
 from explorer import gpu, run_picker
@@ -170,6 +170,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             view_heads = gr.Dropdown(choices=[(str(h), h) for h in range(num_heads)], value=list(range(num_heads)),
                                      multiselect=True, allow_custom_value=True, label="Heads in the head view")
             head_view = gr.Plot(label="Head view (one colour per head)")
+    neuron = neuron_tab.build(services, picker, text, pair, layer, head, length)   # the chosen head's row, in numbers
     model_view = gr.Plot(label="Model view: every layer (rows) × head (columns)")
     statistic = gr.Dropdown(choices=STAT_CHOICES, value="entropy", label="Head statistic")
     with gr.Row():
@@ -307,6 +308,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                   examples.load_input_event.then(run, api_name="attention_example_run", api_visibility="private",
                                                  **main)):
         clear_on_failure(event, main_outputs)
+        neuron["follow"](event)                           # the neuron view's query choices: this input's tokens
     # The figures follow the layer and head whatever moved them: a drag, the arrow keys, a number typed
     # into the box (Enter or not), or a refit. `release` fired for the drag only, and the heatmap kept
     # saying "Layer 0, head 0" after typing 3. While a slider is dragged, only the last value queues.
@@ -333,4 +335,5 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             "view_heads": view_heads, "statistic": statistic, "heatmap": heatmap, "head_view": head_view,
             "model_view": model_view, "stats_plot": stats_plot, "stats_frame": stats_frame, "summary": summary,
             "heads_text": heads_text, "ablate_button": ablate_button, "ablation_figure": ablation_figure,
-            "ablation_summary": ablation_summary, "files": files, "over_maps": over_maps, "over_lines": over_lines}
+            "ablation_summary": ablation_summary, "files": files, "over_maps": over_maps, "over_lines": over_lines,
+            "neuron": neuron}

@@ -1,4 +1,4 @@
-"""Hostile input to the Tokenize, Embeddings and Attention endpoints of the served app.
+"""Hostile input to the Tokenize, Embeddings, Attention (neuron view included) and Why endpoints of the served app.
 
 Every case: a human message (error or warning) or a validated result, no stack trace or
 exception class name, nothing written outside the runs and temp folders, and the same
@@ -31,6 +31,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "/ablate_heads": dict(model="default", text=TEXT, pair="", heads="0:1", top_k=3),
     "/attention_export": dict(model="default", text=TEXT, pair="", layer=1, head=2, max_length=64),
     "/attention_over_training": dict(model="default", text=TEXT, pair="", layer=1, head=3, max_length=64),
+    "/neuron_view": dict(model="default", text=TEXT, pair="", layer=1, head=2, max_length=64, query=2),
+    "/attribute": dict(model="default", task="fill_mask", text="the cat [MASK] on the mat.", pair="", target="",
+                       which=0, method="integrated_gradients", score="logit", steps=8),
 }
 
 
@@ -154,6 +157,43 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/attention_over_training", dict(head=9), "head 9 does not exist"),
     ("/attention_over_training", dict(text=BLANK), "Type a sentence"),
     ("/attention_over_training", dict(text=BEYOND_POSITIONS), OK),
+    # --- /neuron_view (the Attention tab's accordion)
+    ("/neuron_view", dict(), OK),
+    ("/neuron_view", dict(text=EMPTY), "Type a sentence"),
+    ("/neuron_view", dict(text=BEYOND_POSITIONS, query=63), OK),           # truncated to the max length
+    ("/neuron_view", dict(text=EMOJI, pair=CJK, query=0), OK),
+    ("/neuron_view", dict(text=CONTROL_ONLY, query=1), OK),                # [CLS] [SEP]
+    ("/neuron_view", dict(query=99), "query token 99 does not exist: the input has 9 tokens"),
+    ("/neuron_view", dict(query=-1), "query token -1 does not exist"),
+    ("/neuron_view", dict(query="../../etc"), "must be a position"),
+    ("/neuron_view", dict(layer=2), "layer 2 does not exist"),
+    ("/neuron_view", dict(head=4), "head 4 does not exist"),
+    ("/neuron_view", dict(model="encoder"), OK),                           # attention needs no head
+    ("/neuron_view", dict(text=TOO_HUGE), "too long"),
+    # --- /attribute (the Why tab)
+    ("/attribute", dict(), OK),
+    ("/attribute", dict(text=EMPTY), "Type the text with \\[mask\\]"),
+    ("/attribute", dict(text=TEXT), "no mask token found"),
+    ("/attribute", dict(text=BEYOND_POSITIONS + " [MASK]"), "tokens long but this model takes at most 64"),
+    ("/attribute", dict(text=TOO_HUGE), "too long"),
+    ("/attribute", dict(text=ONLY_SPECIALS + " [MASK]"), OK),
+    ("/attribute", dict(text=EMOJI + " [MASK] " + CJK), OK),
+    ("/attribute", dict(text="[MASK] " + CONTROL), OK),
+    ("/attribute", dict(target="<script>alert(1)</script>"), "is not in the vocabulary|using"),
+    ("/attribute", dict(which=3), "\\[MASK\\] index 2 does not exist"),
+    ("/attribute", dict(which=-1), "'Which' must be a whole number from 1|minimum"),
+    ("/attribute", dict(steps=1), "Steps must be a whole number from 2 to 300|minimum"),
+    ("/attribute", dict(steps=10**6), "Steps must be a whole number from 2 to 300|maximum"),
+    ("/attribute", dict(task="__class__"), "Unknown prediction|choices"),
+    ("/attribute", dict(method="exec"), "Unknown method|choices"),
+    ("/attribute", dict(score="odds"), "Unknown score|choices"),
+    ("/attribute", dict(model="encoder"), "has no masked LM"),
+    ("/attribute", dict(task="classify"), "has no sequence classification head"),
+    ("/attribute", dict(task="qa_start", text="who sat?"), "Type the context"),
+    ("/attribute", dict(task="qa_end", text="who sat?", pair=TEXT), OK),
+    ("/attribute", dict(task="next_sentence", text=TEXT, pair=EMOJI), OK),
+    ("/attribute", dict(task="next_sentence", text=TEXT, pair=TEXT, target="Maybe"), "'Maybe' is not one of"),
+    ("/attribute", dict(model="no such model"), "neither a model key.*" + AVAILABLE),
 ]
 
 

@@ -41,6 +41,8 @@ CALLS: dict[str, dict[str, Any]] = {
     "/fill_mask_over_training": dict(text=TEXT),
     "/answer": dict(question="who sat?", context="the cat sat on the mat.", max_seq_len=48, doc_stride=16),
     "/next_sentence": dict(sentence_a="the cat sat.", sentence_b="it ran to the house."),
+    "/neuron_view": dict(text="the cat sat.", max_length=32, query=1),
+    "/attribute": dict(task="fill_mask", text=TEXT, steps=4),
 }
 
 

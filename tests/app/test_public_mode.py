@@ -256,7 +256,7 @@ def test_readme_documents_every_setting() -> None:
 def test_demo_warm_up_runs_every_tab_example(tmp_path: Path, tiny_tokenizer) -> None:
     services, _ = make_services(tmp_path, tiny_tokenizer, AccessPolicy())
     done = warmup.run_examples(services)
-    for prefix in ("tokenize", "embeddings", "attention", "fill_mask", "answer"):
+    for prefix in ("tokenize", "embeddings", "attention", "fill_mask", "answer", "neuron_view", "attribute"):
         assert any(name.startswith(prefix) for name in done), prefix
     assert warmup.run_examples(services, key="encoder-that-does-not-exist") == []
 

@@ -124,7 +124,8 @@ def test_tokenize_shows_the_pieces_the_model_sees(page: Page) -> None:
 
 # (tab, a selector its first example must draw)
 TABS = [("Tokenize", ".wp-strip"), ("Embeddings", f"{PLOT} .heatmaplayer"), ("Attention", f"{PLOT} .heatmaplayer"),
-        ("Fill-mask", f"{PLOT} .barlayer"), ("QA", f"{PLOT} .barlayer, {PLOT} .scatterlayer .trace")]
+        ("Fill-mask", f"{PLOT} .barlayer"), ("QA", f"{PLOT} .barlayer, {PLOT} .scatterlayer .trace"),
+        ("Why", ".why-tokens .wt")]
 
 
 @pytest.mark.parametrize(("tab", "drawn"), TABS, ids=[t for t, _ in TABS])
@@ -135,6 +136,26 @@ def test_every_tab_follows_the_theme(page: Page, tab: str, drawn: str) -> None:
     no_error_toast(page)
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
     screenshot(page, tab.lower())
+
+
+def test_the_neuron_view_shows_the_numbers_of_one_row(page: Page) -> None:
+    panel = open_tab(page, "Attention")
+    run_first_example(panel)                              # "The cat sat on the mat because it was tired."
+    expect(panel.locator(f"{PLOT} .heatmaplayer").first).to_be_attached()
+    accordion = panel.get_by_text("Neuron view: the numbers behind one row of the heatmap")
+    accordion.click()
+    panel.get_by_label("Query token (its row of the heatmap)").click()
+    page.get_by_role("option", name="3: sat", exact=True).click()       # the choices are this input's tokens
+    panel.get_by_role("button", name="Show the neuron view").click()
+    expect(panel.get_by_text("It looks most at").first).to_be_visible()
+    expect(panel.get_by_text("query 3").first).to_be_visible()
+    expect(panel.locator(f"{PLOT} text", has_text="softmax: the head's attention row").first).to_be_attached()
+    no_error_toast(page)
+    check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
+    page.wait_for_timeout(500)
+    top = accordion.bounding_box()["y"] + page.evaluate("window.scrollY") - 20
+    page.screenshot(path=str(ARTIFACTS / f"walk-neuron-view-{page.theme}.png"), full_page=True,  # type: ignore[attr-defined]
+                    clip={"x": 0, "y": top, "width": page.viewport_size["width"], "height": 1900})
 
 
 def check_figures_follow_the_theme(panel, theme: str) -> None:

@@ -111,7 +111,8 @@ def test_subplot_grid_lays_plots_out_like_make_subplots() -> None:
 
 FIGURE_MODULES = ["explorer.plots", "explorer.attention.plots", "explorer.attention.ablation_plots",
                   "explorer.embeddings.plots", "explorer.fill_mask.plots", "explorer.heads.plots", "explorer.qa.plots",
-                  "explorer.training.plots", "explorer.finetune.plots"]
+                  "explorer.training.plots", "explorer.finetune.plots", "explorer.attention.neuron_plots",
+                  "explorer.why.plots"]
 _T = ["[CLS]", "the", "cat", "the", "[SEP]"]
 _MAPS = np.full((2, 2, 5, 5), 0.2)
 _RECORDS = [{"kind": "train", "step": s, "mlm_loss": 5.0 / s, "nsp_loss": 0.7, "mlm_acc": 0.1, "nsp_acc": 0.5,
@@ -126,6 +127,8 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
     from explorer.qa import plots as qp
     from explorer.training import plots as tp
     from explorer.finetune import plots as ftp
+    from explorer.attention import neuron_plots as np_
+    from explorer.why import plots as wp
     rng = np.random.default_rng(0)
     window = qp.WindowProbs(0, ["a", "b", "c"], [0.2, 0.5, 0.3], [0.1, 0.3, 0.6], answers=[(1, 2, "#1")])
     batch = {"rows": [{"tokens": ["[CLS]", "[MASK]", "[SEP]"], "mask_kind_names": ["special", "mask", "special"],
@@ -168,6 +171,10 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
         "explorer.training.plots.lr_figure": lambda: tp.lr_figure(_RECORDS),
         "explorer.training.plots.masked_strip": lambda: tp.masked_strip(["[CLS]", "[MASK]"], ["special", "mask"]),
         "explorer.training.plots.batch_figure": lambda: tp.batch_figure(batch),
+        "explorer.attention.neuron_plots.vectors_figure": lambda: np_.vectors_figure(
+            _T, 1, np.ones(4), np.ones((5, 4)), np.ones((5, 4)), title="t"),
+        "explorer.attention.neuron_plots.scores_figure": lambda: np_.scores_figure(_T, 1, [1.0] * 5, [0.2] * 5),
+        "explorer.why.plots.top_tokens_figure": lambda: wp.top_tokens_figure(_T, [0.1, -0.2, 0.3, 0.0, 0.5]),
         "explorer.finetune.plots.loss_figure": lambda: ftp.loss_figure(
             [{"kind": "train", "step": 1, "loss": 0.7}, {"kind": "eval", "step": 1, "eval_qa_loss": 0.9}], "eval_qa_loss"),
         "explorer.finetune.plots.metric_figure": lambda: ftp.metric_figure(

@@ -1,0 +1,173 @@
+"""What the Why tab's *Explain* does: check the form, run the attribution, build the outputs.
+
+No widgets here: plain arguments in, Markdown / HTML / a figure / a dict out; bad input raises
+``gr.Error`` (or ``ValueError``, which ``friendly_errors`` turns into a message).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gradio as gr
+import plotly.graph_objects as go
+
+from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, TASK_HEADS, TASKS, Attribution
+from engine.probes.inference import attribute
+from explorer.formatting import percent, sig
+from explorer.heads.common import HOW_TO_GET, missing_head_message
+from explorer.model_registry import HEAD_TITLES
+from explorer.services import Services
+from explorer.ui_errors import check_length, require_text
+from explorer.why import plots
+from explorer.why.token_html import attribution_html
+
+TASK_CHOICES = [("Fill-mask: a token at a [MASK]", "fill_mask"), ("QA: where the answer starts", "qa_start"),
+                ("QA: where the answer ends", "qa_end"), ("Next sentence: IsNext / NotNext", "next_sentence"),
+                ("Classify: a label", "classify"), ("Tag words: a word's tag", "tag"), ("Choose: a choice", "choose")]
+METHOD_CHOICES = [("Integrated gradients", "integrated_gradients"), ("Gradient × input", "gradient_x_input")]
+SCORE_CHOICES = [("logit", "logit"), ("probability", "probability")]
+NEEDS_PAIR = {"qa_start": "context", "qa_end": "context", "next_sentence": "sentence B", "choose": "choices"}
+LARGE_DELTA = 0.01          # a delta over 1% of the score's change is flagged
+
+# task -> (text label, text placeholder, pair label, pair placeholder, target placeholder, which label)
+FORMS: dict[str, tuple[str, str, str, str, str, str]] = {
+    "fill_mask": ("Text with [MASK]", "The capital of France is [MASK].", "Text pair (optional, segment B)", "",
+                  "a token, e.g. paris (empty: the top prediction)", "Which [MASK]: 1, 2, … (0 = the first)"),
+    "qa_start": ("Question", "What is the capital of France?", "Context", "Paris is the capital of France.",
+                 "(not used: the best answer is explained)", "(not used)"),
+    "next_sentence": ("Sentence A", "The cat sat on the mat.", "Sentence B", "Soon it was fast asleep.",
+                      "IsNext or NotNext (empty: IsNext)", "(not used)"),
+    "classify": ("Text", "A wonderful, moving film.", "Text pair (optional)", "",
+                 "a label (empty: the predicted one)", "(not used)"),
+    "tag": ("Text", "Walter lives in Paris.", "(not used)", "", "a tag, e.g. B-LOC (empty: the predicted one)",
+            "Which word: 1, 2, … (0 = the first not tagged O)"),
+    "choose": ("Context", "The cat sat on the mat.", "Choices, one per line", "It fell asleep.\nIt sang an aria.",
+               "(not used: pick the choice below)", "Which choice: 1, 2, … (0 = the model's pick)"),
+}
+FORMS["qa_end"] = FORMS["qa_start"]
+
+EXAMPLES: list[list[Any]] = [
+    ["fill_mask", "The capital of France is [MASK].", "", "", 0],
+    ["fill_mask", "The capital of France is [MASK].", "", "paris", 0],
+    ["fill_mask", "The United [MASK] of America.", "", "", 0],
+    ["qa_start", "What is the capital of France?", "Paris is the capital and largest city of France.", "", 0],
+    ["next_sentence", "The cat sat on the mat.", "Soon it was fast asleep in the warm sun.", "", 0],
+    ["classify", "A wonderful, moving film.", "", "", 0],
+    ["tag", "Walter lives in Paris.", "", "", 0],
+    ["choose", "The cat sat on the mat.", "It fell asleep in the sun.\nIt sang an aria at the opera.", "", 0],
+]
+
+
+def form_updates(task: str | None) -> tuple[Any, ...]:
+    """Labels and placeholders of the text, pair, target and which fields for ``task``."""
+    text, text_hint, pair, pair_hint, target_hint, which = FORMS.get(task or "fill_mask", FORMS["fill_mask"])
+    return (gr.update(label=text, placeholder=text_hint), gr.update(label=pair, placeholder=pair_hint),
+            gr.update(placeholder=target_hint), gr.update(label=which))
+
+
+def check_form(task: Any, text: Any, text_pair: Any, target: Any, which: Any, method: Any, score: Any,
+               steps: Any) -> tuple[str, str, str | None, str | None, int | None, str, str, int]:
+    """The form's values checked and converted (``which`` 1-based -> 0-based, 0 -> the default), or ``gr.Error``."""
+    task = task or "fill_mask"
+    if task not in TASKS:
+        raise gr.Error(f"Unknown prediction {task!r}; choose one of {', '.join(TASKS)}.", print_exception=False)
+    text = require_text(text, FORMS[task][0].lower(), empty_message=f"Type the {FORMS[task][0].lower()}.")
+    pair = text_pair if isinstance(text_pair, str) and text_pair.strip() else None
+    if task in NEEDS_PAIR and pair is None:
+        raise gr.Error(f"Type the {NEEDS_PAIR[task]}.", print_exception=False)
+    if pair is not None:
+        check_length(pair, NEEDS_PAIR.get(task, "text pair"))
+    target = target.strip() if isinstance(target, str) and target.strip() else None
+    if target is not None:
+        check_length(target, "target")
+    method, score = method or "integrated_gradients", score or "logit"
+    if method not in METHODS:
+        raise gr.Error(f"Unknown method {method!r}; choose integrated_gradients or gradient_x_input.",
+                       print_exception=False)
+    if score not in SCORES:
+        raise gr.Error(f"Unknown score {score!r}; choose logit or probability.", print_exception=False)
+    return task, text, pair, target, _which(which), method, score, _steps(steps)
+
+
+def _which(which: Any) -> int | None:
+    if which is None or which == "":
+        return None
+    try:
+        number = float(which)
+    except (TypeError, ValueError):
+        raise gr.Error(f"'Which' must be a whole number (1 = the first), got {which!r}.",
+                       print_exception=False) from None
+    if number != int(number) or number < 0:
+        raise gr.Error(f"'Which' must be a whole number from 1 (0 for the default), got {which!r}.",
+                       print_exception=False)
+    return int(number) - 1 if number >= 1 else None
+
+
+def _steps(steps: Any) -> int:
+    try:
+        number = float(DEFAULT_STEPS if steps is None else steps)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if number != number or number in (float("inf"), float("-inf")) or number != int(number) \
+            or not 2 <= number <= MAX_STEPS:
+        raise gr.Error(f"Steps must be a whole number from 2 to {MAX_STEPS}; got {steps!r}.", print_exception=False)
+    return int(number)
+
+
+def shown_score(value: float | None, score: str) -> str:
+    """A score as the UI prints it: a probability as a percentage, a logit to 3 significant digits."""
+    if value is None:
+        return "–"
+    return percent(value) if score == "probability" else sig(value)
+
+
+def summary_markdown(result: Attribution) -> str:
+    """What was explained, the scores, and (integrated gradients) how well the numbers add up."""
+    what = "probability" if result.score == "probability" else "logit"
+    lines = [f"**Why {result.target}?** Explaining its **{what}** on {len(result.tokens)} tokens · "
+             f"the model predicts {result.prediction} · model: {result.source}"]
+    at_input = shown_score(result.target_score, result.score)
+    if result.method == "integrated_gradients":
+        difference = result.target_score - result.baseline_score
+        at_baseline = shown_score(result.baseline_score, result.score)
+        lines.append(f"{what.capitalize()} **{at_input}** at the input, **{at_baseline}** at the baseline "
+                     f"({result.baseline}). The attributions add up to **{sig(result.total)}**; the difference is "
+                     f"{sig(difference)}, so captum's convergence delta is **{sig(result.convergence_delta)}** with "
+                     f"**{result.n_steps} steps** of integrated gradients (Gauss-Legendre).")
+        if abs(result.convergence_delta) > LARGE_DELTA * max(abs(difference), 1e-12):
+            lines.append("⚠️ The delta is more than 1% of the difference: raise the steps for numbers that add up.")
+    else:
+        lines.append(f"{what.capitalize()} **{at_input}** at the input. Gradient × input: each token's gradient times "
+                     "its word embedding, one backward pass. No baseline, so the numbers need not add up to the score.")
+    lines += [f"ℹ️ {warning}" for warning in result.warnings]
+    return "\n\n".join(lines)
+
+
+def explain_prediction(services: Services, model_key: str | None, task: Any, text: Any, text_pair: Any = "",
+                       target: Any = "", which: Any = 0, method: Any = "integrated_gradients", score: Any = "logit",
+                       steps: Any = DEFAULT_STEPS, progress: Callable[[float], None] | None = None
+                       ) -> tuple[str, str, go.Figure, dict[str, Any]]:
+    """Check the form, explain the prediction, and return the summary, coloured tokens, top-token bars and JSON."""
+    task, text, pair, target, which, method, score, steps = check_form(task, text, text_pair, target, which, method,
+                                                                       score, steps)
+    with services.probing():
+        loaded = services.model(model_key)
+        head = TASK_HEADS[task]
+        if head not in loaded.heads:
+            raise gr.Error(_missing_head(loaded, head), print_exception=False)
+        result = attribute(loaded, task, text, pair, target=target, which=which, method=method, n_steps=steps,
+                           score=score, progress=progress)
+    title = "Tokens that pushed it most" + (" (they add up to the change from the baseline)"
+                                            if method == "integrated_gradients" else "")
+    figure = plots.top_tokens_figure(result.tokens, result.attributions, title=title,
+                                     x_title=f"attribution to the {score}")
+    return (summary_markdown(result), attribution_html(result.tokens, result.attributions, result.target_position),
+            figure, result.as_dict())
+
+
+def _missing_head(loaded: Any, head: str) -> str:
+    if head in HOW_TO_GET:
+        return missing_head_message(loaded, head)
+    has = ", ".join(HEAD_TITLES[h] for h in loaded.heads) or "none (encoder only)"
+    return (f"The picked model ({loaded.source}) has no {HEAD_TITLES[head]} head (its heads: {has}), so it cannot "
+            "make this prediction; pick another prediction, or a model with that head in the model picker above.")

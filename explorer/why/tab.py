@@ -1,0 +1,88 @@
+"""Why tab: which input tokens pushed a prediction up or down, for every head the model has."""
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS
+from explorer.model_picker import ModelPicker
+from explorer.services import Services
+from explorer.ui_errors import friendly_errors, wire_run
+from explorer.why.actions import (EXAMPLES, FORMS, METHOD_CHOICES, SCORE_CHOICES, TASK_CHOICES, explain_prediction,
+                                  form_updates)
+
+API_NAME = "attribute"
+INTRO = """\
+Pick a prediction and ask **why**: each input token gets a number saying how much it pushed the
+model's score for that prediction **up (red)** or **down (blue)**. *Integrated gradients* walks from a
+baseline, where every word is `[PAD]` (`[CLS]`, `[SEP]` and `[MASK]` stay), to your input and adds up the
+gradients on the way: the numbers add up to the score's change from the baseline, up to the
+*convergence delta* shown (more steps, smaller delta). *Gradient × input* is one backward pass: quicker,
+rougher, and it adds up to nothing in particular. Both come from [captum](https://captum.ai) on the word
+embeddings; position and segment embeddings are left as they are.
+"""
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Why tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    text_label, text_hint, pair_label, pair_hint, target_hint, which_label = FORMS["fill_mask"]
+    with gr.Row():
+        with gr.Column(scale=3):
+            task = gr.Dropdown(choices=TASK_CHOICES, value="fill_mask", label="Prediction to explain")
+            text = gr.Textbox(label=text_label, lines=2, placeholder=text_hint)
+            pair = gr.Textbox("", label=pair_label, lines=2, placeholder=pair_hint)
+        with gr.Column(scale=2, min_width=260):
+            target = gr.Textbox("", label="Target (empty: the model's prediction)", placeholder=target_hint)
+            which = gr.Number(0, precision=0, minimum=0, label=which_label)
+            method = gr.Radio(METHOD_CHOICES, value="integrated_gradients", label="Method")
+            score = gr.Radio(SCORE_CHOICES, value="logit", label="Explain the")
+            steps = gr.Slider(2, MAX_STEPS, value=DEFAULT_STEPS, step=1, label="Steps (integrated gradients)")
+            button = gr.Button("Explain", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[task, text, pair, target, which], label="Examples",
+                           cache_examples=False, api_name=f"{API_NAME}_example", api_visibility="private")
+    summary = gr.Markdown(elem_classes=["token-summary"])
+    tokens = gr.HTML(label="The input, coloured by attribution")
+    bars = gr.Plot(label="Top tokens")
+    with gr.Accordion("Numbers as JSON", open=False):
+        numbers = gr.JSON(label="attribution")
+
+    @friendly_errors
+    def run(model_key: str, task: str, text: str, text_pair: str = "", target: str = "", which: float = 0,
+            method: str = "integrated_gradients", score: str = "logit", steps: float = DEFAULT_STEPS,
+            progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
+        """Which input tokens pushed one prediction up or down (captum attributions on the word embeddings).
+
+        Args:
+            model_key: the model picker's key ('default', 'checkpoint:<run>/<step-dir>', ...).
+            task: the prediction: fill_mask, qa_start, qa_end, next_sentence, classify, tag or choose.
+            text: the text with [MASK] (fill_mask), the question (qa_*), sentence A (next_sentence), the text
+                (classify, tag) or the context (choose).
+            text_pair: the optional pair (fill_mask, classify), the context (qa_*), sentence B (next_sentence) or
+                the choices, one per line (choose).
+            target: the token (fill_mask), label (next_sentence, classify) or tag (tag) to explain; empty for the
+                model's prediction (next_sentence: IsNext).
+            which: which [MASK], word or choice, 1 for the first; 0 for the default (the first [MASK], the first
+                word not tagged O, the model's pick).
+            method: integrated_gradients or gradient_x_input.
+            score: logit or probability.
+            steps: integration steps for integrated gradients (2 to 300).
+        Returns:
+            a summary (scores at input and baseline, convergence delta), the tokens coloured by attribution as
+            HTML, a bar chart of the top tokens, and every number as JSON.
+        """
+        report = (lambda fraction: progress(fraction, desc="Integrating gradients…")) if progress else None
+        return explain_prediction(services, model_key, task, text, text_pair, target, which, method, score, steps,
+                                  report)
+
+    run.__name__ = API_NAME
+    outputs = [summary, tokens, bars, numbers]
+    wire_run(API_NAME, button, text, examples, fn=run,
+             inputs=[picker.dropdown, task, text, pair, target, which, method, score, steps], outputs=outputs,
+             show_progress="minimal")
+    task.change(form_updates, inputs=[task], outputs=[text, pair, target, which], api_name="attribute_form",
+                api_visibility="private", show_progress="hidden", queue=False)
+    return {"task": task, "text": text, "pair": pair, "target": target, "which": which, "method": method,
+            "score": score, "steps": steps, "button": button, "summary": summary, "tokens": tokens, "bars": bars,
+            "numbers": numbers}

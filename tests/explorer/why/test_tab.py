@@ -1,0 +1,122 @@
+"""Why tab: the handler's outputs equal ``engine.probes.attribution`` on the same model, bad input and a model
+without the head are one clear sentence, and the served ``/attribute`` gives the same numbers to ``gradio_client``."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import gradio as gr
+import pytest
+from gradio_client import Client
+
+from app_helpers import serve
+from engine.probes.attribution import attribute
+from explorer.ui_errors import friendly_errors
+from explorer.why import actions, tab
+from explorer.why.token_html import attribution_html
+from heads_helpers import head_services
+from probing_helpers import small_app
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+MASKED = "the cat [MASK] on the mat."
+
+
+@pytest.fixture(scope="module")
+def services(tiny_tokenizer):
+    return head_services(tiny_tokenizer)
+
+
+@pytest.mark.parametrize("method", ["integrated_gradients", "gradient_x_input"])
+def test_outputs_equal_the_engine(services, method) -> None:
+    summary, page, bars, numbers = actions.explain_prediction(services, "default", "fill_mask", MASKED, "", "dog", 1,
+                                                              method, "probability", 12)
+    expected = attribute(services.model("default"), "fill_mask", MASKED, target="dog", which=0, method=method,
+                         n_steps=12, score="probability")
+    assert numbers == expected.as_dict()
+    assert page == attribution_html(expected.tokens, expected.attributions, expected.target_position)
+    assert sorted(bars.data[0].x, key=abs, reverse=True) == list(bars.data[0].x)
+    assert summary.startswith("**Why 'dog' at [MASK] (position 3)?** Explaining its **probability**")
+    if method == "integrated_gradients":
+        assert "convergence delta" in summary and "12 steps" in summary and "[PAD] for every token" in summary
+    else:
+        assert "No baseline" in summary
+
+
+def test_every_head_answers_through_the_form(services) -> None:
+    for key, task, text, pair in [("default", "qa_end", "who sat?", "the cat sat on the mat."),
+                                  ("default", "next_sentence", "the cat sat.", "it ran."),
+                                  ("classifier", "classify", "the dog sat.", ""),
+                                  ("tagger", "tag", "walter sat in paris.", ""),
+                                  ("chooser", "choose", "the cat sat.", "it ran.\nthe car.\n\n")]:
+        summary, _, _, numbers = actions.explain_prediction(services, key, task, text, pair, "", 0,
+                                                            "gradient_x_input", "logit", 2)
+        assert numbers["task"] == task and len(numbers["attributions"]) == len(numbers["tokens"]), task
+
+
+def test_the_summary_flags_a_large_delta(services) -> None:
+    summary, *_ = actions.explain_prediction(services, "default", "fill_mask", MASKED, steps=2)
+    found = attribute(services.model("default"), "fill_mask", MASKED, n_steps=2)
+    large = abs(found.convergence_delta) > 0.01 * abs(found.target_score - found.baseline_score)
+    assert ("raise the steps" in summary) == large
+
+
+@pytest.mark.parametrize("task,text,pair,changes,match", [
+    ("fill_mask", "", "", {}, "Type the text with \\[mask\\]"),
+    ("qa_start", "who sat?", " ", {}, "Type the context"),
+    ("choose", "the cat sat.", "", {}, "Type the choices"),
+    ("summarise", MASKED, "", {}, "Unknown prediction 'summarise'"),
+    ("fill_mask", MASKED, "", {"steps": 1}, "Steps must be a whole number from 2 to 300; got 1"),
+    ("fill_mask", MASKED, "", {"steps": "many"}, "Steps must be a whole number"),
+    ("fill_mask", MASKED, "", {"which": -1}, "'Which' must be a whole number from 1"),
+    ("fill_mask", MASKED, "", {"which": 2}, "\\[MASK\\] index 1 does not exist"),
+    ("fill_mask", MASKED, "", {"method": "lime"}, "Unknown method 'lime'"),
+    ("fill_mask", MASKED, "", {"score": "odds"}, "Unknown score 'odds'"),
+    ("fill_mask", "the cat sat.", "", {}, "no mask token found"),
+    ("fill_mask", "x" * 100_001, "", {}, "too long: 100,001 characters"),
+])
+def test_bad_input_is_a_clear_error(services, task, text, pair, changes, match) -> None:
+    with pytest.raises(gr.Error, match=match):
+        friendly_errors(actions.explain_prediction)(services, "default", task, text, pair, **changes)
+
+
+@pytest.mark.parametrize("key,task,match", [
+    ("encoder", "fill_mask", r"has no masked LM \(Fill-mask\) head .*pick another prediction"),
+    ("default", "classify", r"has no sequence classification head .*fine-tune it for sequence classification"),
+])
+def test_a_model_without_the_head_says_so(services, key, task, match) -> None:
+    with pytest.raises(gr.Error, match=match):
+        friendly_errors(actions.explain_prediction)(services, key, task, "the cat sat.", "")
+
+
+def test_the_form_follows_the_task() -> None:
+    text, pair, target, which = actions.form_updates("choose")
+    assert (text["label"], pair["label"]) == ("Context", "Choices, one per line")
+    assert which["label"].startswith("Which choice") and "not used" in target["placeholder"]
+    assert all(task in actions.FORMS for _, task in actions.TASK_CHOICES)
+    assert {row[0] for row in actions.EXAMPLES} | {"qa_end"} == set(actions.FORMS)
+
+
+@pytest.fixture(scope="module")
+def client(services) -> Iterator[Client]:
+    with serve(small_app(services, tab.build)) as client:
+        yield client
+
+
+def test_the_api_gives_the_same_numbers(client, services) -> None:
+    summary, page, bars, numbers = client.predict(model_key="default", task="fill_mask", text=MASKED, steps=16,
+                                                  api_name="/attribute")
+    expected = attribute(services.model("default"), "fill_mask", MASKED, n_steps=16)
+    assert numbers["attributions"] == pytest.approx(expected.attributions, abs=1e-12)
+    assert numbers["convergence_delta"] == pytest.approx(expected.convergence_delta, abs=1e-12)
+    assert numbers["tokens"] == expected.tokens and "convergence delta" in summary and 'class="why-tokens"' in page
+    api = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/attribute"]
+    names = [p["parameter_name"] for p in api["parameters"]]
+    assert names == ["model_key", "task", "text", "text_pair", "target", "which", "method", "score", "steps"]
+    assert [p["parameter_name"] for p in api["parameters"] if not p["parameter_has_default"]] == ["text"]
+
+
+def test_the_api_refuses_bad_input_and_keeps_serving(client) -> None:
+    with pytest.raises(Exception, match="no mask token found"):
+        client.predict(model_key="default", task="fill_mask", text="the cat sat.", api_name="/attribute")
+    assert client.predict(model_key="default", task="fill_mask", text=MASKED, method="gradient_x_input",
+                          api_name="/attribute")[3]["method"] == "gradient_x_input"
