@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 from engine.probes.attention import check_head_index, encode_input
 from engine.probes.inference import neuron_view
 from engine.probes.neuron_view import NeuronView
+from explorer import gpu
 from explorer.attention import neuron_plots
 from explorer.attention.actions import effective_length, model_shape, read_inputs
 from explorer.formatting import sig
@@ -111,6 +112,7 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
         scores = gr.Plot(label="Scaled dot products and their softmax")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
             query: Any = 0) -> tuple[Any, ...]:
         """The numbers behind one row of one head's attention map (bertviz's neuron view).

@@ -6,6 +6,7 @@ from typing import Any
 import gradio as gr
 
 from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS
+from explorer import gpu
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors, wire_run
@@ -49,6 +50,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         numbers = gr.JSON(label="attribution")
 
     @friendly_errors
+    @gpu.on_gpu
     def run(model_key: str, task: str, text: str, text_pair: str = "", target: str = "", which: float = 0,
             method: str = "integrated_gradients", score: str = "logit", steps: float = DEFAULT_STEPS,
             progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:

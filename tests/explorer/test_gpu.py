@@ -29,7 +29,7 @@ from probing_helpers import make_services
 PROBING = {"embeddings", "embeddings_over_training", "attention", "attention_refresh", "attention_export",
            "ablate_heads", "attention_over_training", "fill_mask", "fill_mask_over_training", "answer",
            "next_sentence", "classify", "tag_words", "choose", "compare", "compare_over_run", "neighbours_index",
-           "neighbours"}
+           "neighbours", "attribute", "neuron_view", "neuron_view_refresh"}
 
 
 class StandInSpaces(types.ModuleType):
@@ -164,8 +164,13 @@ def _path(obj: Any, reaches: Callable[[types.FunctionType], bool], stop: Callabl
     return None
 
 
+# engine.probes functions that only tokenize (the neuron view's query dropdown lists the input's tokens)
+TOKENIZATION_ONLY = {"engine.probes.attention.encode_input"}
+
+
 def _is_probe(fn: types.FunctionType) -> bool:
-    return (fn.__module__ or "").startswith("engine.probes.")
+    return ((fn.__module__ or "").startswith("engine.probes.")
+            and f"{fn.__module__}.{fn.__qualname__}" not in TOKENIZATION_ONLY)
 
 
 def _loads_a_model(fn: types.FunctionType) -> bool:
@@ -229,8 +234,8 @@ def test_on_a_zero_gpu_space_each_probing_handler_is_a_spaces_gpu_function(
 
     probing = {name for name, fn in events.items() if _path(fn, _is_probe, _never, set())}
     direct = {name for name in probing if through_spaces(events[name])}
-    assert {name.split("#")[0] for name in direct} >= PROBING - {"attention_refresh"}
-    # the redraw calls the Attention handler, itself a spaces.GPU function
+    assert {name.split("#")[0] for name in direct} >= PROBING - {"attention_refresh", "neuron_view_refresh"}
+    # the redraws call the Attention and neuron-view handlers, themselves spaces.GPU functions
     assert all(_path(events[name], _is_probe, through_spaces, set()) is None for name in probing)
     wrapped = {f"{f.__module__}.{f.__qualname__}" for f, _ in zero_gpu_space.wrapped}
     assert wrapped == {name for name in gpu.registered() if name.startswith("explorer.")}
