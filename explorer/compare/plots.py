@@ -34,7 +34,7 @@ def similarity_figure(cka: Sequence[float], cosine: Sequence[float] | None, labe
         traces.append(dict(type="scatter", x=names, y=[float(v) for v in cosine], name="mean token cosine",
                            mode="lines+markers", line=dict(color=COSINE_COLOR, width=2, dash="dot"),
                            hovertemplate="%{x}<br>mean cosine %{y:.3f}<extra></extra>"))
-    return figure(traces, title=dict(text=f"How alike the layers are: {label_a} vs {label_b}"), height=320,
+    return figure(traces, title=dict(text=f"How alike the layers are: A ({label_a}) vs B ({label_b})"), height=320,
                   margin=dict(l=50, r=20, t=60, b=40), yaxis=dict(title=dict(text="similarity"), range=[-0.05, 1.05]),
                   legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1), hovermode="x unified")
 
@@ -45,7 +45,7 @@ def cka_heatmap(cka: np.ndarray, label_a: str, label_b: str) -> go.Figure:
     return figure([dict(type="heatmap", z=np.round(cka, 4), x=layer_names(cols), y=layer_names(rows), zmin=0.0,
                         zmax=1.0, colorscale=COLORSCALE, colorbar=dict(title="CKA", thickness=12),
                         hovertemplate="A %{y}<br>B %{x}<br>linear CKA %{z:.3f}<extra></extra>")],
-                  title=dict(text=f"Linear CKA of every layer pair: {label_a} (rows) vs {label_b} (columns)"),
+                  title=dict(text=f"Linear CKA of every layer pair: A ({label_a}, rows) vs B ({label_b}, columns)"),
                   height=max(320, 28 * rows + 140), margin=dict(l=90, r=20, t=60, b=60),
                   yaxis=dict(autorange="reversed"))
 

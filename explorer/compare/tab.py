@@ -36,6 +36,11 @@ def model_choices(services: Services) -> list[tuple[str, str]]:
     return dropdown_choices(services.registry().choices())
 
 
+def short_name(source: str, limit: int = 36) -> str:
+    """A model's name for a figure title: its last ``limit`` characters (a checkpoint's step is at the end)."""
+    return source if len(source) <= limit else "…" + source[-(limit - 1):]
+
+
 def filler_table(comparison: ModelComparison) -> pd.DataFrame:
     """One row per filler of each mask: both probabilities, the change and both ranks."""
     rows = [[m.index + 1, f.token, percent(f.prob_a), percent(f.prob_b),
@@ -84,7 +89,7 @@ def predict(services: Services, key_a: str | None, key_b: str | None, text: str 
     with services.probing():
         comparison = compare_models(services.model(key_a), services.model(key_b), text, top_k=top_k)
     map_a, map_b, difference = comparison.attention_maps(layer, head)     # ValueError names the valid range
-    label_a, label_b = "A", "B"
+    label_a, label_b = short_name(comparison.source_a), short_name(comparison.source_b)
     line = (plots.similarity_figure(comparison.same_depth_cka, comparison.cosine, label_a, label_b)
             if comparison.same_depth_cka is not None else plots.cka_heatmap(comparison.cka, label_a, label_b))
     return (summary_markdown(comparison, layer, head), filler_table(comparison), line,
@@ -132,7 +137,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             button = gr.Button("Compare", variant="primary")
     examples = gr.Examples(examples=EXAMPLES, inputs=[text, layer, head], label="Examples", cache_examples=False,
                            api_name=f"{API_NAME}_example", api_visibility="private")
-    with gr.Accordion("Step through a run: a checkpoint against the run's last", open=False):
+    with gr.Accordion("Step through a run: a checkpoint against the run's last", open=False) as scrubber:
         with gr.Row():
             run = run_picker.build(services)
             count = len(services.registry().run_checkpoints())
@@ -192,16 +197,18 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return scrub(services, run, position, text, layer, head, top_k)
 
     scrub_outputs = [model_a, model_b, run_note, *outputs]
-    clear_on_failure(position.release(compare_over_run, inputs=[run, position, text, layer, head, top_k],
-                                      outputs=scrub_outputs, api_name="compare_over_run", show_progress="minimal"),
-                     outputs)
+    # .input (a person moves it: mouse or keys), not .release (mouse only) or .change (also when the range is fitted)
+    clear_on_failure(position.input(compare_over_run, inputs=[run, position, text, layer, head, top_k],
+                                    outputs=scrub_outputs, api_name="compare_over_run", show_progress="minimal",
+                                    trigger_mode="always_last"), outputs)
 
     def slider_range(run: str | None) -> Any:
         count = len(services.registry().run_checkpoints(None, run or None))
         return gr.update(maximum=max(1, count - 1), value=max(0, count - 1))
 
-    run.change(friendly_errors(slider_range), inputs=[run], outputs=[position], api_visibility="private",
-               show_progress="hidden")
+    for event in (run.change, scrubber.expand):        # runs write checkpoints while the page is open
+        event(friendly_errors(slider_range), inputs=[run], outputs=[position], api_visibility="private",
+              show_progress="hidden")
     return {"model_a": model_a, "model_b": model_b, "text": text, "layer": layer, "head": head, "top_k": top_k,
             "button": button, "summary": summary, "fillers": fillers, "similarity": similarity, "heatmap": heatmap,
             "attention": attention, "run": run, "position": position, "run_note": run_note}

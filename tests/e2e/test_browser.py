@@ -118,3 +118,20 @@ def test_training_tab_curves_move_and_checkpoints_reach_the_picker(page: Page) -
 def teardown_module() -> None:
     if os.environ.get("E2E_KEEP_ARTIFACTS") == "0":
         shutil.rmtree(ARTIFACTS, ignore_errors=True)
+
+
+def test_compare_a_checkpoint_of_the_run_just_trained_with_its_last(page: Page) -> None:
+    """After the Training test: the Compare tab's scrubber puts the run's first checkpoint against its last."""
+    panel = open_tab(page, "Compare")
+    panel.get_by_label("Text", exact=True).fill("the cat sat on the [MASK] .")
+    panel.get_by_text("Step through a run", exact=False).click()
+    slider = panel.get_by_role("slider").first
+    slider.focus()
+    page.keyboard.press("End")
+    page.keyboard.press("Home")                       # to the oldest checkpoint: the comparison runs on release
+    note = panel.locator(".token-summary").last
+    expect(note).to_contain_text("Representations", timeout=60_000)
+    expect(panel.get_by_text("Checkpoint 1 of").first).to_be_visible()
+    expect(panel.locator(f"{PLOT} .heatmaplayer").first).to_be_attached()
+    no_error_toast(page)
+    screenshot(page, "compare")
