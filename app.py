@@ -3,7 +3,7 @@
 Offline by default: analytics off and the Hugging Face hub in offline mode unless the
 environment says otherwise. Host and port come from GRADIO_SERVER_NAME /
 GRADIO_SERVER_PORT (Gradio reads them; default 127.0.0.1:7860; 0.0.0.0 on a Space).
-Every setting is an environment variable; README "Configuration and deployment" lists them.
+Every setting is an environment variable; README "Configuration" lists them.
 """
 from __future__ import annotations
 

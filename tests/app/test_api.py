@@ -1,6 +1,6 @@
 """The served app's API as a ``gradio_client`` user meets it: every parameter named, the model always
 ``model_key``, every optional input with the UI's default (a call with only the required inputs works),
-and the README's API examples run as written."""
+the API examples of the README and docs/API.md run as written, and both name every public endpoint."""
 from __future__ import annotations
 
 import re
@@ -89,17 +89,32 @@ def test_probing_endpoints_answer_a_call_with_only_the_required_inputs(client: C
     assert {Path(f).suffix for f in exported} == {".png", ".svg", ".json"}
 
 
-def readme_api_examples() -> list[str]:
-    """The README's ``gradio_client`` examples: the python blocks of its API section."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("Every tab has a stable API name"):text.index("The Training tab's endpoints")]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+def markdown_section(path: str, heading: str) -> str:
+    """The text of ``path`` under the level-2 ``heading``, up to the next level-2 heading."""
+    text = (ROOT / path).read_text(encoding="utf-8")
+    start = text.index(f"\n## {heading}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end != -1 else len(text)]
 
 
-def test_the_readme_api_examples_run(client: Client, capsys):
-    examples = readme_api_examples()
+# (file, section): the probing examples a user copies; docs/API.md's training example runs in
+# tests/explorer/training/test_text_source.py
+API_EXAMPLES = (("README.md", "The API"), ("docs/API.md", "Probing"))
+
+
+@pytest.mark.parametrize(("path", "heading"), API_EXAMPLES)
+def test_the_documented_api_examples_run(client: Client, capsys, path: str, heading: str):
+    examples = re.findall(r"```python\n(.*?)```", markdown_section(path, heading), flags=re.S)
     assert examples and all("client.predict(" in code for code in examples)
     for code in examples:
-        exec(compile(code.replace("http://127.0.0.1:7860/", client.src), "README.md", "exec"), {})
+        exec(compile(code.replace("http://127.0.0.1:7860/", client.src), path, "exec"), {})
     printed = capsys.readouterr().out
     assert "tokens" in printed and "score" in printed
+
+
+@pytest.mark.parametrize(("path", "heading"), [("README.md", "The API"), ("docs/API.md", None)])
+def test_the_docs_name_every_public_endpoint(endpoints, path: str, heading: str | None):
+    """The README's endpoint list and docs/API.md: a new endpoint is documented where users look for it."""
+    text = markdown_section(path, heading) if heading else (ROOT / path).read_text(encoding="utf-8")
+    missing = [name for name in endpoints if f"`{name}`" not in text]
+    assert not missing, f"{path} does not name these public endpoints: {missing}"

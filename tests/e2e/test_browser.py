@@ -1,4 +1,4 @@
-"""A real browser (Debian chromium driven by Playwright) opens every tab of the app on the
+"""A real browser (chromium driven by Playwright; ``browser_helpers.find_browser``) opens every tab of the app on the
 bundled default model, runs its first example, checks that the output appears and that no
 error toast shows, and saves a screenshot of each tab under ``test-artifacts/``.
 The Training tab starts a real (tiny) run and waits for its curves, then a checkpoint

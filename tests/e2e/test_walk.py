@@ -1,4 +1,4 @@
-"""A first-time user's walk through every tab in a real browser (Debian chromium, Playwright), once in
+"""A first-time user's walk through every tab in a real browser (chromium, Playwright), once in
 the light theme and once in the dark one (``?__theme=dark``): the picker lists the models available
 when the page opens, typed layer/head values redraw the attention figures, Tokenize shows the pieces
 the model sees, a failed call clears what it would have replaced, the training states read right,

@@ -149,16 +149,17 @@ def test_too_little_text_for_one_batch_fails_the_run_with_the_numbers(services: 
     assert "fewer than one batch of 64; add text, or lower the batch size" in status and "Traceback" not in status
 
 
-def readme_training_example() -> str:
-    """The README's /train_start example (the python block after "The Training tab's endpoints")."""
-    text = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("The Training tab's endpoints"):text.index("The probing endpoints:")]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+def documented_training_example() -> str:
+    """docs/API.md's /train_start example (the python block of its "Training" section)."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "API.md").read_text(encoding="utf-8")
+    start = text.index("\n## Training\n")
+    end = text.find("\n## ", start + 1)
+    blocks = re.findall(r"```python\n(.*?)```", text[start:end if end != -1 else len(text)], flags=re.S)
     assert len(blocks) == 1
     return blocks[0]
 
 
-def test_the_readme_training_example_runs(services: Services, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_the_documented_training_example_runs(services: Services, tmp_path: Path, monkeypatch, capsys) -> None:
     import app
 
     (tmp_path / "notes.jsonl").write_text("\n".join(json.dumps({"text": b}) for b in PASTED.split("\n\n")),
@@ -166,7 +167,8 @@ def test_the_readme_training_example_runs(services: Services, tmp_path: Path, mo
     monkeypatch.chdir(tmp_path)
     worker = services.get_worker()
     with serve(app.create_app(services)) as client:
-        exec(compile(readme_training_example().replace("http://127.0.0.1:7860/", client.src), "README.md", "exec"), {})
+        exec(compile(documented_training_example().replace("http://127.0.0.1:7860/", client.src), "docs/API.md",
+                     "exec"), {})
         assert worker.status().active and worker.status().total_steps == 50
         worker.stop(wait_s=TIMEOUT)
     assert re.search(r"^\*\*(preparing|running)\*\* · step \*\*\d+ / 50\*\*", capsys.readouterr().out, re.M)
