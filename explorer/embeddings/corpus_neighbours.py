@@ -29,7 +29,7 @@ DEFAULT_SENTENCES = 500
 CONTEXT_CHARS = 80            # characters shown each side of a neighbour
 MAX_INDEXES = 4
 QUERY_EXAMPLES = ["We sat on the grassy bank of the river.", "I took my money to the bank."]   # "bank", two senses
-EXAMPLE_WORD = "bank"
+EXAMPLE_WORD = "bank"          # the token chosen until you choose one (kept when the sentence changes)
 INTRO = ("**Nearest contextual neighbours** (exBERT's idea): the model's vector of one token *in its sentence* "
          "is compared with the vectors of every token of a corpus at the same layer. Build an index of a corpus "
          "once (a few thousand sentences take a minute on 2 cores), then choose a token: its neighbours come with "
@@ -85,23 +85,42 @@ def as_int(value: Any, name: str, low: int, high: int) -> int:
     return number
 
 
-def token_choices(services: Services, model_key: str | None, text: str | None) -> list[tuple[str, int]]:
-    """("position: piece", position) for every piece of ``text`` as the model reads it."""
+def token_choices(services: Services, model_key: str | None, text: str | None) -> list[str]:
+    """"position: piece" for every piece of ``text`` as the model reads it."""
     if not text or not text.strip():
         return []
     tokenizer = services.model(model_key).tokenizer
     if tokenizer is None:
         return []
-    return [(f"{i}: {piece}", i) for i, piece in enumerate(tokenizer.encode(text).tokens)]
+    return [f"{i}: {piece}" for i, piece in enumerate(tokenizer.encode(text).tokens)]
 
 
-def query_examples(services: Services) -> list[list[Any]]:
-    """The examples with the position of "bank" as the bundled tokenizer reads them."""
-    rows = []
-    for sentence in QUERY_EXAMPLES:
-        tokens = services.tokenizer.encode(sentence).tokens
-        rows.append([sentence, tokens.index(EXAMPLE_WORD) if EXAMPLE_WORD in tokens else 1])
-    return rows
+def follow_token(choices: list[str], current: Any) -> str | None:
+    """The choice to keep when the sentence changes: the same piece where the new sentence has it (its first
+    occurrence: the word whose sense you are comparing), else the first piece after [CLS]."""
+    piece = str(current).split(": ", 1)[-1] if current not in (None, "") else ""
+    pieces = [choice.split(": ", 1)[1] for choice in choices]
+    if piece in pieces:
+        return choices[pieces.index(piece)]
+    return choices[1] if len(choices) > 1 else None
+
+
+def resolve_position(tokens: list[str], value: Any) -> int:
+    """The token position ``value`` names: a number (7), the dropdown's label ("7: bank") or a piece ("bank",
+    its first occurrence). ``gr.Error`` when it names none of ``tokens``."""
+    text = str(value).strip() if value is not None else ""
+    head, _, piece = (part.strip() for part in text.partition(":"))
+    if head.lstrip("-").isdigit():
+        position = int(head)
+        if piece and not (0 <= position < len(tokens) and tokens[position] == piece) and piece in tokens:
+            return tokens.index(piece)      # a label from before the sentence changed: follow its piece
+        return position
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return int(value)
+    if text in tokens:
+        return tokens.index(text)
+    raise gr.Error(f"Choose a token of the sentence (a position or one of its pieces: {', '.join(tokens[:12])}"
+                   f"{', …' if len(tokens) > 12 else ''}); {text!r} is not one.", print_exception=False)
 
 
 def build(services: Services, shelf: IndexShelf, model_key: str | None, source: str, text: str | None,
@@ -153,8 +172,8 @@ def search(services: Services, shelf: IndexShelf, model_key: str | None, text: s
         if index is None:
             raise gr.Error(f"There is no index for this model at layer {layer} yet: build one first "
                            "(Build the index).", print_exception=False)
-        result = nearest(index, loaded, text or "", as_int(position, "Token position", 0, 10_000),
-                         as_int(k, "Neighbours", 1, 100))
+        tokens = loaded.tokenizer.encode(text or "").tokens if loaded.tokenizer is not None else []
+        result = nearest(index, loaded, text or "", resolve_position(tokens, position), as_int(k, "Neighbours", 1, 100))
     return neighbours_html(result)
 
 
@@ -173,10 +192,10 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
         index_status = gr.Markdown()
         with gr.Row():
             query = gr.Textbox(label="Sentence", scale=3, placeholder="We sat on the grassy bank of the river.")
-            position = gr.Dropdown([], value=None, label="Token", allow_custom_value=True, interactive=True)
+            position = gr.Dropdown([], value=EXAMPLE_WORD, label="Token", allow_custom_value=True, interactive=True)
             k = gr.Number(10, label="Neighbours", precision=0, minimum=1, maximum=100)
             search_button = gr.Button("Find neighbours", variant="primary")
-        examples = gr.Examples(examples=query_examples(services), inputs=[query, position], label="Examples",
+        examples = gr.Examples(examples=[[q] for q in QUERY_EXAMPLES], inputs=[query], label="Examples",
                                cache_examples=False, api_name="neighbours_example", api_visibility="private")
         found = gr.HTML()
 
@@ -199,14 +218,15 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
 
     @friendly_errors
     @gpu.on_gpu
-    def neighbours(model_key: str = "default", text: str = "", position: float = 1, layer: float = 4,
+    def neighbours(model_key: str = "default", text: str = "", position: Any = 1, layer: float = 4,
                    k: float = 10) -> str:
         """The corpus tokens whose contextual vectors are most like one token of a sentence.
 
         Args:
             model_key: the model the index was built with.
             text: the sentence.
-            position: the token's position among the sentence's pieces (0 = [CLS]).
+            position: the token: its position among the sentence's pieces (0 = [CLS]), or the piece itself
+                ("bank": its first occurrence).
             layer: the index's layer.
             k: how many neighbours (1 to 100).
         Returns:
@@ -219,9 +239,7 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
             choices = token_choices(services, model_key, text)
         except (ValueError, OSError):
             return gr.skip()
-        positions = [p for _, p in choices]
-        keep = current if current in positions else (positions[1] if len(positions) > 1 else None)
-        return gr.update(choices=choices, value=keep)
+        return gr.update(choices=choices, value=follow_token(choices, current))
 
     query.change(refresh_tokens, inputs=[picker.dropdown, query, position], outputs=[position],
                  api_visibility="private", show_progress="hidden", trigger_mode="always_last")

@@ -6,6 +6,7 @@ shows up in the model picker and the probing tabs work on it."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Iterator
 
@@ -135,3 +136,35 @@ def test_compare_a_checkpoint_of_the_run_just_trained_with_its_last(page: Page) 
     expect(panel.locator(f"{PLOT} .heatmaplayer").first).to_be_attached()
     no_error_toast(page)
     screenshot(page, "compare")
+
+
+RIVER_AND_MONEY = ("We walked along the river bank and watched the ducks. The boat drifted toward the muddy bank of "
+                   "the stream. He deposited his salary at the bank on Monday. The bank approved the loan for the "
+                   "new house.")
+
+
+def test_nearest_contextual_neighbours_of_bank_in_two_senses(page: Page) -> None:
+    """The Embeddings tab's corpus search on the default model: "bank" by a river finds the river sentences
+    first, "bank" for money the money sentences."""
+    picker = page.get_by_label("Model (used by every probing tab)")
+    picker.click()
+    page.get_by_role("option").filter(has_text="default").first.click()
+    panel = open_tab(page, "Embeddings")
+    panel.get_by_text("Nearest contextual neighbours in a corpus").click()
+    panel.get_by_label("My own text (below)").check()
+    panel.get_by_label("Your text (for 'My own text')").fill(RIVER_AND_MONEY)
+    panel.get_by_role("button", name="Build the index", exact=True).click()
+    expect(panel.get_by_text("Index ready").first).to_be_visible(timeout=60_000)
+    # [CLS] we had a picnic on the bank ...: "bank" is token 7; [CLS] i need to withdraw cash from the bank: 8
+    for sentence, position, sense in (("We had a picnic on the bank of the river.", 7, "river|stream"),
+                                      ("I need to withdraw cash from the bank.", 8, "salary|loan")):
+        panel.get_by_label("Sentence", exact=True).fill(sentence)
+        panel.get_by_label("Token", exact=True).click()
+        page.get_by_role("option", name=f"{position}: bank", exact=True).click()
+        panel.get_by_role("button", name="Find neighbours", exact=True).click()
+        found = panel.locator(".corpus-neighbours").first
+        expect(found).to_contain_text(f"(token {position})")
+        for item in found.locator("li").all()[:2]:          # the two nearest: the same sense
+            expect(item).to_contain_text(re.compile(sense))
+    no_error_toast(page)
+    screenshot(page, "neighbours")

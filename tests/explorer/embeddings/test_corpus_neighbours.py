@@ -41,6 +41,8 @@ def test_build_from_pasted_text_then_find_a_token_in_its_sentence(client) -> Non
     found = client.predict("default", "a dog ran in the house .", 2, 1, 3, api_name="/neighbours")
     assert found.count("<li>") == 3 and "<mark>dog</mark>" in found             # itself first, marked in place
     assert "<b>" not in found                                                     # corpus text is escaped
+    for named in ("dog", "2: dog", 2.0):                                          # a piece, the dropdown's label
+        assert client.predict("default", "a dog ran in the house .", named, 1, 3, api_name="/neighbours") == found
 
 
 def test_the_built_in_corpus_gives_the_first_sentences_asked_for(client) -> None:
@@ -55,6 +57,7 @@ def test_the_built_in_corpus_gives_the_first_sentences_asked_for(client) -> None
     ("/neighbours_index", ("nope", "text", CORPUS, 1, 10), "Models available now"),
     ("/neighbours", ("default", "", 1, 1, 3), "Type a sentence"),
     ("/neighbours", ("default", "the cat .", 40, 1, 3), "token position must be 0 to 4"),
+    ("/neighbours", ("default", "the cat .", "zebra", 1, 3), "Choose a token of the sentence"),
 ])
 def test_bad_input_is_one_sentence(client, api, args, message) -> None:
     expect_error(call(client, *args, api_name=api), message)
@@ -72,3 +75,16 @@ def test_in_context_marks_the_span_and_cuts_long_sentences() -> None:
     shown = corpus_neighbours.in_context(text, 201, 205, around=10)
     assert shown == "…" + "x" * 9 + " <mark>bank</mark> " + "y" * 9 + "…"
     assert corpus_neighbours.in_context("a <i> b", 2, 5) == "a <mark>&lt;i&gt;</mark> b"
+
+
+def test_the_token_follows_its_word_into_a_new_sentence() -> None:
+    old = ["[CLS]", "we", "sat", "on", "the", "bank", "[SEP]"]
+    new = ["[CLS]", "my", "money", "is", "in", "the", "bank", "[SEP]"]
+    labels = [f"{i}: {piece}" for i, piece in enumerate(new)]
+    assert corpus_neighbours.follow_token(labels, "5: bank") == "6: bank"        # the same word, where it is now
+    assert corpus_neighbours.follow_token(labels, "bank") == "6: bank"           # the first choice before any
+    assert corpus_neighbours.follow_token(labels, "2: sat") == "1: my"           # gone: the first word
+    assert corpus_neighbours.follow_token([], "bank") is None
+    assert corpus_neighbours.resolve_position(new, "5: bank") == 6               # a label from the old sentence
+    assert corpus_neighbours.resolve_position(old, "5: bank") == 5
+    assert corpus_neighbours.resolve_position(new, 3) == 3 and corpus_neighbours.resolve_position(new, "money") == 2
