@@ -29,7 +29,7 @@ REQUIRED = {
     "/fill_mask_over_training": ["text"],
     "/answer": ["question", "context"], "/train_start": [], "/train_pause": [], "/train_resume": [], "/train_continue": [],
     "/train_stop": [], "/train_save": [], "/train_status": [], "/finetune_start": [], "/finetune_status": [],
-    "/compare": ["text"], "/compare_over_run": ["text"], "/neighbours_index": [], "/neighbours": ["text", "position"],
+    "/compare": ["text"], "/compare_over_run": ["text"], "/neighbours_index": [], "/neighbours": ["text"],
 }
 NO_MODEL = ("/load_model", "/finetune_status",      # endpoints that take no model (besides /train_*)
             "/compare_over_run")                    # (a run: two of its checkpoints)
