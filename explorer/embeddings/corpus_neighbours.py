@@ -12,19 +12,22 @@ import html
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from engine.probes.neighbours import MAX_SENTENCES, ContextIndex, NeighbourResult, build_index, nearest
-from engine.text.corpus import builtin_corpus, split_sentences
+from engine.text.corpus import builtin_corpus, read_documents, split_sentences
 from explorer import gpu
 from explorer.formatting import sig
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
 
-SOURCES = [("Shakespeare's plays (built in)", "shakespeare"), ("My own text (below)", "text")]
+SOURCES = [("Shakespeare's plays (built in)", "shakespeare"), ("My own text (below)", "text"),
+           ("A file (.txt, .md, .jsonl)", "file")]
+MAX_FILE_MB = 10
 DEFAULT_SENTENCES = 500
 CONTEXT_CHARS = 80            # characters shown each side of a neighbour
 MAX_INDEXES = 4
@@ -56,8 +59,9 @@ class IndexShelf:
             return self._indexes.get((source, layer))
 
 
-def corpus_sentences(source: str, text: str | None, limit: int) -> list[str]:
-    """The first ``limit`` sentences of the chosen corpus."""
+def corpus_sentences(source: str, text: str | None, limit: int, file: str | None = None) -> list[str]:
+    """The first ``limit`` sentences of the chosen corpus: the built-in one, pasted text, or an uploaded file
+    (read and checked as a pretraining corpus is: ``engine.text.corpus.read_documents``)."""
     if source == "shakespeare":
         sentences: list[str] = []
         for document in builtin_corpus("shakespeare"):
@@ -68,6 +72,18 @@ def corpus_sentences(source: str, text: str | None, limit: int) -> list[str]:
         require_text(text, "corpus text", empty_message="Paste the text to index (a few sentences at least), "
                                                         "or choose the built-in corpus.")
         sentences = split_sentences(text or "")
+    elif source == "file":
+        if not file:
+            raise gr.Error("Upload a .txt, .md or .jsonl file, or choose another corpus.", print_exception=False)
+        name = Path(file).name
+        try:
+            documents = read_documents(file, max_bytes=MAX_FILE_MB * 1024 * 1024)
+        except FileNotFoundError:
+            raise gr.Error(f"{name} did not arrive (the upload is gone); upload it again.",
+                           print_exception=False) from None
+        except ValueError as exc:
+            raise gr.Error(str(exc).replace(str(file), name), print_exception=False) from None
+        sentences = [sentence for document in documents for sentence in document]
     else:
         raise gr.Error(f"Unknown corpus {source!r}: choose {' or '.join(v for _, v in SOURCES)}.",
                        print_exception=False)
@@ -124,10 +140,12 @@ def resolve_position(tokens: list[str], value: Any) -> int:
 
 
 def build(services: Services, shelf: IndexShelf, model_key: str | None, source: str, text: str | None,
-          layer: Any, sentences: Any, progress: Any = None) -> str:
+          layer: Any, sentences: Any, progress: Any = None, file: str | None = None) -> str:
     """Build and keep the index; a line saying what it holds."""
     limit = as_int(sentences, "Sentences", 1, MAX_SENTENCES)
-    chosen = corpus_sentences(source, text, limit)
+    chosen = corpus_sentences(source, text, limit, file)
+    if not chosen:
+        raise gr.Error("The corpus has no sentences to index.", print_exception=False)
     started = time.monotonic()
     with services.probing():
         loaded = services.model(model_key)
@@ -188,7 +206,11 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
             sentences = gr.Number(DEFAULT_SENTENCES, label=f"Sentences (at most {MAX_SENTENCES:,})", precision=0,
                                   minimum=1, maximum=MAX_SENTENCES)
             build_button = gr.Button("Build the index")
-        corpus_text = gr.Textbox("", label="Your text (for 'My own text')", lines=3, placeholder="Paste some paragraphs…")
+        with gr.Row():
+            corpus_text = gr.Textbox("", label="Your text (for 'My own text')", lines=3, scale=3,
+                                     placeholder="Paste some paragraphs…")
+            corpus_file = gr.File(label=f"Your file (for 'A file'; UTF-8, at most {MAX_FILE_MB} MB)",
+                                  type="filepath", file_types=[".txt", ".md", ".jsonl"], scale=2)
         index_status = gr.Markdown()
         with gr.Row():
             query = gr.Textbox(label="Sentence", scale=3, placeholder="We sat on the grassy bank of the river.")
@@ -202,19 +224,21 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
     @friendly_errors
     @gpu.on_gpu(duration=180)           # a few thousand sentences take a while
     def neighbours_index(model_key: str = "default", corpus: str = "shakespeare", text: str = "", layer: float = 4,
-                         sentences: float = DEFAULT_SENTENCES, progress: gr.Progress = gr.Progress()) -> str:
+                         sentences: float = DEFAULT_SENTENCES, file: str | None = None,
+                         progress: gr.Progress = gr.Progress()) -> str:
         """Index a corpus's contextual vectors at one layer of a model (kept for /neighbours).
 
         Args:
             model_key: the model (picker key).
-            corpus: "shakespeare" (built in) or "text" (the text given).
+            corpus: "shakespeare" (built in), "text" (the text given) or "file" (the file given).
             text: the corpus text when corpus is "text".
             layer: 0 (the embeddings' output) to the number of layers.
             sentences: how many sentences to index (1 to 5,000), from the start of the corpus.
+            file: a .txt, .md or .jsonl file when corpus is "file" (UTF-8, at most 10 MB).
         Returns:
             a line saying what the index holds.
         """
-        return build(services, shelf, model_key, corpus, text, layer, sentences, progress)
+        return build(services, shelf, model_key, corpus, text, layer, sentences, progress, file)
 
     @friendly_errors
     @gpu.on_gpu
@@ -244,7 +268,7 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
     query.change(refresh_tokens, inputs=[picker.dropdown, query, position], outputs=[position],
                  api_visibility="private", show_progress="hidden", trigger_mode="always_last")
     clear_on_failure(build_button.click(neighbours_index, inputs=[picker.dropdown, source, corpus_text, layer,
-                                                                  sentences], outputs=[index_status],
+                                                                  sentences, corpus_file], outputs=[index_status],
                                         api_name="neighbours_index"), [index_status])
     event = dict(fn=neighbours, inputs=[picker.dropdown, query, position, layer, k], outputs=[found],
                  show_progress="minimal")
@@ -252,6 +276,6 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
     clear_on_failure(query.submit(api_name="neighbours_submit", api_visibility="private", **event), [found])
     clear_on_failure(examples.load_input_event.then(api_name="neighbours_example_run", api_visibility="private",
                                                     **event), [found])
-    return {"source": source, "layer": layer, "sentences": sentences, "corpus_text": corpus_text,
+    return {"source": source, "layer": layer, "sentences": sentences, "corpus_text": corpus_text, "corpus_file": corpus_file,
             "build_button": build_button, "index_status": index_status, "query": query, "position": position,
             "k": k, "search_button": search_button, "found": found, "shelf": shelf}

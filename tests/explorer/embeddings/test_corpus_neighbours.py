@@ -7,7 +7,7 @@ from typing import Iterator
 
 import gradio as gr
 import pytest
-from gradio_client import Client
+from gradio_client import Client, handle_file
 
 from app_helpers import serve
 from event_helpers import failure_clears
@@ -43,6 +43,22 @@ def test_build_from_pasted_text_then_find_a_token_in_its_sentence(client) -> Non
     assert "<b>" not in found                                                     # corpus text is escaped
     for named in ("dog", "2: dog", 2.0):                                          # a piece, the dropdown's label
         assert client.predict("default", "a dog ran in the house .", named, 1, 3, api_name="/neighbours") == found
+
+
+def test_an_uploaded_file_is_a_corpus_too(client, tmp_path) -> None:
+    upload = tmp_path / "animals.txt"
+    upload.write_text("The cat sat on the mat.\n\nA dog ran in the house. The bird was red.\n", encoding="utf-8")
+    status = client.predict("default", "file", "", 1, 100, handle_file(str(upload)), api_name="/neighbours_index")
+    assert "**3 sentences**" in status
+    for name, content, message in (("binary.txt", bytes(range(256)), "looks like a binary file"),
+                                   ("latin1.txt", "caf\u00e9 au lait.".encode("latin-1"), "UTF-8"), ("empty.txt", b"", "empty"),
+                                   ("notes.csv", b"a,b\n", "Invalid file type")):
+        bad = tmp_path / name
+        bad.write_bytes(content)
+        outcome = call(client, "default", "file", "", 1, 100, handle_file(str(bad)), api_name="/neighbours_index")
+        expect_error(outcome, message)
+        assert str(tmp_path) not in outcome.error                                # no server path in the message
+    expect_error(call(client, "default", "file", "", 1, 100, None, api_name="/neighbours_index"), "Upload a .txt")
 
 
 def test_the_built_in_corpus_gives_the_first_sentences_asked_for(client) -> None:
