@@ -53,6 +53,13 @@ def make_services(tokenizer: WordPieceTokenizer, runs_root: Path | None = None) 
     return Services(tokenizer=tokenizer, models=registry)
 
 
+def tab_app(services: Services, build_tab: Callable[[Services, Any], dict]) -> tuple[gr.Blocks, dict]:
+    """``small_app`` with one tab, and the widgets its ``build`` returned (for event checks)."""
+    widgets: dict = {}
+    demo = small_app(services, lambda s, picker: widgets.update(build_tab(s, picker)))
+    return demo, widgets
+
+
 def small_app(services: Services, build_tab: Callable[[Services, Any], Any]) -> gr.Blocks:
     """The model picker and one tab, as build_app lays them out."""
     with gr.Blocks(analytics_enabled=False) as demo:

@@ -3,18 +3,15 @@ show a change, the run scrubber compares a checkpoint with the run's last, bad i
 every user event clears its outputs when it fails."""
 from __future__ import annotations
 
-from typing import Iterator
 
 import gradio as gr
 import pytest
-from gradio_client import Client
 
-from app_helpers import serve
 from event_helpers import failure_clears
 from explorer.compare import tab
 from explorer.services import Services
 from hostile_helpers import call, expect_error
-from probing_helpers import RUN, STEPS, make_services, small_app, write_run
+from probing_helpers import RUN, STEPS, make_services, tab_app, write_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TEXT = "the cat [MASK] on the mat ."
@@ -29,15 +26,8 @@ def services(tmp_path_factory, tiny_tokenizer) -> Services:
 
 @pytest.fixture(scope="module")
 def app(services) -> tuple[gr.Blocks, dict]:
-    widgets: dict = {}
-    demo = small_app(services, lambda s, picker: widgets.update(tab.build(s, picker)))
-    return demo, widgets
+    return tab_app(services, tab.build)
 
-
-@pytest.fixture(scope="module")
-def client(app) -> Iterator[Client]:
-    with serve(app[0]) as running:
-        yield running
 
 
 def checkpoint(step: int) -> str:

@@ -3,17 +3,15 @@ built-in corpus and searched through gradio_client; the neighbour is marked in i
 input is one sentence; the user events clear their outputs on failure."""
 from __future__ import annotations
 
-from typing import Iterator
 
 import gradio as gr
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
-from app_helpers import serve
 from event_helpers import failure_clears
 from explorer.embeddings import corpus_neighbours
 from hostile_helpers import call, expect_error
-from probing_helpers import make_services, small_app
+from probing_helpers import make_services, tab_app
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CORPUS = "The cat sat on the mat. A dog ran in the house. The <b>bird</b> was red."
@@ -21,16 +19,8 @@ CORPUS = "The cat sat on the mat. A dog ran in the house. The <b>bird</b> was re
 
 @pytest.fixture(scope="module")
 def app(tiny_tokenizer) -> tuple[gr.Blocks, dict]:
-    services = make_services(tiny_tokenizer)
-    widgets: dict = {}
-    demo = small_app(services, lambda s, picker: widgets.update(corpus_neighbours.build_ui(s, picker)))
-    return demo, widgets
+    return tab_app(make_services(tiny_tokenizer), corpus_neighbours.build_ui)
 
-
-@pytest.fixture(scope="module")
-def client(app) -> Iterator[Client]:
-    with serve(app[0]) as running:
-        yield running
 
 
 def test_build_from_pasted_text_then_find_a_token_in_its_sentence(client) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Iterator
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -15,7 +14,6 @@ if str(ROOT) not in sys.path:
 
 import gradio as gr  # noqa: E402
 import pytest  # noqa: E402
-from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 import engine  # noqa: E402
@@ -25,9 +23,8 @@ from explorer.formatting import percent, rounded  # noqa: E402
 from explorer.model_registry import ModelChoice  # noqa: E402
 from explorer.fill_mask import tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from app_helpers import serve  # noqa: E402
 from event_helpers import failure_clears  # noqa: E402
-from probing_helpers import STEPS, make_services, small_app, write_run  # noqa: E402
+from probing_helpers import STEPS, make_services, tab_app, write_run  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -48,15 +45,8 @@ def services(runs, tiny_tokenizer) -> Services:
 
 @pytest.fixture(scope="module")
 def app(services) -> tuple[gr.Blocks, dict]:
-    widgets: dict = {}
-    demo = small_app(services, lambda s, picker: widgets.update(tab.build(s, picker)))
-    return demo, widgets
+    return tab_app(services, tab.build)
 
-
-@pytest.fixture(scope="module")
-def client(app) -> Iterator[Client]:
-    with serve(app[0]) as running:
-        yield running
 
 
 # --- handlers -------------------------------------------------------------------------------

@@ -3,14 +3,11 @@ model without the head is one sentence (and the app keeps serving), each section
 model has its head, and every user event clears its outputs when it fails."""
 from __future__ import annotations
 
-from typing import Iterator
 
 import gradio as gr
 import pytest
-from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from app_helpers import serve
 from event_helpers import failure_clears
 from explorer.heads import tab
 from explorer.heads import choose as choose_section
@@ -18,7 +15,7 @@ from explorer.heads import classify as classify_section
 from explorer.heads import next_sentence as nsp_section
 from explorer.heads import tag as tag_section
 from heads_helpers import head_services
-from probing_helpers import small_app
+from probing_helpers import tab_app
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -30,15 +27,8 @@ def services(tiny_tokenizer):
 
 @pytest.fixture(scope="module")
 def app(services) -> tuple[gr.Blocks, dict]:
-    widgets: dict = {}
-    demo = small_app(services, lambda s, picker: widgets.update(tab.build(s, picker)))
-    return demo, widgets
+    return tab_app(services, tab.build)
 
-
-@pytest.fixture(scope="module")
-def client(app) -> Iterator[Client]:
-    with serve(app[0]) as running:
-        yield running
 
 
 def test_every_user_event_clears_its_outputs_on_failure(app) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Iterator
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -15,15 +14,13 @@ if str(ROOT) not in sys.path:
 
 import gradio as gr  # noqa: E402
 import pytest  # noqa: E402
-from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from explorer.services import Services, default_services  # noqa: E402
 from explorer.tokenize import tab  # noqa: E402
 from explorer.tokenize.pieces import pieces_html  # noqa: E402
-from app_helpers import serve  # noqa: E402
 from event_helpers import failure_clears  # noqa: E402
-from probing_helpers import make_services, small_app  # noqa: E402
+from probing_helpers import make_services, tab_app  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -40,15 +37,8 @@ def services(tiny_tokenizer) -> Services:
 
 @pytest.fixture(scope="module")
 def app(services) -> tuple[gr.Blocks, dict]:
-    widgets: dict = {}
-    demo = small_app(services, lambda s, picker: widgets.update(tab.build(s, picker)))
-    return demo, widgets
+    return tab_app(services, tab.build)
 
-
-@pytest.fixture(scope="module")
-def client(app) -> Iterator[Client]:
-    with serve(app[0]) as running:
-        yield running
 
 
 def test_handler_shows_the_pieces_the_model_sees(bundled) -> None:
