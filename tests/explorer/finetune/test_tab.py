@@ -17,16 +17,15 @@ from app_helpers import serve
 from engine.checkpoints.hf_format import load_directory
 from engine.finetune import build_parser, spec_from_args
 from engine.training.job import JobSpec
-from engine.training.worker import TrainingWorker
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job
 from explorer.finetune.status import WRONG_COLUMNS
 from explorer.finetune.tasks import TASKS
-from explorer.model_registry import ModelRegistry, checkpoint_key
+from explorer.model_registry import checkpoint_key
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
-from finetune_helpers import save_tiny_model, word_tokenizer
+from finetune_tab_helpers import form as tab_form, tiny_app_services
 
 ROOT = Path(__file__).resolve().parents[3]
 SENTIMENT = ROOT / "assets" / "examples" / "sentiment.csv"
@@ -47,12 +46,8 @@ def _texts() -> list[str]:
 def services(tmp_path_factory) -> Iterator[Services]:
     """The app's services over a tiny BERT (saved as the ``default`` folder) that knows the examples' words."""
     root = tmp_path_factory.mktemp("finetune-tab")
-    tokenizer = word_tokenizer(_texts())
-    model = save_tiny_model(root / "model", tokenizer)
-    worker = TrainingWorker(root / "runs")
-    registry = ModelRegistry(runs_root=root / "runs", worker=worker, default_dir=model)
-    yield Services(tokenizer=tokenizer, max_length=128, worker=worker, models=registry)
-    worker.close(timeout_s=30)
+    with tiny_app_services(root, _texts()) as services:
+        yield services
 
 
 @pytest.fixture(scope="module")
@@ -64,11 +59,7 @@ def client(services: Services) -> Iterator[Client]:
 
 
 def form(**changes: Any) -> list[Any]:
-    values = dict(model_key="default", task="classification", data_source="example", example="", data_file=None,
-                  labels="", steps=None, batch_size=None, learning_rate=None, seq_length=None, eval_fraction=None,
-                  report_to="none")
-    values.update(changes)
-    return list(values.values())
+    return tab_form(changes.pop("task", "classification"), **changes)
 
 
 def wait_until_ended(services: Services) -> None:

@@ -5,7 +5,6 @@ through the served ``/finetune_start`` finishes with its curves and its table of
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -17,14 +16,12 @@ from app_helpers import serve
 from engine.data.tagged_text import read_tagged_file
 from engine.text.corpus import builtin_corpus
 from engine.training.eval_examples import WRONG_MARK
-from engine.training.worker import TrainingWorker
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.job import make_job
 from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, TASKS
-from explorer.model_registry import ModelRegistry
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
-from finetune_helpers import save_tiny_model, word_tokenizer
+from finetune_tab_helpers import form as tab_form, tiny_app_services
 
 ROOT = Path(__file__).resolve().parents[3]
 POS = ROOT / "assets" / "examples" / "pos-ewt-sample.tsv"
@@ -40,12 +37,8 @@ def services(tmp_path_factory) -> Iterator[Services]:
     root = tmp_path_factory.mktemp("finetune-new-tasks")
     texts = [" ".join(s.words) for s in read_tagged_file(POS)] + CHOICES.read_text(encoding="utf-8").splitlines()
     texts += [s for doc in builtin_corpus("shakespeare", NEXT_SENTENCE_SCENES) for s in doc]
-    tokenizer = word_tokenizer(texts)
-    model = save_tiny_model(root / "model", tokenizer)
-    worker = TrainingWorker(root / "runs")
-    registry = ModelRegistry(runs_root=root / "runs", worker=worker, default_dir=model)
-    yield Services(tokenizer=tokenizer, max_length=128, worker=worker, models=registry)
-    worker.close(timeout_s=30)
+    with tiny_app_services(root, texts) as services:
+        yield services
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +50,7 @@ def client(services: Services) -> Iterator[Client]:
 
 
 def form(**changes: Any) -> list[Any]:
-    values = dict(model_key="default", task="token_classification", data_source="example", example="", data_file=None,
-                  labels="", steps=None, batch_size=None, learning_rate=None, seq_length=None, eval_fraction=None)
-    values.update(changes)
-    return list(values.values())
+    return tab_form(changes.pop("task", "token_classification"), **changes)
 
 
 def finished(client: Client, services: Services) -> tuple[Any, ...]:
