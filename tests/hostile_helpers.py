@@ -228,3 +228,19 @@ def run_case(client: Client, box: Sandbox, defaults: dict[str, dict[str, Any]], 
             if expected is not None:
                 expected(value)
         expect_ok(call(client, *inputs(defaults, api), api_name=api))  # the app still serves this endpoint
+
+
+@contextlib.contextmanager
+def served_default_app(root: Path) -> Iterator[tuple[Client, Sandbox]]:
+    """The whole app on its default services (the bundled model, a training worker) inside a sandbox at
+    ``root``: the training and fine-tuning controls' hostile tests. The worker is closed on exit."""
+    import app
+    from explorer.services import default_services
+
+    with sandbox(root) as box:
+        services = default_services(runs_root=box.runs)
+        try:
+            with serve_app(app.create_app(services), box) as client:
+                yield client, box
+        finally:
+            services.get_worker().close(timeout_s=30)

@@ -14,9 +14,8 @@ from typing import Any, Iterator
 import pytest
 from gradio_client import Client, handle_file
 
-from explorer.services import default_services
-from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok, sandbox,
-                             serve_app)
+from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok,
+                             served_default_app)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -33,15 +32,8 @@ def settings(**changes: Any) -> list[Any]:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Client, Sandbox]]:
-    import app
-
-    with sandbox(tmp_path_factory.mktemp("hostile-finetune")) as box:
-        services = default_services(runs_root=box.runs)
-        try:
-            with serve_app(app.create_app(services), box) as client:
-                yield client, box
-        finally:
-            services.get_worker().close(timeout_s=30)
+    with served_default_app(tmp_path_factory.mktemp("hostile-finetune")) as served:
+        yield served
 
 
 def idle(client: Client) -> None:
