@@ -22,6 +22,7 @@ from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.training.live import version
 from explorer.ui_errors import clear_on_failure, friendly_errors
+from explorer.training.controls import run_controls
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
@@ -117,18 +118,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         report_to = log_to.dropdown(info=None)          # a note would make the row of text boxes uneven
     steps, batch_size, learning_rate, seq_length, eval_fraction = numbers.values()
     access = services.access      # public mode: the controls need the admin token (explorer.access)
-    if access.public:
-        gr.Markdown(access.notice(), elem_classes=["access-notice"])
-    enabled = access.training_enabled
-    with gr.Row():
-        admin = ([gr.Textbox(label="Admin token", type="password", max_lines=1, scale=2)]
-                 if access.asks_for_token else [])
-        start_btn = gr.Button("Start", variant="primary", interactive=enabled)
-        pause_btn = gr.Button("Pause", interactive=enabled)
-        resume_btn = gr.Button("Resume", interactive=enabled)
-        stop_btn = gr.Button("Stop", interactive=enabled)
-        save_btn = gr.Button("Save checkpoint now", interactive=enabled)
-        refresh_btn = gr.Button("Refresh", size="sm")
+    controls = run_controls(access)
+    admin, start_btn, pause_btn, resume_btn = controls.admin, controls.start, controls.pause, controls.resume
+    stop_btn, save_btn, refresh_btn = controls.stop, controls.save, controls.refresh
     status = gr.Markdown(finetune_status(services.get_worker().status()), elem_classes=["train-status"])
     with gr.Row():
         loss_plot = gr.Plot(label="Loss")

@@ -20,6 +20,7 @@ from explorer import log_to
 from explorer.gpu import training_device
 from explorer.services import Services
 from explorer.ui_errors import clear_on_failure, friendly_errors
+from explorer.training.controls import run_controls
 
 PRESETS = ["tiny", "mini", "small"]
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
@@ -133,25 +134,16 @@ def build(services: Services) -> dict[str, Any]:
         nsp = gr.Checkbox(True, label="Next-sentence prediction (NSP)")
         report_to = log_to.dropdown()
     access = services.access  # public mode: the controls need the admin token (explorer.access)
-    if access.public:
-        gr.Markdown(access.notice(), elem_classes=["access-notice"])
-    enabled = access.training_enabled
-    with gr.Row():
-        admin = ([gr.Textbox(label="Admin token", type="password", max_lines=1, scale=2)]
-                 if access.asks_for_token else [])
-        start_btn = gr.Button("Start", variant="primary", interactive=enabled)
-        pause_btn = gr.Button("Pause", interactive=enabled)
-        resume_btn = gr.Button("Resume", interactive=enabled)
-        stop_btn = gr.Button("Stop", interactive=enabled)
-        save_btn = gr.Button("Save checkpoint now", interactive=enabled)
-        refresh_btn = gr.Button("Refresh", size="sm")
+    controls = run_controls(access)
+    admin, start_btn, pause_btn, resume_btn = controls.admin, controls.start, controls.pause, controls.resume
+    stop_btn, save_btn, refresh_btn = controls.stop, controls.save, controls.refresh
     with gr.Accordion("Continue a run (resume a stopped run exactly where it stopped)", open=False):
         with gr.Row():
             run_choice = gr.Dropdown(run_choices(services), value=None, label="Run to continue",
                                      info="run · step / total · checkpoints · text; empty: the newest stopped run",
                                      allow_custom_value=True, scale=3)   # API callers name any run; checked
             new_total = gr.Number(0, label="New total steps (0 keeps the run's)", scale=1)
-            continue_btn = gr.Button("Continue run", interactive=enabled, scale=1)
+            continue_btn = gr.Button("Continue run", interactive=access.training_enabled, scale=1)
     status = gr.Markdown(status_markdown(services.get_worker().status()), elem_classes=["train-status"])
     with gr.Row():
         mlm_plot = gr.Plot(label="MLM loss")
