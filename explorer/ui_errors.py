@@ -95,3 +95,17 @@ def wire_run(api_name: str, button: Any, box: Any, examples: Any, **event: Any) 
     clear_on_failure(box.submit(api_name=f"{api_name}_submit", api_visibility="private", **event), outputs)
     clear_on_failure(examples.load_input_event.then(api_name=f"{api_name}_example_run", api_visibility="private",
                                                     **event), outputs)
+
+
+def whole_number(value: Any, name: str, low: int, high: int) -> int:
+    """A form's ``value`` as a whole number in [low, high] ("4", 4.0 and 4 all give 4), or ``gr.Error`` saying
+    what ``name`` must be (not a number, not whole, infinite or out of range)."""
+    try:
+        number = int(value)
+        whole = float(value) == number
+    except (TypeError, ValueError, OverflowError):
+        raise gr.Error(f"{name} must be a whole number, got {value!r}.", print_exception=False) from None
+    if not whole or not low <= number <= high:
+        raise gr.Error(f"{name} must be {low} to {high}, got {value!r}.", print_exception=False)
+    return number
+

@@ -19,9 +19,10 @@ from explorer.compare import plots
 from explorer.formatting import percent, sig
 from explorer.model_picker import ModelPicker, dropdown_choices
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors, require_text, wire_run
+from explorer.ui_errors import clear_on_failure, friendly_errors, require_text, whole_number, wire_run
 
 API_NAME = "compare"
+MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges are checked by the engine
 EXAMPLES = [["The capital of France is [MASK].", 0, 0], ["The cat sat on the [MASK] and purred.", 2, 3],
             ["She went to the bank to deposit her money.", 5, 1]]
 FILLER_COLUMNS = ["mask", "filler", "P(A)", "P(B)", "change", "rank in A", "rank in B"]
@@ -80,12 +81,8 @@ def predict(services: Services, key_a: str | None, key_b: str | None, text: str 
                                      "'The capital of France is [MASK].'")
     if not key_a or not key_b:
         raise gr.Error("Choose two models: model A and model B.", print_exception=False)
-    try:
-        layer, head, top_k = int(layer), int(head), int(top_k)
-    except (TypeError, ValueError):
-        raise gr.Error("Layer, head and top k must be whole numbers.", print_exception=False) from None
-    if not 1 <= top_k <= 50:
-        raise gr.Error(f"top k must be 1 to 50, got {top_k}.", print_exception=False)
+    layer, head = whole_number(layer, "Layer", 0, MAX_INDEX), whole_number(head, "Head", 0, MAX_INDEX)
+    top_k = whole_number(top_k, "Top k", 1, 50)
     with services.probing():
         comparison = compare_models(services.model(key_a), services.model(key_b), text, top_k=top_k)
     map_a, map_b, difference = comparison.attention_maps(layer, head)     # ValueError names the valid range

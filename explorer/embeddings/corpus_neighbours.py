@@ -23,7 +23,7 @@ from explorer import gpu
 from explorer.formatting import sig
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
+from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text, whole_number
 
 SOURCES = [("Shakespeare's plays (built in)", "shakespeare"), ("My own text (below)", "text"),
            ("A file (.txt, .md, .jsonl)", "file")]
@@ -90,17 +90,6 @@ def corpus_sentences(source: str, text: str | None, limit: int, file: str | None
     return sentences[:limit]
 
 
-def as_int(value: Any, name: str, low: int, high: int) -> int:
-    """``value`` as a whole number in [low, high], or ``gr.Error`` naming the range."""
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise gr.Error(f"{name} must be a whole number, got {value!r}.", print_exception=False) from None
-    if number != value and float(value) != number or not low <= number <= high:
-        raise gr.Error(f"{name} must be {low} to {high}, got {value!r}.", print_exception=False)
-    return number
-
-
 def token_choices(services: Services, model_key: str | None, text: str | None) -> list[str]:
     """"position: piece" for every piece of ``text`` as the model reads it."""
     if not text or not text.strip():
@@ -142,7 +131,7 @@ def resolve_position(tokens: list[str], value: Any) -> int:
 def build(services: Services, shelf: IndexShelf, model_key: str | None, source: str, text: str | None,
           layer: Any, sentences: Any, progress: Any = None, file: str | None = None) -> str:
     """Build and keep the index; a line saying what it holds."""
-    limit = as_int(sentences, "Sentences", 1, MAX_SENTENCES)
+    limit = whole_number(sentences, "Sentences", 1, MAX_SENTENCES)
     chosen = corpus_sentences(source, text, limit, file)
     if not chosen:
         raise gr.Error("The corpus has no sentences to index.", print_exception=False)
@@ -153,7 +142,7 @@ def build(services: Services, shelf: IndexShelf, model_key: str | None, source: 
         def report(done: int, total: int) -> None:
             if progress is not None:
                 progress(done / total, desc=f"{done:,} of {total:,} sentences")
-        index = build_index(loaded, chosen, as_int(layer, "Layer", 0, loaded.config.num_hidden_layers), report)
+        index = build_index(loaded, chosen, whole_number(layer, "Layer", 0, loaded.config.num_hidden_layers), report)
     shelf.put(index)
     return (f"Index ready: **{len(index.sentences):,} sentences**, {len(index):,} word pieces at **layer "
             f"{index.layer}** of `{index.source}` (built in {time.monotonic() - started:.1f} s).")
@@ -185,13 +174,13 @@ def search(services: Services, shelf: IndexShelf, model_key: str | None, text: s
     check_length(text or "")
     with services.probing():
         loaded = services.model(model_key)
-        layer = as_int(layer, "Layer", 0, loaded.config.num_hidden_layers)
+        layer = whole_number(layer, "Layer", 0, loaded.config.num_hidden_layers)
         index = shelf.get(loaded.source, layer)
         if index is None:
             raise gr.Error(f"There is no index for this model at layer {layer} yet: build one first "
                            "(Build the index).", print_exception=False)
         tokens = loaded.tokenizer.encode(text or "").tokens if loaded.tokenizer is not None else []
-        result = nearest(index, loaded, text or "", resolve_position(tokens, position), as_int(k, "Neighbours", 1, 100))
+        result = nearest(index, loaded, text or "", resolve_position(tokens, position), whole_number(k, "Neighbours", 1, 100))
     return neighbours_html(result)
 
 

@@ -1,10 +1,12 @@
 """Errors as users read them: words, no exception class names, no server paths."""
 from __future__ import annotations
 
+import re
+
 import gradio as gr
 import pytest
 
-from explorer.ui_errors import friendly_errors, hide_paths, shown
+from explorer.ui_errors import friendly_errors, hide_paths, shown, whole_number
 
 
 @pytest.mark.parametrize("message, expected", [
@@ -33,3 +35,15 @@ def test_friendly_errors_never_leak_a_path() -> None:
     with pytest.raises(gr.Error) as caught:
         load()
     assert "/definitely" not in caught.value.message and "model.safetensors" in caught.value.message
+
+
+@pytest.mark.parametrize("value,message", [("x", "Layer must be a whole number, got 'x'"), (None, "whole number"),
+                                           (float("inf"), "whole number"), (float("nan"), "whole number"),
+                                           (2.5, "Layer must be 0 to 6, got 2.5"), (7, "Layer must be 0 to 6, got 7")])
+def test_whole_number_says_what_the_box_must_hold(value, message) -> None:
+    with pytest.raises(gr.Error, match=re.escape(message)):
+        whole_number(value, "Layer", 0, 6)
+
+
+def test_whole_number_takes_what_forms_send() -> None:
+    assert whole_number("4", "Layer", 0, 6) == whole_number(4.0, "Layer", 0, 6) == whole_number(4, "Layer", 0, 6) == 4
