@@ -137,7 +137,15 @@ def attention(loaded: LoadedModel, text: str, text_pair: str | None = None,
     with torch.inference_mode():
         encoded = loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types,
                                     output_attentions=True)
-        probs = torch.stack([layer[0] for layer in encoded.attentions])       # L x (nh, S, S) -> (L, nh, S, S)
+    return attention_result(loaded, encoding, encoded.attentions, text, text_pair)
+
+
+def attention_result(loaded: LoadedModel, encoding: Encoding, layer_attentions: Sequence[torch.Tensor],
+                     text: str, text_pair: str | None) -> AttentionResult:
+    """The :class:`AttentionResult` of one encoded input from the encoder's per-layer probabilities
+    (L of (1, nh, S, S)), for a caller that ran the model itself (with other outputs too)."""
+    with torch.inference_mode():
+        probs = torch.stack([layer[0] for layer in layer_attentions])         # L x (nh, S, S) -> (L, nh, S, S)
         attentions = probs.float().cpu().numpy()
     cls_at, sep_at = special_positions(loaded, encoding)
     pair = text_pair if text_pair and text_pair.strip() else None

@@ -9,8 +9,8 @@
   field uses to compare layers of two networks. Where the hidden sizes are equal the mean cosine of
   each token's two vectors is given too (it sees rotations that CKA forgives). ``same_depth_cka``
   is the diagonal (layer i of A against layer i of B) when both have the same number of layers.
-* **Attention**: every head's probabilities in both models (``engine.probes.attention``), so a view
-  can show one head of each and their difference.
+* **Attention**: every head's probabilities in both models (``engine.probes.attention``'s result, from the
+  same pass as the hidden states), so a view can show one head of each and their difference.
 * **Fill-mask**, when the text has ``[MASK]``: each model's top-k at each mask and, for the union of
   both lists, the probability and the vocabulary rank of every filler in both models.
 
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
-from engine.probes.attention import AttentionResult, attention, encode_input, model_inputs
+from engine.probes.attention import AttentionResult, attention_result, encode_input, model_inputs
 from engine.probes.fill_mask import fill_mask_with_probabilities
 
 
@@ -102,13 +102,19 @@ def linear_cka(x: torch.Tensor, y: torch.Tensor) -> float:
 
 def hidden_states(loaded: LoadedModel, text: str, text_pair: str | None = None) -> tuple[list[int], torch.Tensor]:
     """The input ids and every layer's output for one input: (L + 1, S, H), [0] = the embeddings."""
+    ids, states, _ = _encode(loaded, text, text_pair)
+    return ids, states
+
+
+def _encode(loaded: LoadedModel, text: str, text_pair: str | None) -> tuple[list[int], torch.Tensor, AttentionResult]:
+    """One pass: the input ids, every layer's output (L + 1, S, H) and every head's attention."""
     encoding = encode_input(loaded, text, text_pair)
     ids, types = model_inputs(loaded, encoding)
     with torch.inference_mode():
         out = loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types,
-                                output_hidden_states=True)
+                                output_hidden_states=True, output_attentions=True)
     states = torch.stack([h[0] for h in out.hidden_states]).float().cpu()     # L+1 x (S, H) -> (L+1, S, H)
-    return list(encoding.input_ids), states
+    return list(encoding.input_ids), states, attention_result(loaded, encoding, out.attentions, text, text_pair)
 
 
 def _check_same_tokens(a: LoadedModel, b: LoadedModel, ids_a: Sequence[int], ids_b: Sequence[int]) -> None:
@@ -142,8 +148,8 @@ def compare_models(a: LoadedModel, b: LoadedModel, text: str, text_pair: str | N
                    top_k: int = 5) -> ModelComparison:
     """Compare ``a`` and ``b`` on ``text`` (see the module docstring). ``ValueError`` for an empty text, a
     model without a tokenizer, or two models that tokenize the text differently."""
-    ids_a, states_a = hidden_states(a, text, text_pair)                          # (L_a+1, S, H_a)
-    ids_b, states_b = hidden_states(b, text, text_pair)                          # (L_b+1, S, H_b)
+    ids_a, states_a, attention_a = _encode(a, text, text_pair)                   # states (L_a+1, S, H_a)
+    ids_b, states_b, attention_b = _encode(b, text, text_pair)                   # states (L_b+1, S, H_b)
     _check_same_tokens(a, b, ids_a, ids_b)
     cka = np.array([[linear_cka(x, y) for y in states_b] for x in states_a])     # (L_a+1, L_b+1)
     cosine = None
@@ -153,7 +159,5 @@ def compare_models(a: LoadedModel, b: LoadedModel, text: str, text_pair: str | N
     masks = []
     if has_mask and "mlm" in a.heads and "mlm" in b.heads:
         masks = _mask_comparisons(a, b, text, text_pair, top_k)
-    attention_a = attention(a, text, text_pair)
     return ModelComparison(text=text, source_a=a.source, source_b=b.source, tokens=attention_a.tokens, cka=cka,
-                           cosine=cosine, attention_a=attention_a, attention_b=attention(b, text, text_pair),
-                           masks=masks)
+                           cosine=cosine, attention_a=attention_a, attention_b=attention_b, masks=masks)
