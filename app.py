@@ -93,7 +93,7 @@ def create_app(services: Services | None = None, environ: Mapping[str, str] | No
 def after_start(services: Services) -> None:
     """Background work once the app serves: load the default model (every probing tab needs it; the UI
     is built without loading weights), then build a first optimizer (it imports torch._dynamo, ~2 s)."""
-    from engine.training.optim import warm_up
+    from engine.training.loop.optim import warm_up
 
     with contextlib.suppress(Exception):  # a missing/broken default model is reported by the model picker
         services.model("default")

@@ -41,8 +41,8 @@ from engine.text.corpus import builtin_corpus  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.data.pretraining import PretrainingDataset  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
-from engine.training.trainer import Trainer  # noqa: E402
-from engine.training.config import TrainingConfig  # noqa: E402
+from engine.training.loop.trainer import Trainer  # noqa: E402
+from engine.training.loop.config import TrainingConfig  # noqa: E402
 from bench.timing import paired_times  # noqa: E402
 
 CPU_FLAGS = ("amx_bf16", "amx_tile", "avx512_bf16", "avx512f")

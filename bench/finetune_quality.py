@@ -29,9 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.training.callbacks import FunctionCallback  # noqa: E402
-from engine.training.job import JobSpec  # noqa: E402
-from engine.training.job_setup import prepare_job  # noqa: E402
+from engine.training.loop.callbacks import FunctionCallback  # noqa: E402
+from engine.training.jobs.spec import JobSpec  # noqa: E402
+from engine.training.jobs.setup import prepare_job  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"

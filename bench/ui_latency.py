@@ -45,7 +45,7 @@ import gradio as gr  # noqa: E402
 import httpx  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from engine.training.worker import TrainingWorker  # noqa: E402
+from engine.training.worker.training_worker import TrainingWorker  # noqa: E402
 from explorer.services import Services  # noqa: E402
 
 GOAL_IDLE_P50_MS = 100.0

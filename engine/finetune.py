@@ -1,7 +1,7 @@
 """``python -m engine.finetune``: fine-tune a BERT for extractive QA, sequence or token classification, or
 multiple choice.
 
-The arguments become a ``JobSpec`` (``engine.training.job``) and ``prepare_job`` makes the trainer:
+The arguments become a ``JobSpec`` (``engine.training.jobs.spec``) and ``prepare_job`` makes the trainer:
 the same ``Trainer`` as pretraining (the task is ``config.task``), the same checkpoints, resume,
 Ctrl-C handling and torchrun support as ``engine.pretrain``.
 
@@ -48,10 +48,10 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from engine.training import cli
-from engine.training import distributed as dist
-from engine.training.job import FINETUNING_TASKS, JobSpec
-from engine.training.job_setup import PreparedJob
+from engine.training.jobs import cli
+from engine.training.loop import distributed as dist
+from engine.training.jobs.spec import FINETUNING_TASKS, JobSpec
+from engine.training.jobs.setup import PreparedJob
 
 # ---------------------------------------------------------------------------- command line
 DEFAULTS: dict[str, Any] = dict(

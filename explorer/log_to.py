@@ -1,9 +1,9 @@
-"""The "Log to" choice of the Training and Fine-tune forms: the run's ``report_to`` (``engine.training.report_to``).
+"""The "Log to" choice of the Training and Fine-tune forms: the run's ``report_to`` (``engine.training.loop.report_to``).
 
 ``none`` keeps the curves in the run's ``metrics.jsonl`` (what the tabs draw); ``TensorBoard`` also writes
 event files to ``<run>/logs/`` for ``tensorboard --logdir <runs folder>``. It needs the optional
 ``tensorboard`` package; without it, *Start* says which package to install. trackio is not offered
-(see ``engine.training.report_to``).
+(see ``engine.training.loop.report_to``).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.training.report_to import REPORT_TO
+from engine.training.loop.report_to import REPORT_TO
 
 CHOICES = [("none", "none"), ("TensorBoard", "tensorboard")]          # (label, report_to)
 INFO = "TensorBoard: event files in <run>/logs (needs the tensorboard package)"

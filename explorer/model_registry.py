@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.model.config import BertConfig
-from engine.training.run_folder import CheckpointInfo, RunFolder, is_complete
+from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, is_complete
 from explorer.model_description import HEAD_TITLES, describe  # noqa: F401  (re-exported)
 from explorer.model_settings import inference_device, max_hub_bytes  # noqa: F401  (re-exported)
 
 if TYPE_CHECKING:
-    from engine.training.worker import TrainingWorker
+    from engine.training.worker.training_worker import TrainingWorker
 
 MAX_SOURCE_CHARS = 4096          # longer "model names" are refused before they reach the file system
 LISTED_KEYS = 12                 # an unknown-key message lists at most this many of the keys available now

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 
 from engine.checkpoints import hub
-from engine.training.config import auto_device
+from engine.training.loop.config import auto_device
 
 
 def inference_device(environ: Mapping[str, str] | None = None) -> str:

@@ -21,7 +21,7 @@ from engine.text.tokenizer import WordPieceTokenizer
 from explorer.access import AccessPolicy
 
 if TYPE_CHECKING:
-    from engine.training.worker import TrainingWorker
+    from engine.training.worker.training_worker import TrainingWorker
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TOKENIZER_DIR = REPO_ROOT / "assets" / "tokenizer"
@@ -82,7 +82,7 @@ class Services:
         """The app's training worker, created on first use (runs under ``runs_dir_from_env()``)."""
         with self._worker_lock:
             if self.worker is None:
-                from engine.training.worker import TrainingWorker
+                from engine.training.worker.training_worker import TrainingWorker
 
                 self.worker = TrainingWorker(runs_root=runs_dir_from_env())
             return self.worker
@@ -126,7 +126,7 @@ def default_services(tokenizer_dir: str | Path = DEFAULT_TOKENIZER_DIR, max_leng
     """Load the bundled tokenizer (``assets/tokenizer``, bert-base-uncased vocab) and make
     the training worker (runs under ``runs_root``, default ``$EXPLORER_RUNS_DIR`` or ``runs``;
     nothing is written until a run starts)."""
-    from engine.training.worker import TrainingWorker
+    from engine.training.worker.training_worker import TrainingWorker
 
     root = Path(runs_root) if runs_root is not None else runs_dir_from_env()
     worker = TrainingWorker(runs_root=root)

@@ -33,10 +33,10 @@ from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.model.config import BertConfig  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
-from engine.training.trainer import Trainer, build_datasets  # noqa: E402
-from engine.training.config import TrainingConfig  # noqa: E402
-from engine.training.state import STATE_FILE, truncate_metrics  # noqa: E402
-from engine.training.run_folder import METRICS_FILE, list_checkpoints
+from engine.training.loop.trainer import Trainer, build_datasets  # noqa: E402
+from engine.training.loop.config import TrainingConfig  # noqa: E402
+from engine.training.loop.state import STATE_FILE, truncate_metrics  # noqa: E402
+from engine.training.jobs.run_folder import METRICS_FILE, list_checkpoints
 
 HOOKS = ("mkdtemp", "weights-torn", "weights", "config", "tokenizer", "state-torn", "unsynced", "synced",
          "renamed", "swap", "swapped", "prune")

@@ -6,7 +6,7 @@ import contextlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.training.worker import TrainingWorker
+from engine.training.worker.training_worker import TrainingWorker
 from explorer.model_registry import ModelRegistry
 from explorer.services import Services
 from finetune_helpers import save_tiny_model, word_tokenizer

@@ -86,8 +86,8 @@ def test_module_size(name):
 
 
 def test_only_the_run_folder_knows_the_layout_of_a_run():
-    """No ``.parent.parent`` climbing from a checkpoint to its run outside engine/training/run_folder.py."""
-    found = [f"{name}:{number}" for name, path in ALL.items() if name != "engine.training.run_folder"
+    """No ``.parent.parent`` climbing from a checkpoint to its run outside engine/training/jobs/run_folder.py."""
+    found = [f"{name}:{number}" for name, path in ALL.items() if name != "engine.training.jobs.run_folder"
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if ".parent.parent" in line and "__file__" not in line]
     assert not found, "path arithmetic on run folders: " + ", ".join(found)

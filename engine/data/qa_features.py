@@ -152,7 +152,7 @@ def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int) -> N
 class QAFeatureDataset(FeatureDataset):
     """QA windows (task "qa") that keep their questions and how they were cut: ``examples[i]`` owns the
     features whose ``example_index`` is i, so held-out answers can be scored as texts
-    (``engine.training.squad_evaluation``)."""
+    (``engine.training.tasks.squad_evaluation``)."""
 
     def __init__(self, rows: Sequence[np.ndarray], segment_starts: Sequence[int], targets: np.ndarray,
                  max_seq_length: int, batch_size: int, pad_token_id: int, seed: int, shuffle: bool,

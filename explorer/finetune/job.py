@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.model.config import BertConfig
-from engine.training.job import JobSpec
+from engine.training.jobs.spec import JobSpec
 from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, parse_labels
 from explorer.finetune.tasks import DataCheck, task_row
 from explorer import log_to

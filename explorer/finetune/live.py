@@ -3,7 +3,7 @@
 As the Training tab's (``explorer.training.live``): a browser keeps the versions it was last sent (status;
 curves: run, records; the wrong-examples table: run, the step of its predictions) and gets ``gr.skip()``
 for every output whose version did not move. The predictions are made on the training thread after each
-evaluation (``engine.training.eval_examples``), so a tick only reads them.
+evaluation (``engine.training.tasks.eval_examples``), so a tick only reads them.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from engine.data.classification import label_names, read_classification_file
 from engine.data.multiple_choice import read_choice_file
 from engine.data.qa_features import read_squad
 from engine.data.tagged_text import read_tagged_file
-from engine.training.job_data import load_corpus
+from engine.training.jobs.data import load_corpus
 from engine.training.tasks.token_classification import is_bio
 
 SHOWN_TAGS = 12          # tags named (with their counts) in a token-classification summary

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.training.eval_examples import EVAL_EXAMPLES, WRONG_MARK, EvalExamples
-from engine.training.worker_state import WorkerStatus
+from engine.training.tasks.eval_examples import EVAL_EXAMPLES, WRONG_MARK, EvalExamples
+from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune.tasks import TASKS
 from explorer.formatting import percent, sig
 from explorer.training.status import status_markdown

@@ -1,6 +1,6 @@
 """The fine-tuning tasks the Fine-tune tab offers: one row each, read by the form, the checks, the job and the
-curves. Adding a task (once the engine trains it: ``engine.training.config.TASKS``, a predictor in
-``engine.training.eval_examples.PREDICTORS``) is adding a row here with a reader for its data.
+curves. Adding a task (once the engine trains it: ``engine.training.loop.config.TASKS``, a predictor in
+``engine.training.tasks.eval_examples.PREDICTORS``) is adding a row here with a reader for its data.
 
 A row says: the task's name (``TrainingConfig.task``) and label, the data it accepts (in words and as
 file endings), its bundled example(s), the form's defaults (chosen to learn within a minute on 2 CPU

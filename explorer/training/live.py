@@ -14,8 +14,8 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from engine.training.run_folder import RunFolder
-from engine.training.worker_state import WorkerStatus
+from engine.training.jobs.run_folder import RunFolder
+from engine.training.worker.shared_state import WorkerStatus
 from explorer.services import Services
 from explorer.training import plots as tp
 from explorer.training.status import status_markdown

@@ -1,7 +1,7 @@
 """The Training tab's status line: the run's state in words, its progress, speed, ETA and why it ended."""
 from __future__ import annotations
 
-from engine.training.worker_state import WorkerStatus
+from engine.training.worker.shared_state import WorkerStatus
 from explorer.formatting import percent, sig
 from explorer.ui_errors import shown
 

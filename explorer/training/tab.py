@@ -8,8 +8,8 @@ from typing import Any
 
 import gradio as gr
 
-from engine.training.export import export_zip
-from engine.training.job import JobSpec
+from engine.training.jobs.export import export_zip
+from engine.training.jobs.spec import JobSpec
 from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update,
                                     live_view, version)
 from explorer.training.runs import continue_run, run_choices

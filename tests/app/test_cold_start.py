@@ -114,7 +114,7 @@ def test_after_start_loads_the_default_model_then_warms_the_optimizer(monkeypatc
     services = make_services(tiny_tokenizer)
     real_model = services.model
     monkeypatch.setattr(services, "model", lambda key: order.append(f"model {key}") or real_model(key))
-    monkeypatch.setattr("engine.training.optim.warm_up", lambda: order.append("warm_up"))
+    monkeypatch.setattr("engine.training.loop.optim.warm_up", lambda: order.append("warm_up"))
     app.after_start(services)
     assert order == ["model default", "warm_up"]
     # A default model that will not load is left for the model picker to report.

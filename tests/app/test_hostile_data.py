@@ -14,8 +14,8 @@ from engine.text import corpus
 from engine.model.config import preset
 from engine.data.pretraining import create_instances, tokenize_documents
 from engine.data.qa_features import build_qa_dataset, check_lengths, read_squad
-from engine.training.job import JobSpec
-from engine.training.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec
+from engine.training.loop.config import TrainingConfig
 from hostile_helpers import Sandbox, assert_human, sandbox
 
 CONTEXT = "the cat sat on the mat. the dog ran in the house."

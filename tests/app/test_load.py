@@ -28,7 +28,7 @@ from gradio_client import Client  # noqa: E402
 
 from app_helpers import serve  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
-from engine.training.worker import TrainingWorker  # noqa: E402
+from engine.training.worker.training_worker import TrainingWorker  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from probing_helpers import make_services  # noqa: E402

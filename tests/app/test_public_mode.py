@@ -26,7 +26,7 @@ from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from explorer.model_registry import ModelRegistry  # noqa: E402
-from engine.training.worker import TrainingWorker  # noqa: E402
+from engine.training.worker.training_worker import TrainingWorker  # noqa: E402
 from explorer import access, model_picker, services as services_mod, warmup  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
 from explorer.access import AccessPolicy  # noqa: E402

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bench_helpers import load_bench_script
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.worker import TrainingWorker
+from engine.training.worker.training_worker import TrainingWorker
 from probing_helpers import make_services
 
 ENDPOINTS = ["/tokenize", "/fill_mask", "/answer", "/attention", "/embeddings"]

@@ -1,4 +1,4 @@
-"""engine.training.callbacks: the trainer calls out (hooks in order, a lock around steps and evaluations)
+"""engine.training.loop.callbacks: the trainer calls out (hooks in order, a lock around steps and evaluations)
 instead of being patched; the worker, the command lines and these tests see a run only that way."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from engine.model.heads import BertWithHeads
-from engine.training.callbacks import TrainerCallback
-from engine.training.config import TrainingConfig
-from engine.training.trainer import Trainer, build_datasets
+from engine.training.loop.callbacks import TrainerCallback
+from engine.training.loop.config import TrainingConfig
+from engine.training.loop.trainer import Trainer, build_datasets
 from tests.conftest import WORDS
 
 pytestmark = pytest.mark.usefixtures("one_thread")

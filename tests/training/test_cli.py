@@ -1,4 +1,4 @@
-"""engine.training.cli: flag names in messages, --init-from run directories, --resume as a job spec."""
+"""engine.training.jobs.cli: flag names in messages, --init-from run directories, --resume as a job spec."""
 from __future__ import annotations
 
 import argparse
@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from engine.training import cli
-from engine.training.config import TrainingConfig
-from engine.training.job_models import model_source
-from engine.training.run_folder import RunFolder
+from engine.training.jobs import cli
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.models import model_source
+from engine.training.jobs.run_folder import RunFolder
 
 
 def test_flag_names_replace_config_fields():

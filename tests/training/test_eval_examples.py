@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.training.config import TrainingConfig
-from engine.training.eval_examples import NO_ANSWER, WRONG_MARK, eval_examples
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
-from engine.training.worker import TrainingWorker
+from engine.training.loop.config import TrainingConfig
+from engine.training.tasks.eval_examples import NO_ANSWER, WRONG_MARK, eval_examples
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
+from engine.training.worker.training_worker import TrainingWorker
 from tests.finetune_helpers import (choice_csv, classification_rows, save_tiny_model, tagged_text, write_csv,
                                     write_squad)
 

@@ -11,9 +11,9 @@ from transformers import AutoTokenizer
 
 from checkpoint_helpers import assert_strict, compare, hf_load
 from engine.checkpoints.hf_format import load_directory
-from engine.training.export import EXPORTED_FILES, export_zip
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
+from engine.training.jobs.export import EXPORTED_FILES, export_zip
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

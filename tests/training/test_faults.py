@@ -25,8 +25,8 @@ import pytest
 import torch
 
 from engine.checkpoints.hf_format import load_directory
-from engine.training.state import read_metrics, read_training_state
-from engine.training.run_folder import list_checkpoints
+from engine.training.loop.state import read_metrics, read_training_state
+from engine.training.jobs.run_folder import list_checkpoints
 from tests.conftest import VOCAB, WORDS, tiny_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -286,7 +286,7 @@ def unwritable(folder: Path, monkeypatch, errno_: int) -> None:
 
 
 def test_exception_in_the_worker_is_shown_and_the_app_keeps_serving(client, services, monkeypatch) -> None:
-    from engine.training.trainer import Trainer
+    from engine.training.loop.trainer import Trainer
 
     real_step = Trainer.step
 

@@ -12,12 +12,12 @@ import torch
 from cli_helpers import torchrun
 from engine.checkpoints.hf_format import load_directory
 from engine.finetune import main
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
-from engine.training.trainer import Trainer
-from engine.training.config import TrainingConfig
-from engine.training.state import read_metrics
-from engine.training.run_folder import list_checkpoints
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
+from engine.training.loop.trainer import Trainer
+from engine.training.loop.config import TrainingConfig
+from engine.training.loop.state import read_metrics
+from engine.training.jobs.run_folder import list_checkpoints
 from tests.finetune_helpers import classification_rows, save_tiny_model, word_tokenizer, write_csv, write_squad
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,12 +9,12 @@ import random
 import pytest
 import torch
 
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec, resume_spec
-from engine.training.job_data import check_text
-from engine.training.job_setup import prepare_job
-from engine.training.run_folder import RunFolder
-from engine.training.worker import TrainingWorker
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.jobs.data import check_text
+from engine.training.jobs.setup import prepare_job
+from engine.training.jobs.run_folder import RunFolder
+from engine.training.worker.training_worker import TrainingWorker
 from tests.conftest import WORDS
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -1,4 +1,4 @@
-"""engine.training.job / job_setup: one spec for every training job, its checks, its record, and resume.
+"""engine.training.jobs.spec / job_setup: one spec for every training job, its checks, its record, and resume.
 
 The command lines, the app's worker and the benches build trainers only through ``prepare_job``;
 these tests use it the way they do: a new pretraining job, a new fine-tuning job, a resumed job
@@ -11,10 +11,10 @@ import json
 import pytest
 import torch
 
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec, resume_spec
-from engine.training.job_setup import prepare_job
-from engine.training.run_folder import RESUMABLE_FIELDS, RunFolder
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.jobs.setup import prepare_job
+from engine.training.jobs.run_folder import RESUMABLE_FIELDS, RunFolder
 from tests.conftest import WORDS
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -16,12 +16,12 @@ from engine.checkpoints.hf_format import load_directory
 from engine.data.multiple_choice import build_choice_dataset, read_choice_file
 from engine.finetune import main
 from engine.model.heads import BertWithHeads
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
-from engine.training.run_folder import list_checkpoints
-from engine.training.state import read_metrics
-from engine.training.trainer import Trainer
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
+from engine.training.jobs.run_folder import list_checkpoints
+from engine.training.loop.state import read_metrics
+from engine.training.loop.trainer import Trainer
 from reference import hf_copy
 from tests.finetune_helpers import FILLER, NAMES, save_tiny_model
 

@@ -12,12 +12,12 @@ import json
 import pytest
 import torch
 
-from engine.training.export import card_facts
-from engine.training.job import JobSpec, resume_spec
-from engine.training.job_setup import prepare_job
-from engine.training.run_catalog import run_summaries
-from engine.training.run_folder import RunFolder
-from engine.training.state import INFO_FILE, LEGACY_INFO_FILE, read_checkpoint_info
+from engine.training.jobs.export import card_facts
+from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.jobs.setup import prepare_job
+from engine.training.jobs.run_catalog import run_summaries
+from engine.training.jobs.run_folder import RunFolder
+from engine.training.loop.state import INFO_FILE, LEGACY_INFO_FILE, read_checkpoint_info
 from explorer.model_registry import ModelRegistry
 from tests.training.test_job import documents, pretraining
 

@@ -1,4 +1,4 @@
-"""Optimizer parameter groups and learning-rate schedules (engine.training.optim)."""
+"""Optimizer parameter groups and learning-rate schedules (engine.training.loop.optim)."""
 from __future__ import annotations
 
 import copy
@@ -9,7 +9,7 @@ import torch
 import transformers
 
 from engine.model.heads import BertWithHeads
-from engine.training.optim import build_optimizer, build_scheduler, decay_parameter_names, lr_factor, parameter_groups
+from engine.training.loop.optim import build_optimizer, build_scheduler, decay_parameter_names, lr_factor, parameter_groups
 
 
 @pytest.mark.parametrize("warmup,total", [(10, 100), (0, 50), (1, 7), (30, 30)])
@@ -92,7 +92,7 @@ def test_weight_decay_skips_biases(make_config):
 def test_fused_adamw_gives_the_same_update_as_the_default_kernel():
     """The trainer uses the fused AdamW kernel (much faster on CPU); it must not change the maths."""
     from engine import BertWithHeads, preset
-    from engine.training.optim import build_optimizer, parameter_groups
+    from engine.training.loop.optim import build_optimizer, parameter_groups
 
     torch.manual_seed(0)
     model = BertWithHeads(preset("tiny", vocab_size=90, hidden_size=32, num_attention_heads=4,
@@ -116,7 +116,7 @@ def test_warm_up_pays_the_first_optimizer_cost_in_advance():
     """After warm_up the expensive one-off import has happened, so the next AdamW is quick to build."""
     import sys
 
-    from engine.training.optim import warm_up
+    from engine.training.loop.optim import warm_up
 
     warm_up()
     assert "torch._dynamo" in sys.modules

@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from cli_helpers import run_cli, torchrun
 from engine.checkpoints.hf_format import load
 from engine.pretrain import main
-from engine.training.state import read_metrics
+from engine.training.loop.state import read_metrics
 
 # Tiny and exact: dropout 0 and a schedule that does not depend on --steps, so a 3-step run
 # equals the first 3 steps of a 6-step run; batch 4 x 2 accumulated = the DDP run's 2 x 4.

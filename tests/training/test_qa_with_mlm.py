@@ -11,12 +11,12 @@ import torch
 
 from engine.checkpoints.hf_format import load_directory
 from engine.finetune import main
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
 from engine.training.tasks.qa_with_mlm import JointBatch, JointDataset
-from engine.training.config import TrainingConfig
-from engine.training.state import read_metrics
-from engine.training.run_folder import list_checkpoints
+from engine.training.loop.config import TrainingConfig
+from engine.training.loop.state import read_metrics
+from engine.training.jobs.run_folder import list_checkpoints
 from tests.finetune_helpers import save_tiny_model, write_squad
 
 ARGS = ["--task", "qa_mlm", "--seq-len", "64", "--doc-stride", "16", "--max-question-len", "16",

@@ -12,12 +12,12 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
-from engine.training.report_to import MISSING_TENSORBOARD, TensorBoardCallback, report_callbacks, scalars
-from engine.training.run_folder import RunFolder
-from engine.training.state import read_metrics
-from engine.training.worker import TrainingWorker
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
+from engine.training.loop.report_to import MISSING_TENSORBOARD, TensorBoardCallback, report_callbacks, scalars
+from engine.training.jobs.run_folder import RunFolder
+from engine.training.loop.state import read_metrics
+from engine.training.worker.training_worker import TrainingWorker
 from tests.training.test_job import documents, pretraining
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -5,10 +5,10 @@ import shutil
 
 import pytest
 
-from engine.training.job import JobSpec
-from engine.training.run_catalog import find_run, run_summaries
-from engine.training.state import read_metrics
-from engine.training.worker import TrainingWorker
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.run_catalog import find_run, run_summaries
+from engine.training.loop.state import read_metrics
+from engine.training.worker.training_worker import TrainingWorker
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TIMEOUT = 120.0

@@ -1,4 +1,4 @@
-"""engine.training.run_folder: the one place that knows a run's layout, its checkpoints and its resume rules."""
+"""engine.training.jobs.run_folder: the one place that knows a run's layout, its checkpoints and its resume rules."""
 from __future__ import annotations
 
 import json
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from engine.training.run_folder import (
+from engine.training.jobs.run_folder import (
     RunFolder, check_resume_changes, checkpoint_name, is_complete, list_checkpoints, resolve_checkpoint,
 )
 

@@ -1,4 +1,4 @@
-"""SQuAD answers of a QA run's held-out questions (engine/training/squad_evaluation.py): the answers are
+"""SQuAD answers of a QA run's held-out questions (engine/training/tasks/squad_evaluation.py): the answers are
 the QA pipeline's (engine.probes.qa) on the run's windows, the null odds are what the reference scripts
 compute from logits, and a run's evaluations report exact match and F1 (SQuAD v2.0: with the no-answer
 threshold picked on the held-out questions, HasAns / NoAns) as fractions."""
@@ -14,10 +14,10 @@ from engine.checkpoints.hf_format import load_directory
 from engine.data.qa_features import QAFeatureDataset, read_squad
 from engine.probes import squad_metric
 from engine.probes.qa import answer, answer_details
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
-from engine.training.squad_evaluation import answer_held_out, cut_question, squad_scores
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
+from engine.training.tasks.squad_evaluation import answer_held_out, cut_question, squad_scores
 from tests.finetune_helpers import save_tiny_model, write_squad
 
 pytestmark = pytest.mark.usefixtures("one_thread")

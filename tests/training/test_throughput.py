@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.training.throughput import Throughput
+from engine.training.loop.throughput import Throughput
 
 
 def records(durations: list[float], tokens: list[int], start: float = 0.0) -> list[dict]:

@@ -20,15 +20,15 @@ from engine.data.token_features import build_token_dataset
 from engine.finetune import main
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import EncoderOutput, HeadsOutput, TokenClassificationOutput
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec
-from engine.training.job_setup import prepare_job
-from engine.training.run_folder import list_checkpoints
-from engine.training.state import read_metrics
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.setup import prepare_job
+from engine.training.jobs.run_folder import list_checkpoints
+from engine.training.loop.state import read_metrics
 from engine.training.tasks import task_for
 from engine.training.tasks.token_classification import TokenClassificationTask, is_bio
 from cli_helpers import torchrun
-from engine.training.trainer import Trainer
+from engine.training.loop.trainer import Trainer
 from reference import hf_copy
 from tests.finetune_helpers import FILLER, classification_rows, save_tiny_model, write_csv
 

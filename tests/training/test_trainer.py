@@ -11,12 +11,12 @@ import torch
 
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
-from engine.training.optim import lr_factor
+from engine.training.loop.optim import lr_factor
 from engine.data.pretraining import Batch, collate
-from engine.training.trainer import Trainer, TrainingDiverged, build_datasets
-from engine.training.config import TrainingConfig
-from engine.training.state import STATE_FILE, read_metrics, read_training_state
-from engine.training.run_folder import is_complete, list_checkpoints, resolve_checkpoint
+from engine.training.loop.trainer import Trainer, TrainingDiverged, build_datasets
+from engine.training.loop.config import TrainingConfig
+from engine.training.loop.state import STATE_FILE, read_metrics, read_training_state
+from engine.training.jobs.run_folder import is_complete, list_checkpoints, resolve_checkpoint
 from tests.conftest import WORDS
 
 STEP_KEYS = {"step", "mlm_loss", "mlm_acc", "nsp_loss", "nsp_acc", "loss", "lr", "grad_norm", "tokens_per_s", "elapsed"}

@@ -11,10 +11,10 @@ import torch
 import engine
 from engine.model.heads import BertWithHeads
 from engine.data.masking import IGNORE_INDEX, KIND_KEPT, KIND_MASK, KIND_NONE, KIND_RANDOM
-from engine.training.trainer import Trainer
-from engine.training.run_folder import is_complete
-from engine.training.job import JobSpec
-from engine.training.worker import ACTIVE_STATES, TrainingWorker
+from engine.training.loop.trainer import Trainer
+from engine.training.jobs.run_folder import is_complete
+from engine.training.jobs.spec import JobSpec
+from engine.training.worker.training_worker import ACTIVE_STATES, TrainingWorker
 from tests.conftest import WORDS
 
 MODEL = dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)

@@ -2,7 +2,7 @@
 kept alive, ``qa_mlm``), sequence classification, token classification, multiple choice."""
 from __future__ import annotations
 
-from engine.training.config import TrainingConfig
+from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.base import (
     TaskOutput, TrainBatch, TrainData, TrainingTask, freeze_encoder, freeze_unused,
 )

@@ -20,7 +20,7 @@ from typing import Any, Protocol, Sequence
 import torch
 
 from engine.model.heads import BertWithHeads
-from engine.training.config import TrainingConfig
+from engine.training.loop.config import TrainingConfig
 
 
 TaskOutput = Any

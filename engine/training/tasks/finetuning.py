@@ -5,7 +5,7 @@ feature of the accumulated step, as one big batch would give.
 
 * QA: loss = (CE(start) + CE(end)) / 2 as ``BertForQuestionAnswering``; metrics ``qa_loss``,
   ``start_acc``, ``end_acc`` (argmax = the labelled token) and ``span_acc`` (both right); evaluations
-  add SQuAD ``exact_match`` and ``f1`` of the answer texts (``engine.training.squad_evaluation``).
+  add SQuAD ``exact_match`` and ``f1`` of the answer texts (``engine.training.tasks.squad_evaluation``).
 * Classification: cross-entropy on the pooled output (``BertForSequenceClassification``);
   metrics ``classification_loss`` and ``accuracy``.
 """
@@ -19,8 +19,8 @@ from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.data.qa_features import QAFeatureDataset
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
-from engine.training.config import TrainingConfig
-from engine.training.squad_evaluation import evaluate_answers
+from engine.training.loop.config import TrainingConfig
+from engine.training.tasks.squad_evaluation import evaluate_answers
 from engine.training.tasks.base import TrainingTask
 
 _HEAD_NAMES = {"qa": "question-answering (span)", "classifier": "sequence-classification",
@@ -84,7 +84,7 @@ class QATask(_FeatureTask):
     def answer_metrics(self, model: torch.nn.Module, tokenizer: Any, eval_data: FeatureDataset,
                        batches: int) -> dict[str, Any]:
         """SQuAD exact match and F1 (v2.0: with the null threshold picked on them, HasAns / NoAns) of the
-        answers to the questions behind the evaluated windows (``engine.training.squad_evaluation``)."""
+        answers to the questions behind the evaluated windows (``engine.training.tasks.squad_evaluation``)."""
         if tokenizer is None or not isinstance(eval_data, QAFeatureDataset):
             return {}
         questions = eval_data.questions_of_first(batches * eval_data.batch_size)

@@ -13,7 +13,7 @@ import torch
 
 from engine.data.features import FinetuneBatch
 from engine.model.outputs import HeadsOutput
-from engine.training.config import TrainingConfig
+from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.finetuning import _FeatureTask
 
 

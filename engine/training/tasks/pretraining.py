@@ -12,7 +12,7 @@ from engine.model.heads import IGNORE_INDEX, BertWithHeads
 from engine.model.outputs import HeadsOutput
 from engine.data.pretraining import Batch, PretrainingDataset
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.config import TrainingConfig
+from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
 
 
@@ -112,4 +112,4 @@ def _check_dataset(data: PretrainingDataset, config: TrainingConfig, name: str, 
     for field_name, theirs, ours in pairs:
         if theirs != ours:
             raise ValueError(f"the {name} data was built with {field_name}={theirs} but the training config says "
-                             f"{ours}; build both from one config (engine.training.trainer.build_datasets)")
+                             f"{ours}; build both from one config (engine.training.loop.trainer.build_datasets)")

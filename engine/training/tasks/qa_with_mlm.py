@@ -21,12 +21,12 @@ from typing import Any, Sequence
 
 import torch
 
-from engine.training import distributed as dist
+from engine.training.loop import distributed as dist
 from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
 from engine.data.pretraining import Batch, PretrainingDataset
-from engine.training.config import TrainingConfig
+from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
 from engine.training.tasks.finetuning import QATask
 from engine.training.tasks.pretraining import PretrainingTask

@@ -18,7 +18,7 @@ import torch
 from engine.data.features import IGNORE_INDEX, FeatureDataset, FinetuneBatch
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
-from engine.training.config import TrainingConfig
+from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.finetuning import _FeatureTask
 
 _BIO = re.compile(r"^[BIES]-.+$")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from engine.training.eval_examples import EVAL_EXAMPLES, EvalExamples, ExamplePrediction
-from engine.training.worker import TrainingWorker
-from engine.training.worker_state import WorkerStatus
+from engine.training.tasks.eval_examples import EVAL_EXAMPLES, EvalExamples, ExamplePrediction
+from engine.training.worker.training_worker import TrainingWorker
+from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune.live import LIVE_OUTPUTS, live_update
 from explorer.finetune.status import MAX_CONTEXT_CHARS, finetune_status, wrong_note, wrong_rows
 from explorer.services import Services

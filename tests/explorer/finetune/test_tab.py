@@ -16,7 +16,7 @@ from gradio_client.exceptions import AppError
 from app_helpers import serve
 from engine.checkpoints.hf_format import load_directory
 from engine.finetune import build_parser, spec_from_args
-from engine.training.job import JobSpec
+from engine.training.jobs.spec import JobSpec
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job

@@ -15,7 +15,7 @@ from gradio_client import Client
 from app_helpers import serve
 from engine.data.tagged_text import read_tagged_file
 from engine.text.corpus import builtin_corpus
-from engine.training.eval_examples import WRONG_MARK
+from engine.training.tasks.eval_examples import WRONG_MARK
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.job import make_job
 from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, TASKS

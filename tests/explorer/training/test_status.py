@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.training.worker_state import WorkerStatus
+from engine.training.worker.shared_state import WorkerStatus
 from explorer.training.status import duration, status_markdown
 
 

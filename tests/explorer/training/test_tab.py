@@ -126,7 +126,7 @@ def test_train_end_to_end(client: Client, services: Services) -> None:
 
 
 def test_status_markdown_shows_error_without_traceback() -> None:
-    from engine.training.worker_state import WorkerStatus
+    from engine.training.worker.shared_state import WorkerStatus
 
     st = WorkerStatus("failed", "the run failed at step 3: RuntimeError: boom", step=2, total_steps=10,
                       error="RuntimeError: boom", traceback="Traceback (most recent call last): ...")

@@ -17,9 +17,9 @@ read through thread-safe methods that never block on training:
   flip the training model's train/eval mode).
 
 Threading design. One ``threading.Condition`` guards all shared state (``SharedState`` and
-``RunState``, ``engine.training.worker_state``); each run has its own training thread (``RunThread``,
-``engine.training.worker_thread``), which prepares the job with ``prepare_job`` and trains it with a
-``WorkerCallback`` registered on the trainer (``engine.training.worker_callback``) and the worker's
+``RunState``, ``engine.training.worker.shared_state``); each run has its own training thread (``RunThread``,
+``engine.training.worker.run_thread``), which prepares the job with ``prepare_job`` and trains it with a
+``WorkerCallback`` registered on the trainer (``engine.training.worker.callback``) and the worker's
 model lock given to it; the heavy work (steps, evaluation, checkpoint writing) happens outside the
 condition.
 
@@ -44,16 +44,16 @@ from typing import Any, Iterator
 from engine.checkpoints.hf_format import LoadedModel, describe_os_error
 from engine.data.batch_view import describe_batch
 from engine.model.heads import BertWithHeads
-from engine.training.eval_examples import EvalExamples
-from engine.training.job import JobSpec, resume_spec
-from engine.training.run_catalog import RunSummary, find_run, run_summaries
-from engine.training.run_folder import CheckpointInfo, RunFolder
-from engine.training.trainer import Trainer
-from engine.training.worker_callback import BATCH_ROWS, WAIT_SLICE_S  # noqa: F401  (re-exported)
-from engine.training.worker_state import (  # noqa: F401  (re-exported)
+from engine.training.tasks.eval_examples import EvalExamples
+from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.jobs.run_catalog import RunSummary, find_run, run_summaries
+from engine.training.jobs.run_folder import CheckpointInfo, RunFolder
+from engine.training.loop.trainer import Trainer
+from engine.training.worker.callback import BATCH_ROWS, WAIT_SLICE_S  # noqa: F401  (re-exported)
+from engine.training.worker.shared_state import (  # noqa: F401  (re-exported)
     ACTIVE_STATES, MAX_RECORDS, STATES, RunInfo, RunState, SharedState, WorkerStatus,
 )
-from engine.training.worker_thread import RunThread
+from engine.training.worker.run_thread import RunThread
 
 logger = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ class TrainingWorker:
 
     def eval_examples(self) -> EvalExamples | None:
         """What the current run's model predicted for its first held-out examples at its latest evaluation
-        (``engine.training.eval_examples``); None before the first evaluation and for pretraining."""
+        (``engine.training.tasks.eval_examples``); None before the first evaluation and for pretraining."""
         with self._shared.cond:
             return self._shared.run.examples if self._shared.run is not None else None
 

@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from engine.training.callbacks import TrainerCallback
+from engine.training.loop.callbacks import TrainerCallback
 
 REPORT_TO = ("none", "tensorboard")
 MISSING_TENSORBOARD = ("report_to tensorboard needs the tensorboard package, which is not installed: install the "

@@ -1,6 +1,6 @@
 """The worker's trainer callback: how a background run is paused, stopped, saved on demand and watched.
 
-``WorkerCallback`` is registered on the run's ``Trainer`` (``engine.training.callbacks``):
+``WorkerCallback`` is registered on the run's ``Trainer`` (``engine.training.loop.callbacks``):
 
 * ``should_stop`` (before every step) serves "save checkpoint now" requests, waits while the run is
   paused or while an interactive request holds priority (re-checking at least every
@@ -9,7 +9,7 @@
   records stream that every browser reads;
 * ``on_batch`` keeps the first rows of the latest training batch for the masking view;
 * ``on_evaluate`` keeps what a fine-tuning model predicts for a few held-out examples
-  (``engine.training.eval_examples``), for the Fine-tune tab's table of examples it gets wrong.
+  (``engine.training.tasks.eval_examples``), for the Fine-tune tab's table of examples it gets wrong.
 
 A failed "save now" (disk full, read-only folder) is handed to whoever asked; the run goes on.
 """
@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.data.batch_view import capture_rows
-from engine.training.callbacks import TrainerCallback
-from engine.training.eval_examples import eval_examples
-from engine.training.run_folder import checkpoint_name
-from engine.training.trainer import Trainer
-from engine.training.worker_state import RunState, SharedState
+from engine.training.loop.callbacks import TrainerCallback
+from engine.training.tasks.eval_examples import eval_examples
+from engine.training.jobs.run_folder import checkpoint_name
+from engine.training.loop.trainer import Trainer
+from engine.training.worker.shared_state import RunState, SharedState
 
-logger = logging.getLogger("engine.training.worker")
+logger = logging.getLogger("engine.training.worker.training_worker")
 
 BATCH_ROWS = 2                   # sequences of the latest batch kept for the masking view
 WAIT_SLICE_S = 0.25              # the training thread re-checks its flags at least this often while waiting

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.training.run_folder import RunFolder
-from engine.training.state import read_checkpoint_info
+from engine.training.jobs.run_folder import RunFolder
+from engine.training.loop.state import read_checkpoint_info
 
 
 @dataclass(frozen=True)

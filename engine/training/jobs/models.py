@@ -14,10 +14,10 @@ from engine.model.config import preset
 from engine.model.heads import CLASSIFIER_HEADS, HEADS, POOLED_HEADS, BertWithHeads
 from engine.text.corpus import Document, train_tokenizer
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training import distributed as dist
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec
-from engine.training.run_folder import RunFolder, resolve_checkpoint
+from engine.training.loop import distributed as dist
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.run_folder import RunFolder, resolve_checkpoint
 
 # task -> the heads it needs: the first is the one it trains (added fresh or replaced); the others are
 # added when the model lacks them

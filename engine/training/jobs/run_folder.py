@@ -3,7 +3,7 @@
 Layout of a run folder (the only place that knows it; everything else goes through ``RunFolder``)::
 
     <run>/
-      run.json                  the job spec (engine.training.job.JobSpec.to_record), read back on resume
+      run.json                  the job spec (engine.training.jobs.spec.JobSpec.to_record), read back on resume
       metrics.jsonl             one JSON record per logged train / eval / checkpoint event
       tokenizer/                the run's vocabulary (runs that trained their own)
       logs/                     TensorBoard event files, when the run reports to TensorBoard (report_to)
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.hf_format import recover_interrupted_writes
-from engine.training.state import STATE_FILE, read_checkpoint_info
+from engine.training.loop.state import STATE_FILE, read_checkpoint_info
 
 SPEC_FILE = "run.json"
 LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before the job spec existed

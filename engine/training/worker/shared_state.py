@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.config import TrainingConfig
-from engine.training.eval_examples import EvalExamples
-from engine.training.job import JobSpec
-from engine.training.run_folder import CheckpointInfo
-from engine.training.throughput import Throughput
-from engine.training.trainer import Trainer
+from engine.training.loop.config import TrainingConfig
+from engine.training.tasks.eval_examples import EvalExamples
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.run_folder import CheckpointInfo
+from engine.training.loop.throughput import Throughput
+from engine.training.loop.trainer import Trainer
 
 # idle -> preparing -> running <-> paused -> stopping -> stopped; a run that reaches its total steps is
 # "finished", one that crashed "failed" (``error`` says why), one whose loss became NaN/inf "diverged".

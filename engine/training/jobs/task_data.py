@@ -20,8 +20,8 @@ from engine.data.tagged_text import TaggedSentence, read_tagged_file
 from engine.data.token_features import build_token_dataset
 from engine.text.corpus import Document
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec
 
 Log = Callable[[str], object]
 LabelledData = tuple[FeatureDataset, FeatureDataset | None, dict[int, str]]

@@ -1,7 +1,7 @@
 """A training job: one spec for pretraining and every fine-tuning task, its checks, and the resume rules.
 
 ``JobSpec`` is what ``python -m engine.pretrain``, ``python -m engine.finetune``, the app's
-training worker and the benches fill in; ``engine.training.job_setup.prepare_job`` turns it into
+training worker and the benches fill in; ``engine.training.jobs.setup.prepare_job`` turns it into
 a ready ``Trainer``. What is trained is ``training.task`` (``TrainingConfig``); the other fields say
 where the model, the tokenizer and the data come from. ``run.json`` in the run folder is the spec
 (``to_record``), so a resumed run rebuilds its data exactly as it first made them
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from engine.text.corpus import BUILTIN_CORPORA, Document
-from engine.training.config import TrainingConfig
-from engine.training.report_to import check_report_to
-from engine.training.run_folder import RunFolder, check_resume_changes
-from engine.training.state import read_checkpoint_info, read_training_state
+from engine.training.loop.config import TrainingConfig
+from engine.training.loop.report_to import check_report_to
+from engine.training.jobs.run_folder import RunFolder, check_resume_changes
+from engine.training.loop.state import read_checkpoint_info, read_training_state
 
 FINETUNING_TASKS = ("qa", "qa_mlm", "classification", "token_classification", "multiple_choice")
 QA_TASKS = ("qa", "qa_mlm")
@@ -49,7 +49,7 @@ class JobSpec:
     ``eval_fraction``: documents / examples held out when there is no ``eval_data`` (None: 0.05 for
     pretraining, 0.1 for fine-tuning). ``training`` may be a dict of ``TrainingConfig`` fields; with
     ``resume_from`` such a dict holds only the changes to the resumed run's settings.
-    ``report_to``: ``none`` or ``tensorboard`` (``engine.training.report_to``); None is ``none`` for a new run
+    ``report_to``: ``none`` or ``tensorboard`` (``engine.training.loop.report_to``); None is ``none`` for a new run
     and the run's own choice (``run.json``) on resume, where a value given changes it.
     """
 

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from engine.model.config import BertConfig
-from engine.training.optim import SCHEDULES
+from engine.training.loop.optim import SCHEDULES
 
 PRECISIONS = ("auto", "fp32", "bf16")
 # engine.training.tasks: what the Trainer trains

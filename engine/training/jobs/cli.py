@@ -2,7 +2,7 @@
 turning them into a ``JobSpec`` (new or resumed), Ctrl-C handling, and the progress-bar training loop.
 
 Arguments default to None so that ``--resume`` can tell which ones were given: a resumed run takes
-everything from its run folder (``engine.training.job.resume_spec``), and the flags given may change
+everything from its run folder (``engine.training.jobs.spec.resume_spec``), and the flags given may change
 only ``run_folder.RESUMABLE_FIELDS``. Messages name the flag the user typed (``FLAGS``).
 """
 from __future__ import annotations
@@ -15,13 +15,13 @@ from typing import Any, Callable
 
 import torch
 
-from engine.training import distributed as dist
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec, resume_spec
-from engine.training.job_setup import PreparedJob, default_run_dir, prepare_job
-from engine.training.report_to import REPORT_TO
-from engine.training.run_folder import check_resume_changes, checkpoint_name
-from engine.training.trainer import Trainer, TrainingDiverged
+from engine.training.loop import distributed as dist
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.jobs.setup import PreparedJob, default_run_dir, prepare_job
+from engine.training.loop.report_to import REPORT_TO
+from engine.training.jobs.run_folder import check_resume_changes, checkpoint_name
+from engine.training.loop.trainer import Trainer, TrainingDiverged
 
 EXIT_INTERRUPTED = 130
 # JobSpec / TrainingConfig field -> its flag (messages name the flag the user typed)

@@ -4,7 +4,7 @@ command lines, the app's worker and the benches take.
 New pretraining: corpus -> split -> tokenizer -> pretraining datasets -> model (preset or
 ``init_from``). New fine-tuning: start model -> its tokenizer -> task features -> model with the
 task's head. Resume: the run's own spec (``run.json``) and checkpoint -> the same data -> the trainer
-state restored. Every trainer also gets the callbacks of the spec's ``report_to`` (``engine.training.report_to``),
+state restored. Every trainer also gets the callbacks of the spec's ``report_to`` (``engine.training.loop.report_to``),
 so command-line and app runs log alike. ``progress(message)`` reports each stage; when it answers False the job was
 cancelled meanwhile and ``prepare_job`` returns None.
 """
@@ -17,19 +17,19 @@ from typing import Any, Callable, ContextManager, Sequence
 
 from engine.model.config import BertConfig
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training import distributed as dist
-from engine.training.callbacks import TrainerCallback
-from engine.training.job import JobSpec, resume_spec
-from engine.training.job_data import (check_one_batch, check_text, finetuning_data, job_documents,
+from engine.training.loop import distributed as dist
+from engine.training.loop.callbacks import TrainerCallback
+from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.jobs.data import (check_one_batch, check_text, finetuning_data, job_documents,
                                       pretraining_data, split_documents)
-from engine.training.job_models import (
+from engine.training.jobs.models import (
     LABELLED_HEADS, TASK_HEADS, finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer,
 )
-from engine.training.report_to import report_callbacks
-from engine.training.run_folder import RESUMABLE_FIELDS, RunFolder
-from engine.training.state import read_metrics
+from engine.training.loop.report_to import report_callbacks
+from engine.training.jobs.run_folder import RESUMABLE_FIELDS, RunFolder
+from engine.training.loop.state import read_metrics
 from engine.training.tasks import TrainData
-from engine.training.trainer import Trainer
+from engine.training.loop.trainer import Trainer
 
 Progress = Callable[[str], Any]     # answers False to cancel; anything else goes on
 
@@ -63,7 +63,7 @@ def prepare_job(spec: JobSpec, progress: Progress | None = None, callbacks: Sequ
                 lock: ContextManager[Any] | None = None) -> PreparedJob | None:
     """Build the job's trainer; None if ``progress`` cancelled it. ValueError / FileNotFoundError say
     what is wrong with the spec or its data; nothing is written before they are checked.
-    ``callbacks`` and ``lock`` go to the ``Trainer`` (``engine.training.callbacks``)."""
+    ``callbacks`` and ``lock`` go to the ``Trainer`` (``engine.training.loop.callbacks``)."""
     say = progress or (lambda message: True)
     hooks = dict(callbacks=callbacks, lock=lock)
 

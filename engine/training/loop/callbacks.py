@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-Trainer = Any   # engine.training.trainer.Trainer, which imports this module (named here for the signatures)
+Trainer = Any   # engine.training.loop.trainer.Trainer, which imports this module (named here for the signatures)
 
 
 class TrainerCallback:

@@ -17,8 +17,8 @@ from typing import Any
 
 from engine.checkpoints.model_card import CardFacts, model_card
 from engine.text.corpus import BUILTIN_CORPORA
-from engine.training.run_folder import RunFolder, is_complete
-from engine.training.state import read_checkpoint_info, read_metrics
+from engine.training.jobs.run_folder import RunFolder, is_complete
+from engine.training.loop.state import read_checkpoint_info, read_metrics
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
                   "special_tokens_map.json")

@@ -16,13 +16,13 @@ import traceback as traceback_module
 from typing import Any
 
 from engine.checkpoints.hf_format import CheckpointWriteError
-from engine.training.job_setup import prepare_job
-from engine.training.run_folder import checkpoint_name
-from engine.training.trainer import Trainer, TrainingDiverged
-from engine.training.worker_callback import WorkerCallback
-from engine.training.worker_state import MAX_RECORDS, RunState, SharedState
+from engine.training.jobs.setup import prepare_job
+from engine.training.jobs.run_folder import checkpoint_name
+from engine.training.loop.trainer import Trainer, TrainingDiverged
+from engine.training.worker.callback import WorkerCallback
+from engine.training.worker.shared_state import MAX_RECORDS, RunState, SharedState
 
-logger = logging.getLogger("engine.training.worker")
+logger = logging.getLogger("engine.training.worker.training_worker")
 
 
 class RunThread:

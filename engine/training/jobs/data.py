@@ -15,9 +15,9 @@ from engine.data.qa_features import build_qa_dataset, read_squad
 from engine.text.corpus import (BUILTIN_CORPORA, Document, builtin_corpus, parse_documents, read_documents,
                                 train_eval_split)
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.config import TrainingConfig
-from engine.training.job import JobSpec
-from engine.training.job_task_data import choice_data, classification_data, token_data
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.task_data import choice_data, classification_data, token_data
 from engine.training.tasks import build_datasets
 from engine.training.tasks.qa_with_mlm import JointDataset
 

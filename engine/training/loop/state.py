@@ -1,6 +1,6 @@
 """Training state on disk: atomic checkpoint writing, the resumable state, RNG, metrics.jsonl.
 
-Where these files go inside a run is ``engine.training.run_folder``'s business.
+Where these files go inside a run is ``engine.training.jobs.run_folder``'s business.
 
 A checkpoint is ``<run_dir>/checkpoints/step-XXXXXX/`` holding the Hugging Face layout
 (``config.json``, ``model.safetensors``, ``vocab.txt``, ``tokenizer.json``, written by

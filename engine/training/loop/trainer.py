@@ -6,7 +6,7 @@ batch weighting, loss and metrics; everything else is here and shared.
 ``Trainer.step()`` runs one optimizer step over ``gradient_accumulation_steps``
 micro-batches and returns its metrics; ``train()`` loops, evaluating, logging to
 ``<run_dir>/metrics.jsonl`` and checkpointing at the configured intervals. Code outside the
-loop sees and steers it through callbacks (``engine.training.callbacks``: should_stop, step,
+loop sees and steers it through callbacks (``engine.training.loop.callbacks``: should_stop, step,
 batch, evaluate, save, log; the worker pauses, stops and yields to interactive requests
 through them) and through the ``lock`` the trainer holds around each step and evaluation.
 Nothing here prints: metrics are returned, passed to the callbacks and appended to
@@ -16,7 +16,7 @@ Under torchrun (a process group of N > 1) the model is wrapped in DistributedDat
 rank r reads micro-batch ``k * N + r`` of the shared, identically built dataset; losses are
 weighted by the task's global counts (masked tokens, pairs, features), so N processes
 compute the gradient of the same union of micro-batches as one process would; only rank 0
-logs and writes checkpoints (the others wait at a barrier). See ``engine.training.distributed``.
+logs and writes checkpoints (the others wait at a barrier). See ``engine.training.loop.distributed``.
 
 Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss scaling
 is needed for bf16. A NaN/inf loss or gradient norm applies no update and raises
@@ -35,17 +35,17 @@ from typing import Any, Callable, ContextManager, Sequence
 
 import torch
 
-from engine.training import distributed as dist
-from engine.training.callbacks import CallbackList, FunctionCallback, TrainerCallback
+from engine.training.loop import distributed as dist
+from engine.training.loop.callbacks import CallbackList, FunctionCallback, TrainerCallback
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
-from engine.training.optim import build_optimizer, build_scheduler, lr_factor
+from engine.training.loop.optim import build_optimizer, build_scheduler, lr_factor
 from engine.training.tasks import build_datasets  # noqa: F401 (public here, as before tasks existed)
 from engine.training.tasks import TaskOutput, TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.config import TrainingConfig
-from engine.training.run_folder import CheckpointInfo, RunFolder, check_resume_changes
-from engine.training.state import (
+from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, check_resume_changes
+from engine.training.loop.state import (
     STATE_FORMAT, append_metrics, capture_rng, read_training_state, restore_rng, set_seed, truncate_metrics,
     write_checkpoint,
 )
@@ -79,7 +79,7 @@ class Trainer:
     def __init__(self, model: BertWithHeads, tokenizer: WordPieceTokenizer | None, train_data: TrainData,
                  eval_data: TrainData | None, config: TrainingConfig, run_dir: str | Path,
                  callbacks: Sequence[TrainerCallback] = (), lock: ContextManager[Any] | None = None) -> None:
-        """``callbacks`` see and steer the run (``engine.training.callbacks``); ``lock`` is held around every
+        """``callbacks`` see and steer the run (``engine.training.loop.callbacks``); ``lock`` is held around every
         step and evaluation, so whoever else takes it (a snapshot of the weights) sees no half step."""
         config.check_model(model.config)
         self.task = task_for(config)
