@@ -32,6 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from engine.training.loop.callbacks import FunctionCallback  # noqa: E402
 from engine.training.jobs.spec import JobSpec  # noqa: E402
 from engine.training.jobs.setup import prepare_job  # noqa: E402
+from engine.training.tasks.finetuning import CLASSIFICATION  # noqa: E402
+from engine.training.tasks.multiple_choice import MULTIPLE_CHOICE  # noqa: E402
+from engine.training.tasks.token_classification import TOKEN_CLASSIFICATION  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared" / "data"
@@ -90,7 +93,7 @@ def pos(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     (workdir / "train.conllu").write_text(train_text, encoding="utf-8")
     (workdir / "held.conllu").write_text(held_text, encoding="utf-8")
     print(f"UD EWT dev: {n_train} documents trained on, {n_held} held out")
-    spec = JobSpec(dict(task="token_classification", total_steps=args.steps, batch_size=16, max_seq_length=96,
+    spec = JobSpec(dict(task=TOKEN_CLASSIFICATION.name, total_steps=args.steps, batch_size=16, max_seq_length=96,
                         learning_rate=5e-5, warmup_steps=50, eval_every=args.eval_every, eval_batches=1000,
                         checkpoint_every=0, log_every=50),
                    init_from=args.model, data=str(workdir / "train.conllu"), eval_data=str(workdir / "held.conllu"),
@@ -101,7 +104,7 @@ def pos(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 def next_choice(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     documents = wiki_documents(args.wiki, args.documents)
     print(f"Wikipedia: {len(documents)} documents (the job holds out a share of whole documents)")
-    spec = JobSpec(dict(task="multiple_choice", total_steps=args.steps, batch_size=8, max_seq_length=64,
+    spec = JobSpec(dict(task=MULTIPLE_CHOICE.name, total_steps=args.steps, batch_size=8, max_seq_length=64,
                         learning_rate=5e-5, warmup_steps=50, eval_every=args.eval_every, eval_batches=100,
                         checkpoint_every=0, log_every=50),
                    init_from=args.model, documents=documents, num_choices=4, run_dir=str(workdir / "run-choice"))
@@ -109,7 +112,7 @@ def next_choice(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 
 def sentiment(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    spec = JobSpec(dict(task="classification", total_steps=args.steps, batch_size=16, max_seq_length=64,
+    spec = JobSpec(dict(task=CLASSIFICATION.name, total_steps=args.steps, batch_size=16, max_seq_length=64,
                         learning_rate=1e-4, warmup_steps=3, eval_every=args.eval_every, eval_batches=100,
                         checkpoint_every=0, log_every=10),
                    init_from=args.model, data=str(ROOT / "assets" / "examples" / "sentiment.csv"), eval_fraction=0.2,

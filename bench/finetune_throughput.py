@@ -29,8 +29,9 @@ import transformers  # noqa: E402
 from bench.timing import paired_times  # noqa: E402
 from engine.checkpoints.key_mapping import export_state  # noqa: E402
 from engine.model.config import BertConfig  # noqa: E402
+from engine.model.head_specs import HEADS  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
-from reference import hf_config  # noqa: E402
+from support.reference import hf_config  # noqa: E402
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "assets" / "default-model"
 # head -> (transformers class, num_labels, batch, seq_len, choices)
@@ -39,8 +40,6 @@ CASES = {
     "classifier": (transformers.BertForSequenceClassification, 2, 16, 64, 1),
     "multiple_choice": (transformers.BertForMultipleChoice, 2, 8, 64, 4),
 }
-ARCHITECTURE = {"token_classifier": "BertForTokenClassification", "classifier": "BertForSequenceClassification",
-                "multiple_choice": "BertForMultipleChoice"}
 
 
 def batch_for(config: BertConfig, head: str, batch: int, seq_len: int, choices: int, labels: int) -> dict:
@@ -89,7 +88,7 @@ def run_case(head: str, rounds: int) -> tuple[float, float, float]:
     torch.manual_seed(0)
     ours = BertWithHeads(config, heads=(head,)).train()
     theirs = cls(hf_config(config, attn_implementation="sdpa")).train()
-    theirs.load_state_dict(export_state(ours.state_dict(), [ARCHITECTURE[head]]), strict=True)
+    theirs.load_state_dict(export_state(ours.state_dict(), [HEADS[head].hf_class]), strict=True)
     batch = batch_for(config, head, batch_size, seq_len, choices, labels)
     t_ours, t_theirs = paired_times(ours_step(ours, head, batch), theirs_step(theirs, batch), rounds)
     tokens = batch["input_ids"].numel()

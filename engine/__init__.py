@@ -15,7 +15,7 @@ from typing import Any
 
 _EXPORTS = {
     "BertConfig": "model.config", "PRESETS": "model.config", "preset": "model.config",
-    "BertModel": "model.encoder", "BertWithHeads": "model.heads", "HEADS": "model.heads",
+    "BertModel": "model.encoder", "BertWithHeads": "model.heads", "HEADS": "model.head_specs",
     "EncoderOutput": "model.outputs", "HeadsOutput": "model.outputs", "WordPieceTokenizer": "text.tokenizer",
     "LoadedModel": "checkpoints.hf_format", "load": "checkpoints.hf_format", "save": "checkpoints.hf_format",
     "Trainer": "training.trainer", "TrainingConfig": "training.config", "TrainingDiverged": "training.trainer",

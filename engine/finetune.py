@@ -50,8 +50,10 @@ from typing import Any, Sequence
 
 from engine.training.jobs import cli
 from engine.training.loop import distributed as dist
-from engine.training.jobs.spec import FINETUNING_TASKS, JobSpec
+from engine.model.head_specs import HEADS
+from engine.training.jobs.spec import JobSpec
 from engine.training.jobs.setup import PreparedJob
+from engine.training.tasks.registry import finetuning_tasks, task_definition
 
 # ---------------------------------------------------------------------------- command line
 DEFAULTS: dict[str, Any] = dict(
@@ -59,10 +61,7 @@ DEFAULTS: dict[str, Any] = dict(
     eval_every=200, eval_batches=20, checkpoint_every=500, keep_last=None, seed=0, device="auto", precision="auto",
     schedule="linear", log_every=1, threads=0, doc_stride=128, max_question_len=64,
     mlm_batch_size=None)
-TASK_DEFAULTS = {"qa": dict(seq_len=384, batch_size=16), "qa_mlm": dict(seq_len=384, batch_size=16),
-                 "classification": dict(seq_len=128, batch_size=32),
-                 "token_classification": dict(seq_len=128, batch_size=32),
-                 "multiple_choice": dict(seq_len=128, batch_size=8)}
+# each task's own defaults (seq_len, batch_size) are its TaskDefinition.defaults
 HELP_DEFAULTS = dict(DEFAULTS, seq_len="384 qa / 128 the others",
                      batch_size="16 qa / 8 multiple choice / 32 the others")
 # JobSpec field -> its argparse dest, for the flags that are not TrainingConfig fields
@@ -81,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m engine.finetune", description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add = p.add_argument
-    add("--task", type=task_name, choices=list(FINETUNING_TASKS),
+    add("--task", type=task_name, choices=list(finetuning_tasks()),
         help="what to fine-tune for (required for a new run; '-' works for '_')")
     add("--data", metavar="FILE", help="training data: SQuAD JSON (qa), CSV/JSONL (classification), CoNLL-U or "
         "word<TAB>tag (token_classification), CSV (multiple_choice)")
@@ -110,9 +109,10 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     if args.resume is not None:
         return cli.resumed_spec(args, parser, JOB_ARGS, {"task": args.task} if args.task is not None else {})
     if args.task is None:
-        parser.error(f"--task is required ({', '.join(FINETUNING_TASKS)})")
-    cli.apply_defaults(args, {**DEFAULTS, **TASK_DEFAULTS[args.task]}, parser)
-    training = cli.training_config(args, parser, task=args.task, nsp=args.task == "qa_mlm")
+        parser.error(f"--task is required ({', '.join(finetuning_tasks())})")
+    definition = task_definition(args.task)
+    cli.apply_defaults(args, {**DEFAULTS, **definition.defaults}, parser)
+    training = cli.training_config(args, parser, task=args.task, **definition.training)
     return cli.validated(JobSpec(
         training, init_from=args.init_from, data=args.data, eval_data=args.eval_data,
         eval_fraction=args.eval_fraction, max_examples=args.max_examples, doc_stride=args.doc_stride,
@@ -130,12 +130,13 @@ def describe(job: PreparedJob) -> str:
     trainable = sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
     held_out = (f"{len(trainer.eval_data)} held-out features" if trainer.eval_data is not None
                 else "no held-out data")
-    if config.task == "qa_mlm":
+    definition = task_definition(config.task)
+    if "mlm_corpus" in definition.spec_fields:   # qa_mlm: QA features paired with masked-LM text
         held_out += (f", {len(data.pretraining.documents_token_ids)} documents for the masked-LM term "
                      f"(text batch {data.pretraining.batch_size})")
     labels = (f", labels {list(trainer.model.config.id2label.values())}"
-              if config.task in ("classification", "token_classification") else "")
-    if config.task == "multiple_choice":
+              if HEADS[definition.heads[0]].labelled else "")
+    if hasattr(data, "num_choices"):             # multiple choice
         labels = f", {data.num_choices} choices"
     return (f"run {trainer.run_dir}: {config.task} from {spec.model_source} ({params / 1e6:.2f}M parameters, "
             f"{trainable / 1e6:.2f}M trained; heads {', '.join(trainer.model.heads)}{labels}), "

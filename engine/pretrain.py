@@ -29,11 +29,12 @@ from engine.training.jobs import cli
 from engine.training.loop import distributed as dist
 from engine.training.jobs.spec import JobSpec
 from engine.training.jobs.setup import PreparedJob
+from engine.training.tasks.pretraining import PRETRAINING
 
 # Defaults of the CLI (sized for a 2-core CPU); arguments default to None so that --resume
 # can tell which ones were given.
 DEFAULTS: dict[str, Any] = dict(
-    preset="tiny", corpus="shakespeare", max_documents=None, vocab_size=8000, seq_len=128, batch_size=32,
+    preset="tiny", corpus="shakespeare", max_documents=None, vocab_size=8000, **PRETRAINING.defaults,
     grad_accum=1, lr=5e-4, warmup=None, steps=1000, mlm_probability=0.15, eval_every=100, eval_batches=20,
     checkpoint_every=500, keep_last=None, seed=0, device="auto", precision="auto", schedule="linear",
     eval_fraction=0.05, log_every=1, threads=0)
@@ -67,7 +68,7 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     masking = {"mlm_probability": args.mlm_probability, "whole_word_masking": args.whole_word,
                "nsp": None if args.no_nsp is None else not args.no_nsp}
     if args.resume is not None:
-        return cli.resumed_spec(args, parser, JOB_ARGS, {"task": "pretraining",
+        return cli.resumed_spec(args, parser, JOB_ARGS, {"task": PRETRAINING.name,
                                                            **{k: v for k, v in masking.items() if v is not None}})
     cli.apply_defaults(args, DEFAULTS, parser)
     training = cli.training_config(args, parser, mlm_probability=args.mlm_probability,

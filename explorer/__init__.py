@@ -31,15 +31,10 @@ CSS: str = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
 
 
 def build_app(services: Services | None = None) -> gr.Blocks:
-    """Build the whole app (no launch). Loads the bundled tokenizer if ``services`` is None."""
+    """Build the whole app (no launch): the model picker, then one ``gr.Tab`` per row of
+    ``explorer.tab_registry.TABS``. Loads the bundled tokenizer if ``services`` is None."""
     from explorer import model_picker
-    from explorer.attention import tab as attention_tab
-    from explorer.compare import tab as compare_tab
-    from explorer.embeddings import tab as embeddings_tab
-    from explorer.fill_mask import tab as fill_mask_tab
-    from explorer.qa import tab as qa_tab
-    from explorer.tokenize import tab as tokenize_tab
-    from explorer.training import tab as training_tab
+    from explorer.tab_registry import TABS
 
     services = services if services is not None else default_services()
     # delete_cache: every 30 min, Gradio drops served files (uploads, exports) older than an hour.
@@ -48,29 +43,9 @@ def build_app(services: Services | None = None) -> gr.Blocks:
             gr.Markdown(f"# {TITLE}\n{DESCRIPTION}")
         picker = model_picker.build(services)
         with gr.Tabs():
-            with gr.Tab("Tokenize", id="tokenize"):
-                tokenize_tab.build(services, picker)
-            with gr.Tab("Embeddings", id="embeddings"):
-                embeddings_tab.build(services, picker)
-            with gr.Tab("Attention", id="attention"):
-                attention_tab.build(services, picker)
-            with gr.Tab("Fill-mask", id="fill_mask"):
-                fill_mask_tab.build(services, picker)
-            with gr.Tab("Heads", id="heads"):     # try each task head: next sentence, classify, tag, choose
-                from explorer.heads import tab as heads_tab
-                heads_tab.build(services, picker)
-            with gr.Tab("QA", id="qa"):
-                qa_tab.build(services, picker)
-            with gr.Tab("Why", id="why"):       # which tokens pushed a prediction (attributions)
-                from explorer.why import tab as why_tab
-                why_tab.build(services, picker)
-            with gr.Tab("Compare", id="compare"):  # two models side by side on one input
-                compare_tab.build(services, picker)
-            with gr.Tab("Training", id="training"):
-                training_tab.build(services)
-            with gr.Tab("Fine-tune", id="finetune"):
-                from explorer.finetune import tab as finetune_tab
-                finetune_tab.build(services, picker)
+            for tab in TABS:
+                with gr.Tab(tab.title, id=tab.id):
+                    tab.build(services, picker)
         model_picker.wire_page_load(demo, services, picker)
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
         gr.api(noop, api_name="noop", api_visibility="undocumented")

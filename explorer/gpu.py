@@ -3,11 +3,10 @@
 A ZeroGPU Space (Gradio's own test: ``gradio.utils.is_zero_gpu_space()``, i.e. ``SPACES_ZERO_GPU=true``)
 lends a GPU only to functions decorated with ``spaces.GPU``, for one call each, and registers those
 functions when the app launches: a Space that launches with none is stopped. So every event handler that
-runs a model carries :func:`on_gpu` where it is defined (inside its tab's ``build``, before ``launch``):
+runs a model goes through :func:`on_gpu` while its tab's ``build`` wires it, before ``launch``: the
+default of ``explorer.endpoints.endpoint`` (``gpu=False`` for a handler that runs none):
 
-    @friendly_errors
-    @gpu.on_gpu
-    def run(model_key: str, text: str) -> ...:
+    endpoint(button.click, run, [picker.dropdown, text], [plot], api_name="fill_mask")
 
 The environment is read when the decorator is applied, as ``spaces`` itself does: a Space sets it before
 the process starts, and the app builds its handlers after that. On ZeroGPU the decorator is

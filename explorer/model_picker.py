@@ -17,9 +17,11 @@ from typing import Any
 
 import gradio as gr
 
-from explorer.model_registry import ModelChoice, UnknownModelError, describe
+from explorer.endpoints import endpoint, handler
+from explorer.model_description import describe
+from explorer.model_registry import ModelChoice, UnknownModelError
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, shown
+from explorer.ui_errors import shown
 
 REFRESH_S = 5.0
 LOAD_PLACEHOLDER = "owner/name on the hub, or a folder inside the allowed model folders"
@@ -81,7 +83,6 @@ def build(services: Services) -> ModelPicker:
     info = gr.Markdown(elem_classes=["model-info"])
     seen = gr.State(tuple(c.key for c in choices))
 
-    @friendly_errors
     def load_model(source_text: str, token: str = "",
                    progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[Any, str]:
         """Load a model and select it in the picker.
@@ -116,6 +117,7 @@ def build(services: Services) -> ModelPicker:
             return gr.skip(), previous
         return gr.update(choices=dropdown_choices(current)), keys
 
+    load = handler(load_model, "load_model", gpu=False)     # loads a model, runs none; one handler, two triggers
     load_inputs = [source] + ([admin_token] if admin_token is not None else [])
     # The progress (its steps and a hub download's per-file bars) shows over the "Load another model" box
     # (show_progress_on), never over the picker and the description of the model still in use: a failed
@@ -125,14 +127,14 @@ def build(services: Services) -> ModelPicker:
                                       (source.submit, "load_model_submit", "private")):
         busy = trigger(lambda: gr.update(value="Loading…", interactive=False), outputs=[load_button], queue=False,
                        api_visibility="private", show_progress="hidden")
-        loading = busy.then(load_model, inputs=load_inputs, outputs=[dropdown, info], api_name=name,
-                            api_visibility=visibility, show_progress="full", show_progress_on=[source])
+        loading = endpoint(busy.then, load, load_inputs, [dropdown, info], api_name=name, api_visibility=visibility,
+                           clear=False, show_progress="full", show_progress_on=[source])
         loading.failure(lambda: gr.update(), outputs=[source], queue=False, api_visibility="private",
                         show_progress="hidden")
         loading.then(lambda: gr.update(value="Load", interactive=True), outputs=[load_button], queue=False,
                      api_visibility="private", show_progress="hidden")
-    dropdown.change(show_info, inputs=[dropdown], outputs=[info], api_name="model_info", api_visibility="private",
-                    show_progress="hidden")
+    endpoint(dropdown.change, show_info, [dropdown], [info], api_name="model_info", gpu=False, clear=False,
+             api_visibility="private", show_progress="hidden")
     gr.Timer(REFRESH_S).tick(refresh, inputs=[seen], outputs=[dropdown, seen], api_visibility="private",
                              show_progress="hidden")
     return ModelPicker(dropdown, source, load_button, info, seen, admin_token)

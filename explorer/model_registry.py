@@ -25,9 +25,8 @@ from typing import TYPE_CHECKING
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.model.config import BertConfig
-from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, is_complete
-from explorer.model_description import HEAD_TITLES, describe  # noqa: F401  (re-exported)
-from explorer.model_settings import inference_device, max_hub_bytes  # noqa: F401  (re-exported)
+from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first, is_complete
+from explorer.model_settings import max_hub_bytes
 
 if TYPE_CHECKING:
     from engine.training.worker.training_worker import TrainingWorker
@@ -129,10 +128,9 @@ class ModelRegistry:
         """Complete checkpoints of every run, newest first."""
         if self.worker is not None:
             return self.worker.checkpoints()
-        if self.runs_root is None or not self.runs_root.is_dir():
+        if self.runs_root is None:
             return []
-        found = [info for run in RunFolder.runs_under(self.runs_root) for info in run.checkpoints()]
-        return sorted(found, key=lambda c: (c.created, c.step), reverse=True)
+        return checkpoints_newest_first(self.runs_root)
 
     def choices(self) -> list[ModelChoice]:
         """Default, the live run, every run's checkpoints (newest first), then loaded local/hub models."""

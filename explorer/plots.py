@@ -73,7 +73,7 @@ def figure(traces: Sequence[dict] = (), **layout: object) -> go.Figure:
 
     Plotly validates every property once here; building trace objects and then calling
     ``add_trace`` / ``update_layout`` validates them again, property by property, and costs 2-5x
-    more (the probing endpoints' largest cost after the model: docs/ARCHITECTURE.md).
+    more (the probing endpoints' largest cost after the model: docs/design/lessons.md).
     """
     return go.Figure(data=list(traces), layout=layout)
 

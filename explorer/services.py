@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel
-from explorer.model_registry import ModelRegistry, UnknownModelError, inference_device
+from explorer.model_registry import ModelRegistry, UnknownModelError
+from explorer.model_settings import inference_device
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.access import AccessPolicy
 

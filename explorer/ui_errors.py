@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import re
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -32,13 +33,6 @@ def hide_paths(message: str) -> str:
     """Replace every absolute file-system path in ``message`` by ``…/<its last part>``: where the
     server keeps its files is none of the user's business (and on a public instance, a leak)."""
     return _ABSOLUTE_PATH.sub(lambda m: f"…/{m.group(1)}" if m.group(1) else "…/", message)
-
-
-def clear_on_failure(event: Any, outputs: list[Any]) -> None:
-    """After ``event`` fails (its handler raised ``gr.Error``), empty ``outputs``, so the old result does
-    not stay on screen under the new error as if it answered the new input."""
-    event.failure(lambda: tuple(None for _ in outputs) if len(outputs) > 1 else None, inputs=None,
-                  outputs=outputs, api_visibility="private", show_progress="hidden", queue=False)
 
 
 def friendly_errors(fn: F) -> F:
@@ -86,26 +80,29 @@ def check_length(text: str, what: str = "text") -> None:
                        print_exception=False)
 
 
-def wire_run(api_name: str, button: Any, box: Any, examples: Any, **event: Any) -> None:
-    """A tab's one action on its three triggers: ``button`` (the public ``api_name``), Enter in ``box`` and a
-    click on ``examples`` (private ``<api_name>_submit`` / ``_example_run``), each clearing ``event["outputs"]``
-    when it fails. ``event`` holds the handler and its inputs, outputs and options (``fn=``, ``inputs=``, ...)."""
-    outputs = event["outputs"]
-    clear_on_failure(button.click(api_name=api_name, **event), outputs)
-    clear_on_failure(box.submit(api_name=f"{api_name}_submit", api_visibility="private", **event), outputs)
-    clear_on_failure(examples.load_input_event.then(api_name=f"{api_name}_example_run", api_visibility="private",
-                                                    **event), outputs)
+def whole_number(value: Any, name: str, low: int, high: int | None = None) -> int:
+    """A form's ``value`` as a whole number in [low, high] (no upper bound when ``high`` is None; "4", 4.0
+    and 4 all give 4), or ``gr.Error`` saying what ``name`` must be: "Steps must be a whole number, got 'x'."
+    for no number (text, None, a bool, infinity, NaN), "... a whole number from 1 to 100, got 2.5." (or "of at
+    least 1") for a fraction or a number out of range. The app's one parser of whole-number form fields."""
+    number = _finite_number(value)
+    if number is None:
+        raise gr.Error(f"{name} must be a whole number, got {value!r}.", print_exception=False)
+    if number != int(number) or not low <= number or (high is not None and number > high):
+        bound = f"from {low:,} to {high:,}" if high is not None else f"of at least {low:,}"
+        raise gr.Error(f"{name} must be a whole number {bound}, got {value!r}.", print_exception=False)
+    return int(number)
 
 
-def whole_number(value: Any, name: str, low: int, high: int) -> int:
-    """A form's ``value`` as a whole number in [low, high] ("4", 4.0 and 4 all give 4), or ``gr.Error`` saying
-    what ``name`` must be (not a number, not whole, infinite or out of range)."""
+def _finite_number(value: Any) -> int | float | None:
+    """``value`` as an int or a finite float ("2.5" and "1e3" too), None when it is no number (or a bool)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
     try:
-        number = int(value)
-        whole = float(value) == number
+        number = float(value)
     except (TypeError, ValueError, OverflowError):
-        raise gr.Error(f"{name} must be a whole number, got {value!r}.", print_exception=False) from None
-    if not whole or not low <= number <= high:
-        raise gr.Error(f"{name} must be {low} to {high}, got {value!r}.", print_exception=False)
-    return number
+        return None
+    return number if math.isfinite(number) else None
 

@@ -10,46 +10,18 @@ import logging
 import threading
 from collections.abc import Callable
 
-from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
 from explorer.services import Services
+from explorer.tab_registry import TABS
 
 log = logging.getLogger("explorer.warmup")
 DEMO_ENV = "EXPLORER_DEMO"
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
-    """(name, call) for each tab's examples that ``loaded`` can run (heads it lacks are skipped)."""
-    from explorer.attention import tab as attention_tab
-    from explorer.embeddings import tab as embeddings_tab
-    from explorer.fill_mask import tab as fill_mask_tab
-    from explorer.qa import examples as qa_examples
-    from explorer.tokenize import tab as tokenize_tab
-
-    calls: list[tuple[str, Callable[[], object]]] = []
-    for i, (text, pair) in enumerate(tokenize_tab.EXAMPLES):
-        calls.append((f"tokenize {i}", lambda t=text, p=pair: inference.tokenize(loaded, t, p or None)))
-    for i, (text, pair) in enumerate(embeddings_tab.EXAMPLES):
-        calls.append((f"embeddings {i}", lambda t=text, p=pair: inference.embeddings(loaded, t, p or None)))
-    for i, (text, pair) in enumerate(attention_tab.EXAMPLES):
-        calls.append((f"attention {i}", lambda t=text, p=pair: inference.attention(loaded, t, p or None)))
-    if "mlm" in loaded.heads:
-        mask = fill_mask_tab.mask_token_of(loaded)
-        for i, (text, targets) in enumerate(fill_mask_tab.EXAMPLES):
-            calls.append((f"fill_mask {i}", lambda t=text, g=targets: inference.fill_mask(
-                loaded, fill_mask_tab.prepare_text(t, mask), top_k=5, targets=fill_mask_tab.parse_targets(g))))
-    if "qa" in loaded.heads:
-        for i, (question, context) in enumerate(qa_examples.EXAMPLES):
-            calls.append((f"answer {i}", lambda q=question, c=context: inference.answer(loaded, q, c)))
-    from explorer.heads import tab as heads_tab     # the Heads tab's sections, for the heads the model has
-    calls += heads_tab.example_calls(loaded)
-    text, pair = attention_tab.EXAMPLES[0]                 # the neuron view, and the Why tab's default example
-    calls.append(("neuron_view 0", lambda: inference.neuron_view(loaded, text, pair or None, 0, 0, 1)))
-    if "mlm" in loaded.heads:                              # (also imports captum: ~1.5 s off the first click)
-        from explorer.why import actions as why_actions
-        task, why_text = why_actions.EXAMPLES[0][:2]
-        calls.append(("attribute 0", lambda: inference.attribute(loaded, task, why_text)))
-    return calls
+    """(name, call) for every tab's examples that ``loaded`` can run (heads it lacks are skipped), tab by tab
+    in the order of ``explorer.tab_registry.TABS``."""
+    return [call for tab in TABS for call in tab.example_calls(loaded)]
 
 
 def run_examples(services: Services, key: str = "default") -> list[str]:

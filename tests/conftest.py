@@ -42,7 +42,7 @@ def make_config():
 @pytest.fixture
 def inputs(make_config):
     """A padded batch for the tiny config: rows of 11, 8 and 5 real tokens."""
-    from reference import batch
+    from support.reference import batch
 
     return batch(make_config(), batch_size=3, seq_len=11)
 

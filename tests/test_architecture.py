@@ -117,7 +117,7 @@ def assigned_functions(tree: ast.AST) -> list[tuple[int, str]]:
 
 def test_no_method_is_assigned_over_from_outside_its_class():
     """Nothing in engine/ replaces another object's method (``trainer.step = locked_step``): the trainer
-    calls out through callbacks instead (docs/ARCHITECTURE.md)."""
+    calls out through callbacks instead (docs/design/training.md)."""
     found = [f"{name}:{line} assigns {target}" for name, path in ALL.items() if name.startswith("engine")
              for line, target in assigned_functions(ast.parse(path.read_text(encoding="utf-8")))]
     assert not found, "; ".join(found)
@@ -129,3 +129,79 @@ def test_the_method_check_catches_what_the_worker_used_to_do():
                     "    dataset.batch = batch\n    self.ok = batch\n    run.hook = lambda: 1\n")
     assert [target for _, target in assigned_functions(old)] == ["trainer.step", "trainer.evaluate", "dataset.batch",
                                                                  "run.hook"]
+
+
+# --- issue 25: one home per head, task, run state and tab ---------------------------------------------------------
+
+SOURCE_ROOTS = ("engine", "explorer", "deploy", "bench", "scripts")
+
+
+def source_files() -> list[Path]:
+    """Every Python source file of the product and its tools (not tests)."""
+    files = [ROOT / "app.py"]
+    for folder in SOURCE_ROOTS:
+        files += sorted((ROOT / folder).rglob("*.py"))
+    return files
+
+
+def string_literals(path: Path) -> set[str]:
+    """The string constants of a module that are not docstrings."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr)
+                  and isinstance(node.body[0].value, ast.Constant)}
+    return {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant)
+            and isinstance(node.value, str) and id(node) not in docstrings}
+
+
+def test_engine_training_is_sub_packages():
+    """engine/training/ holds sub-packages (loop, jobs, tasks, worker) and no loose module but its __init__."""
+    loose = [p.name for p in (ROOT / "engine" / "training").glob("*.py") if p.name != "__init__.py"]
+    assert not loose, f"modules outside engine/training's sub-packages: {loose}"
+    assert {p.name for p in (ROOT / "engine" / "training").iterdir() if (p / "__init__.py").is_file()} >= {
+        "loop", "jobs", "tasks", "worker"}
+
+
+def test_no_re_export_shims():
+    """A name lives where it is defined: no ``import ...  # noqa: F401 (re-exported)`` lines that keep an old
+    import path alive (the importers import from the defining module)."""
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in source_files()
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if "noqa: F401" in line or "re-exported" in line]
+    assert not found, "re-export shims: " + ", ".join(found)
+
+
+def test_run_states_are_named_in_one_module():
+    """``RunState`` is the only place that spells a run's states; everything else uses the enum."""
+    from engine.training.worker.run_state import RunState
+
+    home = ROOT / "engine" / "training" / "worker" / "run_state.py"
+    named = {"preparing", "running", "paused", "stopping"}     # the active states; "failed" etc. are common words
+    assert named <= {state.value for state in RunState}
+    found = [f"{path.relative_to(ROOT)}: {sorted(string_literals(path) & named)}" for path in source_files()
+             if path != home and path.parts[len(ROOT.parts)] in ("engine", "explorer")
+             and string_literals(path) & named]
+    assert not found, "run states spelled outside run_state.py: " + "; ".join(found)
+
+
+def test_each_task_name_is_spelled_in_at_most_three_source_files():
+    """A training task's name as a string lives in its own module, its registry line and at most one more.
+    (``qa`` and ``multiple_choice`` also name a head, whose spec and callers spell it: those are checked as heads
+    are, by the registry tests, not here.)"""
+    from engine.model.head_specs import HEADS
+    from engine.training.tasks.registry import TASKS
+
+    for name in (task for task in TASKS if task not in HEADS):
+        files = [str(path.relative_to(ROOT)) for path in source_files() if name in string_literals(path)]
+        assert len(files) <= 3, f"{name!r} is spelled in {len(files)} source files: {files}"
+
+
+def test_test_support_modules_live_in_tests_support():
+    """tests/ holds test files and conftest.py; what tests share is a module of the ``tests/support`` package."""
+    loose = [p.name for p in (ROOT / "tests").glob("*.py") if not p.name.startswith("test_") and p.name != "conftest.py"]
+    assert not loose, f"support modules loose in tests/: {loose} (move them to tests/support/)"
+    for folder in (p for p in (ROOT / "tests").rglob("*") if p.is_dir() and p.name not in ("support", "__pycache__")
+                   and "support" not in p.parts):
+        stray = [p.name for p in folder.glob("*.py") if not p.name.startswith("test_") and p.name != "conftest.py"]
+        assert not stray, f"support modules in {folder.relative_to(ROOT)}: {stray}"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-import browser_helpers
-from browser_helpers import BROWSER_NAMES, INSTALL_COMMANDS, find_browser, no_browser_message
+from support import browser_helpers
+from support.browser_helpers import BROWSER_NAMES, INSTALL_COMMANDS, find_browser, no_browser_message
 
 
 def executable(folder: Path, name: str) -> Path:

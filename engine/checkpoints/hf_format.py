@@ -24,18 +24,15 @@ from safetensors.torch import load_file, save_file
 
 from engine.checkpoints import hub
 from engine.model.config import BertConfig
-from engine.model.heads import HEADS, POOLED_HEADS, BertWithHeads
+from engine.model.head_specs import HEADS
+from engine.model.heads import BertWithHeads
 from engine.checkpoints.key_mapping import (
-    ARCHITECTURES, architectures_for, detect_heads, export_state, hf_key, normalise_keys,
+    architectures_for, detect_heads, export_state, hf_classes, hf_key, normalise_keys,
 )
 from engine.text.tokenizer import WordPieceTokenizer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_MODEL_DIR = ASSETS / "default-model"
-HEAD_NAMES = {"mlm": "masked-LM", "nsp": "next-sentence", "qa": "question-answering (span)",
-              "classifier": "sequence-classification", "token_classifier": "token-classification",
-              "multiple_choice": "multiple-choice"}
-LABELLED_HEADS = ("classifier", "token_classifier")   # their output size is config.num_labels
 # Hidden work names next to a target ``name``: ``.name.tmp-PID-xxxx`` (being assembled),
 # ``.name.old-PID`` (the replaced version, during a swap), ``.name.del-PID`` (being deleted).
 _WORK_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|del)-(?P<pid>\d+)(?:-.*)?$")
@@ -77,8 +74,16 @@ class LoadedModel:
     def require_head(self, head: str) -> None:
         """Raise a readable ``ValueError`` ("this model has no QA head") if ``head`` is absent."""
         if head not in self.model.heads:
-            raise ValueError(f"this model has no {HEAD_NAMES[head]} head ({self.source}); "
-                             f"it has: {', '.join(HEAD_NAMES[h] for h in self.heads) or 'no heads'}")
+            raise ValueError(f"this model has no {HEADS[head].noun} head ({self.source}); "
+                             f"it has: {', '.join(HEADS[h].noun for h in self.heads) or 'no heads'}")
+
+    def require_tokenizer(self, then: str = "so it cannot read text") -> WordPieceTokenizer:
+        """The tokenizer, or a ``ValueError`` "this model (<source>) has no tokenizer files (vocab.txt or
+        tokenizer.json), <then>": ``then`` says what cannot be done without one."""
+        if self.tokenizer is None:
+            raise ValueError(f"this model ({self.source}) has no tokenizer files (vocab.txt or tokenizer.json), "
+                             f"{then}")
+        return self.tokenizer
 
     def save(self, directory: str | Path, architectures: list[str] | None = None) -> Path:
         return save(self.model, self.tokenizer, directory, architectures)
@@ -117,18 +122,19 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
         raise ValueError(f"{directory}: {exc}") from None
     state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
     heads, has_pooler = detect_heads(state)
-    for head in (h for h in LABELLED_HEADS if h in heads and f"{h}.weight" in state):
-        num_labels = state[f"{head}.weight"].shape[0]
+    for spec in (HEADS[h] for h in heads if HEADS[h].labelled and f"{HEADS[h].prefix}weight" in state):
+        num_labels = state[f"{spec.prefix}weight"].shape[0]
         if num_labels != config.num_labels:
             config = config.replace(id2label={i: f"LABEL_{i}" for i in range(num_labels)})
-    pooled = [HEAD_NAMES[h] for h in heads if h in POOLED_HEADS]
+    pooled = [HEADS[h].noun for h in heads if HEADS[h].pooled]
     if pooled and not has_pooler:
         raise ValueError(f"{directory}: the checkpoint has a {' and a '.join(pooled)} head but no pooler weights")
     try:
         model = BertWithHeads(config, heads=heads, add_pooling_layer=has_pooler)
     except ValueError as exc:   # e.g. two heads stored under transformers' one `classifier` name
         raise ValueError(f"{directory}: {exc}") from None
-    expected = {k for k in model.state_dict() if k != "cls.predictions.decoder.weight"}
+    tied = {HEADS[h].prefix + key for h in model.heads for key in HEADS[h].tied}   # the MLM decoder's
+    expected = {k for k in model.state_dict() if k not in tied}
     missing = sorted(expected - state.keys())
     if missing:
         shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
@@ -211,17 +217,19 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
     architectures = list(architectures or architectures_for(model.heads))
     state = {k: v.detach().to("cpu", torch.float32).contiguous().clone() for k, v in model.state_dict().items()}
     exported = export_state(state, architectures)
+    classes = hf_classes()
     for name in architectures:
-        needed, pooler = ARCHITECTURES[name]        # the class's heads; whether its encoder has the pooler
+        needed, pooler = classes[name]        # the class's heads; whether its encoder has the pooler
         absent = [h for h in needed if h not in model.heads]
         if absent or (pooler and not model.has_pooler):
             raise ValueError(f"cannot export as {name}: the model lacks "
-                             f"{', '.join(HEAD_NAMES[h] for h in absent) or 'the pooler'}")
+                             f"{', '.join(HEADS[h].noun for h in absent) or 'the pooler'}")
     config = model.config.replace(architectures=architectures)
-    labelled = any(h in LABELLED_HEADS for name in architectures for h in ARCHITECTURES[name][0])
-    if "BertForQuestionAnswering" in architectures and not labelled and config.num_labels != 2:
+    exported_heads = [HEADS[h] for name in architectures for h in classes[name][0]]
+    fixed = [s.hf_num_labels for s in exported_heads if s.hf_num_labels is not None]
+    if fixed and not any(s.labelled for s in exported_heads) and config.num_labels != fixed[0]:
         # transformers sizes qa_outputs by num_labels (start, end); no labelled classifier is exported here
-        config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})
+        config = config.replace(id2label={i: f"LABEL_{i}" for i in range(fixed[0])})
     staging: Path | None = None
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,8 @@ Our module names equal HF's ``BertFor*`` names (``bert.`` prefix, ``cls.predicti
 ``cls.seq_relationship``, ``qa_outputs``, ``classifier``), except two: HF calls the token-
 classification and multiple-choice modules ``classifier`` too, and ours are ``token_classifier``
 and ``multiple_choice``. ``config.json``'s ``architectures`` says which head a checkpoint's
-``classifier.*`` keys are; one checkpoint holds at most one of the three.
+``classifier.*`` keys are; one checkpoint holds at most one of the three. Each head's prefixes and
+class are its ``HeadSpec`` (``engine.model.head_specs``); nothing here lists heads.
 
 Loading accepts every BERT layout: ``BertModel`` (no prefix), the task classes, DDP's
 ``module.`` prefix and the old TF-port ``gamma``/``beta`` LayerNorm names. Saving writes
@@ -17,26 +18,22 @@ import re
 
 import torch
 
-# architecture -> (heads it carries, whether its encoder has the pooler)
-ARCHITECTURES: dict[str, tuple[tuple[str, ...], bool]] = {
-    "BertForPreTraining": (("mlm", "nsp"), True),
-    "BertForMaskedLM": (("mlm",), False),
-    "BertForNextSentencePrediction": (("nsp",), True),
-    "BertForQuestionAnswering": (("qa",), False),
-    "BertForSequenceClassification": (("classifier",), True),
-    "BertForTokenClassification": (("token_classifier",), False),
-    "BertForMultipleChoice": (("multiple_choice",), True),
-    "BertModel": ((), True),
-}
+from engine.model.head_specs import HEADS, JOINT_CLASSES
 
-# head -> its keys' prefix in our state dict, and in transformers' (HF names every classifier module `classifier`)
-_HEAD_PREFIXES = {"mlm": "cls.predictions.", "nsp": "cls.seq_relationship.", "qa": "qa_outputs.",
-                  "classifier": "classifier.", "token_classifier": "token_classifier.",
-                  "multiple_choice": "multiple_choice."}
-HF_PREFIXES = {**_HEAD_PREFIXES, "token_classifier": "classifier.", "multiple_choice": "classifier."}
 _ENCODER_PARTS = ("embeddings.", "encoder.", "pooler.")
-# Keys that carry no information of their own: buffers and the tied decoder weight.
-_DERIVED = {"bert.embeddings.position_ids", "bert.embeddings.token_type_ids", "cls.predictions.decoder.weight"}
+_ENCODER_BUFFERS = ("bert.embeddings.position_ids", "bert.embeddings.token_type_ids")
+
+
+def hf_classes() -> dict[str, tuple[tuple[str, ...], bool]]:
+    """transformers class -> (the heads it carries, whether its encoder has the pooler), from the head
+    registry: the joint classes (``BertForPreTraining``), each head's class, and ``BertModel``."""
+    joint = {name: (heads, any(HEADS[h].pooled for h in heads)) for name, heads in JOINT_CLASSES.items()}
+    return {**joint, **{s.hf_class: ((s.name,), s.pooled) for s in HEADS.values()}, "BertModel": ((), True)}
+
+
+def _derived() -> set[str]:
+    """Keys that carry no information of their own: buffers and tied weights (the MLM decoder's)."""
+    return {*_ENCODER_BUFFERS, *(s.prefix + key for s in HEADS.values() for key in s.tied)}
 
 
 def normalise_keys(state: dict[str, torch.Tensor], architectures: list[str] | None = None
@@ -46,7 +43,9 @@ def normalise_keys(state: dict[str, torch.Tensor], architectures: list[str] | No
     ``architectures`` (config.json's) decides whose ``classifier.*`` keys they are
     (:func:`classifier_head`); raises ``ValueError`` when it names two such classes.
     """
-    classifier = classifier_head(architectures)
+    owners = {prefix: hf_owner(prefix, architectures) for prefix in {s.hf_prefix for s in HEADS.values()}}
+    ours = tuple(s.prefix for s in HEADS.values())
+    derived = _derived()
     out: dict[str, torch.Tensor] = {}
     ignored: list[str] = []
     for key, value in state.items():
@@ -58,11 +57,13 @@ def normalise_keys(state: dict[str, torch.Tensor], architectures: list[str] | No
         if name == "cls.predictions.decoder.bias":
             out.setdefault("cls.predictions.bias", value)  # tied to cls.predictions.bias in HF
             continue
-        if name in _DERIVED:
+        if name in derived:
             continue
-        if name.startswith("classifier."):
-            name = _HEAD_PREFIXES[classifier] + name[len("classifier."):]
-        if name.startswith("bert.") or any(name.startswith(p) for p in _HEAD_PREFIXES.values()):
+        for hf_prefix, owner in owners.items():
+            if name.startswith(hf_prefix) and HEADS[owner].prefix != hf_prefix:
+                name = HEADS[owner].prefix + name[len(hf_prefix):]
+                break
+        if name.startswith(("bert.", *ours)):
             out[name] = value
         else:
             ignored.append(key)
@@ -74,18 +75,30 @@ def classifier_head(architectures: list[str] | None) -> str:
     ``token_classifier`` (``BertForTokenClassification``), ``multiple_choice`` (``BertForMultipleChoice``),
     else ``classifier`` (sequence classification, also when ``architectures`` is absent).
     Raises ``ValueError`` when two of these classes are listed."""
-    names = [a for a in architectures or () if isinstance(a, str) and a in ARCHITECTURES]
+    return hf_owner("classifier.", architectures)
+
+
+def hf_owner(hf_prefix: str, architectures: list[str] | None) -> str:
+    """The head whose weights transformers stores under ``hf_prefix``: the one of the classes in
+    ``architectures`` that has such a head, else the head whose own prefix it is. ``ValueError`` when
+    the classes name two heads for it."""
+    table = hf_classes()
+    names = [a for a in architectures or () if isinstance(a, str) and a in table]
     _refuse_shared_keys(names, "config.json lists")
-    heads = [h for name in names for h in ARCHITECTURES[name][0] if HF_PREFIXES[h] == "classifier."]
-    return heads[0] if heads else "classifier"
+    heads = [h for name in names for h in table[name][0] if HEADS[h].hf_prefix == hf_prefix]
+    if heads:
+        return heads[0]
+    sharing = [s.name for s in HEADS.values() if s.hf_prefix == hf_prefix]
+    return next((h for h in sharing if HEADS[h].prefix == hf_prefix), sharing[0])
 
 
-def _refuse_shared_keys(architectures: list[str], context: str) -> None:
+def _refuse_shared_keys(names: list[str], context: str) -> None:
     """``ValueError`` when two of the classes keep different heads under the same HF keys (``classifier.*``)."""
+    table = hf_classes()
     owner: dict[str, tuple[str, str]] = {}
-    for name in architectures:
-        for head in ARCHITECTURES[name][0]:
-            prefix = HF_PREFIXES[head]
+    for name in names:
+        for head in table[name][0]:
+            prefix = HEADS[head].hf_prefix
             if prefix in owner and owner[prefix][1] != head:
                 raise ValueError(f"{context} {owner[prefix][0]} and {name}, whose heads are both stored as "
                                  f"{prefix}* in transformers; one checkpoint holds only one of them (name one "
@@ -95,36 +108,28 @@ def _refuse_shared_keys(architectures: list[str], context: str) -> None:
 
 def detect_heads(state: dict[str, torch.Tensor]) -> tuple[tuple[str, ...], bool]:
     """Which heads a normalised state dict has, and whether it has the pooler."""
-    heads = tuple(h for h, prefix in _HEAD_PREFIXES.items() if any(k.startswith(prefix) for k in state))
+    heads = tuple(s.name for s in HEADS.values() if any(k.startswith(s.prefix) for k in state))
     has_pooler = "bert.pooler.dense.weight" in state
     return heads, has_pooler
 
 
 def architectures_for(heads: tuple[str, ...]) -> list[str]:
-    """The ``transformers`` classes a model with these heads is exported as (first = primary)."""
+    """The ``transformers`` classes a model with these heads is exported as (first = primary): a joint
+    class (``BertForPreTraining``) for heads it carries together, then each other head's own class."""
+    rest = [h for h in HEADS if h in heads]
     names: list[str] = []
-    if "mlm" in heads and "nsp" in heads:
-        names.append("BertForPreTraining")
-    elif "mlm" in heads:
-        names.append("BertForMaskedLM")
-    elif "nsp" in heads:
-        names.append("BertForNextSentencePrediction")
-    if "qa" in heads:
-        names.append("BertForQuestionAnswering")
-    if "classifier" in heads:
-        names.append("BertForSequenceClassification")
-    if "token_classifier" in heads:
-        names.append("BertForTokenClassification")
-    if "multiple_choice" in heads:
-        names.append("BertForMultipleChoice")
-    return names or ["BertModel"]
+    for name, members in JOINT_CLASSES.items():
+        if all(h in rest for h in members):
+            names.append(name)
+            rest = [h for h in rest if h not in members]
+    return names + [HEADS[h].hf_class for h in rest] or ["BertModel"]
 
 
 def hf_key(key: str) -> str:
     """Our state-dict key under transformers' name: ``token_classifier.weight`` -> ``classifier.weight``."""
-    for head, prefix in _HEAD_PREFIXES.items():
-        if key.startswith(prefix):
-            return HF_PREFIXES[head] + key[len(prefix):]
+    for spec in HEADS.values():
+        if key.startswith(spec.prefix):
+            return spec.hf_prefix + key[len(spec.prefix):]
     return key
 
 
@@ -136,21 +141,24 @@ def export_state(state: dict[str, torch.Tensor], architectures: list[str]) -> di
     ``token_classifier.*`` and ``multiple_choice.*`` become HF's ``classifier.*``. Two classes
     whose heads share those keys are refused with ``ValueError``.
     """
-    for name in architectures:
-        if name not in ARCHITECTURES:
-            raise ValueError(f"unknown architecture {name!r}; choose from {', '.join(ARCHITECTURES)}")
-    _refuse_shared_keys(list(architectures), "cannot export both")
-    heads = {h for name in architectures for h in ARCHITECTURES[name][0]}
-    pooler = any(ARCHITECTURES[name][1] for name in architectures)
-    prefixes = tuple(_HEAD_PREFIXES[h] for h in heads)
+    table = hf_classes()
+    names = list(architectures)
+    for name in names:
+        if name not in table:
+            raise ValueError(f"unknown architecture {name!r}; choose from {', '.join(table)}")
+    _refuse_shared_keys(list(names), "cannot export both")
+    heads = {h for name in names for h in table[name][0]}
+    pooler = any(table[name][1] for name in names)
+    prefixes = tuple(HEADS[h].prefix for h in heads)
+    derived = _derived()
     out: dict[str, torch.Tensor] = {}
     for key, value in state.items():
-        if key in _DERIVED:
+        if key in derived:
             continue
         if key.startswith("bert.pooler.") and not pooler:
             continue
         if key.startswith(("bert.", *prefixes)):
             out[hf_key(key)] = value
-    if architectures == ["BertModel"]:
+    if names == ["BertModel"]:
         out = {key[len("bert."):]: value for key, value in out.items()}
     return out

@@ -18,9 +18,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from engine.checks import is_int
 from engine.data.data_files import read_data_text
 from engine.data.features import FeatureDataset
-from engine.data.labels import check_known, label_names  # noqa: F401  (label_names re-exported)
+from engine.data.labels import check_known
 from engine.text.tokenizer import WordPieceTokenizer
 
 
@@ -86,7 +87,7 @@ def _example(record: dict[str, Any], line: int, path: Path) -> ClassificationExa
         raise ValueError(f"{path}, line {line}: \"text\" is missing or empty")
     if pair is not None and not isinstance(pair, str):
         raise ValueError(f"{path}, line {line}: \"text_pair\" must be a string")
-    if isinstance(label, bool) or not isinstance(label, (str, int)) or not str(label).strip():
+    if not (isinstance(label, str) or is_int(label)) or not str(label).strip():
         raise ValueError(f"{path}, line {line}: \"label\" must be a non-empty string or an integer, got {label!r}")
     return ClassificationExample(text, pair if pair and pair.strip() else None, str(label).strip(), line)
 

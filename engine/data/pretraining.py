@@ -24,10 +24,7 @@ from typing import Iterable, Iterator, Sequence
 import torch
 
 from engine.text.corpus import Document
-from engine.data.masking import (  # noqa: F401  (re-exported: the data pipeline's public contract)
-    IGNORE_INDEX, KIND_KEPT, KIND_MASK, KIND_NAMES, KIND_NONE, KIND_RANDOM, MaskResult, mask_tokens,
-    mask_tokens_detailed, whole_word_ids_from,
-)
+from engine.data.masking import IGNORE_INDEX, mask_tokens_detailed, whole_word_ids_from
 from engine.text.tokenizer import WordPieceTokenizer
 
 

@@ -21,9 +21,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from tokenizers import Tokenizer
 
+from engine.checks import is_int
 from engine.data.data_files import read_data_text
 from engine.data.features import FeatureDataset
-from engine.text.tokenizer import Encoding, WordPieceTokenizer
+from engine.text.encoding import Encoding
+from engine.text.tokenizer import WordPieceTokenizer
 
 
 @dataclass
@@ -99,7 +101,7 @@ def _read_question(qa: Any, context: str, title: str, where: str, result: SquadD
     answers = []
     for answer in qa["answers"]:
         if not isinstance(answer, dict) or not isinstance(answer.get("text"), str) \
-                or isinstance(answer.get("answer_start"), bool) or not isinstance(answer.get("answer_start"), int):
+                or not is_int(answer.get("answer_start")):
             raise ValueError(f"{where}: every answer needs \"text\" (a string) and \"answer_start\" (an integer)")
         text, start = answer["text"], answer["answer_start"]
         if text.strip() and 0 <= start and context[start:start + len(text)] == text:

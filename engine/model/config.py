@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from engine.checks import is_finite_number, is_int
 
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 
@@ -68,7 +69,7 @@ class BertConfig:
         )
         for name in positive:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            if not is_int(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
@@ -83,14 +84,13 @@ class BertConfig:
             value = getattr(self, name)
             if value is None and name == "classifier_dropout":
                 continue
-            if not _is_number(value) or not 0.0 <= value < 1.0:
+            if not is_finite_number(value) or not 0.0 <= value < 1.0:
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
         for name in ("layer_norm_eps", "initializer_range"):
             value = getattr(self, name)
-            if not _is_number(value) or not 0.0 < value < 1.0:
+            if not is_finite_number(value) or not 0.0 < value < 1.0:
                 raise ValueError(f"{name} must be a positive number below 1, got {value!r}")
-        if (isinstance(self.pad_token_id, bool) or not isinstance(self.pad_token_id, int)
-                or not 0 <= self.pad_token_id < self.vocab_size):
+        if not is_int(self.pad_token_id) or not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(f"pad_token_id must be in [0, vocab_size), got {self.pad_token_id!r}")
         if not self.id2label:
             raise ValueError("id2label must name at least one class")
@@ -150,11 +150,6 @@ class BertConfig:
     def replace(self, **changes: Any) -> "BertConfig":
         """A validated copy with some fields changed."""
         return dataclasses.replace(self, **changes)
-
-
-def _is_number(value: Any) -> bool:
-    """A finite int or float that is not a bool."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 # (layers, hidden, heads, intermediate): the sizes of Turc et al.'s compact BERTs and the paper's two.

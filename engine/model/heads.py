@@ -1,6 +1,9 @@
-"""Task heads on top of the encoder, and the model that carries any subset of them.
+"""The model that carries any subset of the task heads, on top of the encoder.
 
-Heads (the names in ``HEADS``) and their Hugging Face parameter names:
+What each head is (its module, keys, transformers class, whether it reads the pooled [CLS] vector
+or is sized by ``num_labels``) is its ``HeadSpec`` in ``engine.model.head_specs.HEADS``; this module
+builds the registered heads a model asks for and runs them. The built-in heads and their Hugging
+Face parameter names:
   mlm         cls.predictions.{transform.dense, transform.LayerNorm, bias}; decoder tied to word embeddings
   nsp         cls.seq_relationship
   qa                qa_outputs      (start/end logits per token)
@@ -11,8 +14,8 @@ Heads (the names in ``HEADS``) and their Hugging Face parameter names:
 Hugging Face names all three classifier modules ``classifier``. Ours are called after the head
 (``classifier``, ``token_classifier``, ``multiple_choice``), so a state dict says which head it
 holds; ``engine.checkpoints.key_mapping`` renames them to and from HF's ``classifier.*`` keys.
-A model carries at most one of them (``CLASSIFIER_HEADS``), because one checkpoint cannot hold
-two ``classifier`` modules.
+A model carries at most one of them (heads with the same ``hf_prefix``), because one checkpoint
+cannot hold two ``classifier`` modules.
 
 Multiple choice takes ``input_ids`` of shape (B, C, S): one row of tokens per choice. Such a
 call runs only that head, on the (B*C, S) flattened batch, as ``BertForMultipleChoice``.
@@ -28,56 +31,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.model.config import BertConfig
-from engine.model.encoder import BertModel, activation, init_bert_weights
+from engine.model.encoder import BertModel, init_bert_weights
+from engine.model.head_specs import HEADS, HeadInput, shared_key_groups
 from engine.model.outputs import (
     ClassificationOutput, HeadsOutput, MaskedLMOutput, MultipleChoiceOutput, NextSentenceOutput, SpanOutput,
     TokenClassificationOutput,
 )
 
-HEADS = ("mlm", "nsp", "qa", "classifier", "token_classifier", "multiple_choice")
-POOLED_HEADS = ("nsp", "classifier", "multiple_choice")     # heads that read the pooled [CLS] vector
-# HF's ``classifier`` module in BertForSequenceClassification, -TokenClassification, -MultipleChoice:
-# their keys collide, so a model carries at most one of these heads.
-CLASSIFIER_HEADS = ("classifier", "token_classifier", "multiple_choice")
 IGNORE_INDEX = -100
-
-
-class BertPredictionHeadTransform(nn.Module):
-    """dense -> activation -> LayerNorm, applied before the vocabulary projection."""
-
-    def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = activation(config.hidden_act)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.LayerNorm(self.act(self.dense(hidden)))
-
-
-class BertLMPredictionHead(nn.Module):
-    """Masked-LM head: transform, then a decoder whose weight *is* the word-embedding matrix, plus a bias."""
-
-    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding) -> None:
-        super().__init__()
-        self.transform = BertPredictionHeadTransform(config)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        self.decoder.weight = word_embeddings.weight  # tied: same Parameter, same storage
-        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return F.linear(self.transform(hidden), self.decoder.weight, self.bias)  # (..., V)
-
-
-class BertHeadsContainer(nn.Module):
-    """HF's ``cls`` module (the name is HF's, see above): ``predictions`` (MLM) and/or ``seq_relationship`` (NSP)."""
-
-    def __init__(self, config: BertConfig, word_embeddings: nn.Embedding, mlm: bool, nsp: bool) -> None:
-        super().__init__()
-        if mlm:
-            self.predictions = BertLMPredictionHead(config, word_embeddings)
-        if nsp:
-            self.seq_relationship = nn.Linear(config.hidden_size, 2)
 
 
 class BertWithHeads(nn.Module):
@@ -94,40 +55,57 @@ class BertWithHeads(nn.Module):
         super().__init__()
         unknown = set(heads) - set(HEADS)
         if unknown:
-            raise ValueError(f"unknown heads {sorted(unknown)}; choose from {HEADS}")
-        shared = [h for h in CLASSIFIER_HEADS if h in heads]
-        if len(shared) > 1:
-            raise ValueError(f"a model carries at most one of the heads {', '.join(shared)}: transformers calls "
-                             "each of them 'classifier', so one checkpoint cannot hold two")
+            raise ValueError(f"unknown heads {sorted(unknown)}; choose from {tuple(HEADS)}")
+        clash = shared_key_groups(tuple(heads))
+        if clash:
+            raise ValueError(f"a model carries at most one of the heads {', '.join(clash[0])}: transformers calls "
+                             f"each of them '{HEADS[clash[0][0]].hf_prefix.rstrip('.')}', so one checkpoint cannot "
+                             "hold two")
         self.config = config
         self.heads = tuple(h for h in HEADS if h in heads)
-        pooled = any(h in heads for h in POOLED_HEADS)
+        pooled = [HEADS[h].noun for h in self.heads if HEADS[h].pooled]
         if add_pooling_layer is None:
-            add_pooling_layer = pooled or not heads
+            add_pooling_layer = bool(pooled) or not heads
         if not add_pooling_layer and pooled:
-            raise ValueError("the NSP, classification and multiple-choice heads need the pooler")
+            raise ValueError(f"the {' and '.join(pooled)} head{'s need' if len(pooled) > 1 else ' needs'} "
+                             "the pooler")
         self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
-        if "mlm" in heads or "nsp" in heads:
-            self.cls = BertHeadsContainer(config, self.bert.embeddings.word_embeddings, "mlm" in heads, "nsp" in heads)
-        if "qa" in heads:
-            self.qa_outputs = nn.Linear(config.hidden_size, 2)
-        if shared:   # as transformers: classifier_dropout, else hidden_dropout_prob, before the classifier
-            dropout = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-            self.dropout = nn.Dropout(dropout)
-        if "classifier" in heads:
-            self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        if "token_classifier" in heads:
-            self.token_classifier = nn.Linear(config.hidden_size, config.num_labels)
-        if "multiple_choice" in heads:
-            self.multiple_choice = nn.Linear(config.hidden_size, 1)
+        for name in self.heads:     # in registry order: the modules (and their random init) keep one order
+            spec = HEADS[name]
+            if spec.dropout and "dropout" not in self._modules:
+                # as transformers: classifier_dropout, else hidden_dropout_prob, before the classifier
+                dropout = (config.classifier_dropout if config.classifier_dropout is not None
+                           else config.hidden_dropout_prob)
+                self.dropout = nn.Dropout(dropout)
+            self._attach(spec.module, spec.build(config, self))
         self.init_weights()
 
+    def _attach(self, path: str, module: nn.Module) -> None:
+        """Register ``module`` at the dotted ``path`` ("cls.predictions"), making plain containers on the way."""
+        *parents, leaf = path.split(".")
+        parent: nn.Module = self
+        for part in parents:
+            if part not in parent._modules:
+                parent.add_module(part, nn.Module())
+            parent = parent._modules[part]
+        parent.add_module(leaf, module)
+
+    def head_module(self, head: str) -> nn.Module:
+        """The module of ``head`` (``ValueError`` when the model has no such head)."""
+        if head not in self.heads:
+            raise ValueError(f"this model has no {head} head; it has: {', '.join(self.heads) or 'no heads'}")
+        return self.get_submodule(HEADS[head].module)
+
+    def head_parameters(self, head: str) -> list[nn.Parameter]:
+        """The parameters of ``head`` itself: what trains with it (a tied weight belongs to its owner)."""
+        return HEADS[head].trainable(self.head_module(head))
+
     def init_weights(self) -> None:
-        """BERT initialisation of every parameter (MLM bias zero); keeps the decoder tied."""
+        """BERT initialisation of every parameter, then each head's own (the MLM bias zero); keeps the decoder tied."""
         init_bert_weights(self, self.config.initializer_range)
-        if "mlm" in self.heads:
-            with torch.no_grad():
-                self.cls.predictions.bias.zero_()
+        for name in self.heads:
+            if HEADS[name].init is not None:
+                HEADS[name].init(self.head_module(name))
 
     @property
     def has_pooler(self) -> bool:
@@ -178,52 +156,50 @@ class BertWithHeads(nn.Module):
                             output_attentions, output_hidden_states, output_qk)
         hidden, pooled = encoded.last_hidden_state, encoded.pooler_output  # (B, S, H), (B, H); B*C rows for choices
         out = HeadsOutput(encoder=encoded)
-        if "mlm" in compute:
-            if mlm_positions is None and sparse_mlm and labels is not None:
-                mlm_positions = labels != IGNORE_INDEX                     # (B, S)
-            out.mlm = self.masked_lm(hidden, labels, mlm_positions)
-        if "nsp" in compute:
-            out.nsp = self.next_sentence(pooled, next_sentence_label)
-        if "qa" in compute:
-            out.qa = self.answer_span(hidden, start_positions, end_positions)
-        if "classifier" in compute:
-            out.classifier = self.classify(pooled, class_labels)
-        if "token_classifier" in compute:
-            out.token_classifier = self.classify_tokens(hidden, token_labels)
-        if "multiple_choice" in compute:
-            out.multiple_choice = self.score_choices(pooled, choices, choice_labels)
-        results = (out.mlm, out.nsp, out.qa, out.classifier, out.token_classifier, out.multiple_choice)
-        losses = [r.loss for r in results if r is not None and r.loss is not None]
+        x = HeadInput(hidden, pooled, choices, dict(
+            labels=labels, next_sentence_label=next_sentence_label, start_positions=start_positions,
+            end_positions=end_positions, class_labels=class_labels, token_labels=token_labels,
+            choice_labels=choice_labels, sparse_mlm=sparse_mlm, mlm_positions=mlm_positions))
+        losses = []
+        for name in compute:
+            result = HEADS[name].run(self, x)
+            out.set_result(name, result)
+            if getattr(result, "loss", None) is not None:
+                losses.append(result.loss)
         if losses:
             out.loss = torch.stack(losses).sum()
         return out
 
     def _heads_to_compute(self, compute: tuple[str, ...] | None, choice_input: bool) -> tuple[str, ...]:
         """The heads a pass runs: those asked for that the model has; multiple choice iff the input is (B, C, S)."""
+        choice_heads = [h for h in self.heads if HEADS[h].choice_input]
         if compute is None:
-            wanted = tuple(h for h in self.heads if (h == "multiple_choice") == choice_input)
+            wanted = tuple(h for h in self.heads if (h in choice_heads) == choice_input)
         else:
-            wanted = tuple(h for h in compute if h in self.heads)
+            wanted = tuple(h for h in self.heads if h in compute)    # registry order, whatever the caller's
         if choice_input:
-            if "multiple_choice" not in self.heads:
+            if not choice_heads:
                 raise ValueError("input_ids of shape (B, C, S) are for the multiple-choice head, and this model "
                                  "has none; give (B, S) input_ids")
-            others = [h for h in wanted if h != "multiple_choice"]
+            others = [h for h in wanted if h not in choice_heads]
             if others:
                 raise ValueError(f"input_ids of shape (B, C, S) feed only the multiple-choice head; run "
                                  f"{', '.join(others)} on (B, S) input_ids")
-        elif "multiple_choice" in wanted:
+        elif any(h in choice_heads for h in wanted):
             raise ValueError("the multiple-choice head needs input_ids of shape (B, C, S): one row of tokens "
                              "per choice")
         return wanted
 
     def masked_lm(self, hidden: torch.Tensor, labels: torch.Tensor | None = None,
-                  positions: torch.Tensor | None = None) -> MaskedLMOutput:
-        """MLM logits from the last hidden state (B, S, H): everywhere, or only where ``positions`` (B, S) is True.
+                  positions: torch.Tensor | None = None, sparse: bool = False) -> MaskedLMOutput:
+        """MLM logits from the last hidden state (B, S, H): everywhere, or only where ``positions`` (B, S) is True
+        (``sparse`` without ``positions``: where ``labels`` has a label).
 
         The loss is the mean cross-entropy over the positions with a label (not -100).
         """
         head = self.cls.predictions
+        if positions is None and sparse and labels is not None:
+            positions = labels != IGNORE_INDEX                           # (B, S)
         if positions is not None:
             rows = positions.nonzero()                                   # (N, 2)
             logits = head(hidden[positions])                             # (N, H) -> (N, V)

@@ -16,7 +16,8 @@ N masked positions, C choices. A loss is ``None`` when no labels were given.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -105,3 +106,20 @@ class HeadsOutput:
     token_classifier: TokenClassificationOutput | None = None
     multiple_choice: MultipleChoiceOutput | None = None
     loss: torch.Tensor | None = None         # sum of the heads' losses (as transformers); None without labels
+    extra: dict[str, Any] = field(default_factory=dict)   # results of registered heads without a field here
+
+    def set_result(self, head: str, result: Any) -> None:
+        """Store ``head``'s result: in its field (``mlm``, ``qa``, ...), else in ``extra``."""
+        if head in self.__dataclass_fields__ and head not in _NOT_HEADS:
+            setattr(self, head, result)
+        else:
+            self.extra[head] = result
+
+    def result(self, head: str) -> Any:
+        """``head``'s result, None when it did not run."""
+        if head in self.__dataclass_fields__ and head not in _NOT_HEADS:
+            return getattr(self, head)
+        return self.extra.get(head)
+
+
+_NOT_HEADS = ("encoder", "loss", "extra")

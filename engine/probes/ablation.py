@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from engine.probes.attention import check_head_index, encode_input, model_inputs
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_int
 from engine.model.config import BertConfig
 from engine.model.heads import IGNORE_INDEX
 
@@ -124,7 +125,7 @@ def ablate_heads(loaded: LoadedModel, text: str, text_pair: str | None = None, h
     if "mlm" not in loaded.heads:
         raise ValueError(f"this model ({loaded.source}) has no masked-LM head, so the effect of removing heads "
                          "cannot be measured; only attention maps are available for it")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+    if not is_int(top_k) or top_k < 1:
         raise ValueError(f"top_k must be a whole number of at least 1, got {top_k!r}")
     mask = check_head_mask(loaded.config, head_mask)
     encoding = encode_input(loaded, text, text_pair, None)

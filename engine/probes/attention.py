@@ -9,8 +9,6 @@ out, no tensors.
 """
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,10 +17,11 @@ import numpy as np
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_whole_number
 from engine.model.config import BertConfig
 from engine.probes.fill_mask import checkpoint_step
 from engine.probes.head_stats import STAT_NAMES, HeadStats, head_statistics
-from engine.text.tokenizer import Encoding
+from engine.text.encoding import Encoding
 
 
 @dataclass
@@ -96,9 +95,7 @@ def check_head_index(num_layers: int, num_heads: int, layer: Any, head: Any) -> 
 def encode_input(loaded: LoadedModel, text: str, text_pair: str | None = None,
                  max_length: int | None = None) -> Encoding:
     """Encode text (and pair) for ``loaded``, truncated to ``max_length`` (default: the model's positions)."""
-    if loaded.tokenizer is None:
-        raise ValueError(f"this model ({loaded.source}) has no tokenizer files (vocab.txt or tokenizer.json), "
-                         "so it cannot read text")
+    tokenizer = loaded.require_tokenizer()
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text.strip():
@@ -108,7 +105,7 @@ def encode_input(loaded: LoadedModel, text: str, text_pair: str | None = None,
     if max_length > limit:
         raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")
     pair = text_pair if text_pair and text_pair.strip() else None
-    return loaded.tokenizer.encode(text, pair, max_length=max_length)
+    return tokenizer.encode(text, pair, max_length=max_length)
 
 
 def special_positions(loaded: LoadedModel, encoding: Encoding) -> tuple[list[int], list[int]]:
@@ -195,8 +192,6 @@ def _shape(config: BertConfig) -> tuple[int, int]:
 
 def _as_index(value: Any, name: str) -> int:
     """An int from an int or an integral float (sliders send 3.0); else a clear error."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    if not is_whole_number(value):
         raise ValueError(f"{name} must be a whole number, got {value!r}")
-    if not math.isfinite(float(value)) or float(value) != int(value):
-        raise ValueError(f"{name} must be a whole number, got {value}")
     return int(value)

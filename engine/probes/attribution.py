@@ -1,7 +1,7 @@
 """Which input tokens pushed a prediction up or down: attributions on the word embeddings, with captum.
 
-``attribute(loaded, task, text, ...)`` explains one score of one head (docs/ARCHITECTURE.md,
-"Attribution"): the logit (or probability) of a fill-mask token at a ``[MASK]``, of the QA
+``attribute(loaded, task, text, ...)`` explains one score of one head (docs/design/attribution.md):
+the logit (or probability) of a fill-mask token at a ``[MASK]``, of the QA
 answer's start or end, of an NSP label, a class, a word's tag or a choice. Two methods, both
 captum's, both on the output of ``bert.embeddings.word_embeddings`` (position and segment
 embeddings are not attributed):
@@ -30,6 +30,8 @@ import torch
 from torch import nn
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_int
+from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.model.inference_cache import InferenceCached, forget_inference_caches
 from engine.probes.attribution_targets import (
@@ -39,8 +41,10 @@ from engine.probes.attribution_targets import (
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 SCORES = ("logit", "probability")
 TASKS = ("fill_mask", "qa_start", "qa_end", "next_sentence", "classify", "tag", "choose")
-TASK_HEADS = {"fill_mask": "mlm", "qa_start": "qa", "qa_end": "qa", "next_sentence": "nsp", "classify": "classifier",
-              "tag": "token_classifier", "choose": "multiple_choice"}     # the head that makes each prediction
+# attribution target -> the head that makes that prediction (a registered head: KeyError at import otherwise)
+TARGET_HEADS = {target: HEADS[head].name for target, head in (
+    ("fill_mask", "mlm"), ("qa_start", "qa"), ("qa_end", "qa"), ("next_sentence", "nsp"), ("classify", "classifier"),
+    ("tag", "token_classifier"), ("choose", "multiple_choice"))}
 DEFAULT_STEPS = 50
 MAX_STEPS = 300
 IG_RULE = "gausslegendre"          # captum's default: converges in far fewer steps than a Riemann sum
@@ -115,9 +119,7 @@ def make_target(loaded: LoadedModel, task: str, text: str, text_pair: str | Sequ
     """The :class:`Target` of :func:`attribute`'s arguments (``ValueError`` for an unknown task or bad input)."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
-    if loaded.tokenizer is None:
-        raise ValueError(f"this model ({loaded.source}) has no tokenizer files (vocab.txt or tokenizer.json), "
-                         "so it cannot read text")
+    loaded.require_tokenizer()
     if task != "choose" and text_pair is not None and not isinstance(text_pair, str):
         raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
     if task == "fill_mask":
@@ -144,7 +146,7 @@ def explain(loaded: LoadedModel, target: Target, method: str = "integrated_gradi
     if score not in SCORES:
         raise ValueError(f"unknown score {score!r}; choose logit or probability")
     integrated = method == "integrated_gradients"
-    if integrated and (isinstance(n_steps, bool) or not isinstance(n_steps, int) or not 2 <= n_steps <= MAX_STEPS):
+    if integrated and (not is_int(n_steps) or not 2 <= n_steps <= MAX_STEPS):
         raise ValueError(f"n_steps must be a whole number from 2 to {MAX_STEPS}, got {n_steps!r}")
     model = private_view(loaded.model)
     device = next(model.parameters()).device

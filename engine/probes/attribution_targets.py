@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_int
 from engine.model.heads import BertWithHeads
 from engine.probes.choose import MIN_CHOICES, choose
 from engine.probes.classify import classify_details
@@ -68,7 +69,7 @@ def _which(value: int | None, count: int, what: str, default: int = 0) -> int:
     """A 0-based index into ``count`` things, or a ``ValueError`` naming the range."""
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_int(value):
         raise ValueError(f"the {what} index must be a whole number, got {value!r}")
     if not 0 <= value < count:
         raise ValueError(f"{what} index {value} does not exist: there {'is' if count == 1 else 'are'} {count} "

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_int
 from engine.probes.head_inputs import batch_tensors, check_text, encode_pairs
 
 
@@ -53,7 +54,7 @@ class ClassifyResult:
 def classify(loaded: LoadedModel, text: str, text_pair: str | None = None,
              top_k: int | None = None) -> list[dict[str, Any]]:
     """Every label's score, best first: ``pipeline("text-classification", top_k=None)``'s output."""
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+    if top_k is not None and (not is_int(top_k) or top_k < 1):
         raise ValueError(f"top_k must be a whole number of at least 1 (or None for every label), got {top_k!r}")
     return classify_details(loaded, text, text_pair).to_pipeline(top_k)
 

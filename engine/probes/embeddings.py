@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import require_int
 
 COMPONENTS = ("word", "position", "segment", "sum", "output")
 COMPONENT_TITLES = {
@@ -163,7 +164,7 @@ def embeddings_over_checkpoints(models: Sequence[tuple[str, LoadedModel]],
     """
     if not models:
         raise ValueError("no checkpoints given to compare")
-    _check_int(positions, "positions")
+    require_int(positions, "positions", numpy_ints=True)
     if positions < 2:
         raise ValueError(f"positions must be at least 2, got {positions}")
     num = min([positions] + [m.config.max_position_embeddings for _, m in models])
@@ -181,9 +182,7 @@ def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, lay
     many learned positions the similarity matrix and its PCA cover (default min(P_max, 128)).
     """
     config = loaded.config
-    tokenizer = loaded.tokenizer
-    if tokenizer is None:
-        raise ValueError(f"this model ({loaded.source}) has no tokenizer files (vocab.txt or tokenizer.json)")
+    tokenizer = loaded.require_tokenizer()
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text.strip():
@@ -191,18 +190,18 @@ def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, lay
     pair = text_pair if text_pair and text_pair.strip() else None
     num_layers = config.num_hidden_layers
     layer = num_layers if layer is None else layer
-    _check_int(layer, "layer")
+    require_int(layer, "layer", numpy_ints=True)
     if not 0 <= layer <= num_layers:
         raise ValueError(f"layer {layer} is out of range: this model has {num_layers} layers "
                          f"(0 = embedding output .. {num_layers} = last layer)")
     layer = int(layer)
     limit = config.max_position_embeddings
     max_length = limit if max_length is None else max_length
-    _check_int(max_length, "max_length")
+    require_int(max_length, "max_length", numpy_ints=True)
     if max_length > limit:
         raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")
     max_length = int(max_length)
-    _check_int(neighbours, "neighbours")
+    require_int(neighbours, "neighbours", numpy_ints=True)
     if not 1 <= neighbours <= MAX_NEIGHBOURS:
         raise ValueError(f"neighbours must be between 1 and {MAX_NEIGHBOURS}, got {neighbours}")
     num_positions = _check_positions(loaded, positions)
@@ -257,16 +256,11 @@ def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, lay
 
 # --- internals ---
 
-def _check_int(value: object, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-
-
 def _check_positions(loaded: LoadedModel, positions: int | None) -> int:
     limit = loaded.config.max_position_embeddings
     if positions is None:
         return min(limit, DEFAULT_POSITIONS)
-    _check_int(positions, "positions")
+    require_int(positions, "positions", numpy_ints=True)
     if not 2 <= positions <= limit:
         raise ValueError(f"positions must be between 2 and this model's {limit} positions, got {positions}")
     return int(positions)

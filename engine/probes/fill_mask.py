@@ -34,6 +34,7 @@ from typing import Any, Sequence
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel, load
+from engine.checks import require_int
 
 logger = logging.getLogger(__name__)
 
@@ -155,8 +156,7 @@ def _label(source: str | Path | LoadedModel) -> str:
 
 
 def _check_top_k(top_k: int) -> None:
-    if isinstance(top_k, bool) or not isinstance(top_k, int):
-        raise TypeError(f"top_k must be an int, got {type(top_k).__name__}")
+    require_int(top_k, "top_k")
     if top_k < 1:
         raise ValueError(f"top_k must be at least 1, got {top_k}")
 
@@ -195,9 +195,7 @@ def _resolve_targets(loaded: LoadedModel, targets: str | Sequence[str],
 
 
 def _encode(loaded: LoadedModel, text: str, text_pair: str | None):
-    tokenizer = loaded.tokenizer
-    if tokenizer is None:
-        raise ValueError(f"this model has no tokenizer files ({loaded.source}); fill-mask needs one")
+    tokenizer = loaded.require_tokenizer("so it cannot fill in masks")
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text.strip():

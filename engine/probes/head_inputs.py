@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
-from engine.text.tokenizer import Encoding
+from engine.text.encoding import Encoding
 
 
 def check_text(value: object, name: str, example: str) -> str:
@@ -30,10 +30,7 @@ def encode_pairs(loaded: LoadedModel, pairs: Sequence[tuple[str, str | None]],
     Raises ``ValueError`` when the model has no tokenizer or an input is longer than its positions
     (named ``names[i]``, default "the input").
     """
-    tokenizer = loaded.tokenizer
-    if tokenizer is None:
-        raise ValueError(f"this model ({loaded.source}) has no tokenizer files (vocab.txt or tokenizer.json), "
-                         "so it cannot read text")
+    tokenizer = loaded.require_tokenizer()
     limit = loaded.config.max_position_embeddings
     encodings = [tokenizer.encode(text, pair or None, max_length=limit, truncation=False) for text, pair in pairs]
     for i, encoding in enumerate(encodings):

@@ -36,10 +36,9 @@ def tokenize(loaded: LoadedModel, text: str, text_pair: str | None = None, max_l
 
     ``max_length`` defaults to the model's ``max_position_embeddings``.
     """
-    if loaded.tokenizer is None:
-        raise ValueError(f"this model ({loaded.source}) has no tokenizer files (vocab.txt or tokenizer.json)")
+    tokenizer = loaded.require_tokenizer()
     limit = loaded.config.max_position_embeddings
     max_length = limit if max_length is None else max_length
     if max_length > limit:
         raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")
-    return loaded.tokenizer.explain(text, text_pair, max_length=max_length)
+    return tokenizer.explain(text, text_pair, max_length=max_length)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_int
 from engine.probes.attention import encode_input, model_inputs
 
 MAX_SENTENCES = 5000          # an index holds at most this many sentences
@@ -72,7 +73,7 @@ class NeighbourResult:
 def check_layer(loaded: LoadedModel, layer: int) -> int:
     """``layer`` as an int in 0..num_hidden_layers, or a ``ValueError`` naming the range."""
     count = loaded.config.num_hidden_layers
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= int(layer) <= count:
+    if not is_int(layer, numpy_ints=True) or not 0 <= int(layer) <= count:
         raise ValueError(f"layer must be 0 (the embeddings) to {count} (the last layer), got {layer!r}")
     return int(layer)
 
@@ -91,8 +92,7 @@ def build_index(loaded: LoadedModel, sentences: Sequence[str], layer: int, progr
     """Index every word piece of ``sentences`` at ``layer`` (see the module docstring). ``progress(done, total)``
     after each batch. ``ValueError`` for no sentences, more than ``MAX_SENTENCES``, or a bad layer."""
     layer = check_layer(loaded, layer)
-    if loaded.tokenizer is None:
-        raise ValueError(f"this model ({loaded.source}) has no tokenizer, so it cannot read a corpus")
+    loaded.require_tokenizer("so it cannot read a corpus")
     sentences = [s.strip() for s in sentences if s and s.strip()]
     if not sentences:
         raise ValueError("the corpus has no sentences to index")
@@ -128,7 +128,7 @@ def query_vector(loaded: LoadedModel, text: str, position: int, layer: int) -> t
     """The input's pieces and the unit vector of the piece at ``position`` after ``layer``: (H,)."""
     encoding = encode_input(loaded, text)
     tokens = list(encoding.tokens)
-    if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < len(tokens):
+    if not is_int(position, numpy_ints=True) or not 0 <= position < len(tokens):
         raise ValueError(f"token position must be 0 to {len(tokens) - 1} (the input has {len(tokens)} pieces), "
                          f"got {position!r}")
     ids, types = model_inputs(loaded, encoding)
@@ -142,7 +142,7 @@ def nearest(index: ContextIndex, loaded: LoadedModel, text: str, position: int, 
     if loaded.source != index.source:
         raise ValueError(f"the index was built with {index.source}, not {loaded.source}: build it again for "
                          "this model")
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= 100:
+    if not is_int(k, numpy_ints=True) or not 1 <= k <= 100:
         raise ValueError(f"k must be 1 to 100, got {k!r}")
     tokens, query = query_vector(loaded, text, position, index.layer)
     scores = index.vectors @ query                                                   # (N,)

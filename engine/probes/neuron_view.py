@@ -12,7 +12,6 @@ so the numbers on screen add up. Plain numpy out.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ import numpy as np
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_whole_number
 from engine.model.heads import BertWithHeads
 from engine.probes.attention import check_head_index, encode_input, model_inputs
 
@@ -55,7 +55,7 @@ class NeuronView:
 
 def check_query(query: Any, num_tokens: int) -> int:
     """``query`` as an int position among ``num_tokens``, or a ``ValueError`` naming the range (0-based)."""
-    if isinstance(query, bool) or not isinstance(query, numbers.Real) or float(query) != int(query):
+    if not is_whole_number(query):
         raise ValueError(f"the query token must be a whole number (a position from 0), got {query!r}")
     query = int(query)
     if not 0 <= query < num_tokens:

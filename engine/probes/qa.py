@@ -1,5 +1,5 @@
 """Extractive question answering, exactly as ``transformers``' v4 ``QuestionAnsweringPipeline``
-with a fast tokenizer (docs/ARCHITECTURE.md, "Extractive QA rules").
+with a fast tokenizer (docs/design/qa.md).
 
 `answer` / `answer_details` encode ``[CLS] question [SEP] context part [SEP]`` windows (the
 context alone is truncated, consecutive windows share ``doc_stride`` context tokens, the
@@ -26,8 +26,9 @@ import numpy as np
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checks import is_int
 from engine.probes.qa_spans import candidate_count, check_counts, select_spans
-from engine.text.tokenizer import Encoding
+from engine.text.encoding import Encoding
 
 DEFAULT_MAX_SEQ_LEN = 384
 DEFAULT_DOC_STRIDE = 128
@@ -158,14 +159,14 @@ def _lengths(loaded: LoadedModel, max_seq_len: int | None, doc_stride: int | Non
     limit = loaded.config.max_position_embeddings
     if max_seq_len is None:
         max_seq_len = min(DEFAULT_MAX_SEQ_LEN, limit)
-    if isinstance(max_seq_len, bool) or not isinstance(max_seq_len, int) or max_seq_len < 4:
+    if not is_int(max_seq_len) or max_seq_len < 4:
         raise ValueError(f"max_seq_len must be an int >= 4, got {max_seq_len!r}")
     if max_seq_len > limit:
         raise ValueError(f"max_seq_len ({max_seq_len}) is larger than the model's "
                          f"max_position_embeddings ({limit})")
     if doc_stride is None:
         doc_stride = min(max_seq_len // 2, DEFAULT_DOC_STRIDE)
-    if isinstance(doc_stride, bool) or not isinstance(doc_stride, int) or doc_stride < 0:
+    if not is_int(doc_stride) or doc_stride < 0:
         raise ValueError(f"doc_stride must be an int >= 0, got {doc_stride!r}")
     if doc_stride >= max_seq_len:
         raise ValueError(f"`doc_stride` ({doc_stride}) is larger than `max_seq_len` ({max_seq_len}); "
@@ -252,10 +253,8 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
     """
     _check_inputs(question, context, top_k, max_answer_len)
     loaded.require_head("qa")
-    if loaded.tokenizer is None:
-        raise ValueError(f"this model has no tokenizer ({loaded.source}); cannot answer questions")
+    backend = loaded.require_tokenizer("so it cannot answer questions").backend
     max_seq_len, doc_stride = _lengths(loaded, max_seq_len, doc_stride)
-    backend = loaded.tokenizer.backend
     num_question = len(backend.encode(question, add_special_tokens=False).ids)
     if num_question == 0:
         raise ValueError("the question has no tokens after normalisation (only control or zero-width "

@@ -1,5 +1,5 @@
 """Span scoring inside one QA window, exactly as ``transformers``' v4 ``QuestionAnsweringPipeline``
-(``select_starts_ends`` and ``decode_spans``, docs/ARCHITECTURE.md "Extractive QA rules").
+(``select_starts_ends`` and ``decode_spans``, docs/design/qa.md).
 
 The arithmetic is float32 throughout, as the pipeline's numpy arrays are, and the top-k uses the
 same numpy selection (``argmax`` for one candidate, ``argpartition`` then ``argsort`` for more),
@@ -12,6 +12,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
+
+from engine.checks import require_int
 
 MASKED_LOGIT = np.float32(-10000.0)   # the pipeline's logit for tokens that cannot be in an answer
 EXTRA_CANDIDATES = 10                 # with align_to_words the pipeline pre-selects 2 * top_k + 10 per window
@@ -36,8 +38,7 @@ def candidate_count(top_k: int, align_to_words: bool = True) -> int:
 def check_counts(top_k: int, max_answer_len: int) -> None:
     """The pipeline's checks on ``top_k`` and ``max_answer_len`` (ints >= 1)."""
     for name, value in (("top_k", top_k), ("max_answer_len", max_answer_len)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        require_int(value, name, numpy_ints=True)
         if value < 1:
             raise ValueError(f"{name} parameter should be >= 1 (got {value})")
 

@@ -1,5 +1,5 @@
-"""The official SQuAD evaluations, v1.1 and v2.0: exact match and token F1 (docs/ARCHITECTURE.md,
-"Extractive QA rules"), and v2.0's no-answer threshold.
+"""The official SQuAD evaluations, v1.1 and v2.0: exact match and token F1 (docs/design/qa.md),
+and v2.0's no-answer threshold.
 
 Normalisation is the official script's: lowercase, remove punctuation, remove the
 articles a/an/the, collapse whitespace. Each question scores the best over its gold

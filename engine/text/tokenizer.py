@@ -15,8 +15,9 @@ from typing import Callable, Iterable, Iterator
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from engine.text.encoding import Encoding  # noqa: F401  (re-exported)
-from engine.text.token_explain import Explanation, TokenRow, describe  # noqa: F401  (re-exported)
+from engine.checks import require_int
+from engine.text.encoding import Encoding
+from engine.text.token_explain import Explanation, describe
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -244,8 +245,7 @@ class WordPieceTokenizer:
         if text_pair is not None:
             _check_text(text_pair, "text_pair")
         text_pair = text_pair or None
-        if isinstance(max_length, bool) or not isinstance(max_length, int):
-            raise TypeError(f"max_length must be an int, got {type(max_length).__name__}")
+        require_int(max_length, "max_length")
         minimum = 4 if text_pair is not None else 3
         if truncation and max_length < minimum:
             raise ValueError(f"max_length={max_length} is too small: need >= {minimum} for "
@@ -331,8 +331,7 @@ class WordPieceTokenizer:
         _check_text(context, "context")
         for name, value in (("max_seq_len", max_seq_len), ("doc_stride", doc_stride),
                             ("max_question_len", max_question_len)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            require_int(value, name)
         if max_question_len < 1 or doc_stride < 0:
             raise ValueError(f"need max_question_len >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
         asked = self._backend.encode(question, add_special_tokens=False)

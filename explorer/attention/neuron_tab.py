@@ -12,13 +12,12 @@ import plotly.graph_objects as go
 from engine.probes.attention import check_head_index, encode_input
 from engine.probes.inference import neuron_view
 from engine.probes.neuron_view import NeuronView
-from explorer import gpu
 from explorer.attention import neuron_plots
 from explorer.attention.actions import effective_length, model_shape, read_inputs
+from explorer.endpoints import endpoint, handler
 from explorer.formatting import sig
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors
 
 API_NAME = "neuron_view"
 TOP_KEYS = 3                 # the summary names this many keys with the largest weights
@@ -111,8 +110,6 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
         vectors = gr.Plot(label="Query, keys and their element-wise products (hidden dimensions across)")
         scores = gr.Plot(label="Scaled dot products and their softmax")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
             query: Any = 0) -> tuple[Any, ...]:
         """The numbers behind one row of one head's attention map (bertviz's neuron view).
@@ -131,20 +128,20 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
         """
         return show_neuron_view(services, model_key, text, text_pair, layer, head, max_length, query)
 
+    run = handler(run, API_NAME)              # made once: the button and the redraw below both call it
+
     def refresh(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
                 query: Any, shown: str) -> tuple[Any, ...]:
         if not shown or not text or not str(text).strip():
             return gr.skip(), gr.skip(), gr.skip()          # nothing shown yet: stay closed and cheap
         return run(model_key, text, text_pair, layer, head, max_length, query)
 
-    run.__name__ = API_NAME
     inputs = [picker.dropdown, text, pair, layer, head, length, query]
     outputs = [summary, vectors, scores]
-    clear_on_failure(button.click(run, inputs=inputs, outputs=outputs, api_name=API_NAME, show_progress="minimal"),
-                     outputs)
-    clear_on_failure(gr.on([query.input, layer.change, head.change], refresh, inputs=[*inputs, summary],
-                           outputs=outputs, api_name=f"{API_NAME}_refresh", api_visibility="private",
-                           trigger_mode="always_last", show_progress="minimal"), outputs)
+    endpoint(button.click, run, inputs, outputs, api_name=API_NAME, show_progress="minimal")
+    endpoint([query.input, layer.change, head.change], refresh, [*inputs, summary], outputs, gpu=False,
+             api_name=f"{API_NAME}_refresh", api_visibility="private", trigger_mode="always_last",
+             show_progress="minimal")
 
     def choices(model_key: str, text: str, text_pair: str, max_length: float, current: Any) -> Any:
         return query_choices(services, model_key, text, text_pair, max_length, current)

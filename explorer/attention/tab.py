@@ -3,6 +3,7 @@ exports, and one head over training checkpoints."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -11,16 +12,17 @@ import plotly.graph_objects as go
 from gradio.components.plot import PlotData
 from plotly.io.json import to_json_plotly
 
+from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attention import AttentionResult, check_head_index
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
-from engine.probes.inference import attention
+from engine.probes.inference import attention, neuron_view
 from explorer.attention import neuron_tab, plots as attention_plots
 from explorer.attention.actions import (DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH, effective_length,
                                         export_files, model_shape, over_training, read_inputs, run_ablation)
-from explorer import gpu, run_picker
+from explorer import run_picker
+from explorer.endpoints import endpoint, handler, wire_run
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors
 
 DEFAULT_SHAPE = (12, 12)       # layers, heads when the picked model cannot be read at build time
 MAX_LAYERS, MAX_HEADS = 48, 64  # build-time slider ranges, so API calls on bigger models pass their checks
@@ -204,8 +206,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         over_maps = gr.Plot(label="The head's map per checkpoint")
         over_lines = gr.Plot(label="The head's statistics over training")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
             heads: list[int], statistic: str) -> tuple[Any, ...]:
         """Attention maps of every head for a text (and optional pair).
@@ -227,13 +227,13 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                  f"head-statistics-{statistic}")
         return (*(with_png_name(fig, name) for fig, name in zip(figs, names)), *figs[4:])
 
+    run = handler(run, "attention")           # made once: the three triggers and the redraw below call it
+
     def refresh(*args: Any) -> tuple[Any, ...]:
         if not args[1] or not str(args[1]).strip():
             return tuple(gr.skip() for _ in range(6))        # nothing typed yet: leave the views alone
         return run(*args)
 
-    @friendly_errors
-    @gpu.on_gpu
     def ablate(model_key: str, text: str, text_pair: str, heads: str, top_k: float) -> tuple[Any, ...]:
         """Remove attention heads and compare the masked-LM loss, [MASK] fillers and P(IsNext).
 
@@ -248,8 +248,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return run_ablation(services, model_key, text, text_pair, heads, top_k)
 
-    @friendly_errors
-    @gpu.on_gpu
     def export(model_key: str, text: str, text_pair: str, layer: float, head: float,
                max_length: float) -> list[str]:
         """The chosen head's attention map as PNG, SVG and JSON files.
@@ -266,8 +264,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return export_files(services, model_key, text, text_pair, layer, head, max_length)
 
-    @friendly_errors
-    @gpu.on_gpu
     def run_over_training(model_key: str, text: str, text_pair: str, layer: float, head: float,
                           max_length: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
@@ -296,44 +292,44 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     def fit(model_key: str, layer: float, head: float, heads: list[int]) -> tuple[Any, ...]:
         return slider_updates(services, model_key, layer, head, heads)
 
-    run.__name__ = "attention"
-    ablate.__name__ = "ablate_heads"
-    export.__name__ = "attention_export"
-    run_over_training.__name__ = "attention_over_training"
     main_inputs = [picker.dropdown, text, pair, layer, head, length, view_heads, statistic]
     main_outputs = [heatmap, head_view, model_view, stats_plot, stats_frame, summary]
-    main: dict[str, Any] = dict(inputs=main_inputs, outputs=main_outputs, show_progress="minimal")
-    for event in (button.click(run, api_name="attention", **main),
-                  text.submit(run, api_name="attention_submit", api_visibility="private", **main),
-                  examples.load_input_event.then(run, api_name="attention_example_run", api_visibility="private",
-                                                 **main)):
-        clear_on_failure(event, main_outputs)
+    for event in wire_run(button, text, examples, run, main_inputs, main_outputs, api_name="attention",
+                          show_progress="minimal"):
         neuron["follow"](event)                           # the neuron view's query choices: this input's tokens
     # The figures follow the layer and head whatever moved them: a drag, the arrow keys, a number typed
     # into the box (Enter or not), or a refit. `release` fired for the drag only, and the heatmap kept
     # saying "Layer 0, head 0" after typing 3. While a slider is dragged, only the last value queues.
-    clear_on_failure(gr.on([layer.change, head.change, view_heads.input, statistic.input], refresh,
-                           api_name="attention_refresh", api_visibility="private", trigger_mode="always_last", **main),
-                     main_outputs)
+    endpoint([layer.change, head.change, view_heads.input, statistic.input], refresh, main_inputs, main_outputs,
+             api_name="attention_refresh", gpu=False, api_visibility="private", trigger_mode="always_last",
+             show_progress="minimal")
     # The picker's info is written on page load and whenever the model changes: fit the widgets then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
     picker.info.change(fit, inputs=[picker.dropdown, layer, head, view_heads], outputs=[layer, head, view_heads],
                        api_visibility="private", show_progress="hidden")
-    clear_on_failure(ablate_button.click(ablate, inputs=[picker.dropdown, text, pair, heads_text, top_k],
-                                         outputs=[ablation_figure, ablation_summary], api_name="ablate_heads"),
-                     [ablation_figure, ablation_summary])
-    add_head.click(add_chosen, inputs=[heads_text, layer, head], outputs=[heads_text],
-                   api_name="attention_add_head", api_visibility="private", show_progress="hidden")
-    clear_on_failure(export_button.click(export, inputs=[picker.dropdown, text, pair, layer, head, length],
-                                         outputs=[files], api_name="attention_export"), [files])
-    over_outputs = [over_note, over_maps, over_lines]
-    clear_on_failure(over_button.click(run_over_training, inputs=[picker.dropdown, text, pair, layer, head, length,
-                                                                  over_run],
-                                       outputs=over_outputs, api_name="attention_over_training"), over_outputs)
+    endpoint(ablate_button.click, ablate, [picker.dropdown, text, pair, heads_text, top_k],
+             [ablation_figure, ablation_summary], api_name="ablate_heads")
+    endpoint(add_head.click, add_chosen, [heads_text, layer, head], [heads_text], api_name="attention_add_head",
+             gpu=False, clear=False, api_visibility="private", show_progress="hidden")
+    endpoint(export_button.click, export, [picker.dropdown, text, pair, layer, head, length], [files],
+             api_name="attention_export")
+    endpoint(over_button.click, run_over_training, [picker.dropdown, text, pair, layer, head, length, over_run],
+             [over_note, over_maps, over_lines], api_name="attention_over_training")
     return {"text": text, "pair": pair, "layer": layer, "head": head, "length": length, "button": button,
             "view_heads": view_heads, "statistic": statistic, "heatmap": heatmap, "head_view": head_view,
             "model_view": model_view, "stats_plot": stats_plot, "stats_frame": stats_frame, "summary": summary,
             "heads_text": heads_text, "ablate_button": ablate_button, "ablation_figure": ablation_figure,
             "ablation_summary": ablation_summary, "files": files, "over_maps": over_maps, "over_lines": over_lines,
             "neuron": neuron}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """(name, call) for each example on ``loaded``, and the neuron view of the first (layer 0, head 0, query 1):
+    the demo warm-up runs them."""
+    calls: list[tuple[str, Callable[[], object]]] = [
+        (f"attention {i}", lambda t=text, p=pair: attention(loaded, t, p or None))
+        for i, (text, pair) in enumerate(EXAMPLES)]
+    text, pair = EXAMPLES[0]
+    calls.append(("neuron_view 0", lambda: neuron_view(loaded, text, pair or None, 0, 0, 1)))
+    return calls

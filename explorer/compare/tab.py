@@ -8,18 +8,21 @@ the slider with the run's last checkpoint: slide to watch a representation settl
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
+from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.compare import ModelComparison, compare_models
-from explorer import gpu, run_picker
+from explorer import run_picker
 from explorer.compare import plots
+from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import percent, sig
 from explorer.model_picker import ModelPicker, dropdown_choices
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors, require_text, whole_number, wire_run
+from explorer.ui_errors import require_text, whole_number
 
 API_NAME = "compare"
 MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges are checked by the engine
@@ -151,8 +154,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         box.focus(lambda current: gr.update(choices=model_choices(services), value=current), inputs=[box],
                   outputs=[box], api_visibility="private", show_progress="hidden", queue=False)
 
-    @friendly_errors
-    @gpu.on_gpu
     def run_compare(model_a: str, model_b: str, text: str, layer: float, head: float, top_k: float = 5) -> tuple[Any, ...]:
         """Compare two models on one input.
 
@@ -169,14 +170,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return predict(services, model_a, model_b, text, layer, head, top_k)
 
-    run_compare.__name__ = API_NAME
     outputs = [summary, fillers, similarity, heatmap, attention]
-    event = dict(fn=run_compare, inputs=[model_a, model_b, text, layer, head, top_k], outputs=outputs,
-                 show_progress="minimal")
-    wire_run(API_NAME, button, text, examples, **event)
+    wire_run(button, text, examples, run_compare, [model_a, model_b, text, layer, head, top_k], outputs,
+             api_name=API_NAME, show_progress="minimal")
 
-    @friendly_errors
-    @gpu.on_gpu
     def compare_over_run(run: str, position: float, text: str, layer: float, head: float,
                          top_k: float = 5) -> tuple[Any, ...]:
         """Compare a run's checkpoint with the run's last checkpoint.
@@ -193,19 +190,23 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return scrub(services, run, position, text, layer, head, top_k)
 
-    scrub_outputs = [model_a, model_b, run_note, *outputs]
     # .input (a person moves it: mouse or keys), not .release (mouse only) or .change (also when the range is fitted)
-    clear_on_failure(position.input(compare_over_run, inputs=[run, position, text, layer, head, top_k],
-                                    outputs=scrub_outputs, api_name="compare_over_run", show_progress="minimal",
-                                    trigger_mode="always_last"), outputs)
+    endpoint(position.input, compare_over_run, [run, position, text, layer, head, top_k],
+             [model_a, model_b, run_note, *outputs], api_name="compare_over_run", clear=outputs,
+             show_progress="minimal", trigger_mode="always_last")
 
     def slider_range(run: str | None) -> Any:
         count = len(services.registry().run_checkpoints(None, run or None))
         return gr.update(maximum=max(1, count - 1), value=max(0, count - 1))
 
     for event in (run.change, scrubber.expand):        # runs write checkpoints while the page is open
-        event(friendly_errors(slider_range), inputs=[run], outputs=[position], api_visibility="private",
-              show_progress="hidden")
+        endpoint(event, slider_range, [run], [position], api_name="slider_range", gpu=False, clear=False,
+                 api_visibility="private", show_progress="hidden")
     return {"model_a": model_a, "model_b": model_b, "text": text, "layer": layer, "head": head, "top_k": top_k,
             "button": button, "summary": summary, "fillers": fillers, "similarity": similarity, "heatmap": heatmap,
             "attention": attention, "run": run, "position": position, "run_note": run_note}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """Compare needs two models: no examples to warm up."""
+    return []

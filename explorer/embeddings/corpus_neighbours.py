@@ -19,11 +19,11 @@ import gradio as gr
 
 from engine.probes.neighbours import MAX_SENTENCES, ContextIndex, NeighbourResult, build_index, nearest
 from engine.text.corpus import builtin_corpus, read_documents, split_sentences
-from explorer import gpu
+from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import sig
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text, whole_number
+from explorer.ui_errors import check_length, require_text, whole_number
 
 SOURCES = [("Shakespeare's plays (built in)", "shakespeare"), ("My own text (below)", "text"),
            ("A file (.txt, .md, .jsonl)", "file")]
@@ -210,8 +210,6 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
                                cache_examples=False, api_name="neighbours_example", api_visibility="private")
         found = gr.HTML()
 
-    @friendly_errors
-    @gpu.on_gpu(duration=180)           # a few thousand sentences take a while
     def neighbours_index(model_key: str = "default", corpus: str = "shakespeare", text: str = "", layer: float = 4,
                          sentences: float = DEFAULT_SENTENCES, file: str | None = None,
                          progress: gr.Progress = gr.Progress()) -> str:
@@ -229,8 +227,6 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return build(services, shelf, model_key, corpus, text, layer, sentences, progress, file)
 
-    @friendly_errors
-    @gpu.on_gpu
     def neighbours(model_key: str = "default", text: str = "", position: Any = 1, layer: float = 4,
                    k: float = 10) -> str:
         """The corpus tokens whose contextual vectors are most like one token of a sentence.
@@ -256,15 +252,11 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
 
     query.change(refresh_tokens, inputs=[picker.dropdown, query, position], outputs=[position],
                  api_visibility="private", show_progress="hidden", trigger_mode="always_last")
-    clear_on_failure(build_button.click(neighbours_index, inputs=[picker.dropdown, source, corpus_text, layer,
-                                                                  sentences, corpus_file], outputs=[index_status],
-                                        api_name="neighbours_index"), [index_status])
-    event = dict(fn=neighbours, inputs=[picker.dropdown, query, position, layer, k], outputs=[found],
-                 show_progress="minimal")
-    clear_on_failure(search_button.click(api_name="neighbours", **event), [found])
-    clear_on_failure(query.submit(api_name="neighbours_submit", api_visibility="private", **event), [found])
-    clear_on_failure(examples.load_input_event.then(api_name="neighbours_example_run", api_visibility="private",
-                                                    **event), [found])
+    endpoint(build_button.click, neighbours_index,
+             [picker.dropdown, source, corpus_text, layer, sentences, corpus_file], [index_status],
+             api_name="neighbours_index", duration=180)    # a few thousand sentences take a while
+    wire_run(search_button, query, examples, neighbours, [picker.dropdown, query, position, layer, k], [found],
+             api_name="neighbours", show_progress="minimal")
     return {"source": source, "layer": layer, "sentences": sentences, "corpus_text": corpus_text, "corpus_file": corpus_file,
             "build_button": build_button, "index_status": index_status, "query": query, "position": position,
             "k": k, "search_button": search_button, "found": found, "shelf": shelf}

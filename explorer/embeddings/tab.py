@@ -1,12 +1,14 @@
 """Embeddings tab: how word, segment and position embeddings add up, and what they have learned."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Sequence
 
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.model_registry import ModelChoice
@@ -14,11 +16,12 @@ from explorer.model_registry import evenly_spaced as spread
 from explorer.embeddings import corpus_neighbours
 from explorer.embeddings import plots as eplots
 from explorer.model_picker import ModelPicker
-from explorer import gpu, run_picker
+from explorer import run_picker
+from explorer.endpoints import endpoint, wire_run
 from explorer.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
-from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text
+from explorer.ui_errors import check_length, require_text
 
 EMPTY_MESSAGE = "Type some text to embed."
 ALL_TOKENS = "all"
@@ -264,8 +267,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
 
     corpus = corpus_neighbours.build_ui(services, picker)
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str, layer: float, component: str, token: str) -> tuple[Any, ...]:
         """Decompose a text's input embeddings on the picked model.
 
@@ -282,20 +283,14 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return show_embeddings(services, model_key, text, text_pair, layer, component, token)
 
-    run.__name__ = "embeddings"
-
-    @friendly_errors
     def rerender_heatmap(component: str, result: EmbeddingsResult | None) -> go.Figure:
         return heatmap_figure(result, component)
 
-    @friendly_errors
     def refilter(token: str, result: EmbeddingsResult | None) -> Any:
         if result is None:
             return gr.skip()
         return neighbour_frame(result, parse_token(token, len(result.tokens)))
 
-    @friendly_errors
-    @gpu.on_gpu
     def run_over_training(model_key: str, positions: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[str, go.Figure]:
         """Position-embedding similarity at up to six checkpoints of a training run.
@@ -309,26 +304,18 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return over_training(services, model_key, positions, progress, run)
 
-    run_over_training.__name__ = "embeddings_over_training"
-
     def fit_layers(model_key: str, current: float) -> Any:
         return layer_slider_update(services, model_key, current)
 
-    outputs = [summary, norms, heatmap, position_sim, position_pca, contextual_pca, segment_diff, table, token, state]
-    event_kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, text, pair, layer, component, token],
-                                        outputs=outputs, show_progress="minimal")
-    shown_outputs = [summary, norms, heatmap, position_sim, position_pca, contextual_pca, segment_diff, table, state]
-    for event in (button.click(api_name="embeddings", **event_kwargs),
-                  text.submit(api_name="embeddings_submit", api_visibility="private", **event_kwargs),
-                  examples.load_input_event.then(api_name="embeddings_example_run", api_visibility="private",
-                                                 **event_kwargs)):
-        clear_on_failure(event, shown_outputs)
-    component.input(rerender_heatmap, inputs=[component, state], outputs=[heatmap], api_visibility="private",
-                    show_progress="hidden")
-    token.input(refilter, inputs=[token, state], outputs=[table], api_visibility="private", show_progress="hidden")
-    clear_on_failure(over_button.click(run_over_training, inputs=[picker.dropdown, positions, over_run],
-                                       outputs=[over_message, over_plot], api_name="embeddings_over_training"),
-                     [over_message, over_plot])
+    shown = [summary, norms, heatmap, position_sim, position_pca, contextual_pca, segment_diff, table]
+    wire_run(button, text, examples, run, [picker.dropdown, text, pair, layer, component, token],
+             [*shown, token, state], api_name="embeddings", clear=[*shown, state],   # the token choice stays
+             show_progress="minimal")
+    redraw: dict[str, Any] = dict(gpu=False, clear=False, api_visibility="private", show_progress="hidden")
+    endpoint(component.input, rerender_heatmap, [component, state], [heatmap], api_name="rerender_heatmap", **redraw)
+    endpoint(token.input, refilter, [token, state], [table], api_name="refilter", **redraw)
+    endpoint(over_button.click, run_over_training, [picker.dropdown, positions, over_run], [over_message, over_plot],
+             api_name="embeddings_over_training")
     # The picker's info is (re)written on page load and whenever the model changes: fit the slider then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
@@ -339,3 +326,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             "position_pca": position_pca, "contextual_pca": contextual_pca, "segment_difference": segment_diff,
             "table": table, "state": state, "positions": positions, "over_button": over_button,
             "over_message": over_message, "over_plot": over_plot, "corpus": corpus}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """(name, call) for each example on ``loaded`` (the demo warm-up runs them)."""
+    return [(f"embeddings {i}", lambda t=text, p=pair: embeddings(loaded, t, p or None))
+            for i, (text, pair) in enumerate(EXAMPLES)]

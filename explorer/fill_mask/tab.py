@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -15,11 +16,12 @@ from engine.probes.joint_fill import JointFill, joint_fill
 from explorer.formatting import percent, rounded, sig
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import plots as fill_mask_plots
-from explorer import gpu, run_picker
+from explorer import run_picker
+from explorer.endpoints import endpoint, wire_run
 from explorer.model_picker import ModelPicker
 from explorer.run_picker import run_note
 from explorer.services import Services
-from explorer.ui_errors import check_length, clear_on_failure, friendly_errors, require_text, wire_run
+from explorer.ui_errors import check_length, require_text, whole_number
 
 MAX_TOP_K = 50
 DEFAULT_TOP_K = 5
@@ -64,10 +66,7 @@ def parse_targets(text: str | None) -> list[str] | None:
 
 def mask_token_of(loaded: LoadedModel) -> str:
     """The model tokenizer's mask token text (e.g. ``[MASK]``); a clear error when it has none."""
-    tokenizer = loaded.tokenizer
-    if tokenizer is None:
-        raise gr.Error(f"This model ({loaded.source}) has no tokenizer files, so it cannot read text.",
-                       print_exception=False)
+    tokenizer = loaded.require_tokenizer()
     mask_id = getattr(tokenizer, "mask_token_id", None)
     if mask_id is None:
         raise gr.Error(f"This model's tokenizer ({loaded.source}) has no mask token; fill-mask needs one.",
@@ -90,16 +89,8 @@ def prepare_text(text: str | None, mask_token: str) -> str:
 
 
 def check_top_k(value: float | int | None, maximum: int = MAX_TOP_K) -> int:
-    """``value`` as an int in 1..maximum, else ``gr.Error``."""
-    if value is None:
-        return DEFAULT_TOP_K
-    try:
-        whole = not isinstance(value, bool) and float(value) == int(value)
-    except (TypeError, ValueError, OverflowError):
-        whole = False
-    if not whole or not 1 <= int(value) <= maximum:
-        raise gr.Error(f"Top-k must be a whole number from 1 to {maximum}; got {value!r}.", print_exception=False)
-    return int(value)
+    """``value`` as an int in 1..maximum (``DEFAULT_TOP_K`` for None), else ``gr.Error``."""
+    return DEFAULT_TOP_K if value is None else whole_number(value, "Top-k", 1, maximum)
 
 
 def _prepare(services: Services, model_key: str | None, text: str | None, top_k: Any,
@@ -284,8 +275,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         over_table = gr.Dataframe(label="Probabilities per checkpoint", interactive=False, wrap=False,
                                   max_height=360)
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, text: str, top_k: float, targets: str) -> tuple[Any, ...]:
         """Predict the tokens hidden behind every [MASK] in a text.
 
@@ -301,8 +290,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return fill(services, model_key, text, top_k, targets)
 
-    @friendly_errors
-    @gpu.on_gpu
     def run_over_training(model_key: str, text: str, top_k: float, targets: str,
                           run: str = run_picker.AUTO) -> tuple[Any, ...]:
         """Probe one masked sentence across the checkpoints of a training run.
@@ -318,15 +305,21 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return over_training(services, model_key, text, top_k, targets, run)
 
-    run.__name__ = "fill_mask"
-    run_over_training.__name__ = "fill_mask_over_training"
     inputs = [picker.dropdown, text, top_k, targets]
-    outputs = [plot, results, filled, summary, joint]
-    event_kwargs: dict[str, Any] = dict(fn=run, inputs=inputs, outputs=outputs, show_progress="minimal")
-    wire_run("fill_mask", button, text, examples, **event_kwargs)
-    over_outputs = [over_plot, over_table, over_note]
-    clear_on_failure(over_button.click(run_over_training, inputs=[*inputs, over_run], outputs=over_outputs,
-                                       api_name="fill_mask_over_training", show_progress="minimal"), over_outputs)
+    wire_run(button, text, examples, run, inputs, [plot, results, filled, summary, joint], api_name="fill_mask",
+             show_progress="minimal")
+    endpoint(over_button.click, run_over_training, [*inputs, over_run], [over_plot, over_table, over_note],
+             api_name="fill_mask_over_training", show_progress="minimal")
     return {"text": text, "targets": targets, "top_k": top_k, "button": button, "plot": plot,
             "results": results, "filled": filled, "summary": summary, "joint": joint, "over_button": over_button,
             "over_plot": over_plot, "over_table": over_table, "over_note": over_note}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """(name, call) for each example, when ``loaded`` has a masked-LM head (the demo warm-up runs them)."""
+    if "mlm" not in loaded.heads:
+        return []
+    mask = mask_token_of(loaded)
+    return [(f"fill_mask {i}", lambda t=text, g=targets: inference.fill_mask(
+        loaded, prepare_text(t, mask), top_k=DEFAULT_TOP_K, targets=parse_targets(g)))
+        for i, (text, targets) in enumerate(EXAMPLES)]

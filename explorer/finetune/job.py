@@ -22,6 +22,7 @@ from explorer.finetune.tasks import DataCheck, task_row
 from explorer import log_to
 from explorer.gpu import training_device
 from explorer.services import Services
+from explorer.ui_errors import whole_number
 
 EVALUATIONS = 8              # held-out evaluations per run (and so rows of the "gets wrong" table over time)
 EVAL_BATCHES = 10            # held-out batches per evaluation at most
@@ -34,17 +35,6 @@ class FinetuneJob:
     spec: JobSpec
     data_name: str
     data: DataCheck
-
-
-def whole(value: Any, name: str, low: int, high: int) -> int:
-    """``value`` as a whole number in [low, high]; ValueError naming the field otherwise."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
-    if not math.isfinite(number) or number != int(number) or not low <= number <= high:
-        raise ValueError(f"{name} must be a whole number between {low:,} and {high:,}, got {value!r}")
-    return int(number)
 
 
 def number(value: Any, name: str, low: float, high: float, low_open: bool = False) -> float:
@@ -63,16 +53,16 @@ def make_job(services: Services, model_key: str | None, task: str, source: str, 
              labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
              eval_fraction: Any, report_to: str | None = "none") -> FinetuneJob:
     """Check the form and turn it into a validated job; a value left empty ("" or None) takes the task's default.
-    ValueError says what is wrong and what to do."""
+    ValueError (gr.Error for a whole-number field) says what is wrong and what to do."""
     row = task_row(task)
     given = dict(steps=steps, batch_size=batch_size, learning_rate=learning_rate, seq_length=seq_length,
                  eval_fraction=eval_fraction)
     value = {k: row.defaults[k] if v is None or str(v).strip() == "" else v for k, v in given.items()}
-    total_steps = whole(value["steps"], "Steps", 1, 100_000)
-    seq = whole(value["seq_length"], "Sequence length", 16, services.max_length)
+    total_steps = whole_number(value["steps"], "Steps", 1, 100_000)
+    seq = whole_number(value["seq_length"], "Sequence length", 16, services.max_length)
     held_out = number(value["eval_fraction"], "Held-out fraction", 0.0, 0.9)
     training = dict(task=row.name, learning_rate=number(value["learning_rate"], "Learning rate", 0.0, 1.0, True),
-                    total_steps=total_steps, batch_size=whole(value["batch_size"], "Batch size", 1, 1024),
+                    total_steps=total_steps, batch_size=whole_number(value["batch_size"], "Batch size", 1, 1024),
                     max_seq_length=seq, nsp=False, eval_every=max(1, total_steps // EVALUATIONS),
                     eval_batches=EVAL_BATCHES, checkpoint_every=0, warmup_ratio=0.1,
                     device=training_device())   # CPU on a Space: a background thread cannot hold a ZeroGPU

@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
+from engine.training.worker.run_state import RunState
 from explorer.finetune import plots as fp
 from explorer.finetune.status import WRONG_COLUMNS, finetune_status, is_finetuning, wrong_note, wrong_rows
 from explorer.finetune.tasks import TASKS
@@ -49,7 +50,7 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
     if changed["curves"]:
         row = TASKS.get(st.task) if is_finetuning(st) else None
         if row is None:
-            message = ("no fine-tuning run yet" if st.state == "idle"
+            message = ("no fine-tuning run yet" if st.state == RunState.IDLE
                        else "the worker's run is pretraining: see the Training tab")
             outputs += [empty_figure(f"Loss: {message}"), empty_figure(f"Metrics: {message}")]
         else:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.data.classification import label_names, read_classification_file
+from engine.data.classification import read_classification_file
+from engine.data.labels import label_names
 from engine.data.multiple_choice import read_choice_file
 from engine.data.qa_features import read_squad
 from engine.data.tagged_text import read_tagged_file

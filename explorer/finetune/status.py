@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from engine.training.tasks.eval_examples import EVAL_EXAMPLES, WRONG_MARK, EvalExamples
+from engine.training.tasks.registry import is_finetuning as is_finetuning_task
+from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune.tasks import TASKS
 from explorer.formatting import percent, sig
@@ -20,15 +22,15 @@ MAX_CONTEXT_CHARS = 240          # a QA window's context is cut to this many cha
 
 def is_finetuning(st: WorkerStatus) -> bool:
     """Whether the worker's current (or last) run is a fine-tuning run this tab knows."""
-    return st.state != "idle" and st.task in TASKS
+    return st.state != RunState.IDLE and st.task in TASKS
 
 
 def finetune_status(st: WorkerStatus) -> str:
     """Markdown: the state of the worker's run as this tab sees it."""
-    if st.state == "idle":
+    if st.state == RunState.IDLE:
         return ("**idle** — no run yet. Pick the base model in the picker at the top, a task and its data, "
                 "then press **Start**.")
-    if st.task == "pretraining":
+    if not is_finetuning_task(st.task):
         run = f" (`{st.run_dir.name}`)" if st.run_dir is not None else ""
         if st.active:
             return (f"A **pretraining** run is {st.state}{run}: see the **Training** tab. The app trains one run "

@@ -8,11 +8,16 @@ written under the runs folder, so they join the model picker like pretraining ch
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
+from engine.checkpoints.hf_format import LoadedModel
+from engine.training.tasks.registry import is_finetuning
+from engine.training.worker.errors import RunActiveError
 from explorer import log_to
+from explorer.endpoints import endpoint
 from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
 from explorer.finetune.job import make_job
 from explorer.finetune.live import live_update, live_view
@@ -21,7 +26,6 @@ from explorer.finetune.tasks import TASKS, task_choices, task_row
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.training.live import version
-from explorer.ui_errors import clear_on_failure, friendly_errors
 from explorer.training.controls import run_controls
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
@@ -69,9 +73,20 @@ def _control(services: Services, action: str) -> Any:
     """Refuse to steer a pretraining run from this tab (it belongs to the Training tab)."""
     worker = services.get_worker()
     st = worker.status()
-    if st.active and st.task == "pretraining":
+    if st.active and not is_finetuning(st.task):
         raise ValueError(f"The active run is a pretraining run: {action} it from the Training tab.")
     return worker
+
+
+def _busy(services: Services) -> str:
+    """The warning (and the status) for a start while a run is active: whose run, and where to stop it."""
+    st = services.get_worker().status()
+    kind = f"{st.task} fine-tuning" if is_finetuning(st.task) else st.task
+    where = "this tab" if is_finetuning(st.task) else "the Training tab"
+    message = (f"A {kind} run is already {st.state}: the app trains one run at a time. Stop it in {where} "
+               "before starting another.")
+    gr.Warning(message)
+    return f"⚠️ {message}\n\n" + finetune_status(st)
 
 
 def start(services: Services, model_key: str | None, task: str, data_source: str, example: str | None,
@@ -79,17 +94,14 @@ def start(services: Services, model_key: str | None, task: str, data_source: str
           eval_fraction: Any, report_to: str | None = "none") -> str:
     """Start a fine-tuning run; a warning (not an error) while another run is active. The status as Markdown."""
     worker = services.get_worker()
-    st = worker.status()
-    if st.active:
-        kind = "pretraining" if st.task == "pretraining" else f"{st.task} fine-tuning"
-        where = "the Training tab" if st.task == "pretraining" else "this tab"
-        message = (f"A {kind} run is already {st.state}: the app trains one run at a time. Stop it in {where} "
-                   "before starting another.")
-        gr.Warning(message)
-        return f"⚠️ {message}\n\n" + finetune_status(st)
+    if worker.status().active:
+        return _busy(services)
     job = make_job(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
                    learning_rate, seq_length, eval_fraction, report_to)
-    worker.start(job.spec)
+    try:
+        worker.start(job.spec)
+    except RunActiveError:          # another browser started one meanwhile
+        return _busy(services)
     return (f"Fine-tuning `{model_key or 'default'}` for **{job.spec.task}** on **{job.data_name}** "
             f"({job.data.summary}).\n\n" + finetune_status(worker.status()))
 
@@ -129,7 +141,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     wrong = gr.Dataframe(headers=WRONG_COLUMNS, label="Held-out examples the model gets wrong now",
                          interactive=False, wrap=True, max_height=360)
 
-    @friendly_errors
     def finetune_start(model_key: str | None = "default", task: str = FIRST_TASK, data_source: str = "example",
                        example: str | None = "", data_file: str | None = None, labels: str = "",
                        steps: str = "", batch_size: str = "", learning_rate: str = "", seq_length: str = "",
@@ -160,22 +171,18 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return start(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
                      learning_rate, seq_length, eval_fraction, report_to)
 
-    @friendly_errors
     def pause(token: str = "") -> str:
         access.require_admin(token, "pause training")
         return finetune_status(_control(services, "pause").pause())
 
-    @friendly_errors
     def resume(token: str = "") -> str:
         access.require_admin(token, "resume training")
         return finetune_status(_control(services, "resume").resume())
 
-    @friendly_errors
     def stop(token: str = "") -> str:
         access.require_admin(token, "stop training")
         return finetune_status(_control(services, "stop").stop())
 
-    @friendly_errors
     def save(token: str = "") -> str:
         access.require_admin(token, "save checkpoints")
         worker = _control(services, "save")
@@ -184,12 +191,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                  else "The checkpoint is being written…")
         return saved + "\n\n" + finetune_status(worker.status())
 
-    @friendly_errors
     def finetune_status_all() -> tuple[Any, ...]:
         """Status, loss curve, metric curves, the note and the table of held-out examples the model gets wrong."""
         return live_view(services)
 
-    @friendly_errors
     def live_tick(seen: dict | None) -> tuple[Any, ...]:
         outputs, now, active = live_update(services, seen)
         return (*outputs, now, gr.skip() if active else gr.Timer(active=False))
@@ -212,27 +217,33 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     seen = gr.State(None)
     last_version = gr.State(None)
     private = dict(api_visibility="private", queue=False, show_progress="hidden")
-    task.change(task_changed, inputs=task, outputs=[example, data_file, formats, labels, steps, batch_size,
-                                                    learning_rate, seq_length, eval_fraction],
-                api_name="finetune_task_changed", **private)
-    data_source.change(source_changed, inputs=data_source, outputs=[example, data_file],
-                       api_name="finetune_source_changed", **private)
+    form_event: dict[str, Any] = dict(gpu=False, clear=False, **private)     # the form follows the task and source
+    endpoint(task.change, task_changed, task,
+             [example, data_file, formats, labels, steps, batch_size, learning_rate, seq_length, eval_fraction],
+             api_name="finetune_task_changed", **form_event)
+    endpoint(data_source.change, source_changed, data_source, [example, data_file], api_name="finetune_source_changed",
+             **form_event)
     form = [picker.dropdown, task, data_source, example, data_file, labels, steps, batch_size, learning_rate,
             seq_length, eval_fraction, report_to]
-    started = start_btn.click(finetune_start, inputs=form + admin, outputs=status, api_name="finetune_start")
-    controlled = [button.click(fn, inputs=admin, outputs=status, api_name=f"finetune_{fn.__name__}",
-                               api_visibility="private")
-                  for button, fn in ((pause_btn, pause), (resume_btn, resume), (stop_btn, stop), (save_btn, save))]
-    for event in (started, *controlled):
+    # Every control writes the status (and clears it when it fails: the next tick redraws it); none runs a model.
+    clicks = [(start_btn, finetune_start, form + admin, "finetune_start", "public"),
+              *((button, fn, admin, f"finetune_{fn.__name__}", "private")
+                for button, fn in ((pause_btn, pause), (resume_btn, resume), (stop_btn, stop), (save_btn, save)))]
+    for button, handler, inputs, api_name, visibility in clicks:
+        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False, api_visibility=visibility)
         event.then(lambda: gr.Timer(active=True), outputs=timer, **private)
-        clear_on_failure(event, [status])               # a failed click leaves no stale status; the next tick redraws
         event.failure(lambda: None, outputs=seen, **private)
     live_outputs = [status, loss_plot, metric_plot, note, wrong]
-    timer.tick(live_tick, inputs=seen, outputs=live_outputs + [seen, timer], show_progress="hidden",
-               api_name="finetune_tick", api_visibility="private", concurrency_limit=None)
-    idle_timer.tick(idle_check, inputs=last_version, outputs=[timer, last_version], show_progress="hidden",
-                    api_name="finetune_idle_check", api_visibility="private", concurrency_limit=None, queue=False)
-    refresh_btn.click(finetune_status_all, outputs=live_outputs, show_progress="hidden", api_name="finetune_status",
-                      concurrency_limit=None)
+    poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
+    endpoint(timer.tick, live_tick, seen, live_outputs + [seen, timer], api_name="finetune_tick",
+             api_visibility="private", **poll)
+    endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="finetune_idle_check",
+             api_visibility="private", queue=False, **poll)
+    endpoint(refresh_btn.click, finetune_status_all, None, live_outputs, api_name="finetune_status", **poll)
     return {"status": status, "timer": timer, "form": form, "plots": [loss_plot, metric_plot], "wrong": wrong,
             "note": note}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """Fine-tuning runs in the background: no examples to warm up."""
+    return []

@@ -1,15 +1,17 @@
 """The fine-tuning tasks the Fine-tune tab offers: one row each, read by the form, the checks, the job and the
-curves. Adding a task (once the engine trains it: ``engine.training.loop.config.TASKS``, a predictor in
-``engine.training.tasks.eval_examples.PREDICTORS``) is adding a row here with a reader for its data.
+curves. A row is the UI of a registered task (its ``TaskDefinition``, ``engine.training.tasks.registry``:
+name, heads, loss and metrics, predictor); offering a task the engine trains is adding a row here with a
+reader for its data.
 
-A row says: the task's name (``TrainingConfig.task``) and label, the data it accepts (in words and as
-file endings), its bundled example(s), the form's defaults (chosen to learn within a minute on 2 CPU
-cores from the bundled default model on the bundled example), the held-out loss and the metrics to
-plot, how a file is checked before a run starts (``read``, in ``explorer.finetune.readers``: the example
-count and a short summary, or a ``ValueError`` that says what is wrong; classification and tagging also
-check the labels a person listed), and the extra ``JobSpec`` fields it needs. A bundled example may be
-data without a file: multiple choice's built-in "which sentence comes next?" is ``data=None`` with the
-example's ``fields`` (``corpus``, ``num_choices``, ``max_documents``), checked by ``check_builtin``.
+A row says: the task's definition and label, the data it accepts (in words and as file endings), its
+bundled example(s), the form's defaults (chosen to learn within a minute on 2 CPU cores from the bundled
+default model on the bundled example), the legend of each metric it plots (the definition's ``metrics``; the
+held-out loss is its ``eval_loss``), how a file is checked before a run starts (``read``, in
+``explorer.finetune.readers``: the example count and a short summary, or a ``ValueError`` that says what is
+wrong; classification and tagging also check the labels a person listed), and the values of its own
+``JobSpec`` fields (the definition's ``spec_fields``). A bundled example may be data without a file: multiple
+choice's built-in "which sentence comes next?" is ``data=None`` with the example's ``fields`` (``corpus``,
+``num_choices``, ``max_documents``), checked by ``check_builtin``.
 """
 from __future__ import annotations
 
@@ -17,6 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.training.tasks.finetuning import CLASSIFICATION, QA
+from engine.training.tasks.multiple_choice import MULTIPLE_CHOICE
+from engine.training.tasks.registry import TaskDefinition
+from engine.training.tasks.token_classification import TOKEN_CLASSIFICATION
 from explorer.finetune.readers import (DataCheck, check_next_sentence, read_choices, read_classification, read_qa,
                                        read_tagged)
 
@@ -40,20 +46,34 @@ class BundledExample:
 class FinetuneTask:
     """One row of the task table."""
 
-    name: str                                       # TrainingConfig.task
+    definition: TaskDefinition                      # the engine's task (name, loss, metrics, ...)
     label: str                                      # shown in the task dropdown
     formats: str                                    # the data it accepts, in words (Markdown)
     extensions: tuple[str, ...]                     # file endings an upload may have
     examples: tuple[BundledExample, ...]            # the bundled examples; the first is the default
     defaults: dict[str, float]                      # steps, batch_size, learning_rate, seq_length, eval_fraction
-    eval_loss: str                                  # the eval record's loss key
-    metrics: tuple[tuple[str, str], ...]            # (metric key, legend name): train ``key``, held-out ``eval_key``
+    legends: dict[str, str]                         # metric key -> its name in the plot's legend
     read: Callable[[Path, tuple[str, ...]], DataCheck]   # checks a file (and the labels asked for, if any)
     spec_fields: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # extra JobSpec fields
     takes_labels: bool = False                      # the form's "labels" box applies
     labels_hint: str = ""                           # the labels box's placeholder
     check_builtin: Callable[[dict[str, Any]], DataCheck] | None = None   # checks an example without a file
     unit: str = "examples"                          # what one row of the "gets wrong" table is
+
+    @property
+    def name(self) -> str:
+        """The task's name (``TrainingConfig.task``)."""
+        return self.definition.name
+
+    @property
+    def eval_loss(self) -> str:
+        """The eval record's loss key."""
+        return self.definition.eval_loss
+
+    @property
+    def metrics(self) -> tuple[tuple[str, str], ...]:
+        """(metric key, legend name) of each metric plotted: train ``key``, held-out ``eval_key``."""
+        return tuple((key, self.legends.get(key, key)) for key in self.definition.metrics)
 
 
 def qa_fields(seq_length: int) -> dict[str, Any]:
@@ -65,17 +85,17 @@ def qa_fields(seq_length: int) -> dict[str, Any]:
 
 TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
     FinetuneTask(
-        name="classification", label="Sequence classification (a label per text)",
+        definition=CLASSIFICATION, label="Sequence classification (a label per text)",
         formats=("**CSV** with a header naming `text` and `label` (`text_pair` optional; other columns are "
                  "ignored), a **TSV** with the same header, or **JSONL** (one `{\"text\": ..., \"label\": ...}` "
                  "per line). Labels are names or numbers; at least two different ones. UTF-8."),
         extensions=(".csv", ".tsv", ".jsonl"),
         examples=(BundledExample("sentiment.csv", EXAMPLES_DIR / "sentiment.csv"),),
         defaults=dict(steps=30, batch_size=16, learning_rate=1e-4, seq_length=64, eval_fraction=0.2),
-        eval_loss="eval_classification_loss", metrics=(("accuracy", "accuracy"),),
+        legends={"accuracy": "accuracy"},
         read=read_classification, takes_labels=True, labels_hint="positive, negative"),
     FinetuneTask(
-        name="qa", label="Extractive question answering (SQuAD)",
+        definition=QA, label="Extractive question answering (SQuAD)",
         formats=("**SQuAD JSON** (v1.1, or v2.0 with `is_impossible`): `{\"data\": [{\"title\", \"paragraphs\": "
                  "[{\"context\", \"qas\": [{\"id\", \"question\", \"answers\": [{\"text\", \"answer_start\"}]}]}]}]}`; "
                  "`answer_start` is the answer's character offset in the context. UTF-8."),
@@ -85,11 +105,10 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                                  note="`tiny_squad_v2.json`: the same 6 paragraphs and 35 questions, and 18 "
                                       "questions they do not answer (SQuAD v2.0, written for this project).")),
         defaults=dict(steps=30, batch_size=8, learning_rate=5e-5, seq_length=128, eval_fraction=0.2),
-        eval_loss="eval_qa_loss",
-        metrics=(("f1", "answer F1"), ("exact_match", "answer exact match"), ("span_acc", "exact span")),
+        legends={"f1": "answer F1", "exact_match": "answer exact match", "span_acc": "exact span"},
         read=read_qa, spec_fields=qa_fields),
     FinetuneTask(
-        name="token_classification", label="Tag words (part of speech, entities)",
+        definition=TOKEN_CLASSIFICATION, label="Tag words (part of speech, entities)",
         formats=("**CoNLL-U** (`.conllu`: the word (FORM) and its universal part-of-speech tag (UPOS) are used) or "
                  "**one word and its tag per line**, `word<TAB>tag` (`.tsv`, `.txt`), a blank line between "
                  "sentences. Tags are used as written: part of speech (`NOUN`, `VERB`) or BIO entity tags (`B-PER`, "
@@ -104,12 +123,11 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                   "(https://creativecommons.org/licenses/by-sa/4.0/); only the word and tag columns are kept "
                   "(`assets/examples/README.md`).")),),
         defaults=dict(steps=40, batch_size=16, learning_rate=3e-4, seq_length=64, eval_fraction=0.2),
-        eval_loss="eval_token_classification_loss",
-        metrics=(("accuracy", "word accuracy"), ("entity_f1", "entity F1")),
+        legends={"accuracy": "word accuracy", "entity_f1": "entity F1"},
         read=read_tagged, takes_labels=True, labels_hint="NOUN, VERB, ADJ, … (or B-PER, I-PER, O)",
         unit="sentences"),
     FinetuneTask(
-        name="multiple_choice", label="Choose the right ending",
+        definition=MULTIPLE_CHOICE, label="Choose the right ending",
         formats=("**CSV** with a header naming `context`, `choice0` .. `choiceN-1` (2 to 5 choices, numbered from 0) "
                  "and `label`, the number of the right choice (0 to N-1); other columns are ignored. Each choice is "
                  "read after its context as `[CLS] context [SEP] choice [SEP]`. UTF-8. Or no file: the built-in "
@@ -124,7 +142,7 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                                        "scenes of Shakespeare's plays (public domain), the next sentence among "
                                        "3 sentences of other scenes; the held-out scenes are never trained on."))),
         defaults=dict(steps=40, batch_size=8, learning_rate=5e-5, seq_length=64, eval_fraction=0.2),
-        eval_loss="eval_multiple_choice_loss", metrics=(("accuracy", "accuracy"),),
+        legends={"accuracy": "accuracy"},
         read=read_choices, check_builtin=check_next_sentence),
 )}
 

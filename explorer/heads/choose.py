@@ -7,13 +7,13 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.choose import ChooseResult, choose
-from explorer import gpu
+from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, require_text, wire_run
+from explorer.ui_errors import require_text
 
 HEAD = "multiple_choice"
 API_NAME = "choose"
@@ -86,8 +86,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Scores as JSON", open=False):
         results = gr.JSON(label="multiple-choice output")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, context: str, choices: str) -> tuple[Any, ...]:
         """Pick the choice that best continues a context, with the multiple-choice head.
 
@@ -101,10 +99,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return predict(services, model_key, context, choices)
 
-    run.__name__ = API_NAME
-    outputs = [summary, bars, results]
-    kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, context, choices], outputs=outputs,
-                                  show_progress="minimal")
-    wire_run(API_NAME, button, context, examples, **kwargs)
+    wire_run(button, context, examples, run, [picker.dropdown, context, choices],
+             [summary, bars, results], api_name=API_NAME, show_progress="minimal")
     return {"status": status, "context": context, "choices": choices, "button": button, "summary": summary,
             "bars": bars, "results": results}

@@ -7,13 +7,13 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.classify import ClassifyResult, classify_details
-from explorer import gpu
+from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import check_length, friendly_errors, require_text, wire_run
+from explorer.ui_errors import check_length, require_text
 
 HEAD = "classifier"
 API_NAME = "classify"
@@ -76,8 +76,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Scores as JSON (the text-classification pipeline's format, top_k=None)", open=False):
         results = gr.JSON(label="text-classification output")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, text: str, text_pair: str = "") -> tuple[Any, ...]:
         """Classify a text (or a text pair) with the sequence-classification head.
 
@@ -91,10 +89,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return predict(services, model_key, text, text_pair)
 
-    run.__name__ = API_NAME
-    outputs = [summary, bars, results]
-    kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, text, text_pair], outputs=outputs,
-                                  show_progress="minimal")
-    wire_run(API_NAME, button, text, examples, **kwargs)
+    wire_run(button, text, examples, run, [picker.dropdown, text, text_pair],
+             [summary, bars, results], api_name=API_NAME, show_progress="minimal")
     return {"status": status, "text": text, "text_pair": text_pair, "button": button, "summary": summary,
             "bars": bars, "results": results}

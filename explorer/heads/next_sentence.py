@@ -7,13 +7,13 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.next_sentence import LABELS, NextSentenceResult, next_sentence
-from explorer import gpu
+from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, require_text, wire_run
+from explorer.ui_errors import require_text
 
 HEAD = "nsp"
 API_NAME = "next_sentence"
@@ -79,8 +79,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Scores as JSON (the text-classification pipeline's shape)", open=False):
         results = gr.JSON(label="next-sentence output")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, sentence_a: str, sentence_b: str) -> tuple[Any, ...]:
         """Does sentence B follow sentence A? The next-sentence (NSP) head's answer.
 
@@ -94,10 +92,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return predict(services, model_key, sentence_a, sentence_b)
 
-    run.__name__ = API_NAME
-    outputs = [summary, bars, attention, results]
-    kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, sentence_a, sentence_b], outputs=outputs,
-                                  show_progress="minimal")
-    wire_run(API_NAME, button, sentence_b, examples, **kwargs)
+    wire_run(button, sentence_b, examples, run, [picker.dropdown, sentence_a, sentence_b],
+             [summary, bars, attention, results], api_name=API_NAME, show_progress="minimal")
     return {"status": status, "sentence_a": sentence_a, "sentence_b": sentence_b, "button": button,
             "summary": summary, "bars": bars, "attention": attention, "results": results}

@@ -56,15 +56,15 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
     """(name, call) for each section's examples that ``loaded`` has the head for (the demo warm-up runs them)."""
     calls: list[tuple[str, Callable[[], object]]] = []
-    if "nsp" in loaded.heads:
+    if next_sentence.HEAD in loaded.heads:
         calls += [(f"next_sentence {i}", lambda a=a, b=b: run_next_sentence(loaded, a, b))
                   for i, (a, b) in enumerate(next_sentence.EXAMPLES)]
-    if "classifier" in loaded.heads:
+    if classify.HEAD in loaded.heads:
         calls += [(f"classify {i}", lambda t=t, p=p: classify_details(loaded, t, p or None))
                   for i, (t, p) in enumerate(classify.EXAMPLES)]
-    if "token_classifier" in loaded.heads:
+    if tag.HEAD in loaded.heads:
         calls += [(f"tag_words {i}", lambda t=t: tag_details(loaded, t)) for i, (t,) in enumerate(tag.EXAMPLES)]
-    if "multiple_choice" in loaded.heads:
+    if choose.HEAD in loaded.heads:
         calls += [(f"choose {i}", lambda c=c, o=o: run_choose(loaded, c, choose.parse_choices(o)))
                   for i, (c, o) in enumerate(choose.EXAMPLES)]
     return calls

@@ -7,13 +7,13 @@ import gradio as gr
 import pandas as pd
 
 from engine.probes.tag import TagResult, tag_details
-from explorer import gpu
+from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.heads.common import model_with_head
 from explorer.heads.tag_html import color_classes, tagged_html
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, require_text, wire_run
+from explorer.ui_errors import require_text
 
 HEAD = "token_classifier"
 API_NAME = "tag_words"
@@ -89,8 +89,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Entities as JSON (the token-classification pipeline's format)", open=False):
         results = gr.JSON(label="token-classification output")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, text: str) -> tuple[Any, ...]:
         """Tag every word of a text with the token-classification head.
 
@@ -104,9 +102,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return predict(services, model_key, text)
 
-    run.__name__ = API_NAME
-    outputs = [summary, tagged, table, results]
-    kwargs: dict[str, Any] = dict(fn=run, inputs=[picker.dropdown, text], outputs=outputs, show_progress="minimal")
-    wire_run(API_NAME, button, text, examples, **kwargs)
+    wire_run(button, text, examples, run, [picker.dropdown, text],
+             [summary, tagged, table, results], api_name=API_NAME, show_progress="minimal")
     return {"status": status, "text": text, "button": button, "summary": summary, "tagged": tagged, "table": table,
             "results": results}

@@ -2,21 +2,23 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine.checkpoints.hf_format import LoadedModel
 from engine.probes import inference
 from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QuestionTooLong
-from explorer import gpu
+from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.qa import plots as qa_plots
 from explorer.model_picker import ModelPicker
 from explorer.qa.examples import EXAMPLES
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors, require_text
+from explorer.ui_errors import require_text, whole_number
 
 MAX_TOP_K = 20
 MAX_ANSWER_LEN = 128
@@ -39,28 +41,16 @@ compete; spans with the same text add their scores (*found* counts them), as in 
 """
 
 
-def whole(value: Any, name: str, low: int, high: int | None = None) -> int:
-    """``value`` as an int in ``low..high``, else a ``gr.Error`` naming ``name``."""
-    try:
-        ok = value is not None and not isinstance(value, bool) and float(value) == int(value)
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok or int(value) < low or (high is not None and int(value) > high):
-        bound = f"from {low} to {high}" if high is not None else f"of at least {low}"
-        raise gr.Error(f"{name} must be a whole number {bound}; got {value!r}.", print_exception=False)
-    return int(value)
-
-
 def check_settings(top_k: Any, max_answer_len: Any, max_seq_len: Any, doc_stride: Any,
                    positions: int) -> tuple[int, int, int, int]:
     """Validate the four numbers as the pipeline does (and against the model's ``positions``)."""
-    k = whole(top_k, "Top-k", 1, MAX_TOP_K)
-    answer_len = whole(max_answer_len, "Max answer length", 1, MAX_ANSWER_LEN)
-    seq_len = whole(max_seq_len, "Max sequence length", 4)
+    k = whole_number(top_k, "Top-k", 1, MAX_TOP_K)
+    answer_len = whole_number(max_answer_len, "Max answer length", 1, MAX_ANSWER_LEN)
+    seq_len = whole_number(max_seq_len, "Max sequence length", 4)
     if seq_len > positions:
         raise gr.Error(f"Max sequence length {seq_len} is more than this model's {positions} positions; "
                        f"set it to {positions} or less.", print_exception=False)
-    stride = whole(doc_stride, "Doc stride", 0)
+    stride = whole_number(doc_stride, "Doc stride", 0)
     if stride >= seq_len:
         raise gr.Error(f"Doc stride ({stride}) must be smaller than max sequence length ({seq_len}): windows "
                        "share doc-stride tokens, so each needs room for new ones.", print_exception=False)
@@ -245,8 +235,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Answers as JSON (the transformers question-answering pipeline's format)", open=False):
         answers = gr.JSON(label="question-answering output")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, question: str, context: str, top_k: float, max_answer_len: float,
             max_seq_len: float, doc_stride: float, handle_impossible_answer: bool) -> tuple[Any, ...]:
         """Extract the answer to a question from a context with the model's QA head.
@@ -268,16 +256,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return answer_question(services, model_key, question, context, top_k, max_answer_len, max_seq_len,
                                doc_stride, handle_impossible_answer)
 
-    run.__name__ = "answer"
-    outputs = [highlights, answers, table, probs, windows, summary]
-    event_kwargs: dict[str, Any] = dict(
-        fn=run, inputs=[picker.dropdown, question, context, top_k, max_answer_len, max_seq_len, doc_stride,
-                        impossible], outputs=outputs, show_progress="minimal")
-    for event in (button.click(api_name="answer", **event_kwargs),
-                  question.submit(api_name="answer_submit", api_visibility="private", **event_kwargs),
-                  examples.load_input_event.then(api_name="answer_example_run", api_visibility="private",
-                                                 **event_kwargs)):
-        clear_on_failure(event, outputs)     # an old answer never stays under a new error
+    inputs = [picker.dropdown, question, context, top_k, max_answer_len, max_seq_len, doc_stride, impossible]
+    wire_run(button, question, examples, run, inputs, [highlights, answers, table, probs, windows, summary],
+             api_name="answer", show_progress="minimal")   # an old answer never stays under a new error
     picker.dropdown.change(lambda key, seq, stride: fit_lengths(services, key, seq, stride),
                            inputs=[picker.dropdown, max_seq_len, doc_stride], outputs=[max_seq_len, doc_stride],
                            api_visibility="private", show_progress="hidden")
@@ -285,3 +266,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             "max_seq_len": max_seq_len, "doc_stride": doc_stride, "impossible": impossible, "button": button,
             "highlights": highlights, "answers": answers, "table": table, "probs": probs, "windows": windows,
             "summary": summary}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """(name, call) for each example, when ``loaded`` has a QA head (the demo warm-up runs them)."""
+    if "qa" not in loaded.heads:
+        return []
+    return [(f"answer {i}", lambda q=question, c=context: inference.answer(loaded, q, c))
+            for i, (question, context) in enumerate(EXAMPLES)]

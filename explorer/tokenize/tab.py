@@ -1,19 +1,24 @@
 """Tokenize tab: type text (and optionally a second segment), see its WordPiece pieces."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.text.tokenizer import Explanation, WordPieceTokenizer
+from engine.checkpoints.hf_format import LoadedModel
+from engine.probes import inference
+from engine.text.token_explain import Explanation
+from engine.text.tokenizer import WordPieceTokenizer
 from explorer import plots
+from explorer.endpoints import wire_run
 from explorer.formatting import percent
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.tokenize.pieces import pieces_html
-from explorer.ui_errors import check_length, friendly_errors, require_text, wire_run
+from explorer.ui_errors import check_length, require_text
 
 TABLE_COLUMNS = ["index", "token", "id", "type id", "start", "end", "text", "special", "word id", "segment"]
 TABLE_DATATYPES = ["number", "str", "number", "number", "number", "number", "str", "bool", "str", "str"]
@@ -80,10 +85,7 @@ def tokenizer_for(services: Services, model_key: str | None) -> tuple[WordPieceT
     if not model_key:
         return services.tokenizer, min(512, services.max_length)
     loaded = services.model(model_key)
-    if loaded.tokenizer is None:
-        raise gr.Error(f"The model {loaded.source} has no tokenizer files (vocab.txt or tokenizer.json).",
-                       print_exception=False)
-    return loaded.tokenizer, min(loaded.config.max_position_embeddings, services.max_length)
+    return loaded.require_tokenizer(), min(loaded.config.max_position_embeddings, services.max_length)
 
 
 def tokenize(
@@ -135,7 +137,6 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
         max_height=420,
     )
 
-    @friendly_errors
     def run(model_key: str | None, text: str, text_pair: str, max_length: float) -> tuple[Any, ...]:
         """Tokenize a text (and optional pair) with the model's WordPiece tokenizer.
 
@@ -150,11 +151,14 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
         """
         return tokenize(services, model_key, text, text_pair, max_length)
 
-    run.__name__ = "tokenize"
-    outputs = [pieces, summary, table, strip]
     model = picker.dropdown if picker is not None else gr.State(None)
-    event_kwargs: dict[str, Any] = dict(fn=run, inputs=[model, text, pair, length], outputs=outputs,
-                                        show_progress="minimal")
-    wire_run("tokenize", button, text, examples, **event_kwargs)
+    wire_run(button, text, examples, run, [model, text, pair, length], [pieces, summary, table, strip],
+             api_name="tokenize", gpu=False, show_progress="minimal")    # loads a model, runs none
     return {"text": text, "pair": pair, "length": length, "button": button,
             "pieces": pieces, "summary": summary, "table": table, "strip": strip}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """(name, call) for each example on ``loaded``'s tokenizer (the demo warm-up runs them)."""
+    return [(f"tokenize {i}", lambda t=text, p=pair: inference.tokenize(loaded, t, p or None))
+            for i, (text, pair) in enumerate(EXAMPLES)]

@@ -1,12 +1,13 @@
 """Continuing a stopped run from the Training tab: the runs to choose from and the Continue action."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from engine.training.worker.errors import RunActiveError
 from explorer.gpu import training_device
 from explorer.services import Services
 from explorer.training.status import status_markdown
+from explorer.ui_errors import whole_number
 
 
 def run_choices(services: Services) -> list[tuple[str, str]]:
@@ -17,25 +18,20 @@ def run_choices(services: Services) -> list[tuple[str, str]]:
 
 def continue_run(services: Services, run: str | None, total_steps: Any) -> str:
     """Resume ``run`` (its name; empty: the newest run with steps left) to its own total or to
-    ``total_steps`` (0 or empty: keep the run's); the status as Markdown. ValueError says what is wrong."""
+    ``total_steps`` (0 or empty: keep the run's); the status as Markdown. ValueError (gr.Error for a bad total)
+    says what is wrong."""
     worker = services.get_worker()
     total = None
     if total_steps not in (None, "", 0, 0.0):
-        try:
-            number = float(total_steps)
-        except (TypeError, ValueError):
-            raise ValueError(f"New total steps must be a whole number, got {total_steps!r}") from None
-        if not math.isfinite(number) or number != int(number) or not 1 <= number <= 1_000_000:
-            raise ValueError(f"New total steps must be a whole number between 1 and 1,000,000, got {total_steps!r}")
-        total = int(number)
+        total = whole_number(total_steps, "New total steps", 1, 1_000_000)
     if not run:
         left = [s for s in worker.runs() if s.resumable]
         if not left:
             raise ValueError("There is no stopped run to continue; start a run first, or pick a finished one "
                              "and give a larger total.")
         run = left[0].name
-    if worker.status().active:
-        st = worker.status()
-        raise ValueError(f"A training run is already {st.state}; stop it before continuing {run}.")
-    worker.continue_run(str(run), total, device=training_device())
+    try:
+        worker.continue_run(str(run), total, device=training_device())
+    except RunActiveError as e:
+        raise ValueError(f"A training run is already {e.state}; stop it before continuing {run}.") from None
     return status_markdown(worker.status())

@@ -1,20 +1,22 @@
 """The Training tab's status line: the run's state in words, its progress, speed, ETA and why it ended."""
 from __future__ import annotations
 
+from engine.training.tasks.registry import is_finetuning
+from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.formatting import percent, sig
 from explorer.ui_errors import shown
 
 # What each state means to a user, shown under the state's name.
 STATE_HELP = {
-    "preparing": "reading the text, building the vocabulary and the model",
-    "running": "training in the background; the app keeps serving",
-    "paused": "waiting after its last step; press **Resume** to go on",
-    "stopping": "finishing the current step and saving a checkpoint",
-    "stopped": "stopped by **Stop** before its last step; its last checkpoint can be continued (**Continue a run**)",
-    "finished": "reached its total steps; the last checkpoint is in the model picker (and the Training tab's checkpoint table)",
-    "failed": "ended by an error (below); checkpoints written before it are intact",
-    "diverged": "the loss became NaN or infinite, so training stopped; checkpoints written before it are intact",
+    RunState.PREPARING: "reading the text, building the vocabulary and the model",
+    RunState.RUNNING: "training in the background; the app keeps serving",
+    RunState.PAUSED: "waiting after its last step; press **Resume** to go on",
+    RunState.STOPPING: "finishing the current step and saving a checkpoint",
+    RunState.STOPPED: "stopped by **Stop** before its last step; its last checkpoint can be continued (**Continue a run**)",
+    RunState.FINISHED: "reached its total steps; the last checkpoint is in the model picker (and the Training tab's checkpoint table)",
+    RunState.FAILED: "ended by an error (below); checkpoints written before it are intact",
+    RunState.DIVERGED: "the loss became NaN or infinite, so training stopped; checkpoints written before it are intact",
 }
 
 
@@ -32,16 +34,16 @@ def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False) -> str:
     """State, progress, smoothed speed, ETA (only while running), message and, for a failed or diverged
     run, the reason (never a traceback); a fine-tuning run says where its curves are, unless this is
     the Fine-tune tab."""
-    if st.state == "idle":
+    if st.state == RunState.IDLE:
         return "**idle** — no training run yet. Pick settings and press **Start**."
     lines = [f"**{st.state}** · step **{st.step} / {st.total_steps}**"
              + (f" · run `{st.run_dir.name}`" if st.run_dir is not None else "")]
     m = st.metrics or {}
     parts = []
-    if st.tokens_per_s is not None and st.state in ("running", "paused", "stopping"):
+    if st.tokens_per_s is not None and st.state.is_training:
         parts.append(f"{st.tokens_per_s:,.0f} tokens/s")
     parts.append(f"elapsed {duration(st.elapsed)}")
-    if st.state == "running" and st.eta_s is not None:
+    if st.state == RunState.RUNNING and st.eta_s is not None:
         parts.append(f"ETA {duration(st.eta_s)}")
     if m.get("mlm_loss") is not None:
         parts.append(f"MLM loss {sig(m['mlm_loss'])}")
@@ -50,11 +52,11 @@ def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False) -> str:
     lines.append(" · ".join(parts))
     help_text = STATE_HELP.get(st.state)
     lines.append(f"_{shown(st.message)}_" + (f" — {help_text}" if help_text else ""))
-    if st.error and st.state in ("failed", "diverged"):
+    if st.error and st.state.is_failure:
         lines.append(f"❌ {shown(st.error)}")
     if st.last_checkpoint is not None:
         lines.append(f"Last checkpoint: `{st.last_checkpoint.name}`")
-    if st.task != "pretraining" and not in_finetune_tab:      # the one worker also runs the Fine-tune tab's jobs
+    if is_finetuning(st.task) and not in_finetune_tab:      # the one worker also runs the Fine-tune tab's jobs
         lines.insert(1, f"This is a **{st.task}** fine-tuning run: its curves and the examples it gets wrong are "
                         "in the **Fine-tune** tab.")
     return "\n\n".join(lines)

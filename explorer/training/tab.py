@@ -1,15 +1,17 @@
 """Training tab: pretrain a small BERT in the background and watch it learn, live."""
 from __future__ import annotations
 
-import math
 import tempfile
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
+from engine.checkpoints.hf_format import LoadedModel
 from engine.training.jobs.export import export_zip
 from engine.training.jobs.spec import JobSpec
+from engine.training.worker.errors import RunActiveError
 from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update,
                                     live_view, version)
 from explorer.training.runs import continue_run, run_choices
@@ -17,9 +19,11 @@ from explorer.training.status import status_markdown
 from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
                                            vocabulary_fields)
 from explorer import log_to
+from explorer.endpoints import endpoint
 from explorer.gpu import training_device
+from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import clear_on_failure, friendly_errors
+from explorer.ui_errors import whole_number
 from explorer.training.controls import run_controls
 
 PRESETS = ["tiny", "mini", "small"]
@@ -42,22 +46,6 @@ below shows which, with the original token the model must recover.
 """
 
 
-def _int(value: Any, name: str, minimum: int, maximum: int | None = None) -> int:
-    """``value`` as a whole number in ``[minimum, maximum]``, else ValueError naming ``name``."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a whole number, got {value!r}") from None
-    if not math.isfinite(number) or number != int(number):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    number = int(number)
-    if number < minimum or (maximum is not None and number > maximum):
-        upper = f" and {maximum:,}" if maximum is not None else ""
-        raise ValueError(f"{name} must be {'between ' + str(minimum) + upper if upper else f'at least {minimum}'}"
-                         f"; got {number}")
-    return number
-
-
 def _float(value: Any, name: str) -> float:
     try:
         return float(value)
@@ -73,15 +61,15 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
     text is read and checked here (format, size, documents for NSP), before a run starts."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
-    documents = _int(max_documents, "Max documents", 1, 1_000_000)
-    words = vocabulary_fields(vocabulary, _int(vocab_size, "Vocab size", 50, 200_000))
+    documents = whole_number(max_documents, "Max documents", 1, 1_000_000)
+    words = vocabulary_fields(vocabulary, whole_number(vocab_size, "Vocab size", 50, 200_000))
     fields = text_fields(source, corpus, text, text_file)
-    total_steps = _int(steps, "Steps", 1, 1_000_000)
+    total_steps = whole_number(steps, "Steps", 1, 1_000_000)
     training = dict(
         learning_rate=_float(learning_rate, "Learning rate"),
         total_steps=total_steps,
-        batch_size=_int(batch_size, "Batch size", 1, 4096),
-        max_seq_length=_int(seq_length, "Sequence length", 8, min(512, services.max_length)),
+        batch_size=whole_number(batch_size, "Batch size", 1, 4096),
+        max_seq_length=whole_number(seq_length, "Sequence length", 8, min(512, services.max_length)),
         mlm_probability=_float(mask_rate, "Masking rate"),
         whole_word_masking=bool(whole_word),
         nsp=bool(nsp),
@@ -103,16 +91,15 @@ def start_run(services: Services, *controls: Any) -> str:
     spec = make_spec(services, *controls)
     try:
         worker.start(spec)
-    except ValueError as e:
-        if worker.status().active and "already" in str(e):
-            gr.Warning(str(e))
-            return f"⚠️ {e}\n\n" + status_markdown(worker.status())
-        raise
+    except RunActiveError as e:
+        gr.Warning(str(e))
+        return f"⚠️ {e}\n\n" + status_markdown(worker.status())
     return status_markdown(worker.status())
 
 
-def build(services: Services) -> dict[str, Any]:
-    """Create the Training tab's widgets inside the current ``gr.Tab`` and wire them."""
+def build(services: Services, picker: ModelPicker | None = None) -> dict[str, Any]:
+    """Create the Training tab's widgets inside the current ``gr.Tab`` and wire them (it trains a model of its
+    own, so it takes no ``picker``: the argument is the one signature of every tab)."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     with gr.Row():
         preset = gr.Dropdown(PRESETS, value="tiny", label="Model preset", info="tiny is quick on a CPU")
@@ -163,7 +150,6 @@ def build(services: Services) -> dict[str, Any]:
                 mask_rate, whole_word, nsp, given["source"], given["text"], given["text_file"], given["vocabulary"],
                 report_to]
 
-    @friendly_errors
     def train_start(preset: str = "tiny", corpus: str = "shakespeare", max_documents: float = 200,
                     vocab_size: float = 4000, seq_length: float = 64, batch_size: float = 16,
                     learning_rate: float = 5e-4, steps: float = 300, mask_rate: float = 0.15,
@@ -198,7 +184,6 @@ def build(services: Services) -> dict[str, Any]:
                          learning_rate, steps, mask_rate, whole_word, nsp, source, text, text_file, vocabulary,
                          report_to)
 
-    @friendly_errors
     def train_continue(run: str | None = None, total_steps: float = 0, token: str = "") -> str:
         """Continue a stopped run from its last checkpoint, taking exactly the steps it would have taken.
 
@@ -210,25 +195,21 @@ def build(services: Services) -> dict[str, Any]:
         access.require_admin(token, "continue training")
         return continue_run(services, run, total_steps)
 
-    @friendly_errors
     def train_pause(token: str = "") -> str:
         """Pause the active run after its current step."""
         access.require_admin(token, "pause training")
         return status_markdown(services.get_worker().pause())
 
-    @friendly_errors
     def train_resume(token: str = "") -> str:
         """Resume a paused run."""
         access.require_admin(token, "resume training")
         return status_markdown(services.get_worker().resume())
 
-    @friendly_errors
     def train_stop(token: str = "") -> str:
         """Stop the active run after its current step (it saves a final checkpoint)."""
         access.require_admin(token, "stop training")
         return status_markdown(services.get_worker().stop())
 
-    @friendly_errors
     def train_save(token: str = "") -> str:
         """Save a checkpoint of the active run now; the status as Markdown."""
         access.require_admin(token, "save checkpoints")
@@ -237,12 +218,10 @@ def build(services: Services) -> dict[str, Any]:
         note = f"Saved `{path.name}`." if path is not None else "The checkpoint is being written…"
         return note + "\n\n" + status_markdown(worker.status())
 
-    @friendly_errors
     def train_status() -> tuple[Any, ...]:
         """Status, curves (MLM loss, NSP loss, accuracy, lr), masked batch, its table and checkpoints."""
         return live_view(services)
 
-    @friendly_errors
     def live_tick(seen: dict | None) -> tuple[Any, ...]:
         outputs, now, active = live_update(services, seen)
         runs = (now["checkpoints"], now["status"][:2])
@@ -272,30 +251,29 @@ def build(services: Services) -> dict[str, Any]:
     # first and marked it seen, and every later tick would then skip the status, stuck on "stopping".
     wake = dict(fn=lambda: (gr.Timer(active=True), None), outputs=[timer, seen], api_visibility="private",
                 queue=False, show_progress="hidden")
-    started = start_btn.click(train_start, inputs=controls + admin, outputs=status, api_name="train_start")
-    started.then(**wake)
-    controlled = [pause_btn.click(train_pause, inputs=admin, outputs=status, api_name="train_pause"),
-                  resume_btn.click(train_resume, inputs=admin, outputs=status, api_name="train_resume"),
-                  stop_btn.click(train_stop, inputs=admin, outputs=status, api_name="train_stop"),
-                  save_btn.click(train_save, inputs=admin, outputs=status, api_name="train_save")]
-    for event in controlled:
+    # Every control writes the status (and clears it when it fails: the next tick redraws it); none runs a model.
+    clicks = [(start_btn, train_start, controls + admin, "train_start"), (pause_btn, train_pause, admin, "train_pause"),
+              (resume_btn, train_resume, admin, "train_resume"), (stop_btn, train_stop, admin, "train_stop"),
+              (save_btn, train_save, admin, "train_save"),
+              (continue_btn, train_continue, [run_choice, new_total] + admin, "train_continue")]
+    for button, handler, inputs, api_name in clicks:
+        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False)
         event.then(**wake)
-    live_outputs = [status, mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot, masked_table, checkpoints]
-    continued = continue_btn.click(train_continue, inputs=[run_choice, new_total] + admin, outputs=status,
-                                   api_name="train_continue")
-    continued.then(**wake)
-    for event in (started, continued, *controlled):     # a failed click leaves no stale status; the next tick redraws
-        clear_on_failure(event, [status])
         event.failure(lambda: None, outputs=seen, api_visibility="private", queue=False)  # redraw all next tick
-    timer.tick(live_tick, inputs=seen, outputs=live_outputs + [run_choice, seen, timer], show_progress="hidden",
-               api_name="train_tick", api_visibility="private", concurrency_limit=None)
-    idle_timer.tick(idle_check, inputs=last_version, outputs=[timer, last_version], show_progress="hidden",
-                    api_name="train_idle_check", api_visibility="private", concurrency_limit=None, queue=False)
-    refresh_btn.click(train_status, outputs=live_outputs, show_progress="hidden",
-                      api_name="train_status", concurrency_limit=None)
-    picked = checkpoints.select(friendly_errors(pick_checkpoint), outputs=download,
-                                api_name="train_pick_checkpoint", api_visibility="private")
-    clear_on_failure(picked, [download])
+    live_outputs = [status, mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot, masked_table, checkpoints]
+    poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
+    endpoint(timer.tick, live_tick, seen, live_outputs + [run_choice, seen, timer], api_name="train_tick",
+             api_visibility="private", **poll)
+    endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="train_idle_check",
+             api_visibility="private", queue=False, **poll)
+    endpoint(refresh_btn.click, train_status, None, live_outputs, api_name="train_status", **poll)
+    endpoint(checkpoints.select, pick_checkpoint, None, download, api_name="train_pick_checkpoint", gpu=False,
+             api_visibility="private")
     return {"status": status, "timer": timer, "idle_timer": idle_timer, "seen": seen, "controls": controls,
             "checkpoints": checkpoints,
             "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot], "download": download}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """Training runs in the background, on its own model: no examples to warm up."""
+    return []

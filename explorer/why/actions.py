@@ -11,11 +11,11 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, TASK_HEADS, TASKS, Attribution
+from engine.model.head_specs import HEADS
+from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, TARGET_HEADS, TASKS, Attribution
 from engine.probes.inference import attribute
 from explorer.formatting import percent, sig
-from explorer.heads.common import HOW_TO_GET, missing_head_message
-from explorer.model_registry import HEAD_TITLES
+from explorer.heads.common import missing_head_message
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text
 from explorer.why import plots
@@ -152,7 +152,7 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
                                                                        score, steps)
     with services.probing():
         loaded = services.model(model_key)
-        head = TASK_HEADS[task]
+        head = TARGET_HEADS[task]
         if head not in loaded.heads:
             raise gr.Error(_missing_head(loaded, head), print_exception=False)
         result = attribute(loaded, task, text, pair, target=target, which=which, method=method, n_steps=steps,
@@ -166,8 +166,8 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
 
 
 def _missing_head(loaded: Any, head: str) -> str:
-    if head in HOW_TO_GET:
+    if HEADS[head].how_to_get is not None:
         return missing_head_message(loaded, head)
-    has = ", ".join(HEAD_TITLES[h] for h in loaded.heads) or "none (encoder only)"
-    return (f"The picked model ({loaded.source}) has no {HEAD_TITLES[head]} head (its heads: {has}), so it cannot "
+    has = ", ".join(HEADS[h].title for h in loaded.heads) or "none (encoder only)"
+    return (f"The picked model ({loaded.source}) has no {HEADS[head].title} head (its heads: {has}), so it cannot "
             "make this prediction; pick another prediction, or a model with that head in the model picker above.")

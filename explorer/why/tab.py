@@ -1,15 +1,17 @@
 """Why tab: which input tokens pushed a prediction up or down, for every head the model has."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
 
+from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS
-from explorer import gpu
+from engine.probes.inference import attribute
+from explorer.endpoints import endpoint, wire_run
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import friendly_errors, wire_run
 from explorer.why.actions import (EXAMPLES, FORMS, METHOD_CHOICES, SCORE_CHOICES, TASK_CHOICES, explain_prediction,
                                   form_updates)
 
@@ -49,8 +51,6 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Numbers as JSON", open=False):
         numbers = gr.JSON(label="attribution")
 
-    @friendly_errors
-    @gpu.on_gpu
     def run(model_key: str, task: str, text: str, text_pair: str = "", target: str = "", which: float = 0,
             method: str = "integrated_gradients", score: str = "logit", steps: float = DEFAULT_STEPS,
             progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
@@ -78,13 +78,19 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return explain_prediction(services, model_key, task, text, text_pair, target, which, method, score, steps,
                                   report)
 
-    run.__name__ = API_NAME
-    outputs = [summary, tokens, bars, numbers]
-    wire_run(API_NAME, button, text, examples, fn=run,
-             inputs=[picker.dropdown, task, text, pair, target, which, method, score, steps], outputs=outputs,
-             show_progress="minimal")
-    task.change(form_updates, inputs=[task], outputs=[text, pair, target, which], api_name="attribute_form",
-                api_visibility="private", show_progress="hidden", queue=False)
+    wire_run(button, text, examples, run, [picker.dropdown, task, text, pair, target, which, method, score, steps],
+             [summary, tokens, bars, numbers], api_name=API_NAME, show_progress="minimal")
+    endpoint(task.change, form_updates, [task], [text, pair, target, which], api_name="attribute_form", gpu=False,
+             clear=False, api_visibility="private", show_progress="hidden", queue=False)
     return {"task": task, "text": text, "pair": pair, "target": target, "which": which, "method": method,
             "score": score, "steps": steps, "button": button, "summary": summary, "tokens": tokens, "bars": bars,
             "numbers": numbers}
+
+
+def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
+    """The default example's attribution, when ``loaded`` has a masked-LM head (the demo warm-up runs it; it
+    also imports captum, ~1.5 s off the first click)."""
+    if "mlm" not in loaded.heads:
+        return []
+    task, text = EXAMPLES[0][:2]
+    return [("attribute 0", lambda: attribute(loaded, task, text))]

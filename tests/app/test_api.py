@@ -12,12 +12,12 @@ from gradio_client import Client
 
 import torch
 
-from app_helpers import serve
+from support.app_helpers import serve
 from conftest import tiny_config
 from engine.checkpoints.hf_format import LoadedModel
 from engine.model.heads import BertWithHeads
-from probing_helpers import make_services
-from reference import randomize_
+from support.probing_helpers import make_services
+from support.reference import randomize_
 
 ROOT = Path(__file__).resolve().parents[2]
 # endpoint -> the inputs a caller must give; everything else has a default

@@ -24,7 +24,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 import explorer  # noqa: E402
 from explorer.tokenize import tab as tokenize_tab  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
-from app_helpers import serve  # noqa: E402
+from support.app_helpers import serve  # noqa: E402
 
 
 @pytest.fixture(scope="module")

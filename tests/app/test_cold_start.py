@@ -18,7 +18,7 @@ from engine.text.tokenizer import WordPieceTokenizer
 from explorer.attention import tab as attention_tab
 from explorer.embeddings import tab as embeddings_tab
 from explorer.services import default_services
-from probing_helpers import make_services
+from support.probing_helpers import make_services
 
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "cold_start.py"
 

@@ -1,12 +1,12 @@
 """After a failed call the outputs it would have replaced are cleared, not left under the error as if
 they answered the new input: every user-facing event has a failure follow-up that empties them
-(``explorer.ui_errors.clear_on_failure``); the real browser shows it in ``tests/e2e/test_walk.py``."""
+(``explorer.endpoints.clear_on_failure``); the real browser shows it in ``tests/e2e/test_walk.py``."""
 from __future__ import annotations
 
 import pytest
 
 import explorer
-from probing_helpers import make_services
+from support.probing_helpers import make_services
 
 # Public events that keep their outputs on failure, and why.
 KEEPS_OUTPUTS = {

@@ -16,7 +16,7 @@ from engine.data.pretraining import create_instances, tokenize_documents
 from engine.data.qa_features import build_qa_dataset, check_lengths, read_squad
 from engine.training.jobs.spec import JobSpec
 from engine.training.loop.config import TrainingConfig
-from hostile_helpers import Sandbox, assert_human, sandbox
+from support.hostile_helpers import Sandbox, assert_human, sandbox
 
 CONTEXT = "the cat sat on the mat. the dog ran in the house."
 

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 from gradio_client import Client, handle_file
 
-from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok,
+from support.hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok,
                              served_default_app)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -54,12 +54,12 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     (dict(example="tiny_squad.json"), "no bundled example 'tiny_squad.json' for classification"),
     (dict(data_source="ftp"), r"not in the list of choices: \['example', 'upload'\]"),
     (dict(data_source="upload"), "Upload a .csv or .tsv or .jsonl file first"),
-    (dict(steps=0), "Steps must be a whole number between 1"),
-    (dict(steps=10**9), "Steps must be a whole number between 1 and 100,000"),
+    (dict(steps=0), "Steps must be a whole number from 1"),
+    (dict(steps=10**9), "Steps must be a whole number from 1 to 100,000"),
     (dict(batch_size=2.5), "Batch size must be a whole number"),
     (dict(learning_rate=-1), r"Learning rate must be in \(0, 1\]"),
-    (dict(seq_length=4), "Sequence length must be a whole number between 16"),
-    (dict(seq_length=10**6), "Sequence length must be a whole number between 16 and 512"),
+    (dict(seq_length=4), "Sequence length must be a whole number from 16"),
+    (dict(seq_length=10**6), "Sequence length must be a whole number from 16 to 512"),
     (dict(eval_fraction=1), r"Held-out fraction must be in \[0, 0.9\]"),
     (dict(eval_fraction=-0.1), r"Held-out fraction must be in \[0, 0.9\]"),
     (dict(report_to="wandb"), r"not in the list of choices: \['none', 'tensorboard'\]"),

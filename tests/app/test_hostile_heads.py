@@ -10,9 +10,9 @@ from typing import Any, Iterator
 import pytest
 from gradio_client import Client
 
-from hostile_helpers import (BEYOND_POSITIONS, BLANK, CJK, CONTROL, CONTROL_ONLY, EMOJI, EMPTY, LITERAL_SPECIALS,
+from support.hostile_helpers import (BEYOND_POSITIONS, BLANK, CJK, CONTROL, CONTROL_ONLY, EMOJI, EMPTY, LITERAL_SPECIALS,
                              ONLY_SPECIALS, RTL, TOO_HUGE, ZERO_WIDTH, Sandbox, case_id, run_case, sandbox, serve_app)
-from heads_helpers import head_services
+from support.heads_helpers import head_services
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -14,9 +14,9 @@ from gradio_client import Client
 from engine.checkpoints.hf_format import LoadedModel
 from explorer.model_registry import ModelRegistry
 from explorer.services import Services
-from hostile_helpers import (BLANK, EMOJI, EMPTY, TOO_HUGE, Sandbox, call, expect_error, expect_ok, sandbox,
+from support.hostile_helpers import (BLANK, EMOJI, EMPTY, TOO_HUGE, Sandbox, call, expect_error, expect_ok, sandbox,
                              serve_app)
-from probing_helpers import tiny_model, write_run
+from support.probing_helpers import tiny_model, write_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -13,11 +13,11 @@ from typing import Any, Callable, Iterator
 import pytest
 from gradio_client import Client
 
-from hostile_helpers import (BEYOND_POSITIONS, BLANK, CJK, COMBINING, CONTROL, CONTROL_ONLY, EMOJI, EMPTY, HUGE,
+from support.hostile_helpers import (BEYOND_POSITIONS, BLANK, CJK, COMBINING, CONTROL, CONTROL_ONLY, EMOJI, EMPTY, HUGE,
                              LITERAL_SPECIALS, ONLY_SPECIALS, RTL, TOO_HUGE, ZERO_WIDTH, Sandbox,
                              call, call_raw, case_id, expect_error, expect_ok, inputs, run_case, sandbox,
                              serve_app)
-from probing_helpers import make_services, write_run
+from support.probing_helpers import make_services, write_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import pytest
 from gradio_client import Client
 
-from hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok,
+from support.hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok,
                              served_default_app)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -49,22 +49,22 @@ def status_text(client: Client) -> str:
 REFUSED: list[tuple[dict[str, Any], str]] = [
     (dict(learning_rate=-1), "learning_rate must be a positive"),
     (dict(learning_rate=0), "learning_rate must be a positive"),
-    (dict(batch_size=0), "Batch size must be between 1"),
-    (dict(batch_size=-5), "Batch size must be between 1"),
-    (dict(batch_size=10**6), "Batch size must be between 1 and 4,096"),
+    (dict(batch_size=0), "Batch size must be a whole number from 1"),
+    (dict(batch_size=-5), "Batch size must be a whole number from 1"),
+    (dict(batch_size=10**6), "Batch size must be a whole number from 1 to 4,096"),
     (dict(batch_size=2.5), "Batch size must be a whole number"),
-    (dict(seq_length=4), "Sequence length must be between 8"),
-    (dict(seq_length=513), "Sequence length must be between 8 and 512"),   # longer than max positions
-    (dict(seq_length=10**9), "Sequence length must be between"),
-    (dict(steps=0), "Steps must be between 1"),
-    (dict(steps=-1), "Steps must be between 1"),
-    (dict(steps=10**12), "Steps must be between 1 and 1,000,000"),
+    (dict(seq_length=4), "Sequence length must be a whole number from 8"),
+    (dict(seq_length=513), "Sequence length must be a whole number from 8 to 512"),   # longer than max positions
+    (dict(seq_length=10**9), "Sequence length must be a whole number from"),
+    (dict(steps=0), "Steps must be a whole number from 1"),
+    (dict(steps=-1), "Steps must be a whole number from 1"),
+    (dict(steps=10**12), "Steps must be a whole number from 1 to 1,000,000"),
     (dict(mask_rate=0), "mlm_probability must be a number in"),
     (dict(mask_rate=1.5), "mlm_probability must be a number in"),
     (dict(mask_rate=-0.1), "mlm_probability must be a number in"),
-    (dict(vocab_size=0), "Vocab size must be between 50"),
-    (dict(vocab_size=10**9), "Vocab size must be between 50 and 200,000"),
-    (dict(max_documents=0), "Max documents must be between 1"),
+    (dict(vocab_size=0), "Vocab size must be a whole number from 50"),
+    (dict(vocab_size=10**9), "Vocab size must be a whole number from 50 to 200,000"),
+    (dict(max_documents=0), "Max documents must be a whole number from 1"),
     (dict(preset="../../etc/passwd"), "preset|choices"),
     (dict(preset="huge"), "preset|choices"),
     (dict(corpus="/etc/passwd"), "corpus|choices"),

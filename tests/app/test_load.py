@@ -26,12 +26,12 @@ if str(ROOT) not in sys.path:
 import pytest  # noqa: E402
 from gradio_client import Client  # noqa: E402
 
-from app_helpers import serve  # noqa: E402
+from support.app_helpers import serve  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from engine.training.worker.training_worker import TrainingWorker  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from probing_helpers import make_services  # noqa: E402
+from support.probing_helpers import make_services  # noqa: E402
 
 SECONDS = float(os.environ.get("EXPLORER_LOAD_SECONDS", "20"))
 CLIENTS = int(os.environ.get("EXPLORER_LOAD_CLIENTS", "20"))

@@ -13,7 +13,7 @@ import pytest
 import torch
 from gradio_client import Client
 
-from app_helpers import serve
+from support.app_helpers import serve
 from conftest import VOCAB, WORDS, tiny_config
 from engine.checkpoints.hf_format import LoadedModel, save
 from engine.model.heads import BertWithHeads
@@ -22,8 +22,8 @@ from engine.training.jobs.spec import JobSpec
 from engine.training.worker.training_worker import TrainingWorker
 from explorer.model_registry import ModelRegistry
 from explorer.services import Services
-from probing_helpers import write_run
-from reference import randomize_
+from support.probing_helpers import write_run
+from support.reference import randomize_
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

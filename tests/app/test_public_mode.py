@@ -20,7 +20,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 import app  # noqa: E402
-from app_helpers import serve  # noqa: E402
+from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
@@ -145,7 +145,7 @@ def test_local_folders_need_the_token_hub_ids_do_not(public) -> None:
 
 def test_public_checkpoint_download_only_serves_listed_checkpoints(tmp_path: Path, tiny_tokenizer) -> None:
     from gradio import helpers
-    from probing_helpers import write_run
+    from support.probing_helpers import write_run
 
     services, _ = make_services(tmp_path, tiny_tokenizer, AccessPolicy(public=True, admin_token=TOKEN))
     listed = write_run(tmp_path / "runs", tiny_tokenizer, steps=(2,))[0]

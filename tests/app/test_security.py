@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from huggingface_hub.utils import filter_repo_objects  # noqa: E402
 
 import app  # noqa: E402
-from app_helpers import free_port  # noqa: E402
+from support.app_helpers import free_port  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.checkpoints import hub  # noqa: E402

@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from bench_helpers import load_bench_script
+from support.bench_helpers import load_bench_script
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attribution import attribute, make_target
-from probing_helpers import tiny_model
+from support.probing_helpers import tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

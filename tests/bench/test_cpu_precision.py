@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from bench_helpers import load_bench_script
+from support.bench_helpers import load_bench_script
 from engine.model.heads import BertWithHeads
 from tests.conftest import tiny_config
 

@@ -11,8 +11,9 @@ from bench import finetune_quality as quality
 from bench import finetune_throughput as throughput
 from conftest import tiny_config
 from engine.checkpoints.key_mapping import export_state
+from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
-from reference import hf_config
+from support.reference import hf_config
 
 
 def test_conllu_split_keeps_whole_documents_apart(tmp_path: Path) -> None:
@@ -38,7 +39,7 @@ def test_throughput_models_start_equal() -> None:
         torch.manual_seed(0)
         ours = BertWithHeads(config, heads=(head,)).eval()
         theirs = cls(hf_config(config, attn_implementation="sdpa")).eval()
-        theirs.load_state_dict(export_state(ours.state_dict(), [throughput.ARCHITECTURE[head]]), strict=True)
+        theirs.load_state_dict(export_state(ours.state_dict(), [HEADS[head].hf_class]), strict=True)
         batch = throughput.batch_for(config, head, 4, 16, choices, labels)
         names = {"token_classifier": "token_labels", "classifier": "class_labels", "multiple_choice": "choice_labels"}
         mine = getattr(ours(**{k: v for k, v in batch.items() if k != "labels"}, **{names[head]: batch["labels"]}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from bench_helpers import load_bench_script
+from support.bench_helpers import load_bench_script
 from engine import BertModel, preset
 
 

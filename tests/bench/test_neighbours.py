@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from bench_helpers import load_bench_script
+from support.bench_helpers import load_bench_script
 
 
 def test_the_timed_search_is_an_exact_cosine_top_k() -> None:

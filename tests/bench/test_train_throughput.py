@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from bench_helpers import load_bench_script
+from support.bench_helpers import load_bench_script
 from engine import preset
 
 

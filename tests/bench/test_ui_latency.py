@@ -4,10 +4,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from bench_helpers import load_bench_script
+from support.bench_helpers import load_bench_script
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.worker.training_worker import TrainingWorker
-from probing_helpers import make_services
+from support.probing_helpers import make_services
 
 ENDPOINTS = ["/tokenize", "/fill_mask", "/answer", "/attention", "/embeddings"]
 # preset, corpus, max documents, vocab, seq length, batch, lr, steps, mask rate, whole word, nsp

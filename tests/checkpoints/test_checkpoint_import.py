@@ -12,9 +12,9 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 import engine
-from engine.model.heads import HEADS
-from reference import hf_config, randomize_
-from checkpoint_helpers import HF_CLASSES, LABELLED_CLASSES, THREE_LABELS, compare, hf_checkpoint, write_state
+from engine.model.head_specs import HEADS
+from support.reference import hf_config, randomize_
+from support.checkpoint_helpers import HF_CLASSES, LABELLED_CLASSES, THREE_LABELS, compare, hf_checkpoint, write_state
 
 pytestmark = pytest.mark.usefixtures("no_internet")
 

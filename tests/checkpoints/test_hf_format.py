@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 
 import engine
 import engine.checkpoints.hf_format as checkpoints
-from checkpoint_helpers import (
+from support.checkpoint_helpers import (
     ALL_HEADS, HF_CLASSES, LABELLED_CLASSES, THREE_LABELS, assert_strict, compare, edit_config, hf_load, ours_model, read_output,
     siblings,
 )
@@ -250,6 +250,19 @@ def test_require_head(make_config, tmp_path):
     bare = engine.load(engine.save(ours_model(make_config(), ()), None, tmp_path / "bare"))
     with pytest.raises(ValueError, match="no masked-LM head .* no heads"):
         bare.require_head("mlm")
+
+
+def test_require_tokenizer_returns_it_or_says_what_cannot_be_done(make_config, tiny_tokenizer, tmp_path):
+    with_one = engine.load(engine.save(ours_model(make_config(), ("mlm",)), tiny_tokenizer, tmp_path / "m"))
+    assert with_one.require_tokenizer() is with_one.tokenizer
+    assert with_one.require_tokenizer().encode("hello world").tokens[0] == "[CLS]"
+    without = engine.load(engine.save(ours_model(make_config(), ("mlm",)), None, tmp_path / "bare"))
+    assert without.tokenizer is None
+    with pytest.raises(ValueError, match=r"^this model \(.*bare\) has no tokenizer files \(vocab\.txt or "
+                                         r"tokenizer\.json\), so it cannot read text$"):
+        without.require_tokenizer()
+    with pytest.raises(ValueError, match=r"has no tokenizer files .*, so it cannot answer questions$"):
+        without.require_tokenizer("so it cannot answer questions")
 
 
 def test_load_default_when_absent(monkeypatch, tmp_path):

@@ -25,7 +25,7 @@ import engine
 import engine.checkpoints.hf_format as checkpoints
 from engine.checkpoints import hub
 from engine.model.heads import BertWithHeads
-from reference import batch, hf_copy, max_diff, randomize_
+from support.reference import batch, hf_copy, max_diff, randomize_
 
 pytestmark = pytest.mark.usefixtures("no_internet")
 

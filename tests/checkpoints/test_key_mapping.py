@@ -6,7 +6,7 @@ import torch
 
 from engine.model.heads import BertWithHeads
 from engine.checkpoints.key_mapping import (
-    ARCHITECTURES, architectures_for, classifier_head, detect_heads, export_state, hf_key, normalise_keys,
+    architectures_for, classifier_head, detect_heads, export_state, hf_classes, hf_key, normalise_keys,
 )
 
 
@@ -143,7 +143,7 @@ def test_detect_heads(keys, heads, pooler):
 ])
 def test_architectures_for(heads, expected):
     assert architectures_for(heads) == expected
-    assert all(name in ARCHITECTURES for name in expected)
+    assert all(name in hf_classes() for name in expected)
 
 
 # --- export_state -------------------------------------------------------------------

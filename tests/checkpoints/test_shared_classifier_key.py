@@ -10,8 +10,8 @@ import torch
 import transformers
 
 import engine
-from checkpoint_helpers import assert_strict, compare, edit_config, hf_load, ours_model, siblings
-from reference import hf_config, randomize_
+from support.checkpoint_helpers import assert_strict, compare, edit_config, hf_load, ours_model, siblings
+from support.reference import hf_config, randomize_
 
 pytestmark = pytest.mark.usefixtures("no_internet")
 
@@ -67,7 +67,7 @@ def test_qa_with_multiple_choice_keeps_two_labels_for_qa(make_config, inputs, tm
 
 def test_multiple_choice_export_from_an_odd_config(tmp_path):
     """hidden 36 in 3 heads, intermediate 50; 2 questions of 4 padded choices each."""
-    from reference import batch
+    from support.reference import batch
 
     config = engine.BertConfig(vocab_size=150, hidden_size=36, num_attention_heads=3, intermediate_size=50,
                                num_hidden_layers=2, max_position_embeddings=20)

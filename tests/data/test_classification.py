@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.data.classification import build_classification_dataset, label_names, read_classification_file
+from engine.data.classification import build_classification_dataset, read_classification_file
+from engine.data.labels import label_names
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,9 +7,9 @@ import random
 import pytest
 import torch
 
+from engine.data.masking import IGNORE_INDEX, KIND_NONE
 from engine.data.pretraining import (
-    IGNORE_INDEX, KIND_NONE, Instance, PretrainingDataset, VocabSpec, collate, create_instances,
-    tokenize_documents,
+    Instance, PretrainingDataset, VocabSpec, collate, create_instances, tokenize_documents,
 )
 
 

@@ -9,7 +9,7 @@ import torch
 
 from engine.data.qa_features import QAExample, build_qa_dataset, check_lengths, encode_example, label_window, read_squad
 from tests.conftest import WORDS
-from tests.finetune_helpers import squad_json, write_squad
+from support.finetune_helpers import squad_json, write_squad
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

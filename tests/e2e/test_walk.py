@@ -12,10 +12,10 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 import app
-from app_helpers import serve
-from browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
+from support.app_helpers import serve
+from support.browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
 from explorer.services import default_services
-from probing_helpers import write_run
+from support.probing_helpers import write_run
 
 THEMES = ("light", "dark")
 SERVED: dict = {}                       # the served app's training worker, to explain a failure

@@ -7,7 +7,7 @@ from typing import Iterator
 import pytest
 from gradio_client import Client
 
-from app_helpers import serve
+from support.app_helpers import serve
 
 
 @pytest.fixture(scope="module")

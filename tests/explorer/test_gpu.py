@@ -23,7 +23,7 @@ import pytest
 
 import explorer
 from explorer import gpu
-from probing_helpers import make_services
+from support.probing_helpers import make_services
 
 # The endpoints a person or a script calls to run a model, and the private redraw of the Attention tab.
 PROBING = {"embeddings", "embeddings_over_training", "attention", "attention_refresh", "attention_export",

@@ -11,12 +11,12 @@ import gradio as gr
 import pytest
 from tqdm.auto import tqdm
 
-from app_helpers import serve
+from support.app_helpers import serve
 from engine.checkpoints import hub
 from explorer import model_picker
 from explorer.model_registry import ModelRegistry
 from explorer.services import Services
-from probing_helpers import RUN, write_run
+from support.probing_helpers import RUN, write_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

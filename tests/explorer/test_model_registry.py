@@ -9,8 +9,10 @@ import torch
 
 from engine.checkpoints.hf_format import LoadedModel, save
 from engine.model.heads import BertWithHeads
-from explorer.model_registry import ModelRegistry, checkpoint_key, describe, inference_device
-from probing_helpers import RUN, STEPS, tiny_model, write_run
+from explorer.model_description import describe
+from explorer.model_registry import ModelRegistry, checkpoint_key
+from explorer.model_settings import inference_device
+from support.probing_helpers import RUN, STEPS, tiny_model, write_run
 from tests.conftest import tiny_config
 
 
@@ -143,7 +145,7 @@ def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> No
 
 @pytest.mark.parametrize(("raw", "megabytes"), [("", 1500), ("250", 250), ("nonsense", 1500), ("-5", 0)])
 def test_the_hub_cap_comes_from_the_environment(raw: str, megabytes: float) -> None:
-    from explorer.model_registry import max_hub_bytes
+    from explorer.model_settings import max_hub_bytes
 
     assert max_hub_bytes({"EXPLORER_MAX_HUB_MB": raw}) == int(megabytes * 1_000_000)
     assert max_hub_bytes({}) == 1_500_000_000

@@ -39,7 +39,9 @@ def test_friendly_errors_never_leak_a_path() -> None:
 
 @pytest.mark.parametrize("value,message", [("x", "Layer must be a whole number, got 'x'"), (None, "whole number"),
                                            (float("inf"), "whole number"), (float("nan"), "whole number"),
-                                           (2.5, "Layer must be 0 to 6, got 2.5"), (7, "Layer must be 0 to 6, got 7")])
+                                           (2.5, "Layer must be a whole number from 0 to 6, got 2.5."),
+                                           (7, "Layer must be a whole number from 0 to 6, got 7."),
+                                           (True, "Layer must be a whole number, got True.")])
 def test_whole_number_says_what_the_box_must_hold(value, message) -> None:
     with pytest.raises(gr.Error, match=re.escape(message)):
         whole_number(value, "Layer", 0, 6)
@@ -47,3 +49,12 @@ def test_whole_number_says_what_the_box_must_hold(value, message) -> None:
 
 def test_whole_number_takes_what_forms_send() -> None:
     assert whole_number("4", "Layer", 0, 6) == whole_number(4.0, "Layer", 0, 6) == whole_number(4, "Layer", 0, 6) == 4
+    assert whole_number("1e3", "Steps", 1, 10_000) == whole_number(" 2.0 ", "Steps", 1, 10_000) * 500 == 1000
+
+
+def test_whole_number_without_an_upper_bound() -> None:
+    assert whole_number(10**12, "Doc stride", 0) == 10**12
+    with pytest.raises(gr.Error, match=re.escape("Doc stride must be a whole number of at least 0, got -1.")):
+        whole_number(-1, "Doc stride", 0)
+    with pytest.raises(gr.Error, match=re.escape("Steps must be a whole number from 1 to 1,000,000, got 1000001.")):
+        whole_number(1_000_001, "Steps", 1, 1_000_000)

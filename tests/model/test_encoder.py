@@ -13,7 +13,7 @@ import torch
 
 from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
-from reference import (
+from support.reference import (
     CONFIGS, PARITY, PATHS, assert_tied, batch, check, ours_with_heads,
 )
 

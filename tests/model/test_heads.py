@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from engine.model.heads import IGNORE_INDEX, BertWithHeads
 from engine.model.encoder import BertModel
-from reference import (
+from support.reference import (
     CONFIGS, PATHS, assert_tied, batch, check, mlm_labels, ours_with_heads,
 )
 

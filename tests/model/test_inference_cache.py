@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from engine.model.heads import BertWithHeads
-from reference import CONFIGS, PARITY, batch, check, hf_copy, ours_with_heads
+from support.reference import CONFIGS, PARITY, batch, check, hf_copy, ours_with_heads
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

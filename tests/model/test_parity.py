@@ -15,7 +15,7 @@ from engine.checkpoints.key_mapping import normalise_keys
 from engine.model.config import SUPPORTED_ACTIVATIONS, BertConfig
 from engine.model.heads import IGNORE_INDEX, BertWithHeads
 from engine.model.encoder import BertModel
-from reference import (
+from support.reference import (
     CONFIGS, PARITY, batch, check, compare_encoder, hf_config, hf_copy, mlm_labels, ours_with_heads,
     randomize_,
 )

@@ -9,9 +9,9 @@ import torch
 import transformers
 
 import engine
-from engine.model.heads import HEADS
-from reference import max_diff
-from checkpoint_helpers import PARITY
+from engine.model.head_specs import HEADS
+from support.reference import max_diff
+from support.checkpoint_helpers import PARITY
 
 pytestmark = pytest.mark.usefixtures("no_internet")
 
@@ -46,7 +46,7 @@ def _padded(tokenizer, items) -> dict[str, torch.Tensor]:
 
 def test_minilm_loads_as_encoder_with_pooler_and_tokenizer(minilm):
     path, ours, _ = minilm
-    assert ours.heads == () and ours.missing_heads == HEADS
+    assert ours.heads == () and ours.missing_heads == tuple(HEADS)
     assert ours.model.has_pooler and ours.ignored_keys == []
     assert ours.tokenizer is not None and ours.tokenizer.vocab_size == ours.config.vocab_size == 30522
     assert (ours.config.num_hidden_layers, ours.config.hidden_size, ours.config.num_attention_heads) == (6, 384, 12)

@@ -16,7 +16,7 @@ from engine.probes.ablation import check_head_mask, head_mask_from_heads, parse_
 from engine.probes.head_stats import STAT_NAMES, head_statistics
 from engine.model.heads import BertWithHeads
 from engine.probes.inference import ablate_heads, attention
-from reference import hf_copy, randomize_
+from support.reference import hf_copy, randomize_
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -14,9 +14,9 @@ from transformers import (BertForMaskedLM, BertForMultipleChoice, BertForNextSen
 
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attribution import DEFAULT_STEPS, attribute, make_target, private_view
-from heads_helpers import BIO, SENTIMENT, hf_tokenizer, loaded_with
-from probing_helpers import tiny_model
-from reference import PARITY, hf_copy
+from support.heads_helpers import BIO, SENTIMENT, hf_tokenizer, loaded_with
+from support.probing_helpers import tiny_model
+from support.reference import PARITY, hf_copy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

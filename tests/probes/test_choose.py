@@ -8,8 +8,8 @@ import torch
 from transformers import BertForMultipleChoice
 
 from engine.probes.choose import ChooseResult, choose
-from heads_helpers import hf_tokenizer, loaded_with
-from reference import PARITY, hf_copy
+from support.heads_helpers import hf_tokenizer, loaded_with
+from support.reference import PARITY, hf_copy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

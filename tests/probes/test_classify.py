@@ -8,8 +8,8 @@ import torch
 from transformers import BertForSequenceClassification, pipeline
 
 from engine.probes.classify import ClassifyResult, classify, classify_details
-from heads_helpers import SENTIMENT, hf_tokenizer, loaded_with
-from reference import PARITY, hf_copy
+from support.heads_helpers import SENTIMENT, hf_tokenizer, loaded_with
+from support.reference import PARITY, hf_copy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -15,8 +15,8 @@ from engine.model.heads import BertWithHeads
 from engine.probes.attention import attention
 from engine.probes.compare import compare_models, hidden_states, linear_cka
 from engine.text.tokenizer import WordPieceTokenizer
-from probing_helpers import tiny_model
-from reference import hf_copy
+from support.probing_helpers import tiny_model
+from support.reference import hf_copy
 from tests.conftest import VOCAB, tiny_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -13,7 +13,7 @@ from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult, embeddings, embeddings_over_checkpoints, pca_2d
 from engine.model.heads import BertWithHeads
-from reference import PARITY, hf_copy, randomize_
+from support.reference import PARITY, hf_copy, randomize_
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

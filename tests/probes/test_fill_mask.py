@@ -19,7 +19,7 @@ from engine.model.config import BertConfig
 from engine.probes.fill_mask import (FillMaskResult, checkpoint_step, fill_mask, fill_mask_details,
                               fill_mask_over_checkpoints)
 from engine.model.heads import BertWithHeads
-from reference import randomize_
+from support.reference import randomize_
 
 TOKENIZER = engine.WordPieceTokenizer.from_file(ASSETS / "tokenizer")
 SCORE_TOLERANCE = 1e-5

@@ -19,12 +19,12 @@ from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
 from engine.probes.fill_mask import fill_mask_details
 from engine.probes.joint_fill import JointFill, joint_fill
-from reference import randomize_
+from support.reference import randomize_
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TOKENIZER = engine.WordPieceTokenizer.from_file(ASSETS / "tokenizer")
-SCORE_TOLERANCE = 1e-5      # as the fill-mask parity (docs/ARCHITECTURE.md)
+SCORE_TOLERANCE = 1e-5      # as the fill-mask parity (docs/design/model-correctness.md)
 
 
 def config(**overrides) -> BertConfig:

@@ -10,8 +10,8 @@ import transformers
 
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.probes.neighbours import MAX_SENTENCES, build_index, nearest
-from probing_helpers import tiny_model
-from reference import hf_copy
+from support.probing_helpers import tiny_model
+from support.reference import hf_copy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CORPUS = ["the cat sat on the mat .", "a dog ran in the house and the cat ran too .", "it was red .",

@@ -14,8 +14,8 @@ from transformers import BertModel
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attention import attention
 from engine.probes.neuron_view import head_row, neuron_view
-from probing_helpers import tiny_model
-from reference import PARITY, PATHS, batch, hf_copy
+from support.probing_helpers import tiny_model
+from support.reference import PARITY, PATHS, batch, hf_copy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -40,7 +40,8 @@ def test_the_softmax_row_is_the_attention_tabs_row_and_the_scores_the_encoders(l
                 view = neuron_view(loaded, TEXT, PAIR, layer, head, query)
                 assert view.tokens == shown.tokens and not view.masked.any()
                 np.testing.assert_allclose(view.weights, shown.attentions[layer, head, query], atol=PATHS, rtol=0)
-                np.testing.assert_allclose(view.scores, scores[layer][0, head, query].numpy(), atol=PATHS, rtol=0)
+                # scores are unnormalised (|s| up to ~5): fp32 rounding of q·k grows with |s|, so relative too
+                np.testing.assert_allclose(view.scores, scores[layer][0, head, query].numpy(), atol=PATHS, rtol=PATHS)
 
 
 def test_the_numbers_add_up(loaded) -> None:

@@ -7,8 +7,8 @@ import torch
 from transformers import BertForNextSentencePrediction
 
 from engine.probes.next_sentence import LABELS, next_sentence
-from heads_helpers import hf_tokenizer, loaded_with
-from reference import PARITY, hf_copy
+from support.heads_helpers import hf_tokenizer, loaded_with
+from support.reference import PARITY, hf_copy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

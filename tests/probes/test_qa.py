@@ -1,7 +1,7 @@
-"""Extractive QA (docs/ARCHITECTURE.md, "Extractive QA rules"): `answer` equals the transformers 4.x
+"""Extractive QA (docs/design/qa.md): `answer` equals the transformers 4.x
 pipeline, rule by rule. Windows equal ``transformers``' fast tokenizer's overflow windows (the
 question is never cut; a question that leaves no room fails where the tokenizer fails, with a clear
-message); answers equal tests/qa_reference.py run on our model's logits with tokenizers' own word
+message); answers equal tests/support/qa_reference.py run on our model's logits with tokenizers' own word
 alignment: merged equal texts, ties, top-k limits, null answers, long contexts with many windows."""
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from engine.model.heads import BertWithHeads
 from engine.model.outputs import SpanOutput
 from engine.probes.qa import QAResult, QuestionTooLong, answer, answer_details, question_limit
 from engine.text.tokenizer import WordPieceTokenizer
-from qa_reference import reference_postprocess
+from support.qa_reference import reference_postprocess
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets" / "tokenizer"
 QUESTION = "Who was Jim Henson?"

@@ -1,5 +1,5 @@
-"""Span scoring in one QA window (docs/ARCHITECTURE.md, "Extractive QA rules" 2-4): `select_spans`
-equals the 4.x pipeline's ``select_starts_ends`` + ``decode_spans`` (tests/qa_reference.py) to the
+"""Span scoring in one QA window (docs/design/qa.md, rules 2-4): `select_spans`
+equals the 4.x pipeline's ``select_starts_ends`` + ``decode_spans`` (tests/support/qa_reference.py) to the
 bit, ties and top-k limits included, and its positive-score spans are those of a brute force."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from engine.probes.qa_spans import candidate_count, select_spans
-from qa_reference import brute_force, reference_select
+from support.qa_reference import brute_force, reference_select
 
 P_MASK = [0, 1, 1, 1, 0, 0, 0, 1]
 START = [0, 9, 0, 0, 1, 3, 2, 9]

@@ -1,4 +1,4 @@
-"""The SQuAD metrics (docs/ARCHITECTURE.md, "Extractive QA rules"): v1.1's official normalisation,
+"""The SQuAD metrics (docs/design/qa.md): v1.1's official normalisation,
 exact match and token F1 (max over gold answers), means x 100 over a dataset in any of the accepted
 shapes; v2.0's empty-answer rules, scores at a no-answer threshold and its threshold search, step for
 step as ``evaluate-v2.0.py`` (ties included)."""

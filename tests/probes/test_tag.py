@@ -9,8 +9,8 @@ import torch
 from transformers import BertForTokenClassification, pipeline
 
 from engine.probes.tag import TagSpan, group_words, split_tag, tag_details, tag_words
-from heads_helpers import BIO, UPOS, hf_tokenizer, loaded_with
-from reference import PARITY, hf_copy
+from support.heads_helpers import BIO, UPOS, hf_tokenizer, loaded_with
+from support.reference import PARITY, hf_copy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.text.tokenizer import SPECIAL_TOKENS, Encoding, WordPieceTokenizer
+from engine.text.encoding import Encoding
+from engine.text.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from engine.text.token_explain import MAX_DROPPED_ROWS
 
 transformers = pytest.importorskip("transformers")

@@ -12,7 +12,8 @@ import torch
 from engine.model.heads import BertWithHeads
 from engine.training.loop.callbacks import TrainerCallback
 from engine.training.loop.config import TrainingConfig
-from engine.training.loop.trainer import Trainer, build_datasets
+from engine.training.loop.trainer import Trainer
+from engine.training.tasks import build_datasets
 from tests.conftest import WORDS
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -13,7 +13,7 @@ from engine.training.tasks.eval_examples import NO_ANSWER, WRONG_MARK, eval_exam
 from engine.training.jobs.spec import JobSpec
 from engine.training.jobs.setup import prepare_job
 from engine.training.worker.training_worker import TrainingWorker
-from tests.finetune_helpers import (choice_csv, classification_rows, save_tiny_model, tagged_text, write_csv,
+from support.finetune_helpers import (choice_csv, classification_rows, save_tiny_model, tagged_text, write_csv,
                                     write_squad)
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -9,7 +9,7 @@ import torch
 import yaml
 from transformers import AutoTokenizer
 
-from checkpoint_helpers import assert_strict, compare, hf_load
+from support.checkpoint_helpers import assert_strict, compare, hf_load
 from engine.checkpoints.hf_format import load_directory
 from engine.training.jobs.export import EXPORTED_FILES, export_zip
 from engine.training.jobs.spec import JobSpec

@@ -2,7 +2,7 @@
 a full disk or read-only data folder — the app says so clearly, keeps serving, and every
 checkpoint on disk stays loadable.
 
-The kill test drives ``tests/fault_child.py``: one process imports torch once and forks a
+The kill test drives ``tests/support/fault_child.py``: one process imports torch once and forks a
 trainer per kill, which writes a checkpoint after every step; each is killed at a named
 moment of a checkpoint write (held there by a hook) or at a random moment after its
 staging folder appears. After each kill the disk is checked and the next trainer resumes.
@@ -31,7 +31,7 @@ from tests.conftest import VOCAB, WORDS, tiny_config
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-CHILD = Path(__file__).resolve().parents[1] / "fault_child.py"
+CHILD = Path(__file__).resolve().parents[1] / "support" / "fault_child.py"
 STEP_DIR = re.compile(r"^step-\d{6}$")
 WAIT_S = 120.0            # only a hang guard: each line normally arrives within a second
 # (phase, checkpoints to complete first): 12 named moments of a write + 8 random ones = 20 kills.
@@ -211,7 +211,7 @@ def services(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="module")
 def client(services):
     import app
-    from tests.app_helpers import serve
+    from support.app_helpers import serve
 
     with serve(app.create_app(services)) as running:
         yield running

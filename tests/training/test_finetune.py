@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from cli_helpers import torchrun
+from support.cli_helpers import torchrun
 from engine.checkpoints.hf_format import load_directory
 from engine.finetune import main
 from engine.training.jobs.spec import JobSpec
@@ -18,7 +18,7 @@ from engine.training.loop.trainer import Trainer
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.state import read_metrics
 from engine.training.jobs.run_folder import list_checkpoints
-from tests.finetune_helpers import classification_rows, save_tiny_model, word_tokenizer, write_csv, write_squad
+from support.finetune_helpers import classification_rows, save_tiny_model, word_tokenizer, write_csv, write_squad
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTIMENT = ROOT / "assets" / "examples" / "sentiment.csv"

@@ -1,4 +1,4 @@
-"""engine.training.jobs.spec / job_setup: one spec for every training job, its checks, its record, and resume.
+"""engine.training.jobs.spec / jobs.setup: one spec for every training job, its checks, its record, and resume.
 
 The command lines, the app's worker and the benches build trainers only through ``prepare_job``;
 these tests use it the way they do: a new pretraining job, a new fine-tuning job, a resumed job
@@ -86,7 +86,7 @@ def test_resume_may_change_only_the_resumable_settings(tmp_path, tokenizer_dir):
 
 
 def test_a_new_finetuning_job_starts_from_a_model_with_the_task_head(tmp_path, tiny_tokenizer):
-    from tests.finetune_helpers import classification_rows, save_tiny_model, write_csv
+    from support.finetune_helpers import classification_rows, save_tiny_model, write_csv
 
     model = save_tiny_model(tmp_path / "model", tiny_tokenizer)
     data = write_csv(tmp_path / "rows.csv", classification_rows(16))

@@ -11,7 +11,7 @@ import pytest
 import torch
 import transformers
 
-from cli_helpers import torchrun
+from support.cli_helpers import torchrun
 from engine.checkpoints.hf_format import load_directory
 from engine.data.multiple_choice import build_choice_dataset, read_choice_file
 from engine.finetune import main
@@ -22,8 +22,8 @@ from engine.training.jobs.setup import prepare_job
 from engine.training.jobs.run_folder import list_checkpoints
 from engine.training.loop.state import read_metrics
 from engine.training.loop.trainer import Trainer
-from reference import hf_copy
-from tests.finetune_helpers import FILLER, NAMES, save_tiny_model
+from support.reference import hf_copy
+from support.finetune_helpers import FILLER, NAMES, save_tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

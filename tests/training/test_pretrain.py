@@ -8,7 +8,7 @@ import pytest
 import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from cli_helpers import run_cli, torchrun
+from support.cli_helpers import run_cli, torchrun
 from engine.checkpoints.hf_format import load
 from engine.pretrain import main
 from engine.training.loop.state import read_metrics

@@ -17,7 +17,7 @@ from engine.training.tasks.qa_with_mlm import JointBatch, JointDataset
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.state import read_metrics
 from engine.training.jobs.run_folder import list_checkpoints
-from tests.finetune_helpers import save_tiny_model, write_squad
+from support.finetune_helpers import save_tiny_model, write_squad
 
 ARGS = ["--task", "qa_mlm", "--seq-len", "64", "--doc-stride", "16", "--max-question-len", "16",
         "--mlm-seq-len", "32", "--batch-size", "4", "--lr", "3e-3", "--warmup", "0", "--threads", "1",

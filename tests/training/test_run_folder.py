@@ -7,7 +7,8 @@ import os
 import pytest
 
 from engine.training.jobs.run_folder import (
-    RunFolder, check_resume_changes, checkpoint_name, is_complete, list_checkpoints, resolve_checkpoint,
+    RunFolder, check_resume_changes, checkpoint_name, checkpoints_newest_first, is_complete, list_checkpoints,
+    resolve_checkpoint,
 )
 
 
@@ -58,6 +59,34 @@ def test_resolve_and_locate_take_a_run_or_one_of_its_checkpoints(tmp_path):
     empty.checkpoints_dir.mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="has no complete checkpoint"):
         resolve_checkpoint(empty.root)
+
+
+def written_at(run: RunFolder, step: int, created: float | None) -> None:
+    """A complete checkpoint at ``step`` that says when it was written (``created``), or, like checkpoints
+    from before ``created`` existed, does not (its folder's mtime is then 2 500 s past the epoch)."""
+    fake_checkpoint(run, step)
+    folder = run.checkpoint_dir(step)
+    if created is None:
+        os.utime(folder, (2500.0, 2500.0))
+    else:
+        (folder / "explorer_state.json").write_text(json.dumps({"epoch": 0, "created": created}))
+
+
+def test_checkpoints_of_every_run_newest_first_by_when_written_then_step(tmp_path):
+    root = tmp_path / "runs"
+    a, b, elsewhere = RunFolder(root / "run-a"), RunFolder(root / "run-b"), RunFolder(tmp_path / "own-dir")
+    written_at(a, 3, 1000.0)
+    written_at(a, 12, 3000.0)
+    written_at(b, 5, 2000.0)
+    written_at(b, 7, None)                                      # no ``created``: its folder's mtime, 2500
+    written_at(b, 9, 2000.0)                                    # same time as b/5: the higher step first
+    written_at(elsewhere, 1, 4000.0)                            # a run outside the root: only when named
+    listed = [(c.run.name, c.step, c.written) for c in checkpoints_newest_first(root)]
+    assert listed == [("run-a", 12, 3000.0), ("run-b", 7, 2500.0), ("run-b", 9, 2000.0), ("run-b", 5, 2000.0),
+                      ("run-a", 3, 1000.0)]
+    also = checkpoints_newest_first(root, also=[elsewhere.root, a.root])    # a run named twice is listed once
+    assert [(c.run.name, c.step) for c in also][:2] == [("own-dir", 1), ("run-a", 12)] and len(also) == 6
+    assert checkpoints_newest_first(tmp_path / "missing") == []
 
 
 def test_prune_keeps_the_newest(tmp_path):

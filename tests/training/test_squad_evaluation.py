@@ -18,7 +18,7 @@ from engine.training.loop.config import TrainingConfig
 from engine.training.jobs.spec import JobSpec
 from engine.training.jobs.setup import prepare_job
 from engine.training.tasks.squad_evaluation import answer_held_out, cut_question, squad_scores
-from tests.finetune_helpers import save_tiny_model, write_squad
+from support.finetune_helpers import save_tiny_model, write_squad
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SEQ, STRIDE, QUESTION = 64, 16, 16

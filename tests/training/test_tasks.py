@@ -14,7 +14,7 @@ from engine.training.tasks import PretrainingTask, freeze_encoder, freeze_unused
 from engine.training.tasks.finetuning import ClassificationTask, QATask
 from engine.training.loop.trainer import Trainer
 from engine.training.loop.config import TrainingConfig
-from tests.finetune_helpers import write_squad
+from support.finetune_helpers import write_squad
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -97,7 +97,7 @@ def test_qa_metrics_from_known_logits():
 
 
 def test_data_and_heads_must_fit_the_task(qa_data, make_config, tiny_tokenizer, tmp_path):
-    from engine.training.loop.trainer import build_datasets
+    from engine.training.tasks import build_datasets
     model = BertWithHeads(make_config(), heads=("mlm", "nsp"))
     with pytest.raises(ValueError, match="needs a model with a question-answering"):
         Trainer(model, None, qa_data(), None, qa_config(), tmp_path)

@@ -27,10 +27,10 @@ from engine.training.jobs.run_folder import list_checkpoints
 from engine.training.loop.state import read_metrics
 from engine.training.tasks import task_for
 from engine.training.tasks.token_classification import TokenClassificationTask, is_bio
-from cli_helpers import torchrun
+from support.cli_helpers import torchrun
 from engine.training.loop.trainer import Trainer
-from reference import hf_copy
-from tests.finetune_helpers import FILLER, classification_rows, save_tiny_model, write_csv
+from support.reference import hf_copy
+from support.finetune_helpers import FILLER, classification_rows, save_tiny_model, write_csv
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TAGS = {"cat": "ANI", "dog": "ANI", "bird": "ANI", "car": "OBJ", "tree": "OBJ", "house": "OBJ"}

@@ -13,7 +13,8 @@ from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
 from engine.training.loop.optim import lr_factor
 from engine.data.pretraining import Batch, collate
-from engine.training.loop.trainer import Trainer, TrainingDiverged, build_datasets
+from engine.training.loop.trainer import Trainer, TrainingDiverged
+from engine.training.tasks import build_datasets
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.state import STATE_FILE, read_metrics, read_training_state
 from engine.training.jobs.run_folder import is_complete, list_checkpoints, resolve_checkpoint

@@ -14,7 +14,8 @@ from engine.data.masking import IGNORE_INDEX, KIND_KEPT, KIND_MASK, KIND_NONE, K
 from engine.training.loop.trainer import Trainer
 from engine.training.jobs.run_folder import is_complete
 from engine.training.jobs.spec import JobSpec
-from engine.training.worker.training_worker import ACTIVE_STATES, TrainingWorker
+from engine.training.worker.errors import NoRunError, RunActiveError
+from engine.training.worker.training_worker import TrainingWorker
 from tests.conftest import WORDS
 
 MODEL = dict(hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
@@ -75,7 +76,7 @@ def wait_state(worker: TrainingWorker, *states: str, timeout: float = TIMEOUT):
 def wait_step(worker: TrainingWorker, step: int):
     def reached():
         status = worker.status()
-        assert status.state in ACTIVE_STATES, f"the run ended before step {step}: {status}"
+        assert status.state.is_active, f"the run ended before step {step}: {status}"
         return status.step >= step
     return wait_for(reached, what=f"step {step}")
 
@@ -95,7 +96,7 @@ def test_run_lifecycle_metrics_checkpoints_and_batch(worker):
     states = [worker.status().state]
     records, index = [], 0
     deadline = time.monotonic() + TIMEOUT
-    while worker.status().state in ACTIVE_STATES and time.monotonic() < deadline:
+    while worker.status().state.is_active and time.monotonic() < deadline:
         state = worker.status().state
         if state != states[-1]:
             states.append(state)
@@ -182,8 +183,9 @@ def test_pause_resume_save_now_and_stop(worker, tokenizer_dir):
     assert kinds.count("checkpoint") == 3
     # controls on an ended run are harmless no-ops
     assert worker.pause().state == worker.resume().state == worker.stop().state == "stopped"
-    with pytest.raises(ValueError, match="no run is training"):
+    with pytest.raises(NoRunError, match="no run is training") as refused:
         worker.save_checkpoint_now(timeout_s=1)
+    assert refused.value.state == "stopped" and isinstance(refused.value, ValueError)
 
 
 def test_pause_while_preparing_holds_before_the_first_step(worker, tokenizer_dir):
@@ -200,8 +202,12 @@ def test_pause_while_preparing_holds_before_the_first_step(worker, tokenizer_dir
 
 def test_start_while_active_refuses_and_concurrent_clicks_are_safe(worker, tokenizer_dir):
     worker.start(spec(tokenizer_dir))
-    with pytest.raises(ValueError, match="already"):
+    first = worker.status()
+    with pytest.raises(RunActiveError) as refused:
         worker.start(spec(tokenizer_dir))
+    assert str(refused.value) == (f"a training run is already {refused.value.state} ({first.run_dir.name}); "
+                                  "stop it before starting another")
+    assert refused.value.state.is_active and refused.value.run_name == first.run_dir.name
     worker.stop(wait_s=TIMEOUT)
     assert worker.status().state == "stopped"
 
@@ -217,8 +223,8 @@ def test_start_while_active_refuses_and_concurrent_clicks_are_safe(worker, token
                 if action == "start":
                     try:
                         starts.append(worker.start(spec(tokenizer_dir)))
-                    except ValueError as exc:
-                        assert "already" in str(exc)
+                    except RunActiveError:
+                        pass
                 else:
                     getattr(worker, action)()
                 worker.metrics_since(0)

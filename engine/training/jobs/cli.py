@@ -22,6 +22,7 @@ from engine.training.jobs.setup import PreparedJob, default_run_dir, prepare_job
 from engine.training.loop.report_to import REPORT_TO
 from engine.training.jobs.run_folder import check_resume_changes, checkpoint_name
 from engine.training.loop.trainer import Trainer, TrainingDiverged
+from engine.training.tasks.registry import task_definition
 
 EXIT_INTERRUPTED = 130
 # JobSpec / TrainingConfig field -> its flag (messages name the flag the user typed)
@@ -175,15 +176,6 @@ def fmt(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-# what the progress bar shows per task: (metric, format)
-SHOWN = {"pretraining": (("mlm_loss", ".4f"), ("nsp_loss", ".4f")),
-         "qa": (("qa_loss", ".4f"), ("start_acc", ".3f"), ("end_acc", ".3f")),
-         "qa_mlm": (("mlm_loss", ".4f"), ("qa_loss", ".4f"), ("start_acc", ".3f")),
-         "classification": (("classification_loss", ".4f"), ("accuracy", ".3f")),
-         "token_classification": (("token_classification_loss", ".4f"), ("accuracy", ".3f")),
-         "multiple_choice": (("multiple_choice_loss", ".4f"), ("accuracy", ".3f"))}
-
-
 def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: JobSpec,
              started: Callable[[PreparedJob], str], command: str) -> int:
     """Join torchrun's process group, prepare the job (``prepare_job``; its ValueError, FileNotFoundError
@@ -223,7 +215,7 @@ def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process
     from tqdm import tqdm
 
     config = trainer.config
-    shown = SHOWN.get(config.task, ())
+    shown = task_definition(config.task).shown          # (metric, format) of the task's progress bar
     bar = tqdm(total=config.total_steps, initial=trainer.global_step, unit="step", dynamic_ncols=True,
                disable=not main_process or args.no_progress, file=sys.stderr, desc=config.task)
     interrupt = Interrupt()

@@ -11,23 +11,16 @@ import torch
 
 from engine.checkpoints.hf_format import LoadedModel, load
 from engine.model.config import preset
-from engine.model.heads import CLASSIFIER_HEADS, HEADS, POOLED_HEADS, BertWithHeads
+from engine.model.head_specs import HEADS
+from engine.model.heads import BertWithHeads
 from engine.text.corpus import Document, train_tokenizer
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.config import TrainingConfig
 from engine.training.jobs.spec import JobSpec
 from engine.training.jobs.run_folder import RunFolder, resolve_checkpoint
+from engine.training.tasks.registry import task_definition
 
-# task -> the heads it needs: the first is the one it trains (added fresh or replaced); the others are
-# added when the model lacks them
-TASK_HEADS = {"pretraining": ("mlm", "nsp"), "qa": ("qa",), "qa_mlm": ("qa", "mlm", "nsp"),
-              "classification": ("classifier",), "token_classification": ("token_classifier",),
-              "multiple_choice": ("multiple_choice",)}
-LABELLED_HEADS = ("classifier", "token_classifier")        # heads sized by id2label
-# our state-dict prefix of each head that a task may add fresh
-HEAD_PREFIXES = {"qa": "qa_outputs.", "classifier": "classifier.", "token_classifier": "token_classifier.",
-                 "multiple_choice": "multiple_choice."}
 Log = Callable[[str], None]
 
 
@@ -70,9 +63,7 @@ def pretraining_tokenizer(spec: JobSpec, train_docs: list[Document], loaded: Loa
     if spec.tokenizer is not None:
         return WordPieceTokenizer.from_file(spec.tokenizer)
     if loaded is not None:
-        if loaded.tokenizer is None:
-            raise ValueError(f"{spec.init_from} has no tokenizer; give one with tokenizer")
-        return loaded.tokenizer
+        return loaded.require_tokenizer("so give one with tokenizer")
     progress(f"training a WordPiece vocabulary of {spec.vocab_size:,} tokens on {len(train_docs):,} documents")
     return shared_tokenizer(lambda: train_tokenizer(
         train_docs, spec.vocab_size, spec.min_frequency, spec.lowercase,
@@ -108,24 +99,26 @@ def finetuning_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | 
     its classifier has other labels than ``id2label``. A classifier head of another kind (classifier,
     token_classifier, multiple_choice) is dropped, as one model carries only one. The pooler stays
     when a remaining head reads it (NSP, classification, multiple choice)."""
-    head, needed = TASK_HEADS[task][0], TASK_HEADS[task]
-    dropped = [h for h in loaded.heads if h in CLASSIFIER_HEADS and h != head and head in CLASSIFIER_HEADS]
+    needed = task_definition(task).heads       # the first is the one it trains (added fresh or replaced)
+    head = needed[0]
+    # a head transformers stores under the same keys as the task's (classifier.*) cannot stay beside it
+    dropped = [h for h in loaded.heads if h != head and HEADS[h].hf_prefix == HEADS[head].hf_prefix]
     heads = tuple(h for h in HEADS if (h in loaded.heads and h not in dropped) or h in needed)
     config = loaded.config
     fresh = head not in loaded.heads
-    if head in LABELLED_HEADS and id2label is not None and config.id2label != id2label:
+    if HEADS[head].labelled and id2label is not None and config.id2label != id2label:
         if not fresh:
             log(f"replacing the {head} head of {loaded.source} (labels {list(config.id2label.values())}) "
                 f"with a new one for {list(id2label.values())}")
         fresh, config = True, config.replace(id2label=dict(id2label))
-    elif head == "multiple_choice" and fresh and any(h in LABELLED_HEADS for h in dropped):
+    elif not HEADS[head].labelled and fresh and any(HEADS[h].labelled for h in dropped):   # e.g. multiple choice
         config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})   # transformers' default: no labels
     if dropped:
         log(f"dropping the {', '.join(dropped)} head of {loaded.source}: a model carries one classifier head, "
             f"and this job trains a {head} head")
     torch.manual_seed(seed)
-    model = BertWithHeads(config, heads=heads, add_pooling_layer=any(h in heads for h in POOLED_HEADS))
-    _copy_weights(loaded, model, HEAD_PREFIXES[head] if fresh else None)
+    model = BertWithHeads(config, heads=heads, add_pooling_layer=any(HEADS[h].pooled for h in heads))
+    _copy_weights(loaded, model, HEADS[head].prefix if fresh else None)
     if fresh:
         log(f"added a freshly initialised {head} head to {loaded.source} (heads: {', '.join(heads)})")
     return model

@@ -28,7 +28,7 @@ import re
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from engine.checkpoints.hf_format import recover_interrupted_writes
 from engine.training.loop.state import STATE_FILE, read_checkpoint_info
@@ -83,6 +83,16 @@ class CheckpointInfo:
     def run(self) -> "RunFolder":
         """The run folder this checkpoint belongs to."""
         return RunFolder.of_checkpoint(self.path)
+
+    @property
+    def written(self) -> float:
+        """When it was written: ``created``, else (older checkpoints have none) its folder's mtime, else 0."""
+        if self.created:
+            return self.created
+        try:
+            return self.path.stat().st_mtime
+        except OSError:
+            return 0.0
 
 
 def is_complete(directory: str | Path) -> bool:
@@ -256,6 +266,14 @@ class RunFolder:
                 if isinstance(record, dict):
                     return record
         return {}
+
+
+def checkpoints_newest_first(runs_root: str | Path, also: Iterable[str | Path] = ()) -> list[CheckpointInfo]:
+    """The complete checkpoints of every run under ``runs_root`` and of the run folders ``also`` (which may lie
+    elsewhere), newest first: by when each was written (``CheckpointInfo.written``), then step, then path."""
+    runs = set(RunFolder.runs_under(runs_root)) | {RunFolder(path) for path in also}
+    found = [info for run in runs for info in run.checkpoints()]
+    return sorted(found, key=lambda c: (c.written, c.step, str(c.path)), reverse=True)
 
 
 def list_checkpoints(run_dir: str | Path) -> list[CheckpointInfo]:

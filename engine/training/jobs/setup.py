@@ -16,19 +16,19 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Sequence
 
 from engine.model.config import BertConfig
+from engine.model.head_specs import HEADS
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
 from engine.training.jobs.spec import JobSpec, resume_spec
-from engine.training.jobs.data import (check_one_batch, check_text, finetuning_data, job_documents,
-                                      pretraining_data, split_documents)
+from engine.training.jobs.data import check_one_batch, check_text, job_documents, split_documents
 from engine.training.jobs.models import (
-    LABELLED_HEADS, TASK_HEADS, finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer,
+    finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer,
 )
 from engine.training.loop.report_to import report_callbacks
 from engine.training.jobs.run_folder import RESUMABLE_FIELDS, RunFolder
 from engine.training.loop.state import read_metrics
-from engine.training.tasks import TrainData
+from engine.training.tasks import TrainData, build_datasets
 from engine.training.loop.trainer import Trainer
 
 Progress = Callable[[str], Any]     # answers False to cancel; anything else goes on
@@ -75,7 +75,7 @@ def prepare_job(spec: JobSpec, progress: Progress | None = None, callbacks: Sequ
         if spec.resume_from is not None:
             return _resume(spec, step, hooks)
         spec.validate()
-        if spec.task == "pretraining":
+        if not spec.definition.finetuning:
             return _new_pretraining(spec, step, hooks)
         return _new_finetuning(spec, step, hooks)
     except Cancelled:
@@ -94,7 +94,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
         loaded = load_start_model(spec)
     tokenizer = pretraining_tokenizer(spec, train_docs, loaded, step)
     step(f"building pretraining instances from {len(train_docs):,} documents")
-    train_data, eval_data = pretraining_data(spec, config, tokenizer, train_docs, eval_docs)
+    train_data, eval_data = build_datasets(train_docs, eval_docs, tokenizer, config, spec.short_seq_prob)
     check_one_batch(train_data, config)
     step("building the model")
     model = pretraining_model(spec, config, tokenizer, loaded)
@@ -108,13 +108,13 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     config = spec.training_config()
     step(f"loading {spec.model_source}")
     loaded = load_start_model(spec)
-    if loaded.tokenizer is None:
-        raise ValueError(f"{spec.model_source} has no tokenizer (vocab.txt or tokenizer.json)")
+    loaded.require_tokenizer("so it cannot be fine-tuned")
     config.check_model(loaded.config)
     step(f"reading {spec.data or 'the corpus'}")
-    head = TASK_HEADS[config.task][0]
-    known = loaded.config.id2label if head in LABELLED_HEADS and head in loaded.heads else None
-    train_data, eval_data, id2label = finetuning_data(spec, config, loaded.tokenizer, None, step, known)
+    definition = spec.definition
+    head = definition.heads[0]
+    known = loaded.config.id2label if HEADS[head].labelled and head in loaded.heads else None
+    train_data, eval_data, id2label = definition.data(spec, config, loaded.tokenizer, None, step, known)
     step("building the model")
     model = finetuning_model(loaded, config.task, id2label, config.seed, step)
     run_dir = spec.run_dir or default_run_dir()
@@ -133,15 +133,16 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -
     step(f"resuming from {checkpoint.name}")
     tokenizer = WordPieceTokenizer.from_file(checkpoint)
     step("rebuilding the training data")
-    if config.task == "pretraining":
+    definition = job.definition
+    if not definition.finetuning:
         documents = job_documents(job)
         # the same split as the original run (its seed)
         train_docs, eval_docs = split_documents(documents, job.held_out_fraction, config.seed, config.nsp)
-        train_data, eval_data = pretraining_data(job, config, tokenizer, train_docs, eval_docs)
+        train_data, eval_data = build_datasets(train_docs, eval_docs, tokenizer, config, job.short_seq_prob)
     else:
-        labelled = TASK_HEADS[config.task][0] in LABELLED_HEADS
+        labelled = HEADS[definition.heads[0]].labelled
         id2label = BertConfig.load(checkpoint).id2label if labelled else None
-        train_data, eval_data, _ = finetuning_data(job, config, tokenizer, id2label, step)
+        train_data, eval_data, _ = definition.data(job, config, tokenizer, id2label, step)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
     trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir,
                              **_reporting(hooks, job, job.run_dir), **changes)

@@ -12,16 +12,18 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
+from engine.checks import is_int
 from engine.text.corpus import BUILTIN_CORPORA, Document
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.report_to import check_report_to
 from engine.training.jobs.run_folder import RunFolder, check_resume_changes
 from engine.training.loop.state import read_checkpoint_info, read_training_state
 
-FINETUNING_TASKS = ("qa", "qa_mlm", "classification", "token_classification", "multiple_choice")
-QA_TASKS = ("qa", "qa_mlm")
+if TYPE_CHECKING:   # only for the annotation: importing the registry at the top would import the task modules,
+    from engine.training.tasks.registry import TaskDefinition   # which import this one
+
 # Fields that are not part of what defines the run (where it goes; uploaded documents are counted, not kept;
 # given text is kept as a file in the run folder, which run.json names).
 _NOT_RECORDED = ("training", "documents", "corpus_text", "run_dir", "resume_from")
@@ -104,19 +106,26 @@ class JobSpec:
         return self.training_config().task
 
     @property
+    def definition(self) -> TaskDefinition:
+        """The registered ``TaskDefinition`` of ``task`` (``engine.training.tasks.registry``)."""
+        # here, not at the top: the task modules import this one (importing the registry registers them)
+        from engine.training.tasks.registry import task_definition
+        return task_definition(self.task)
+
+    @property
     def held_out_fraction(self) -> float:
         """``eval_fraction``, or its default: 0.05 of the documents (pretraining), 0.1 of the examples
         (fine-tuning without ``eval_data``), nothing when ``eval_data`` is given."""
         if self.eval_fraction is not None:
             return self.eval_fraction
-        if self.task == "pretraining":
+        if not self.definition.finetuning:
             return 0.05
         return 0.0 if self.eval_data is not None else 0.1
 
     @property
     def model_source(self) -> str | None:
         """Where the model starts: ``init_from``, and ``default`` for fine-tuning when none is given."""
-        return self.init_from if self.init_from is not None or self.task == "pretraining" else "default"
+        return self.init_from if self.init_from is not None or not self.definition.finetuning else "default"
 
     def replace(self, **changes: Any) -> "JobSpec":
         return dataclasses.replace(self, **changes)
@@ -139,11 +148,11 @@ class JobSpec:
         task = config.task
         for name in ("max_documents", "max_examples", "mlm_batch_size"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            if value is not None and (not is_int(value) or value < 1):
                 raise ValueError(f"{n(name)} must be >= 1, got {value}")
         if self.eval_fraction is not None and not 0.0 <= self.eval_fraction < 1.0:
             raise ValueError(f"{n('eval_fraction')} must be in [0, 1), got {self.eval_fraction}")
-        if task == "pretraining":
+        if not self.definition.finetuning:
             self._validate_pretraining(config, n)
         else:
             self._validate_finetuning(config, n)
@@ -187,24 +196,25 @@ class JobSpec:
         from engine.data.data_files import check_size
         from engine.data.qa_features import check_lengths
 
-        task = config.task
-        if self.data is None and task != "multiple_choice":
+        from engine.training.tasks.registry import tasks_with_field
+
+        task, own = config.task, self.definition.spec_fields
+        if self.data is None and "corpus" not in own:
             raise ValueError(f"{n('data')} is required")
-        if self.data is None:       # multiple choice: next-sentence choices built from a corpus
+        if self.data is None:       # e.g. multiple choice: next-sentence choices built from a corpus
             if self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(self.corpus).is_file():
                 raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} (built in: "
                                  f"{', '.join(BUILTIN_CORPORA)}); or give {n('data')}, a multiple-choice CSV")
-            if isinstance(self.num_choices, bool) or not isinstance(self.num_choices, int) \
-                    or not 2 <= self.num_choices <= 5:
+            if not is_int(self.num_choices) or not 2 <= self.num_choices <= 5:
                 raise ValueError(f"{n('num_choices')} must be 2 to 5, got {self.num_choices!r}")
-        if self.max_file_bytes is not None and (isinstance(self.max_file_bytes, bool)
-                                                or not isinstance(self.max_file_bytes, int) or self.max_file_bytes < 1):
+        if self.max_file_bytes is not None and (not is_int(self.max_file_bytes) or self.max_file_bytes < 1):
             raise ValueError(f"{n('max_file_bytes')} must be a positive number of bytes, got {self.max_file_bytes!r}")
-        if task == "qa_mlm" and self.mlm_corpus is None:
-            raise ValueError(f"{n('task')} qa_mlm needs {n('mlm_corpus')} (the text its masked-LM term trains on)")
-        if task != "qa_mlm" and any(getattr(self, f) is not None for f in ("mlm_corpus", "mlm_seq_len", "mlm_batch_size")):
+        if "mlm_corpus" in own and self.mlm_corpus is None:
+            raise ValueError(f"{n('task')} {task} needs {n('mlm_corpus')} (the text its masked-LM term trains on)")
+        if "mlm_corpus" not in own and any(getattr(self, f) is not None
+                                           for f in ("mlm_corpus", "mlm_seq_len", "mlm_batch_size")):
             raise ValueError(f"{n('mlm_corpus')}, {n('mlm_seq_len')} and {n('mlm_batch_size')} are for "
-                             f"{n('task')} qa_mlm")
+                             f"{n('task')} {' or '.join(tasks_with_field('mlm_corpus'))}")
         if self.eval_data is not None and self.data is None:
             raise ValueError(f"{n('eval_data')} needs {n('data')} in the same format")
         if self.eval_data is not None and self.eval_fraction:
@@ -217,7 +227,7 @@ class JobSpec:
                 check_size(path, self.max_file_bytes)
         if self.mlm_seq_len is not None and self.mlm_seq_len < 8:
             raise ValueError(f"{n('mlm_seq_len')} must be >= 8, got {self.mlm_seq_len}")
-        if task in QA_TASKS:
+        if "doc_stride" in own:                    # QA windows
             try:
                 check_lengths(config.max_seq_length, self.doc_stride, self.max_question_len)
             except ValueError as exc:

@@ -1,5 +1,7 @@
-"""The features of the labelled fine-tuning tasks: sequence classification, token classification and
-multiple choice (a CSV, or next-sentence choices built from a corpus). QA's are in ``job_data``.
+"""The features of the fine-tuning tasks: extractive QA (SQuAD files), sequence classification, token
+classification and multiple choice (a CSV, or next-sentence choices built from a corpus). Each builder is a
+``TaskDefinition.data`` (``engine.training.tasks.registry``): ``(spec, config, tokenizer, id2label, log, known)
+-> (training, held-out, id2label)``; ``id2label`` is None for the tasks without labels.
 
 Labels: a new head's ``id2label`` comes from the labels of both files (``label_names``: numeric or
 alphabetical order). When the start model already has the task's head and its labels include every
@@ -16,11 +18,13 @@ from engine.data.features import FeatureDataset, split_held_out
 from engine.data.labels import as_label_names, label_names
 from engine.data.multiple_choice import ChoiceDataset, build_choice_dataset, read_choice_file
 from engine.data.next_sentence_choice import next_sentence_examples
+from engine.data.qa_features import build_qa_dataset, read_squad
 from engine.data.tagged_text import TaggedSentence, read_tagged_file
 from engine.data.token_features import build_token_dataset
 from engine.text.corpus import Document
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
+from engine.training.jobs.data import job_documents
 from engine.training.jobs.spec import JobSpec
 
 Log = Callable[[str], object]
@@ -54,7 +58,8 @@ def _id2label(labels: Sequence[str], fixed: dict[int, str] | None, known: dict[i
 
 
 def classification_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
-                        id2label: dict[int, str] | None = None, known: dict[int, str] | None = None) -> LabelledData:
+                        id2label: dict[int, str] | None = None, log: Log = lambda message: None,
+                        known: dict[int, str] | None = None) -> LabelledData:
     """Sequence-classification features of ``spec.data`` (+ ``eval_data``): labels as names or ids."""
     def read(path: str) -> list[ClassificationExample]:
         examples = read_classification_file(path, spec.max_file_bytes)
@@ -74,8 +79,8 @@ def classification_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPi
 
 
 def token_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
-               id2label: dict[int, str] | None = None, known: dict[int, str] | None = None,
-               log: Log = lambda message: None) -> LabelledData:
+               id2label: dict[int, str] | None = None, log: Log = lambda message: None,
+               known: dict[int, str] | None = None) -> LabelledData:
     """Token-classification features of CoNLL-U or ``word<TAB>tag`` files (first piece of a word labelled)."""
     def read(path: str) -> list[TaggedSentence]:
         sentences = read_tagged_file(path, spec.max_file_bytes)
@@ -95,6 +100,13 @@ def token_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokeni
     eval_data = build_token_dataset(held_out, tokenizer, label2id, config.max_seq_length, config.batch_size,
                                     config.seed, shuffle=False, log=log) if held_out else None
     return train_data, eval_data, id2label
+
+
+def choice_features(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
+                    id2label: dict[int, str] | None = None, log: Log = lambda message: None,
+                    known: dict[int, str] | None = None) -> tuple[ChoiceDataset, ChoiceDataset | None, None]:
+    """Multiple-choice features (``choice_data``) of ``spec.data``, or of the job's corpus without it."""
+    return (*choice_data(spec, config, tokenizer, job_documents(spec) if spec.data is None else None, log), None)
 
 
 def choice_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
@@ -120,3 +132,34 @@ def choice_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceToken
     eval_data = build_choice_dataset(held_out, tokenizer, config.max_seq_length, config.batch_size, config.seed,
                                      shuffle=False) if held_out else None
     return train_data, eval_data
+
+
+def qa_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
+            id2label: dict[int, str] | None = None, log: Log = lambda message: None,
+            known: dict[int, str] | None = None) -> tuple[FeatureDataset, FeatureDataset | None, None]:
+    """QA windows of SQuAD files (questions about one context stay on one side of the split)."""
+    limit = spec.max_examples
+
+    def read(path: str) -> list:
+        squad = read_squad(path, spec.max_file_bytes)
+        log(f"{path}: {squad.summary()}")
+        if not squad.examples:
+            raise ValueError(f"{path} has no usable questions ({squad.summary()})")
+        return squad.examples[:limit]
+
+    examples = read(spec.data)
+    if spec.eval_data is not None:
+        train, held_out = examples, read(spec.eval_data)
+    else:
+        train, held_out = split_held_out(examples, spec.held_out_fraction, config.seed, lambda e: e.context)
+    if not train:
+        raise ValueError(f"{spec.data}: nothing left to train on after holding out {len(held_out)} examples")
+
+    def progress(done: int, total: int) -> None:
+        if total > 10_000 and (done % 10_000 == 0 or done == total):
+            log(f"building QA features: {done}/{total} questions")
+
+    def features(items: list, shuffle: bool) -> FeatureDataset:
+        return build_qa_dataset(items, tokenizer, config.max_seq_length, config.batch_size, spec.doc_stride,
+                                spec.max_question_len, config.seed, shuffle, progress)
+    return features(train, True), features(held_out, False) if held_out else None, None

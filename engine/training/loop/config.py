@@ -8,12 +8,11 @@ from typing import Any
 
 import torch
 
+from engine.checks import is_finite_number, is_int
 from engine.model.config import BertConfig
 from engine.training.loop.optim import SCHEDULES
 
 PRECISIONS = ("auto", "fp32", "bf16")
-# engine.training.tasks: what the Trainer trains
-TASKS = ("pretraining", "qa", "qa_mlm", "classification", "token_classification", "multiple_choice")
 
 
 def auto_device() -> str:
@@ -57,9 +56,8 @@ class TrainingConfig:
     seed: int = 0
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"
     precision: str = "auto"                  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16"
-    task: str = "pretraining"                # "pretraining" (MLM + NSP), "qa" (span head), "classification",
-                                             # "qa_mlm" (QA with the MLM + NSP terms kept alive),
-                                             # "token_classification", "multiple_choice"
+    task: str = "pretraining"                # a name in engine.training.tasks.registry.TASKS (pretraining:
+                                             # MLM + NSP; qa, qa_mlm, classification, ...: fine-tuning)
     freeze_encoder: bool = False
 
     def __post_init__(self) -> None:
@@ -75,7 +73,7 @@ class TrainingConfig:
         _number_in(self, "warmup_ratio", 0.0, 1.0, high_open=True)
         _number_in(self, "mlm_probability", 0.0, 1.0, low_open=True, high_open=True)
         if (not isinstance(self.adam_betas, tuple) or len(self.adam_betas) != 2
-                or not all(_is_number(b) and 0.0 <= b < 1.0 for b in self.adam_betas)):
+                or not all(is_finite_number(b) and 0.0 <= b < 1.0 for b in self.adam_betas)):
             raise ValueError(f"adam_betas must be two numbers in [0, 1), got {self.adam_betas!r}")
         if self.max_grad_norm is not None:
             _positive_number(self, "max_grad_norm")
@@ -94,8 +92,10 @@ class TrainingConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
-        if self.task not in TASKS:
-            raise ValueError(f"unknown task {self.task!r}; choose one of {', '.join(TASKS)}")
+        # here, not at the top: every task module imports this one (importing the registry runs
+        # engine.training.tasks' __init__, which registers the built-in tasks)
+        from engine.training.tasks.registry import task_definition
+        task_definition(self.task)              # ValueError "unknown task ...; choose one of ..."
         for name in ("whole_word_masking", "nsp", "freeze_encoder"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -154,21 +154,17 @@ class TrainingConfig:
         return dataclasses.replace(self, **changes)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _positive_number(config: TrainingConfig, name: str) -> None:
     value = getattr(config, name)
-    if not _is_number(value) or value <= 0:
+    if not is_finite_number(value) or value <= 0:
         raise ValueError(f"{name} must be a positive finite number, got {value!r}")
 
 
 def _number_in(config: TrainingConfig, name: str, low: float, high: float, low_open: bool = False,
                high_open: bool = False) -> None:
     value = getattr(config, name)
-    ok = _is_number(value) and (value > low if low_open else value >= low) and (value < high if high_open
-                                                                               else value <= high)
+    ok = (is_finite_number(value) and (value > low if low_open else value >= low)
+          and (value < high if high_open else value <= high))
     if not ok:
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
@@ -176,5 +172,5 @@ def _number_in(config: TrainingConfig, name: str, low: float, high: float, low_o
 
 def _integer(config: TrainingConfig, name: str, minimum: int) -> None:
     value = getattr(config, name)
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")

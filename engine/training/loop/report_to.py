@@ -17,10 +17,10 @@ these event files (``trackio.import_tf_events``).
 from __future__ import annotations
 
 import importlib.util
-import math
 from pathlib import Path
 from typing import Any
 
+from engine.checks import is_finite_number
 from engine.training.loop.callbacks import TrainerCallback
 
 REPORT_TO = ("none", "tensorboard")
@@ -43,9 +43,7 @@ def scalars(kind: str, record: dict[str, Any]) -> dict[str, float]:
         return {}
     found = {}
     for name, value in record.items():
-        if name in NOT_LOGGED or isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        if math.isfinite(value):
+        if name not in NOT_LOGGED and is_finite_number(value):
             found[f"{kind}/{name.removeprefix('eval_') if kind == 'eval' else name}"] = float(value)
     return found
 

@@ -40,7 +40,6 @@ from engine.training.loop.callbacks import CallbackList, FunctionCallback, Train
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
 from engine.training.loop.optim import build_optimizer, build_scheduler, lr_factor
-from engine.training.tasks import build_datasets  # noqa: F401 (public here, as before tasks existed)
 from engine.training.tasks import TaskOutput, TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig

@@ -1,33 +1,35 @@
 """Training tasks for the one ``Trainer``: pretraining (MLM + NSP), extractive QA (alone or with MLM/NSP
-kept alive, ``qa_mlm``), sequence classification, token classification, multiple choice."""
+kept alive, ``qa_mlm``), sequence classification, token classification, multiple choice.
+
+Each task module holds its ``TrainingTask`` and its ``TaskDefinition``; the lines below register the built-in
+ones in ``engine.training.tasks.registry.TASKS`` (this package's ``__init__`` runs before any of its modules,
+the registry included, is imported, so ``TASKS`` is complete wherever it is read). A new task: one module and
+one line here.
+"""
 from __future__ import annotations
 
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.base import (
     TaskOutput, TrainBatch, TrainData, TrainingTask, freeze_encoder, freeze_unused,
 )
-from engine.training.tasks.pretraining import PretrainingTask, build_datasets
+from engine.training.tasks.finetuning import CLASSIFICATION, QA
+from engine.training.tasks.multiple_choice import MULTIPLE_CHOICE
+from engine.training.tasks.pretraining import PRETRAINING, PretrainingTask, build_datasets
+from engine.training.tasks.qa_with_mlm import QA_MLM
+from engine.training.tasks.registry import register, task_definition
+from engine.training.tasks.token_classification import TOKEN_CLASSIFICATION
 
 __all__ = ["TaskOutput", "TrainBatch", "TrainData", "TrainingTask", "PretrainingTask", "build_datasets",
            "freeze_encoder", "freeze_unused", "task_for"]
 
+register(PRETRAINING)
+register(QA)
+register(QA_MLM)
+register(CLASSIFICATION)
+register(TOKEN_CLASSIFICATION)
+register(MULTIPLE_CHOICE)
+
 
 def task_for(config: TrainingConfig) -> TrainingTask:
-    """The task ``config.task`` names."""
-    if config.task == "pretraining":
-        return PretrainingTask(config)
-    from engine.training.tasks.finetuning import ClassificationTask, QATask
-    if config.task == "qa":
-        return QATask()
-    if config.task == "qa_mlm":
-        from engine.training.tasks.qa_with_mlm import QAWithMLMTask
-        return QAWithMLMTask(config)
-    if config.task == "classification":
-        return ClassificationTask()
-    if config.task == "token_classification":
-        from engine.training.tasks.token_classification import TokenClassificationTask
-        return TokenClassificationTask()
-    if config.task == "multiple_choice":
-        from engine.training.tasks.multiple_choice import MultipleChoiceTask
-        return MultipleChoiceTask()
-    raise ValueError(f"unknown task {config.task!r}")
+    """The task ``config.task`` names (its registered ``TaskDefinition.make``)."""
+    return task_definition(config.task).make(config)

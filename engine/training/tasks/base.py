@@ -116,14 +116,9 @@ def freeze_unused(model: BertWithHeads, heads: Sequence[str], uses_pooler: bool)
     """Heads the task does not run (and the pooler when it needs none) get no gradient and no
     optimizer slot: they are carried along and saved unchanged. (DistributedDataParallel needs
     this: it expects a gradient for every trainable parameter the forward output reaches.) The
-    MLM decoder weight is the word-embedding matrix and belongs to the encoder, not to the head."""
-    parts = {"mlm": lambda: [*model.cls.predictions.transform.parameters(), model.cls.predictions.bias],
-             "nsp": lambda: list(model.cls.seq_relationship.parameters()),
-             "qa": lambda: list(model.qa_outputs.parameters()),
-             "classifier": lambda: list(model.classifier.parameters()),
-             "token_classifier": lambda: list(model.token_classifier.parameters()),
-             "multiple_choice": lambda: list(model.multiple_choice.parameters())}
-    unused = [p for head in model.heads if head not in heads for p in parts[head]()]
+    MLM decoder weight is the word-embedding matrix and belongs to the encoder, not to the head
+    (``BertWithHeads.head_parameters``)."""
+    unused = [p for head in model.heads if head not in heads for p in model.head_parameters(head)]
     if model.has_pooler and not uses_pooler:
         unused += list(model.bert.pooler.parameters())
     for param in unused:

@@ -15,20 +15,22 @@ the table's share right is the share of sentences tagged without a mistake (at m
 Its ``words`` and ``words_right`` count the labelled words and those tagged right, the same arg-max
 decisions the metric counts: summed over the held-out set, ``words_right / words`` is ``accuracy``.
 
-A task is a row of ``PREDICTORS`` (task name -> function); a task without one (pretraining) has no
-table. The worker calls this after every evaluation (``WorkerCallback.on_evaluate``).
+A task's predictor is its ``TaskDefinition.predictor`` (``engine.training.tasks.registry``; one of the
+``predict_*`` functions here); a task without one (pretraining) has no table. The worker calls this after
+every evaluation (``WorkerCallback.on_evaluate``).
 """
 from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 from engine.data.features import IGNORE_INDEX, FeatureDataset
 from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.tasks.registry import TASKS
 
 EVAL_EXAMPLES = 16          # held-out features looked at after each evaluation
 NO_ANSWER = "(no answer in this window)"
@@ -69,8 +71,9 @@ def _segments(tokenizer: WordPieceTokenizer, row: np.ndarray, segment_start: int
     return first, second
 
 
-def _classification(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
-                    indices: list[int], device: torch.device) -> list[ExamplePrediction]:
+def predict_class(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
+                  indices: list[int], device: torch.device) -> list[ExamplePrediction]:
+    """One prediction per text (pair): the arg-max class and its probability."""
     batch = data.collate(indices).to(device)
     out = model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
                 compute=("classifier",))
@@ -87,8 +90,9 @@ def _classification(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data:
     return found
 
 
-def _qa(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset, indices: list[int],
-        device: torch.device) -> list[ExamplePrediction]:
+def predict_span(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset, indices: list[int],
+                 device: torch.device) -> list[ExamplePrediction]:
+    """One prediction per window: the arg-max start and end (a span, or no answer) and p_start · p_end."""
     batch = data.collate(indices).to(device)
     out = model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
                 compute=("qa",))
@@ -119,8 +123,8 @@ def _qa(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureData
 WRONG_MARK = "✗"           # after a wrongly tagged word in a token-classification prediction
 
 
-def _token_classification(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
-                          indices: list[int], device: torch.device) -> list[ExamplePrediction]:
+def predict_tags(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
+                 indices: list[int], device: torch.device) -> list[ExamplePrediction]:
     """One prediction per sentence: ``word/TAG`` for each labelled word (its first piece's tag and the
     rest of its pieces); predicted tags that differ from the label are marked with ``WRONG_MARK``."""
     batch = data.collate(indices).to(device)
@@ -150,8 +154,8 @@ def _token_classification(model: torch.nn.Module, tokenizer: WordPieceTokenizer,
     return found
 
 
-def _multiple_choice(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
-                     indices: list[int], device: torch.device) -> list[ExamplePrediction]:
+def predict_choice(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
+                   indices: list[int], device: torch.device) -> list[ExamplePrediction]:
     """One prediction per example: the context as text, the choices (numbered) as its context, the right
     and the top-scored choice, and the model's probability (softmax over the choices) of its pick."""
     batch = data.collate(indices).to(device)
@@ -171,19 +175,12 @@ def _multiple_choice(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data
     return found
 
 
-Predictor = Callable[[torch.nn.Module, WordPieceTokenizer, FeatureDataset, list[int], torch.device],
-                     list[ExamplePrediction]]
-# task -> how its predictions are made (the lead adds a row per new fine-tuning task)
-PREDICTORS: dict[str, Predictor] = {"classification": _classification, "qa": _qa, "qa_mlm": _qa,
-                                    "token_classification": _token_classification,
-                                    "multiple_choice": _multiple_choice}
-
-
 def eval_examples(trainer: Any, limit: int = EVAL_EXAMPLES) -> EvalExamples | None:
     """Predictions for the first ``limit`` held-out features of ``trainer``'s run, now; None when its task
     has no predictor or it has no held-out data. Holds the trainer's lock; the model's mode is restored."""
     task = trainer.config.task
-    predictor = PREDICTORS.get(task)
+    definition = TASKS.get(task)
+    predictor = definition.predictor if definition is not None else None
     data = getattr(trainer.eval_data, "qa", trainer.eval_data)            # qa_mlm: the QA half
     if predictor is None or not isinstance(data, FeatureDataset) or len(data) == 0:
         return None

@@ -8,6 +8,8 @@ feature of the accumulated step, as one big batch would give.
   add SQuAD ``exact_match`` and ``f1`` of the answer texts (``engine.training.tasks.squad_evaluation``).
 * Classification: cross-entropy on the pooled output (``BertForSequenceClassification``);
   metrics ``classification_loss`` and ``accuracy``.
+
+``QA`` and ``CLASSIFICATION`` are their ``TaskDefinition``s (``engine.training.tasks.registry``).
 """
 from __future__ import annotations
 
@@ -17,14 +19,15 @@ import torch
 
 from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.data.qa_features import QAFeatureDataset
+from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
+from engine.training.jobs.task_data import classification_data, qa_data
 from engine.training.loop.config import TrainingConfig
+from engine.training.tasks.eval_examples import predict_class, predict_span
+from engine.training.tasks.registry import TaskDefinition
 from engine.training.tasks.squad_evaluation import evaluate_answers
 from engine.training.tasks.base import TrainingTask
-
-_HEAD_NAMES = {"qa": "question-answering (span)", "classifier": "sequence-classification",
-               "token_classifier": "token-classification", "multiple_choice": "multiple-choice"}
 
 
 class _FeatureTask(TrainingTask):
@@ -38,7 +41,7 @@ class _FeatureTask(TrainingTask):
     def check(self, model: BertWithHeads, train_data: FeatureDataset, eval_data: FeatureDataset | None,
               config: TrainingConfig) -> None:
         if self.head not in model.heads:
-            raise ValueError(f"{self.name} fine-tuning needs a model with a {_HEAD_NAMES[self.head]} head")
+            raise ValueError(f"{self.name} fine-tuning needs a model with a {HEADS[self.head].noun} head")
         for name, data in (("training", train_data), ("evaluation", eval_data)):
             if data is None:
                 continue
@@ -127,3 +130,17 @@ class ClassificationTask(_FeatureTask):
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         n = max(1, totals[0])
         return {"classification_loss": sums[0] / n, "accuracy": sums[1] / n}
+
+
+QA = TaskDefinition(
+    name=QATask.name, heads=(QATask.head,), make=lambda config: QATask(), loss="qa_loss",
+    metrics=("f1", "exact_match", "span_acc"),
+    shown=(("qa_loss", ".4f"), ("start_acc", ".3f"), ("end_acc", ".3f")), data=qa_data,
+    defaults=dict(seq_len=384, batch_size=16), training=dict(nsp=False), predictor=predict_span,
+    spec_fields=("doc_stride", "max_question_len"))
+
+CLASSIFICATION = TaskDefinition(
+    name=ClassificationTask.name, heads=(ClassificationTask.head,), make=lambda config: ClassificationTask(),
+    loss="classification_loss", metrics=("accuracy",), shown=(("classification_loss", ".4f"), ("accuracy", ".3f")),
+    data=classification_data, defaults=dict(seq_len=128, batch_size=32), training=dict(nsp=False),
+    predictor=predict_class)

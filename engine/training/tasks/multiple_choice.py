@@ -13,8 +13,11 @@ import torch
 
 from engine.data.features import FinetuneBatch
 from engine.model.outputs import HeadsOutput
+from engine.training.jobs.task_data import choice_features
 from engine.training.loop.config import TrainingConfig
+from engine.training.tasks.eval_examples import predict_choice
 from engine.training.tasks.finetuning import _FeatureTask
+from engine.training.tasks.registry import TaskDefinition
 
 
 class MultipleChoiceTask(_FeatureTask):
@@ -42,3 +45,10 @@ class MultipleChoiceTask(_FeatureTask):
     def metrics(self, sums: Sequence[float], totals: Sequence[int]) -> dict[str, Any]:
         n = max(1, totals[0])
         return {"multiple_choice_loss": sums[0] / n, "accuracy": sums[1] / n}
+
+
+MULTIPLE_CHOICE = TaskDefinition(
+    name=MultipleChoiceTask.name, heads=(MultipleChoiceTask.head,), make=lambda config: MultipleChoiceTask(),
+    loss="multiple_choice_loss", metrics=("accuracy",), shown=(("multiple_choice_loss", ".4f"), ("accuracy", ".3f")),
+    data=choice_features, defaults=dict(seq_len=128, batch_size=8), training=dict(nsp=False),
+    predictor=predict_choice, spec_fields=("corpus", "max_documents", "num_choices"))

@@ -1,4 +1,5 @@
-"""Pretraining as a ``TrainingTask``: masked-LM (+ next-sentence prediction) on ``PretrainingDataset``s."""
+"""Pretraining as a ``TrainingTask``: masked-LM (+ next-sentence prediction) on ``PretrainingDataset``s;
+``PRETRAINING`` is its ``TaskDefinition`` (its data is the job's text: ``engine.training.jobs.setup``)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,6 +15,7 @@ from engine.data.pretraining import Batch, PretrainingDataset
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
+from engine.training.tasks.registry import TaskDefinition
 
 
 def build_datasets(train_documents: Sequence[Document], eval_documents: Sequence[Document] | None,
@@ -99,6 +101,12 @@ class PretrainingTask(TrainingTask):
         return digest.hexdigest()
 
 
+PRETRAINING = TaskDefinition(
+    name=PretrainingTask.name, heads=("mlm", "nsp"), make=PretrainingTask, loss="mlm_loss",
+    metrics=("mlm_acc", "nsp_acc"), shown=(("mlm_loss", ".4f"), ("nsp_loss", ".4f")), finetuning=False,
+    defaults=dict(seq_len=128, batch_size=32))
+
+
 def _check_dataset(data: PretrainingDataset, config: TrainingConfig, name: str, check_batch: bool) -> None:
     """The dataset must have been built with the config's data settings (see ``build_datasets``)."""
     if not isinstance(data, PretrainingDataset):
@@ -112,4 +120,4 @@ def _check_dataset(data: PretrainingDataset, config: TrainingConfig, name: str, 
     for field_name, theirs, ours in pairs:
         if theirs != ours:
             raise ValueError(f"the {name} data was built with {field_name}={theirs} but the training config says "
-                             f"{ours}; build both from one config (engine.training.loop.trainer.build_datasets)")
+                             f"{ours}; build both from one config (engine.training.tasks.build_datasets)")

@@ -11,7 +11,7 @@ so the encoder learns the span head without forgetting the MLM head (multi-task 
 as in MT-DNN). The QA features set the epoch; the pretraining batches run on in their own
 epochs beside them, and both are rebuilt exactly from a (epoch, index) position, so a
 resumed run sees the very same batches. One process only: two forward passes before one
-backward do not suit DistributedDataParallel's gradient hooks.
+backward do not suit DistributedDataParallel's gradient hooks. ``QA_MLM`` is its ``TaskDefinition``.
 """
 from __future__ import annotations
 
@@ -23,13 +23,21 @@ import torch
 
 from engine.training.loop import distributed as dist
 from engine.data.features import FeatureDataset, FinetuneBatch
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.jobs.data import load_corpus, split_documents
+from engine.training.jobs.spec import JobSpec
+from engine.training.jobs.task_data import Log, qa_data
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
 from engine.data.pretraining import Batch, PretrainingDataset
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.base import TrainingTask
-from engine.training.tasks.finetuning import QATask
-from engine.training.tasks.pretraining import PretrainingTask
+from engine.training.tasks.eval_examples import predict_span
+from engine.training.tasks.finetuning import QA, QATask
+from engine.training.tasks.pretraining import PRETRAINING, PretrainingTask, build_datasets
+from engine.training.tasks.registry import TaskDefinition
+
+MLM_EVAL_FRACTION = 0.05     # documents of the text corpus held out for the MLM/NSP evaluation
 
 
 @dataclass
@@ -103,7 +111,7 @@ class QAWithMLMTask(TrainingTask):
         self._split = len(self.pretraining_task.stat_names)
 
     def heads(self, config: TrainingConfig) -> tuple[str, ...]:
-        return self.pretraining_task.heads(config) + ("qa",)
+        return self.pretraining_task.heads(config) + (self.qa_task.head,)
 
     def uses_pooler(self, config: TrainingConfig) -> bool:
         return config.nsp
@@ -156,3 +164,27 @@ class QAWithMLMTask(TrainingTask):
         """Both datasets' fingerprints, hashed together (checked when a run resumes)."""
         both = f"{data.qa.fingerprint()}|{self.pretraining_task.fingerprint(data.pretraining)}"
         return hashlib.sha256(both.encode()).hexdigest()
+
+
+def qa_mlm_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
+                id2label: dict[int, str] | None = None, log: Log = lambda message: None,
+                known: dict[int, str] | None = None) -> tuple[JointDataset, JointDataset | None, None]:
+    """QA's features (``qa_data``) paired with pretraining batches of ``spec.mlm_corpus`` (a seeded
+    ``MLM_EVAL_FRACTION`` of its documents held out, paired with the held-out features)."""
+    train, held_out, _ = qa_data(spec, config, tokenizer, log=log)
+    if not spec.mlm_corpus:
+        raise ValueError("task qa_mlm needs a text corpus for its masked-LM term (mlm_corpus)")
+    train_docs, eval_docs = split_documents(load_corpus(spec.mlm_corpus), MLM_EVAL_FRACTION, config.seed, config.nsp)
+    log(f"{spec.mlm_corpus}: {len(train_docs)} documents for the masked-LM term, {len(eval_docs)} held out")
+    text_config = config.replace(max_seq_length=spec.mlm_seq_len or 128,
+                                 batch_size=spec.mlm_batch_size or config.batch_size)
+    text_train, text_eval = build_datasets(train_docs, eval_docs, tokenizer, text_config)
+    joint_eval = JointDataset(held_out, text_eval) if held_out is not None and text_eval is not None else None
+    return JointDataset(train, text_train), joint_eval, None
+
+
+QA_MLM = TaskDefinition(
+    name=QAWithMLMTask.name, heads=QA.heads + PRETRAINING.heads, make=QAWithMLMTask, loss=QA.loss,
+    metrics=QA.metrics + ("mlm_acc",), shown=(("mlm_loss", ".4f"), ("qa_loss", ".4f"), ("start_acc", ".3f")),
+    data=qa_mlm_data, defaults=QA.defaults, training=dict(nsp=True), predictor=predict_span,
+    spec_fields=QA.spec_fields + ("mlm_corpus", "mlm_seq_len", "mlm_batch_size"))

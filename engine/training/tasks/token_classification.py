@@ -18,8 +18,11 @@ import torch
 from engine.data.features import IGNORE_INDEX, FeatureDataset, FinetuneBatch
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
+from engine.training.jobs.task_data import token_data
 from engine.training.loop.config import TrainingConfig
+from engine.training.tasks.eval_examples import predict_tags
 from engine.training.tasks.finetuning import _FeatureTask
+from engine.training.tasks.registry import TaskDefinition
 
 _BIO = re.compile(r"^[BIES]-.+$")
 
@@ -102,3 +105,10 @@ class TokenClassificationTask(_FeatureTask):
             f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
             result.update(entity_precision=precision, entity_recall=recall, entity_f1=f1)
         return result
+
+
+TOKEN_CLASSIFICATION = TaskDefinition(
+    name=TokenClassificationTask.name, heads=(TokenClassificationTask.head,),
+    make=lambda config: TokenClassificationTask(), loss="token_classification_loss", metrics=("accuracy", "entity_f1"),
+    shown=(("token_classification_loss", ".4f"), ("accuracy", ".3f")), data=token_data,
+    defaults=dict(seq_len=128, batch_size=32), training=dict(nsp=False), predictor=predict_tags)

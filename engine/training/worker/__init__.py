@@ -1,2 +1,3 @@
 """The app's background training worker: ``TrainingWorker``, the run's thread, its trainer callback, the state
-its threads share and the ``RunState`` of a run."""
+its threads share (``LiveRun``), the ``RunState`` of a run with its allowed moves, and the typed refusals
+(``errors``)."""

@@ -25,7 +25,8 @@ from engine.training.loop.callbacks import TrainerCallback
 from engine.training.tasks.eval_examples import eval_examples
 from engine.training.jobs.run_folder import checkpoint_name
 from engine.training.loop.trainer import Trainer
-from engine.training.worker.shared_state import RunState, SharedState
+from engine.training.worker.run_state import RunState
+from engine.training.worker.shared_state import LiveRun, SharedState
 
 logger = logging.getLogger("engine.training.worker.training_worker")
 
@@ -36,7 +37,7 @@ WAIT_SLICE_S = 0.25              # the training thread re-checks its flags at le
 class WorkerCallback(TrainerCallback):
     """Connects one run's trainer to the worker's shared state."""
 
-    def __init__(self, shared: SharedState, run: RunState) -> None:
+    def __init__(self, shared: SharedState, run: LiveRun) -> None:
         self.shared, self.run = shared, run
 
     # ------------------------------------------------------------------ records
@@ -95,12 +96,12 @@ class WorkerCallback(TrainerCallback):
                             waited_from, run.waiting = time.time(), True
                             run.waiting_since = waited_from
                             cond.notify_all()
-                        if run.paused and run.state in ("running", "paused"):
-                            run.state, run.message = "paused", f"paused at step {run.step}"
+                        if run.paused and run.state in (RunState.RUNNING, RunState.PAUSED):
+                            run.move_to(RunState.PAUSED, f"paused at step {run.step}")
                         cond.wait(WAIT_SLICE_S)
                         continue
-                    if run.state == "paused":
-                        run.state = "running"
+                    if run.state == RunState.PAUSED:
+                        run.move_to(RunState.RUNNING, run.message)
                     return False
             finally:
                 if waited_from is not None:

@@ -20,7 +20,8 @@ from engine.training.jobs.setup import prepare_job
 from engine.training.jobs.run_folder import checkpoint_name
 from engine.training.loop.trainer import Trainer, TrainingDiverged
 from engine.training.worker.callback import WorkerCallback
-from engine.training.worker.shared_state import MAX_RECORDS, RunState, SharedState
+from engine.training.worker.run_state import RunState
+from engine.training.worker.shared_state import MAX_RECORDS, LiveRun, SharedState
 
 logger = logging.getLogger("engine.training.worker.training_worker")
 
@@ -28,7 +29,7 @@ logger = logging.getLogger("engine.training.worker.training_worker")
 class RunThread:
     """One run's training thread."""
 
-    def __init__(self, shared: SharedState, run: RunState, model_lock: threading.Lock) -> None:
+    def __init__(self, shared: SharedState, run: LiveRun, model_lock: threading.Lock) -> None:
         self.shared, self.run, self.model_lock = shared, run, model_lock
         self.callback = WorkerCallback(shared, run)
         self.thread = threading.Thread(target=self.main, name=f"bert-train-{run.run_id}", daemon=True)
@@ -39,37 +40,37 @@ class RunThread:
     def main(self) -> None:
         """Prepare, train, and always end in a terminal state."""
         run, cond = self.run, self.shared.cond
-        phase = "preparing"
+        training = False               # past preparation (a failure names its step)
         try:
             trainer = self.prepare()
             if trainer is None:            # stopped while preparing
-                self.finish("stopped", "stopped before training began", "stopped")
+                self.finish(RunState.STOPPED, "stopped before training began")
                 return
-            phase = "training"
+            training = True
             with cond:
                 run.trainer, run.step = trainer, trainer.global_step
                 run.train_started, run.train_start_step, run.waited = time.time(), trainer.global_step, 0.0
                 if run.stop_requested:
                     pass                          # should_stop ends it before the first step
                 elif run.paused:
-                    run.state, run.message = "paused", f"paused at step {run.step}"
+                    run.move_to(RunState.PAUSED, f"paused at step {run.step}")
                 else:
-                    run.state, run.message = "running", f"step {run.step} / {run.total_steps}"
+                    run.move_to(RunState.RUNNING, f"step {run.step} / {run.total_steps}")
                 cond.notify_all()
             result = trainer.train()
-            if result.status == "stopped":
+            if result.status == "stopped":        # the trainer's TrainResult.status (should_stop said so)
                 path = trainer.last_checkpoint
                 if trainer.global_step > 0 and (path is None or path.name != checkpoint_name(trainer.global_step)
                                                 or not path.exists()):
                     path = trainer.save_checkpoint()
                 where = f"; saved {path.name}" if path is not None else ""
-                self.finish("stopped", f"stopped at step {trainer.global_step}{where}", "stopped")
+                self.finish(RunState.STOPPED, f"stopped at step {trainer.global_step}{where}")
             else:
                 where = f"; checkpoint {trainer.last_checkpoint.name}" if trainer.last_checkpoint else ""
-                self.finish("finished", f"finished {trainer.global_step} steps{where}", "finished")
+                self.finish(RunState.FINISHED, f"finished {trainer.global_step} steps{where}")
         except TrainingDiverged as exc:
             logger.warning("training run %d diverged: %s", run.run_id, exc)
-            self.finish("diverged", str(exc), "diverged", error=f"{type(exc).__name__}: {exc}",
+            self.finish(RunState.DIVERGED, str(exc), error=f"{type(exc).__name__}: {exc}",
                         last_checkpoint=exc.last_checkpoint)
         except CheckpointWriteError as exc:
             logger.error("training run %d could not write a checkpoint: %s", run.run_id, exc)
@@ -77,22 +78,25 @@ class RunThread:
                 last = run.last_checkpoint if run.last_checkpoint is not None and run.last_checkpoint.exists() else None
             kept = (f"the last complete checkpoint, {last.name}, is intact" if last is not None
                     else "no checkpoint was saved before it")
-            self.finish("failed", f"the run stopped at step {run.step}: {exc}; {kept}", "failed",
+            self.finish(RunState.FAILED, f"the run stopped at step {run.step}: {exc}; {kept}",
                         error=f"checkpoint not saved: {exc}", traceback=traceback_module.format_exc())
         except BaseException as exc:  # noqa: BLE001 - any crash must end in "failed", never kill the app
             error = f"{type(exc).__name__}: {exc}"
-            where = f"at step {run.step + 1}" if phase == "training" else "while preparing"
+            where = f"at step {run.step + 1}" if training else "while preparing"
             logger.error("training run %d failed %s", run.run_id, where, exc_info=True)
-            self.finish("failed", f"the run failed {where}: {error}", "failed", error=error,
+            self.finish(RunState.FAILED, f"the run failed {where}: {error}", error=error,
                         traceback=traceback_module.format_exc())
 
-    def finish(self, state: str, message: str, outcome: str, **changes: Any) -> None:
+    def finish(self, state: RunState, message: str, **changes: Any) -> None:
+        """End the run in the terminal ``state`` (also its ``outcome``) with ``message``; ``changes`` are set on
+        the run first (a ``last_checkpoint`` of None is ignored)."""
         run, cond = self.run, self.shared.cond
         with cond:
             for name, value in changes.items():
                 if name != "last_checkpoint" or value is not None:
                     setattr(run, name, value)
-            run.state, run.message, run.outcome, run.ended = state, message, outcome, time.time()
+            run.move_to(state, message)
+            run.outcome, run.ended = state, time.time()
             if run.trainer is not None:
                 run.step = run.trainer.global_step
             self.shared.checkpoint_cache = None
@@ -105,7 +109,7 @@ class RunThread:
 
         def progress(message: str) -> bool:
             with cond:
-                if run.state == "preparing":
+                if run.state == RunState.PREPARING:
                     run.message = message
                 cond.notify_all()
                 return not run.stop_requested

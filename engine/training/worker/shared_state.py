@@ -1,9 +1,10 @@
 """The state a background training run shares between its threads, and the snapshot every browser polls.
 
 ``SharedState`` is what the worker's caller threads and its training thread share: one
-``threading.Condition`` guards all of it (the current ``RunState``, the records stream, the count
-of interactive requests waiting). ``status_of`` turns a ``RunState`` into the immutable
-``WorkerStatus`` the UI shows.
+``threading.Condition`` guards all of it (the current ``LiveRun``, the records stream, the count
+of interactive requests waiting). A run changes state only through ``LiveRun.move_to``, which checks
+the move against ``engine.training.worker.run_state.TRANSITIONS``. ``status_of`` turns a ``LiveRun`` into
+the immutable ``WorkerStatus`` the UI shows.
 """
 from __future__ import annotations
 
@@ -20,11 +21,7 @@ from engine.training.jobs.spec import JobSpec
 from engine.training.jobs.run_folder import CheckpointInfo
 from engine.training.loop.throughput import Throughput
 from engine.training.loop.trainer import Trainer
-
-# idle -> preparing -> running <-> paused -> stopping -> stopped; a run that reaches its total steps is
-# "finished", one that crashed "failed" (``error`` says why), one whose loss became NaN/inf "diverged".
-STATES = ("idle", "preparing", "running", "paused", "stopping", "stopped", "finished", "failed", "diverged")
-ACTIVE_STATES = frozenset({"preparing", "running", "paused", "stopping"})
+from engine.training.worker.run_state import RunState, check_transition
 
 MAX_RECORDS = 100_000            # records kept in memory per run (the oldest are dropped beyond it)
 
@@ -43,7 +40,7 @@ class RunInfo:
 class WorkerStatus:
     """A consistent snapshot of the worker for the UI (plain values, safe to keep)."""
 
-    state: str                                  # one of STATES
+    state: RunState                             # a plain string is taken too (and checked)
     message: str
     step: int = 0
     total_steps: int = 0
@@ -54,26 +51,30 @@ class WorkerStatus:
     metrics: dict[str, Any] | None = None       # the last train record
     eval_metrics: dict[str, Any] | None = None  # the last eval record
     last_checkpoint: Path | None = None
-    outcome: str | None = None                  # when ended: the terminal state ("stopped", "finished", ...)
+    outcome: RunState | None = None             # when ended: the terminal state (stopped, finished, ...)
     error: str | None = None                    # "Type: message" for failures and divergence
     traceback: str | None = None                # the full traceback of a failure (for logs, not the UI)
     records: int = 0                            # metrics_since's next index
     waiting: bool = False                       # the trainer is waiting between steps (paused / priority)
     tokens_per_s: float | None = None           # throughput over the last ~10 s of training (``Throughput``)
-    task: str = "pretraining"                   # what the run trains (``TrainingConfig.task``)
+    task: str = TrainingConfig.task             # what the run trains (``TrainingConfig.task``; its default)
     examples_step: int | None = None            # the step of the latest held-out predictions (``eval_examples``)
+
+    def __post_init__(self) -> None:
+        self.state = RunState(self.state)
+        self.outcome = None if self.outcome is None else RunState(self.outcome)
 
     @property
     def active(self) -> bool:
-        return self.state in ACTIVE_STATES
+        return self.state.is_active
 
 
-class RunState:
+class LiveRun:
     """The mutable state of one run; read and written only under the worker's condition."""
 
     def __init__(self, run_id: int, spec: JobSpec, config: TrainingConfig, run_dir: Path) -> None:
         self.run_id, self.spec, self.config, self.run_dir = run_id, spec, config, run_dir
-        self.state, self.message = "preparing", "starting"
+        self.state, self.message = RunState.PREPARING, "starting"
         self.started = time.time()
         self.ended: float | None = None
         self.total_steps = config.total_steps
@@ -91,7 +92,7 @@ class RunState:
         self.throughput = Throughput()
         self.eval_metrics: dict[str, Any] | None = None
         self.last_checkpoint: Path | None = None
-        self.outcome: str | None = None
+        self.outcome: RunState | None = None
         self.error: str | None = None
         self.traceback: str | None = None
         self.batch: dict[str, Any] | None = None
@@ -100,14 +101,19 @@ class RunState:
         self.waiting_since = 0.0
         self.thread: threading.Thread | None = None
 
+    def move_to(self, state: RunState, message: str) -> None:
+        """Enter ``state`` (or stay in it) with ``message``; ``IllegalTransition`` for a move ``TRANSITIONS``
+        does not allow (a bug: the state is left as it was)."""
+        self.state, self.message = check_transition(self.state, state), message
 
-def status_of(run: RunState | None, records: int) -> WorkerStatus:
+
+def status_of(run: LiveRun | None, records: int) -> WorkerStatus:
     """A snapshot of ``run`` (idle when None); ``records`` is the worker's record count. Call under the lock."""
     if run is None:
-        return WorkerStatus("idle", "no training run yet", records=records)
+        return WorkerStatus(RunState.IDLE, "no training run yet", records=records)
     now = run.ended or time.time()
     eta = None
-    if run.state == "running" and run.train_started is not None:     # no ETA while paused or stopping
+    if run.state == RunState.RUNNING and run.train_started is not None:     # no ETA while paused or stopping
         done = run.step - run.train_start_step
         active = time.time() - run.train_started - run.waited
         if run.waiting:
@@ -127,13 +133,13 @@ class SharedState:
 
     def __init__(self) -> None:
         self.cond = threading.Condition(threading.Lock())
-        self.run: RunState | None = None
+        self.run: LiveRun | None = None
         self.priority = 0                          # interactive requests in progress (the trainer waits)
         self.records: list[dict[str, Any]] = []    # the current run's train / eval / checkpoint records
         self.dropped = 0                           # records dropped from the front (MAX_RECORDS)
         self.checkpoint_cache: tuple[float, list[CheckpointInfo]] | None = None
 
-    def add_record(self, run: RunState, kind: str, record: dict[str, Any]) -> None:
+    def add_record(self, run: LiveRun, kind: str, record: dict[str, Any]) -> None:
         """Append a record of ``run`` (ignored when another run has started since) and update its state."""
         entry = {"kind": kind, **record}
         with self.cond:
@@ -148,7 +154,7 @@ class SharedState:
             if kind == "train":
                 run.metrics, run.step = dict(record), int(step)
                 run.throughput.add(record)
-                if run.state == "running":
+                if run.state == RunState.RUNNING:
                     run.message = f"step {run.step} / {run.total_steps}"
             elif kind == "eval":
                 run.eval_metrics = dict(record)

@@ -5,8 +5,9 @@ datasets, model) and trains it with ``Trainer.train``. Everything the UI needs i
 read through thread-safe methods that never block on training:
 
 * controls: ``start(spec)``, ``pause()``, ``resume()``, ``stop()``,
-  ``save_checkpoint_now()`` (safe under concurrent clicks; ``start`` raises ValueError
-  while a run is active, the others are no-ops when there is nothing to act on);
+  ``save_checkpoint_now()`` (safe under concurrent clicks; ``start`` raises ``RunActiveError``
+  while a run is active, ``save_checkpoint_now`` ``NoRunError`` when no run is training, the others
+  are no-ops when there is nothing to act on; ``engine.training.worker.errors``);
 * views: ``status()``, ``metrics_since(index)`` (every train/eval/checkpoint record of
   the current run, so every open browser sees the same curves), ``checkpoints()``,
   ``current_batch()`` (the masking view), ``eval_examples()`` (a fine-tuning run's held-out
@@ -17,14 +18,15 @@ read through thread-safe methods that never block on training:
   flip the training model's train/eval mode).
 
 Threading design. One ``threading.Condition`` guards all shared state (``SharedState`` and
-``RunState``, ``engine.training.worker.shared_state``); each run has its own training thread (``RunThread``,
+``LiveRun``, ``engine.training.worker.shared_state``; a run's ``RunState`` moves only as
+``engine.training.worker.run_state.TRANSITIONS`` allows); each run has its own training thread (``RunThread``,
 ``engine.training.worker.run_thread``), which prepares the job with ``prepare_job`` and trains it with a
 ``WorkerCallback`` registered on the trainer (``engine.training.worker.callback``) and the worker's
 model lock given to it; the heavy work (steps, evaluation, checkpoint writing) happens outside the
 condition.
 
 Faults: a run folder that cannot be created (read-only or full disk) makes ``start`` raise
-a ``ValueError`` that says so; a "save now" that cannot be written raises the
+a ``RunFolderError`` (a ``ValueError``) that says so; a "save now" that cannot be written raises the
 ``CheckpointWriteError`` (an ``OSError``) to its caller while the run goes on; an
 exception on the training thread ends the run as ``failed`` with a one-line message.
 
@@ -47,13 +49,15 @@ from engine.model.heads import BertWithHeads
 from engine.training.tasks.eval_examples import EvalExamples
 from engine.training.jobs.spec import JobSpec, resume_spec
 from engine.training.jobs.run_catalog import RunSummary, find_run, run_summaries
-from engine.training.jobs.run_folder import CheckpointInfo, RunFolder
+from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first
 from engine.training.loop.trainer import Trainer
-from engine.training.worker.callback import BATCH_ROWS, WAIT_SLICE_S  # noqa: F401  (re-exported)
-from engine.training.worker.shared_state import (  # noqa: F401  (re-exported)
-    ACTIVE_STATES, MAX_RECORDS, STATES, RunInfo, RunState, SharedState, WorkerStatus,
+from engine.training.worker.callback import WAIT_SLICE_S
+from engine.training.worker.errors import (
+    CannotContinueError, NoRunError, RunActiveError, RunEndedError, RunFolderError,
 )
+from engine.training.worker.run_state import RunState
 from engine.training.worker.run_thread import RunThread
+from engine.training.worker.shared_state import LiveRun, RunInfo, SharedState, WorkerStatus
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +76,8 @@ class TrainingWorker:
 
     # ------------------------------------------------------------------ controls
     def start(self, spec: JobSpec) -> RunInfo:
-        """Begin a run in the background; ValueError if one is active or a setting is invalid."""
+        """Begin a run in the background; ``RunActiveError`` if one is active, ``RunFolderError`` if its folder
+        cannot be made, ValueError if a setting is invalid."""
         if not isinstance(spec, JobSpec):
             raise TypeError(f"start() takes a JobSpec, got {type(spec).__name__}")
         config = spec.validate()              # fast checks here, the slow work in the thread
@@ -83,16 +88,14 @@ class TrainingWorker:
             except FileNotFoundError as exc:
                 raise ValueError(str(exc)) from None
         with self._shared.cond:
-            if self._shared.run is not None and self._shared.run.state in ACTIVE_STATES:
-                current = self._shared.run
-                raise ValueError(f"a training run is already {current.state} ({current.run_dir.name}); "
-                                 "stop it before starting another")
+            if self._shared.run is not None and self._shared.run.state.is_active:
+                raise RunActiveError(self._shared.run.state, self._shared.run.run_dir.name)
             run_id = next(self._ids)
             try:
                 run_dir = self._run_dir(spec)
             except OSError as exc:             # read-only or full data folder: say so, start nothing
-                raise ValueError(f"cannot create the run folder: {describe_os_error(exc)}") from None
-            run = RunState(run_id, spec, config, run_dir)
+                raise RunFolderError(f"cannot create the run folder: {describe_os_error(exc)}") from None
+            run = LiveRun(run_id, spec, config, run_dir)
             self._shared.run = run
             self._shared.records, self._shared.dropped = [], 0
             self._snapshot = None
@@ -108,20 +111,21 @@ class TrainingWorker:
         """Resume the run ``name`` under the runs root from its newest complete checkpoint (``resume_spec``:
         exactly the steps the uninterrupted run would have taken), optionally to a new ``total_steps``.
 
-        ValueError when the run is gone, has no complete checkpoint, already reached its total (and no
-        larger total is given), or the new total is not past its step."""
+        ``CannotContinueError`` when the run is gone, has no complete checkpoint, already reached its total
+        (and no larger total is given), or the new total is not past its step; ``RunActiveError`` while a
+        run is active."""
         try:
             run = find_run(self.runs_root, name)
         except FileNotFoundError as exc:
-            raise ValueError(str(exc)) from None
+            raise CannotContinueError(str(exc)) from None
         if run.checkpoints == 0:
-            raise ValueError(f"the run {name} has no complete checkpoint to continue from")
+            raise CannotContinueError(f"the run {name} has no complete checkpoint to continue from")
         if total_steps is not None and total_steps <= run.step:
-            raise ValueError(f"the new total ({total_steps:,} steps) must be more than the {run.step:,} steps "
-                             f"{name} has done")
+            raise CannotContinueError(f"the new total ({total_steps:,} steps) must be more than the {run.step:,} "
+                                      f"steps {name} has done")
         if total_steps is None and run.total_steps is not None and run.step >= run.total_steps:
-            raise ValueError(f"the run {name} already reached its total of {run.total_steps:,} steps; "
-                             "give a larger total to train it further")
+            raise CannotContinueError(f"the run {name} already reached its total of {run.total_steps:,} steps; "
+                                      "give a larger total to train it further")
         changes: dict[str, Any] = {}
         if total_steps is not None:
             changes["total_steps"] = total_steps
@@ -137,10 +141,10 @@ class TrainingWorker:
         """Pause after the current step (no-op unless a run is active and not stopping)."""
         with self._shared.cond:
             run = self._shared.run
-            if run is not None and run.state in ("preparing", "running", "paused") and not run.stop_requested:
+            if run is not None and run.state.is_active and not run.stop_requested:
                 run.paused = True
-                if run.state == "running":
-                    run.state, run.message = "paused", f"paused at step {run.step}"
+                if run.state == RunState.RUNNING:
+                    run.move_to(RunState.PAUSED, f"paused at step {run.step}")
                 self._shared.cond.notify_all()
             return self._status_locked()
 
@@ -150,8 +154,8 @@ class TrainingWorker:
             run = self._shared.run
             if run is not None and run.paused and not run.stop_requested:
                 run.paused = False
-                if run.state == "paused":
-                    run.state, run.message = "running", f"step {run.step} / {run.total_steps}"
+                if run.state == RunState.PAUSED:
+                    run.move_to(RunState.RUNNING, f"step {run.step} / {run.total_steps}")
                 self._shared.cond.notify_all()
             return self._status_locked()
 
@@ -162,9 +166,9 @@ class TrainingWorker:
         """
         with self._shared.cond:
             run = self._shared.run
-            if run is not None and run.state in ACTIVE_STATES and not run.stop_requested:
+            if run is not None and run.state.is_active and not run.stop_requested:
                 run.stop_requested, run.paused = True, False
-                run.state, run.message = "stopping", "stopping after the current step"
+                run.move_to(RunState.STOPPING, "stopping after the current step")
                 self._shared.cond.notify_all()
                 logger.info("training run %d: stop requested", run.run_id)
         if wait_s is not None and run is not None:
@@ -174,21 +178,20 @@ class TrainingWorker:
     def save_checkpoint_now(self, timeout_s: float = 120.0) -> Path | None:
         """Ask the training thread to checkpoint between steps; the path once written.
 
-        None if ``timeout_s`` passed first (the save still happens). ValueError when no run
-        is training (none started, still preparing, or ended) or it ended before saving;
+        None if ``timeout_s`` passed first (the save still happens). ``NoRunError`` when no run
+        is training (none started, still preparing, or ended), ``RunEndedError`` when it failed before saving;
         ``CheckpointWriteError`` (an ``OSError``) when the checkpoint could not be written
         (disk full, read-only folder): the run goes on and older checkpoints are untouched.
         """
         deadline = time.monotonic() + timeout_s
         with self._shared.cond:
             run = self._shared.run
-            if run is None or run.state not in ("running", "paused", "stopping") or run.trainer is None:
-                state = run.state if run is not None else "idle"
-                raise ValueError(f"no run is training (the worker is {state}); nothing to checkpoint")
+            if run is None or not run.state.is_training or run.trainer is None:
+                raise NoRunError(run.state if run is not None else RunState.IDLE)
             run.save_requested += 1
             ticket = run.save_requested
             self._shared.cond.notify_all()
-            while run.save_done < ticket and run.state in ACTIVE_STATES:
+            while run.save_done < ticket and run.state.is_active:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None
@@ -198,15 +201,15 @@ class TrainingWorker:
                 if isinstance(result, OSError):
                     raise result
                 return result
-            if run.outcome in ("finished", "stopped"):   # ended normally: its final checkpoint covers the request
+            if run.outcome in (RunState.FINISHED, RunState.STOPPED):   # its final checkpoint covers the request
                 return run.last_checkpoint
-            raise ValueError(f"the run ended ({run.state}) before the checkpoint was written: {run.message}")
+            raise RunEndedError(run.state, run.message)
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait until no run is active; True if none is (False after ``timeout_s``)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         with self._shared.cond:
-            while self._shared.run is not None and self._shared.run.state in ACTIVE_STATES:
+            while self._shared.run is not None and self._shared.run.state.is_active:
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -245,11 +248,7 @@ class TrainingWorker:
             run_dir = self._shared.run.run_dir if self._shared.run is not None else None
         if cached is not None and time.monotonic() - cached[0] < 1.0:
             return list(cached[1])
-        runs = set(RunFolder.runs_under(self.runs_root))
-        if run_dir is not None:
-            runs.add(RunFolder(run_dir))
-        found = [info for run in runs for info in run.checkpoints()]
-        found.sort(key=lambda c: (c.created or _mtime(c.path), c.step), reverse=True)
+        found = checkpoints_newest_first(self.runs_root, also=[run_dir] if run_dir is not None else [])
         with self._shared.cond:
             self._shared.checkpoint_cache = (time.monotonic(), found)
         return list(found)
@@ -340,18 +339,11 @@ class TrainingWorker:
         if spec.run_dir is not None:
             Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
             return Path(spec.run_dir)
-        prefix = "run" if spec.task == "pretraining" else f"finetune-{spec.task}"    # the picker names it
+        prefix = f"finetune-{spec.task}" if spec.definition.finetuning else "run"    # the picker names it
         return RunFolder.create_unique(self.runs_root, time.strftime(f"{prefix}-%Y%m%d-%H%M%S")).root
 
     def _status_locked(self) -> WorkerStatus:
         return self._shared.status()
 
 
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
-
-
-__all__ = ["ACTIVE_STATES", "RunInfo", "STATES", "TrainingWorker", "WorkerStatus"]
+__all__ = ["TrainingWorker"]

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 from gradio_client import Client
 
-from app_helpers import serve
+from support.app_helpers import serve
 from engine.probes.attention import attention
 from engine.probes.neuron_view import neuron_view
 from explorer.attention import neuron_plots, neuron_tab
 from explorer.attention import tab as attention_tab
 from explorer.ui_errors import friendly_errors
-from probing_helpers import make_services, small_app
+from support.probing_helpers import make_services, small_app
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

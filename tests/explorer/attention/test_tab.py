@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from app_helpers import serve  # noqa: E402
+from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
@@ -29,7 +29,7 @@ from explorer import model_picker  # noqa: E402
 from explorer.attention import actions as attention_actions  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from reference import randomize_  # noqa: E402
+from support.reference import randomize_  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

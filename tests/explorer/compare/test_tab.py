@@ -7,11 +7,11 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from event_helpers import failure_clears
+from support.event_helpers import failure_clears
 from explorer.compare import tab
 from explorer.services import Services
-from hostile_helpers import call, expect_error
-from probing_helpers import RUN, STEPS, make_services, tab_app, write_run
+from support.hostile_helpers import call, expect_error
+from support.probing_helpers import RUN, STEPS, make_services, tab_app, write_run
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TEXT = "the cat [MASK] on the mat ."

@@ -8,10 +8,10 @@ import gradio as gr
 import pytest
 from gradio_client import handle_file
 
-from event_helpers import failure_clears
+from support.event_helpers import failure_clears
 from explorer.embeddings import corpus_neighbours
-from hostile_helpers import call, expect_error
-from probing_helpers import make_services, tab_app
+from support.hostile_helpers import call, expect_error
+from support.probing_helpers import make_services, tab_app
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 CORPUS = "The cat sat on the mat. A dog ran in the house. The <b>bird</b> was red."
@@ -59,7 +59,7 @@ def test_the_built_in_corpus_gives_the_first_sentences_asked_for(client) -> None
 @pytest.mark.parametrize("api,args,message", [
     ("/neighbours_index", ("default", "text", "", 1, 10), "Paste the text to index"),
     ("/neighbours_index", ("default", "web", "x", 1, 10), "is not in the list of choices"),   # Gradio's check
-    ("/neighbours_index", ("default", "text", CORPUS, 7, 10), "Layer must be 0 to 2"),
+    ("/neighbours_index", ("default", "text", CORPUS, 7, 10), "Layer must be a whole number from 0 to 2"),
     ("/neighbours_index", ("nope", "text", CORPUS, 1, 10), "Models available now"),
     ("/neighbours", ("default", "", 1, 1, 3), "Type a sentence"),
     ("/neighbours", ("default", "the cat .", 40, 1, 3), "token position must be 0 to 4"),

@@ -17,7 +17,7 @@ import torch  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-from app_helpers import serve  # noqa: E402
+from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
 from engine.probes.embeddings import EmbeddingsResult  # noqa: E402
@@ -29,7 +29,7 @@ from explorer import model_picker  # noqa: E402
 from explorer.embeddings import plots as embeddings_plots  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from reference import randomize_  # noqa: E402
+from support.reference import randomize_  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

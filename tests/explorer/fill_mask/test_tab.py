@@ -23,8 +23,9 @@ from explorer.formatting import percent, rounded  # noqa: E402
 from explorer.model_registry import ModelChoice  # noqa: E402
 from explorer.fill_mask import tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from event_helpers import failure_clears  # noqa: E402
-from probing_helpers import STEPS, make_services, tab_app, write_run  # noqa: E402
+from explorer.ui_errors import friendly_errors  # noqa: E402
+from support.event_helpers import failure_clears  # noqa: E402
+from support.probing_helpers import STEPS, make_services, tab_app, write_run  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -135,12 +136,12 @@ def test_targets_and_other_mask_spellings(services) -> None:
 ])
 def test_bad_input_is_a_clear_error(services, text, top_k, targets, match) -> None:
     with pytest.raises(gr.Error, match=match):
-        tab.friendly_errors(tab.fill)(services, "default", text, top_k, targets)
+        friendly_errors(tab.fill)(services, "default", text, top_k, targets)
 
 
 def test_model_without_mlm_head(services) -> None:
     with pytest.raises(gr.Error, match="has no masked-LM head"):
-        tab.friendly_errors(tab.fill)(services, "encoder", TEXT, 5, "")
+        friendly_errors(tab.fill)(services, "encoder", TEXT, 5, "")
 
 
 def test_pick_evenly_keeps_first_and_last() -> None:

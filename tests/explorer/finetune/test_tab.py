@@ -4,6 +4,7 @@ it gets wrong and its checkpoint in the model picker, and the one worker's pretr
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -13,10 +14,11 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from app_helpers import serve
+from support.app_helpers import serve
 from engine.checkpoints.hf_format import load_directory
 from engine.finetune import build_parser, spec_from_args
 from engine.training.jobs.spec import JobSpec
+from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job
@@ -25,7 +27,7 @@ from explorer.finetune.tasks import TASKS
 from explorer.model_registry import checkpoint_key
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
-from finetune_tab_helpers import form as tab_form, tiny_app_services
+from support.finetune_tab_helpers import form as tab_form, tiny_app_services
 
 ROOT = Path(__file__).resolve().parents[3]
 SENTIMENT = ROOT / "assets" / "examples" / "sentiment.csv"
@@ -107,7 +109,7 @@ def test_empty_fields_take_the_tasks_defaults(services: Services) -> None:
     (dict(task="ner"), "unknown task 'ner'; choose one of: classification, qa, token_classification, multiple_choice"),
     (dict(steps=2.5), "Steps must be a whole number"),
     (dict(learning_rate=0), "Learning rate must be in (0, 1]"),
-    (dict(seq_length=512), "Sequence length must be a whole number between 16 and 128"),
+    (dict(seq_length=512), "Sequence length must be a whole number from 16 to 128"),
     (dict(eval_fraction=0.95), "Held-out fraction must be in [0, 0.9]"),
     (dict(example="imdb.csv"), "There is no bundled example 'imdb.csv' for classification"),
     (dict(model_key="live"), "The live model changes at every step; pick one of its run's checkpoints instead."),
@@ -268,7 +270,7 @@ def test_squad_v2_reports_answerable_and_unanswerable_questions_apart(client: Cl
     assert "on unanswerable questions" in status and "picked on the held-out questions" in status
 
 
-def test_a_pretraining_run_is_shown_as_what_it_is(services: Services) -> None:
+def test_a_pretraining_run_is_shown_as_what_it_is(services: Services, monkeypatch) -> None:
     wait_until_ended(services)
     worker = services.get_worker()
     spec = JobSpec(dict(total_steps=100_000, batch_size=4, max_seq_length=32, eval_every=0, checkpoint_every=0),
@@ -283,6 +285,14 @@ def test_a_pretraining_run_is_shown_as_what_it_is(services: Services) -> None:
             finetune_tab._control(services, "pause")
         warned = finetune_tab.start(services, *form())
         assert warned.startswith("⚠️ A pretraining run is already") and worker.status().task == "pretraining"
+        # Another browser's start between this tab's check and its own start: the worker's RunActiveError
+        # gives the same warning, and the running run is kept.
+        real_status, first = worker.status, iter([WorkerStatus("idle", "no training run yet")])
+        monkeypatch.setattr(worker, "status", lambda: next(first, None) or real_status())
+        raced = finetune_tab.start(services, *form())
+        assert re.fullmatch(r"⚠️ A pretraining run is already (preparing|running): the app trains one run at a "
+                            r"time\. Stop it in the Training tab before starting another\.", raced.split("\n\n")[0])
+        assert worker.status().task == "pretraining" and worker.status().active
     finally:
         worker.stop(wait_s=30)
     assert "The last run was a **pretraining** run" in finetune_tab.finetune_status(worker.status())
@@ -292,7 +302,7 @@ def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> N
     from dataclasses import replace
 
     from explorer.access import AccessPolicy
-    from probing_helpers import small_app
+    from support.probing_helpers import small_app
 
     wait_until_ended(services)
     public = replace(services, access=AccessPolicy(public=True, admin_token="s3cret"))
@@ -312,7 +322,7 @@ def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> N
 
 
 def test_choosing_a_task_offers_its_example_formats_and_defaults(services: Services) -> None:
-    from probing_helpers import small_app
+    from support.probing_helpers import small_app
 
     fns = {f.api_name: f.fn for f in small_app(services, finetune_tab.build).fns.values()}
     example, upload, formats, labels, *numbers = fns["finetune_task_changed"]("qa")

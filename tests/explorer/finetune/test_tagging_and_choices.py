@@ -12,7 +12,7 @@ import gradio as gr
 import pytest
 from gradio_client import Client
 
-from app_helpers import serve
+from support.app_helpers import serve
 from engine.data.tagged_text import read_tagged_file
 from engine.text.corpus import builtin_corpus
 from engine.training.tasks.eval_examples import WRONG_MARK
@@ -21,7 +21,7 @@ from explorer.finetune.job import make_job
 from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, TASKS
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
-from finetune_tab_helpers import form as tab_form, tiny_app_services
+from support.finetune_tab_helpers import form as tab_form, tiny_app_services
 
 ROOT = Path(__file__).resolve().parents[3]
 POS = ROOT / "assets" / "examples" / "pos-ewt-sample.tsv"
@@ -61,7 +61,7 @@ def finished(client: Client, services: Services) -> tuple[Any, ...]:
 
 
 def test_choosing_a_task_offers_its_examples_with_their_licence(services: Services) -> None:
-    from probing_helpers import small_app
+    from support.probing_helpers import small_app
 
     fns = {f.api_name: f.fn for f in small_app(services, finetune_tab.build).fns.values()}
     example, upload, formats, labels, *numbers = fns["finetune_task_changed"]("token_classification")

@@ -9,7 +9,7 @@ from engine.probes.choose import choose
 from explorer.formatting import percent, rounded
 from explorer.heads import choose as section
 from explorer.ui_errors import friendly_errors
-from heads_helpers import head_services
+from support.heads_helpers import head_services
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

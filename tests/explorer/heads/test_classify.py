@@ -9,7 +9,7 @@ from engine.probes.classify import classify, classify_details
 from explorer.formatting import percent, rounded
 from explorer.heads import classify as section
 from explorer.ui_errors import friendly_errors
-from heads_helpers import SENTIMENT, head_services
+from support.heads_helpers import SENTIMENT, head_services
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

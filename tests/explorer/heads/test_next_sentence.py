@@ -9,7 +9,7 @@ from engine.probes.next_sentence import next_sentence
 from explorer.formatting import percent, rounded
 from explorer.heads import next_sentence as section
 from explorer.ui_errors import friendly_errors
-from heads_helpers import head_services
+from support.heads_helpers import head_services
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

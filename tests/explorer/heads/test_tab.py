@@ -8,14 +8,14 @@ import gradio as gr
 import pytest
 from gradio_client.exceptions import AppError
 
-from event_helpers import failure_clears
+from support.event_helpers import failure_clears
 from explorer.heads import tab
 from explorer.heads import choose as choose_section
 from explorer.heads import classify as classify_section
 from explorer.heads import next_sentence as nsp_section
 from explorer.heads import tag as tag_section
-from heads_helpers import head_services
-from probing_helpers import tab_app
+from support.heads_helpers import head_services
+from support.probing_helpers import tab_app
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

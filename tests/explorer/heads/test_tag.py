@@ -13,7 +13,7 @@ from explorer.formatting import percent, rounded
 from explorer.heads import tag as section
 from explorer.heads.tag_html import color_classes, tagged_html
 from explorer.ui_errors import friendly_errors
-from heads_helpers import BIO, UPOS, head_services
+from support.heads_helpers import BIO, UPOS, head_services
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -26,8 +26,9 @@ from explorer.qa import examples as qa_examples  # noqa: E402
 from explorer.formatting import percent, rounded  # noqa: E402
 from explorer.qa import tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from app_helpers import serve  # noqa: E402
-from probing_helpers import make_services, small_app  # noqa: E402
+from explorer.ui_errors import friendly_errors  # noqa: E402
+from support.app_helpers import serve  # noqa: E402
+from support.probing_helpers import make_services, small_app  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -173,12 +174,12 @@ def test_merged_and_empty_answers_are_explained(services, monkeypatch) -> None:
 ])
 def test_bad_input_is_a_clear_error(services, kwargs, match) -> None:
     with pytest.raises(gr.Error, match=match):
-        tab.friendly_errors(run)(services, **kwargs)
+        friendly_errors(run)(services, **kwargs)
 
 
 def test_model_without_qa_head(services) -> None:
     with pytest.raises(gr.Error, match="has no question-answering \\(span\\) head"):
-        tab.friendly_errors(run)(services, key="encoder")
+        friendly_errors(run)(services, key="encoder")
 
 
 def test_fit_lengths_follows_the_model(services) -> None:

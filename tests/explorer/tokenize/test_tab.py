@@ -19,8 +19,8 @@ from gradio_client.exceptions import AppError  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
 from explorer.tokenize import tab  # noqa: E402
 from explorer.tokenize.pieces import pieces_html  # noqa: E402
-from event_helpers import failure_clears  # noqa: E402
-from probing_helpers import make_services, tab_app  # noqa: E402
+from support.event_helpers import failure_clears  # noqa: E402
+from support.probing_helpers import make_services, tab_app  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

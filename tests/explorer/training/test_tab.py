@@ -27,7 +27,7 @@ import explorer  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
 from explorer.training.status import status_markdown  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
-from app_helpers import serve  # noqa: E402
+from support.app_helpers import serve  # noqa: E402
 
 TIMEOUT = 90.0
 # preset, corpus, max documents, vocab, seq length, batch, lr, steps, mask rate, whole word, nsp
@@ -71,7 +71,7 @@ def test_api_lists_training_endpoints(client: Client) -> None:
 @pytest.mark.parametrize("change, message", [
     (dict(learning_rate=-1), "learning_rate"),
     (dict(batch_size=0), "Batch size"),
-    (dict(steps=0), "Steps must be between 1"),
+    (dict(steps=0), "Steps must be a whole number from 1"),
     (dict(seq_length=4), "Sequence length"),
     (dict(mask_rate=1.5), "mlm_probability"),
 ])
@@ -232,3 +232,37 @@ def test_after_a_control_the_next_tick_sends_the_status_again(services: Services
         follow = [d for d in dependencies if d["trigger_after"] == by_name[name]["id"]
                   and not d["trigger_only_on_failure"]]
         assert any({seen, timer} <= set(d["outputs"]) for d in follow), name
+
+
+def test_starting_or_continuing_while_a_run_is_active_warns_in_the_workers_words(services: Services,
+                                                                                 monkeypatch) -> None:
+    """The tab tells "a run is already active" by the worker's ``RunActiveError`` (not by its wording) and shows
+    the worker's sentence as a warning, keeping the run; Continue says the same in its own words."""
+    import re
+
+    from engine.training.worker.errors import RunActiveError
+    from explorer.training.runs import continue_run
+
+    worker = services.get_worker()
+    assert worker.join(TIMEOUT)
+    worker.start(training_tab.make_spec(services, *_settings(steps=3)))
+    assert worker.join(TIMEOUT) and worker.status().state == "finished"
+    short = worker.status().run_dir.name
+    info = worker.start(training_tab.make_spec(services, *_settings(steps=50_000)))
+    warnings: list[str] = []
+    monkeypatch.setattr(gr, "Warning", warnings.append)
+    try:
+        answer = training_tab.start_run(services, *_settings())
+        sentence = (rf"a training run is already (preparing|running) \({info.run_dir.name}\); "
+                    "stop it before starting another")
+        assert len(warnings) == 1 and re.fullmatch(sentence, warnings[0]), warnings
+        assert answer.startswith(f"⚠️ {warnings[0]}\n\n**") and worker.status().run_id == info.run_id
+        with pytest.raises(RunActiveError) as refused:
+            worker.start(training_tab.make_spec(services, *_settings()))
+        assert refused.value.run_name == info.run_dir.name and refused.value.state.is_active
+        with pytest.raises(ValueError, match=rf"^A training run is already (preparing|running); stop it before "
+                                             rf"continuing {short}\.$"):
+            continue_run(services, short, 60)
+    finally:
+        worker.stop(wait_s=30)
+    assert worker.status().state == "stopped" and worker.status().run_id == info.run_id

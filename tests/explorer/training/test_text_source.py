@@ -12,7 +12,7 @@ import gradio as gr
 import pytest
 from gradio_client import Client, handle_file
 
-from app_helpers import serve
+from support.app_helpers import serve
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.services import Services, default_services
 from explorer.training import tab as training_tab

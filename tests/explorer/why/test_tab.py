@@ -8,13 +8,13 @@ import gradio as gr
 import pytest
 from gradio_client import Client
 
-from app_helpers import serve
+from support.app_helpers import serve
 from engine.probes.attribution import attribute
 from explorer.ui_errors import friendly_errors
 from explorer.why import actions, tab
 from explorer.why.token_html import attribution_html
-from heads_helpers import head_services
-from probing_helpers import small_app
+from support.heads_helpers import head_services
+from support.probing_helpers import small_app
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -9,7 +9,7 @@ import transformers
 from safetensors.torch import save_file
 
 from engine.model.heads import BertWithHeads
-from reference import hf_config, max_diff, randomize_
+from support.reference import hf_config, max_diff, randomize_
 
 
 PARITY = 1e-5

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
@@ -33,7 +33,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 import explorer  # noqa: E402
-from app_helpers import free_port  # noqa: E402
+from support.app_helpers import free_port  # noqa: E402
 
 CALL_TIMEOUT_S = 30.0
 MAX_CHARS = 100_000

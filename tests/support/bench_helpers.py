@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def load_bench_script(name: str) -> ModuleType:

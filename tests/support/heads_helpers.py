@@ -9,11 +9,12 @@ from transformers import BertTokenizerFast
 
 from conftest import tiny_config
 from engine.checkpoints.hf_format import LoadedModel
-from engine.model.heads import CLASSIFIER_HEADS, BertWithHeads
+from engine.model.head_specs import HEADS
+from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.services import Services
-from probing_helpers import make_services
-from reference import randomize_
+from support.probing_helpers import make_services
+from support.reference import randomize_
 
 SENTIMENT = {0: "negative", 1: "neutral", 2: "positive"}
 BIO = {0: "O", 1: "B-PER", 2: "I-PER", 3: "B-LOC", 4: "I-LOC"}
@@ -31,7 +32,7 @@ def head_model(head: str, seed: int = 0, id2label: dict[int, str] | None = None,
         overrides["id2label"] = id2label
     torch.manual_seed(seed)
     model = randomize_(BertWithHeads(tiny_config(**overrides), heads=(head,)), seed, scale=scale).eval()
-    if head in CLASSIFIER_HEADS:
+    if HEADS[head].hf_prefix == "classifier.":   # a classifier head (they share transformers' key)
         linear = getattr(model, head)
         with torch.no_grad():
             linear.weight.normal_(0.0, 1.0, generator=torch.Generator().manual_seed(seed))

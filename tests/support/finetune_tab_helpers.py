@@ -9,7 +9,7 @@ from typing import Any, Iterator
 from engine.training.worker.training_worker import TrainingWorker
 from explorer.model_registry import ModelRegistry
 from explorer.services import Services
-from finetune_helpers import save_tiny_model, word_tokenizer
+from support.finetune_helpers import save_tiny_model, word_tokenizer
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome
 INSTALL_COMMANDS = ("apt-get install chromium", "python -m playwright install chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
-ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 TIMEOUT_MS = 60_000                       # a 2-core CPU shared with a training run is slow
 PLOT = ".js-plotly-plot"
 expect.set_options(timeout=TIMEOUT_MS)

@@ -18,7 +18,7 @@ from engine.training.loop.state import write_checkpoint
 from engine.training.jobs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer import model_picker
 from explorer.services import Services
-from reference import randomize_
+from support.reference import randomize_
 
 RUN = "run-a"
 STEPS = (2, 4, 6)

@@ -7,7 +7,7 @@ import gradio as gr
 
 
 def failure_clears(demo: gr.Blocks, api_name: str, outputs: list[Any]) -> bool:
-    """True when the event ``api_name`` has a ``.failure`` follow-up (``explorer.ui_errors.clear_on_failure``)
+    """True when the event ``api_name`` has a ``.failure`` follow-up (``explorer.endpoints.clear_on_failure``)
     that writes an empty value to exactly ``outputs``, so an old result never stays under a new error."""
     deps = demo.get_config_file()["dependencies"]
     event = next(d for d in deps if d.get("api_name") == api_name)

@@ -1,6 +1,6 @@
 """A training process to SIGKILL, for tests/training/test_faults.py.
 
-Run as ``python tests/fault_child.py SETUP_JSON``. It imports torch and the engine once,
+Run as ``python tests/support/fault_child.py SETUP_JSON``. It imports torch and the engine once,
 builds the datasets, prints ``ready``, then serves one JSON command per stdin line by
 forking a child (cheap: no second torch import) that trains the tiny model with a
 checkpoint after every step. The child prints ``child PID``, ``resumed STEP`` (or
@@ -27,13 +27,14 @@ from pathlib import Path
 import torch
 
 torch.set_num_threads(1)
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.model.config import BertConfig  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
-from engine.training.loop.trainer import Trainer, build_datasets  # noqa: E402
+from engine.training.loop.trainer import Trainer  # noqa: E402
+from engine.training.tasks import build_datasets  # noqa: E402
 from engine.training.loop.config import TrainingConfig  # noqa: E402
 from engine.training.loop.state import STATE_FILE, truncate_metrics  # noqa: E402
 from engine.training.jobs.run_folder import METRICS_FILE, list_checkpoints

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from app_helpers import free_port
+from support.app_helpers import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(args: list[str], module: list[str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -1,0 +1,53 @@
+"""``explorer.tab_registry.TABS`` is the one list of the app's tabs: ``build_app`` opens exactly those tabs, in that
+order, and the demo warm-up runs exactly the calls their modules give."""
+from __future__ import annotations
+
+import gradio as gr
+import pytest
+
+import explorer
+from explorer import warmup
+from explorer.tab_registry import TABS
+from support.probing_helpers import make_services
+
+ORDER = [("Tokenize", "tokenize"), ("Embeddings", "embeddings"), ("Attention", "attention"),
+         ("Fill-mask", "fill_mask"), ("Heads", "heads"), ("QA", "qa"), ("Why", "why"), ("Compare", "compare"),
+         ("Training", "training"), ("Fine-tune", "finetune")]
+
+
+@pytest.fixture(scope="module")
+def services(tiny_tokenizer, tmp_path_factory):
+    return make_services(tiny_tokenizer, tmp_path_factory.mktemp("runs"))
+
+
+def test_tabs_are_listed_once_in_the_order_shown() -> None:
+    assert [(tab.title, tab.id) for tab in TABS] == ORDER
+    assert all(callable(tab.module.build) and callable(tab.module.example_calls) for tab in TABS)
+
+
+def test_build_app_opens_exactly_the_registered_tabs(services) -> None:
+    demo = explorer.build_app(services)
+    outer = min((block for block in demo.blocks.values() if isinstance(block, gr.Tabs)), key=lambda b: b._id)
+    opened = [(child.label, child.id) for child in outer.children]
+    assert opened == [(tab.title, tab.id) for tab in TABS]
+
+
+def test_warm_up_runs_what_the_tabs_give(services) -> None:
+    loaded = services.model("default")                      # masked LM, next sentence and QA heads
+    calls = warmup.example_calls(loaded)
+    assert [name for name, _ in calls] == [name for tab in TABS for name, _ in tab.example_calls(loaded)]
+    per_tab = {tab.id: [name for name, _ in tab.example_calls(loaded)] for tab in TABS}
+    assert per_tab["tokenize"] == [f"tokenize {i}" for i in range(5)]
+    assert per_tab["attention"][-1] == "neuron_view 0"
+    assert per_tab["qa"] and per_tab["why"] == ["attribute 0"]
+    assert per_tab["compare"] == per_tab["training"] == per_tab["finetune"] == []
+    assert {name.split()[0] for name in per_tab["heads"]} == {"next_sentence"}      # the one task head it has
+
+
+def test_a_model_without_heads_warms_up_only_what_needs_none(services) -> None:
+    bare = services.model("encoder")                       # no heads at all
+    names = [name for name, _ in warmup.example_calls(bare)]
+    assert {name.split()[0] for name in names} == {"tokenize", "embeddings", "attention", "neuron_view"}
+    pair = dict(warmup.example_calls(bare))["tokenize 2"]()     # the example pair: [CLS] A [SEP] B [SEP]
+    assert [row.type_id for row in pair.rows].count(1) > 0 and pair.rows[0].type_id == 0
+    assert [row.token for row in pair.rows if row.special] == ["[CLS]", "[SEP]", "[SEP]"]

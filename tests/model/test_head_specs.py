@@ -1,0 +1,140 @@
+"""engine.model.head_specs: one spec per head is all a new head needs (model, checkpoints, description),
+and the registry agrees with transformers' classes."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+import torch
+import transformers
+from torch import nn
+
+from conftest import tiny_config
+from engine.checkpoints import hf_format
+from engine.checkpoints.key_mapping import architectures_for, hf_classes, hf_key
+from engine.model.config import BertConfig
+from engine.model.head_specs import HEADS, JOINT_CLASSES, HeadInput, HeadSpec, register_head, unregister_head
+from engine.model.heads import BertWithHeads
+from engine.training.tasks.base import freeze_unused
+from explorer.model_description import describe
+from support.reference import hf_config, randomize_
+
+
+@dataclass
+class ToyOutput:
+    logits: torch.Tensor                     # (B, 3)
+    loss: torch.Tensor | None = None
+
+
+class ToyHead(nn.Module):
+    """Three scores from the mean of the last hidden state, times a learnt scale."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.score = nn.Linear(config.hidden_size, 3)
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.score(hidden.mean(dim=1)) * self.scale          # (B, S, H) -> (B, H) -> (B, 3)
+
+
+def _run_toy(model: BertWithHeads, x: HeadInput) -> ToyOutput:
+    logits = model.head_module("toy_scorer")(x.hidden)
+    target = x.targets.get("class_labels")
+    return ToyOutput(logits, None if target is None else nn.functional.cross_entropy(logits, target))
+
+
+TOY = HeadSpec("toy_scorer", "toy_scorer", "toy_scorer.", "BertForToyScoring", "toy-scoring", "toy scoring",
+               build=lambda config, model: ToyHead(config), run=_run_toy, tried_in="Heads › Toy",
+               init=lambda head: head.scale.data.fill_(2.0))
+
+
+@pytest.fixture
+def toy_head():
+    """The toy head registered for one test."""
+    register_head(TOY)
+    try:
+        yield TOY
+    finally:
+        unregister_head(TOY.name)
+
+
+def test_a_registered_head_is_built_run_saved_loaded_and_described(toy_head, tmp_path, tiny_tokenizer) -> None:
+    torch.manual_seed(0)
+    model = randomize_(BertWithHeads(tiny_config(), heads=("mlm", "toy_scorer")), seed=3).eval()
+    assert model.heads == ("mlm", "toy_scorer") and isinstance(model.toy_scorer, ToyHead)
+    assert not model.has_pooler                                      # neither head reads the pooled vector
+    assert torch.equal(BertWithHeads(tiny_config(), heads=("toy_scorer",)).toy_scorer.scale, torch.tensor([2.0]))
+
+    ids = torch.tensor([[2, 5, 6, 7, 3], [2, 8, 9, 3, 0]])
+    mask = (ids != 0).long()
+    out = model(ids, attention_mask=mask, class_labels=torch.tensor([0, 2]))
+    expected = model.toy_scorer(out.encoder.last_hidden_state)
+    assert torch.allclose(out.result("toy_scorer").logits, expected) and out.extra["toy_scorer"].logits.shape == (2, 3)
+    assert torch.allclose(out.loss, out.result("toy_scorer").loss)   # the only head with targets here
+    assert model(ids, attention_mask=mask, compute=("mlm",)).result("toy_scorer") is None
+
+    assert architectures_for(model.heads) == ["BertForMaskedLM", "BertForToyScoring"]
+    assert hf_classes()["BertForToyScoring"] == (("toy_scorer",), False)
+    saved = hf_format.save(model, tiny_tokenizer, tmp_path / "toy")
+    loaded = hf_format.load(saved)
+    assert loaded.heads == ("mlm", "toy_scorer") and "toy_scorer" not in loaded.missing_heads
+    theirs = loaded.model.state_dict()
+    for key, value in model.state_dict().items():
+        assert torch.equal(theirs[key], value), key
+    assert torch.equal(loaded.model(ids, attention_mask=mask).result("toy_scorer").logits, expected)
+
+    text = describe(loaded)
+    assert "toy scoring (Heads › Toy)" in text and "masked LM (Fill-mask)" in text
+    assert "add one in the **Fine-tune** tab" not in text           # a head with a place to try it
+    with pytest.raises(ValueError, match="this model has no next-sentence head .*it has: masked-LM, toy-scoring"):
+        loaded.require_head("nsp")
+
+    freeze_unused(loaded.model, heads=("mlm",), uses_pooler=False)
+    assert not any(p.requires_grad for p in loaded.model.toy_scorer.parameters())
+    assert loaded.model.cls.predictions.bias.requires_grad
+
+
+def test_registering_a_taken_name_or_module_is_refused(toy_head) -> None:
+    with pytest.raises(ValueError, match="registered already"):
+        register_head(TOY)
+    with pytest.raises(ValueError, match="registered already"):
+        register_head(HeadSpec("other", "qa_outputs", "x.", "X", "x", "x", build=TOY.build, run=TOY.run))
+    with pytest.raises(ValueError, match="BertWithHeads' own module"):
+        register_head(HeadSpec("other", "dropout", "x.", "X", "x", "x", build=TOY.build, run=TOY.run))
+    assert list(HEADS)[-1] == "toy_scorer" and len(HEADS) == 7
+
+
+def test_the_built_in_heads_in_canonical_order() -> None:
+    assert tuple(HEADS) == ("mlm", "nsp", "qa", "classifier", "token_classifier", "multiple_choice")
+    assert [h for h, s in HEADS.items() if s.pooled] == ["nsp", "classifier", "multiple_choice"]
+    assert [h for h, s in HEADS.items() if s.labelled] == ["classifier", "token_classifier"]
+    assert [h for h, s in HEADS.items() if s.hf_prefix == "classifier."] == [
+        "classifier", "token_classifier", "multiple_choice"]
+
+
+@pytest.mark.parametrize("name", list(HEADS))
+def test_each_head_agrees_with_its_transformers_class(name) -> None:
+    spec = HEADS[name]
+    config = tiny_config(id2label={0: "a", 1: "b", 2: "c"})
+    ours = BertWithHeads(config, heads=(name,)).state_dict()
+    if spec.hf_num_labels is not None:           # transformers sizes it by num_labels: export writes that many
+        config = config.replace(id2label={i: f"L{i}" for i in range(spec.hf_num_labels)})
+    theirs = getattr(transformers, spec.hf_class)(hf_config(config)).state_dict()
+    assert any(key.startswith(spec.hf_prefix) for key in theirs)
+    others = {s.hf_prefix for s in HEADS.values() if s.hf_prefix != spec.hf_prefix}
+    assert not any(key.startswith(tuple(others)) for key in theirs)   # the class carries this head alone
+    assert ("bert.pooler.dense.weight" in theirs) == spec.pooled
+    head_keys = [k for k in ours if k.startswith(spec.prefix) and k[len(spec.prefix):] not in spec.tied]
+    assert head_keys
+    for key in head_keys:                        # each weight of ours is transformers' under hf_key, same shape
+        assert theirs[hf_key(key)].shape == ours[key].shape, key
+    if spec.labelled:                            # sized by id2label (checkpoint import reads it from here)
+        assert ours[spec.prefix + "weight"].shape[0] == theirs[spec.hf_prefix + "weight"].shape[0] == 3
+
+
+def test_joint_classes_carry_their_heads_and_the_pooler_when_one_reads_it() -> None:
+    for name, heads in JOINT_CLASSES.items():
+        theirs = getattr(transformers, name)(hf_config(tiny_config())).state_dict()
+        assert all(any(k.startswith(HEADS[h].hf_prefix) for k in theirs) for h in heads)
+        assert hf_classes()[name] == (heads, "bert.pooler.dense.weight" in theirs)
