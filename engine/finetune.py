@@ -61,9 +61,20 @@ DEFAULTS: dict[str, Any] = dict(
     eval_every=200, eval_batches=20, checkpoint_every=500, keep_last=None, seed=0, device="auto", precision="auto",
     schedule="linear", log_every=1, threads=0, doc_stride=128, max_question_len=64,
     mlm_batch_size=None)
-# each task's own defaults (seq_len, batch_size) are its TaskDefinition.defaults
-HELP_DEFAULTS = dict(DEFAULTS, seq_len="384 qa / 128 the others",
-                     batch_size="16 qa / 8 multiple choice / 32 the others")
+
+
+def per_task_default(key: str) -> str:
+    """``--help``'s default for a flag each task sets (its ``TaskDefinition.defaults``), from the registry:
+    ``384 qa, qa_mlm / 128 classification, token_classification, multiple_choice``."""
+    by_value: dict[Any, list[str]] = {}
+    for name in finetuning_tasks():
+        by_value.setdefault(task_definition(name).defaults.get(key), []).append(name)
+    return " / ".join(f"{value} {', '.join(names)}" for value, names in by_value.items())
+
+
+def help_defaults() -> dict[str, Any]:
+    """``DEFAULTS`` as ``--help`` shows them: the per-task ones (seq_len, batch_size) from the task registry."""
+    return dict(DEFAULTS, seq_len=per_task_default("seq_len"), batch_size=per_task_default("batch_size"))
 # JobSpec field -> its argparse dest, for the flags that are not TrainingConfig fields
 JOB_ARGS = {name: name for name in ("data", "eval_data", "eval_fraction", "init_from", "doc_stride", "max_question_len",
                                     "max_examples", "mlm_corpus", "mlm_seq_len", "mlm_batch_size", "corpus",
@@ -100,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--num-choices", type=int, help="multiple_choice without --data: choices per example, 2-5 (default 4)")
     add("--mlm-batch-size", type=int,
         help="qa_mlm: masked-LM sequences per micro-batch (default: --batch-size)")
-    cli.add_training_arguments(p, HELP_DEFAULTS)
+    cli.add_training_arguments(p, help_defaults())
     return p
 
 

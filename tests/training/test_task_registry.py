@@ -195,3 +195,17 @@ def test_the_command_line_offers_and_runs_a_registered_task(files, tmp_path, cap
     assert code == 0, err
     assert f"run {tmp_path / 'cli'}: {TOY.name} from" in err and "labels ['cat', 'dog']" in err
     assert "step 4/4 toy_loss=" in err and " toy_acc=" in err            # its ``shown`` metrics
+
+
+def test_finetune_help_names_each_tasks_own_defaults_from_the_registry():
+    """``python -m engine.finetune --help`` derives the per-task defaults from the definitions, so a new task's
+    defaults show there with no edit to the command line."""
+    from engine.finetune import per_task_default
+    from engine.training.tasks.registry import finetuning_tasks, task_definition
+
+    for key in ("seq_len", "batch_size"):
+        text = per_task_default(key)
+        for name in finetuning_tasks():
+            group = next(part for part in text.split(" / ") if name in part.split(" ", 1)[1].split(", "))
+            assert group.split(" ", 1)[0] == str(task_definition(name).defaults[key])
+    assert per_task_default("seq_len").startswith("384 qa, qa_mlm / 128 ")

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import torch
 
+from engine.training.loop.train_result import TrainStatus
 from engine.training.loop import distributed as dist
 from engine.training.loop.config import TrainingConfig
 from engine.training.jobs.spec import JobSpec, resume_spec
@@ -251,7 +252,7 @@ def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process
     finally:
         bar.close()
         interrupt.restore()
-    if result.status == "stopped":
+    if result.status == TrainStatus.STOPPED:
         if trainer.global_step > 0 and (trainer.last_checkpoint is None
                                         or trainer.last_checkpoint.name != checkpoint_name(trainer.global_step)):
             path = trainer.save_checkpoint()
@@ -263,5 +264,5 @@ def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process
         weights = {k: v.detach().cpu().clone() for k, v in trainer.model.state_dict().items()}
         torch.save(weights, trainer.run_dir / f"weights-rank{dist.rank()}.pt")
     dist.barrier()
-    interrupted = result.status == "stopped" and not (stop_at is not None and trainer.global_step >= stop_at)
+    interrupted = result.status == TrainStatus.STOPPED and not (stop_at is not None and trainer.global_step >= stop_at)
     return EXIT_INTERRUPTED if interrupted else 0

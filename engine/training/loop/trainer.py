@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Sequence
 
@@ -40,6 +39,7 @@ from engine.training.loop.callbacks import CallbackList, FunctionCallback, Train
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
 from engine.training.loop.optim import build_optimizer, build_scheduler, lr_factor
+from engine.training.loop.train_result import TrainResult, TrainStatus
 from engine.training.tasks import TaskOutput, TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
@@ -58,16 +58,6 @@ class TrainingDiverged(RuntimeError):
     def __init__(self, message: str, step: int, last_checkpoint: Path | None) -> None:
         super().__init__(message)
         self.step, self.last_checkpoint = step, last_checkpoint
-
-
-@dataclass
-class TrainResult:
-    """How ``Trainer.train`` ended: ``finished`` (total_steps reached), ``stopped`` (should_stop),
-    or ``num_steps`` (the requested number of steps ran)."""
-
-    status: str
-    step: int
-    metrics: dict[str, Any] | None
 
 
 class Trainer:
@@ -272,7 +262,7 @@ class Trainer:
         target = config.total_steps if num_steps is None else min(config.total_steps, self.global_step + num_steps)
         while self.global_step < target:
             if self.callbacks.should_stop(self):
-                return TrainResult("stopped", self.global_step, self.last_metrics)
+                return TrainResult(TrainStatus.STOPPED, self.global_step, self.last_metrics)
             self.callbacks.call("on_step_begin", self)
             try:
                 metrics = self.step()
@@ -290,7 +280,7 @@ class Trainer:
                 self._log("eval", evaluation)
             if last or (config.checkpoint_every and step % config.checkpoint_every == 0):
                 self.save_checkpoint()
-        status = "finished" if self.global_step >= config.total_steps else "num_steps"
+        status = TrainStatus.FINISHED if self.global_step >= config.total_steps else TrainStatus.NUM_STEPS
         return TrainResult(status, self.global_step, self.last_metrics)
 
     def _log(self, kind: str, record: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ import time
 import traceback as traceback_module
 from typing import Any
 
+from engine.training.loop.train_result import TrainStatus
 from engine.checkpoints.hf_format import CheckpointWriteError
 from engine.training.jobs.setup import prepare_job
 from engine.training.jobs.run_folder import checkpoint_name
@@ -58,7 +59,7 @@ class RunThread:
                     run.move_to(RunState.RUNNING, f"step {run.step} / {run.total_steps}")
                 cond.notify_all()
             result = trainer.train()
-            if result.status == "stopped":        # the trainer's TrainResult.status (should_stop said so)
+            if result.status == TrainStatus.STOPPED:        # the trainer's TrainResult.status (should_stop said so)
                 path = trainer.last_checkpoint
                 if trainer.global_step > 0 and (path is None or path.name != checkpoint_name(trainer.global_step)
                                                 or not path.exists()):
