@@ -12,6 +12,7 @@ an unknown one with the keys available now.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,7 @@ import gradio as gr
 
 from explorer.endpoints import endpoint, handler
 from explorer.model_description import describe
-from explorer.model_registry import ModelChoice, UnknownModelError
+from explorer.model_registry import ModelChoice, ModelRegistry, UnknownModelError
 from explorer.services import Services
 from explorer.ui_errors import shown
 
@@ -62,10 +63,9 @@ def model_info(services: Services, key: str | None) -> str:
         return f"⚠️ {shown(str(exc))}"
 
 
-def build(services: Services) -> ModelPicker:
-    """Create the picker inside the current layout and wire it."""
-    registry = services.registry()
-    choices = registry.choices()
+def _widgets(services: Services, choices: list[ModelChoice]) -> dict[str, Any]:
+    """The picker's row (the dropdown, the box to load another model, the admin token where asked, the button)
+    and the model's description below it."""
     with gr.Row(elem_id="model-picker"):
         with gr.Column(scale=3):
             dropdown = gr.Dropdown(choices=dropdown_choices(choices), value=initial_value(choices),
@@ -81,8 +81,12 @@ def build(services: Services) -> ModelPicker:
         with gr.Column(scale=1, min_width=120):
             load_button = gr.Button("Load", variant="secondary")
     info = gr.Markdown(elem_classes=["model-info"])
-    seen = gr.State(tuple(c.key for c in choices))
+    return {"dropdown": dropdown, "source": source, "admin_token": admin_token, "load_button": load_button,
+            "info": info}
 
+
+def _load_handler(services: Services, registry: ModelRegistry) -> Callable[..., tuple[Any, str]]:
+    """The /load_model endpoint's handler (one for the button and Enter in the box)."""
     def load_model(source_text: str, token: str = "",
                    progress: gr.Progress = gr.Progress(track_tqdm=True)) -> tuple[Any, str]:
         """Load a model and select it in the picker.
@@ -107,9 +111,11 @@ def build(services: Services) -> ModelPicker:
         progress(1.0, desc="Loaded")
         return gr.update(choices=dropdown_choices(registry.choices()), value=key), describe(loaded)
 
-    def show_info(key: str | None) -> str:
-        return model_info(services, key)
+    return handler(load_model, "load_model", gpu=False)     # loads a model, runs none; one handler, two triggers
 
+
+def _refresh_handler(registry: ModelRegistry) -> Callable[..., tuple[Any, tuple[str, ...]]]:
+    """The timer's check: new choices when the registry's keys changed since ``previous``."""
     def refresh(previous: tuple[str, ...]) -> tuple[Any, tuple[str, ...]]:
         current = registry.choices()
         keys = tuple(c.key for c in current)
@@ -117,7 +123,32 @@ def build(services: Services) -> ModelPicker:
             return gr.skip(), previous
         return gr.update(choices=dropdown_choices(current)), keys
 
-    load = handler(load_model, "load_model", gpu=False)     # loads a model, runs none; one handler, two triggers
+    return refresh
+
+
+def build(services: Services) -> ModelPicker:
+    """Create the picker inside the current layout and wire it."""
+    registry = services.registry()
+    choices = registry.choices()
+    w = _widgets(services, choices)
+    dropdown, source, admin_token, load_button, info = (w[name] for name in ("dropdown", "source", "admin_token",
+                                                                            "load_button", "info"))
+    seen = gr.State(tuple(c.key for c in choices))
+    _wire_load(_load_handler(services, registry), source, admin_token, load_button, dropdown, info)
+
+    def show_info(key: str | None) -> str:
+        return model_info(services, key)
+
+    endpoint(dropdown.change, show_info, [dropdown], [info], api_name="model_info", gpu=False, clear=False,
+             api_visibility="private", show_progress="hidden")
+    gr.Timer(REFRESH_S).tick(_refresh_handler(registry), inputs=[seen], outputs=[dropdown, seen],
+                             api_visibility="private", show_progress="hidden")
+    return ModelPicker(dropdown, source, load_button, info, seen, admin_token)
+
+
+def _wire_load(load: Callable[..., Any], source: Any, admin_token: Any, load_button: Any, dropdown: Any,
+               info: Any) -> None:
+    """Wire loading a model on the button (public /load_model) and on Enter in the box (private)."""
     load_inputs = [source] + ([admin_token] if admin_token is not None else [])
     # The progress (its steps and a hub download's per-file bars) shows over the "Load another model" box
     # (show_progress_on), never over the picker and the description of the model still in use: a failed
@@ -133,11 +164,6 @@ def build(services: Services) -> ModelPicker:
                         show_progress="hidden")
         loading.then(lambda: gr.update(value="Load", interactive=True), outputs=[load_button], queue=False,
                      api_visibility="private", show_progress="hidden")
-    endpoint(dropdown.change, show_info, [dropdown], [info], api_name="model_info", gpu=False, clear=False,
-             api_visibility="private", show_progress="hidden")
-    gr.Timer(REFRESH_S).tick(refresh, inputs=[seen], outputs=[dropdown, seen], api_visibility="private",
-                             show_progress="hidden")
-    return ModelPicker(dropdown, source, load_button, info, seen, admin_token)
 
 
 def on_page_load(services: Services, key: str | None) -> tuple[Any, tuple[str, ...], str]:

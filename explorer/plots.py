@@ -7,6 +7,7 @@ labels, so repeated tokens (two ``the``s, several ``[SEP]``s) stay separate cell
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -131,6 +132,44 @@ def tick_labels(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
     return positions, [tokens[i] for i in positions]
 
 
+def _check_lengths(tokens: Sequence[str], segments: Sequence[str], ids: Sequence[int] | None,
+                   type_ids: Sequence[int] | None) -> None:
+    """``ValueError`` unless ``segments`` (and ``ids`` / ``type_ids`` when given) have one entry per token."""
+    if len(tokens) != len(segments):
+        raise ValueError(f"tokens ({len(tokens)}) and segments ({len(segments)}) differ in length")
+    if ids is not None and len(ids) != len(tokens):
+        raise ValueError(f"ids ({len(ids)}) and tokens ({len(tokens)}) differ in length")
+    if type_ids is not None and len(type_ids) != len(tokens):
+        raise ValueError(f"type_ids ({len(type_ids)}) and tokens ({len(tokens)}) differ in length")
+
+
+def _segment_trace(seg: str, pos: list[int], tokens: Sequence[str], ids: Sequence[int] | None,
+                   type_ids: Sequence[int] | None, show_text: bool) -> dict[str, Any]:
+    """The bar trace of one segment's cells at positions ``pos`` (numbered inside when ``show_text``)."""
+    custom = [
+        [tokens[i], ids[i] if ids is not None else "", type_ids[i] if type_ids is not None else ""]
+        for i in pos
+    ]
+    return dict(
+        type="bar",
+        x=pos,
+        y=[1] * len(pos),
+        width=0.92,
+        name=SEGMENT_NAMES.get(seg, seg),
+        marker=dict(color=SEGMENT_COLORS.get(seg, "#cbd5e1"), line=dict(width=0)),
+        text=[str(i) for i in pos] if show_text else None,  # position in the cell
+        textposition="inside" if show_text else "none",
+        insidetextanchor="middle",
+        textangle=0,
+        textfont=dict(color="white"),
+        customdata=custom,
+        hovertemplate=(
+            "position %{x}<br>token %{customdata[0]}<br>id %{customdata[1]}"
+            "<br>type id %{customdata[2]}<extra>" + SEGMENT_NAMES.get(seg, seg) + "</extra>"
+        ),
+    )
+
+
 def token_strip(
     tokens: Sequence[str],
     segments: Sequence[str],
@@ -145,46 +184,16 @@ def token_strip(
     integer position, so repeated tokens never merge. Hover shows position, token, id and
     type id. Empty input gives :func:`empty_figure`.
     """
-    if len(tokens) != len(segments):
-        raise ValueError(f"tokens ({len(tokens)}) and segments ({len(segments)}) differ in length")
-    if ids is not None and len(ids) != len(tokens):
-        raise ValueError(f"ids ({len(ids)}) and tokens ({len(tokens)}) differ in length")
-    if type_ids is not None and len(type_ids) != len(tokens):
-        raise ValueError(f"type_ids ({len(type_ids)}) and tokens ({len(tokens)}) differ in length")
+    _check_lengths(tokens, segments, ids, type_ids)
     n = len(tokens)
     if n == 0:
         return empty_figure("No tokens")
 
     show_text = n <= _MAX_CELL_LABELS
-    traces = []
     order = [s for s in ("A", "B", "special") if s in segments]
     order += sorted({s for s in segments if s not in SEGMENT_COLORS})  # unknown labels last
-    for seg in order:
-        pos = [i for i, s in enumerate(segments) if s == seg]
-        custom = [
-            [tokens[i], ids[i] if ids is not None else "", type_ids[i] if type_ids is not None else ""]
-            for i in pos
-        ]
-        traces.append(
-            dict(
-                type="bar",
-                x=pos,
-                y=[1] * len(pos),
-                width=0.92,
-                name=SEGMENT_NAMES.get(seg, seg),
-                marker=dict(color=SEGMENT_COLORS.get(seg, "#cbd5e1"), line=dict(width=0)),
-                text=[str(i) for i in pos] if show_text else None,  # position in the cell
-                textposition="inside" if show_text else "none",
-                insidetextanchor="middle",
-                textangle=0,
-                textfont=dict(color="white"),
-                customdata=custom,
-                hovertemplate=(
-                    "position %{x}<br>token %{customdata[0]}<br>id %{customdata[1]}"
-                    "<br>type id %{customdata[2]}<extra>" + SEGMENT_NAMES.get(seg, seg) + "</extra>"
-                ),
-            )
-        )
+    traces = [_segment_trace(seg, [i for i, s in enumerate(segments) if s == seg], tokens, ids, type_ids, show_text)
+              for seg in order]
     tickvals, ticktext = tick_labels(tokens)
     return figure(
         traces,

@@ -22,7 +22,7 @@ from explorer.run_picker import run_note
 from explorer.attention import ablation_plots
 from explorer.attention import export as attention_export
 from explorer.services import Services
-from explorer.ui_errors import check_length, require_text
+from explorer.ui_errors import check_length, require_text, whole_number
 
 MIN_LENGTH = 8
 DEFAULT_LENGTH = 128
@@ -57,10 +57,8 @@ def model_shape(loaded: LoadedModel) -> tuple[int, int]:
 
 def effective_length(services: Services, loaded: LoadedModel, max_length: Any) -> int:
     """The slider's max length, checked, capped at the model's positions."""
-    length = DEFAULT_LENGTH if max_length is None else int(max_length)
-    limit = min(512, services.max_length)
-    if not MIN_LENGTH <= length <= limit:
-        raise gr.Error(f"Max length must be between {MIN_LENGTH} and {limit}; got {length}.", print_exception=False)
+    length = DEFAULT_LENGTH if max_length is None else whole_number(max_length, "Max length", MIN_LENGTH,
+                                                                    min(512, services.max_length))
     return min(length, loaded.config.max_position_embeddings)
 
 
@@ -108,9 +106,7 @@ def run_ablation(services: Services, model_key: str | None, text: str | None, te
     if not heads_text or not heads_text.strip():
         raise gr.Error("Name the heads to remove as layer:head, e.g. 0:1, 2:3 (or 4:* for a whole layer).",
                        print_exception=False)
-    k = int(top_k) if top_k is not None else DEFAULT_TOP_K
-    if not 1 <= k <= 20:
-        raise gr.Error(f"Top-k must be between 1 and 20; got {k}.", print_exception=False)
+    k = whole_number(top_k, "Top-k", 1, 20) if top_k is not None else DEFAULT_TOP_K
     with services.probing():
         loaded = services.model(model_key)
         layers, num_heads = model_shape(loaded)

@@ -18,6 +18,7 @@ from explorer.endpoints import endpoint, handler
 from explorer.formatting import sig
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
+from explorer.ui_errors import whole_number
 
 API_NAME = "neuron_view"
 TOP_KEYS = 3                 # the summary names this many keys with the largest weights
@@ -34,18 +35,8 @@ def parse_query(value: Any) -> int:
     """The query position from the dropdown or the API: an int, a float like 3.0, "3" or "3: cat" (0 when empty)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return 0
-    if isinstance(value, bool):
-        raise gr.Error(f"The query token must be a position (0 = [CLS]), got {value!r}.", print_exception=False)
-    if isinstance(value, (int, float)):
-        if float(value) != int(value):
-            raise gr.Error(f"The query token must be a whole position (0 = [CLS]), got {value!r}.",
-                           print_exception=False)
-        return int(value)
-    found = _LEADING_NUMBER.match(str(value))
-    if found is None:
-        raise gr.Error(f"The query token must be a position (0 = [CLS]) or one of the listed tokens, got {value!r}.",
-                       print_exception=False)
-    return int(found.group(1))
+    found = _LEADING_NUMBER.match(value) if isinstance(value, str) else None
+    return whole_number(found.group(1) if found else value, "The query token (0 = [CLS])", 0)
 
 
 def summary_markdown(view: NeuronView) -> str:

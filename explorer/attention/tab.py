@@ -16,25 +16,16 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attention import AttentionResult, check_head_index
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
-from explorer.attention import neuron_tab, plots as attention_plots
-from explorer.attention.actions import (DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH, effective_length,
-                                        export_files, model_shape, over_training, read_inputs, run_ablation)
+from explorer.attention import plots as attention_plots, sections
+from explorer.attention.actions import (DEFAULT_LENGTH, effective_length, export_files, model_shape, over_training,
+                                        read_inputs, run_ablation)
+from explorer.attention.sections import EXAMPLES, TABLE_COLUMNS
 from explorer import run_picker
 from explorer.endpoints import endpoint, handler, wire_run
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 
 DEFAULT_SHAPE = (12, 12)       # layers, heads when the picked model cannot be read at build time
-MAX_LAYERS, MAX_HEADS = 48, 64  # build-time slider ranges, so API calls on bigger models pass their checks
-STAT_CHOICES = [(STAT_TITLES[name], name) for name in STAT_NAMES]
-TABLE_COLUMNS = ["layer", "head", *STAT_NAMES]
-
-EXAMPLES: list[list[str]] = [
-    ["The cat sat on the mat because it was tired.", ""],
-    ["Who was Jim Henson?", "Jim Henson was a nice puppet"],
-    ["The trophy did not fit in the suitcase because it was too big.", ""],
-    ["The man went to the [MASK] to buy a gallon of milk.", ""],
-]
 
 INTRO = """\
 Each head turns every token into a weighted look at all tokens: **row *i* of a head's map
@@ -43,12 +34,6 @@ everything to `[SEP]` or `[CLS]` (often a "no-op" when the head has nothing to d
 that look at the previous or next token, and heads that link a pronoun like *it* to the noun
 it stands for. Then **remove a head** (ablation) and watch the masked-LM loss: a head whose
 removal barely changes it was not doing much on this input. Layers and heads count from 0.
-"""
-EXPORT_NOTE = """\
-**Export** writes the heatmap of the chosen layer and head: **SVG** (drawn here, with token
-labels and a colour bar), **PNG** (the cells only, one square per weight, same colours; for a
-PNG *with* labels use the camera button that appears on the heatmap when you hover it) and
-**JSON** (`tokens`, `layer`, `head`, `attention` rows, `stats`).
 """
 
 
@@ -142,70 +127,10 @@ def _initial_shape(services: Services, key: str | None) -> tuple[int, int]:
     return (config.num_hidden_layers, config.num_attention_heads) if config is not None else DEFAULT_SHAPE
 
 
-# --- the tab -----------------------------------------------------------------------------
+# --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
 
-def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
-    """Create the Attention tab's widgets inside the current ``gr.Tab`` and wire them."""
-    layers, num_heads = _initial_shape(services, picker.dropdown.value)
-    gr.Markdown(INTRO, elem_classes=["tab-intro"])
-    with gr.Row():
-        with gr.Column(scale=3):
-            text = gr.Textbox(label="Text", lines=2, placeholder="Type a sentence…")
-            pair = gr.Textbox("", label="Text pair (optional, segment B)", lines=1,
-                              placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
-        with gr.Column(scale=2, min_width=240):
-            # Wide build-time ranges let API callers use deeper models; a browser narrows them to the
-            # picked model on page load and whenever the model changes (see ``fit`` below).
-            layer = gr.Slider(0, max(layers, MAX_LAYERS) - 1, value=0, step=1, label="Layer (0-based)")
-            head = gr.Slider(0, max(num_heads, MAX_HEADS) - 1, value=0, step=1, label="Head (0-based)")
-            length = gr.Slider(MIN_LENGTH, min(512, services.max_length), value=DEFAULT_LENGTH, step=1,
-                               label="Max length (tokens, incl. specials)")
-            button = gr.Button("Show attention", variant="primary")
-    examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples", cache_examples=False,
-                           api_name="attention_example", api_visibility="private")
-    summary = gr.Markdown(elem_classes=["attention-summary"])
-    with gr.Row():
-        heatmap = gr.Plot(label="Heatmap of the chosen head")
-        with gr.Column():
-            # A dropdown that accepts custom values: API callers may name heads of a bigger model
-            # than the one picked at build time (a CheckboxGroup would reject them).
-            view_heads = gr.Dropdown(choices=[(str(h), h) for h in range(num_heads)], value=list(range(num_heads)),
-                                     multiselect=True, allow_custom_value=True, label="Heads in the head view")
-            head_view = gr.Plot(label="Head view (one colour per head)")
-    neuron = neuron_tab.build(services, picker, text, pair, layer, head, length)   # the chosen head's row, in numbers
-    model_view = gr.Plot(label="Model view: every layer (rows) × head (columns)")
-    statistic = gr.Dropdown(choices=STAT_CHOICES, value="entropy", label="Head statistic")
-    with gr.Row():
-        stats_plot = gr.Plot(label="Statistic per head")
-        stats_frame = gr.Dataframe(headers=TABLE_COLUMNS, label="Head statistics (means over query tokens)",
-                                   interactive=False, wrap=False, max_height=420)
-    with gr.Accordion("Ablate heads: remove heads and measure the loss", open=False):
-        gr.Markdown("Name heads as `layer:head` (0-based), e.g. `0:1, 2:3`, or `4:*` for a whole layer. The "
-                    "input is scored with every head and again without those: each token is masked in turn "
-                    "and the masked-LM loss of the true token compared (inputs up to 128 tokens; on long ones "
-                    "32 evenly spaced tokens); `[MASK]`s in the text show their top fillers, and a text pair "
-                    "its P(IsNext). Needs a model with a masked-LM head.")
-        with gr.Row():
-            heads_text = gr.Textbox(label="Heads to remove", placeholder="0:1, 2:3", scale=3)
-            add_head = gr.Button("Add the chosen layer:head", scale=1)
-            top_k = gr.Slider(1, 20, value=DEFAULT_TOP_K, step=1, label="Top-k fillers", scale=1)
-        ablate_button = gr.Button("Ablate", variant="primary")
-        ablation_summary = gr.Markdown()
-        ablation_figure = gr.Plot(label="Baseline vs ablated")
-    with gr.Accordion("Export the chosen head (PNG, SVG, JSON)", open=False):
-        gr.Markdown(EXPORT_NOTE)
-        export_button = gr.Button("Export")
-        files = gr.File(label="Files", file_count="multiple", interactive=False)
-    with gr.Accordion("Over training: the chosen head at each checkpoint", open=False):
-        gr.Markdown(f"Up to {MAX_CHECKPOINTS} checkpoints of a run (by default the picked checkpoint's run, else "
-                    "the newest), oldest first: watch a head find its pattern as training goes on.")
-        with gr.Row():
-            over_run = run_picker.build(services)
-            over_button = gr.Button("Show over training")
-        over_note = gr.Markdown()
-        over_maps = gr.Plot(label="The head's map per checkpoint")
-        over_lines = gr.Plot(label="The head's statistics over training")
-
+def _main_handlers(services: Services) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The tab's main action (one handler for its three triggers) and the redraw that reruns it."""
     def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
             heads: list[int], statistic: str) -> tuple[Any, ...]:
         """Attention maps of every head for a text (and optional pair).
@@ -234,6 +159,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             return tuple(gr.skip() for _ in range(6))        # nothing typed yet: leave the views alone
         return run(*args)
 
+    return run, refresh
+
+
+def _ablate_handler(services: Services) -> Callable[..., Any]:
+    """The *Ablate* button's handler."""
     def ablate(model_key: str, text: str, text_pair: str, heads: str, top_k: float) -> tuple[Any, ...]:
         """Remove attention heads and compare the masked-LM loss, [MASK] fillers and P(IsNext).
 
@@ -248,6 +178,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return run_ablation(services, model_key, text, text_pair, heads, top_k)
 
+    return ablate
+
+
+def _export_handler(services: Services) -> Callable[..., Any]:
+    """The *Export* button's handler."""
     def export(model_key: str, text: str, text_pair: str, layer: float, head: float,
                max_length: float) -> list[str]:
         """The chosen head's attention map as PNG, SVG and JSON files.
@@ -264,6 +199,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return export_files(services, model_key, text, text_pair, layer, head, max_length)
 
+    return export
+
+
+def _over_training_handler(services: Services) -> Callable[..., Any]:
+    """The *Show over training* button's handler."""
     def run_over_training(model_key: str, text: str, text_pair: str, layer: float, head: float,
                           max_length: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:
@@ -284,44 +224,73 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         maps, lines, note = over_training(services, model_key, text, text_pair, layer, head, max_length, run)
         return note, maps, lines
 
-    def add_chosen(current: str, layer: float, head: float) -> str:
-        item = f"{int(layer)}:{int(head)}"
-        present = [p for p in re.split(r"[,;\s]+", current or "") if p]
-        return ", ".join(present if item in present else [*present, item])
+    return run_over_training
 
+
+def add_chosen(current: str, layer: float, head: float) -> str:
+    item = f"{int(layer)}:{int(head)}"
+    present = [p for p in re.split(r"[,;\s]+", current or "") if p]
+    return ", ".join(present if item in present else [*present, item])
+
+
+
+def _fit_handler(services: Services) -> Callable[..., Any]:
+    """Fits the layer/head sliders and the head-view choices to the picked model."""
     def fit(model_key: str, layer: float, head: float, heads: list[int]) -> tuple[Any, ...]:
         return slider_updates(services, model_key, layer, head, heads)
 
-    main_inputs = [picker.dropdown, text, pair, layer, head, length, view_heads, statistic]
-    main_outputs = [heatmap, head_view, model_view, stats_plot, stats_frame, summary]
-    for event in wire_run(button, text, examples, run, main_inputs, main_outputs, api_name="attention",
+    return fit
+
+
+# --- the tab -----------------------------------------------------------------------------
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Attention tab's widgets inside the current ``gr.Tab`` and wire them."""
+    layers, num_heads = _initial_shape(services, picker.dropdown.value)
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    fields = sections.inputs(services, layers, num_heads)
+    w = {**fields, **sections.views(services, picker, fields, num_heads), **sections.ablation(),
+         **sections.export(), **sections.over_training(services)}
+    _wire(services, picker, w)
+    return {name: w[name] for name in WIDGETS}
+
+
+WIDGETS = ("text", "pair", "layer", "head", "length", "button", "view_heads", "statistic", "heatmap", "head_view",
+           "model_view", "stats_plot", "stats_frame", "summary", "heads_text", "ablate_button", "ablation_figure",
+           "ablation_summary", "files", "over_maps", "over_lines", "neuron")     # what :func:`build` returns
+
+
+def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
+    """Declare the tab's events on its widgets ``w`` (in the order the API lists them)."""
+    run, refresh = _main_handlers(services)
+    layer, head, view_heads, length = w["layer"], w["head"], w["view_heads"], w["length"]
+    text, pair, heads_text = w["text"], w["pair"], w["heads_text"]
+    main_inputs = [picker.dropdown, text, pair, layer, head, length, view_heads, w["statistic"]]
+    main_outputs = [w[name] for name in ("heatmap", "head_view", "model_view", "stats_plot", "stats_frame",
+                                         "summary")]
+    for event in wire_run(w["button"], text, w["examples"], run, main_inputs, main_outputs, api_name="attention",
                           show_progress="minimal"):
-        neuron["follow"](event)                           # the neuron view's query choices: this input's tokens
+        w["neuron"]["follow"](event)                      # the neuron view's query choices: this input's tokens
     # The figures follow the layer and head whatever moved them: a drag, the arrow keys, a number typed
     # into the box (Enter or not), or a refit. `release` fired for the drag only, and the heatmap kept
     # saying "Layer 0, head 0" after typing 3. While a slider is dragged, only the last value queues.
-    endpoint([layer.change, head.change, view_heads.input, statistic.input], refresh, main_inputs, main_outputs,
-             api_name="attention_refresh", gpu=False, api_visibility="private", trigger_mode="always_last",
-             show_progress="minimal")
+    endpoint([layer.change, head.change, view_heads.input, w["statistic"].input], refresh, main_inputs,
+             main_outputs, api_name="attention_refresh", gpu=False, api_visibility="private",
+             trigger_mode="always_last", show_progress="minimal")
     # The picker's info is written on page load and whenever the model changes: fit the widgets then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
-    picker.info.change(fit, inputs=[picker.dropdown, layer, head, view_heads], outputs=[layer, head, view_heads],
-                       api_visibility="private", show_progress="hidden")
-    endpoint(ablate_button.click, ablate, [picker.dropdown, text, pair, heads_text, top_k],
-             [ablation_figure, ablation_summary], api_name="ablate_heads")
-    endpoint(add_head.click, add_chosen, [heads_text, layer, head], [heads_text], api_name="attention_add_head",
+    picker.info.change(_fit_handler(services), inputs=[picker.dropdown, layer, head, view_heads],
+                       outputs=[layer, head, view_heads], api_visibility="private", show_progress="hidden")
+    endpoint(w["ablate_button"].click, _ablate_handler(services), [picker.dropdown, text, pair, heads_text, w["top_k"]],
+             [w["ablation_figure"], w["ablation_summary"]], api_name="ablate_heads")
+    endpoint(w["add_head"].click, add_chosen, [heads_text, layer, head], [heads_text], api_name="attention_add_head",
              gpu=False, clear=False, api_visibility="private", show_progress="hidden")
-    endpoint(export_button.click, export, [picker.dropdown, text, pair, layer, head, length], [files],
-             api_name="attention_export")
-    endpoint(over_button.click, run_over_training, [picker.dropdown, text, pair, layer, head, length, over_run],
-             [over_note, over_maps, over_lines], api_name="attention_over_training")
-    return {"text": text, "pair": pair, "layer": layer, "head": head, "length": length, "button": button,
-            "view_heads": view_heads, "statistic": statistic, "heatmap": heatmap, "head_view": head_view,
-            "model_view": model_view, "stats_plot": stats_plot, "stats_frame": stats_frame, "summary": summary,
-            "heads_text": heads_text, "ablate_button": ablate_button, "ablation_figure": ablation_figure,
-            "ablation_summary": ablation_summary, "files": files, "over_maps": over_maps, "over_lines": over_lines,
-            "neuron": neuron}
+    endpoint(w["export_button"].click, _export_handler(services), [picker.dropdown, text, pair, layer, head, length],
+             [w["files"]], api_name="attention_export")
+    endpoint(w["over_button"].click, _over_training_handler(services),
+             [picker.dropdown, text, pair, layer, head, length, w["over_run"]],
+             [w["over_note"], w["over_maps"], w["over_lines"]], api_name="attention_over_training")
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

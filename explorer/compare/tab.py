@@ -104,11 +104,7 @@ def scrub(services: Services, run: str | None, index: Any, text: str | None, lay
     checkpoints = services.registry().run_checkpoints(None, run or None)
     if not checkpoints:
         raise gr.Error("There are no checkpoints yet: start a run in the Training tab.", print_exception=False)
-    try:
-        index = int(index)
-    except (TypeError, ValueError):
-        raise gr.Error("The checkpoint position must be a whole number.", print_exception=False) from None
-    index = min(max(index, 0), len(checkpoints) - 1)
+    index = min(whole_number(index, "The checkpoint position", 0), len(checkpoints) - 1)   # past the last: the last
     key_a, key_b = checkpoints[index].key, checkpoints[-1].key
     outputs = predict(services, key_a, key_b, text, layer, head, top_k)
     note = (f"Checkpoint {index + 1} of {len(checkpoints)} (**A**: {checkpoints[index].label}) against the run's "
@@ -116,9 +112,8 @@ def scrub(services: Services, run: str | None, index: Any, text: str | None, lay
     return (key_a, key_b, note, *outputs)
 
 
-def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
-    """Create the Compare tab's widgets inside the current ``gr.Tab`` and wire them."""
-    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+def _widgets(services: Services) -> dict[str, Any]:
+    """The two models, the text, layer, head and top k, the button and the examples."""
     choices = model_choices(services)
     keys = [key for _, key in choices]
     first_b = next((k for k in keys if k.startswith("checkpoint:")), keys[0] if keys else None)
@@ -137,23 +132,37 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             button = gr.Button("Compare", variant="primary")
     examples = gr.Examples(examples=EXAMPLES, inputs=[text, layer, head], label="Examples", cache_examples=False,
                            api_name=f"{API_NAME}_example", api_visibility="private")
+    return {"model_a": model_a, "model_b": model_b, "text": text, "layer": layer, "head": head, "top_k": top_k,
+            "button": button, "examples": examples}
+
+
+def _scrubber(services: Services) -> dict[str, Any]:
+    """The *Step through a run* accordion: the run, the checkpoint slider and a note."""
     with gr.Accordion("Step through a run: a checkpoint against the run's last", open=False) as scrubber:
         with gr.Row():
             run = run_picker.build(services)
             count = len(services.registry().run_checkpoints())
             position = gr.Slider(0, max(1, count - 1), value=0, step=1, label="Checkpoint (0 = the oldest)")
         run_note = gr.Markdown()
+    return {"scrubber": scrubber, "run": run, "position": position, "run_note": run_note}
+
+
+def _views() -> dict[str, Any]:
+    """The summary, the similarity line, the attention pair, the fillers and the CKA heatmap."""
     summary = gr.Markdown(elem_classes=["token-summary"])
     similarity = gr.Plot(label="How alike the layers are")
     attention = gr.Plot(label="One head in both models")
     fillers = gr.Dataframe(headers=FILLER_COLUMNS, label="Fill-mask in both models", interactive=False)
     with gr.Accordion("Every layer pair (linear CKA)", open=False):
         heatmap = gr.Plot(label="Linear CKA, layer by layer")
+    return {"summary": summary, "similarity": similarity, "attention": attention, "fillers": fillers,
+            "heatmap": heatmap}
 
-    for box in (model_a, model_b):
-        box.focus(lambda current: gr.update(choices=model_choices(services), value=current), inputs=[box],
-                  outputs=[box], api_visibility="private", show_progress="hidden", queue=False)
 
+# --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
+
+def _compare_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
+    """The tab's main action (its button, Enter and the examples)."""
     def run_compare(model_a: str, model_b: str, text: str, layer: float, head: float, top_k: float = 5) -> tuple[Any, ...]:
         """Compare two models on one input.
 
@@ -170,10 +179,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return predict(services, model_a, model_b, text, layer, head, top_k)
 
-    outputs = [summary, fillers, similarity, heatmap, attention]
-    wire_run(button, text, examples, run_compare, [model_a, model_b, text, layer, head, top_k], outputs,
-             api_name=API_NAME, show_progress="minimal")
+    return run_compare
 
+
+def _over_run_handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., Any]]:
+    """The checkpoint slider's comparison, and the fit of its range to the run's checkpoints."""
     def compare_over_run(run: str, position: float, text: str, layer: float, head: float,
                          top_k: float = 5) -> tuple[Any, ...]:
         """Compare a run's checkpoint with the run's last checkpoint.
@@ -190,21 +200,45 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return scrub(services, run, position, text, layer, head, top_k)
 
-    # .input (a person moves it: mouse or keys), not .release (mouse only) or .change (also when the range is fitted)
-    endpoint(position.input, compare_over_run, [run, position, text, layer, head, top_k],
-             [model_a, model_b, run_note, *outputs], api_name="compare_over_run", clear=outputs,
-             show_progress="minimal", trigger_mode="always_last")
-
     def slider_range(run: str | None) -> Any:
         count = len(services.registry().run_checkpoints(None, run or None))
         return gr.update(maximum=max(1, count - 1), value=max(0, count - 1))
 
-    for event in (run.change, scrubber.expand):        # runs write checkpoints while the page is open
+    return compare_over_run, slider_range
+
+
+# --- the tab -----------------------------------------------------------------------------
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Compare tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    w = {**_widgets(services), **_scrubber(services), **_views()}
+    _wire(services, w)
+    return {name: w[name] for name in WIDGETS}
+
+
+WIDGETS = ("model_a", "model_b", "text", "layer", "head", "top_k", "button", "summary", "fillers", "similarity",
+           "heatmap", "attention", "run", "position", "run_note")          # what :func:`build` returns
+
+
+def _wire(services: Services, w: dict[str, Any]) -> None:
+    """Declare the tab's events on its widgets ``w`` (in the order the API lists them)."""
+    model_a, model_b, run, position = w["model_a"], w["model_b"], w["run"], w["position"]
+    for box in (model_a, model_b):
+        box.focus(lambda current: gr.update(choices=model_choices(services), value=current), inputs=[box],
+                  outputs=[box], api_visibility="private", show_progress="hidden", queue=False)
+    outputs = [w[name] for name in ("summary", "fillers", "similarity", "heatmap", "attention")]
+    inputs = [w[name] for name in ("text", "layer", "head", "top_k")]
+    wire_run(w["button"], w["text"], w["examples"], _compare_handler(services), [model_a, model_b, *inputs],
+             outputs, api_name=API_NAME, show_progress="minimal")
+    compare_over_run, slider_range = _over_run_handlers(services)
+    # .input (a person moves it: mouse or keys), not .release (mouse only) or .change (also when the range is fitted)
+    endpoint(position.input, compare_over_run, [run, position, *inputs],
+             [model_a, model_b, w["run_note"], *outputs], api_name="compare_over_run", clear=outputs,
+             show_progress="minimal", trigger_mode="always_last")
+    for event in (run.change, w["scrubber"].expand):        # runs write checkpoints while the page is open
         endpoint(event, slider_range, [run], [position], api_name="slider_range", gpu=False, clear=False,
                  api_visibility="private", show_progress="hidden")
-    return {"model_a": model_a, "model_b": model_b, "text": text, "layer": layer, "head": head, "top_k": top_k,
-            "button": button, "summary": summary, "fillers": fillers, "similarity": similarity, "heatmap": heatmap,
-            "attention": attention, "run": run, "position": position, "run_note": run_note}
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

@@ -12,6 +12,7 @@ import html
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +116,14 @@ def resolve_position(tokens: list[str], value: Any) -> int:
     its first occurrence). ``gr.Error`` when it names none of ``tokens``."""
     text = str(value).strip() if value is not None else ""
     head, _, piece = (part.strip() for part in text.partition(":"))
+    last = len(tokens) - 1 if tokens else None
     if head.lstrip("-").isdigit():
         position = int(head)
         if piece and not (0 <= position < len(tokens) and tokens[position] == piece) and piece in tokens:
             return tokens.index(piece)      # a label from before the sentence changed: follow its piece
-        return position
+        return whole_number(position, "The token position", 0, last)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return int(value)
+        return whole_number(value, "The token position", 0, last)
     if text in tokens:
         return tokens.index(text)
     raise gr.Error(f"Choose a token of the sentence (a position or one of its pieces: {', '.join(tokens[:12])}"
@@ -184,9 +186,9 @@ def search(services: Services, shelf: IndexShelf, model_key: str | None, text: s
     return neighbours_html(result)
 
 
-def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
-    """The section's widgets (inside the current layout, an accordion of the Embeddings tab) and events."""
-    shelf = IndexShelf()
+def _widgets() -> dict[str, Any]:
+    """The accordion's widgets (inside the current layout): the corpus and how much of it to index, then the
+    sentence, its token and the neighbours found."""
     with gr.Accordion("Nearest contextual neighbours in a corpus", open=False):
         gr.Markdown(INTRO)
         with gr.Row():
@@ -209,7 +211,13 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
         examples = gr.Examples(examples=[[q] for q in QUERY_EXAMPLES], inputs=[query], label="Examples",
                                cache_examples=False, api_name="neighbours_example", api_visibility="private")
         found = gr.HTML()
+    return {"source": source, "layer": layer, "sentences": sentences, "corpus_text": corpus_text,
+            "corpus_file": corpus_file, "build_button": build_button, "index_status": index_status, "query": query,
+            "position": position, "k": k, "search_button": search_button, "examples": examples, "found": found}
 
+
+def _handlers(services: Services, shelf: IndexShelf) -> tuple[Callable[..., str], Callable[..., str]]:
+    """The index and search endpoints' handlers, on ``shelf``."""
     def neighbours_index(model_key: str = "default", corpus: str = "shakespeare", text: str = "", layer: float = 4,
                          sentences: float = DEFAULT_SENTENCES, file: str | None = None,
                          progress: gr.Progress = gr.Progress()) -> str:
@@ -243,6 +251,11 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return search(services, shelf, model_key, text, position, layer, k)
 
+    return neighbours_index, neighbours
+
+
+def _refresh_handler(services: Services) -> Callable[..., Any]:
+    """The token dropdown follows the sentence."""
     def refresh_tokens(model_key: str, text: str, current: Any) -> Any:
         try:
             choices = token_choices(services, model_key, text)
@@ -250,13 +263,21 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
             return gr.skip()
         return gr.update(choices=choices, value=follow_token(choices, current))
 
-    query.change(refresh_tokens, inputs=[picker.dropdown, query, position], outputs=[position],
+    return refresh_tokens
+
+
+def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """The section's widgets (inside the current layout, an accordion of the Embeddings tab) and events."""
+    shelf = IndexShelf()
+    w = _widgets()
+    neighbours_index, neighbours = _handlers(services, shelf)
+    query, position = w["query"], w["position"]
+    query.change(_refresh_handler(services), inputs=[picker.dropdown, query, position], outputs=[position],
                  api_visibility="private", show_progress="hidden", trigger_mode="always_last")
-    endpoint(build_button.click, neighbours_index,
-             [picker.dropdown, source, corpus_text, layer, sentences, corpus_file], [index_status],
-             api_name="neighbours_index", duration=180)    # a few thousand sentences take a while
-    wire_run(search_button, query, examples, neighbours, [picker.dropdown, query, position, layer, k], [found],
-             api_name="neighbours", show_progress="minimal")
-    return {"source": source, "layer": layer, "sentences": sentences, "corpus_text": corpus_text, "corpus_file": corpus_file,
-            "build_button": build_button, "index_status": index_status, "query": query, "position": position,
-            "k": k, "search_button": search_button, "found": found, "shelf": shelf}
+    endpoint(w["build_button"].click, neighbours_index,
+             [picker.dropdown, w["source"], w["corpus_text"], w["layer"], w["sentences"], w["corpus_file"]],
+             [w["index_status"]], api_name="neighbours_index", duration=180)    # a few thousand sentences take a while
+    wire_run(w["search_button"], query, w["examples"], neighbours,
+             [picker.dropdown, query, position, w["layer"], w["k"]], [w["found"]], api_name="neighbours",
+             show_progress="minimal")
+    return {**{name: widget for name, widget in w.items() if name != "examples"}, "shelf": shelf}

@@ -14,30 +14,20 @@ from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
 from explorer.embeddings import corpus_neighbours
-from explorer.embeddings import plots as eplots
+from explorer.embeddings import plots as eplots, sections
+from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSITIONS, EXAMPLES,
+                                          OVER_TRAINING_POSITIONS, token_choices)
 from explorer.model_picker import ModelPicker
 from explorer import run_picker
 from explorer.endpoints import endpoint, wire_run
 from explorer.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
-from explorer.ui_errors import check_length, require_text
+from explorer.ui_errors import check_length, require_text, whole_number
 
 EMPTY_MESSAGE = "Type some text to embed."
-ALL_TOKENS = "all"
 DEFAULT_LAYERS = 12            # the layer slider's value until a model is known
-MAX_LAYERS = 48                # the slider's range for API callers (a browser session narrows it to the model)
 MAX_CHECKPOINTS = 6            # small multiples shown over training
-DEFAULT_OVER_TRAINING_POSITIONS = 64
-OVER_TRAINING_POSITIONS = (8, 128)   # the positions slider's range
-COMPONENT_CHOICES = [(eplots.COMPONENT_LABELS[c], c) for c in COMPONENTS]
-
-EXAMPLES: list[list[str]] = [
-    ["Who was Jim Henson?", "Jim Henson was a nice puppet"],
-    ["The dog chased the other dog around the dog house.", ""],
-    ["I went to the bank to deposit money.", "We sat on the river bank."],
-    ["The cat sat on the mat.", ""],
-]
 
 INTRO = """\
 BERT's input vector for each token is the **sum of three learned embeddings** — the word piece
@@ -47,11 +37,6 @@ position embeddings (a bright band along the diagonal), segments A and B differi
 learned vector, and a repeated word starting from the same word embedding but drifting apart
 layer by layer as context changes its vector.
 """
-
-
-def token_choices(tokens: Sequence[str]) -> list[tuple[str, str]]:
-    """Dropdown (label, value) pairs: all tokens, then one per position."""
-    return [("All tokens", ALL_TOKENS)] + [(f"{i}: {t}", str(i)) for i, t in enumerate(tokens)]
 
 
 def parse_token(value: Any, num_tokens: int) -> int | None:
@@ -71,15 +56,7 @@ def parse_token(value: Any, num_tokens: int) -> int | None:
 
 def parse_layer(layer: float | int | None, num_layers: int) -> int:
     """The slider's value as a layer index 0..num_layers (None = last)."""
-    if layer is None:
-        return num_layers
-    if isinstance(layer, bool) or not float(layer).is_integer():
-        raise gr.Error(f"Layer must be a whole number, got {layer}.", print_exception=False)
-    index = int(layer)
-    if not 0 <= index <= num_layers:
-        raise gr.Error(f"Layer {index} is out of range: this model has {num_layers} layers "
-                       f"(0 = embedding output … {num_layers} = last layer).", print_exception=False)
-    return index
+    return num_layers if layer is None else whole_number(layer, "Layer", 0, num_layers)
 
 
 def neighbour_frame(result: EmbeddingsResult, position: int | None) -> pd.DataFrame:
@@ -173,11 +150,8 @@ def over_training(services: Services, model_key: str | None, positions: float | 
                   progress: Any = None, run: str | None = None) -> tuple[str, go.Figure]:
     """Position-similarity small multiples over the checkpoints of ``run`` (default: the picked checkpoint's
     run, else the newest)."""
-    count = DEFAULT_OVER_TRAINING_POSITIONS if positions is None else positions
-    low, high = OVER_TRAINING_POSITIONS
-    if isinstance(count, bool) or not float(count).is_integer() or not low <= int(count) <= high:
-        raise gr.Error(f"Positions must be a whole number between {low} and {high}, got {positions}.",
-                       print_exception=False)
+    count = (DEFAULT_OVER_TRAINING_POSITIONS if positions is None
+             else whole_number(positions, "Positions", *OVER_TRAINING_POSITIONS))
     choices = services.registry().run_checkpoints(model_key, run)
     if len(choices) < 2:
         message = (f"Over training needs at least 2 checkpoints of a training run; found {len(choices)}. "
@@ -191,7 +165,7 @@ def over_training(services: Services, model_key: str | None, positions: float | 
             progress(i / len(picked), desc=f"Loading {choice.label}…")
         label = f"step {choice.step}" if choice.step is not None else choice.label
         with services.probing():   # one model at a time: the registry's cache bounds the memory
-            results += embeddings_over_checkpoints([(label, services.model(choice.key))], int(count))
+            results += embeddings_over_checkpoints([(label, services.model(choice.key))], count)
     panels = [(f"{r.label} · adjacent {r.adjacent:.2f}", r.matrix) for r in results]
     name = choices[-1].key.split(":", 1)[-1].split("/", 1)[0]
     rows = "\n".join(f"| {r.label} | {r.adjacent:.3f} | {r.distant:.3f} |" for r in results)
@@ -220,53 +194,10 @@ def _initial_layers(services: Services, key: str | None) -> int:
     return config.num_hidden_layers if config is not None else DEFAULT_LAYERS
 
 
-def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
-    """Create the Embeddings tab's widgets inside the current ``gr.Tab`` and wire them."""
-    gr.Markdown(INTRO, elem_classes=["tab-intro"])
-    num_layers = _initial_layers(services, picker.dropdown.value)
-    with gr.Row():
-        with gr.Column(scale=3):
-            text = gr.Textbox(label="Text", lines=2, placeholder="Type a sentence…")
-            pair = gr.Textbox("", label="Text pair (optional, segment B)", lines=2,
-                              placeholder="A second sentence makes a pair: [CLS] A [SEP] B [SEP]")
-        with gr.Column(scale=2, min_width=260):
-            # The build-time range is wide so API calls on deeper models pass the slider's own bounds check;
-            # in a browser it is narrowed to the picked model's 0..L (see fit_layers below).
-            layer = gr.Slider(0, max(num_layers, MAX_LAYERS), value=num_layers, step=1,
-                              label="Layer for the contextual view (0 = embedding output)")
-            component = gr.Radio(COMPONENT_CHOICES, value="output", label="Component for the dimensions heatmap")
-            token = gr.Dropdown(token_choices([]), value=ALL_TOKENS, label="Nearest neighbours of",
-                                allow_custom_value=True, interactive=True)
-            button = gr.Button("Show embeddings", variant="primary")
-    examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples", cache_examples=False,
-                           api_name="embeddings_example", api_visibility="private")
-    summary = gr.Markdown(elem_classes=["embeddings-summary"])
-    norms = gr.Plot(label="Component norms per token")
-    heatmap = gr.Plot(label="Hidden dimensions")
-    with gr.Row():
-        position_sim = gr.Plot(label="Position similarity")
-        position_pca = gr.Plot(label="Position PCA")
-    with gr.Row():
-        contextual_pca = gr.Plot(label="Contextual PCA")
-        segment_diff = gr.Plot(label="Segment difference")
-    table = gr.Dataframe(headers=eplots.NEIGHBOUR_COLUMNS,
-                         label="Nearest vocabulary neighbours (cosine of input embeddings)",
-                         interactive=False, wrap=False, max_height=420)
-    state = gr.State(None)
-    with gr.Accordion("Over training", open=False):
-        gr.Markdown("The position-similarity matrix at up to six checkpoints of a run (by default the picked "
-                    "checkpoint's run, else the newest): watch the diagonal band appear as position embeddings "
-                    "are learned.")
-        with gr.Row():
-            over_run = run_picker.build(services)
-            positions = gr.Slider(*OVER_TRAINING_POSITIONS, value=DEFAULT_OVER_TRAINING_POSITIONS, step=1,
-                                  label="Positions")
-            over_button = gr.Button("Show position similarity over training")
-        over_message = gr.Markdown()
-        over_plot = gr.Plot(label="Position similarity per checkpoint")
+# --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
 
-    corpus = corpus_neighbours.build_ui(services, picker)
-
+def _run_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
+    """The tab's main action (its button, Enter and the examples)."""
     def run(model_key: str, text: str, text_pair: str, layer: float, component: str, token: str) -> tuple[Any, ...]:
         """Decompose a text's input embeddings on the picked model.
 
@@ -283,6 +214,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return show_embeddings(services, model_key, text, text_pair, layer, component, token)
 
+    return run
+
+
+def _redraw_handlers() -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """Redraw the heatmap for another component and the neighbours for another token, from the kept result."""
     def rerender_heatmap(component: str, result: EmbeddingsResult | None) -> go.Figure:
         return heatmap_figure(result, component)
 
@@ -291,6 +227,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             return gr.skip()
         return neighbour_frame(result, parse_token(token, len(result.tokens)))
 
+    return rerender_heatmap, refilter
+
+
+def _over_training_handler(services: Services) -> Callable[..., tuple[str, go.Figure]]:
+    """The *Over training* button's handler."""
     def run_over_training(model_key: str, positions: float, run: str = run_picker.AUTO,
                           progress: gr.Progress = gr.Progress()) -> tuple[str, go.Figure]:
         """Position-embedding similarity at up to six checkpoints of a training run.
@@ -304,28 +245,55 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return over_training(services, model_key, positions, progress, run)
 
+    return run_over_training
+
+
+def _fit_handler(services: Services) -> Callable[..., Any]:
+    """Fits the layer slider to the picked model."""
     def fit_layers(model_key: str, current: float) -> Any:
         return layer_slider_update(services, model_key, current)
 
-    shown = [summary, norms, heatmap, position_sim, position_pca, contextual_pca, segment_diff, table]
-    wire_run(button, text, examples, run, [picker.dropdown, text, pair, layer, component, token],
-             [*shown, token, state], api_name="embeddings", clear=[*shown, state],   # the token choice stays
-             show_progress="minimal")
+    return fit_layers
+
+
+# --- the tab -----------------------------------------------------------------------------
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Embeddings tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    fields = sections.inputs(_initial_layers(services, picker.dropdown.value))
+    w = {**fields, **sections.views(fields["text"], fields["pair"]), **sections.over_training(services)}
+    w["corpus"] = corpus_neighbours.build_ui(services, picker)
+    _wire(services, picker, w)
+    return {name: w[name] for name in WIDGETS}
+
+
+WIDGETS = ("text", "pair", "layer", "component", "token", "button", "summary", "norms", "heatmap",
+           "position_similarity", "position_pca", "contextual_pca", "segment_difference", "table", "state",
+           "positions", "over_button", "over_message", "over_plot", "corpus")      # what :func:`build` returns
+SHOWN = ("summary", "norms", "heatmap", "position_similarity", "position_pca", "contextual_pca",
+         "segment_difference", "table")                                          # the main action's views
+
+
+def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
+    """Declare the tab's events on its widgets ``w`` (in the order the API lists them)."""
+    shown = [w[name] for name in SHOWN]
+    layer, component, token, state = w["layer"], w["component"], w["token"], w["state"]
+    wire_run(w["button"], w["text"], w["examples"], _run_handler(services),
+             [picker.dropdown, w["text"], w["pair"], layer, component, token], [*shown, token, state],
+             api_name="embeddings", clear=[*shown, state], show_progress="minimal")   # the token choice stays
+    rerender_heatmap, refilter = _redraw_handlers()
     redraw: dict[str, Any] = dict(gpu=False, clear=False, api_visibility="private", show_progress="hidden")
-    endpoint(component.input, rerender_heatmap, [component, state], [heatmap], api_name="rerender_heatmap", **redraw)
-    endpoint(token.input, refilter, [token, state], [table], api_name="refilter", **redraw)
-    endpoint(over_button.click, run_over_training, [picker.dropdown, positions, over_run], [over_message, over_plot],
-             api_name="embeddings_over_training")
+    endpoint(component.input, rerender_heatmap, [component, state], [w["heatmap"]], api_name="rerender_heatmap",
+             **redraw)
+    endpoint(token.input, refilter, [token, state], [w["table"]], api_name="refilter", **redraw)
+    endpoint(w["over_button"].click, _over_training_handler(services), [picker.dropdown, w["positions"],
+             w["over_run"]], [w["over_message"], w["over_plot"]], api_name="embeddings_over_training")
     # The picker's info is (re)written on page load and whenever the model changes: fit the slider then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).
-    picker.info.change(fit_layers, inputs=[picker.dropdown, layer], outputs=[layer], api_visibility="private",
-                       show_progress="hidden")
-    return {"text": text, "pair": pair, "layer": layer, "component": component, "token": token, "button": button,
-            "summary": summary, "norms": norms, "heatmap": heatmap, "position_similarity": position_sim,
-            "position_pca": position_pca, "contextual_pca": contextual_pca, "segment_difference": segment_diff,
-            "table": table, "state": state, "positions": positions, "over_button": over_button,
-            "over_message": over_message, "over_plot": over_plot, "corpus": corpus}
+    picker.info.change(_fit_handler(services), inputs=[picker.dropdown, layer], outputs=[layer],
+                       api_visibility="private", show_progress="hidden")
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

@@ -243,27 +243,8 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     return fig, over_training_table(labels, results, mask_token), note
 
 
-def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
-    """Create the Fill-mask tab's widgets inside the current ``gr.Tab`` and wire them."""
-    gr.Markdown(INTRO, elem_classes=["tab-intro"])
-    with gr.Row():
-        with gr.Column(scale=3):
-            text = gr.Textbox(label="Text with [MASK] tokens", lines=2, placeholder="Nice to [MASK] you.")
-            targets = gr.Textbox("", label="Targets (optional)", max_lines=1,
-                                 placeholder="comma-separated words to score, e.g. cat, dog, bird")
-        with gr.Column(scale=1, min_width=220):
-            top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULT_TOP_K, step=1, label="Top-k")
-            button = gr.Button("Fill", variant="primary")
-    examples = gr.Examples(examples=EXAMPLES, inputs=[text, targets], label="Examples", cache_examples=False,
-                           api_name="fill_mask_example", api_visibility="private")
-    with gr.Row(equal_height=False):
-        filled = gr.HighlightedText(label=PER_MASK_LABEL, show_legend=False, show_inline_category=True,
-                                    combine_adjacent=False, scale=1)
-        joint = gr.Markdown(elem_classes=["fill-joint"])   # empty, so not shown, with one mask
-    summary = gr.Markdown(elem_classes=["token-summary"])
-    plot = gr.Plot(label="Top-k per mask")
-    with gr.Accordion("Results as JSON (the transformers fill-mask pipeline's format)", open=False):
-        results = gr.JSON(label="fill-mask output")
+def _over_training_section(services: Services) -> dict[str, Any]:
+    """The *Probe over checkpoints* accordion: the run, the button, a note, the chart and the table."""
     with gr.Accordion("Probe over checkpoints", open=False):
         gr.Markdown("The same sentence on the checkpoints of a run (by default the picked checkpoint's run, "
                     "else the newest): how the probability of each candidate changes with training.")
@@ -275,6 +256,12 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         over_table = gr.Dataframe(label="Probabilities per checkpoint", interactive=False, wrap=False,
                                   max_height=360)
 
+    return {"over_run": over_run, "over_button": over_button, "over_note": over_note, "over_plot": over_plot,
+            "over_table": over_table}
+
+
+def _handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., tuple[Any, ...]]]:
+    """The tab's main action (its button, Enter and the examples) and the probe over checkpoints."""
     def run(model_key: str, text: str, top_k: float, targets: str) -> tuple[Any, ...]:
         """Predict the tokens hidden behind every [MASK] in a text.
 
@@ -305,14 +292,41 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         """
         return over_training(services, model_key, text, top_k, targets, run)
 
+    return run, run_over_training
+
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Fill-mask tab's widgets inside the current ``gr.Tab`` and wire them."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    with gr.Row():
+        with gr.Column(scale=3):
+            text = gr.Textbox(label="Text with [MASK] tokens", lines=2, placeholder="Nice to [MASK] you.")
+            targets = gr.Textbox("", label="Targets (optional)", max_lines=1,
+                                 placeholder="comma-separated words to score, e.g. cat, dog, bird")
+        with gr.Column(scale=1, min_width=220):
+            top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULT_TOP_K, step=1, label="Top-k")
+            button = gr.Button("Fill", variant="primary")
+    examples = gr.Examples(examples=EXAMPLES, inputs=[text, targets], label="Examples", cache_examples=False,
+                           api_name="fill_mask_example", api_visibility="private")
+    with gr.Row(equal_height=False):
+        filled = gr.HighlightedText(label=PER_MASK_LABEL, show_legend=False, show_inline_category=True,
+                                    combine_adjacent=False, scale=1)
+        joint = gr.Markdown(elem_classes=["fill-joint"])   # empty, so not shown, with one mask
+    summary = gr.Markdown(elem_classes=["token-summary"])
+    plot = gr.Plot(label="Top-k per mask")
+    with gr.Accordion("Results as JSON (the transformers fill-mask pipeline's format)", open=False):
+        results = gr.JSON(label="fill-mask output")
+    over = _over_training_section(services)
+    run, run_over_training = _handlers(services)
     inputs = [picker.dropdown, text, top_k, targets]
     wire_run(button, text, examples, run, inputs, [plot, results, filled, summary, joint], api_name="fill_mask",
              show_progress="minimal")
-    endpoint(over_button.click, run_over_training, [*inputs, over_run], [over_plot, over_table, over_note],
-             api_name="fill_mask_over_training", show_progress="minimal")
+    endpoint(over["over_button"].click, run_over_training, [*inputs, over["over_run"]],
+             [over["over_plot"], over["over_table"], over["over_note"]], api_name="fill_mask_over_training",
+             show_progress="minimal")
     return {"text": text, "targets": targets, "top_k": top_k, "button": button, "plot": plot,
-            "results": results, "filled": filled, "summary": summary, "joint": joint, "over_button": over_button,
-            "over_plot": over_plot, "over_table": over_table, "over_note": over_note}
+            "results": results, "filled": filled, "summary": summary, "joint": joint,
+            **{name: over[name] for name in ("over_button", "over_plot", "over_table", "over_note")}}
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

@@ -17,20 +17,22 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.training.tasks.registry import is_finetuning
 from engine.training.worker.errors import RunActiveError
 from explorer import log_to
+from explorer.access import AccessPolicy
 from explorer.endpoints import endpoint
 from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
 from explorer.finetune.job import make_job
 from explorer.finetune.live import live_update, live_view
 from explorer.finetune.status import WRONG_COLUMNS, finetune_status, wrong_note
-from explorer.finetune.tasks import TASKS, task_choices, task_row
+from explorer.finetune.tasks import TASKS, FinetuneTask, task_choices, task_row
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.training.live import version
-from explorer.training.controls import run_controls
+from explorer.training.controls import RunControls, run_controls
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 FIRST_TASK = next(iter(TASKS))
+PRIVATE: dict[str, Any] = dict(api_visibility="private", queue=False, show_progress="hidden")
 # Every task's endings: Gradio checks an upload against the File's *initial* types for an API client (a new
 # session), so a QA client's .json must pass; make_job then checks the ending against the task asked for.
 ALL_EXTENSIONS = list(dict.fromkeys(ext for row in TASKS.values() for ext in row.extensions))
@@ -106,10 +108,8 @@ def start(services: Services, model_key: str | None, task: str, data_source: str
             f"({job.data.summary}).\n\n" + finetune_status(worker.status()))
 
 
-def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
-    """Create the Fine-tune tab's widgets inside the current ``gr.Tab`` and wire them."""
-    first = task_row(FIRST_TASK)
-    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+def _form(first: FinetuneTask) -> dict[str, Any]:
+    """The run's form: task, data (a bundled example or a file), labels, hyper-parameters and logging."""
     with gr.Row():
         task = gr.Dropdown(task_choices(), value=first.name, label="Task", scale=2)
         data_source = gr.Radio(SOURCES, value="example", label="Data", scale=1)
@@ -128,11 +128,12 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         numbers = {name: gr.Textbox("", label=label, placeholder=placeholder(first.name, name), max_lines=1)
                    for name, label in HYPER_PARAMETERS.items()}
         report_to = log_to.dropdown(info=None)          # a note would make the row of text boxes uneven
-    steps, batch_size, learning_rate, seq_length, eval_fraction = numbers.values()
-    access = services.access      # public mode: the controls need the admin token (explorer.access)
-    controls = run_controls(access)
-    admin, start_btn, pause_btn, resume_btn = controls.admin, controls.start, controls.pause, controls.resume
-    stop_btn, save_btn, refresh_btn = controls.stop, controls.save, controls.refresh
+    return {"task": task, "data_source": data_source, "example": example, "data_file": data_file,
+            "formats": formats, "labels": labels, "numbers": list(numbers.values()), "report_to": report_to}
+
+
+def _live_widgets(services: Services) -> dict[str, Any]:
+    """The live view: the status, the loss and metric curves, and the held-out examples the model gets wrong."""
     status = gr.Markdown(finetune_status(services.get_worker().status()), elem_classes=["train-status"])
     with gr.Row():
         loss_plot = gr.Plot(label="Loss")
@@ -140,7 +141,13 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     note = gr.Markdown(wrong_note(services.get_worker().status(), None))
     wrong = gr.Dataframe(headers=WRONG_COLUMNS, label="Held-out examples the model gets wrong now",
                          interactive=False, wrap=True, max_height=360)
+    return {"status": status, "loss_plot": loss_plot, "metric_plot": metric_plot, "note": note, "wrong": wrong}
 
+
+# --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
+
+def _start_handler(services: Services, access: AccessPolicy) -> Callable[..., str]:
+    """The *Start* button's handler."""
     def finetune_start(model_key: str | None = "default", task: str = FIRST_TASK, data_source: str = "example",
                        example: str | None = "", data_file: str | None = None, labels: str = "",
                        steps: str = "", batch_size: str = "", learning_rate: str = "", seq_length: str = "",
@@ -171,6 +178,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         return start(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
                      learning_rate, seq_length, eval_fraction, report_to)
 
+    return finetune_start
+
+
+def _steer_handlers(services: Services, access: AccessPolicy) -> list[Callable[[str], str]]:
+    """The handlers of the pause, resume, stop and save buttons, in that order (named as their endpoints end)."""
     def pause(token: str = "") -> str:
         access.require_admin(token, "pause training")
         return finetune_status(_control(services, "pause").pause())
@@ -191,6 +203,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                  else "The checkpoint is being written…")
         return saved + "\n\n" + finetune_status(worker.status())
 
+    return [pause, resume, stop, save]
+
+
+def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
+    """The live view's handlers: the status endpoint, the tick and the idle check."""
     def finetune_status_all() -> tuple[Any, ...]:
         """Status, loss curve, metric curves, the note and the table of held-out examples the model gets wrong."""
         return live_view(services)
@@ -203,6 +220,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
         now = version(services.get_worker().status())
         return (gr.skip(), gr.skip()) if now == last else (gr.Timer(active=True), now)
 
+    return finetune_status_all, live_tick, idle_check
+
+
+def _form_handlers(first: FinetuneTask) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """What the form does when the task changes and when the data source changes."""
     def task_changed(name: str) -> tuple[Any, ...]:
         row = TASKS.get(name) or first
         return (gr.Dropdown(choices=example_choices(row.name), value=""), gr.File(file_types=list(row.extensions)),
@@ -212,36 +234,62 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     def source_changed(choice: str) -> tuple[Any, Any]:
         return gr.Dropdown(visible=choice == "example"), gr.File(visible=choice == "upload")
 
+    return task_changed, source_changed
+
+
+# --- the tab -----------------------------------------------------------------------------
+
+def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
+    """Create the Fine-tune tab's widgets inside the current ``gr.Tab`` and wire them."""
+    first = task_row(FIRST_TASK)
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    f = _form(first)
+    access = services.access      # public mode: the controls need the admin token (explorer.access)
+    controls = run_controls(access)
+    live = _live_widgets(services)
     timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)
     last_version = gr.State(None)
-    private = dict(api_visibility="private", queue=False, show_progress="hidden")
-    form_event: dict[str, Any] = dict(gpu=False, clear=False, **private)     # the form follows the task and source
-    endpoint(task.change, task_changed, task,
-             [example, data_file, formats, labels, steps, batch_size, learning_rate, seq_length, eval_fraction],
-             api_name="finetune_task_changed", **form_event)
-    endpoint(data_source.change, source_changed, data_source, [example, data_file], api_name="finetune_source_changed",
-             **form_event)
-    form = [picker.dropdown, task, data_source, example, data_file, labels, steps, batch_size, learning_rate,
-            seq_length, eval_fraction, report_to]
-    # Every control writes the status (and clears it when it fails: the next tick redraws it); none runs a model.
-    clicks = [(start_btn, finetune_start, form + admin, "finetune_start", "public"),
-              *((button, fn, admin, f"finetune_{fn.__name__}", "private")
-                for button, fn in ((pause_btn, pause), (resume_btn, resume), (stop_btn, stop), (save_btn, save)))]
-    for button, handler, inputs, api_name, visibility in clicks:
-        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False, api_visibility=visibility)
-        event.then(lambda: gr.Timer(active=True), outputs=timer, **private)
-        event.failure(lambda: None, outputs=seen, **private)
-    live_outputs = [status, loss_plot, metric_plot, note, wrong]
+    _wire_form(first, f)
+    form = [picker.dropdown, f["task"], f["data_source"], f["example"], f["data_file"], f["labels"], *f["numbers"],
+            f["report_to"]]
+    _wire_controls(services, access, controls, form, live["status"], timer, seen)
+    live_outputs = [live[name] for name in ("status", "loss_plot", "metric_plot", "note", "wrong")]
+    finetune_status_all, live_tick, idle_check = _poll_handlers(services)
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
     endpoint(timer.tick, live_tick, seen, live_outputs + [seen, timer], api_name="finetune_tick",
              api_visibility="private", **poll)
     endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="finetune_idle_check",
              api_visibility="private", queue=False, **poll)
-    endpoint(refresh_btn.click, finetune_status_all, None, live_outputs, api_name="finetune_status", **poll)
-    return {"status": status, "timer": timer, "form": form, "plots": [loss_plot, metric_plot], "wrong": wrong,
-            "note": note}
+    endpoint(controls.refresh.click, finetune_status_all, None, live_outputs, api_name="finetune_status", **poll)
+    return {"status": live["status"], "timer": timer, "form": form, "plots": [live["loss_plot"], live["metric_plot"]],
+            "wrong": live["wrong"], "note": live["note"]}
+
+
+def _wire_form(first: FinetuneTask, f: dict[str, Any]) -> None:
+    """The form follows the task (examples, file types, formats, labels, defaults) and the data source."""
+    task_changed, source_changed = _form_handlers(first)
+    form_event: dict[str, Any] = dict(gpu=False, clear=False, **PRIVATE)
+    endpoint(f["task"].change, task_changed, f["task"],
+             [f["example"], f["data_file"], f["formats"], f["labels"], *f["numbers"]],
+             api_name="finetune_task_changed", **form_event)
+    endpoint(f["data_source"].change, source_changed, f["data_source"], [f["example"], f["data_file"]],
+             api_name="finetune_source_changed", **form_event)
+
+
+def _wire_controls(services: Services, access: AccessPolicy, controls: RunControls, form: list[Any], status: Any,
+                   timer: Any, seen: Any) -> None:
+    """Wire the run's buttons: every control writes the status (and clears it when it fails: the next tick
+    redraws it), then wakes the live view; none runs a model."""
+    admin = controls.admin
+    steer = zip((controls.pause, controls.resume, controls.stop, controls.save), _steer_handlers(services, access))
+    clicks = [(controls.start, _start_handler(services, access), form + admin, "finetune_start", "public"),
+              *((button, fn, admin, f"finetune_{fn.__name__}", "private") for button, fn in steer)]
+    for button, handler, inputs, api_name, visibility in clicks:
+        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False, api_visibility=visibility)
+        event.then(lambda: gr.Timer(active=True), outputs=timer, **PRIVATE)
+        event.failure(lambda: None, outputs=seen, **PRIVATE)
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

@@ -205,6 +205,32 @@ def answer_question(services: Services, model_key: str | None, question: str | N
             probabilities_plot(result), windows_plot(result), summary_markdown(result, loaded.source))
 
 
+def _run_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
+    """The tab's main action (its button, Enter and the examples)."""
+    def run(model_key: str, question: str, context: str, top_k: float, max_answer_len: float,
+            max_seq_len: float, doc_stride: float, handle_impossible_answer: bool) -> tuple[Any, ...]:
+        """Extract the answer to a question from a context with the model's QA head.
+
+        Args:
+            model_key: the model (picker key, e.g. "default").
+            question: the question.
+            context: the text that holds the answer.
+            top_k: how many answers (1..20).
+            max_answer_len: longest answer in tokens.
+            max_seq_len: tokens per window (at most the model's positions).
+            doc_stride: tokens shared by neighbouring windows (< max_seq_len).
+            handle_impossible_answer: let "no answer" compete with the spans.
+        Returns:
+            the context with answers highlighted, the pipeline-shaped answers (scores to 3
+            significant digits), a table (scores as percentages), the start/end probability
+            chart, the windows chart and a summary with the null score against the best span.
+        """
+        return answer_question(services, model_key, question, context, top_k, max_answer_len, max_seq_len,
+                               doc_stride, handle_impossible_answer)
+
+    return run
+
+
 def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     """Create the QA tab's widgets inside the current ``gr.Tab`` and wire them."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
@@ -235,29 +261,9 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Accordion("Answers as JSON (the transformers question-answering pipeline's format)", open=False):
         answers = gr.JSON(label="question-answering output")
 
-    def run(model_key: str, question: str, context: str, top_k: float, max_answer_len: float,
-            max_seq_len: float, doc_stride: float, handle_impossible_answer: bool) -> tuple[Any, ...]:
-        """Extract the answer to a question from a context with the model's QA head.
-
-        Args:
-            model_key: the model (picker key, e.g. "default").
-            question: the question.
-            context: the text that holds the answer.
-            top_k: how many answers (1..20).
-            max_answer_len: longest answer in tokens.
-            max_seq_len: tokens per window (at most the model's positions).
-            doc_stride: tokens shared by neighbouring windows (< max_seq_len).
-            handle_impossible_answer: let "no answer" compete with the spans.
-        Returns:
-            the context with answers highlighted, the pipeline-shaped answers (scores to 3
-            significant digits), a table (scores as percentages), the start/end probability
-            chart, the windows chart and a summary with the null score against the best span.
-        """
-        return answer_question(services, model_key, question, context, top_k, max_answer_len, max_seq_len,
-                               doc_stride, handle_impossible_answer)
-
     inputs = [picker.dropdown, question, context, top_k, max_answer_len, max_seq_len, doc_stride, impossible]
-    wire_run(button, question, examples, run, inputs, [highlights, answers, table, probs, windows, summary],
+    wire_run(button, question, examples, _run_handler(services), inputs,
+             [highlights, answers, table, probs, windows, summary],
              api_name="answer", show_progress="minimal")   # an old answer never stays under a new error
     picker.dropdown.change(lambda key, seq, stride: fit_lengths(services, key, seq, stride),
                            inputs=[picker.dropdown, max_seq_len, doc_stride], outputs=[max_seq_len, doc_stride],

@@ -18,7 +18,7 @@ from explorer.formatting import percent
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.tokenize.pieces import pieces_html
-from explorer.ui_errors import check_length, require_text
+from explorer.ui_errors import check_length, require_text, whole_number
 
 TABLE_COLUMNS = ["index", "token", "id", "type id", "start", "end", "text", "special", "word id", "segment"]
 TABLE_DATATYPES = ["number", "str", "number", "number", "number", "number", "str", "bool", "str", "str"]
@@ -99,10 +99,7 @@ def tokenize(
     if pair is not None:
         check_length(pair, "text pair")
     tokenizer, limit = tokenizer_for(services, model_key)
-    length = int(max_length) if max_length is not None else DEFAULT_LENGTH
-    if not MIN_LENGTH <= length <= limit:
-        raise gr.Error(f"Max length must be between {MIN_LENGTH} and {limit}; got {length}.",
-                       print_exception=False)
+    length = whole_number(max_length, "Max length", MIN_LENGTH, limit) if max_length is not None else DEFAULT_LENGTH
     expl = tokenizer.explain(text, text_pair=pair, max_length=length)
     unk = tokenizer.id_to_token(tokenizer.unk_token_id)
     return pieces_html(expl, unk), summary_markdown(expl), explanation_table(expl), segment_figure(expl)

@@ -19,12 +19,13 @@ from explorer.training.status import status_markdown
 from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
                                            vocabulary_fields)
 from explorer import log_to
+from explorer.access import AccessPolicy
 from explorer.endpoints import endpoint
 from explorer.gpu import training_device
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import whole_number
-from explorer.training.controls import run_controls
+from explorer.training.controls import CHECKPOINT_EVERY_S, RunControls, run_controls
 
 PRESETS = ["tiny", "mini", "small"]
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
@@ -76,6 +77,7 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
         eval_every=max(1, total_steps // 10),
         eval_batches=5,
         checkpoint_every=max(50, total_steps // 4),  # the last step is always checkpointed too
+        checkpoint_every_s=CHECKPOINT_EVERY_S,
         device=training_device(),  # CPU on a Space: a background thread cannot hold a ZeroGPU
     )
     spec = JobSpec(training, preset=preset, max_documents=documents, report_to=log_to.report_to(report_to),
@@ -97,10 +99,9 @@ def start_run(services: Services, *controls: Any) -> str:
     return status_markdown(worker.status())
 
 
-def build(services: Services, picker: ModelPicker | None = None) -> dict[str, Any]:
-    """Create the Training tab's widgets inside the current ``gr.Tab`` and wire them (it trains a model of its
-    own, so it takes no ``picker``: the argument is the one signature of every tab)."""
-    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+def _settings(services: Services) -> dict[str, Any]:
+    """The run's settings: preset, text source, sizes, optimisation and masking; the vocabulary choice turns the
+    vocab size on and off."""
     with gr.Row():
         preset = gr.Dropdown(PRESETS, value="tiny", label="Model preset", info="tiny is quick on a CPU")
         # No precision=0 on these: Gradio would round 2.5 to 2 (and fail with no message on text or
@@ -120,10 +121,13 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
         whole_word = gr.Checkbox(False, label="Whole-word masking")
         nsp = gr.Checkbox(True, label="Next-sentence prediction (NSP)")
         report_to = log_to.dropdown()
-    access = services.access  # public mode: the controls need the admin token (explorer.access)
-    controls = run_controls(access)
-    admin, start_btn, pause_btn, resume_btn = controls.admin, controls.start, controls.pause, controls.resume
-    stop_btn, save_btn, refresh_btn = controls.stop, controls.save, controls.refresh
+    return {"controls": [preset, given["corpus"], max_documents, vocab_size, seq_length, batch_size, learning_rate,
+                         steps, mask_rate, whole_word, nsp, given["source"], given["text"], given["text_file"],
+                         given["vocabulary"], report_to]}
+
+
+def _continue_section(services: Services, access: AccessPolicy) -> dict[str, Any]:
+    """The *Continue a run* accordion: the run, a new total and the button."""
     with gr.Accordion("Continue a run (resume a stopped run exactly where it stopped)", open=False):
         with gr.Row():
             run_choice = gr.Dropdown(run_choices(services), value=None, label="Run to continue",
@@ -131,6 +135,11 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
                                      allow_custom_value=True, scale=3)   # API callers name any run; checked
             new_total = gr.Number(0, label="New total steps (0 keeps the run's)", scale=1)
             continue_btn = gr.Button("Continue run", interactive=access.training_enabled, scale=1)
+    return {"run_choice": run_choice, "new_total": new_total, "continue_btn": continue_btn}
+
+
+def _live_widgets(services: Services) -> dict[str, Any]:
+    """The live view: the status, the curves, the masked batch and its table, the checkpoints and a download."""
     status = gr.Markdown(status_markdown(services.get_worker().status()), elem_classes=["train-status"])
     with gr.Row():
         mlm_plot = gr.Plot(label="MLM loss")
@@ -145,11 +154,14 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
                                interactive=False, max_height=240)
     download = gr.File(label="The chosen checkpoint as a model (.zip: config, weights, tokenizer, model card; "
                              "transformers loads the unzipped folder)", interactive=False)
+    return {"status": status, "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot],
+            "masked_table": masked_table, "checkpoints": checkpoints, "download": download}
 
-    controls = [preset, given["corpus"], max_documents, vocab_size, seq_length, batch_size, learning_rate, steps,
-                mask_rate, whole_word, nsp, given["source"], given["text"], given["text_file"], given["vocabulary"],
-                report_to]
 
+# --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
+
+def _start_handler(services: Services, access: AccessPolicy) -> Callable[..., str]:
+    """The *Start* button's handler."""
     def train_start(preset: str = "tiny", corpus: str = "shakespeare", max_documents: float = 200,
                     vocab_size: float = 4000, seq_length: float = 64, batch_size: float = 16,
                     learning_rate: float = 5e-4, steps: float = 300, mask_rate: float = 0.15,
@@ -184,6 +196,11 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
                          learning_rate, steps, mask_rate, whole_word, nsp, source, text, text_file, vocabulary,
                          report_to)
 
+    return train_start
+
+
+def _run_handlers(services: Services, access: AccessPolicy) -> dict[str, Callable[..., str]]:
+    """The handlers of the buttons that steer a run (continue, pause, resume, stop, save), by API name."""
     def train_continue(run: str | None = None, total_steps: float = 0, token: str = "") -> str:
         """Continue a stopped run from its last checkpoint, taking exactly the steps it would have taken.
 
@@ -218,6 +235,12 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
         note = f"Saved `{path.name}`." if path is not None else "The checkpoint is being written…"
         return note + "\n\n" + status_markdown(worker.status())
 
+    return {"train_continue": train_continue, "train_pause": train_pause, "train_resume": train_resume,
+            "train_stop": train_stop, "train_save": train_save}
+
+
+def _poll_handlers(services: Services) -> dict[str, Callable[..., Any]]:
+    """The live view's handlers: the status endpoint, the timers' ticks and a checkpoint's download."""
     def train_status() -> tuple[Any, ...]:
         """Status, curves (MLM loss, NSP loss, accuracy, lr), masked batch, its table and checkpoints."""
         return live_view(services)
@@ -242,36 +265,68 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
         folder = listed_checkpoint(services, str(row[CHECKPOINT_COLUMNS.index("path")]))
         return str(export_zip(folder, EXPORT_DIR))
 
+    return {"train_status": train_status, "live_tick": live_tick, "idle_check": idle_check,
+            "pick_checkpoint": pick_checkpoint}
+
+
+# --- the tab -----------------------------------------------------------------------------
+
+def build(services: Services, picker: ModelPicker | None = None) -> dict[str, Any]:
+    """Create the Training tab's widgets inside the current ``gr.Tab`` and wire them (it trains a model of its
+    own, so it takes no ``picker``: the argument is the one signature of every tab)."""
+    gr.Markdown(INTRO, elem_classes=["tab-intro"])
+    controls = _settings(services)["controls"]
+    access = services.access  # public mode: the controls need the admin token (explorer.access)
+    buttons = run_controls(access)
+    again = _continue_section(services, access)
+    live = _live_widgets(services)
     timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)                                 # versions this browser was last sent (explorer.training.live)
     last_version = gr.State(None)
+    _wire_controls(services, access, buttons, again, controls, live["status"], timer, seen)
+    _wire_live(services, live, again["run_choice"], timer, idle_timer, seen, last_version, buttons.refresh)
+    return {"status": live["status"], "timer": timer, "idle_timer": idle_timer, "seen": seen, "controls": controls,
+            "checkpoints": live["checkpoints"], "plots": live["plots"], "download": live["download"]}
+
+
+def _wire_controls(services: Services, access: AccessPolicy, buttons: RunControls, again: dict[str, Any],
+                   controls: list[Any], status: Any, timer: Any, seen: Any) -> None:
+    """Wire the run's buttons: each writes the status, then wakes the live view."""
+    admin = buttons.admin
+    steer = _run_handlers(services, access)
     # After a control's own answer has been drawn: tick again, and forget what this browser was sent.
     # The control wrote the status itself ("stopping"); a tick that raced it may have sent "stopped"
     # first and marked it seen, and every later tick would then skip the status, stuck on "stopping".
     wake = dict(fn=lambda: (gr.Timer(active=True), None), outputs=[timer, seen], api_visibility="private",
                 queue=False, show_progress="hidden")
     # Every control writes the status (and clears it when it fails: the next tick redraws it); none runs a model.
-    clicks = [(start_btn, train_start, controls + admin, "train_start"), (pause_btn, train_pause, admin, "train_pause"),
-              (resume_btn, train_resume, admin, "train_resume"), (stop_btn, train_stop, admin, "train_stop"),
-              (save_btn, train_save, admin, "train_save"),
-              (continue_btn, train_continue, [run_choice, new_total] + admin, "train_continue")]
+    clicks = [(buttons.start, _start_handler(services, access), controls + admin, "train_start"),
+              (buttons.pause, steer["train_pause"], admin, "train_pause"),
+              (buttons.resume, steer["train_resume"], admin, "train_resume"),
+              (buttons.stop, steer["train_stop"], admin, "train_stop"),
+              (buttons.save, steer["train_save"], admin, "train_save"),
+              (again["continue_btn"], steer["train_continue"], [again["run_choice"], again["new_total"]] + admin,
+               "train_continue")]
     for button, handler, inputs, api_name in clicks:
         event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False)
         event.then(**wake)
         event.failure(lambda: None, outputs=seen, api_visibility="private", queue=False)  # redraw all next tick
-    live_outputs = [status, mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot, masked_table, checkpoints]
+
+
+def _wire_live(services: Services, live: dict[str, Any], run_choice: Any, timer: Any, idle_timer: Any, seen: Any,
+               last_version: Any, refresh_btn: Any) -> None:
+    """Wire the live view: the tick, the idle check, the status endpoint and a checkpoint's download."""
+    poll_fns = _poll_handlers(services)
+    live_outputs = [live["status"], *live["plots"], live["masked_table"], live["checkpoints"]]
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
-    endpoint(timer.tick, live_tick, seen, live_outputs + [run_choice, seen, timer], api_name="train_tick",
+    endpoint(timer.tick, poll_fns["live_tick"], seen, live_outputs + [run_choice, seen, timer], api_name="train_tick",
              api_visibility="private", **poll)
-    endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="train_idle_check",
-             api_visibility="private", queue=False, **poll)
-    endpoint(refresh_btn.click, train_status, None, live_outputs, api_name="train_status", **poll)
-    endpoint(checkpoints.select, pick_checkpoint, None, download, api_name="train_pick_checkpoint", gpu=False,
-             api_visibility="private")
-    return {"status": status, "timer": timer, "idle_timer": idle_timer, "seen": seen, "controls": controls,
-            "checkpoints": checkpoints,
-            "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot], "download": download}
+    endpoint(idle_timer.tick, poll_fns["idle_check"], last_version, [timer, last_version],
+             api_name="train_idle_check", api_visibility="private", queue=False, **poll)
+    endpoint(refresh_btn.click, poll_fns["train_status"], None, live_outputs, api_name="train_status", **poll)
+    endpoint(live["checkpoints"].select, poll_fns["pick_checkpoint"], None, live["download"],
+             api_name="train_pick_checkpoint", gpu=False, api_visibility="private")
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

@@ -17,7 +17,7 @@ from engine.probes.inference import attribute
 from explorer.formatting import percent, sig
 from explorer.heads.common import missing_head_message
 from explorer.services import Services
-from explorer.ui_errors import check_length, require_text
+from explorer.ui_errors import check_length, require_text, whole_number
 from explorer.why import plots
 from explorer.why.token_html import attribution_html
 
@@ -90,28 +90,16 @@ def check_form(task: Any, text: Any, text_pair: Any, target: Any, which: Any, me
 
 
 def _which(which: Any) -> int | None:
+    """The form's 1-based 'Which' as a 0-based index; None for the default (empty or 0)."""
     if which is None or which == "":
         return None
-    try:
-        number = float(which)
-    except (TypeError, ValueError):
-        raise gr.Error(f"'Which' must be a whole number (1 = the first), got {which!r}.",
-                       print_exception=False) from None
-    if number != int(number) or number < 0:
-        raise gr.Error(f"'Which' must be a whole number from 1 (0 for the default), got {which!r}.",
-                       print_exception=False)
-    return int(number) - 1 if number >= 1 else None
+    number = whole_number(which, "'Which' (1 = the first, 0 = the default)", 0)
+    return number - 1 if number >= 1 else None
 
 
 def _steps(steps: Any) -> int:
-    try:
-        number = float(DEFAULT_STEPS if steps is None else steps)
-    except (TypeError, ValueError):
-        number = float("nan")
-    if number != number or number in (float("inf"), float("-inf")) or number != int(number) \
-            or not 2 <= number <= MAX_STEPS:
-        raise gr.Error(f"Steps must be a whole number from 2 to {MAX_STEPS}; got {steps!r}.", print_exception=False)
-    return int(number)
+    """The integration steps, 2 to ``MAX_STEPS`` (``DEFAULT_STEPS`` when None)."""
+    return whole_number(DEFAULT_STEPS if steps is None else steps, "Steps", 2, MAX_STEPS)
 
 
 def shown_score(value: float | None, score: str) -> str:

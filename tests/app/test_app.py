@@ -126,7 +126,7 @@ def test_bad_max_length_is_a_clear_error(client: Client) -> None:
 
 
 def test_bad_max_length_direct_call(services: Services) -> None:
-    with pytest.raises(gr.Error, match="Max length must be between 8 and 512"):
+    with pytest.raises(gr.Error, match="Max length must be a whole number from 8 to 512, got 600"):
         tokenize_tab.tokenize(services, None, "hello", "", 600)
 
 

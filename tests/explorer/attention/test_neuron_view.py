@@ -81,10 +81,10 @@ def test_the_query_is_read_from_the_dropdown_or_the_api(value, expected) -> None
     (2, 0, 0, "layer 2 does not exist: this model has 2 layers"),
     (0, 9, 0, "head 9 does not exist: each layer has 4 heads"),
     (0, 0, 40, "query token 40 does not exist: the input has 9 tokens, numbered 0 to 8"),
-    (0, 0, -1, "query token -1 does not exist"),
-    (0, 0, 1.5, "must be a whole position"),
-    (0, 0, "cat", "must be a position \\(0 = \\[CLS\\]\\) or one of the listed tokens"),
-    (0, 0, True, "must be a position"),
+    (0, 0, -1, "The query token \\(0 = \\[CLS\\]\\) must be a whole number of at least 0, got -1"),
+    (0, 0, 1.5, "The query token \\(0 = \\[CLS\\]\\) must be a whole number of at least 0, got 1.5"),
+    (0, 0, "cat", "The query token \\(0 = \\[CLS\\]\\) must be a whole number, got 'cat'"),
+    (0, 0, True, "must be a whole number, got True"),
 ])
 def test_bad_layer_head_or_query_is_a_clear_error(services, layer, head, query, match) -> None:
     with pytest.raises(gr.Error, match=match):

@@ -28,6 +28,7 @@ from engine.training.jobs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer import model_picker  # noqa: E402
 from explorer.attention import actions as attention_actions  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402
+from explorer.attention import sections as attention_sections  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.reference import randomize_  # noqa: E402
 
@@ -83,7 +84,7 @@ def test_show_attention_outputs(services: Services) -> None:
     (("default", "", "", 0, 0), "Type a sentence"),
     (("default", TEXT, "", 2, 0), "layer 2 does not exist"),
     (("default", TEXT, "", 0, 9), "head 9 does not exist"),
-    (("default", TEXT, "", 0, 0, 4), "Max length must be between"),
+    (("default", TEXT, "", 0, 0, 4), "Max length must be a whole number from 8 to"),
     (("default", TEXT, "", 0, 0, 128, [7]), r"heads \[7\] do not exist"),
     (("default", TEXT, "", 0, 0, 128, ["x"]), "must be numbers from 0 to 3"),
     (("default", TEXT, "", 0, 0, 128, None, "bogus"), "unknown statistic"),
@@ -103,7 +104,7 @@ def test_ablation_handler(services: Services) -> None:
             attention_actions.run_ablation(services, "default", TEXT, "", heads)
     with pytest.raises(ValueError, match="only attention maps are available"):
         attention_actions.run_ablation(services, "encoder", TEXT, "", "0:0")
-    with pytest.raises(gr.Error, match="Top-k must be between"):
+    with pytest.raises(gr.Error, match="Top-k must be a whole number from 1 to 20, got 0"):
         attention_actions.run_ablation(services, "default", TEXT, "", "0:0", 0)
 
 
@@ -160,7 +161,7 @@ def client(services: Services) -> Iterator[Client]:
             with gr.Tab("Attention"):
                 widgets = attention_tab.build(services, picker)
     # wide at build time (API callers may pick deeper models); a browser narrows them on load
-    assert widgets["layer"].maximum == attention_tab.MAX_LAYERS - 1 and widgets["head"].maximum == attention_tab.MAX_HEADS - 1
+    assert widgets["layer"].maximum == attention_sections.MAX_LAYERS - 1 and widgets["head"].maximum == attention_sections.MAX_HEADS - 1
     assert widgets["view_heads"].value == [0, 1, 2, 3]
     with serve(demo) as running:
         yield running

@@ -62,7 +62,7 @@ def test_the_built_in_corpus_gives_the_first_sentences_asked_for(client) -> None
     ("/neighbours_index", ("default", "text", CORPUS, 7, 10), "Layer must be a whole number from 0 to 2"),
     ("/neighbours_index", ("nope", "text", CORPUS, 1, 10), "Models available now"),
     ("/neighbours", ("default", "", 1, 1, 3), "Type a sentence"),
-    ("/neighbours", ("default", "the cat .", 40, 1, 3), "token position must be 0 to 4"),
+    ("/neighbours", ("default", "the cat .", 40, 1, 3), "The token position must be a whole number from 0 to 4, got 40"),
     ("/neighbours", ("default", "the cat .", "zebra", 1, 3), "Choose a token of the sentence"),
 ])
 def test_bad_input_is_one_sentence(client, api, args, message) -> None:

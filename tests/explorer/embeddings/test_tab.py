@@ -109,7 +109,8 @@ def test_token_choice_filters_neighbours(services: Services) -> None:
         embeddings_tab.parse_token("cat", 4)
 
 
-@pytest.mark.parametrize("layer, message", [(3, "out of range"), (-1, "out of range"), (1.5, "whole number")])
+@pytest.mark.parametrize("layer, message", [(3, "Layer must be a whole number from 0 to 2, got 3"),
+                                            (-1, "from 0 to 2, got -1"), (1.5, "whole number")])
 def test_parse_layer(layer: float, message: str) -> None:
     with pytest.raises(gr.Error, match=message):
         embeddings_tab.parse_layer(layer, 2)
@@ -184,7 +185,7 @@ def test_embeddings_through_the_client(client: Client) -> None:
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(text=""), "Type some text"),
-    (dict(text="the cat", layer=7), "out of range: this model has 2 layers"),
+    (dict(text="the cat", layer=7), "Layer must be a whole number from 0 to 2, got 7"),
     (dict(text="the cat", layer=49), "greater than maximum"),
     (dict(text="the cat", token="cat"), "neither 'all' nor a token position"),
     (dict(text="the cat", model="checkpoint:nope/step-000001"), "does not exist.*Models available now"),
