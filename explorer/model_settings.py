@@ -1,5 +1,6 @@
-"""Where the probing tabs' models run and how large a hub download may be: two settings read from the
-environment (``EXPLORER_DEVICE``, ``EXPLORER_MAX_HUB_MB``) and handed to the ``ModelRegistry``."""
+"""Where the probing tabs' models run, how large a hub download and how large a model may be: three settings
+read from the environment (``EXPLORER_DEVICE``, ``EXPLORER_MAX_HUB_MB``, ``EXPLORER_MAX_MODEL_PARAMS``) and
+handed to the ``ModelRegistry``."""
 from __future__ import annotations
 
 import os
@@ -7,6 +8,7 @@ import re
 from collections.abc import Mapping
 
 from engine.checkpoints import hub
+from engine.checkpoints.model_fit import DEFAULT_MAX_PARAMETERS
 from engine.training.loop.config import auto_device
 
 
@@ -33,3 +35,18 @@ def max_hub_bytes(environ: Mapping[str, str] | None = None) -> int:
     except ValueError:
         megabytes = hub.DEFAULT_MAX_BYTES / 1e6
     return int(max(megabytes, 0.0) * 1_000_000)
+
+
+def max_model_parameters(environ: Mapping[str, str] | None = None) -> int:
+    """The largest model the app loads, in parameters: ``$EXPLORER_MAX_MODEL_PARAMS`` (``2e9`` or
+    ``2000000000``; default 2 billion). A folder or hub model whose config.json implies more is refused
+    before anything is allocated; an unreadable value keeps the default."""
+    env = os.environ if environ is None else environ
+    raw = env.get("EXPLORER_MAX_MODEL_PARAMS", "").strip().replace(",", "").replace("_", "")
+    try:
+        count = float(raw) if raw else float(DEFAULT_MAX_PARAMETERS)
+    except ValueError:
+        count = float(DEFAULT_MAX_PARAMETERS)
+    if count != count or count == float("inf"):      # NaN or infinity: keep the default
+        count = float(DEFAULT_MAX_PARAMETERS)
+    return int(max(count, 0.0))

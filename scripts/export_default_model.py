@@ -4,13 +4,16 @@
         --out assets/default-model
 
 The checkpoint's optimizer/RNG state is left behind; the weights are stored in float16 (the
-app loads them as float32) so the model fits the 50 MB budget for files in git. Every head
+app loads them as float32) so the model fits the 50 MB budget for files in git; config.json says
+``"dtype": "float32"`` so that transformers (whose default is ``dtype="auto"``) computes in float32 too and
+gives the app's numbers. Every head
 the checkpoint has (MLM, NSP, QA) is kept.
 The model card (README.md in the output folder) is written by hand and kept when present.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -34,6 +37,14 @@ def to_half(weights: Path) -> None:
     weights.chmod(0o644)  # an ordinary file of the repository
 
 
+def compute_in_fp32(config_path: Path) -> None:
+    """Add ``"dtype": "float32"`` to config.json: transformers' default ``dtype="auto"`` reads it (else it
+    would compute in the weights' float16)."""
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["dtype"] = "float32"
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments, merge heads, write the folder, report its size."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,6 +58,7 @@ def main(argv: list[str] | None = None) -> None:
         staging = Path(tmp) / "model"
         save(model, loaded.tokenizer, staging)
         to_half(staging / "model.safetensors")
+        compute_in_fp32(staging / "config.json")
         for name in KEPT_FILES:
             if (args.out / name).exists():
                 shutil.copy2(args.out / name, staging / name)

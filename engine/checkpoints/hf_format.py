@@ -8,9 +8,7 @@ Untrusted weights never go through pickle: safetensors, or ``torch.load(weights_
 from __future__ import annotations
 
 import errno
-import json
 import os
-import pickle
 import re
 import shutil
 import tempfile
@@ -19,15 +17,18 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from engine.checkpoints import hub
+from engine.checkpoints.model_fit import (
+    DEFAULT_MAX_PARAMETERS, build_on_meta, check_config_size, check_fits, materialise,
+)
+from engine.checkpoints.weight_files import read_weights
 from engine.model.config import BertConfig
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.checkpoints.key_mapping import (
-    architectures_for, detect_heads, export_state, hf_classes, hf_key, normalise_keys,
+    architectures_for, classes_that_load, detect_heads, export_state, hf_classes, normalise_keys,
 )
 from engine.text.tokenizer import WordPieceTokenizer
 
@@ -90,106 +91,64 @@ class LoadedModel:
 
 
 def load(source: str | Path, device: str | torch.device = "cpu",
-         max_download_bytes: int = hub.DEFAULT_MAX_BYTES) -> LoadedModel:
+         max_download_bytes: int = hub.DEFAULT_MAX_BYTES,
+         max_parameters: int = DEFAULT_MAX_PARAMETERS) -> LoadedModel:
     """Load ``"default"``, a local HF-format directory, or a hub id (``owner/name``; at most
-    ``max_download_bytes`` of weights are fetched)."""
+    ``max_download_bytes`` of weights are fetched). A model over ``max_parameters`` parameters is refused
+    (``ModelTooLargeError``) before anything is allocated."""
     text = str(source).strip()
     if not text:
         raise ValueError("no model given: name 'default', a local directory or a hub id")
     if text == "default":
         if not (DEFAULT_MODEL_DIR / "config.json").exists():
             raise FileNotFoundError(f"the bundled default model is missing at {DEFAULT_MODEL_DIR}")
-        return load_directory(DEFAULT_MODEL_DIR, device, source="default")
+        return load_directory(DEFAULT_MODEL_DIR, device, source="default", max_parameters=max_parameters)
     path = Path(text).expanduser()
     if path.exists():
-        return load_directory(path, device)
+        return load_directory(path, device, max_parameters=max_parameters)
     if text.startswith(("/", "./", "../", "~")) or os.sep in text.replace("/", "") or text.count("/") > 1:
         raise FileNotFoundError(f"no model directory at {text}")
     if hub.is_hub_id(text):
-        return load_directory(hub.download(text, max_bytes=max_download_bytes), device, source=f"hub:{text}")
+        return load_directory(hub.download(text, max_bytes=max_download_bytes), device, source=f"hub:{text}",
+                              max_parameters=max_parameters)
     raise FileNotFoundError(f"{text!r} is neither a local model directory nor a hub id ('owner/name')")
 
 
-def load_directory(directory: str | Path, device: str | torch.device = "cpu", source: str | None = None) -> LoadedModel:
-    """Load an HF-format BERT directory; every check happens before a model is returned."""
+def load_directory(directory: str | Path, device: str | torch.device = "cpu", source: str | None = None,
+                   max_parameters: int = DEFAULT_MAX_PARAMETERS) -> LoadedModel:
+    """Load an HF-format BERT directory; every check happens before a model is returned, and before memory is
+    spent on it: config.json's size against ``max_parameters``, then the weight files' names and shapes
+    (their headers) against the model config.json implies, built on the ``meta`` device; only then are the
+    weights read and put in place (``model_fit``)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"no model directory at {directory}")
     config = BertConfig.load(directory)
+    check_config_size(config, max_parameters, str(directory))
     try:
-        state, ignored = normalise_keys(read_weights(directory), config.architectures)
+        shapes, ignored = normalise_keys(read_weights(directory, meta=True), config.architectures)
     except ValueError as exc:
         raise ValueError(f"{directory}: {exc}") from None
-    state = {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
-    heads, has_pooler = detect_heads(state)
-    for spec in (HEADS[h] for h in heads if HEADS[h].labelled and f"{HEADS[h].prefix}weight" in state):
-        num_labels = state[f"{spec.prefix}weight"].shape[0]
+    heads, has_pooler = detect_heads(shapes)
+    for spec in (HEADS[h] for h in heads if HEADS[h].labelled and f"{HEADS[h].prefix}weight" in shapes):
+        num_labels = shapes[f"{spec.prefix}weight"].shape[0]
         if num_labels != config.num_labels:
             config = config.replace(id2label={i: f"LABEL_{i}" for i in range(num_labels)})
     pooled = [HEADS[h].noun for h in heads if HEADS[h].pooled]
     if pooled and not has_pooler:
         raise ValueError(f"{directory}: the checkpoint has a {' and a '.join(pooled)} head but no pooler weights")
     try:
-        model = BertWithHeads(config, heads=heads, add_pooling_layer=has_pooler)
+        model = build_on_meta(config, heads, has_pooler)
     except ValueError as exc:   # e.g. two heads stored under transformers' one `classifier` name
         raise ValueError(f"{directory}: {exc}") from None
-    tied = {HEADS[h].prefix + key for h in model.heads for key in HEADS[h].tied}   # the MLM decoder's
-    expected = {k for k in model.state_dict() if k not in tied}
-    missing = sorted(expected - state.keys())
-    if missing:
-        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
-        raise ValueError(f"{directory}: the weights are incomplete for a {config.num_hidden_layers}-layer BERT; "
-                         f"missing {shown}")
-    unexpected = sorted(state.keys() - expected)
-    if unexpected:
-        raise ValueError(f"{directory}: weights do not fit config.json (e.g. more layers than "
-                         f"num_hidden_layers): unexpected {', '.join(unexpected[:6])}")
-    for key, tensor in model.state_dict().items():
-        if key in state and state[key].shape != tensor.shape:
-            raise ValueError(f"{directory}: {hf_key(key)} has shape {tuple(state[key].shape)} but config.json "
-                             f"implies {tuple(tensor.shape)}")
-    model.load_state_dict(state, strict=False)  # the tied decoder weight comes from the embeddings
-    model.to(device).eval()
+    check_fits(model, shapes, max_parameters, str(directory))
     tokenizer = _load_tokenizer(directory, config)
+    state, _ = normalise_keys(read_weights(directory), config.architectures)
+    if {k: v.shape for k, v in state.items()} != {k: v.shape for k, v in shapes.items()}:
+        raise ValueError(f"{directory}: the weight files changed while the model was loading; try again")
+    materialise(model, {k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+    model.to(device).eval()
     return LoadedModel(model, tokenizer, config, source or str(directory), directory, ignored)
-
-
-def read_weights(directory: Path) -> dict[str, torch.Tensor]:
-    """Read the weight tensors of an HF directory: safetensors (single/sharded) or a weights-only .bin."""
-    single, index, legacy = (directory / "model.safetensors", directory / "model.safetensors.index.json",
-                             directory / "pytorch_model.bin")
-    try:
-        if single.exists():
-            return load_file(str(single))
-        if index.exists():
-            shards = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-            state: dict[str, torch.Tensor] = {}
-            for shard in shards:
-                shard_path = directory / shard
-                # The shard must sit in this directory; the file itself may be a symlink (the hub cache's are).
-                if shard_path.parent.resolve() != directory.resolve():
-                    raise ValueError(f"shard {shard!r} points outside {directory}")
-                state.update(load_file(str(shard_path)))
-            return state
-        if legacy.exists():
-            try:
-                state = torch.load(legacy, map_location="cpu", weights_only=True)
-            except pickle.UnpicklingError:
-                raise
-            except Exception as exc:  # a damaged file fails in arbitrary ways (OSError, IndexError, KeyError, ...)
-                raise ValueError(f"{legacy} is corrupt or unreadable ({type(exc).__name__}: {str(exc)[:200]})") from None
-            if not isinstance(state, dict) or not all(isinstance(v, torch.Tensor) for v in state.values()):
-                raise ValueError(f"{legacy} does not hold a state dict of tensors")
-            return state
-    except (SafetensorError, json.JSONDecodeError, KeyError, RuntimeError, EOFError) as exc:
-        raise ValueError(f"{directory}: the weights file is corrupt or unreadable ({type(exc).__name__}: "
-                         f"{str(exc)[:200]})") from None
-    except Exception as exc:  # pickle.UnpicklingError and friends from weights_only=True
-        if type(exc).__name__ == "UnpicklingError":
-            raise ValueError(f"{directory}: pytorch_model.bin is damaged or holds more than plain tensors; refusing "
-                             "to unpickle it (convert it to safetensors)") from None
-        raise
-    raise FileNotFoundError(f"{directory}: no model.safetensors, sharded safetensors or pytorch_model.bin")
 
 
 def _load_tokenizer(directory: Path, config: BertConfig) -> WordPieceTokenizer | None:
@@ -210,10 +169,14 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
     with several head families lists several classes, and one named class gives a file
     ``transformers`` loads with nothing missing or unexpected. Classes whose heads share
     transformers' ``classifier.*`` keys (sequence, token classification, multiple choice)
-    cannot be exported together (``ValueError``). ``extra(staging_dir)`` may write more
+    cannot be exported together (``ValueError``). ``config.json`` names only classes that
+    load from it: a head transformers sizes by ``num_labels`` (QA) beside a classifier of
+    another label count keeps its weights in the file but not its class in ``architectures``
+    (named explicitly, such a pair is a ``ValueError``). ``extra(staging_dir)`` may write more
     files (a trainer's state) before the directory is made visible.
     """
     directory = Path(directory)
+    explicit = bool(architectures)
     architectures = list(architectures or architectures_for(model.heads))
     state = {k: v.detach().to("cpu", torch.float32).contiguous().clone() for k, v in model.state_dict().items()}
     exported = export_state(state, architectures)
@@ -224,12 +187,14 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
         if absent or (pooler and not model.has_pooler):
             raise ValueError(f"cannot export as {name}: the model lacks "
                              f"{', '.join(HEADS[h].noun for h in absent) or 'the pooler'}")
-    config = model.config.replace(architectures=architectures)
-    exported_heads = [HEADS[h] for name in architectures for h in classes[name][0]]
-    fixed = [s.hf_num_labels for s in exported_heads if s.hf_num_labels is not None]
-    if fixed and not any(s.labelled for s in exported_heads) and config.num_labels != fixed[0]:
+    named, unfit, num_labels = classes_that_load(architectures, model.config.num_labels)
+    if unfit and explicit:
+        raise ValueError(f"cannot export as {unfit[0]} beside a {num_labels}-label classifier: transformers sizes "
+                         f"both heads by num_labels, so one config.json cannot serve them both")
+    config = model.config.replace(architectures=named)
+    if num_labels != config.num_labels:
         # transformers sizes qa_outputs by num_labels (start, end); no labelled classifier is exported here
-        config = config.replace(id2label={i: f"LABEL_{i}" for i in range(fixed[0])})
+        config = config.replace(id2label={i: f"LABEL_{i}" for i in range(num_labels)})
     staging: Path | None = None
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)

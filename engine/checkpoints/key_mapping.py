@@ -125,6 +125,24 @@ def architectures_for(heads: tuple[str, ...]) -> list[str]:
     return names + [HEADS[h].hf_class for h in rest] or ["BertModel"]
 
 
+def classes_that_load(architectures: list[str], num_labels: int) -> tuple[list[str], list[str], int]:
+    """Which of ``architectures`` transformers loads from one ``config.json``: (those that load, those that
+    do not, the ``num_labels`` that file gets).
+
+    transformers sizes some heads by ``num_labels`` (``HeadSpec.hf_num_labels``: QA's ``qa_outputs`` has 2
+    outputs). With a labelled head (sequence or token classification) among the classes, ``num_labels`` is
+    that head's, and a class with a head of another fixed size does not load (a 17-label tagger's file
+    cannot also be a ``BertForQuestionAnswering``); without one, the file gets the fixed size."""
+    table = hf_classes()
+    heads = [HEADS[h] for name in architectures for h in table[name][0]]
+    if not any(spec.labelled for spec in heads):
+        fixed = [spec.hf_num_labels for spec in heads if spec.hf_num_labels is not None]
+        num_labels = fixed[0] if fixed else num_labels
+    loads = [name for name in architectures
+             if all(HEADS[h].hf_num_labels in (None, num_labels) for h in table[name][0])]
+    return loads, [name for name in architectures if name not in loads], num_labels
+
+
 def hf_key(key: str) -> str:
     """Our state-dict key under transformers' name: ``token_classifier.weight`` -> ``classifier.weight``."""
     for spec in HEADS.values():

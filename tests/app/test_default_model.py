@@ -66,3 +66,19 @@ def test_qa_examples_answer_with_a_span_containing_the_key_word(default, questio
     best = answer(default, question, context, top_k=1)
     best = best[0] if isinstance(best, list) else best
     assert expected in best["answer"].lower(), best
+
+
+@pytest.mark.usefixtures("no_internet")
+def test_transformers_with_default_arguments_computes_in_fp32_and_gives_the_apps_numbers(default) -> None:
+    # The weights are stored fp16; config.json's "dtype": "float32" makes transformers 5's default
+    # dtype="auto" compute in fp32 (without it: fp16, scores off by ~1e-3 and near ties swapped).
+    import transformers
+
+    assert json.loads((DEFAULT_MODEL_DIR / "config.json").read_text(encoding="utf-8"))["dtype"] == "float32"
+    pipe = transformers.pipeline("fill-mask", model=str(DEFAULT_MODEL_DIR))
+    assert pipe.model.dtype == torch.float32
+    for text in ("Nice to [MASK] you.", "The capital of France is [MASK].", "I [MASK] to the store yesterday.",
+                 "The weather is [MASK] today.", "My favourite [MASK] is blue."):
+        ours, theirs = fill_mask(default, text, top_k=5), pipe(text, top_k=5)
+        assert [g["token_str"] for g in ours] == [g["token_str"] for g in theirs], text
+        assert max(abs(a["score"] - b["score"]) for a, b in zip(ours, theirs)) < 1e-5, text

@@ -3,8 +3,10 @@ broken model folders and a booby-trapped pickle. Every case: a human message or 
 nothing written outside the runs and temp folders, and a normal load still works afterwards."""
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import shutil
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -51,6 +53,11 @@ def _populate(box: Sandbox, tokenizer) -> None:
         (box.models / name / "config.json").write_text(
             (box.models / "tiny" / "config.json").read_text(encoding="utf-8"), encoding="utf-8")
     (box.models / "badweights" / "model.safetensors").write_bytes(b"\x00\xff" * 64)
+    for name, claim in (("huge", dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=16,
+                                      intermediate_size=8192)), ("positions", dict(max_position_embeddings=10**7))):
+        shutil.copytree(box.models / "tiny", box.models / name)        # small weights, a config claiming GBs
+        config = json.loads((box.models / name / "config.json").read_text(encoding="utf-8"))
+        (box.models / name / "config.json").write_text(json.dumps({**config, **claim}), encoding="utf-8")
     (box.models / "pickle" / "pytorch_model.bin").write_bytes(pickle.dumps({"x": _Booby()}, protocol=2))
 
 
@@ -112,6 +119,8 @@ CASES: list[tuple[str, Any]] = [
     ("{models}/garbage", "not valid JSON"),
     ("{models}/badweights", "corrupt or unreadable"),
     ("{models}/pickle", "refusing|more than plain tensors"),
+    ("{models}/huge", r"incomplete for a 16-layer BERT.*config\.json implies 8\d\d\.\dM parameters"),
+    ("{models}/positions", r"position_embeddings\.weight has shape"),
     ("live", "There is no training run"),
     ("  default  ", loaded_as("default")),
     ("{models}/tiny", loaded_as("local:{models}/tiny")),

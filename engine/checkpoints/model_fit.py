@@ -1,0 +1,110 @@
+"""Does a folder's ``config.json`` fit its weight files, and is the model small enough? Checked before any
+memory is spent on the model.
+
+A ``config.json`` alone decides how big a model is; a hostile or careless one (2,048 hidden units x 16 layers
+beside 45 MB of weights, ``max_position_embeddings`` of a million) must not make the app allocate gigabytes
+before it says the weights do not fit. So loading goes: a lower bound of the config's size against the cap
+(:func:`check_config_size`, plain integers, nothing built); the model built on the ``meta`` device
+(:func:`build_on_meta`: shapes, no storage); the weight files' headers compared with it, key by key and shape
+by shape, and its exact size against the cap (:func:`check_fits`); and only then the weights read and put in
+place as they are (:func:`materialise`, ``load_state_dict(assign=True)``): no second copy, no random
+initialisation of a model that is overwritten anyway.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from engine.checkpoints.key_mapping import hf_key
+from engine.model.config import BertConfig
+from engine.model.head_specs import HEADS
+from engine.model.heads import BertWithHeads
+
+DEFAULT_MAX_PARAMETERS = 2_000_000_000
+"""The largest model ``load`` builds unless told otherwise (bert-large has 340M parameters)."""
+
+
+class ModelTooLargeError(ValueError):
+    """A model has more parameters than the loader's cap (``max_parameters``); nothing was allocated."""
+
+
+def count_text(count: int) -> str:
+    """A parameter count for people: ``870,123,456`` -> ``"870.1M"``, ``91,234`` -> ``"91,234"``."""
+    return f"{count / 1e6:,.1f}M" if count >= 1_000_000 else f"{count:,}"
+
+
+def config_size_lower_bound(config: BertConfig) -> int:
+    """At least how many parameters ``config`` implies: the embeddings and the layers' weight matrices (no
+    biases, no heads), in Python integers, so an absurd config cannot overflow or allocate anything."""
+    hidden, inner = config.hidden_size, config.intermediate_size
+    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * hidden
+    return embeddings + config.num_hidden_layers * (4 * hidden * hidden + 2 * hidden * inner)
+
+
+def check_config_size(config: BertConfig, max_parameters: int, where: str) -> None:
+    """``ModelTooLargeError`` when ``config`` alone implies more than ``max_parameters`` parameters."""
+    lower = config_size_lower_bound(config)
+    if lower > max_parameters:
+        raise ModelTooLargeError(f"{where}: config.json describes a BERT of at least {count_text(lower)} parameters, "
+                                 f"over the limit of {count_text(max_parameters)}")
+
+
+def build_on_meta(config: BertConfig, heads: tuple[str, ...], add_pooling_layer: bool) -> BertWithHeads:
+    """``BertWithHeads`` with every parameter on the ``meta`` device: its shapes, no memory."""
+    with torch.device("meta"):
+        return BertWithHeads(config, heads=heads, add_pooling_layer=add_pooling_layer)
+
+
+def parameter_count(model: nn.Module) -> int:
+    """The number of parameters, a tied one counted once."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def check_fits(model: BertWithHeads, state: dict[str, torch.Tensor], max_parameters: int, where: str) -> None:
+    """``ValueError`` unless ``state`` (our key names; meta tensors will do) holds exactly the tensors of
+    ``model`` (built from config.json) with their shapes; ``ModelTooLargeError`` when the model has more
+    than ``max_parameters`` parameters. The tied MLM decoder weight is the embeddings' and is not stored."""
+    tied = {HEADS[h].prefix + key for h in model.heads for key in HEADS[h].tied}
+    expected = {k: t for k, t in model.state_dict().items() if k not in tied}
+    implied, held = parameter_count(model), sum(t.numel() for t in state.values())
+    counts = f" (config.json implies {count_text(implied)} parameters, the weight files hold {count_text(held)})"
+    missing = sorted(expected.keys() - state.keys())
+    if missing:
+        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        raise ValueError(f"{where}: the weights are incomplete for a {model.config.num_hidden_layers}-layer BERT; "
+                         f"missing {shown}{counts}")
+    unexpected = sorted(state.keys() - expected.keys())
+    if unexpected:
+        raise ValueError(f"{where}: weights do not fit config.json (e.g. more layers than "
+                         f"num_hidden_layers): unexpected {', '.join(unexpected[:6])}{counts}")
+    for key, tensor in expected.items():
+        if state[key].shape != tensor.shape:
+            raise ValueError(f"{where}: {hf_key(key)} has shape {tuple(state[key].shape)} but config.json "
+                             f"implies {tuple(tensor.shape)}{counts}")
+    if implied > max_parameters:
+        raise ModelTooLargeError(f"{where}: the model has {count_text(implied)} parameters, over the limit of "
+                                 f"{count_text(max_parameters)}")
+
+
+def materialise(model: BertWithHeads, state: dict[str, torch.Tensor]) -> BertWithHeads:
+    """Put copies of the checked tensors of ``state`` into the meta-device ``model`` and tie
+    again what was tied (the MLM decoder to the word embeddings). ``ValueError`` if anything stays on meta."""
+    first: dict[int, str] = {}
+    aliases: list[tuple[str, str]] = []
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        if id(parameter) in first:
+            aliases.append((name, first[id(parameter)]))
+        else:
+            first[id(parameter)] = name
+    # Each parameter gets storage of its own, as a freshly built model has: assigned as read (views of the file's
+    # buffer) a resumed run trained to other bits than the uninterrupted one (tests/training/test_given_text.py).
+    model.load_state_dict({k: v.clone() for k, v in state.items()}, strict=False, assign=True)
+    for alias, owner in aliases:
+        module_path, _, leaf = alias.rpartition(".")
+        setattr(model.get_submodule(module_path), leaf, model.get_parameter(owner))
+    left = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta]
+    if left:
+        raise ValueError(f"the weights left {', '.join(left[:6])} without values")
+    return model
