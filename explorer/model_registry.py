@@ -15,6 +15,8 @@ into a key. No Gradio here.
 """
 from __future__ import annotations
 
+import logging
+import os
 import re
 import threading
 from collections import OrderedDict
@@ -24,9 +26,11 @@ from typing import TYPE_CHECKING
 
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
+from engine.checkpoints.model_fit import ModelTooLargeError
 from engine.model.config import BertConfig
 from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first, is_complete
-from explorer.model_settings import max_hub_bytes
+from engine.checks import is_finite_number
+from explorer.model_settings import max_hub_bytes, max_model_parameters
 
 if TYPE_CHECKING:
     from engine.training.worker.training_worker import TrainingWorker
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 MAX_SOURCE_CHARS = 4096          # longer "model names" are refused before they reach the file system
 LISTED_KEYS = 12                 # an unknown-key message lists at most this many of the keys available now
 _PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+logger = logging.getLogger(__name__)
 
 
 class UnknownModelError(ValueError):
@@ -82,11 +87,23 @@ def checkpoint_key(path: Path) -> str:
 
 
 def checkpoint_label(info: CheckpointInfo) -> str:
-    """"run · step 300 · loss 3.21" (MLM loss of the last logged step, when there is one)."""
+    """"run · step 300 · loss 3.21" (MLM loss of the last logged step, when there is one); a checkpoint whose
+    small record is damaged says so: "run · step 300 · ⚠ explorer_state.json: ... (the weights may still load)"."""
     run = info.run.name
-    loss = info.metrics.get("mlm_loss", info.metrics.get("loss"))
-    loss_text = f" · loss {loss:.3f}" if isinstance(loss, (int, float)) else ""
+    if info.damage:
+        return f"{run} · step {info.step} · ⚠ {info.damage} (the weights may still load)"
+    metrics = info.metrics if isinstance(info.metrics, dict) else {}
+    loss = metrics.get("mlm_loss", metrics.get("loss"))
+    loss_text = f" · loss {loss:.3f}" if is_finite_number(loss) else ""
     return f"{run} · step {info.step}{loss_text}"
+
+
+def usable_run_name(name: str) -> bool:
+    """Whether a run folder's name can be part of a ``checkpoint:<run>/<step>`` key: any name the file system
+    holds except ``.``/``..`` and names with control characters (``resolve`` refuses those in every key)."""
+    return (bool(name) and name not in (".", "..") and len(name) <= 255
+            and not any(sep and sep in name for sep in (os.sep, os.altsep, "/"))
+            and not any(ord(c) < 32 or ord(c) == 127 for c in name))
 
 
 class ModelRegistry:
@@ -95,10 +112,12 @@ class ModelRegistry:
     def __init__(self, runs_root: str | Path | None = None, worker: TrainingWorker | None = None,
                  allowed_dirs: tuple[str | Path, ...] = (), default_dir: str | Path | None = DEFAULT_MODEL_DIR,
                  cache_size: int = 4, default_hub: str | None = None, device: str = "cpu",
-                 max_download_bytes: int | None = None) -> None:
+                 max_download_bytes: int | None = None, max_parameters: int | None = None) -> None:
         self.device = device                           # where loaded models run (``inference_device()``)
         # the hub download cap (``max_hub_bytes()``, read from the environment, unless given)
         self.max_download_bytes = max_hub_bytes() if max_download_bytes is None else max_download_bytes
+        # the model size cap (``max_model_parameters()``, from the environment, unless given)
+        self.max_parameters = max_model_parameters() if max_parameters is None else max_parameters
         self.runs_root = Path(runs_root) if runs_root is not None else None
         self.worker = worker
         self.allowed_dirs = tuple(Path(d).resolve() for d in allowed_dirs)
@@ -112,6 +131,7 @@ class ModelRegistry:
         self._extra: dict[str, ModelChoice] = {}      # local/hub models loaded this session
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
+        self._warned: set[str] = set()                # run names left out of the list (already logged)
 
     # ------------------------------------------------------------------ listing
     def has_default(self) -> bool:
@@ -125,12 +145,21 @@ class ModelRegistry:
             return key in self._extra
 
     def checkpoint_infos(self) -> list[CheckpointInfo]:
-        """Complete checkpoints of every run, newest first."""
+        """Complete checkpoints of every run, newest first; a run whose folder name cannot be a key (control
+        characters) is left out with a logged warning."""
         if self.worker is not None:
-            return self.worker.checkpoints()
-        if self.runs_root is None:
+            found = self.worker.checkpoints()
+        elif self.runs_root is None:
             return []
-        return checkpoints_newest_first(self.runs_root)
+        else:
+            found = checkpoints_newest_first(self.runs_root)
+        usable = [c for c in found if usable_run_name(c.run.name)]
+        unusable = {c.run.name for c in found} - {c.run.name for c in usable} - self._warned
+        for name in sorted(unusable):                           # said once per run, not at every listing
+            logger.warning("The run %r is left out of the model list: its folder's name holds control "
+                           "characters; rename the folder to list it", name[:80])
+        self._warned |= unusable
+        return usable
 
     def choices(self) -> list[ModelChoice]:
         """Default, the live run, every run's checkpoints (newest first), then loaded local/hub models."""
@@ -295,7 +324,10 @@ class ModelRegistry:
         kind, _, rest = key.partition(":")
         source = (f"default (hub {self.default_hub})" if self.default_hub else "default") if key == "default" \
             else f"{kind} {rest}"
-        return load_directory(self.folder(key), self.device, source=source)
+        try:
+            return load_directory(self.folder(key), self.device, source=source, max_parameters=self.max_parameters)
+        except ModelTooLargeError as exc:
+            raise ModelTooLargeError(f"{exc} (the limit is EXPLORER_MAX_MODEL_PARAMS)") from None
 
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""
@@ -306,8 +338,8 @@ class ModelRegistry:
 
     def _checkpoint_dir(self, rest: str) -> Path:
         run, _, name = rest.partition("/")
-        if not (_PLAIN_NAME.match(run) and _PLAIN_NAME.match(name)) or ".." in rest:
-            raise UnknownModelError(f"{rest!r} is not a checkpoint name; choose one from the list.")
+        if not (usable_run_name(run) and _PLAIN_NAME.match(name)) or ".." in name:
+            raise UnknownModelError(f"{rest[:200]!r} is not a checkpoint name; choose one from the list.")
         roots = [self.runs_root] if self.runs_root is not None else []
         if self.worker is not None:
             roots.insert(0, self.worker.runs_root)
@@ -316,7 +348,7 @@ class ModelRegistry:
                 roots.insert(0, Path(live_dir).parent)
         for root in roots:
             path = RunFolder(root / run).checkpoints_dir / name
-            if path.is_dir() and is_complete(path):
+            if _is_dir(path) and is_complete(path):
                 return path
         raise UnknownModelError(f"Checkpoint {rest} does not exist (or no longer: runs keep only their newest "
                                 "checkpoints); pick another one.")

@@ -12,8 +12,9 @@ from explorer.ui_errors import whole_number
 
 def run_choices(services: Services) -> list[tuple[str, str]]:
     """(label, run name) of every run that can continue (a complete checkpoint short of its total, or a
-    finished run, which can go on with a larger total), newest first."""
-    return [(s.label, s.name) for s in services.get_worker().runs() if s.checkpoints > 0]
+    finished run, which can go on with a larger total), newest first; a damaged run is listed too, its label
+    saying what is wrong and what to do (Continue then refuses it with the same reason)."""
+    return [(s.label, s.name) for s in services.get_worker().runs() if s.checkpoints > 0 or s.problems]
 
 
 def continue_run(services: Services, run: str | None, total_steps: Any) -> str:

@@ -52,6 +52,8 @@ def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False) -> str:
     lines.append(" · ".join(parts))
     help_text = STATE_HELP.get(st.state)
     lines.append(f"_{shown(st.message)}_" + (f" — {help_text}" if help_text else ""))
+    if st.notice:
+        lines.append(f"⚠️ {shown(st.notice)}")
     if st.error and st.state.is_failure:
         lines.append(f"❌ {shown(st.error)}")
     if st.last_checkpoint is not None:

@@ -136,7 +136,7 @@ def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> No
     import explorer.model_registry as registry_module
     seen = []
     monkeypatch.setattr(registry_module, "load_directory",
-                        lambda directory, device="cpu", source=None: seen.append((Path(directory), device)) or "m")
+                        lambda directory, device="cpu", source=None, **_: seen.append((Path(directory), device)) or "m")
     (tmp_path / "config.json").write_text("{}")
     registry = ModelRegistry(runs_root=tmp_path / "runs", default_dir=tmp_path, device="cuda:0")
     assert registry.get("default") == "m"

@@ -4,6 +4,9 @@
 step of its newest complete checkpoint and the total it was set to. It serves two choices: which run
 to *continue* (``resumable``: a complete checkpoint short of the run's total steps) and which run the
 probing tabs' "over checkpoints" views read (``checkpoints`` is how many they would find).
+
+Listing never raises: a run whose folder, ``run.json`` or checkpoints the server cannot read or parse is
+listed with ``problems`` (each a short sentence) and its label says what is wrong and what to do.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.training.jobs.run_folder import RunFolder
-from engine.training.loop.state import read_checkpoint_info
+from engine.training.loop.records import Damaged, RunRecord
 
 
 @dataclass(frozen=True)
@@ -26,45 +29,57 @@ class RunSummary:
     task: str | None
     corpus: str | None
     modified: float               # newest checkpoint's time (or the folder's), for sorting
+    problems: tuple[str, ...] = ()   # what is damaged, each a short sentence ("run.json: it is not valid JSON")
+    blocked: bool = False            # a problem stops it from continuing (its spec or its folder)
+    advice: str = ""                 # what to do about the problems
 
     @property
     def resumable(self) -> bool:
-        """A complete checkpoint exists and the run has steps left."""
-        return self.checkpoints > 0 and (self.total_steps is None or self.step < self.total_steps)
+        """A complete checkpoint exists, nothing blocks it and the run has steps left."""
+        return (self.checkpoints > 0 and not self.blocked
+                and (self.total_steps is None or self.step < self.total_steps))
 
     @property
     def label(self) -> str:
-        """``run-x · step 150 / 300 · 3 checkpoints · shakespeare``."""
+        """``run-x · step 150 / 300 · 3 checkpoints · shakespeare``, then ``· damaged: <what>`` with what to do."""
         total = f" / {self.total_steps:,}" if self.total_steps else ""
         parts = [self.name, f"step {self.step:,}{total}",
                  f"{self.checkpoints} checkpoint{'s' if self.checkpoints != 1 else ''}"]
         if self.corpus:
             parts.append(Path(self.corpus).name)
+        if self.problems:
+            parts.append(f"⚠ damaged: {'; '.join(self.problems)}; {self.advice}")
         return " · ".join(parts)
 
 
 def summarize(run: RunFolder) -> RunSummary:
-    """``run`` as a ``RunSummary`` (reads its spec and its newest checkpoint's small state file)."""
-    found = run.checkpoints()
-    spec = run.read_spec()
-    total = None
-    if found:
-        try:
-            total = int(read_checkpoint_info(found[0].path)["config"]["total_steps"])
-        except (ValueError, KeyError, TypeError):
-            total = None
-    try:
-        modified = found[0].created or found[0].path.stat().st_mtime if found else run.root.stat().st_mtime
-    except OSError:
-        modified = 0.0
-    corpus = spec.get("corpus_label") or spec.get("corpus")
+    """``run`` as a ``RunSummary`` (reads its spec and its checkpoints' small state files); never raises."""
+    unreadable = run.problem()
+    if unreadable:                        # nothing inside can be read either: one problem, said once
+        return RunSummary(run.name, run.root, 0, 0, None, None, None, _mtime(run.root), (unreadable,), True,
+                          "fix the folder's permissions or remove it")
+    scan = run.scan_checkpoints()
+    found = scan.found
+    spec = run.spec_record()
+    problems = []
+    if isinstance(spec, Damaged):
+        problems.append(spec.reason)
+    problems += scan.problems + [f"{c.name}: {c.damage}" for c in found if c.damage]
+    total = next((c.total_steps for c in found if c.total_steps is not None), None)
+    modified = found[0].written if found else _mtime(run.root)
+    record = spec if isinstance(spec, RunRecord) else RunRecord({})
+    blocked = isinstance(spec, Damaged)
+    advice = ("it cannot continue: start a new run (its checkpoints still load for probing)" if blocked
+              else "Continue passes over a damaged checkpoint to the newest good one")
     return RunSummary(run.name, run.root, len(found), found[0].step if found else 0, total,
-                      spec.get("task"), str(corpus) if corpus else None, float(modified))
+                      record.task, record.corpus, float(modified), tuple(problems), blocked,
+                      advice if problems else "")
 
 
 def run_summaries(root: str | Path) -> list[RunSummary]:
     """Every run directly under ``root``, newest first."""
-    return sorted((summarize(run) for run in RunFolder.runs_under(root)), key=lambda s: s.modified, reverse=True)
+    return sorted((summarize(run) for run in RunFolder.runs_under(root, unreadable=True)),
+                  key=lambda s: s.modified, reverse=True)
 
 
 def find_run(root: str | Path, name: str) -> RunSummary:
@@ -73,5 +88,22 @@ def find_run(root: str | Path, name: str) -> RunSummary:
         raise FileNotFoundError(f"no run named {name!r}; pick one from the list")
     folder = Path(root) / name
     if not RunFolder.is_run(folder):
+        problem = RunFolder(folder).problem() if _exists(folder) else None
+        if problem:
+            raise FileNotFoundError(f"the run {name} cannot be used: {problem}; fix its permissions or remove it")
         raise FileNotFoundError(f"the run {name} is gone (its folder was deleted or moved)")
     return summarize(RunFolder(folder))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return float(path.stat().st_mtime)
+    except (OSError, ValueError):
+        return 0.0
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False

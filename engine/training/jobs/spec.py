@@ -18,7 +18,8 @@ from engine.checks import is_int
 from engine.text.corpus import BUILTIN_CORPORA, Document
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.report_to import check_report_to
-from engine.training.jobs.run_folder import RunFolder, check_resume_changes
+from engine.training.jobs.run_folder import SPEC_FILE, RunFolder, check_resume_changes
+from engine.training.loop.records import Damaged
 from engine.training.loop.state import read_checkpoint_info, read_training_state
 
 if TYPE_CHECKING:   # only for the annotation: importing the registry at the top would import the task modules,
@@ -283,8 +284,16 @@ def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
     if "task" in changed:
         raise ValueError(f"{checkpoint} is a {saved.task} run, not {changed['task']}")
     check_resume_changes(set(changed), names)
-    record = folder.read_spec()
-    spec = JobSpec.from_record(record, saved.replace(**changed))
+    parsed = folder.spec_record()
+    if isinstance(parsed, Damaged):
+        raise ValueError(f"the run {folder.name} is damaged ({parsed.reason}), so it cannot continue exactly; "
+                         "start a new run (its checkpoints still load for probing and as a start model)")
+    record = parsed.record if parsed is not None else {}
+    try:
+        spec = JobSpec.from_record(record, saved.replace(**changed))
+    except TypeError as exc:               # a field of the wrong kind: run.json was edited or damaged
+        raise ValueError(f"the run {folder.name} is damaged ({SPEC_FILE} does not describe a job: {exc}), so "
+                         "it cannot continue exactly; start a new run") from None
     if record.get("corpus_file") and documents is None:       # the text given at the start, kept in the run
         copy = folder.corpus_path(str(record["corpus_file"]))
         if not copy.is_file():

@@ -19,8 +19,10 @@ Runs written before the rename keep loading: ``read_checkpoint_info`` falls back
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,9 @@ import torch
 from engine.checkpoints.hf_format import save
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.loop.records import CheckpointRecord, Damaged, MetricsLine
+
+logger = logging.getLogger(__name__)
 
 STATE_FILE = "training_state.pt"
 INFO_FILE = "explorer_state.json"          # our own name: no tool takes it for the HF Trainer's state file
@@ -59,11 +64,38 @@ def read_checkpoint_info(checkpoint: str | Path) -> dict[str, Any]:
     for name in (INFO_FILE, LEGACY_INFO_FILE):
         try:
             record = json.loads((checkpoint / name).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         if isinstance(record, dict) and "global_step" not in record:
             return record
     return {}
+
+
+def read_checkpoint_record(checkpoint: str | Path) -> CheckpointRecord | Damaged | None:
+    """The checkpoint's small record, checked (``CheckpointRecord.parse``): ``explorer_state.json``, else the
+    legacy ``trainer_state.json``; None when it has neither (or only a Hugging Face Trainer's), ``Damaged``
+    when the file is there but unreadable or holds a wrong value. Never raises."""
+    checkpoint = Path(checkpoint)
+    for name in (INFO_FILE, LEGACY_INFO_FILE):
+        try:
+            raw = (checkpoint / name).read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return Damaged(f"{name} cannot be read ({exc.strerror or type(exc).__name__})")
+        parsed = CheckpointRecord.parse(raw)
+        if name == LEGACY_INFO_FILE and _is_hf_trainer_state(raw):    # a Hugging Face Trainer's file, not ours
+            continue
+        return Damaged(f"{name}: {parsed.reason}") if isinstance(parsed, Damaged) else parsed
+    return None
+
+
+def _is_hf_trainer_state(raw: bytes) -> bool:
+    try:
+        record = json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(record, dict) and "global_step" in record
 
 
 def read_training_state(checkpoint: str | Path) -> dict[str, Any]:
@@ -113,20 +145,48 @@ def append_metrics(path: str | Path, record: dict[str, Any]) -> None:
         handle.flush()
 
 
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    """Every record of a ``metrics.jsonl``; a torn last line (a crash mid-write) is skipped."""
+@dataclass
+class MetricsFile:
+    """The records of a ``metrics.jsonl`` and how many of its lines were skipped as damaged."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0                      # lines that are not UTF-8, not JSON objects or hold a bad step / kind
+    first_problem: str | None = None      # "line 4: step is 'abc', not a whole number of at least 0"
+
+
+def read_metrics_file(path: str | Path) -> MetricsFile:
+    """Every good record of a ``metrics.jsonl`` (``MetricsLine.parse``) and the count of damaged lines, each
+    skipped (a torn last line after a crash is skipped silently). Never raises: an unreadable file is
+    no records and one skipped "line"."""
     path = Path(path)
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return MetricsFile()
+    except OSError as exc:
+        return MetricsFile([], 1, f"the file cannot be read ({exc.strerror or type(exc).__name__})")
+    found = MetricsFile()
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
             continue
-        if isinstance(record, dict):
-            records.append(record)
-    return records
+        parsed = MetricsLine.parse(line)
+        if isinstance(parsed, MetricsLine):
+            found.records.append(parsed.record)
+        elif number - 1 != last or not isinstance(parsed, Damaged) or parsed.reason != "it is not valid JSON":
+            found.skipped += 1
+            found.first_problem = found.first_problem or f"line {number}: {parsed.reason}"
+    return found
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """Every good record of a ``metrics.jsonl``; damaged lines are skipped with one logged warning
+    (``read_metrics_file`` counts them), a torn last line (a crash mid-write) silently."""
+    found = read_metrics_file(path)
+    if found.skipped:
+        logger.warning("%s: skipped %d damaged line%s (%s)", Path(path).name, found.skipped,
+                       "" if found.skipped == 1 else "s", found.first_problem)
+    return found.records
 
 
 def truncate_metrics(path: str | Path, step: int) -> None:
@@ -134,7 +194,7 @@ def truncate_metrics(path: str | Path, step: int) -> None:
     path = Path(path)
     if not path.exists():
         return
-    kept = [r for r in read_metrics(path) if int(r.get("step", 0)) <= step]
+    kept = [r for r in read_metrics(path) if r.get("step", 0) <= step]   # steps are checked ints
     temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(temp, "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(r, default=_json_default) + "\n" for r in kept)

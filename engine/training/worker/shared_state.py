@@ -59,6 +59,7 @@ class WorkerStatus:
     tokens_per_s: float | None = None           # throughput over the last ~10 s of training (``Throughput``)
     task: str = TrainingConfig.task             # what the run trains (``TrainingConfig.task``; its default)
     examples_step: int | None = None            # the step of the latest held-out predictions (``eval_examples``)
+    notice: str | None = None                   # said once at the start and kept: "Continuing from step-… because …"
 
     def __post_init__(self) -> None:
         self.state = RunState(self.state)
@@ -100,6 +101,7 @@ class LiveRun:
         self.waiting = False
         self.waiting_since = 0.0
         self.thread: threading.Thread | None = None
+        self.notice: str | None = None     # shown with the status (a continued run's fallback checkpoint)
 
     def move_to(self, state: RunState, message: str) -> None:
         """Enter ``state`` (or stay in it) with ``message``; ``IllegalTransition`` for a move ``TRANSITIONS``
@@ -125,7 +127,7 @@ def status_of(run: LiveRun | None, records: int) -> WorkerStatus:
                         dict(run.eval_metrics) if run.eval_metrics else None, run.last_checkpoint,
                         run.outcome, run.error, run.traceback, records, run.waiting,
                         run.throughput.tokens_per_s, run.config.task,
-                        run.examples.step if run.examples is not None else None)
+                        run.examples.step if run.examples is not None else None, run.notice)
 
 
 class SharedState:

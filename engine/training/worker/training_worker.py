@@ -49,6 +49,7 @@ from engine.model.heads import BertWithHeads
 from engine.training.tasks.eval_examples import EvalExamples
 from engine.training.jobs.spec import JobSpec, resume_spec
 from engine.training.jobs.run_catalog import RunSummary, find_run, run_summaries
+from engine.training.jobs.resume_point import resume_point
 from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first
 from engine.training.loop.trainer import Trainer
 from engine.training.worker.callback import WAIT_SLICE_S
@@ -75,9 +76,9 @@ class TrainingWorker:
         self._snapshot: tuple[int, int, float, BertWithHeads] | None = None   # (run_id, step, time, model)
 
     # ------------------------------------------------------------------ controls
-    def start(self, spec: JobSpec) -> RunInfo:
+    def start(self, spec: JobSpec, notice: str | None = None) -> RunInfo:
         """Begin a run in the background; ``RunActiveError`` if one is active, ``RunFolderError`` if its folder
-        cannot be made, ValueError if a setting is invalid."""
+        cannot be made, ValueError if a setting is invalid. ``notice`` is shown with the run's status."""
         if not isinstance(spec, JobSpec):
             raise TypeError(f"start() takes a JobSpec, got {type(spec).__name__}")
         config = spec.validate()              # fast checks here, the slow work in the thread
@@ -96,6 +97,7 @@ class TrainingWorker:
             except OSError as exc:             # read-only or full data folder: say so, start nothing
                 raise RunFolderError(f"cannot create the run folder: {describe_os_error(exc)}") from None
             run = LiveRun(run_id, spec, config, run_dir)
+            run.notice = notice
             self._shared.run = run
             self._shared.records, self._shared.dropped = [], 0
             self._snapshot = None
@@ -111,27 +113,37 @@ class TrainingWorker:
         """Resume the run ``name`` under the runs root from its newest complete checkpoint (``resume_spec``:
         exactly the steps the uninterrupted run would have taken), optionally to a new ``total_steps``.
 
-        ``CannotContinueError`` when the run is gone, has no complete checkpoint, already reached its total
-        (and no larger total is given), or the new total is not past its step; ``RunActiveError`` while a
-        run is active."""
+        A damaged newest checkpoint is passed over for the newest good one (``resume_point``), and the run's
+        status says so. ``CannotContinueError`` when the run is gone, damaged (its folder or ``run.json``), has
+        no good checkpoint, already reached its total (and no larger total is given), or the new total is not
+        past its step; ``RunActiveError`` while a run is active."""
         try:
             run = find_run(self.runs_root, name)
         except FileNotFoundError as exc:
             raise CannotContinueError(str(exc)) from None
+        if run.blocked:
+            raise CannotContinueError(f"the run {name} is damaged ({'; '.join(run.problems)}); {run.advice}")
         if run.checkpoints == 0:
             raise CannotContinueError(f"the run {name} has no complete checkpoint to continue from")
-        if total_steps is not None and total_steps <= run.step:
-            raise CannotContinueError(f"the new total ({total_steps:,} steps) must be more than the {run.step:,} "
+        try:
+            point = resume_point(RunFolder(run.path))
+        except ValueError as exc:
+            raise CannotContinueError(str(exc)) from None
+        step, total = point.checkpoint.step, point.checkpoint.total_steps or run.total_steps
+        if total_steps is not None and total_steps <= step:
+            raise CannotContinueError(f"the new total ({total_steps:,} steps) must be more than the {step:,} "
                                       f"steps {name} has done")
-        if total_steps is None and run.total_steps is not None and run.step >= run.total_steps:
-            raise CannotContinueError(f"the run {name} already reached its total of {run.total_steps:,} steps; "
+        if total_steps is None and total is not None and step >= total:
+            raise CannotContinueError(f"the run {name} already reached its total of {total:,} steps; "
                                       "give a larger total to train it further")
         changes: dict[str, Any] = {}
         if total_steps is not None:
             changes["total_steps"] = total_steps
         if device is not None:
             changes["device"] = device
-        return self.start(JobSpec(changes, resume_from=str(run.path)))
+        if point.note:
+            logger.warning("run %s: %s", name, point.note)
+        return self.start(JobSpec(changes, resume_from=str(point.checkpoint.path)), notice=point.note)
 
     def runs(self) -> list[RunSummary]:
         """Every run under the runs root with its checkpoint count, step and total, newest first."""

@@ -50,3 +50,11 @@ def test_a_fine_tuning_run_says_where_its_curves_are():
     assert "This is a **classification** fine-tuning run" in text and "**Fine-tune** tab" in text
     assert "Fine-tune** tab" not in status_markdown(status("running", task="classification"), in_finetune_tab=True)
     assert "fine-tuning" not in status_markdown(status("running"))
+
+
+def test_a_continued_run_says_which_damaged_checkpoint_it_passed_over():
+    note = ("Continuing from step-000003, the newest good checkpoint, because step-000006 is damaged "
+            "(model.safetensors cannot be read).")
+    text = status_markdown(status("running", notice=note))
+    assert f"⚠️ {note}" in text.split("\n\n")
+    assert "⚠️" not in status_markdown(status("running"))

@@ -1,0 +1,75 @@
+"""Where a stopped run continues from: its newest checkpoint that is whole, passing over damaged ones.
+
+A checkpoint is listed when its files are there (``run_folder.is_complete``); whether they can be read
+is checked only here, just before continuing, because it means reading them: ``training_state.pt`` must
+load (weights only) and hold this version's state with its training settings, ``config.json`` must be a
+model configuration and ``model.safetensors`` must open with the tensors it names. The newest checkpoint
+that passes is the resume point; each newer one passed over is named with why, so the status can say
+"continuing from step-000100: step-000150 is damaged (...)". No good checkpoint at all is a ``ValueError``
+naming the newest one's damage.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from safetensors import safe_open
+
+from engine.model.config import BertConfig
+from engine.training.jobs.run_folder import CheckpointInfo, RunFolder
+from engine.training.loop.config import TrainingConfig
+from engine.training.loop.state import STATE_FILE, read_training_state
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """The checkpoint a run continues from, and the newer ones passed over as damaged (name, why)."""
+
+    checkpoint: CheckpointInfo
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def note(self) -> str | None:
+        """"Continuing from step-000100 because step-000150 is damaged (model.safetensors cannot be read)."
+        (None when the newest checkpoint was good)."""
+        if not self.skipped:
+            return None
+        damaged = "; ".join(f"{name} is damaged ({why})" for name, why in self.skipped)
+        return f"Continuing from {self.checkpoint.name}, the newest good checkpoint, because {damaged}."
+
+
+def checkpoint_problem(path: str | Path) -> str | None:
+    """What keeps the checkpoint ``path`` from being continued (a short reason without server paths), or None."""
+    path = Path(path)
+    try:
+        state = read_training_state(path)
+        TrainingConfig.from_dict(state["config"])
+    except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways; each is "damaged"
+        return f"{STATE_FILE} cannot be read" + ("" if isinstance(exc, ValueError) else f" ({type(exc).__name__})")
+    try:
+        BertConfig.load(path / "config.json")
+    except Exception:  # noqa: BLE001
+        return "config.json is not a model configuration"
+    try:
+        with safe_open(str(path / "model.safetensors"), framework="pt") as weights:
+            if not list(weights.keys()):
+                return "model.safetensors holds no tensors"
+    except Exception:  # noqa: BLE001
+        return "model.safetensors cannot be read"
+    return None
+
+
+def resume_point(run: RunFolder) -> ResumePoint:
+    """The newest checkpoint of ``run`` that can be continued; ValueError (saying why) when none can."""
+    found = run.checkpoints()
+    if not found:
+        raise ValueError(f"the run {run.name} has no complete checkpoint to continue from")
+    skipped: list[tuple[str, str]] = []
+    for info in found:
+        problem = checkpoint_problem(info.path)
+        if problem is None:
+            return ResumePoint(info, tuple(skipped))
+        skipped.append((info.name, problem))
+    name, why = skipped[0]
+    raise ValueError(f"every checkpoint of the run {run.name} is damaged (the newest, {name}: {why}), so it "
+                     "cannot continue; start a new run")
