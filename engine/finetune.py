@@ -58,8 +58,8 @@ from engine.training.tasks.registry import finetuning_tasks, task_definition
 # ---------------------------------------------------------------------------- command line
 DEFAULTS: dict[str, Any] = dict(
     init_from="default", seq_len=None, batch_size=None, grad_accum=1, lr=5e-5, warmup=None, steps=1000,
-    eval_every=200, eval_batches=20, checkpoint_every=500, keep_last=None, seed=0, device="auto", precision="auto",
-    schedule="linear", log_every=1, threads=0, doc_stride=128, max_question_len=64,
+    eval_every=200, eval_batches=20, checkpoint_every=500, checkpoint_every_s=300.0, keep_last=None, seed=0,
+    device="auto", precision="auto", schedule="linear", log_every=1, threads=0, doc_stride=128, max_question_len=64,
     mlm_batch_size=None)
 
 

@@ -36,8 +36,8 @@ from engine.training.tasks.pretraining import PRETRAINING
 DEFAULTS: dict[str, Any] = dict(
     preset="tiny", corpus="shakespeare", max_documents=None, vocab_size=8000, **PRETRAINING.defaults,
     grad_accum=1, lr=5e-4, warmup=None, steps=1000, mlm_probability=0.15, eval_every=100, eval_batches=20,
-    checkpoint_every=500, keep_last=None, seed=0, device="auto", precision="auto", schedule="linear",
-    eval_fraction=0.05, log_every=1, threads=0)
+    checkpoint_every=500, checkpoint_every_s=300.0, keep_last=None, seed=0, device="auto", precision="auto",
+    schedule="linear", eval_fraction=0.05, log_every=1, threads=0)
 # JobSpec field -> its argparse dest, for the flags that are not TrainingConfig fields
 JOB_ARGS = {"preset": "preset", "corpus": "corpus", "max_documents": "max_documents", "eval_fraction": "eval_fraction",
             "vocab_size": "vocab_size", "tokenizer": "tokenizer", "init_from": "init_from", "dropout": "dropout"}

@@ -21,6 +21,7 @@ from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, p
 from explorer.finetune.tasks import DataCheck, task_row
 from explorer import log_to
 from explorer.gpu import training_device
+from explorer.training.controls import CHECKPOINT_EVERY_S
 from explorer.services import Services
 from explorer.ui_errors import whole_number
 
@@ -64,7 +65,8 @@ def make_job(services: Services, model_key: str | None, task: str, source: str, 
     training = dict(task=row.name, learning_rate=number(value["learning_rate"], "Learning rate", 0.0, 1.0, True),
                     total_steps=total_steps, batch_size=whole_number(value["batch_size"], "Batch size", 1, 1024),
                     max_seq_length=seq, nsp=False, eval_every=max(1, total_steps // EVALUATIONS),
-                    eval_batches=EVAL_BATCHES, checkpoint_every=0, warmup_ratio=0.1,
+                    eval_batches=EVAL_BATCHES, checkpoint_every=0, checkpoint_every_s=CHECKPOINT_EVERY_S,
+                    warmup_ratio=0.1,
                     device=training_device())   # CPU on a Space: a background thread cannot hold a ZeroGPU
     folder = services.registry().folder(model_key or "default")
     data_path, data_name, check, fields = chosen_data(row, source, example, upload, parse_labels(labels),

@@ -8,6 +8,10 @@ import gradio as gr
 
 from explorer.access import AccessPolicy
 
+# Both tabs' runs also save a checkpoint after this much training time, so a crash or a restart of the app
+# loses minutes, not the run (the fine-tune form's runs otherwise checkpoint only at their last step).
+CHECKPOINT_EVERY_S = 300.0
+
 
 @dataclass(frozen=True)
 class RunControls:

@@ -22,7 +22,7 @@ import torch  # noqa: E402
 from huggingface_hub.utils import filter_repo_objects  # noqa: E402
 
 import app  # noqa: E402
-from support.app_helpers import free_port  # noqa: E402
+from support.app_helpers import launch  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.checkpoints import hub  # noqa: E402
@@ -253,7 +253,7 @@ def served() -> Iterator[str]:
     with gr.Blocks(analytics_enabled=False) as demo:
         gr.Textbox(label="text")
     options = app.launch_options({"EXPLORER_MAX_UPLOAD_MB": "1"})
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True, **options)
+    launch(demo, **options)
     try:
         yield demo.local_url
     finally:

@@ -92,6 +92,8 @@ def test_typed_input_works_too(page: Page) -> None:
 
 def test_training_tab_curves_move_and_checkpoints_reach_the_picker(page: Page) -> None:
     panel = open_tab(page, "Training")
+    # long enough that no browser is too slow to pause and stop it (300 steps once ended before Stop was pressed)
+    panel.get_by_label("Steps", exact=True).fill("100000")
     panel.get_by_role("button", name="Start", exact=True).click()
     expect(panel.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=120_000)
     status = panel.locator(".train-status").first
@@ -100,7 +102,7 @@ def test_training_tab_curves_move_and_checkpoints_reach_the_picker(page: Page) -
     panel.get_by_role("button", name="Resume", exact=True).click()
     expect(status).to_contain_text("running")
     panel.get_by_role("button", name="Save checkpoint now", exact=True).click()
-    page.wait_for_timeout(6_000)      # the picker refreshes every few seconds
+    expect(status).to_contain_text("Last checkpoint", timeout=60_000)   # saved (the status names it)
     screenshot(page, "training")
     panel.get_by_role("button", name="Stop", exact=True).click()
     expect(status).to_contain_text("stopp")          # "stopping", then the run ends "stopped"

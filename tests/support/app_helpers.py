@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from typing import Iterator
+from typing import Any, Iterator
 
 import gradio as gr
 from gradio_client import Client
@@ -18,11 +18,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def launch(demo: gr.Blocks, **options: Any) -> None:
+    """``demo.launch(**options)`` on a free loopback port, without blocking; the server answers once it returns.
+
+    ``_frontend=False`` skips Gradio's reachability probe (``gradio.networking.url_ok``: a HEAD of the page
+    with a 3-second timeout, whose failure aborts the launch). On a busy machine rendering the whole app's
+    page takes longer than that, and the tests failed at set-up. Nothing is lost: ``launch`` has already
+    waited, with no timeout, for the server's own ``startup-events`` request before that probe."""
+    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
+                _frontend=False, **options)
+
+
 @contextlib.contextmanager
 def serve(demo: gr.Blocks) -> Iterator[Client]:
     """Launch ``demo`` on loopback without blocking, yield a client for it, close it afterwards."""
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(),
-                quiet=True, theme=explorer.THEME, css=explorer.CSS)
+    launch(demo, theme=explorer.THEME, css=explorer.CSS)
     try:
         yield Client(demo.local_url, verbose=False)
     finally:

@@ -33,7 +33,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 import explorer  # noqa: E402
-from support.app_helpers import free_port  # noqa: E402
+from support.app_helpers import launch  # noqa: E402
 
 CALL_TIMEOUT_S = 30.0
 MAX_CHARS = 100_000
@@ -190,8 +190,7 @@ def sandbox(root: Path) -> Iterator[Sandbox]:
 @contextlib.contextmanager
 def serve_app(demo: gr.Blocks, box: Sandbox) -> Iterator[Client]:
     """Launch ``demo`` on loopback (queue as app.create_app sets it), yield a client, close afterwards."""
-    demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=free_port(), quiet=True,
-                theme=explorer.THEME, css=explorer.CSS)
+    launch(demo, theme=explorer.THEME, css=explorer.CSS)
     try:
         yield Client(demo.local_url, verbose=False, download_files=str(box.root / "client"))
     finally:

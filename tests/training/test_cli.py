@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="test")
     parser.add_argument("--data")
     cli.add_training_arguments(parser, dict(seq_len=1, batch_size=2, lr=3, steps=4, eval_every=5, eval_batches=6,
-                                            checkpoint_every=7))
+                                            checkpoint_every=7, checkpoint_every_s=8.0))
     return parser
 
 
@@ -51,11 +51,12 @@ def test_resume_takes_the_run_spec_and_changes_only_resumable_flags(tmp_path, ca
     _fake_checkpoint(tmp_path / "run", 3, config)
     RunFolder(tmp_path / "run").write_spec({"data": "squad.json", "task": "qa", "doc_stride": 64})
     parser = _parser()
-    args = parser.parse_args(["--resume", str(tmp_path / "run"), "--steps", "9", "--lr", "2e-5"])
+    args = parser.parse_args(["--resume", str(tmp_path / "run"), "--steps", "9", "--lr", "2e-5",
+                              "--checkpoint-every-s", "60"])
     spec = cli.resumed_spec(args, parser, {"data": "data"}, {})
     training = spec.training_config()
     assert (spec.data, spec.doc_stride, training.learning_rate, training.batch_size, training.freeze_encoder,
-            training.total_steps) == ("squad.json", 64, 2e-5, 6, True, 9)      # the same --lr is no change
+            training.total_steps, training.checkpoint_every_s) == ("squad.json", 64, 2e-5, 6, True, 9, 60.0)
     assert spec.run_dir == str(tmp_path / "run") and spec.resume_from == str(tmp_path / "run" / "checkpoints"
                                                                                 / "step-000003")
     for argv, message in ((["--lr", "1", "--seq-len", "64"], "cannot change --lr, --seq-len when resuming"),
@@ -64,7 +65,7 @@ def test_resume_takes_the_run_spec_and_changes_only_resumable_flags(tmp_path, ca
         with pytest.raises(SystemExit):
             cli.resumed_spec(args, parser, {"data": "data"}, {})
         err = capsys.readouterr().err
-        assert message in err and "only --checkpoint-every, --device, --eval-batches" in err, err
+        assert message in err and "only --checkpoint-every, --checkpoint-every-s, --device" in err, err
 
 
 def test_report_to_is_a_flag_of_both_commands_and_may_change_on_resume(tmp_path, capsys):

@@ -30,7 +30,8 @@ EXIT_INTERRUPTED = 130
 FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--warmup",
          "gradient_accumulation_steps": "--grad-accum", "batch_size": "--batch-size",
          "max_seq_length": "--seq-len", "mlm_probability": "--mlm-probability", "eval_every": "--eval-every",
-         "eval_batches": "--eval-batches", "checkpoint_every": "--checkpoint-every", "keep_last_checkpoints":
+         "eval_batches": "--eval-batches", "checkpoint_every": "--checkpoint-every",
+         "checkpoint_every_s": "--checkpoint-every-s", "keep_last_checkpoints":
          "--keep-last", "log_every": "--log-every", "seed": "--seed", "device": "--device",
          "precision": "--precision", "schedule": "--schedule", "freeze_encoder": "--freeze-encoder",
          "whole_word_masking": "--whole-word", "nsp": "--no-nsp", "task": "--task",
@@ -44,7 +45,8 @@ FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--w
 FIELD_ARGS = {"learning_rate": "lr", "total_steps": "steps", "warmup_steps": "warmup",
               "gradient_accumulation_steps": "grad_accum", "batch_size": "batch_size", "max_seq_length": "seq_len",
               "eval_every": "eval_every", "eval_batches": "eval_batches", "checkpoint_every": "checkpoint_every",
-              "keep_last_checkpoints": "keep_last", "log_every": "log_every", "seed": "seed", "device": "device",
+              "checkpoint_every_s": "checkpoint_every_s", "keep_last_checkpoints": "keep_last",
+              "log_every": "log_every", "seed": "seed", "device": "device",
               "schedule": "schedule", "precision": "precision", "freeze_encoder": "freeze_encoder"}
 
 
@@ -64,6 +66,8 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
     add("--eval-batches", type=int, help=f"held-out batches per evaluation, 0 all (default {d['eval_batches']})")
     add("--checkpoint-every", type=int,
         help=f"checkpoint every N steps, 0 only at the end (default {d['checkpoint_every']})")
+    add("--checkpoint-every-s", type=float, metavar="SECONDS",
+        help=f"also checkpoint after this many seconds of training, 0 never (default {d['checkpoint_every_s']:g})")
     add("--keep-last", type=int, help="keep only the newest N checkpoints")
     add("--log-every", type=int, help="log metrics every N steps (default 1)")
     add("--freeze-encoder", action="store_true", default=None,
@@ -124,7 +128,8 @@ def training_config(args: argparse.Namespace, parser: argparse.ArgumentParser, *
             learning_rate=args.lr, warmup_steps=args.warmup, total_steps=args.steps, schedule=args.schedule,
             gradient_accumulation_steps=args.grad_accum, batch_size=args.batch_size, max_seq_length=args.seq_len,
             eval_every=args.eval_every, eval_batches=args.eval_batches, checkpoint_every=args.checkpoint_every,
-            keep_last_checkpoints=args.keep_last, log_every=args.log_every, seed=args.seed, device=args.device,
+            checkpoint_every_s=args.checkpoint_every_s, keep_last_checkpoints=args.keep_last,
+            log_every=args.log_every, seed=args.seed, device=args.device,
             precision=args.precision, freeze_encoder=bool(args.freeze_encoder), **fields)
     except ValueError as exc:
         parser.error(flag_names(str(exc)))

@@ -17,12 +17,14 @@ Layout of a run folder (the only place that knows it; everything else goes throu
 A checkpoint is complete (listed, resumable) only when ``training_state.pt`` is present; it
 is written last. ``RESUMABLE_FIELDS`` are the ``TrainingConfig`` fields a resumed run may change;
 everything else about a run (its data, model, tokenizer and the rest of its training settings)
-is fixed once it exists.
+is fixed once it exists. Listing never raises: what cannot be read is left out and named, and a damaged
+``explorer_state.json`` / ``run.json`` is a ``Damaged`` (``engine.training.loop.records``), not an error.
 """
 from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import re
 import shutil
@@ -31,7 +33,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.checkpoints.hf_format import recover_interrupted_writes
-from engine.training.loop.state import STATE_FILE, read_checkpoint_info
+from engine.training.loop.records import Damaged, RunRecord
+from engine.training.loop.state import STATE_FILE, read_checkpoint_record
+
+logger = logging.getLogger(__name__)
 
 SPEC_FILE = "run.json"
 LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before the job spec existed
@@ -43,7 +48,7 @@ CORPUS_FILES = {"txt": "corpus.txt", "jsonl": "corpus.jsonl"}   # the run's copy
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 # TrainingConfig fields a resumed run may change; the rest define the run and must match.
-RESUMABLE_FIELDS = frozenset({"total_steps", "eval_every", "eval_batches", "checkpoint_every",
+RESUMABLE_FIELDS = frozenset({"total_steps", "eval_every", "eval_batches", "checkpoint_every", "checkpoint_every_s",
                               "keep_last_checkpoints", "log_every", "device", "precision"})
 
 
@@ -66,7 +71,8 @@ def checkpoint_name(step: int) -> str:
 
 @dataclass
 class CheckpointInfo:
-    """A complete (resumable) checkpoint of a run."""
+    """A complete (resumable) checkpoint of a run; ``damage`` says what is wrong with its small record
+    (``explorer_state.json``), whose fields then keep their defaults (the weights may still load)."""
 
     path: Path
     step: int
@@ -74,6 +80,8 @@ class CheckpointInfo:
     metrics: dict[str, Any] = field(default_factory=dict)       # the last training metrics before it
     eval_metrics: dict[str, Any] | None = None                   # the evaluation at this step, if any
     created: float = 0.0                                         # time.time() when written
+    total_steps: int | None = None                               # what the run was set to then
+    damage: str | None = None                                    # "explorer_state.json: epoch is 'x', ..."
 
     @property
     def name(self) -> str:
@@ -91,14 +99,42 @@ class CheckpointInfo:
             return self.created
         try:
             return self.path.stat().st_mtime
-        except OSError:
+        except (OSError, ValueError):
             return 0.0
 
 
+@dataclass
+class CheckpointScan:
+    """What listing a run's checkpoints found: the complete ones, newest first, and what could not be read."""
+
+    found: list[CheckpointInfo] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)          # "step-000010 cannot be read (Permission denied)"
+
+
 def is_complete(directory: str | Path) -> bool:
-    """True when ``directory`` holds weights, config and ``training_state.pt`` (resumable)."""
+    """True when ``directory`` holds weights, config and ``training_state.pt`` (resumable); False too where
+    the server cannot look (an unreadable folder never raises here)."""
     directory = Path(directory)
-    return all((directory / name).is_file() for name in ("config.json", "model.safetensors", STATE_FILE))
+    return all(_is_file(directory / name) for name in ("config.json", "model.safetensors", STATE_FILE))
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except (OSError, ValueError):
+        return False
+
+
+def _why(exc: Exception) -> str:
+    """Why a file system call failed, in a few words (``Permission denied``), never a path."""
+    return (exc.strerror if isinstance(exc, OSError) else None) or type(exc).__name__
 
 
 class RunFolder:
@@ -170,8 +206,16 @@ class RunFolder:
     # ------------------------------------------------------------------ finding runs
     @staticmethod
     def is_run(path: str | Path) -> bool:
-        """True when ``path`` is a run folder (it has a checkpoints folder)."""
-        return (Path(path) / CHECKPOINTS_DIR).is_dir()
+        """True when ``path`` is a run folder (it has a checkpoints folder); False where the server cannot look."""
+        return _is_dir(Path(path) / CHECKPOINTS_DIR)
+
+    def problem(self) -> str | None:
+        """Why the server cannot read the run's folder (``Permission denied``, ...), or None."""
+        try:
+            os.scandir(self.root).close()
+        except (OSError, ValueError) as exc:
+            return f"the server cannot read its folder ({_why(exc)})"
+        return None
 
     @classmethod
     def of_checkpoint(cls, checkpoint: str | Path) -> "RunFolder":
@@ -185,12 +229,23 @@ class RunFolder:
         return cls.of_checkpoint(checkpoint), checkpoint
 
     @classmethod
-    def runs_under(cls, root: str | Path) -> list["RunFolder"]:
-        """Every run folder directly under ``root``."""
-        root = Path(root)
-        if not root.is_dir():
+    def runs_under(cls, root: str | Path, unreadable: bool = False) -> list["RunFolder"]:
+        """Every run folder directly under ``root`` (none when it cannot be read; never raises). With
+        ``unreadable`` also every folder the server cannot look into (it may be a run: listed as damaged)."""
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)
+        except (OSError, ValueError):
             return []
-        return [cls(p) for p in sorted(root.iterdir()) if cls.is_run(p)]
+        found = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                if (path / CHECKPOINTS_DIR).is_dir():
+                    found.append(cls(path))
+            except (OSError, ValueError):           # the folder itself cannot be read
+                if unreadable and not entry.name.startswith(".") and _is_dir(path):
+                    found.append(cls(path))
+        return found
 
     @classmethod
     def create_unique(cls, root: str | Path, name: str) -> "RunFolder":
@@ -211,22 +266,41 @@ class RunFolder:
         """The run's complete checkpoints, newest (highest step) first; incomplete ones are skipped.
 
         What a writer killed mid-save left behind is cleaned up first (``recover_interrupted_writes``):
-        its staging directory goes, and a checkpoint it was replacing is put back.
+        its staging directory goes, and a checkpoint it was replacing is put back. Never raises
+        (``scan_checkpoints`` also says what could not be read).
         """
-        folder = self.checkpoints_dir
-        if not folder.is_dir():
-            return []
-        recover_interrupted_writes(folder)
-        found = []
-        for path in folder.iterdir():
-            match = _STEP_DIR.match(path.name)
-            if not match or not path.is_dir() or not is_complete(path):
+        return self.scan_checkpoints().found
+
+    def scan_checkpoints(self) -> CheckpointScan:
+        """The run's complete checkpoints (newest first) and what could not be read; never raises. A checkpoint
+        whose ``explorer_state.json`` is damaged is listed with ``damage`` set; one whose folder cannot be
+        read is left out and named in ``problems``."""
+        folder, scan = self.checkpoints_dir, CheckpointScan()
+        try:
+            recover_interrupted_writes(folder)
+        except OSError as exc:                   # a leftover that cannot be cleaned up is not listed anyway
+            logger.warning("cannot clean up an interrupted checkpoint write in %s: %s", self.name, _why(exc))
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return scan
+        except (OSError, ValueError) as exc:
+            scan.problems.append(f"its {CHECKPOINTS_DIR} folder cannot be read ({_why(exc)})")
+            return scan
+        for entry in entries:
+            match, path = _STEP_DIR.match(entry.name), Path(entry.path)
+            if not match or not _is_dir(path):
                 continue
-            info = read_checkpoint_info(path)   # {} when unreadable: the listing loses its metrics, nothing else
-            found.append(CheckpointInfo(path, int(match.group(1)), int(info.get("epoch", 0)),
-                                        info.get("metrics") or {}, info.get("eval_metrics"),
-                                        float(info.get("created", 0.0))))
-        return sorted(found, key=lambda c: c.step, reverse=True)
+            try:
+                os.scandir(path).close()
+            except (OSError, ValueError) as exc:
+                scan.problems.append(f"{entry.name} cannot be read ({_why(exc)})")
+                continue
+            if not is_complete(path):
+                continue
+            scan.found.append(_checkpoint_info(path, int(match.group(1))))
+        scan.found.sort(key=lambda c: c.step, reverse=True)
+        return scan
 
     def latest(self) -> CheckpointInfo | None:
         """The newest complete checkpoint, or None."""
@@ -256,16 +330,37 @@ class RunFolder:
         self.spec_path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
 
     def read_spec(self) -> dict[str, Any]:
-        """The run's spec record ({} when it has none, or only an unreadable one)."""
+        """The run's spec record ({} when it has none, or only a damaged one: ``spec_record`` says which)."""
+        record = self.spec_record()
+        return record.record if isinstance(record, RunRecord) else {}
+
+    def spec_record(self) -> RunRecord | Damaged | None:
+        """``run.json`` checked (``RunRecord.parse``; a run written before it had ``run_spec.json``): None when
+        the run has neither, ``Damaged`` (naming the file) when it cannot be read or holds a wrong value (and
+        the older file is no good either)."""
+        damage: Damaged | None = None
         for path in (self.spec_path, self.root / LEGACY_SPEC_FILE):
-            if path.is_file():
-                try:
-                    record = json.loads(path.read_text(encoding="utf-8"))
-                except ValueError:
-                    continue
-                if isinstance(record, dict):
-                    return record
-        return {}
+            try:
+                parsed = RunRecord.parse(path.read_bytes())
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                parsed = Damaged(f"it cannot be read ({_why(exc)})")
+            if isinstance(parsed, RunRecord):
+                return parsed
+            damage = damage or Damaged(f"{path.name}: {parsed.reason}")
+        return damage
+
+
+def _checkpoint_info(path: Path, step: int) -> CheckpointInfo:
+    """The listing entry of the complete checkpoint ``path`` (its small record checked; damage noted)."""
+    record = read_checkpoint_record(path)
+    if isinstance(record, Damaged):
+        return CheckpointInfo(path, step, damage=record.reason)
+    if record is None:
+        return CheckpointInfo(path, step)
+    return CheckpointInfo(path, step, record.epoch, record.metrics, record.eval_metrics, record.created,
+                          record.total_steps)
 
 
 def checkpoints_newest_first(runs_root: str | Path, also: Iterable[str | Path] = ()) -> list[CheckpointInfo]:

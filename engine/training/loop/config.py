@@ -26,11 +26,12 @@ class TrainingConfig:
 
     ``batch_size`` is the micro-batch; one optimizer step sees ``batch_size *
     gradient_accumulation_steps`` sequences. Intervals count optimizer steps; 0 means
-    never (the last step is always evaluated and checkpointed). ``warmup_steps``, when
-    given, wins over ``warmup_ratio`` (a fraction of ``total_steps``). ``task`` picks what is
-    trained (``engine.training.tasks``); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern
-    pretraining only. ``freeze_encoder`` trains the heads and the pooler only: the embeddings
-    (with the MLM decoder weight tied to them) and the encoder layers keep their weights.
+    never (the last step is always evaluated and checkpointed); ``checkpoint_every_s`` saves after that many
+    seconds of training too (``engine.training.loop.checkpoint_policy``). ``warmup_steps``, when given,
+    wins over ``warmup_ratio`` (a fraction of ``total_steps``). ``task`` picks what is trained
+    (``engine.training.tasks``); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern pretraining only.
+    ``freeze_encoder`` trains the heads and the pooler only: the embeddings (with the MLM decoder weight tied
+    to them) and the encoder layers keep their weights.
     """
 
     learning_rate: float = 1e-4
@@ -51,6 +52,7 @@ class TrainingConfig:
     eval_every: int = 100
     eval_batches: int = 20                   # 0: the whole held-out set
     checkpoint_every: int = 500
+    checkpoint_every_s: float | None = 300.0  # also after this many seconds of training; 0 or None: by steps only
     keep_last_checkpoints: int | None = None  # None keeps every checkpoint
     log_every: int = 1
     seed: int = 0
@@ -86,6 +88,10 @@ class TrainingConfig:
             _integer(self, "warmup_steps", minimum=0)
             if self.warmup_steps > self.total_steps:
                 raise ValueError(f"warmup_steps ({self.warmup_steps}) is more than total_steps ({self.total_steps})")
+        if self.checkpoint_every_s is not None and not (is_finite_number(self.checkpoint_every_s)
+                                                        and self.checkpoint_every_s >= 0):
+            raise ValueError(f"checkpoint_every_s must be a number of seconds >= 0 (0: by steps only), "
+                             f"got {self.checkpoint_every_s!r}")
         if self.keep_last_checkpoints is not None:
             _integer(self, "keep_last_checkpoints", minimum=1)
         if self.schedule not in SCHEDULES:

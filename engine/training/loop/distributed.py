@@ -94,6 +94,15 @@ def any_process(flag: bool, device: torch.device | str = "cpu") -> bool:
     return bool(value.item())
 
 
+def main_process_flag(flag: bool, device: torch.device | str = "cpu") -> bool:
+    """Rank 0's ``flag`` on every process: a decision only the main process makes (e.g. from its clock)."""
+    if not is_distributed():
+        return flag
+    value = torch.tensor([1.0 if flag else 0.0], device=device)
+    dist.broadcast(value, src=0)
+    return bool(value.item())
+
+
 def wrap_model(model: nn.Module, device: torch.device, find_unused_parameters: bool = False) -> nn.Module:
     """``DistributedDataParallel(model)`` in a process group, else the model itself."""
     if not is_distributed():

@@ -36,6 +36,7 @@ import torch
 
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import CallbackList, FunctionCallback, TrainerCallback
+from engine.training.loop.checkpoint_policy import CheckpointPolicy
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
 from engine.training.loop.optim import build_optimizer, build_scheduler, lr_factor
@@ -67,9 +68,11 @@ class Trainer:
 
     def __init__(self, model: BertWithHeads, tokenizer: WordPieceTokenizer | None, train_data: TrainData,
                  eval_data: TrainData | None, config: TrainingConfig, run_dir: str | Path,
-                 callbacks: Sequence[TrainerCallback] = (), lock: ContextManager[Any] | None = None) -> None:
+                 callbacks: Sequence[TrainerCallback] = (), lock: ContextManager[Any] | None = None,
+                 clock: Callable[[], float] = time.perf_counter) -> None:
         """``callbacks`` see and steer the run (``engine.training.loop.callbacks``); ``lock`` is held around every
-        step and evaluation, so whoever else takes it (a snapshot of the weights) sees no half step."""
+        step and evaluation, so whoever else takes it (a snapshot of the weights) sees no half step; ``clock``
+        times the steps (``elapsed``, tokens/s, checkpoints by time)."""
         config.check_model(model.config)
         self.task = task_for(config)
         self.task.check(model, train_data, eval_data, config)
@@ -95,6 +98,8 @@ class Trainer:
         self.global_step = 0
         self.epoch, self.batch_index = 0, 0        # data position: the next micro-batch to read
         self.elapsed = 0.0                         # seconds spent in training steps, over all sessions
+        self.clock = clock
+        self._checkpoints = CheckpointPolicy(config.checkpoint_every, config.checkpoint_every_s)
         self.last_checkpoint: Path | None = None
         self.last_metrics: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
@@ -122,7 +127,7 @@ class Trainer:
             return self._step(micro_batches)
 
     def _step(self, micro_batches: Sequence[TrainBatch] | None) -> dict[str, Any]:
-        start = time.perf_counter()
+        start = self.clock()
         batches = list(micro_batches) if micro_batches is not None else [
             self._next_batch() for _ in range(self.config.gradient_accumulation_steps)]
         counts = [self.task.counts(b) for b in batches]                  # per micro-batch, per loss term
@@ -158,7 +163,7 @@ class Trainer:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.global_step += 1
-        duration = time.perf_counter() - start
+        duration = self.clock() - start
         self.elapsed += duration
         self.last_metrics = {
             "step": self.global_step, **self.task.metrics(values[:stats], totals), "loss": loss_value, "lr": lr,
@@ -278,7 +283,7 @@ class Trainer:
                 evaluation = self.evaluate()
                 self.callbacks.call("on_evaluate", self, evaluation)
                 self._log("eval", evaluation)
-            if last or (config.checkpoint_every and step % config.checkpoint_every == 0):
+            if last or self._checkpoints.due(step, self.elapsed, self.device):
                 self.save_checkpoint()
         status = TrainStatus.FINISHED if self.global_step >= config.total_steps else TrainStatus.NUM_STEPS
         return TrainResult(status, self.global_step, self.last_metrics)
@@ -307,12 +312,14 @@ class Trainer:
         if self.rank != 0:
             dist.barrier()
             self.last_checkpoint = path
+            self._checkpoints.saved(self.elapsed)
             return path
         last_eval = self.last_eval if self.last_eval and self.last_eval["step"] == self.global_step else None
         info = {"step": self.global_step, "epoch": self.epoch, "metrics": self.last_metrics or {},
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
         write_checkpoint(self.model, self.tokenizer, path, self.training_state(), info)
         self.last_checkpoint = path
+        self._checkpoints.saved(self.elapsed)
         self.run.prune(self.config.keep_last_checkpoints)
         dist.barrier()
         self.callbacks.call("on_save", self, path)
@@ -346,6 +353,7 @@ class Trainer:
         self.global_step, self.epoch = int(state["step"]), int(state["epoch"])
         self.batch_index = int(state["batch_index"])
         self.elapsed = float(state["elapsed"])
+        self._checkpoints.saved(self.elapsed)
         self.last_checkpoint = checkpoint
         restore_rng(state["rng"])     # rank 0's; the other ranks get their own dropout stream
         if self.rank != 0:

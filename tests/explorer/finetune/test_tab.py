@@ -76,8 +76,10 @@ def test_the_form_makes_the_job_the_command_line_makes(services: Services) -> No
                                             str(folder), "--steps", "40", "--batch-size", "16", "--lr", "1e-4",
                                             "--seq-len", "64", "--eval-fraction", "0.2"]), parser)
     ours, theirs = job.spec.training_config(), cli.training_config()
-    for name in ("task", "learning_rate", "total_steps", "batch_size", "max_seq_length", "nsp", "seed"):
+    for name in ("task", "learning_rate", "total_steps", "batch_size", "max_seq_length", "nsp", "seed",
+                 "checkpoint_every_s"):
         assert getattr(ours, name) == getattr(theirs, name), name
+    assert ours.checkpoint_every == 0 and ours.checkpoint_every_s == 300.0    # saved by time before its last step
     for name in ("init_from", "data", "eval_fraction", "eval_data"):
         assert getattr(job.spec, name) == getattr(cli, name), name
     assert job.data_name == "sentiment.csv" and "labels: negative, positive" in job.data.summary

@@ -138,6 +138,7 @@ def test_make_spec_direct(services: Services) -> None:
     spec = training_tab.make_spec(services, *_settings(whole_word=True, nsp=False))
     config = spec.training_config()
     assert (config.batch_size, config.max_seq_length, config.total_steps) == (8, 32, 15)
+    assert (config.checkpoint_every, config.checkpoint_every_s) == (50, 300.0)     # by steps and by time
     assert config.whole_word_masking and not config.nsp and spec.vocab_size == 300
     with pytest.raises(ValueError, match="unknown preset"):
         training_tab.make_spec(services, *_settings(preset="huge"))
