@@ -4,6 +4,7 @@ deciding for every DDP process, and a fine-tune killed mid-run continued from it
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -63,10 +64,22 @@ def datasets(tokenizer, cfg: TrainingConfig):
     return build_datasets(docs[:-3], docs[-3:], tokenizer, cfg)
 
 
+class Saves(TrainerCallback):
+    """The steps at which the trainer wrote a checkpoint (kept or not)."""
+
+    def __init__(self) -> None:
+        self.steps: list[int] = []
+
+    def on_save(self, trainer: Trainer, path: Path) -> None:
+        self.steps.append(trainer.global_step)
+
+
 def clocked(trainer: Trainer) -> Trainer:
     clock = FakeClock()
     trainer.clock = clock
     trainer.add_callback(clock)
+    trainer.saves = Saves()
+    trainer.add_callback(trainer.saves)
     return trainer
 
 
@@ -104,26 +117,29 @@ def test_time_checkpoints_without_a_step_interval_and_an_exact_resume(tmp_path, 
     train, held_out = datasets(tiny_tokenizer, cfg)
     torch.manual_seed(0)
     first = clocked(Trainer(BertWithHeads(make_config()), tiny_tokenizer, train, held_out, cfg, tmp_path / "first"))
+    assert first.train(num_steps=3).status == "num_steps"
+    assert steps_saved(first.run_dir) == [3]      # 4 s a step: 12 s of training at step 3 is the first past 10 s
+    assert read_training_state(first.run_dir / "checkpoints" / "step-000003")["elapsed"] == 12.0
+    shutil.copytree(first.run_dir, tmp_path / "at-step-3")
     assert first.train().status == "finished"
-    # 4 s a step: 12 s of training at step 3 is the first time past 10 s, then every 3 steps; 10 is the last
-    assert steps_saved(first.run_dir) == [3, 6, 9, 10]
+    assert first.saves.steps == [3, 6, 9, 10]     # then every 3 steps; 10 is the last
+    assert steps_saved(first.run_dir) == [10]     # each checkpoint saved for time alone was replaced by the next
     records = [r for r in read_metrics(first.run_dir / "metrics.jsonl") if r["kind"] == "train"]
     assert [r["elapsed"] for r in records] == [4.0 * s for s in range(1, 11)]
-    assert read_training_state(first.run_dir / "checkpoints" / "step-000003")["elapsed"] == 12.0
 
     train, held_out = datasets(tiny_tokenizer, cfg)
-    resumed = clocked(Trainer.resume(first.run_dir / "checkpoints" / "step-000003", train, held_out,
+    resumed = clocked(Trainer.resume(tmp_path / "at-step-3" / "checkpoints" / "step-000003", train, held_out,
                                      run_dir=tmp_path / "resumed"))
     assert resumed.global_step == 3 and resumed.elapsed == 12.0
     assert resumed.train().status == "finished"
-    assert steps_saved(resumed.run_dir) == [6, 9, 10]      # the timer went on from the checkpoint's 12 s
+    assert resumed.saves.steps == [6, 9, 10]      # the timer went on from the checkpoint's 12 s
     ours = load_directory(resumed.run_dir / "checkpoints" / "step-000010").model.state_dict()
     theirs = load_directory(first.run_dir / "checkpoints" / "step-000010").model.state_dict()
     assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
 
 
 def test_off_means_steps_only_and_saving_changes_no_number(tmp_path, tiny_tokenizer, make_config):
-    weights = {}
+    weights, saves = {}, {}
     for name, every_s, every in (("timed", 10.0, 0), ("steps", 0, 4)):
         cfg = timed_config(checkpoint_every_s=every_s, checkpoint_every=every)
         train, held_out = datasets(tiny_tokenizer, cfg)
@@ -131,7 +147,9 @@ def test_off_means_steps_only_and_saving_changes_no_number(tmp_path, tiny_tokeni
         trainer = clocked(Trainer(BertWithHeads(make_config()), tiny_tokenizer, train, held_out, cfg, tmp_path / name))
         trainer.train()
         weights[name] = trainer.model.state_dict()
-    assert steps_saved(tmp_path / "steps") == [4, 8, 10] and steps_saved(tmp_path / "timed") == [3, 6, 9, 10]
+        saves[name] = trainer.saves.steps
+    assert saves == {"timed": [3, 6, 9, 10], "steps": [4, 8, 10]}
+    assert steps_saved(tmp_path / "steps") == [4, 8, 10] and steps_saved(tmp_path / "timed") == [10]
     assert all(torch.equal(weights["timed"][k], weights["steps"][k]) for k in weights["steps"])
 
 
@@ -186,3 +204,15 @@ def test_a_fine_tune_killed_mid_run_continues_from_its_time_checkpoint(tmp_path,
     assert "resuming" in capsys.readouterr().err
     steps = [r["step"] for r in read_metrics(run_dir / "metrics.jsonl") if r["kind"] == "train"]
     assert steps == list(range(1, saved + 3)) and max(steps_saved(run_dir)) == saved + 2
+
+
+def test_a_step_checkpoint_keeps_and_a_time_checkpoint_is_replaced(tmp_path, tiny_tokenizer, make_config):
+    """Steps 1-10 at 4 s each, a step checkpoint every 4 and one 10 s of training after any save: time saves at
+    3 (12 s) and 7 (12 s after the save at 4), step saves at 4 and 8; each time one goes when the next save lands."""
+    cfg = timed_config(checkpoint_every=4)
+    train, held_out = datasets(tiny_tokenizer, cfg)
+    torch.manual_seed(0)
+    trainer = clocked(Trainer(BertWithHeads(make_config()), tiny_tokenizer, train, held_out, cfg, tmp_path / "run"))
+    trainer.train()
+    assert trainer.saves.steps == [3, 4, 7, 8, 10]
+    assert steps_saved(tmp_path / "run") == [4, 8, 10]

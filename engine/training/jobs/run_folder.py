@@ -311,17 +311,18 @@ class RunFolder:
         """Delete all but the ``keep`` newest complete checkpoints (``None`` keeps all); returns the deleted."""
         if keep is None:
             return []
-        removed = []
-        for info in self.checkpoints()[keep:]:
-            # Renamed away first (atomic), so a crash mid-delete never leaves a half checkpoint at a step name.
-            doomed = info.path.with_name(f".{info.path.name}.del-{os.getpid()}")
-            try:
-                os.rename(info.path, doomed)
-            except OSError:
-                continue
-            shutil.rmtree(doomed, ignore_errors=True)
-            removed.append(info.path)
-        return removed
+        return [info.path for info in self.checkpoints()[keep:] if self.remove_checkpoint(info.path)]
+
+    def remove_checkpoint(self, path: Path) -> bool:
+        """Delete the checkpoint folder ``path`` of this run; False when it could not be moved away."""
+        # Renamed away first (atomic), so a crash mid-delete never leaves a half checkpoint at a step name.
+        doomed = path.with_name(f".{path.name}.del-{os.getpid()}")
+        try:
+            os.rename(path, doomed)
+        except OSError:
+            return False
+        shutil.rmtree(doomed, ignore_errors=True)
+        return True
 
     # ------------------------------------------------------------------ the spec
     def write_spec(self, record: dict[str, Any]) -> None:

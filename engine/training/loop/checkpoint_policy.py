@@ -10,6 +10,7 @@ decision is broadcast, so every rank saves at the same step (``save_checkpoint``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -24,6 +25,7 @@ class CheckpointPolicy:
     every_steps: int
     every_s: float | None
     saved_at: float = 0.0        # training seconds (``Trainer.elapsed``) at the last save or the start
+    time_only: Path | None = None   # the newest checkpoint saved for time alone (the next save replaces it)
 
     def by_steps(self, step: int) -> bool:
         """True on every ``every_steps``-th step."""
@@ -41,6 +43,14 @@ class CheckpointPolicy:
             return False
         return dist.main_process_flag(self.by_time(elapsed), device)
 
-    def saved(self, elapsed: float) -> None:
-        """A checkpoint was written (or loaded) at ``elapsed`` training seconds: the timer starts again."""
+    def saved(self, elapsed: float, path: Path | None = None, for_time: bool = False) -> Path | None:
+        """A checkpoint was written (or loaded) at ``elapsed`` training seconds: the timer starts again.
+
+        Returns the previous checkpoint that was saved for time alone, now stale (None if there is none), so
+        the caller deletes it: time checkpoints bound what a crash loses, and one of them at a time is enough
+        (a long run with ``keep_last_checkpoints=None`` would otherwise keep one every few minutes). ``path``
+        is the checkpoint just written; ``for_time`` says it was written for time alone."""
         self.saved_at = elapsed
+        stale = self.time_only if self.time_only != path else None
+        self.time_only = path if for_time else None
+        return stale

@@ -284,7 +284,7 @@ class Trainer:
                 self.callbacks.call("on_evaluate", self, evaluation)
                 self._log("eval", evaluation)
             if last or self._checkpoints.due(step, self.elapsed, self.device):
-                self.save_checkpoint()
+                self.save_checkpoint(for_time=not last and not self._checkpoints.by_steps(step))
         status = TrainStatus.FINISHED if self.global_step >= config.total_steps else TrainStatus.NUM_STEPS
         return TrainResult(status, self.global_step, self.last_metrics)
 
@@ -305,9 +305,9 @@ class Trainer:
                 "param_names": [name for name, _ in self.model.named_parameters()],
                 "data_fingerprint": self.data_fingerprint()}
 
-    def save_checkpoint(self) -> Path:
-        """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints``.
-        Under DDP only rank 0 writes; every rank returns after the write (a barrier)."""
+    def save_checkpoint(self, for_time: bool = False) -> Path:
+        """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints`` and drop the
+        previous checkpoint saved for time alone. Under DDP only rank 0 writes; every rank returns after it."""
         path = self.run.checkpoint_dir(self.global_step)
         if self.rank != 0:
             dist.barrier()
@@ -319,7 +319,9 @@ class Trainer:
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
         write_checkpoint(self.model, self.tokenizer, path, self.training_state(), info)
         self.last_checkpoint = path
-        self._checkpoints.saved(self.elapsed)
+        stale = self._checkpoints.saved(self.elapsed, path, for_time)
+        if stale is not None:
+            self.run.remove_checkpoint(stale)
         self.run.prune(self.config.keep_last_checkpoints)
         dist.barrier()
         self.callbacks.call("on_save", self, path)
