@@ -21,6 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")   # no analytics even when the hub is switched on
 
 import gradio as gr  # noqa: E402
+from gradio import utils as gr_utils  # noqa: E402
 
 from explorer import CSS, THEME, build_app, warmup  # noqa: E402
 from explorer.access import env_flag  # noqa: E402
@@ -58,22 +59,27 @@ def queue_settings(environ: Mapping[str, str] | None = None) -> tuple[int, int]:
 CONCURRENCY, QUEUE_MAX_SIZE = queue_settings()
 
 
-def allowed_paths(runs_dir: Path, cwd: Path | None = None) -> list[str]:
-    """What Gradio may serve beyond its own cache: only the runs folder (checkpoint downloads), and
-    only when it lies outside the working and temp folders (Gradio accepts those already)."""
+def blocked_paths(runs_dir: Path) -> list[str]:
+    """What Gradio must never serve: the runs folder (corpora, uploads, run specs, metrics, raw checkpoints).
+    Nothing is allowed beyond Gradio's own cache: a checkpoint's download is a zip written to the temp folder
+    and copied into that cache when the Training tab offers it (docs/design/security.md). A runs folder that
+    holds the temp folder or Gradio's cache is not blocked (that would block every upload and download);
+    nothing serves it then either."""
     runs = runs_dir.expanduser().resolve()
-    inside = [Path(cwd or os.getcwd()).resolve(), Path(tempfile.gettempdir()).resolve()]
-    return [] if any(runs == d or d in runs.parents for d in inside) else [str(runs)]
+    needed = [Path(tempfile.gettempdir()), Path(gr_utils.get_upload_folder()), Path(gr_utils.get_cache_folder())]
+    if any(runs == d or runs in d.parents for d in (p.expanduser().resolve() for p in needed)):
+        return []
+    return [str(runs)]
 
 
 def launch_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``launch()``: no share link, upload cap, minimal allowed paths,
+    """Keyword arguments for ``launch()``: no share link, upload cap, no allowed paths, the runs folder blocked,
     and 0.0.0.0 on a Hugging Face Space (``SPACE_ID`` set) unless GRADIO_SERVER_NAME says otherwise."""
     env = os.environ if environ is None else environ
     options: dict[str, Any] = {
         "theme": THEME, "css": CSS, "share": False,
         "max_file_size": _positive_int(env, MAX_UPLOAD_ENV, DEFAULT_MAX_UPLOAD_MB) * 1024 * 1024,
-        "allowed_paths": allowed_paths(Path(env.get("EXPLORER_RUNS_DIR") or "runs")),
+        "allowed_paths": [], "blocked_paths": blocked_paths(Path(env.get("EXPLORER_RUNS_DIR") or "runs")),
     }
     if env.get("SPACE_ID") and not env.get("GRADIO_SERVER_NAME"):
         options["server_name"] = "0.0.0.0"

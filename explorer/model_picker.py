@@ -106,6 +106,7 @@ def _load_handler(services: Services, registry: ModelRegistry) -> Callable[..., 
             progress(0.1, desc="Downloading from the hub…" if key.startswith("hub:") else "Reading the weights…")
             with services.probing():
                 loaded = registry.get(key)
+            key = registry.canonical(key)   # a local folder's key names no server path (explorer.local_models)
         except UnknownModelError as exc:
             raise UnknownModelError(registry.unknown_key_message(exc)) from None
         progress(1.0, desc="Loaded")

@@ -30,6 +30,7 @@ from engine.checkpoints.model_fit import ModelTooLargeError
 from engine.model.config import BertConfig
 from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first, is_complete
 from engine.checks import is_finite_number
+from explorer.local_models import allowed_local, is_dir as _is_dir, short_key
 from explorer.model_settings import max_hub_bytes, max_model_parameters
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ class ModelRegistry:
         self._cache: OrderedDict[str, LoadedModel] = OrderedDict()
         self._pinned: dict[str, LoadedModel] = {}
         self._extra: dict[str, ModelChoice] = {}      # local/hub models loaded this session
+        self._local: dict[str, Path] = {}             # a local model's key (explorer.local_models) -> its folder
         self._lock = threading.Lock()
         self._key_locks: dict[str, threading.Lock] = {}
         self._warned: set[str] = set()                # run names left out of the list (already logged)
@@ -140,9 +142,29 @@ class ModelRegistry:
                 or (self.default_dir is not None and (self.default_dir / "config.json").is_file()))
 
     def listed(self, key: str) -> bool:
-        """Whether ``key`` is a local/hub model already loaded this session (it is in the picker)."""
+        """Whether ``key`` is a local/hub model already loaded this session (it is in the picker); a folder's
+        path names the same model as its key. False, never an error, for anything else."""
+        try:
+            key = self.canonical(key)
+        except (ValueError, OSError):
+            return False
         with self._lock:
             return key in self._extra
+
+    def canonical(self, key: str) -> str:
+        """The key clients are sent for ``key``: a local folder's ``local:<root>/<inside>`` (its server path
+        stays here), any other key unchanged. Errors as ``get`` for a folder that is not allowed."""
+        key = self.resolve(key)
+        if not key.startswith("local:") or key in self._local:
+            return key
+        path = allowed_local(key.split(":", 1)[1], self._local_roots())
+        with self._lock:
+            base = name = short_key(path, self._local_roots())
+            count = 1
+            while self._local.setdefault(name, path) != path:    # two allowed folders with the same name
+                count += 1
+                name = f"{base}~{count}"
+        return name
 
     def checkpoint_infos(self) -> list[CheckpointInfo]:
         """Complete checkpoints of every run, newest first; a run whose folder name cannot be a key (control
@@ -264,7 +286,7 @@ class ModelRegistry:
 
     def get(self, key: str) -> LoadedModel:
         """The model for ``key``, loading it on first use (``live`` is always the current snapshot)."""
-        key = self.resolve(key)
+        key = self.canonical(key)
         if key in self._pinned:
             return self._pinned[key]
         if key == "live":
@@ -286,8 +308,7 @@ class ModelRegistry:
                 kind = key.split(":", 1)[0]
                 if kind in ("local", "hub"):
                     name = key.split(":", 1)[1]
-                    shown = Path(name).name or name if kind == "local" else name   # a folder's name, not its path
-                    self._extra[key] = ModelChoice(key, f"{kind}: {shown}", kind)
+                    self._extra[key] = ModelChoice(key, f"{kind}: {name}", kind)   # local: its key, not its path
             return loaded
 
     def folder(self, key: str) -> Path:
@@ -310,7 +331,7 @@ class ModelRegistry:
         if kind == "checkpoint":
             return self._checkpoint_dir(rest)
         if kind == "local":
-            return self._allowed_local(rest)
+            return allowed_local(str(self._local.get(key, rest)), self._local_roots())
         if kind == "hub":
             if not hub.is_hub_id(rest):
                 raise ValueError(f"{rest!r} is not a hub model id; expected the form 'owner/name'.")
@@ -353,21 +374,9 @@ class ModelRegistry:
         raise UnknownModelError(f"Checkpoint {rest} does not exist (or no longer: runs keep only their newest "
                                 "checkpoints); pick another one.")
 
-    def _allowed_local(self, text: str) -> Path:
-        path = Path(text).expanduser().resolve()
-        roots = self.allowed_dirs + ((self.runs_root.resolve(),) if self.runs_root is not None else ())
-        if not any(path == root or root in path.parents for root in roots):
-            shown = ", ".join(_display(r) for r in roots) or "none configured (set EXPLORER_MODEL_DIRS)"
-            raise ValueError(f"Local models must be inside the allowed model folders: {shown}.")
-        if not _is_dir(path):
-            raise FileNotFoundError(f"There is no model folder at {text}.")
-        for item in path.iterdir():                      # a file symlinked out of the allowed folders
-            if item.is_symlink():
-                target = item.resolve()
-                if not any(target == root or root in target.parents for root in roots):
-                    raise ValueError(f"{item.name} in {text} links outside the allowed model folders; "
-                                     "refusing to read it.")
-        return path
+    def _local_roots(self) -> tuple[Path, ...]:
+        """The folders local models may be loaded from: the allowed ones and the runs folder."""
+        return self.allowed_dirs + ((self.runs_root.resolve(),) if self.runs_root is not None else ())
 
     def _live(self) -> LoadedModel:
         if self.worker is None or self.worker.trainer is None:
@@ -377,21 +386,4 @@ class ModelRegistry:
         if loaded is None:
             raise UnknownModelError("The training run has no model yet; wait for it to start.")
         return loaded
-
-
-def _display(path: Path) -> str:
-    """A server folder as a message may name it: relative to the working directory when inside it, else
-    just its name (where the server keeps its files is not the user's business)."""
-    try:
-        return str(path.relative_to(Path.cwd().resolve())) or "."
-    except ValueError:
-        return path.name or str(path)
-
-
-def _is_dir(path: Path) -> bool:
-    """``path.is_dir()``, False where the name itself is unusable (too long for the file system, ...)."""
-    try:
-        return path.is_dir()
-    except (OSError, ValueError):
-        return False
 

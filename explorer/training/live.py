@@ -46,7 +46,8 @@ def checkpoints_table(services: Services) -> pd.DataFrame:
 
 def listed_checkpoint(services: Services, text: str) -> Path:
     """The folder of the checkpoint a table row names (its shown path, or its full path); refuses anything
-    the worker does not list, since the row comes from the browser and can be forged."""
+    the worker does not list, since the row comes from the browser and can be forged. A path that is not
+    listed gets one answer whether or not something exists there (no probing the server's disk)."""
     worker = services.get_worker()
     listed = {}
     for c in worker.checkpoints():
@@ -54,9 +55,6 @@ def listed_checkpoint(services: Services, text: str) -> Path:
         listed[str(c.path)] = c.path
     folder = listed.get(text)
     if folder is None:
-        candidate = Path(text) if Path(text).is_absolute() else worker.runs_root / text
-        if not (candidate / "model.safetensors").is_file():
-            raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)
         raise gr.Error("Pick a checkpoint from the table.", print_exception=False)
     if not (folder / "model.safetensors").is_file():
         raise gr.Error(f"`{text}` is gone (the checkpoint was deleted?).", print_exception=False)

@@ -123,7 +123,7 @@ CASES: list[tuple[str, Any]] = [
     ("{models}/positions", r"position_embeddings\.weight has shape"),
     ("live", "There is no training run"),
     ("  default  ", loaded_as("default")),
-    ("{models}/tiny", loaded_as("local:{models}/tiny")),
+    ("{models}/tiny", loaded_as("local:models/tiny")),       # its key names no server path
 ]
 
 

@@ -7,6 +7,7 @@ import os
 import pickle
 import re
 import shutil
+import tempfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Iterator
@@ -237,10 +238,11 @@ def test_symlink_within_allowed_folders_is_fine(models: Path, tiny_tokenizer) ->
 
 # --- what Gradio serves and accepts ---------------------------------------------------------
 
-def test_allowed_paths_are_minimal(tmp_path: Path) -> None:
-    assert app.allowed_paths(Path("runs"), cwd=ROOT) == []          # inside the working folder already
+def test_nothing_is_allowed_and_the_runs_folder_is_blocked(tmp_path: Path) -> None:
+    assert app.blocked_paths(Path("runs")) == [str(Path("runs").resolve())]  # inside the working folder too
     elsewhere = Path("/srv/explorer-data/runs")
-    assert app.allowed_paths(elsewhere, cwd=ROOT) == [str(elsewhere)]  # only the runs folder, for downloads
+    assert app.blocked_paths(elsewhere) == [str(elsewhere)]               # never served, wherever it lies
+    assert app.blocked_paths(Path(tempfile.gettempdir())) == []           # would block every upload and download
     options = app.launch_options({})
     assert options["allowed_paths"] == [] and options["share"] is False
     assert options["max_file_size"] == app.DEFAULT_MAX_UPLOAD_MB * 1024 * 1024

@@ -81,7 +81,8 @@ def test_local_models_only_inside_allowed_folders(tmp_path: Path, tiny_tokenizer
     key = registry.resolve(str(allowed / "mine"))
     assert key == f"local:{allowed / 'mine'}"
     assert registry.get(key).config.hidden_size == 32
-    assert key in [c.key for c in registry.choices()]     # listed once loaded
+    assert registry.canonical(key) == "local:models/mine" in [c.key for c in registry.choices()]  # listed, no path
+    assert registry.get("local:models/mine") is registry.get(key)                  # one model, two names
     with pytest.raises(ValueError, match="inside the allowed model folders"):
         registry.get(str(outside / "theirs"))
     with pytest.raises(ValueError, match="inside the allowed model folders"):
