@@ -10,6 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from explorer.services import Services, default_services
+from explorer.ui_errors import check_number_inputs
 
 __all__ = ["build_app", "Services", "default_services", "THEME", "CSS", "TITLE", "DESCRIPTION"]
 
@@ -49,6 +50,7 @@ def build_app(services: Services | None = None) -> gr.Blocks:
         model_picker.wire_page_load(demo, services, picker)
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
         gr.api(noop, api_name="noop", api_visibility="undocumented")
+    check_number_inputs(demo)          # "Layer must be a whole number, got 'abc'.", not Gradio's empty error
     return demo
 
 

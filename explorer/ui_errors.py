@@ -94,6 +94,37 @@ def whole_number(value: Any, name: str, low: int, high: int | None = None) -> in
     return int(number)
 
 
+def check_number_inputs(demo: gr.Blocks) -> None:
+    """Give every ``gr.Number`` and ``gr.Slider`` of ``demo`` a first check of what a request sends it: a value
+    that is no finite number ("abc", infinity, NaN, a bool; None for a slider) is refused with a sentence
+    naming the field ("Layer (0-based) must be a whole number, got 'abc'.") instead of failing in Gradio's
+    own preprocessing, whose error reaches the client with no message; a number written as text ("3") is
+    read as the number. Ranges stay Gradio's check (and the handler's)."""
+    for block in demo.blocks.values():
+        if isinstance(block, (gr.Number, gr.Slider)):
+            block.preprocess = _checked_preprocess(block)
+
+
+def _checked_preprocess(block: gr.Number | gr.Slider) -> Callable[[Any], Any]:
+    """``block.preprocess`` behind the check of :func:`check_number_inputs`."""
+    original = block.preprocess
+    name = str(block.label or "This number")
+    step = getattr(block, "step", None)
+    whole = getattr(block, "precision", None) == 0 or (isinstance(block, gr.Slider) and float(step or 1).is_integer()
+                                                       and float(block.minimum or 0).is_integer())
+    kind = "a whole number" if whole else "a number"
+
+    def preprocess(payload: Any) -> Any:
+        if payload is None and isinstance(block, gr.Number):
+            return original(payload)                      # an empty Number box: the handler says what it needs
+        number = _finite_number(payload)
+        if number is None:
+            raise gr.Error(f"{name} must be {kind}, got {payload!r}.", print_exception=False)
+        return original(number)
+
+    return preprocess
+
+
 def _finite_number(value: Any) -> int | float | None:
     """``value`` as an int or a finite float ("2.5" and "1e3" too), None when it is no number (or a bool)."""
     if isinstance(value, bool):

@@ -10,7 +10,6 @@ integer, else alphabetically; ids of a model's existing named labels are read as
 from __future__ import annotations
 
 import csv
-import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from engine.checks import is_int
-from engine.data.data_files import read_data_text
+from engine.data.data_files import csv_errors, csv_reader, read_data_text, shown_columns
 from engine.data.features import FeatureDataset
 from engine.data.labels import check_known
 from engine.text.tokenizer import WordPieceTokenizer
@@ -51,12 +50,17 @@ def read_classification_file(path: str | Path, max_bytes: int | None = None) -> 
 
 
 def _read_csv(text: str, path: Path) -> list[ClassificationExample]:
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+    reader = csv_reader(text, path)
+    with csv_errors(path, reader):
+        return _csv_examples(reader, path)
+
+
+def _csv_examples(reader: csv.DictReader, path: Path) -> list[ClassificationExample]:
     columns = [c.strip() for c in reader.fieldnames or []]
     missing = [c for c in ("text", "label") if c not in columns]
     if missing:
-        raise ValueError(f"{path}: the header must name the columns text and label (text_pair optional); "
-                         f"missing {', '.join(missing)} (found: {', '.join(columns) or 'no header'})")
+        raise ValueError(f"{path.name}: the header must name the columns text and label (text_pair "
+                         f"optional); missing {', '.join(missing)} (found: {shown_columns(columns)})")
     examples = []
     for row in reader:
         row = {(k or "").strip(): v for k, v in row.items()}

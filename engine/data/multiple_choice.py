@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from engine.data.data_files import read_data_text
+from engine.data.data_files import csv_errors, csv_reader, read_data_text, shown_columns
 from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.text.tokenizer import WordPieceTokenizer
 
@@ -48,7 +47,13 @@ def read_choice_file(path: str | Path, max_bytes: int | None = None) -> list[Cho
     """
     path = Path(path)
     text = read_data_text(path, max_bytes, "multiple-choice CSV")
-    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+    reader = csv_reader(text, path)
+    with csv_errors(path, reader):
+        return _read_choices(reader, path)
+
+
+def _read_choices(reader: csv.DictReader, path: Path) -> list[ChoiceExample]:
+    """The examples of an open multiple-choice CSV (:func:`read_choice_file`)."""
     columns = [(c or "").strip() for c in reader.fieldnames or []]
     swag = "sent1" in columns and "context" not in columns
     prefix = "ending" if swag else "choice"
@@ -59,7 +64,7 @@ def read_choice_file(path: str | Path, max_bytes: int | None = None) -> list[Cho
     if missing or numbers != list(range(count)) or not MIN_CHOICES <= count <= MAX_CHOICES:
         raise ValueError(f"{path.name}, line 1: the header must name context, choice0 .. choiceN-1 (N from "
                          f"{MIN_CHOICES} to {MAX_CHOICES}, numbered from 0 without gaps) and label; found "
-                         f"{', '.join(columns) or 'no header'}")
+                         f"{shown_columns(columns)}")
     examples = []
     for row in reader:
         row = {(k or "").strip(): (v or "") for k, v in row.items() if isinstance(v, str) or v is None}

@@ -65,16 +65,49 @@ def _expand(row: torch.Tensor, n: int) -> torch.Tensor:
     return row.expand(n, -1)                                              # (1, S) -> (N, S)
 
 
+class NoSuchIndex(ValueError):
+    """An index past the things there are (``index`` is 0-based): the engine's message counts from 0, and a
+    caller whose form counts from 1 can say the same with its own numbering from ``what``, ``index`` and
+    ``count``."""
+
+    def __init__(self, what: str, index: int, count: int) -> None:
+        self.what, self.index, self.count = what, index, count
+        there = f"there {'is' if count == 1 else 'are'} {count} {what}{'' if count == 1 else 's'}"
+        super().__init__(f"{what} index {index} does not exist: {there} (indices counted from 0: 0 to {count - 1})")
+
+
 def _which(value: int | None, count: int, what: str, default: int = 0) -> int:
-    """A 0-based index into ``count`` things, or a ``ValueError`` naming the range."""
+    """A 0-based index into ``count`` things, or a ``ValueError`` (``NoSuchIndex`` past the end) naming the range."""
     if value is None:
         return default
     if not is_int(value):
         raise ValueError(f"the {what} index must be a whole number, got {value!r}")
     if not 0 <= value < count:
-        raise ValueError(f"{what} index {value} does not exist: there {'is' if count == 1 else 'are'} {count} "
-                         f"{what}{'' if count == 1 else 's'} (indices 0 to {count - 1})")
+        raise NoSuchIndex(what, value, count)
     return value
+
+
+def target_token(loaded: LoadedModel, word: str) -> str:
+    """The vocabulary token a fill-mask target names, looked up as ``transformers``' ``FillMaskPipeline.
+    get_target_ids`` does (the word itself if it is a vocabulary entry, else its pieces, tokenized without
+    specials: "Paris" -> "paris" in an uncased vocabulary). Where that pipeline would take the *first* of
+    several pieces ("zzzzqqq" -> "z", with only a log warning), this refuses: a logit belongs to one token,
+    and explaining "z" is not explaining the word. ``ValueError`` also for no piece or ``[UNK]``."""
+    tokenizer = loaded.require_tokenizer("so it cannot look up the target")
+    if word in tokenizer.get_vocab():
+        return word
+    pieces = tokenizer.backend.encode(word, add_special_tokens=False).tokens
+    unknown = tokenizer.id_to_token(tokenizer.unk_token_id)
+    if not pieces or pieces == [unknown]:
+        raise ValueError(f"the target {word!r} is not in this model's vocabulary (it reads as "
+                         f"{'nothing' if not pieces else unknown}); give one word the vocabulary holds, or leave "
+                         "the target empty for the model's top prediction")
+    if len(pieces) > 1:
+        shown = " ".join(pieces[:8]) + (" …" if len(pieces) > 8 else "")
+        raise ValueError(f"the target {word!r} is not one token of this model's vocabulary: it splits into "
+                         f"{len(pieces)} pieces ({shown}) and a prediction is one token, so give a word the "
+                         "vocabulary holds whole, or leave the target empty")
+    return pieces[0]
 
 
 def label_index(labels: Sequence[str], label: str | None, default: int) -> int:
@@ -98,8 +131,8 @@ def fill_mask_target(loaded: LoadedModel, text: str, text_pair: str | None = Non
     details = fill_mask_details(loaded, text, 1, None, text_pair)         # checks head, text, mask; the top-1
     m = _which(mask, len(details.masks), "[MASK]")
     best = details.masks[m]
-    if wanted:                                                             # the fill-mask targets' rule
-        details = fill_mask_details(loaded, text, 1, [wanted], text_pair)
+    if wanted:                                                             # one vocabulary token, else refused
+        details = fill_mask_details(loaded, text, 1, [target_token(loaded, wanted)], text_pair)
     found = details.masks[m]
     token_id, piece, position = found.token_ids[0], found.tokens[0], found.position
     attention_mask, types = _row(loaded, details.input_ids, details.token_type_ids)
@@ -241,5 +274,5 @@ def choose_target(loaded: LoadedModel, context: str, choices: Sequence[str], cho
                              f"{result.probabilities[best]:.3g})")
 
 
-__all__ = ["Target", "fill_mask_target", "qa_target", "next_sentence_target", "classify_target", "tag_target",
+__all__ = ["Target", "NoSuchIndex", "target_token", "fill_mask_target", "qa_target", "next_sentence_target", "classify_target", "tag_target",
            "choose_target", "label_index", "MIN_CHOICES"]

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from engine.model.head_specs import HEADS
 from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, TARGET_HEADS, TASKS, Attribution
+from engine.probes.attribution_targets import NoSuchIndex
 from engine.probes.inference import attribute
 from explorer.formatting import percent, sig
 from explorer.heads.common import missing_head_message
@@ -97,6 +98,15 @@ def _which(which: Any) -> int | None:
     return number - 1 if number >= 1 else None
 
 
+def which_message(missing: NoSuchIndex) -> str:
+    """The engine's 0-based "index 98 does not exist" in the form's own numbering (1 = the first, 0 = the default)."""
+    what, count = missing.what, missing.count
+    has = f"{count} {what}{'' if count == 1 else 's'}"
+    numbers = "1" if count == 1 else f"1 to {count}"
+    return (f"There is no {what} {missing.index + 1}: the input has {has}, so 'Which' must be {numbers} "
+            f"(counting from 1), or 0 for the default.")
+
+
 def _steps(steps: Any) -> int:
     """The integration steps, 2 to ``MAX_STEPS`` (``DEFAULT_STEPS`` when None)."""
     return whole_number(DEFAULT_STEPS if steps is None else steps, "Steps", 2, MAX_STEPS)
@@ -143,8 +153,11 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
         head = TARGET_HEADS[task]
         if head not in loaded.heads:
             raise gr.Error(_missing_head(loaded, head), print_exception=False)
-        result = attribute(loaded, task, text, pair, target=target, which=which, method=method, n_steps=steps,
-                           score=score, progress=progress)
+        try:
+            result = attribute(loaded, task, text, pair, target=target, which=which, method=method, n_steps=steps,
+                               score=score, progress=progress)
+        except NoSuchIndex as missing:
+            raise gr.Error(which_message(missing), print_exception=False) from None
     title = "Tokens that pushed it most" + (" (they add up to the change from the baseline)"
                                             if method == "integrated_gradients" else "")
     figure = plots.top_tokens_figure(result.tokens, result.attributions, title=title,

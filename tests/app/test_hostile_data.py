@@ -12,6 +12,8 @@ import pytest
 
 from engine.text import corpus
 from engine.model.config import preset
+from engine.data.classification import read_classification_file
+from engine.data.multiple_choice import read_choice_file
 from engine.data.pretraining import create_instances, tokenize_documents
 from engine.data.qa_features import build_qa_dataset, check_lengths, read_squad
 from engine.training.jobs.spec import JobSpec
@@ -79,6 +81,34 @@ def test_one_sentence_corpus_cannot_make_nsp_pairs(box: Sandbox, tiny_tokenizer)
     refused(lambda: create_instances(ids, max_seq_length=32, nsp=True), "at least two documents", box)
     singles = create_instances(ids, max_seq_length=32, nsp=False)          # without NSP it trains
     assert singles and all(not i.tokens_b for i in singles)
+
+
+# --- CSV files with huge fields -------------------------------------------------------------
+
+UPLOAD_CAP = 10_000_000                  # the Fine-tune tab's cap (explorer/finetune/data.py MAX_UPLOAD_BYTES)
+BIG_FIELD = "word " * (9 * 2**20 // 5)   # 9 MiB in one field: csv's default limit is 131,072 characters
+
+
+def test_a_9_mb_single_field_csv_is_refused_by_its_header_in_one_short_sentence(box: Sandbox) -> None:
+    path = box.outside / "one.csv"
+    path.write_text(f'"{BIG_FIELD}"\n', encoding="utf-8")
+    message = refused(lambda: read_classification_file(path, UPLOAD_CAP), "^one.csv: the header", box)
+    assert message == ("one.csv: the header must name the columns text and label (text_pair optional); missing "
+                       "text, label (found: word word word word word word word word…)")
+    message = refused(lambda: read_choice_file(path, UPLOAD_CAP), "^one.csv, line 1: the header", box)
+    assert message.endswith("; found word word word word word word word word…")
+
+
+def test_fields_up_to_the_upload_cap_are_read_whole(box: Sandbox) -> None:
+    path = box.outside / "big.csv"
+    path.write_text(f'text,label\n"{BIG_FIELD}",pos\nshort,neg\n', encoding="utf-8")
+    first, second = read_classification_file(path, UPLOAD_CAP)
+    assert (first.text, first.label, second.text, second.line) == (BIG_FIELD, "pos", "short", 3)
+    path = box.outside / "big.tsv"
+    path.write_text(f"context\tchoice0\tchoice1\tlabel\nshort\ta\tb\t0\n{BIG_FIELD}\tc\td\t1\n", encoding="utf-8")
+    one, two = read_choice_file(path, UPLOAD_CAP)
+    assert (one.context, len(two.context), two.choices, two.label, two.where) == (
+        "short", len(BIG_FIELD.strip()), ["c", "d"], 1, "big.tsv, line 3")
 
 
 # --- SQuAD files ----------------------------------------------------------------------------

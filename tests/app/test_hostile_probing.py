@@ -7,6 +7,7 @@ endpoint still answers a normal call afterwards.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -34,6 +35,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "/neuron_view": dict(model="default", text=TEXT, pair="", layer=1, head=2, max_length=64, query=2),
     "/attribute": dict(model="default", task="fill_mask", text="the cat [MASK] on the mat.", pair="", target="",
                        which=0, method="integrated_gradients", score="logit", steps=8),
+    "/compare": dict(model_a="default", model_b="default", text="the cat [MASK] on the mat.", layer=0, head=0,
+                     top_k=3),
 }
 
 
@@ -84,6 +87,13 @@ def three_files(value: Any) -> None:
 
 
 OK = None
+
+
+def exactly(message: str) -> str:
+    """The regex of exactly ``message`` (the whole error, nothing around it)."""
+    return "^" + re.escape(message) + "$"
+
+
 AVAILABLE = "Models available now: default"   # an unknown key's message lists the keys that work
 # (api, changes, expected): a regex the error must match, or OK / a check of the result.
 CASES: list[tuple[str, dict[str, Any], Any]] = [
@@ -168,6 +178,10 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/neuron_view", dict(query="../../etc"), "\\[CLS\\]\\) must be a whole number, got '../../etc'"),
     ("/neuron_view", dict(layer=2), "layer 2 does not exist"),
     ("/neuron_view", dict(head=4), "head 4 does not exist"),
+    # a slider's value that is no number is refused by the app's check, before Gradio's own (which has no message)
+    ("/neuron_view", dict(layer="abc"), exactly("Layer (0-based) must be a whole number, got 'abc'.")),
+    ("/neuron_view", dict(head=None), exactly("Head (0-based) must be a whole number, got None.")),
+    ("/neuron_view", dict(max_length="1e999"), "^Max length .*must be a whole number, got '1e999'\\.$"),
     ("/neuron_view", dict(model="encoder"), OK),                           # attention needs no head
     ("/neuron_view", dict(text=TOO_HUGE), "too long"),
     # --- /attribute (the Why tab)
@@ -179,8 +193,21 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/attribute", dict(text=ONLY_SPECIALS + " [MASK]"), OK),
     ("/attribute", dict(text=EMOJI + " [MASK] " + CJK), OK),
     ("/attribute", dict(text="[MASK] " + CONTROL), OK),
-    ("/attribute", dict(target="<script>alert(1)</script>"), "is not in the vocabulary|using"),
-    ("/attribute", dict(which=3), "\\[MASK\\] index 2 does not exist"),
+    ("/attribute", dict(target="<script>alert(1)</script>"), "the target '<script>alert\\(1\\)</script>' is not one "
+                                                             "token of this model's vocabulary: it splits into"),
+    # an unknown word is refused, not replaced by its first piece (which the fill-mask pipeline would take)
+    ("/attribute", dict(target="zzzzqqq"), exactly(
+        "the target 'zzzzqqq' is not one token of this model's vocabulary: it splits into 7 pieces "
+        "(z ##z ##z ##z ##q ##q ##q) and a prediction is one token, so give a word the vocabulary holds whole, "
+        "or leave the target empty")),
+    ("/attribute", dict(target="Cat"), OK),                       # one piece once lowercased: 'cat', as the pipeline
+    # 'Which' counts from 1 (0 = the default), and so does its message
+    ("/attribute", dict(which=3), exactly("There is no [MASK] 3: the input has 1 [MASK], so 'Which' must be 1 "
+                                          "(counting from 1), or 0 for the default.")),
+    ("/attribute", dict(which=99, text="the [MASK] sat on the [MASK]."), exactly(
+        "There is no [MASK] 99: the input has 2 [MASK]s, so 'Which' must be 1 to 2 (counting from 1), or 0 for "
+        "the default.")),
+    ("/attribute", dict(which=2, text="the [MASK] sat on the [MASK]."), OK),
     ("/attribute", dict(which=-1), "'Which' .* must be a whole number of at least 0|minimum"),
     ("/attribute", dict(steps=1), "Steps must be a whole number from 2 to 300|minimum"),
     ("/attribute", dict(steps=10**6), "Steps must be a whole number from 2 to 300|maximum"),
@@ -194,6 +221,10 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/attribute", dict(task="next_sentence", text=TEXT, pair=EMOJI), OK),
     ("/attribute", dict(task="next_sentence", text=TEXT, pair=TEXT, target="Maybe"), "'Maybe' is not one of"),
     ("/attribute", dict(model="no such model"), "neither a model key.*" + AVAILABLE),
+    # --- /compare
+    ("/compare", dict(layer="abc"), exactly("Layer must be a whole number, got 'abc'.")),
+    ("/compare", dict(head="nan"), exactly("Head must be a whole number, got 'nan'.")),
+    ("/compare", dict(layer=99), exactly("layer 99 does not exist: this model has 2 layers, numbered 0 to 1")),
 ]
 
 
@@ -217,4 +248,19 @@ def test_lone_surrogate_in_a_hand_written_request(served: tuple[Client, Sandbox]
     values = json.dumps(args(api, text="the cat SURROGATE sat")).replace("SURROGATE", "\\ud800")
     with box.no_stray_writes():
         expect_error(call_raw(client, api, '{"data": ' + values + '}'), "not valid Unicode")
+        expect_ok(call(client, *args(api), api_name=api))
+
+
+@pytest.mark.parametrize("api,field,shown", [("/compare", "layer", "Layer"), ("/compare", "top_k", "Top k"),
+                                             ("/neuron_view", "layer", "Layer (0-based)")])
+@pytest.mark.parametrize("number", ["Infinity", "-Infinity", "NaN"])
+def test_a_number_json_allows_but_no_form_does(served: tuple[Client, Sandbox], api: str, field: str, shown: str,
+                                              number: str) -> None:
+    """Python's JSON reads Infinity and NaN (gradio_client cannot even send them): a sentence, not ``{"error": null}``."""
+    client, box = served
+    values = json.dumps(args(api, **{field: "NUMBER"})).replace('"NUMBER"', number)
+    with box.no_stray_writes():
+        got = {"Infinity": "inf", "-Infinity": "-inf", "NaN": "nan"}[number]
+        expect_error(call_raw(client, api, '{"data": ' + values + '}'),
+                     exactly(f"{shown} must be a whole number, got {got}."))
         expect_ok(call(client, *args(api), api_name=api))

@@ -6,7 +6,7 @@ import re
 import gradio as gr
 import pytest
 
-from explorer.ui_errors import friendly_errors, hide_paths, shown, whole_number
+from explorer.ui_errors import check_number_inputs, friendly_errors, hide_paths, shown, whole_number
 
 
 @pytest.mark.parametrize("message, expected", [
@@ -58,3 +58,22 @@ def test_whole_number_without_an_upper_bound() -> None:
         whole_number(-1, "Doc stride", 0)
     with pytest.raises(gr.Error, match=re.escape("Steps must be a whole number from 1 to 1,000,000, got 1000001.")):
         whole_number(1_000_001, "Steps", 1, 1_000_000)
+
+
+def test_number_inputs_refuse_what_is_no_number_with_the_fields_name() -> None:
+    with gr.Blocks() as demo:
+        layer = gr.Slider(0, 11, step=1, label="Layer (0-based)")
+        rate = gr.Number(label="Learning rate")
+        steps = gr.Number(label="Steps", precision=0, minimum=1)
+    check_number_inputs(demo)
+    for block, value, message in [(layer, "abc", "Layer (0-based) must be a whole number, got 'abc'."),
+                                  (layer, None, "Layer (0-based) must be a whole number, got None."),
+                                  (rate, float("inf"), "Learning rate must be a number, got inf."),
+                                  (steps, True, "Steps must be a whole number, got True.")]:
+        with pytest.raises(gr.Error) as caught:
+            block.preprocess(value)
+        assert caught.value.message == message
+    assert (layer.preprocess("3"), rate.preprocess("2e-5"), rate.preprocess(None), steps.preprocess(4.0)) == \
+        (3.0, 2e-5, None, 4)
+    with pytest.raises(gr.Error, match="greater than maximum value 11"):       # ranges stay Gradio's check
+        layer.preprocess(12)

@@ -14,6 +14,7 @@ from transformers import (BertForMaskedLM, BertForMultipleChoice, BertForNextSen
 
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attribution import DEFAULT_STEPS, attribute, make_target, private_view
+from engine.probes.attribution_targets import NoSuchIndex, target_token
 from support.heads_helpers import BIO, SENTIMENT, hf_tokenizer, loaded_with
 from support.probing_helpers import tiny_model
 from support.reference import PARITY, hf_copy
@@ -231,8 +232,35 @@ def test_targets_follow_the_arguments(models) -> None:
                     method="gradient_x_input")
     assert "[MASK] 2 (position 6)" in two.target
     assert two.as_dict()["sum"] == pytest.approx(two.total)
-    pieces = attribute(models["fill_mask"], "fill_mask", MASKED, target="xyzzy", method="gradient_x_input")
-    assert "'x'" in pieces.target and "not in the vocabulary; using 'x'" in pieces.warnings[0]   # as fill-mask's targets
+    cased = attribute(models["fill_mask"], "fill_mask", MASKED, target="Dog", method="gradient_x_input")
+    assert cased.target.startswith("'dog' at") and cased.warnings == []      # one piece once normalised, as the pipeline
+
+
+def test_a_target_word_is_one_vocabulary_token_or_refused(models, hf_tok) -> None:
+    """The lookup of transformers' FillMaskPipeline.get_target_ids (the word, else its pieces), except that
+    where the pipeline takes the first of several pieces, the explanation is refused."""
+    loaded = models["fill_mask"]
+    assert target_token(loaded, "dog") == "dog" and target_token(loaded, "##s") == "##s"     # vocabulary entries
+    assert target_token(loaded, "DOG") == "dog" == hf_tok.convert_ids_to_tokens(
+        hf_tok("DOG", add_special_tokens=False)["input_ids"])[0]
+    with pytest.raises(ValueError) as caught:
+        target_token(loaded, "zzzzqqq")
+    assert str(caught.value) == ("the target 'zzzzqqq' is not one token of this model's vocabulary: it splits into 7 "
+                                 "pieces (z ##z ##z ##z ##q ##q ##q) and a prediction is one token, so give a word "
+                                 "the vocabulary holds whole, or leave the target empty")
+    assert hf_tok.tokenize("zzzzqqq") == ["z", "##z", "##z", "##z", "##q", "##q", "##q"]   # the pipeline would take 'z'
+    with pytest.raises(ValueError, match="splits into 12 pieces \\(x ##y ##z ##z ##y ##x ##y ##z …\\)"):
+        target_token(loaded, "xyzzyxyzzyxy")
+    with pytest.raises(ValueError, match="^the target '.u200b' is not in this model's vocabulary \\(it reads as "
+                                         "nothing\\); give one word"):
+        target_token(loaded, "\u200b")
+
+
+def test_an_index_past_the_end_counts_from_zero_and_carries_its_numbers(models) -> None:
+    with pytest.raises(NoSuchIndex) as caught:
+        attribute(models["fill_mask"], "fill_mask", "the [MASK] sat on the [MASK].", which=2)
+    assert (caught.value.what, caught.value.index, caught.value.count) == ("[MASK]", 2, 2)
+    assert str(caught.value) == "[MASK] index 2 does not exist: there are 2 [MASK]s (indices counted from 0: 0 to 1)"
 
 
 @pytest.mark.parametrize("task,text,pair,extra,match", [
@@ -244,7 +272,8 @@ def test_targets_follow_the_arguments(models) -> None:
     ("fill_mask", MASKED, None, {"n_steps": 1}, "n_steps must be a whole number from 2 to 300"),
     ("fill_mask", MASKED, None, {"n_steps": 2.5}, "n_steps must be a whole number"),
     ("fill_mask", MASKED, None, {"score": "odds"}, "unknown score 'odds'"),
-    ("fill_mask", MASKED, None, {"target": "😀"}, "is not in the vocabulary: it tokenizes to \\[UNK\\]"),
+    ("fill_mask", MASKED, None, {"target": "😀"}, "is not in this model's vocabulary \\(it reads as \\[UNK\\]\\)"),
+    ("fill_mask", MASKED, None, {"target": "xyzzy"}, "splits into 5 pieces \\(x ##y ##z ##z ##y\\)"),
     ("summarise", MASKED, None, {}, "unknown task 'summarise'"),
     ("qa_start", "who sat?", "", {}, "`context` cannot be empty"),
     ("next_sentence", "the cat sat.", "", {}, "sentence B is empty"),

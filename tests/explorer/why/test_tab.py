@@ -10,6 +10,7 @@ from gradio_client import Client
 
 from support.app_helpers import serve
 from engine.probes.attribution import attribute
+from engine.probes.attribution_targets import NoSuchIndex
 from explorer.ui_errors import friendly_errors
 from explorer.why import actions, tab
 from explorer.why.token_html import attribution_html
@@ -68,7 +69,8 @@ def test_the_summary_flags_a_large_delta(services) -> None:
     ("fill_mask", MASKED, "", {"steps": 1}, "Steps must be a whole number from 2 to 300, got 1"),
     ("fill_mask", MASKED, "", {"steps": "many"}, "Steps must be a whole number"),
     ("fill_mask", MASKED, "", {"which": -1}, "'Which' .* must be a whole number of at least 0, got -1"),
-    ("fill_mask", MASKED, "", {"which": 2}, "\\[MASK\\] index 1 does not exist"),
+    ("fill_mask", MASKED, "", {"which": 2}, "There is no \\[MASK\\] 2: the input has 1 \\[MASK\\], so 'Which' must "
+                                            "be 1 \\(counting from 1\\), or 0 for the default\\."),
     ("fill_mask", MASKED, "", {"method": "lime"}, "Unknown method 'lime'"),
     ("fill_mask", MASKED, "", {"score": "odds"}, "Unknown score 'odds'"),
     ("fill_mask", "the cat sat.", "", {}, "no mask token found"),
@@ -120,3 +122,13 @@ def test_the_api_refuses_bad_input_and_keeps_serving(client) -> None:
         client.predict(model_key="default", task="fill_mask", text="the cat sat.", api_name="/attribute")
     assert client.predict(model_key="default", task="fill_mask", text=MASKED, method="gradient_x_input",
                           api_name="/attribute")[3]["method"] == "gradient_x_input"
+
+
+@pytest.mark.parametrize("what,index,count,message", [
+    ("word", 6, 4, "There is no word 7: the input has 4 words, so 'Which' must be 1 to 4 (counting from 1), or 0 for "
+                   "the default."),
+    ("choice", 1, 1, "There is no choice 2: the input has 1 choice, so 'Which' must be 1 (counting from 1), or 0 for "
+                     "the default."),
+])
+def test_an_index_past_the_end_is_said_in_the_forms_numbering(what: str, index: int, count: int, message: str) -> None:
+    assert actions.which_message(NoSuchIndex(what, index, count)) == message
