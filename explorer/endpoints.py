@@ -8,6 +8,10 @@ Each applies, in one place, what every event handler needs:
 * ``friendly_errors`` (a person reads a sentence, never a stack trace),
 * ``clear_on_failure`` (``clear=True``, the default: a failed call empties its outputs; a list empties those
   outputs only; ``False`` keeps them, for a poll or an event whose outputs are its own inputs),
+* ``heavy=True`` for slow work (attribution, the neighbours index, comparisons, over-training views, head
+  ablation): its own queue group (``concurrency_id="heavy"``, ``EXPLORER_HEAVY_CONCURRENCY`` at once, all heavy
+  endpoints together), so light endpoints keep answering, and a handler that stops between engine steps
+  once its request is cancelled or its client is gone (``explorer/cancellable.py``),
 
 and names the handler after its endpoint (the name Gradio's config and its MCP tools show), so no tab writes
 ``fn.__name__ = ...``. The handler's parameters (names and defaults) and docstring are the endpoint's API:
@@ -30,25 +34,39 @@ from typing import Any
 import gradio as gr
 
 from explorer import gpu as gpu_module
+from explorer.cancellable import stop_on_cancel
+from explorer.model_settings import heavy_concurrency
 from explorer.ui_errors import friendly_errors
 
 HANDLER_MARK = "__explorer_handler__"      # set on what :func:`handler` returns
+HEAVY_MARK = "__explorer_heavy__"          # set on what :func:`handler` returns for heavy work
+HEAVY = "heavy"                            # the heavy endpoints' concurrency group
 
 
 def handler(fn: Callable[..., Any], api_name: str, *, gpu: bool = True,
-            duration: int | None = None) -> Callable[..., Any]:
+            duration: int | None = None, heavy: bool = False) -> Callable[..., Any]:
     """``fn`` ready to serve ``api_name``: on the GPU when ``gpu`` (at most ``duration`` seconds on ZeroGPU,
-    when given), its errors translated for a person, named ``api_name``. Apply once per function."""
+    when given), its errors translated for a person, named ``api_name``; ``heavy``: stopped between engine
+    steps once its request is cancelled, and queued with the heavy endpoints. Apply once per function."""
     inner = gpu_module.on_gpu(fn, duration=duration) if gpu else fn
-    wrapped = friendly_errors(inner)
+    wrapped = stop_on_cancel(inner, friendly_errors) if heavy else friendly_errors(inner)
     wrapped.__name__ = api_name            # the wrapper's own name: the config's and the MCP tool's name
     setattr(wrapped, HANDLER_MARK, True)
+    setattr(wrapped, HEAVY_MARK, heavy)
     return wrapped
 
 
 def is_handler(fn: Callable[..., Any]) -> bool:
     """Whether ``fn`` came from :func:`handler` (so :func:`endpoint` uses it as it is)."""
     return bool(getattr(fn, HANDLER_MARK, False))
+
+
+def queue_options(served: Callable[..., Any]) -> dict[str, Any]:
+    """The listener's queue arguments for ``served``: the heavy group and its limit for heavy work, else none
+    (the app's default concurrency per event)."""
+    if getattr(served, HEAVY_MARK, False):
+        return {"concurrency_id": HEAVY, "concurrency_limit": heavy_concurrency()}
+    return {}
 
 
 def clear_on_failure(event: Any, outputs: Sequence[Any]) -> None:
@@ -61,15 +79,16 @@ def clear_on_failure(event: Any, outputs: Sequence[Any]) -> None:
 
 def endpoint(trigger: Callable[..., Any] | Sequence[Any], fn: Callable[..., Any], inputs: Any, outputs: Any, *,
              api_name: str, gpu: bool = True, clear: bool | Sequence[Any] = True, duration: int | None = None,
-             **gradio_kwargs: Any) -> Any:
+             heavy: bool = False, **gradio_kwargs: Any) -> Any:
     """Wire ``fn`` to ``trigger`` (an event listener such as ``button.click``, or a list of them for ``gr.on``)
     as the endpoint ``api_name``; returns the event (``.then`` / ``.success`` chain on it).
 
-    ``fn`` goes through :func:`handler` (unless it already did); ``clear`` empties ``outputs`` (or the
-    outputs it lists) when it fails.
+    ``fn`` goes through :func:`handler` (unless it already did; ``heavy`` as there); ``clear`` empties
+    ``outputs`` (or the outputs it lists) when it fails.
     ``gradio_kwargs`` go to the listener as they are (``api_visibility``, ``show_progress``, ``trigger_mode``...).
     """
-    served = fn if is_handler(fn) else handler(fn, api_name, gpu=gpu, duration=duration)
+    served = fn if is_handler(fn) else handler(fn, api_name, gpu=gpu, duration=duration, heavy=heavy)
+    gradio_kwargs = {**queue_options(served), **gradio_kwargs}
     if isinstance(trigger, Sequence):
         event = gr.on(list(trigger), served, inputs=inputs, outputs=outputs, api_name=api_name, **gradio_kwargs)
     else:
@@ -81,12 +100,13 @@ def endpoint(trigger: Callable[..., Any] | Sequence[Any], fn: Callable[..., Any]
 
 
 def wire_run(button: Any, box: Any, examples: Any, fn: Callable[..., Any], inputs: Any, outputs: Sequence[Any], *,
-             api_name: str, gpu: bool = True, clear: bool | Sequence[Any] = True, **gradio_kwargs: Any) -> list[Any]:
+             api_name: str, gpu: bool = True, clear: bool | Sequence[Any] = True, heavy: bool = False,
+             **gradio_kwargs: Any) -> list[Any]:
     """A tab's one action on its three triggers: ``button`` (the public ``api_name``), Enter in ``box`` and a
     click on ``examples`` (private ``<api_name>_submit`` / ``<api_name>_example_run``), one handler for all
     three, each event clearing ``outputs`` (``clear`` as in :func:`endpoint`) when it fails. Returns the three
     events, in that order."""
-    served = fn if is_handler(fn) else handler(fn, api_name, gpu=gpu)
+    served = fn if is_handler(fn) else handler(fn, api_name, gpu=gpu, heavy=heavy)
     wired = dict(inputs=inputs, outputs=outputs, clear=clear, **gradio_kwargs)
     private: dict[str, Any] = dict(api_visibility="private", **wired)
     return [endpoint(button.click, served, api_name=api_name, **wired),

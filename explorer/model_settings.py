@@ -1,6 +1,7 @@
 """Where the probing tabs' models run, how large a hub download and how large a model may be: three settings
 read from the environment (``EXPLORER_DEVICE``, ``EXPLORER_MAX_HUB_MB``, ``EXPLORER_MAX_MODEL_PARAMS``) and
-handed to the ``ModelRegistry``."""
+handed to the ``ModelRegistry``; and how many heavy requests run at once (``EXPLORER_HEAVY_CONCURRENCY``),
+handed to the heavy endpoints' queue (``explorer/endpoints.py``)."""
 from __future__ import annotations
 
 import os
@@ -50,3 +51,18 @@ def max_model_parameters(environ: Mapping[str, str] | None = None) -> int:
     if count != count or count == float("inf"):      # NaN or infinity: keep the default
         count = float(DEFAULT_MAX_PARAMETERS)
     return int(max(count, 0.0))
+
+
+DEFAULT_HEAVY_CONCURRENCY = 1
+
+
+def heavy_concurrency(environ: Mapping[str, str] | None = None) -> int:
+    """How many heavy requests (attribution, the neighbours index, comparisons, over-training views, head
+    ablation) run at once, all heavy endpoints together: ``$EXPLORER_HEAVY_CONCURRENCY`` (default 1; an
+    unreadable or smaller value keeps 1). They wait in their own queue group, so light endpoints keep answering."""
+    env = os.environ if environ is None else environ
+    raw = env.get("EXPLORER_HEAVY_CONCURRENCY", "").strip()
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_HEAVY_CONCURRENCY
+    except ValueError:
+        return DEFAULT_HEAVY_CONCURRENCY

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from engine.probes.attention import check_head_index, encode_input, model_inputs
+from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_int
 from engine.model.config import BertConfig
@@ -201,6 +202,7 @@ def _pseudo_log_likelihood(model: torch.nn.Module, ids: torch.Tensor, types: tor
     chunk = max(1, TOKENS_PER_CHUNK // seq_len)
     out: list[torch.Tensor] = []
     for start in range(0, len(positions), chunk):
+        cancellation.check()                                                  # between chunks
         part = slice(start, start + chunk)
         chosen = labels[part] != IGNORE_INDEX                                 # (c, S): one position per copy
         mlm = model(copies[part], attention_mask=torch.ones_like(copies[part]), token_type_ids=copy_types[part],

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_whole_number
 from engine.model.config import BertConfig
@@ -165,7 +166,7 @@ def attention_over_checkpoints(models: Iterable[tuple[str, LoadedModel]], text: 
     (``"step-000200"`` -> 200; see ``fill_mask.checkpoint_step``).
     """
     result = CheckpointAttention(layer=-1, head=-1, labels=[], steps=[], tokens=[], maps=[])
-    for index, (label, loaded) in enumerate(models):
+    for index, (label, loaded) in enumerate(cancellation.checked(models)):   # a cancelled request loads no more
         layer_i, head_i = check_head_index(*_shape(loaded.config), layer, head)
         probe = attention(loaded, text, text_pair, max_length)
         del loaded

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_int
 from engine.model.head_specs import HEADS
@@ -159,6 +160,7 @@ def explain(loaded: LoadedModel, target: Target, method: str = "integrated_gradi
     done = [0]
 
     def forward(input_ids: torch.Tensor) -> torch.Tensor:                              # (N, S) -> (N,)
+        cancellation.check()                    # between integration batches: a cancelled request stops here
         out = pick(target.class_scores(model, input_ids), target.index, score, target.sigmoid)
         done[0] += 1
         if progress is not None:

@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attention import AttentionResult, attention_result, encode_input, model_inputs
 from engine.probes.fill_mask import fill_mask_with_probabilities
@@ -149,6 +150,7 @@ def compare_models(a: LoadedModel, b: LoadedModel, text: str, text_pair: str | N
     """Compare ``a`` and ``b`` on ``text`` (see the module docstring). ``ValueError`` for an empty text, a
     model without a tokenizer, or two models that tokenize the text differently."""
     ids_a, states_a, attention_a = _encode(a, text, text_pair)                   # states (L_a+1, S, H_a)
+    cancellation.check()                                                         # between the two models
     ids_b, states_b, attention_b = _encode(b, text, text_pair)                   # states (L_b+1, S, H_b)
     _check_same_tokens(a, b, ids_a, ids_b)
     cka = np.array([[linear_cka(x, y) for y in states_b] for x in states_a])     # (L_a+1, L_b+1)
@@ -158,6 +160,7 @@ def compare_models(a: LoadedModel, b: LoadedModel, text: str, text_pair: str | N
     has_mask = a.tokenizer.mask_token_id in ids_a
     masks = []
     if has_mask and "mlm" in a.heads and "mlm" in b.heads:
+        cancellation.check()
         masks = _mask_comparisons(a, b, text, text_pair, top_k)
     return ModelComparison(text=text, source_a=a.source, source_b=b.source, tokens=attention_a.tokens, cka=cka,
                            cosine=cosine, attention_a=attention_a, attention_b=attention_b, masks=masks)

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import require_int
 
@@ -168,7 +169,11 @@ def embeddings_over_checkpoints(models: Sequence[tuple[str, LoadedModel]],
     if positions < 2:
         raise ValueError(f"positions must be at least 2, got {positions}")
     num = min([positions] + [m.config.max_position_embeddings for _, m in models])
-    return [position_similarity(m, num, label) for label, m in models]
+    found = []
+    for label, m in models:
+        cancellation.check()                                          # between checkpoints
+        found.append(position_similarity(m, num, label))
+    return found
 
 
 def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, layer: int | None = None,

@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import torch
 
+from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel, load
 from engine.checks import require_int
 
@@ -123,6 +124,7 @@ def fill_mask_over_checkpoints(sources: Sequence[str | Path | LoadedModel], text
         raise ValueError("no checkpoints given to probe")
     runs: list[tuple[str, FillMaskResult, torch.Tensor, Any]] = []
     for source in sources:
+        cancellation.check()                                              # between checkpoints
         loaded = source if isinstance(source, LoadedModel) else load(source)
         result, probs = _run(loaded, text, top_k, targets, text_pair)     # probs: (M, V)
         runs.append((_label(source), result, probs, loaded.tokenizer))

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_int
 from engine.probes.attention import encode_input, model_inputs
@@ -102,6 +103,7 @@ def build_index(loaded: LoadedModel, sentences: Sequence[str], layer: int, progr
     limit = min(MAX_SENTENCE_TOKENS, loaded.config.max_position_embeddings)
     vectors, sentence_of, position_of, spans, all_tokens = [], [], [], [], []
     for start in range(0, len(sentences), batch_size):
+        cancellation.check()                                  # between batches: a cancelled build stops here
         encodings = tokenizer.encode_batch(sentences[start:start + batch_size], max_length=limit)
         width = max(len(e.input_ids) for e in encodings)
         ids = torch.full((len(encodings), width), tokenizer.pad_token_id, dtype=torch.long)      # (B, S)

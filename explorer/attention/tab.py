@@ -283,14 +283,15 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     picker.info.change(_fit_handler(services), inputs=[picker.dropdown, layer, head, view_heads],
                        outputs=[layer, head, view_heads], api_visibility="private", show_progress="hidden")
     endpoint(w["ablate_button"].click, _ablate_handler(services), [picker.dropdown, text, pair, heads_text, w["top_k"]],
-             [w["ablation_figure"], w["ablation_summary"]], api_name="ablate_heads")
+             [w["ablation_figure"], w["ablation_summary"]], api_name="ablate_heads", heavy=True)
     endpoint(w["add_head"].click, add_chosen, [heads_text, layer, head], [heads_text], api_name="attention_add_head",
              gpu=False, clear=False, api_visibility="private", show_progress="hidden")
     endpoint(w["export_button"].click, _export_handler(services), [picker.dropdown, text, pair, layer, head, length],
              [w["files"]], api_name="attention_export")
     endpoint(w["over_button"].click, _over_training_handler(services),
              [picker.dropdown, text, pair, layer, head, length, w["over_run"]],
-             [w["over_note"], w["over_maps"], w["over_lines"]], api_name="attention_over_training")
+             [w["over_note"], w["over_maps"], w["over_lines"]], api_name="attention_over_training",
+             heavy=True)
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

@@ -230,12 +230,12 @@ def _wire(services: Services, w: dict[str, Any]) -> None:
     outputs = [w[name] for name in ("summary", "fillers", "similarity", "heatmap", "attention")]
     inputs = [w[name] for name in ("text", "layer", "head", "top_k")]
     wire_run(w["button"], w["text"], w["examples"], _compare_handler(services), [model_a, model_b, *inputs],
-             outputs, api_name=API_NAME, show_progress="minimal")
+             outputs, api_name=API_NAME, show_progress="minimal", heavy=True)
     compare_over_run, slider_range = _over_run_handlers(services)
     # .input (a person moves it: mouse or keys), not .release (mouse only) or .change (also when the range is fitted)
     endpoint(position.input, compare_over_run, [run, position, *inputs],
              [model_a, model_b, w["run_note"], *outputs], api_name="compare_over_run", clear=outputs,
-             show_progress="minimal", trigger_mode="always_last")
+             show_progress="minimal", trigger_mode="always_last", heavy=True)
     for event in (run.change, w["scrubber"].expand):        # runs write checkpoints while the page is open
         endpoint(event, slider_range, [run], [position], api_name="slider_range", gpu=False, clear=False,
                  api_visibility="private", show_progress="hidden")

@@ -276,7 +276,8 @@ def build_ui(services: Services, picker: ModelPicker) -> dict[str, Any]:
                  api_visibility="private", show_progress="hidden", trigger_mode="always_last")
     endpoint(w["build_button"].click, neighbours_index,
              [picker.dropdown, w["source"], w["corpus_text"], w["layer"], w["sentences"], w["corpus_file"]],
-             [w["index_status"]], api_name="neighbours_index", duration=180)    # a few thousand sentences take a while
+             [w["index_status"]], api_name="neighbours_index", duration=180,    # a few thousand sentences take a while
+             heavy=True)
     wire_run(w["search_button"], query, w["examples"], neighbours,
              [picker.dropdown, query, position, w["layer"], w["k"]], [w["found"]], api_name="neighbours",
              show_progress="minimal")

@@ -288,7 +288,8 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
              **redraw)
     endpoint(token.input, refilter, [token, state], [w["table"]], api_name="refilter", **redraw)
     endpoint(w["over_button"].click, _over_training_handler(services), [picker.dropdown, w["positions"],
-             w["over_run"]], [w["over_message"], w["over_plot"]], api_name="embeddings_over_training")
+             w["over_run"]], [w["over_message"], w["over_plot"]], api_name="embeddings_over_training",
+             heavy=True)
     # The picker's info is (re)written on page load and whenever the model changes: fit the slider then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).

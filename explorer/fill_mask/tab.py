@@ -9,6 +9,7 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
+from engine import cancellation
 from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
@@ -221,6 +222,7 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     with services.probing():
         models = []
         for choice in picked:
+            cancellation.check()                  # a cancelled request stops between loads
             loaded = services.model(choice.key)
             loaded.require_head("mlm")
             models.append(loaded)
@@ -323,7 +325,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
              show_progress="minimal")
     endpoint(over["over_button"].click, run_over_training, [*inputs, over["over_run"]],
              [over["over_plot"], over["over_table"], over["over_note"]], api_name="fill_mask_over_training",
-             show_progress="minimal")
+             show_progress="minimal", heavy=True)
     return {"text": text, "targets": targets, "top_k": top_k, "button": button, "plot": plot,
             "results": results, "filled": filled, "summary": summary, "joint": joint,
             **{name: over[name] for name in ("over_button", "over_plot", "over_table", "over_note")}}

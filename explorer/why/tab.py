@@ -79,7 +79,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                                   report)
 
     wire_run(button, text, examples, run, [picker.dropdown, task, text, pair, target, which, method, score, steps],
-             [summary, tokens, bars, numbers], api_name=API_NAME, show_progress="minimal")
+             [summary, tokens, bars, numbers], api_name=API_NAME, show_progress="minimal", heavy=True)
     endpoint(task.change, form_updates, [task], [text, pair, target, which], api_name="attribute_form", gpu=False,
              clear=False, api_visibility="private", show_progress="hidden", queue=False)
     return {"task": task, "text": text, "pair": pair, "target": target, "which": which, "method": method,

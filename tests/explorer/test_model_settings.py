@@ -9,7 +9,7 @@ import pytest
 import engine
 from engine.checkpoints.model_fit import DEFAULT_MAX_PARAMETERS, ModelTooLargeError
 from explorer.model_registry import ModelRegistry
-from explorer.model_settings import max_model_parameters
+from explorer.model_settings import heavy_concurrency, max_model_parameters
 from support.checkpoint_helpers import ours_model
 
 
@@ -21,6 +21,11 @@ from support.checkpoint_helpers import ours_model
 def test_the_model_size_cap_comes_from_the_environment(raw: str, count: int) -> None:
     assert max_model_parameters({"EXPLORER_MAX_MODEL_PARAMS": raw}) == count
     assert max_model_parameters({}) == 2_000_000_000
+
+
+@pytest.mark.parametrize(("raw", "count"), [("", 1), ("4", 4), ("0", 1), ("-2", 1), ("two", 1), ("2.5", 1)])
+def test_the_heavy_concurrency_comes_from_the_environment(raw: str, count: int) -> None:
+    assert heavy_concurrency({"EXPLORER_HEAVY_CONCURRENCY": raw}) == count and heavy_concurrency({}) == 1
 
 
 def test_the_registry_refuses_a_model_over_its_cap_and_names_the_setting(monkeypatch, make_config,
