@@ -86,11 +86,12 @@ def test_bad_settings_are_refused_before_a_run(served: tuple[Client, Sandbox], c
     assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
 
 
-# A hand-written request can carry what no widget sends: text, infinity, NaN (JSON's 1e999 / NaN).
+# A hand-written request can carry what no widget sends: text, infinity, NaN (JSON's 1e999 / NaN). The app's
+# number check (ui_errors.check_number_inputs) refuses them before Gradio's own preprocessing, naming the field.
 RAW: list[tuple[str, str, str]] = [
-    ("batch_size", '"eight"', "Batch size must be a whole number, got 'eight'"),
-    ("steps", "1e999", "Steps must be a whole number, got inf"),
-    ("learning_rate", "NaN", "learning_rate must be a positive finite number, got nan"),
+    ("batch_size", '"eight"', "Batch size must be a number, got 'eight'."),
+    ("steps", "1e999", "Steps must be a number, got inf."),
+    ("learning_rate", "NaN", "Learning rate must be a number, got nan."),
     ("mask_rate", '"0.15; rm -rf /"', "Masking rate must be a number"),
 ]
 
