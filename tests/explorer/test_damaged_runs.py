@@ -20,7 +20,7 @@ from explorer.services import Services
 from explorer.training.live import live_view
 from explorer.training.runs import run_choices
 from explorer.training.status import status_markdown
-from support.damage_helpers import unreadable
+from support.damage_helpers import unreadable, runs  # noqa: F401 (the fixture)
 from support.probing_helpers import write_run
 
 GOOD_KEYS = ["checkpoint:good/step-000004", "checkpoint:good/step-000002"]
@@ -45,14 +45,6 @@ def everything_listed(services: Services) -> dict:
             "over": [c.key for c in registry.run_checkpoints(run="good")], "choices": run_choices(services),
             "status": status_markdown(worker.status()), "live": live_view(services),
             "summaries": worker.runs()}
-
-
-@pytest.fixture
-def runs(tmp_path: Path, tiny_tokenizer) -> Path:
-    root = tmp_path / "runs"
-    write_run(root, tiny_tokenizer, steps=(2, 4), run="good")
-    write_run(root, tiny_tokenizer, steps=(1, 3), run="bad")
-    return root
 
 
 @pytest.mark.parametrize("name", ["my run", "ünï côde", "x..y", " lead", "back\\slash", "-dash", "a" * 200])

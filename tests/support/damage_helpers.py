@@ -10,6 +10,8 @@ from typing import Iterator
 
 import pytest
 
+from support.probing_helpers import write_run
+
 
 @contextlib.contextmanager
 def unreadable(monkeypatch: pytest.MonkeyPatch, *folders: Path) -> Iterator[None]:
@@ -59,3 +61,12 @@ def check_unreadable_works(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Non
                         lambda: (folder / "inside").is_dir(), lambda: (folder / "x.json").read_bytes()):
             with pytest.raises(PermissionError):
                 attempt()
+
+
+@pytest.fixture
+def runs(tmp_path: Path, tiny_tokenizer) -> Path:
+    """A runs folder with ``good`` (steps 2, 4) and ``bad`` (steps 1, 3): real tiny checkpoints to damage."""
+    root = tmp_path / "runs"
+    write_run(root, tiny_tokenizer, steps=(2, 4), run="good")
+    write_run(root, tiny_tokenizer, steps=(1, 3), run="bad")
+    return root

@@ -13,17 +13,8 @@ from engine.training.jobs.run_folder import RunFolder, checkpoints_newest_first
 from engine.training.jobs.spec import resume_spec
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.state import read_metrics, read_metrics_file, truncate_metrics
-from support.damage_helpers import check_unreadable_works, unreadable
+from support.damage_helpers import check_unreadable_works, unreadable, runs  # noqa: F401 (the fixture)
 from support.probing_helpers import write_run
-
-
-@pytest.fixture
-def runs(tmp_path: Path, tiny_tokenizer) -> Path:
-    """``good`` (steps 2, 4) and ``bad`` (steps 1, 3), real tiny checkpoints."""
-    root = tmp_path / "runs"
-    write_run(root, tiny_tokenizer, steps=(2, 4), run="good")
-    write_run(root, tiny_tokenizer, steps=(1, 3), run="bad")
-    return root
 
 
 def state_file(root: Path, run: str, step: int) -> Path:
