@@ -143,7 +143,7 @@ def describe(job: PreparedJob) -> str:
                 else "no held-out data")
     definition = task_definition(config.task)
     if "mlm_corpus" in definition.spec_fields:   # qa_mlm: QA features paired with masked-LM text
-        held_out += (f", {len(data.pretraining.documents_token_ids)} documents for the masked-LM term "
+        held_out += (f", {data.pretraining.num_documents} documents for the masked-LM term "
                      f"(text batch {data.pretraining.batch_size})")
     labels = (f", labels {list(trainer.model.config.id2label.values())}"
               if HEADS[definition.heads[0]].labelled else "")

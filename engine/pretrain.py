@@ -10,8 +10,13 @@ Examples::
 
     python -m engine.pretrain --preset tiny --max-documents 200 --steps 300
     python -m engine.pretrain --corpus my_notes.md --vocab-size 4000 --run-dir runs/notes
+    python -m engine.pretrain --corpus "wiki/**/*.jsonl" --preset mini --steps 100000
+    python -m engine.pretrain --dataset wikitext --dataset-config wikitext-103-raw-v1 --text-column text
     python -m engine.pretrain --resume runs/notes --steps 600
     python -m torch.distributed.run --nproc_per_node=2 -m engine.pretrain --steps 100
+
+A corpus is tokenised once, with a progress bar, into the token cache ($BERT_ENGINE_CACHE, else
+~/.cache/bert-explorer); every later run on the same corpus and tokenizer reads it memory-mapped.
 
 Ctrl-C finishes the current step, writes a checkpoint and exits (code 130); a second
 Ctrl-C aborts at once. Bad arguments exit with code 2 and a one-line reason.
@@ -40,6 +45,8 @@ DEFAULTS: dict[str, Any] = dict(
     schedule="linear", eval_fraction=0.05, log_every=1, threads=0)
 # JobSpec field -> its argparse dest, for the flags that are not TrainingConfig fields
 JOB_ARGS = {"preset": "preset", "corpus": "corpus", "max_documents": "max_documents", "eval_fraction": "eval_fraction",
+            "dataset": "dataset", "dataset_config": "dataset_config", "dataset_split": "dataset_split",
+            "text_column": "text_column",
             "vocab_size": "vocab_size", "tokenizer": "tokenizer", "init_from": "init_from", "dropout": "dropout"}
 
 
@@ -48,7 +55,13 @@ def build_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     add = p.add_argument
     add("--preset", choices=list(PRESETS), help="model size (default tiny)")
-    add("--corpus", help="'shakespeare' (built in) or a .txt/.md/.jsonl file (default shakespeare)")
+    add("--corpus", help="'shakespeare' (built in), or a file, folder or glob of .txt/.md/.jsonl/.parquet/.arrow "
+        "files, of any size (default shakespeare)")
+    add("--dataset", help="a Hugging Face dataset instead: a name (read from the local cache when offline) or a "
+        "folder written by save_to_disk")
+    add("--dataset-config", help="the dataset's configuration name")
+    add("--dataset-split", help="the dataset's split (default train)")
+    add("--text-column", help="the column holding the text in a dataset, .parquet or .arrow corpus (default text)")
     add("--max-documents", type=int, help="use only the first N documents")
     add("--eval-fraction", type=float, help="documents held out for evaluation (default 0.05)")
     add("--vocab-size", type=int, help="train a WordPiece vocabulary of this size on the corpus (default 8000)")
@@ -70,10 +83,15 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     if args.resume is not None:
         return cli.resumed_spec(args, parser, JOB_ARGS, {"task": PRETRAINING.name,
                                                            **{k: v for k, v in masking.items() if v is not None}})
+    if args.dataset is not None and args.corpus is not None:
+        parser.error("give --corpus or --dataset, not both")
     cli.apply_defaults(args, DEFAULTS, parser)
     training = cli.training_config(args, parser, mlm_probability=args.mlm_probability,
                                    whole_word_masking=bool(args.whole_word), nsp=not args.no_nsp)
+    dataset = {name: getattr(args, name) for name in ("dataset", "dataset_config", "dataset_split", "text_column")
+               if getattr(args, name) is not None}
     return cli.validated(JobSpec(training, preset=args.preset, corpus=args.corpus, max_documents=args.max_documents,
+                                 **dataset,
                                  eval_fraction=args.eval_fraction, vocab_size=args.vocab_size,
                                  tokenizer=args.tokenizer, init_from=args.init_from, dropout=args.dropout,
                                  run_dir=args.run_dir, report_to=args.report_to), parser)
@@ -86,7 +104,8 @@ def describe(job: PreparedJob) -> str:
     params = sum(p.numel() for p in trainer.model.parameters())
     return (f"run {trainer.run_dir}: {spec.preset if spec.init_from is None else spec.init_from} "
             f"({params / 1e6:.2f}M parameters), {trainer.train_data.vocab.vocab_size} tokens in vocabulary, "
-            f"{len(trainer.train_data.instances(0))} training instances, device {trainer.device}, "
+            f"{trainer.train_data.num_documents:,} training documents ({trainer.train_data.num_tokens:,} tokens), "
+            f"device {trainer.device}, "
             f"{dist.world_size()} process(es), global batch "
             f"{config.batch_size * config.gradient_accumulation_steps * dist.world_size()}"
             + (", encoder frozen" if config.freeze_encoder else ""))

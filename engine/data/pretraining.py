@@ -1,43 +1,37 @@
 """BERT pretraining data: NSP instances, dynamic 80/10/10 masking, collation, batches.
 
-The recipe is the original one (``create_pretraining_data.py`` in google-research/bert):
-per document, fill a target length from consecutive sentences, split the chunk into
-segments A and B; half the time B is the true continuation (IsNext, label 0), half the
-time B comes from another document (NotNext, label 1) and the unused sentences are put
-back; 10% of instances get a shorter random target; the longer segment is truncated
-first, from a random end. Deliberate differences: so that the pairs are exactly
-what the labels claim, a NotNext B is always drawn from a *different* document
-(the original retries 10 times and may give up), and an IsNext chunk of a single
-sentence takes the document's next sentence too instead of becoming NotNext (keeps
-IsNext/NotNext at 50/50). And the shorter target is drawn per instance, not once per
-document, so that about ``short_seq_prob`` of the instances (not of the documents) are short.
-
-Masking (``engine.data.masking``) is redone every time a batch is collated (dynamic masking).
+Instances follow the original recipe (``engine.data.instance_plan``, planned as token ranges of a
+``TokenStore``); masking (``engine.data.masking``) is redone every time a batch is collated
+(dynamic masking). ``PretrainingDataset`` reads a store that is memory-mapped from the corpus
+cache (``engine.data.corpus_cache``) or built in memory from given documents, so a corpus of any
+size trains in the same bounded memory: an epoch visits the documents in a seeded order, in blocks
+of about ``BLOCK_TOKENS`` tokens whose instances are planned (offsets only) and shuffled together;
+a batch reads the token ids of its own rows only.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import random
+from array import array
+from collections import OrderedDict
 from dataclasses import dataclass, fields
-from typing import Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
+import numpy as np
 import torch
 
-from engine.text.corpus import Document
+from engine.data.instance_plan import Instance, check_lengths, materialise, plan_instances
 from engine.data.masking import IGNORE_INDEX, mask_tokens_detailed, whole_word_ids_from
+from engine.data.token_store import TokenStore, encode_documents
+from engine.text.corpus import Document
 from engine.text.tokenizer import WordPieceTokenizer
+
+BLOCK_TOKENS = 1 << 22          # ~4M tokens (~17 MB of English) of documents planned and shuffled together
+_PLANS_KEPT = 4                 # planned blocks kept in memory (the batches of N processes straddle few)
 
 
 # ---------------------------------------------------------------------------- instances
-@dataclass
-class Instance:
-    """One pretraining example before [CLS]/[SEP] are added; ``tokens_b`` empty without NSP."""
-
-    tokens_a: list[int]
-    tokens_b: list[int]
-    is_random_next: bool
-
-
 def create_instances(documents_token_ids: Sequence[Sequence[Sequence[int]]], max_seq_length: int = 128,
                      short_seq_prob: float = 0.1, nsp: bool = True,
                      rng: random.Random | None = None) -> list[Instance]:
@@ -47,99 +41,14 @@ def create_instances(documents_token_ids: Sequence[Sequence[Sequence[int]]], max
     without, a single segment fitting with two. Empty sentences and documents are ignored.
     Raises ValueError when ``nsp`` is on and fewer than two documents have text.
     """
-    rng = rng or random.Random(0)
-    documents = [[list(s) for s in doc if len(s) > 0] for doc in documents_token_ids]
-    documents = [doc for doc in documents if doc]
-    if not documents:
+    vocab_size = 1 + max((t for doc in documents_token_ids for s in doc for t in s), default=0)
+    store = TokenStore.from_documents(documents_token_ids, vocab_size)
+    pool = np.flatnonzero(store.document_token_counts() > 0)
+    if len(pool) == 0:
         raise ValueError("the corpus has no text to make pretraining instances from")
-    if nsp and len(documents) < 2:
-        raise ValueError("need at least two documents for next-sentence prediction "
-                         "(NotNext segments come from another document); add documents or turn NSP off")
-    specials = 3 if nsp else 2
-    if max_seq_length < specials + (2 if nsp else 1):
-        raise ValueError(f"max_seq_length={max_seq_length} is too small: need at least "
-                         f"{specials + (2 if nsp else 1)} with {'NSP' if nsp else 'single segments'}")
-    instances: list[Instance] = []
-    for index in range(len(documents)):
-        if nsp:
-            instances.extend(_pairs_from_document(documents, index, max_seq_length - 3, short_seq_prob, rng))
-        else:
-            instances.extend(_singles_from_document(documents[index], max_seq_length - 2, short_seq_prob, rng))
-    rng.shuffle(instances)
-    return instances
-
-
-def _target_length(max_num_tokens: int, short_seq_prob: float, rng: random.Random) -> int:
-    if rng.random() < short_seq_prob:
-        return rng.randint(2, max_num_tokens)
-    return max_num_tokens
-
-
-def _pairs_from_document(documents: list[list[list[int]]], index: int, max_num_tokens: int,
-                         short_seq_prob: float, rng: random.Random) -> list[Instance]:
-    document = documents[index]
-    target = _target_length(max_num_tokens, short_seq_prob, rng)
-    instances: list[Instance] = []
-    chunk: list[list[int]] = []
-    length = 0
-    i = 0
-    while i < len(document):
-        chunk.append(document[i])
-        length += len(document[i])
-        if i == len(document) - 1 or length >= target:
-            is_random_next = rng.random() < 0.5
-            if not is_random_next and len(chunk) == 1:
-                if i + 1 < len(document):          # IsNext needs two sentences: take the next one
-                    i += 1
-                    chunk.append(document[i])
-                else:
-                    is_random_next = True
-            a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-            tokens_a = [t for sentence in chunk[:a_end] for t in sentence]
-            tokens_b: list[int] = []
-            if is_random_next:
-                other = rng.randrange(len(documents) - 1)
-                other = other + 1 if other >= index else other      # any document but this one
-                random_document = documents[other]
-                target_b = target - len(tokens_a)
-                for sentence in random_document[rng.randrange(len(random_document)):]:
-                    tokens_b.extend(sentence)
-                    if len(tokens_b) >= target_b:
-                        break
-                i -= len(chunk) - a_end            # put the unused sentences back
-            else:
-                tokens_b = [t for sentence in chunk[a_end:] for t in sentence]
-            _truncate_pair(tokens_a, tokens_b, max_num_tokens, rng)
-            instances.append(Instance(tokens_a, tokens_b, is_random_next))
-            chunk, length = [], 0
-            target = _target_length(max_num_tokens, short_seq_prob, rng)
-        i += 1
-    return instances
-
-
-def _singles_from_document(document: list[list[int]], max_num_tokens: int, short_seq_prob: float,
-                           rng: random.Random) -> list[Instance]:
-    target = _target_length(max_num_tokens, short_seq_prob, rng)
-    instances: list[Instance] = []
-    chunk: list[int] = []
-    for i, sentence in enumerate(document):
-        chunk.extend(sentence)
-        if i == len(document) - 1 or len(chunk) >= target:
-            _truncate_pair(chunk, [], max_num_tokens, rng)
-            instances.append(Instance(chunk, [], False))
-            chunk = []
-            target = _target_length(max_num_tokens, short_seq_prob, rng)
-    return instances
-
-
-def _truncate_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
-    """Shorten the longer list by one token at a time, from the front or back at random (in place)."""
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
-        if rng.random() < 0.5:
-            del longer[0]
-        else:
-            longer.pop()
+    rows = plan_instances(store, pool, range(len(pool)), max_seq_length, short_seq_prob, nsp,
+                          rng or random.Random(0))
+    return materialise(store, rows)
 
 
 # ---------------------------------------------------------------------------- collation
@@ -254,52 +163,147 @@ def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: fl
 class PretrainingDataset:
     """Documents tokenized once; new instances every epoch; fresh masks every batch; all seeded.
 
-    Epoch ``e`` uses ``random.Random(f"{seed}:{e}")`` for its instances and batch ``k`` of
-    it a ``torch.Generator`` seeded from (seed, e, k), so any batch can be rebuilt exactly
-    (``batches(start_step=n)`` resumes a run after n batches).
+    ``documents`` is a ``TokenStore`` (with ``pool``, the ids of its documents this dataset uses:
+    the training or the held-out share) or documents of sentences, tokenized here in memory.
+    Epoch ``e`` visits the pool in blocks (one block, in pool order, when the pool is under
+    ``BLOCK_TOKENS``; else a seeded permutation cut into blocks of about that many tokens), block
+    ``b`` planned with ``random.Random(f"{seed}:{e}")`` (``f"{seed}:{e}:{b}"`` after the first);
+    batch ``k`` is instances ``[k*B, (k+1)*B)`` of the blocks one after another, masked by a
+    ``torch.Generator`` seeded from (seed, e, k), so any batch can be rebuilt exactly and read
+    at random (rank r of N reads its own batches only).
     """
 
-    def __init__(self, documents: Iterable[Document], tokenizer: WordPieceTokenizer, max_seq_length: int = 128,
-                 batch_size: int = 32, mlm_probability: float = 0.15, short_seq_prob: float = 0.1,
-                 nsp: bool = True, whole_word: bool = False, seed: int = 0, pad_to_max_length: bool = False,
-                 drop_last: bool = False) -> None:
+    def __init__(self, documents: Iterable[Document] | TokenStore, tokenizer: WordPieceTokenizer,
+                 max_seq_length: int = 128, batch_size: int = 32, mlm_probability: float = 0.15,
+                 short_seq_prob: float = 0.1, nsp: bool = True, whole_word: bool = False, seed: int = 0,
+                 pad_to_max_length: bool = False, drop_last: bool = False, pool: np.ndarray | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        check_lengths(max_seq_length, nsp)
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
         self.mlm_probability, self.short_seq_prob = mlm_probability, short_seq_prob
         self.nsp, self.whole_word, self.seed = nsp, whole_word, seed
         self.pad_to = max_seq_length if pad_to_max_length else None
         self.drop_last = drop_last
         self.vocab = VocabSpec.from_tokenizer(tokenizer)
-        self.documents_token_ids = tokenize_documents(documents, tokenizer, max_seq_length - (3 if nsp else 2))
-        self._cached: tuple[int, list[Instance]] | None = None
-        self.instances(0)                     # fail early (too few documents, too short a length)
+        if not isinstance(documents, TokenStore):
+            documents = TokenStore.from_arrays(*encode_documents(
+                [list(doc) for doc in documents], tokenizer.backend, max_seq_length - (3 if nsp else 2)),
+                self.vocab.vocab_size)
+        self.store = documents
+        pool = np.arange(documents.num_documents) if pool is None else np.asarray(pool, dtype=np.int64)
+        self.pool = pool[documents.document_token_counts()[pool] > 0]           # (P,) documents with text
+        if len(self.pool) == 0:
+            raise ValueError("the corpus has no text to make pretraining instances from")
+        if nsp and len(self.pool) < 2:
+            raise ValueError("need at least two documents for next-sentence prediction "
+                             "(NotNext segments come from another document); add documents or turn NSP off")
+        self._pool_tokens = documents.document_token_counts()[self.pool]      # (P,)
+        self._order: tuple[int, list[np.ndarray]] | None = None
+        self._counts: dict[int, list[int]] = {}
+        self._plans: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
 
+    @property
+    def num_documents(self) -> int:
+        return len(self.pool)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self._pool_tokens.sum())
+
+    # ------------------------------------------------------------------ blocks
+    def _blocks(self, epoch: int) -> list[np.ndarray]:
+        """Pool positions of each block of ``epoch`` (the last epoch asked for is kept)."""
+        if self._order is None or self._order[0] != epoch:
+            if self.num_tokens <= BLOCK_TOKENS:
+                blocks = [np.arange(len(self.pool))]
+            else:
+                order = np.random.default_rng([self.seed, epoch]).permutation(len(self.pool))      # (P,)
+                ends = np.cumsum(self._pool_tokens[order])                                      # (P,)
+                cuts = np.searchsorted(ends, np.arange(BLOCK_TOKENS, int(ends[-1]), BLOCK_TOKENS), side="right")
+                blocks = [part for part in np.split(order, cuts) if len(part)]
+            self._order = (epoch, blocks)
+        return self._order[1]
+
+    def _plan(self, epoch: int, block: int) -> np.ndarray:
+        """(N, 5) plan rows of one block, shuffled (a few are kept)."""
+        key = (epoch, block)
+        if key not in self._plans:
+            rng = random.Random(f"{self.seed}:{epoch}" if block == 0 else f"{self.seed}:{epoch}:{block}")
+            self._plans[key] = plan_instances(self.store, self.pool, self._blocks(epoch)[block].tolist(),
+                                              self.max_seq_length, self.short_seq_prob, self.nsp, rng)
+            while len(self._plans) > _PLANS_KEPT:
+                self._plans.popitem(last=False)
+        self._plans.move_to_end(key)
+        return self._plans[key]
+
+    def _planned(self, epoch: int, instances: int | None) -> list[int]:
+        """Instance counts of ``epoch``'s blocks, planning until they reach ``instances`` (None: all)."""
+        counts = self._counts.setdefault(epoch, [])
+        blocks = self._blocks(epoch)
+        while len(counts) < len(blocks) and (instances is None or sum(counts) < instances):
+            counts.append(len(self._plan(epoch, len(counts))))
+        return counts
+
+    def planned_instances(self, epoch: int, at_least: int | None = None) -> int:
+        """Instances of ``epoch`` counted by planning its blocks until there are ``at_least`` (None: all)."""
+        return sum(self._planned(epoch, at_least))
+
+    def position_state(self, epoch: int) -> dict[str, Any]:
+        """The instance counts of ``epoch``'s blocks planned so far (a checkpoint keeps them)."""
+        return {"block_counts": list(self._counts.get(epoch, []))}
+
+    def restore_position(self, epoch: int, state: dict[str, Any]) -> None:
+        """Counts saved by ``position_state``: a resumed run finds its batches without planning the blocks
+        before them. Counts that do not fit this corpus (a damaged or foreign state) are ignored: the blocks
+        are planned again, which gives the same counts."""
+        counts = state.get("block_counts") if isinstance(state, dict) else None
+        if (isinstance(counts, list) and len(counts) <= len(self._blocks(epoch))
+                and all(type(c) is int and c >= 0 for c in counts)):
+            self._counts[epoch] = list(counts)
+
+    # ------------------------------------------------------------------ batches
     def instances(self, epoch: int) -> list[Instance]:
-        """The (shuffled) instances of ``epoch``; the last epoch asked for is cached."""
-        if self._cached is None or self._cached[0] != epoch:
-            rng = random.Random(f"{self.seed}:{epoch}")
-            self._cached = (epoch, create_instances(self.documents_token_ids, self.max_seq_length,
-                                                    self.short_seq_prob, self.nsp, rng))
-        return self._cached[1]
+        """Every instance of ``epoch``, in order, token ids read (for small data and tests)."""
+        counts = self._planned(epoch, None)
+        return [inst for block in range(len(counts)) for inst in materialise(self.store, self._plan(epoch, block))]
+
+    def has_batches(self, epoch: int, end: int) -> bool:
+        """Whether ``epoch`` has batches ``0 .. end-1`` (planning only as far as that needs)."""
+        needed = (end - 1) * self.batch_size + (self.batch_size if self.drop_last else 1)
+        return sum(self._planned(epoch, needed)) >= needed
 
     def num_batches(self, epoch: int) -> int:
-        """Batches in ``epoch`` (instance counts vary a little from epoch to epoch)."""
-        n = len(self.instances(epoch))
+        """Batches in ``epoch`` (instance counts vary a little from epoch to epoch); plans the whole epoch."""
+        n = sum(self._planned(epoch, None))
         return n // self.batch_size if self.drop_last else math.ceil(n / self.batch_size)
 
     def batch(self, epoch: int, index: int) -> Batch:
         """Batch ``index`` of ``epoch``, masked with its own seeded generator."""
-        chunk = self.instances(epoch)[index * self.batch_size:(index + 1) * self.batch_size]
-        if not chunk:
+        if index < 0 or not self.has_batches(epoch, index + 1):
             raise IndexError(f"epoch {epoch} has {self.num_batches(epoch)} batches; asked for {index}")
+        chunk = self._rows(epoch, index * self.batch_size, (index + 1) * self.batch_size)
         generator = torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) * 1_000_003 + index & (2**63 - 1))
-        return collate(chunk, self.vocab, self.mlm_probability, generator, self.whole_word, self.pad_to)
+        return collate(materialise(self.store, chunk), self.vocab, self.mlm_probability, generator,
+                       self.whole_word, self.pad_to)
+
+    def _rows(self, epoch: int, start: int, end: int) -> np.ndarray:
+        """(n, 5) plan rows ``start .. end-1`` of ``epoch``'s instance sequence."""
+        counts = self._planned(epoch, end)
+        parts, offset = [], 0
+        for block, count in enumerate(counts):
+            if offset + count > start and offset < end:
+                rows = self._plan(epoch, block)
+                parts.append(rows[max(0, start - offset):end - offset])
+            offset += count
+        return np.concatenate(parts)
 
     def epoch_batches(self, epoch: int) -> Iterator[Batch]:
         """Every batch of one epoch, in order."""
-        for index in range(self.num_batches(epoch)):
+        index = 0
+        while self.has_batches(epoch, index + 1):
             yield self.batch(epoch, index)
+            index += 1
 
     def batches(self, start_step: int = 0) -> Iterator[Batch]:
         """Batches forever, epoch after epoch, skipping the first ``start_step`` (for resume)."""
@@ -319,6 +323,25 @@ class PretrainingDataset:
     def __iter__(self) -> Iterator[Batch]:
         return self.batches()
 
+    def fingerprint(self) -> str:
+        """A hash of the documents' token ids (the store's content and this pool) and the sampling settings.
+
+        A pool under ``BLOCK_TOKENS`` is hashed sentence by sentence as earlier versions did, so their runs
+        still continue; a larger one by the store's content hash and the pool's ids."""
+        digest = hashlib.sha256()
+        digest.update(repr((self.seed, self.batch_size, self.max_seq_length, self.mlm_probability,
+                            self.short_seq_prob, self.nsp, self.whole_word, self.pad_to, self.drop_last,
+                            self.vocab.vocab_size)).encode())
+        if self.num_tokens > BLOCK_TOKENS:
+            digest.update(f"store:{self.store.content_hash}:".encode() + self.pool.astype("<i8").tobytes())
+            return digest.hexdigest()
+        for document in self.pool.tolist():
+            ends = self.store.sentence_ends(document)
+            for a, b in zip(ends[:-1], ends[1:]):
+                digest.update(array("q", self.store.token_ids(a, b)).tobytes() + b"|")
+            digest.update(b"#")
+        return digest.hexdigest()
+
 
 def tokenize_documents(documents: Iterable[Document], tokenizer: WordPieceTokenizer,
                        max_sentence_tokens: int | None = None) -> list[list[list[int]]]:
@@ -327,18 +350,6 @@ def tokenize_documents(documents: Iterable[Document], tokenizer: WordPieceTokeni
     A sentence longer than ``max_sentence_tokens`` is cut into pieces of that size, so an
     upload without punctuation still makes full-length instances cheaply.
     """
-    documents = [list(doc) for doc in documents]
-    flat = [s for doc in documents for s in doc]
-    encoded = tokenizer.backend.encode_batch(flat, add_special_tokens=False) if flat else []
-    result: list[list[list[int]]] = []
-    position = 0
-    for doc in documents:
-        sentences = []
-        for enc in encoded[position:position + len(doc)]:
-            ids = list(enc.ids)
-            step = max_sentence_tokens or len(ids) or 1
-            sentences.extend(ids[k:k + step] for k in range(0, len(ids), step))
-        position += len(doc)
-        if sentences:
-            result.append(sentences)
-    return result
+    arrays = encode_documents([list(doc) for doc in documents], tokenizer.backend, max_sentence_tokens)
+    return [document for document in TokenStore.from_arrays(*arrays, tokenizer.vocab_size).documents_token_ids()
+            if document]

@@ -192,29 +192,33 @@ def _decode(data: bytes, name: str) -> str:
 
 
 def _jsonl_texts(text: str, name: str) -> list[str]:
-    texts = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{name} line {number} is not valid JSON: {exc.msg} (column {exc.colno}); "
-                             'each line must be one JSON object such as {"text": "..."}') from None
-        if isinstance(record, dict):
-            if "text" not in record:
-                keys = ", ".join(json.dumps(str(key)) for key in list(record)[:5]) or "none"
-                raise ValueError(f'{name} line {number} has no text: it has no "text" field (its fields: {keys}); '
-                                 'each line must be {"text": "..."} or a JSON string')
-            record = record["text"]
-            if not isinstance(record, str):
-                raise ValueError(f'{name} line {number} has no text: its "text" field is {_json_kind(record)}, '
-                                 "not a string")
-        if not isinstance(record, str):
-            raise ValueError(f'{name} line {number} has no text: it is {_json_kind(record)}; '
+    texts = [jsonl_text(line, number, name) for number, line in enumerate(text.splitlines(), start=1)]
+    return [text for text in texts if text is not None]
+
+
+def jsonl_text(line: str, number: int, name: str) -> str | None:
+    """The text of one ``.jsonl`` line (``{"text": "..."}`` or a JSON string); None for a blank line;
+    ValueError naming ``name`` and line ``number`` otherwise."""
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{name} line {number} is not valid JSON: {exc.msg} (column {exc.colno}); "
+                         'each line must be one JSON object such as {"text": "..."}') from None
+    if isinstance(record, dict):
+        if "text" not in record:
+            keys = ", ".join(json.dumps(str(key)) for key in list(record)[:5]) or "none"
+            raise ValueError(f'{name} line {number} has no text: it has no "text" field (its fields: {keys}); '
                              'each line must be {"text": "..."} or a JSON string')
-        texts.append(record)
-    return texts
+        record = record["text"]
+        if not isinstance(record, str):
+            raise ValueError(f'{name} line {number} has no text: its "text" field is {_json_kind(record)}, '
+                             "not a string")
+    if not isinstance(record, str):
+        raise ValueError(f'{name} line {number} has no text: it is {_json_kind(record)}; '
+                         'each line must be {"text": "..."} or a JSON string')
+    return record
 
 
 def _json_kind(value: object) -> str:

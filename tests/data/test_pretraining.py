@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 import torch
 
+from engine.data import pretraining
+from engine.data.instance_plan import materialise, plan_instances
 from engine.data.masking import IGNORE_INDEX, KIND_NONE
+from engine.data.token_store import TokenStore
 from engine.data.pretraining import (
     Instance, PretrainingDataset, VocabSpec, collate, create_instances, tokenize_documents,
 )
@@ -160,3 +164,56 @@ def test_tokenize_documents_splits_long_sentences(tiny_tokenizer):
     ids = tokenize_documents(docs, tiny_tokenizer, max_sentence_tokens=16)
     assert [len(s) for s in ids[0]] == [16] * 5 + [3]
     assert len(ids) == 2 and all(s for doc in ids for s in doc)
+
+
+def blocked(monkeypatch, tiny_tokenizer, n_docs: int = 40, **kwargs) -> PretrainingDataset:
+    """A dataset whose epochs are many blocks (``BLOCK_TOKENS`` lowered), as a large corpus's are."""
+    monkeypatch.setattr(pretraining, "BLOCK_TOKENS", 300)
+    store = TokenStore.from_documents(tokenize_documents(text_documents(n_docs, seed=5), tiny_tokenizer, 29),
+                                      tiny_tokenizer.vocab_size)
+    return PretrainingDataset(store, tiny_tokenizer, max_seq_length=32, batch_size=4, seed=2, **kwargs)
+
+
+def test_a_large_corpus_is_read_in_seeded_blocks_at_random_positions(monkeypatch, tiny_tokenizer):
+    ds = blocked(monkeypatch, tiny_tokenizer)
+    assert len(ds._blocks(0)) > 5, "the epoch is cut into blocks"
+    sequential = list(ds.epoch_batches(0))
+    assert len(sequential) == ds.num_batches(0) and ds.has_batches(0, len(sequential))
+    assert not ds.has_batches(0, len(sequential) + 1)
+    again = blocked(monkeypatch, tiny_tokenizer)                # a fresh reader: batches rebuilt in any order
+    for index in (len(sequential) - 1, 7, 0, 3):
+        assert torch.equal(again.batch(0, index).input_ids, sequential[index].input_ids)
+    flat = [t for d in ds.store.documents_token_ids() for s in d for t in s]
+    text = " ".join(map(str, flat))
+    for inst in ds.instances(0)[:50]:
+        assert " ".join(map(str, inst.tokens_a)) in text, "a segment is consecutive tokens of the corpus"
+    assert ds.instances(0) != ds.instances(1), "each epoch visits the documents in another order"
+    counts = sum(len(ds._plan(0, b)) for b in range(len(ds._blocks(0))))
+    assert counts == len(ds.instances(0))
+
+
+def test_a_resumed_reader_finds_its_position_from_the_saved_block_counts(monkeypatch, tiny_tokenizer):
+    ds = blocked(monkeypatch, tiny_tokenizer)
+    late = ds.num_batches(0) - 2
+    expected = ds.batch(0, late)
+    fresh = blocked(monkeypatch, tiny_tokenizer)
+    fresh.restore_position(0, ds.position_state(0))
+    planned: list[int] = []
+    real_plan = fresh._plan
+    monkeypatch.setattr(fresh, "_plan", lambda e, b: planned.append(b) or real_plan(e, b))
+    assert torch.equal(fresh.batch(0, late).input_ids, expected.input_ids)
+    assert len(set(planned)) <= 2, "only the blocks holding the batch are planned"
+    damaged = blocked(monkeypatch, tiny_tokenizer)
+    damaged.restore_position(0, {"block_counts": ["x", -1]})       # ignored: the blocks are planned again
+    assert torch.equal(damaged.batch(0, late).input_ids, expected.input_ids)
+
+
+def test_a_pool_keeps_training_and_held_out_documents_apart():
+    store = TokenStore.from_documents(synthetic_documents(30, 8, random.Random(1)), 3_000_000)
+    held_out = [3, 11, 17]
+    train_pool = [d for d in range(30) if d not in held_out]
+    for pool, others in ((train_pool, held_out), (held_out, train_pool)):
+        rows = plan_instances(store, np.asarray(pool), range(len(pool)), 64, 0.1, True,
+                                          random.Random(0))
+        used = {where(t)[0] for inst in materialise(store, rows) for t in inst.tokens_a + inst.tokens_b}
+        assert used == set(pool), "every pool document is used, NotNext segments included, and no other"

@@ -132,10 +132,16 @@ def test_the_record_round_trips_and_reads_the_workers_older_spec_file():
     assert (older.preset, older.tokenizer, older.vocab_size) == ("mini", "/runs/x/tokenizer", 4000)
 
 
-def test_progress_reports_each_stage_and_can_cancel(tmp_path, tokenizer_dir):
+def test_progress_reports_each_stage_and_can_cancel(tmp_path, tokenizer_dir, monkeypatch):
+    monkeypatch.setenv("BERT_ENGINE_CACHE", str(tmp_path / "cache"))          # a cold token cache
     said: list[str] = []
     assert prepare_job(pretraining(tmp_path, tokenizer_dir), lambda message: said.append(message) or True) is not None
-    assert said[0] == "reading the corpus" and said[-1] == "building the model"
+    assert said[0].startswith("tokenising ") and said[-1] == "building the model"
+    assert any(message.startswith("reading the corpus: ") for message in said)
+    again: list[str] = []                  # the same corpus and tokenizer: read from the cache, not tokenised again
+    prepare_job(pretraining(tmp_path, tokenizer_dir).replace(run_dir=str(tmp_path / "again")),
+                lambda message: again.append(message) or True)
+    assert not any(message.startswith("reading the corpus") for message in again)
     cancelled = prepare_job(pretraining(tmp_path, tokenizer_dir).replace(run_dir=str(tmp_path / "cancelled")),
                             lambda message: message != "building the model")
     assert cancelled is None and not (tmp_path / "cancelled").exists()

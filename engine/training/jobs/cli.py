@@ -202,7 +202,11 @@ def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: Jo
         else:
             spec = spec.replace(training={**spec.given_training(), "device": device})
         try:
-            job = prepare_job(spec, say)
+            reading = ReadingBar(main_process and not args.no_progress)
+            try:
+                job = prepare_job(spec, say, corpus_progress=reading)
+            finally:
+                reading.close()
         except (ValueError, FileNotFoundError, RuntimeError) as exc:
             if main_process:
                 parser.print_usage(sys.stderr)
@@ -212,6 +216,29 @@ def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: Jo
         return train_with_progress(job.trainer, args, main_process, say, command)
     finally:
         dist.cleanup()
+
+
+class ReadingBar:
+    """A tqdm bar (MB/s, ETA) following a corpus being read: counted, for the vocabulary, then tokenised."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled, self.bar = enabled, None
+
+    def __call__(self, done: int, total: int | None) -> None:
+        if not self.enabled:
+            return
+        from tqdm import tqdm
+        if self.bar is None or done < self.bar.n:        # a new pass over the corpus
+            self.close()
+            self.bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1000, desc="reading the corpus",
+                            dynamic_ncols=True, file=sys.stderr)
+        self.bar.total = total
+        self.bar.update(done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
 
 
 def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process: bool,

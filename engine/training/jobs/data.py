@@ -66,7 +66,7 @@ def check_text(documents: list[Document], nsp: bool, pairs: bool = True) -> None
 
 def check_one_batch(train_data: PretrainingDataset, config: TrainingConfig) -> None:
     """ValueError when the training text makes fewer sequences than one batch, with the numbers."""
-    count = len(train_data.instances(0))
+    count = train_data.planned_instances(0, config.batch_size)
     if count < config.batch_size:
         raise ValueError(f"the text makes only {count:,} training sequence{'s' if count != 1 else ''} of up to "
                          f"{config.max_seq_length} tokens, fewer than one batch of {config.batch_size}; add text, "

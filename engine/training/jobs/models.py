@@ -5,7 +5,7 @@ multiple_choice (they share transformers' ``classifier`` keys), so fine-tuning o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
@@ -13,9 +13,7 @@ from engine.checkpoints.hf_format import LoadedModel, load
 from engine.model.config import preset
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
-from engine.text.corpus import Document, train_tokenizer
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.loop import distributed as dist
 from engine.training.loop.config import TrainingConfig
 from engine.training.jobs.spec import JobSpec
 from engine.training.jobs.run_folder import RunFolder, resolve_checkpoint
@@ -37,37 +35,6 @@ def load_start_model(spec: JobSpec) -> LoadedModel | None:
     """The model the job starts from (``spec.model_source``), or None for a fresh preset."""
     source = spec.model_source
     return None if source is None else load(model_source(source))
-
-
-def shared_tokenizer(make: Callable[[], WordPieceTokenizer]) -> WordPieceTokenizer:
-    """Rank 0 makes the tokenizer and every process gets the very same vocabulary (one process: ``make()``)."""
-    if not dist.is_distributed():
-        return make()
-    payload: Any = None
-    if dist.is_main_process():
-        try:
-            payload = make().backend.to_str()
-        except Exception as exc:  # handed to the other ranks so that every process stops alike
-            payload = exc
-    payload = dist.broadcast_object(payload)
-    if isinstance(payload, Exception):
-        raise payload
-    from tokenizers import Tokenizer
-    return WordPieceTokenizer(Tokenizer.from_str(payload))
-
-
-def pretraining_tokenizer(spec: JobSpec, train_docs: list[Document], loaded: LoadedModel | None,
-                          progress: Callable[[str], Any]) -> WordPieceTokenizer:
-    """``spec.tokenizer``, else the start model's, else a WordPiece vocabulary trained on ``train_docs``
-    (held-out text stays unseen)."""
-    if spec.tokenizer is not None:
-        return WordPieceTokenizer.from_file(spec.tokenizer)
-    if loaded is not None:
-        return loaded.require_tokenizer("so give one with tokenizer")
-    progress(f"training a WordPiece vocabulary of {spec.vocab_size:,} tokens on {len(train_docs):,} documents")
-    return shared_tokenizer(lambda: train_tokenizer(
-        train_docs, spec.vocab_size, spec.min_frequency, spec.lowercase,
-        progress=lambda fraction, message: progress(f"training the vocabulary ({fraction:.0%}): {message}")))
 
 
 def pretraining_model(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,

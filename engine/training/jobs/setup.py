@@ -21,14 +21,14 @@ from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
 from engine.training.jobs.spec import JobSpec, resume_spec
-from engine.training.jobs.data import check_one_batch, check_text, job_documents, split_documents
-from engine.training.jobs.models import (
-    finetuning_model, load_start_model, pretraining_model, pretraining_tokenizer,
-)
+from engine.data.corpus_cache import CorpusCancelled, Progress as CorpusProgress
+from engine.training.jobs.corpus import corpus_tokens, corpus_vocabulary, job_source, pretraining_data
+from engine.training.jobs.data import check_one_batch
+from engine.training.jobs.models import finetuning_model, load_start_model, pretraining_model
 from engine.training.loop.report_to import report_callbacks
 from engine.training.jobs.run_folder import RESUMABLE_FIELDS, RunFolder
 from engine.training.loop.state import read_metrics
-from engine.training.tasks import TrainData, build_datasets
+from engine.training.tasks import TrainData
 from engine.training.loop.trainer import Trainer
 
 Progress = Callable[[str], Any]     # answers False to cancel; anything else goes on
@@ -60,10 +60,13 @@ def default_run_dir() -> str:
 
 
 def prepare_job(spec: JobSpec, progress: Progress | None = None, callbacks: Sequence[TrainerCallback] = (),
-                lock: ContextManager[Any] | None = None) -> PreparedJob | None:
+                lock: ContextManager[Any] | None = None, corpus_progress: CorpusProgress | None = None,
+                ) -> PreparedJob | None:
     """Build the job's trainer; None if ``progress`` cancelled it. ValueError / FileNotFoundError say
     what is wrong with the spec or its data; nothing is written before they are checked.
-    ``callbacks`` and ``lock`` go to the ``Trainer`` (``engine.training.loop.callbacks``)."""
+    ``callbacks`` and ``lock`` go to the ``Trainer`` (``engine.training.loop.callbacks``).
+    ``corpus_progress(characters read, total)`` follows the reading of a corpus that is tokenised
+    (the command lines draw a bar with it); without it ``progress`` gets a message per megabyte."""
     say = progress or (lambda message: True)
     hooks = dict(callbacks=callbacks, lock=lock)
 
@@ -73,28 +76,33 @@ def prepare_job(spec: JobSpec, progress: Progress | None = None, callbacks: Sequ
 
     try:
         if spec.resume_from is not None:
-            return _resume(spec, step, hooks)
+            return _resume(spec, step, hooks, corpus_progress)
         spec.validate()
         if not spec.definition.finetuning:
-            return _new_pretraining(spec, step, hooks)
+            return _new_pretraining(spec, step, hooks, corpus_progress)
         return _new_finetuning(spec, step, hooks)
-    except Cancelled:
+    except (Cancelled, CorpusCancelled):
         return None
 
 
-def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -> PreparedJob:
+def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
+                     corpus_progress: Progress | None) -> PreparedJob:
     config = spec.training_config()
-    step("reading the corpus")
-    documents = job_documents(spec)
-    check_text(documents, config.nsp, pairs=False)
-    train_docs, eval_docs = split_documents(documents, spec.held_out_fraction, config.seed, config.nsp)
+    source = job_source(spec)
     loaded = None
     if spec.init_from is not None:
         step(f"loading {spec.init_from}")
         loaded = load_start_model(spec)
-    tokenizer = pretraining_tokenizer(spec, train_docs, loaded, step)
-    step(f"building pretraining instances from {len(train_docs):,} documents")
-    train_data, eval_data = build_datasets(train_docs, eval_docs, tokenizer, config, spec.short_seq_prob)
+    if spec.tokenizer is not None:
+        tokenizer = WordPieceTokenizer.from_file(spec.tokenizer)
+    elif loaded is not None:
+        tokenizer = loaded.require_tokenizer("so give one with tokenizer")
+    else:
+        tokenizer = corpus_vocabulary(spec, source, config, step, _reading(step, corpus_progress))
+    step(f"tokenising {source.name} (once: later runs read it from the cache)")
+    store = corpus_tokens(spec, source, tokenizer, config, _reading(step, corpus_progress))
+    train_data, eval_data = pretraining_data(spec, config, tokenizer, store)
+    step(f"planning pretraining instances from {train_data.num_documents:,} documents")
     check_one_batch(train_data, config)
     step("building the model")
     model = pretraining_model(spec, config, tokenizer, loaded)
@@ -124,7 +132,8 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     return PreparedJob(trainer, spec, loaded.tokenizer, train_data)
 
 
-def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -> PreparedJob:
+def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
+            corpus_progress: Progress | None) -> PreparedJob:
     job = resume_spec(spec.resume_from, spec.given_training(), spec.documents, spec.run_dir)
     if spec.report_to is not None:                      # given: changes the run's own (recorded below)
         job = job.replace(report_to=spec.report_to)
@@ -134,11 +143,9 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -
     tokenizer = WordPieceTokenizer.from_file(checkpoint)
     step("rebuilding the training data")
     definition = job.definition
-    if not definition.finetuning:
-        documents = job_documents(job)
-        # the same split as the original run (its seed)
-        train_docs, eval_docs = split_documents(documents, job.held_out_fraction, config.seed, config.nsp)
-        train_data, eval_data = build_datasets(train_docs, eval_docs, tokenizer, config, job.short_seq_prob)
+    if not definition.finetuning:       # the same store, split (the run's seed) and datasets as the original run
+        store = corpus_tokens(job, job_source(job), tokenizer, config, _reading(step, corpus_progress))
+        train_data, eval_data = pretraining_data(job, config, tokenizer, store)
     else:
         labelled = HEADS[definition.heads[0]].labelled
         id2label = BertConfig.load(checkpoint).id2label if labelled else None
@@ -153,6 +160,14 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any]) -
         folder.write_spec({**folder.read_spec(), "report_to": job.report_to})
     return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),
                        checkpoint)
+
+
+def _reading(step: Callable[[str], None], corpus_progress: CorpusProgress | None) -> CorpusProgress:
+    """What follows the reading of the corpus: ``corpus_progress``, else a ``step`` message (which may cancel)."""
+    if corpus_progress is not None:
+        return corpus_progress
+    return lambda done, total: step(f"reading the corpus: {done / 1e6:,.0f}"
+                                    + (f" of {total / 1e6:,.0f} MB" if total else " MB"))
 
 
 def _reporting(hooks: dict[str, Any], spec: JobSpec, run_dir: str | Path) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from engine.checks import is_int
+from engine.data.corpus_sources import resolve_corpus
 from engine.text.corpus import BUILTIN_CORPORA, Document
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.report_to import check_report_to
@@ -67,6 +68,10 @@ class JobSpec:
     corpus_format: str = "txt"
     corpus_label: str | None = None
     max_documents: int | None = None
+    dataset: str | None = None               # a Hugging Face dataset (name or save_to_disk folder): wins over corpus
+    dataset_config: str | None = None
+    dataset_split: str = "train"
+    text_column: str = "text"                # of a dataset, .parquet or .arrow corpus
     eval_fraction: float | None = None
     short_seq_prob: float = 0.1
     tokenizer: str | None = None
@@ -168,9 +173,13 @@ class JobSpec:
             raise ValueError(f"{n('dropout')} must be in [0, 1), got {self.dropout}")
         if self.corpus_text is not None:
             self._validate_text(n)
-        elif self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(self.corpus).is_file():
-            raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} "
-                             f"(built in: {', '.join(BUILTIN_CORPORA)}, or upload documents)")
+        elif self.documents is None and self.dataset is None:
+            try:
+                resolve_corpus(self.corpus)
+            except ValueError as exc:
+                raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} ({exc}); "
+                                 f"built in: {', '.join(BUILTIN_CORPORA)}, or a file, folder or glob of "
+                                 ".txt/.md/.jsonl/.parquet/.arrow files, or upload documents") from None
         if self.tokenizer is not None and not Path(self.tokenizer).exists():
             raise ValueError(f"{n('tokenizer')}: no such file or directory: {self.tokenizer}")
         fine_tuning = [name for name in ("data", "eval_data", "mlm_corpus", "mlm_batch_size") if getattr(self, name)]

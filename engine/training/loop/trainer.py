@@ -12,11 +12,10 @@ through them) and through the ``lock`` the trainer holds around each step and ev
 Nothing here prints: metrics are returned, passed to the callbacks and appended to
 ``metrics.jsonl``.
 
-Under torchrun (a process group of N > 1) the model is wrapped in DistributedDataParallel;
-rank r reads micro-batch ``k * N + r`` of the shared, identically built dataset; losses are
-weighted by the task's global counts (masked tokens, pairs, features), so N processes
-compute the gradient of the same union of micro-batches as one process would; only rank 0
-logs and writes checkpoints (the others wait at a barrier). See ``engine.training.loop.distributed``.
+Under torchrun (N > 1 processes) the model is wrapped in DistributedDataParallel; rank r reads
+micro-batch ``k * N + r`` of the identically built dataset; losses are weighted by the task's global
+counts, so N processes compute the gradient one process would; only rank 0 logs and writes
+checkpoints. See ``engine.training.loop.distributed`` and docs/design/distributed.md.
 
 Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss scaling
 is needed for bf16. A NaN/inf loss or gradient norm applies no update and raises
@@ -42,13 +41,12 @@ from engine.model.heads import BertWithHeads
 from engine.training.loop.optim import build_optimizer, build_scheduler, lr_factor
 from engine.training.loop.train_result import TrainResult, TrainStatus
 from engine.training.tasks import TaskOutput, TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
+from engine.training.tasks.base import data_position, has_batches, restore_data_position
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, check_resume_changes
-from engine.training.loop.state import (
-    STATE_FORMAT, append_metrics, capture_rng, read_training_state, restore_rng, set_seed, truncate_metrics,
-    write_checkpoint,
-)
+from engine.training.loop.state import (STATE_FORMAT, append_metrics, capture_rng, read_training_state,
+                                        restore_rng, set_seed, truncate_metrics, write_checkpoint)
 
 Callback = Callable[[str, dict[str, Any]], None]   # (kind: "train" | "eval" | "checkpoint" | "diverged", record)
 
@@ -186,8 +184,8 @@ class Trainer:
     def _next_batch(self) -> TrainBatch:
         """The micro-batch at the data position, then advance it (into the next epoch when needed).
         With N processes it moves N batches and rank r reads the r-th; an epoch's last partial group is skipped."""
-        while self.batch_index + self.world > self.train_data.num_batches(self.epoch):
-            if self.train_data.num_batches(self.epoch) < self.world:
+        while not has_batches(self.train_data, self.epoch, self.batch_index + self.world):
+            if not has_batches(self.train_data, self.epoch, self.world):
                 raise ValueError("the training data makes fewer examples than one batch per process; lower batch_size"
                                  + (" or use fewer processes" if self.world > 1 else ""))
             self.epoch, self.batch_index = self.epoch + 1, 0
@@ -219,8 +217,9 @@ class Trainer:
         if self.eval_data is None:
             raise ValueError("this trainer has no held-out data to evaluate on")
         if self._eval_batches is None:
-            count = self.eval_data.num_batches(0)
-            count = min(count, self.config.eval_batches) if self.config.eval_batches else count
+            limit = self.config.eval_batches
+            has_limit = bool(limit) and has_batches(self.eval_data, 0, limit)
+            count = limit if has_limit else self.eval_data.num_batches(0)
             self._eval_batches = [self.eval_data.batch(0, i) for i in range(count)]
         was_training = self.model.training
         self.model.eval()
@@ -300,6 +299,7 @@ class Trainer:
         """Everything needed to continue exactly: tensors and plain containers only."""
         return {"format": STATE_FORMAT, "step": self.global_step, "epoch": self.epoch,
                 "batch_index": self.batch_index, "elapsed": self.elapsed,
+                "data_position": data_position(self.train_data, self.epoch),
                 "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                 "rng": capture_rng(), "config": self.config.to_dict(),
                 "param_names": [name for name, _ in self.model.named_parameters()],
@@ -354,6 +354,7 @@ class Trainer:
                                            self.config.total_steps)
         self.global_step, self.epoch = int(state["step"]), int(state["epoch"])
         self.batch_index = int(state["batch_index"])
+        restore_data_position(self.train_data, self.epoch, state.get("data_position"))
         self.elapsed = float(state["elapsed"])
         self._checkpoints.saved(self.elapsed)
         self.last_checkpoint = checkpoint

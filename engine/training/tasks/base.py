@@ -15,7 +15,7 @@ per term, so an accumulated step has the gradient of the union of its micro-batc
 """
 from __future__ import annotations
 
-from typing import Any, Protocol, Sequence
+from typing import Any, Protocol, Sequence, runtime_checkable
 
 import torch
 
@@ -45,6 +45,38 @@ class TrainData(Protocol):
     def num_batches(self, epoch: int) -> int: ...
 
     def batch(self, epoch: int, index: int) -> TrainBatch: ...
+
+
+@runtime_checkable
+class StreamingData(TrainData, Protocol):
+    """A ``TrainData`` too large to count ahead (``PretrainingDataset`` over a big corpus): the trainer asks
+    it whether batches exist instead of counting an epoch, and saves its position with each checkpoint."""
+
+    def has_batches(self, epoch: int, end: int) -> bool:
+        """Whether ``epoch`` has batches ``0 .. end-1`` (looking only that far)."""
+        ...
+
+    def position_state(self, epoch: int) -> dict[str, Any]:
+        """What a checkpoint keeps so that ``restore_position`` finds the data position again at once."""
+        ...
+
+    def restore_position(self, epoch: int, state: dict[str, Any]) -> None: ...
+
+
+def has_batches(data: TrainData, epoch: int, end: int) -> bool:
+    """Whether ``data``'s ``epoch`` has batches ``0 .. end-1``."""
+    return data.has_batches(epoch, end) if isinstance(data, StreamingData) else end <= data.num_batches(epoch)
+
+
+def data_position(data: TrainData, epoch: int) -> dict[str, Any]:
+    """What a checkpoint keeps of ``data``'s position beyond (epoch, index): a streaming dataset's state."""
+    return data.position_state(epoch) if isinstance(data, StreamingData) else {}
+
+
+def restore_data_position(data: TrainData, epoch: int, state: Any) -> None:
+    """Give ``data`` back the position state a checkpoint kept (older checkpoints have none)."""
+    if isinstance(data, StreamingData) and isinstance(state, dict):
+        data.restore_position(epoch, state)
 
 
 class TrainingTask:

@@ -2,8 +2,6 @@
 ``PRETRAINING`` is its ``TaskDefinition`` (its data is the job's text: ``engine.training.jobs.setup``)."""
 from __future__ import annotations
 
-import hashlib
-from array import array
 from typing import Any, Sequence
 
 import torch
@@ -89,16 +87,8 @@ class PretrainingTask(TrainingTask):
                 "nsp_loss": sums[2] / pairs if nsp else None, "nsp_acc": sums[3] / pairs if nsp else None}
 
     def fingerprint(self, data: PretrainingDataset) -> str:
-        """A hash of the training data's token ids and sampling settings."""
-        digest = hashlib.sha256()
-        digest.update(repr((data.seed, data.batch_size, data.max_seq_length, data.mlm_probability,
-                            data.short_seq_prob, data.nsp, data.whole_word, data.pad_to, data.drop_last,
-                            data.vocab.vocab_size)).encode())
-        for document in data.documents_token_ids:
-            for sentence in document:
-                digest.update(array("q", sentence).tobytes() + b"|")
-            digest.update(b"#")
-        return digest.hexdigest()
+        """A hash of the training data's token ids and sampling settings (``PretrainingDataset.fingerprint``)."""
+        return data.fingerprint()
 
 
 PRETRAINING = TaskDefinition(

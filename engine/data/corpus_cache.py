@@ -1,0 +1,224 @@
+"""Tokenise a corpus once, to disk, and find it again: the token cache.
+
+``prepared_store(source, tokenizer, ...)`` returns the memory-mapped ``TokenStore`` of a
+``CorpusSource`` under ``<cache>/corpora/<key>/``, where the key hashes the corpus's fingerprint,
+the document limit, the tokenizer's whole definition and the sentence-piece length; a second run on
+the same corpus and tokenizer (a new run folder, the app, another process) opens it in
+milliseconds. A missing store is built streaming: documents are read in chunks of about
+``CHUNK_CHARS``, split into sentences and encoded with the ``tokenizers`` batch encoder (in
+``num_proc`` worker processes for a large corpus, results written in order, at most two chunks
+per worker in flight), appended to a ``.partial`` folder and renamed into place when complete,
+so a crash or cancel never leaves a store that looks finished. A damaged store is rebuilt.
+
+``trained_vocabulary`` streams the same way into ``WordPieceTokenizer.train`` (the ``tokenizers``
+trainer counts words; memory grows with the vocabulary of the text, not its size) and caches the
+result under ``<cache>/vocabularies/<key>/``. ``count_documents`` reads the corpus once to count
+its documents (cached too), so the held-out split is known before the vocabulary is trained.
+
+The cache lives in ``$BERT_ENGINE_CACHE``, else ``~/.cache/bert-explorer``.
+"""
+from __future__ import annotations
+
+import concurrent.futures as futures
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import uuid
+from collections import deque
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from engine.data.corpus_sources import CorpusSource, DocumentText
+from engine.data.token_store import META_FILE, DamagedStore, StoreWriter, TokenStore, encode_documents
+from engine.text.corpus import split_sentences
+from engine.text.tokenizer import WordPieceTokenizer
+
+CACHE_ENV = "BERT_ENGINE_CACHE"
+CHUNK_CHARS = 1 << 20               # ~1 MB of text per encoded chunk
+PARALLEL_FROM_CHARS = 16 << 20      # corpora at least this large are encoded by worker processes
+SPLITTER_VERSION = 1                # bump when sentence splitting changes what a store holds
+
+Progress = Callable[[int, "int | None"], Any]   # (characters read, total or None); False cancels
+
+
+class CorpusCancelled(Exception):
+    """``on_progress`` answered False while the corpus was being read."""
+
+
+def cache_root() -> Path:
+    """The cache folder: ``$BERT_ENGINE_CACHE`` or ``~/.cache/bert-explorer``."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "bert-explorer")
+
+
+def tokenizer_fingerprint(tokenizer: WordPieceTokenizer) -> str:
+    """A hash of the tokenizer's whole definition (vocabulary, normalizer, pre-tokenizer)."""
+    return hashlib.sha256(tokenizer.backend.to_str().encode()).hexdigest()
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps([str(part) for part in parts]).encode()).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------------------- token stores
+def prepared_store(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sentence_tokens: int | None,
+                   max_documents: int | None = None, cache: Path | None = None, num_proc: int | None = None,
+                   on_progress: Progress | None = None) -> TokenStore:
+    """The corpus's tokens from the cache, tokenising it first when they are not there (or are damaged)."""
+    folder = (cache or cache_root()) / "corpora" / _key(
+        "store", source.fingerprint(), max_documents, tokenizer_fingerprint(tokenizer), max_sentence_tokens,
+        SPLITTER_VERSION)
+    if (folder / META_FILE).exists():
+        try:
+            return TokenStore.open(folder)
+        except DamagedStore:
+            shutil.rmtree(folder, ignore_errors=True)
+    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        writer = StoreWriter(partial, tokenizer.vocab_size)
+        try:
+            for arrays in _encoded_chunks(source, tokenizer, max_sentence_tokens, max_documents, num_proc,
+                                          on_progress):
+                writer.add(*arrays)
+        finally:
+            writer.abandon()
+        writer.finish({"source": source.name, "kind": source.kind, "max_documents": max_documents,
+                       "max_sentence_tokens": max_sentence_tokens, "tokenizer": tokenizer_fingerprint(tokenizer)})
+        try:
+            partial.rename(folder)
+        except OSError:                      # another process finished the same store first
+            if not (folder / META_FILE).exists():
+                raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    return TokenStore.open(folder)
+
+
+def _chunks(texts: Iterable[DocumentText], on_progress: Progress | None, total: int | None,
+            ) -> Iterator[list[DocumentText]]:
+    """Documents grouped into chunks of about ``CHUNK_CHARS``, reporting characters read."""
+    chunk: list[DocumentText] = []
+    size = done = 0
+    for text in texts:
+        chunk.append(text)
+        size += len(text) if isinstance(text, str) else sum(len(s) + 1 for s in text)
+        if size >= CHUNK_CHARS:
+            done += size
+            yield chunk
+            _report(on_progress, done, total)
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+    _report(on_progress, done + size, total if total is None else max(total, done + size))
+
+
+def _report(on_progress: Progress | None, done: int, total: int | None) -> None:
+    if on_progress is not None and on_progress(done, total) is False:
+        raise CorpusCancelled("cancelled while reading the corpus")
+
+
+def _encoded_chunks(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sentence_tokens: int | None,
+                    max_documents: int | None, num_proc: int | None, on_progress: Progress | None,
+                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    total = source.total_bytes
+    chunks = _chunks(source.texts(max_documents), on_progress, total)
+    workers = num_proc if num_proc is not None else min(os.cpu_count() or 1, 8)
+    if workers <= 1 or (total is not None and total < PARALLEL_FROM_CHARS):
+        for chunk in chunks:
+            yield encode_chunk(chunk, tokenizer.backend, max_sentence_tokens)
+        return
+    context = multiprocessing.get_context("spawn")
+    with futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
+                                     initargs=(tokenizer.backend.to_str(), max_sentence_tokens)) as pool:
+        pending: deque[futures.Future] = deque()
+        try:
+            for chunk in chunks:
+                pending.append(pool.submit(_encode_in_worker, chunk))
+                if len(pending) >= 2 * workers:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for job in pending:
+                job.cancel()
+
+
+def encode_chunk(chunk: Sequence[DocumentText], backend: Any, max_sentence_tokens: int | None,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``encode_documents`` of a chunk, raw texts split into sentences first."""
+    documents = [split_sentences(text) if isinstance(text, str) else list(text) for text in chunk]
+    return encode_documents(documents, backend, max_sentence_tokens)
+
+
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(tokenizer_json: str, max_sentence_tokens: int | None) -> None:
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"       # one thread per worker process: the processes are the parallelism
+    from tokenizers import Tokenizer
+    _WORKER.update(backend=Tokenizer.from_str(tokenizer_json), max_sentence_tokens=max_sentence_tokens)
+
+
+def _encode_in_worker(chunk: list[DocumentText]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return encode_chunk(chunk, _WORKER["backend"], _WORKER["max_sentence_tokens"])
+
+
+# ---------------------------------------------------------------------------- counts and vocabularies
+def count_documents(source: CorpusSource, max_documents: int | None = None, cache: Path | None = None,
+                    on_progress: Progress | None = None) -> int:
+    """How many documents with text the corpus has (the first ``max_documents``); cached."""
+    path = (cache or cache_root()) / "counts" / f"{_key('count', source.fingerprint(), max_documents)}.json"
+    try:
+        count = json.loads(path.read_text(encoding="utf-8"))["documents"]
+        if type(count) is int and count >= 0:
+            return count
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    count = sum(len(chunk) for chunk in _chunks(source.texts(max_documents), on_progress, source.total_bytes))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps({"documents": count}), encoding="utf-8")
+    partial.replace(path)
+    return count
+
+
+def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int, lowercase: bool,
+                       max_documents: int | None = None, held_out: np.ndarray | None = None,
+                       cache: Path | None = None, on_progress: Progress | None = None) -> WordPieceTokenizer:
+    """A WordPiece vocabulary trained on the corpus's documents but those numbered in ``held_out``; cached."""
+    skip = np.zeros(0, np.int64) if held_out is None else np.unique(np.asarray(held_out, np.int64))
+    folder = (cache or cache_root()) / "vocabularies" / _key(
+        "vocabulary", source.fingerprint(), max_documents, hashlib.sha256(skip.tobytes()).hexdigest(),
+        vocab_size, min_frequency, lowercase, SPLITTER_VERSION)
+    if (folder / "tokenizer.json").exists():
+        try:
+            return WordPieceTokenizer.from_file(folder)
+        except (OSError, ValueError):
+            shutil.rmtree(folder, ignore_errors=True)
+    skipped = set(skip.tolist())
+
+    def sentences() -> Iterator[str]:
+        for chunk_start, chunk in _numbered(_chunks(source.texts(max_documents), on_progress, source.total_bytes)):
+            for index, text in enumerate(chunk, start=chunk_start):
+                if index not in skipped:
+                    yield from (split_sentences(text) if isinstance(text, str) else text)
+
+    tokenizer = WordPieceTokenizer.train(sentences(), vocab_size=vocab_size, min_frequency=min_frequency,
+                                         lowercase=lowercase)
+    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tokenizer.save(partial)
+    try:
+        partial.rename(folder)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+    return tokenizer
+
+
+def _numbered(chunks: Iterable[list[DocumentText]]) -> Iterator[tuple[int, list[DocumentText]]]:
+    start = 0
+    for chunk in chunks:
+        yield start, chunk
+        start += len(chunk)

@@ -1,0 +1,119 @@
+"""A pretraining job's corpus: its source, its vocabulary and its tokens, each made once and cached.
+
+``pretraining_data(spec, ...)`` is the one path of new and resumed pretraining runs: the spec's
+``CorpusSource`` (given documents or text, a Hugging Face dataset, or a built-in corpus, file,
+folder or glob), the held-out split of its document ids (seeded by the run, as ``train_eval_split``
+always split the documents), a WordPiece vocabulary trained on the training documents when the job
+brings none, and the ``TokenStore`` of the whole corpus from the token cache
+(``engine.data.corpus_cache``), shared by the training and held-out ``PretrainingDataset``s. Under
+torchrun rank 0 builds what the cache lacks while the other ranks wait, then every rank opens it.
+"""
+from __future__ import annotations
+
+import random
+from typing import Any, Callable, TypeVar
+
+import numpy as np
+
+from engine.data.corpus_cache import Progress, count_documents, prepared_store, trained_vocabulary
+from engine.data.corpus_sources import CorpusSource, dataset_source, documents_source, resolve_corpus
+from engine.data.pretraining import PretrainingDataset
+from engine.data.token_store import TokenStore
+from engine.text.corpus import parse_documents, train_eval_split
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.jobs.spec import JobSpec
+from engine.training.loop import distributed as dist
+from engine.training.loop.config import TrainingConfig
+
+T = TypeVar("T")
+EXACT_SPLIT_UP_TO = 1_000_000     # documents split by random.shuffle (as earlier versions); numpy past that
+
+
+def job_source(spec: JobSpec) -> CorpusSource:
+    """Where the job's text comes from: given documents, given text, a dataset, else ``spec.corpus``."""
+    if spec.documents is not None:
+        documents = [[s for s in doc if isinstance(s, str) and s.strip()] for doc in spec.documents]
+        return documents_source([doc for doc in documents if doc], spec.corpus_label or "the uploaded documents")
+    if spec.corpus_text is not None:
+        label = spec.corpus_label or "the text"
+        return documents_source(parse_documents(spec.corpus_text, spec.corpus_format, label), label)
+    if spec.dataset is not None:
+        return dataset_source(spec.dataset, spec.dataset_config, spec.dataset_split, spec.text_column)
+    return resolve_corpus(spec.corpus)
+
+
+def split_ids(count: int, eval_fraction: float, seed: int, nsp: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(training ids, held-out ids) of ``count`` documents: ``train_eval_split`` of the ids seeded by the
+    run (the same documents earlier versions held out); with NSP the held-out set needs two documents, so
+    one is moved over when possible, and a corpus too small for that is trained on whole."""
+    if count <= EXACT_SPLIT_UP_TO:
+        train, held_out = (np.asarray(part, dtype=np.int64) for part in
+                           train_eval_split(list(range(count)), eval_fraction, random.Random(seed)))
+    else:
+        order = np.random.default_rng(seed).permutation(count)                       # (D,)
+        n_eval = min(max(1, round(count * eval_fraction)), count - 2) if eval_fraction > 0 else 0
+        train, held_out = order[n_eval:], order[:n_eval]
+    if nsp and len(held_out) == 1:
+        if len(train) >= 4:
+            train, held_out = train[1:], np.concatenate([held_out, train[:1]])
+        else:
+            train, held_out = np.concatenate([train, held_out]), held_out[:0]
+    return train, held_out
+
+
+def main_first(make: Callable[[], T]) -> T:
+    """``make()`` on rank 0 first (it fills the cache), then on the other ranks (they read it); one process: ``make()``."""
+    if not dist.is_distributed():
+        return make()
+    failure: Any = None
+    if dist.is_main_process():
+        try:
+            result = make()
+        except Exception as exc:  # handed to the other ranks so that every process stops alike
+            failure = exc
+    failure = dist.broadcast_object(failure)
+    if failure is not None:
+        raise failure
+    return result if dist.is_main_process() else make()
+
+
+def corpus_vocabulary(spec: JobSpec, source: CorpusSource, config: TrainingConfig, say: Callable[[str], Any],
+                      on_progress: Progress | None) -> WordPieceTokenizer:
+    """A WordPiece vocabulary of ``spec.vocab_size`` trained on the training documents only (cached)."""
+    say("counting the corpus's documents")
+    count = main_first(lambda: count_documents(source, spec.max_documents, on_progress=on_progress))
+    _, held_out = split_ids(count, spec.held_out_fraction, config.seed, config.nsp)
+    say(f"training a WordPiece vocabulary of {spec.vocab_size:,} tokens on {count - len(held_out):,} documents")
+    return main_first(lambda: trained_vocabulary(source, spec.vocab_size, spec.min_frequency, spec.lowercase,
+                                                 spec.max_documents, held_out, on_progress=on_progress))
+
+
+def corpus_tokens(spec: JobSpec, source: CorpusSource, tokenizer: WordPieceTokenizer, config: TrainingConfig,
+                  on_progress: Progress | None) -> TokenStore:
+    """The corpus's ``TokenStore`` (sentences cut to fit one segment of ``config.max_seq_length``)."""
+    pieces = config.max_seq_length - (3 if config.nsp else 2)
+    return main_first(lambda: prepared_store(source, tokenizer, pieces, spec.max_documents, on_progress=on_progress))
+
+
+def pretraining_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer, store: TokenStore,
+                     ) -> tuple[PretrainingDataset, PretrainingDataset | None]:
+    """The training and held-out datasets over ``store`` (ValueError when the text cannot make them)."""
+    check_store(store, config.nsp)
+    train, held_out = split_ids(store.num_documents, spec.held_out_fraction, config.seed, config.nsp)
+
+    def make(pool: np.ndarray, seed: int) -> PretrainingDataset:
+        return PretrainingDataset(store, tokenizer, config.max_seq_length, config.batch_size, config.mlm_probability,
+                                  spec.short_seq_prob, config.nsp, config.whole_word_masking, seed, pool=pool)
+    evaluation = make(held_out, config.seed + 1) if len(held_out) else None
+    return make(train, config.seed), evaluation
+
+
+def check_store(store: TokenStore, nsp: bool) -> None:
+    """ValueError, saying what to add, when the corpus has no text, or one document with NSP on."""
+    with_text = int((store.document_token_counts() > 0).sum())
+    if with_text == 0:
+        raise ValueError("the corpus is empty: it has no documents with text")
+    if nsp and with_text < 2:
+        raise ValueError("next-sentence prediction needs at least two documents (its NotNext segments come "
+                         "from another document), but the text is one document; separate documents with a "
+                         "blank line (or give one JSON line each), or turn NSP off")
