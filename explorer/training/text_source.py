@@ -1,4 +1,4 @@
-"""The Training tab's text and vocabulary: a built-in corpus, pasted text or an uploaded file, checked here
+"""The Training tab's text and vocabulary: a built-in or server corpus, pasted text or an uploaded file, checked here
 (format, size, enough documents for next-sentence prediction) before a run starts.
 
 The text a person gives goes to the engine as ``JobSpec.corpus_text``; the run keeps its own copy
@@ -14,6 +14,7 @@ import gradio as gr
 from engine.checkpoints.hf_format import ASSETS
 from engine.text.corpus import parse_documents, read_text, text_format
 from engine.training.jobs.data import check_text
+from explorer.training.server_corpora import PREFIX, server_corpora, server_corpus_path
 
 SOURCES = [("Built-in corpus", "builtin"), ("Paste text", "text"), ("Upload a file", "file")]
 CORPORA = ["shakespeare"]
@@ -35,12 +36,20 @@ with two sentences or more. The run keeps a copy of the text, so it can be conti
 """
 
 
+def corpus_choices() -> list[str]:
+    """The built-in corpora and the corpora on the server (``server:<name>``; ``server_corpora``)."""
+    return CORPORA + list(server_corpora())
+
+
 def text_fields(source: str, corpus: str, text: str | None, text_file: Any) -> dict[str, Any]:
-    """The ``JobSpec`` fields of the chosen text: ``corpus`` for a built-in corpus, else ``corpus_text``,
-    ``corpus_format`` and ``corpus_label``. ValueError says what is wrong and what to do."""
+    """The ``JobSpec`` fields of the chosen text: ``corpus`` for a built-in or server corpus (its path stays
+    on the server), else ``corpus_text``, ``corpus_format`` and ``corpus_label``. ValueError says what is wrong
+    and what to do."""
     if source == "builtin":
+        if isinstance(corpus, str) and corpus.startswith(PREFIX):
+            return {"corpus": str(server_corpus_path(corpus)), "corpus_label": corpus}
         if corpus not in CORPORA:
-            raise ValueError(f"unknown corpus {corpus!r}; choose one of: {', '.join(CORPORA)}")
+            raise ValueError(f"unknown corpus {corpus!r}; choose one of: {', '.join(corpus_choices())}")
         return {"corpus": corpus}
     if source == "text":
         if not isinstance(text, str) or not text.strip():
@@ -97,7 +106,9 @@ def build_text_source() -> dict[str, gr.components.Component]:
     """The source choice and its inputs (only the chosen one visible), and the vocabulary choice."""
     with gr.Group():
         source = gr.Radio(SOURCES, value="builtin", label="Text to train on")
-        corpus = gr.Dropdown(CORPORA, value="shakespeare", label="Built-in corpus")
+        corpus = gr.Dropdown(corpus_choices(), value="shakespeare", label="Corpus (built in, or on the server)",
+                             info="Server corpora (server:…) are the files and folders in EXPLORER_CORPUS_DIRS, "
+                                  "of any size: tokenised once, then read from the cache.")
         text = gr.Textbox("", label="Your text (documents separated by a blank line)", lines=8, max_lines=20,
                           visible=False, placeholder="First document. Its second sentence.\n\n"
                                                      "Second document. And so on.")

@@ -10,6 +10,7 @@ torchrun rank 0 builds what the cache lacks while the other ranks wait, then eve
 """
 from __future__ import annotations
 
+import dataclasses
 import random
 from typing import Any, Callable, TypeVar
 
@@ -39,7 +40,9 @@ def job_source(spec: JobSpec) -> CorpusSource:
         return documents_source(parse_documents(spec.corpus_text, spec.corpus_format, label), label)
     if spec.dataset is not None:
         return dataset_source(spec.dataset, spec.dataset_config, spec.dataset_split, spec.text_column)
-    return resolve_corpus(spec.corpus)
+    source = resolve_corpus(spec.corpus)
+    # a label (the app's server:<name>) names the files in messages instead of their server path
+    return dataclasses.replace(source, name=spec.corpus_label) if spec.corpus_label and source.kind == "files" else source
 
 
 def split_ids(count: int, eval_fraction: float, seed: int, nsp: bool) -> tuple[np.ndarray, np.ndarray]:

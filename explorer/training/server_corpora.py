@@ -1,0 +1,54 @@
+"""Corpora kept on the server: the files and folders in the allowed corpus folders, offered by the Training
+tab beside the built-in corpus, named to clients by a short key, never by their server path.
+
+``EXPLORER_CORPUS_DIRS`` (``os.pathsep``-separated, default ``corpora``) names the folders. Each file
+(``.txt``, ``.md``, ``.jsonl``, ``.parquet``, ``.arrow``) or folder directly inside one is a corpus with
+the key ``server:<name>`` (the first root wins a name). A corpus of any size trains, as on the command line:
+it is tokenised once into the token cache (``engine.data.corpus_cache``) and read memory-mapped after. A
+symlink that leads outside the allowed folders is not offered. No Gradio here.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.data.corpus_sources import FILE_SUFFIXES
+
+CORPUS_DIRS_ENV = "EXPLORER_CORPUS_DIRS"
+DEFAULT_CORPUS_DIRS = ("corpora",)
+PREFIX = "server:"
+
+
+def corpus_roots() -> tuple[Path, ...]:
+    """The allowed corpus folders (resolved): ``$EXPLORER_CORPUS_DIRS`` or ``corpora``."""
+    raw = os.environ.get(CORPUS_DIRS_ENV)
+    names = [p for p in raw.split(os.pathsep) if p.strip()] if raw else list(DEFAULT_CORPUS_DIRS)
+    return tuple(Path(p).expanduser().resolve() for p in names)
+
+
+def server_corpora(roots: tuple[Path, ...] | None = None) -> dict[str, Path]:
+    """``server:<name>`` -> the corpus's path, for every file or folder in the allowed folders."""
+    found: dict[str, Path] = {}
+    for root in corpus_roots() if roots is None else roots:
+        try:
+            entries = sorted(root.iterdir())
+        except OSError:                       # a folder that is missing or cannot be read offers nothing
+            continue
+        for entry in entries:
+            try:
+                target = entry.resolve()
+                usable = target.is_dir() or (target.is_file() and target.suffix.lower() in FILE_SUFFIXES)
+            except (OSError, ValueError):
+                continue
+            if usable and root in (target, *target.parents) and not entry.name.startswith("."):
+                found.setdefault(PREFIX + entry.name, target)
+    return found
+
+
+def server_corpus_path(key: str, roots: tuple[Path, ...] | None = None) -> Path:
+    """The path of the server corpus ``key`` names; ValueError when it is not one of them (now)."""
+    corpora = server_corpora(roots)
+    if key not in corpora:
+        offered = ", ".join(corpora) or f"none (put files or folders in {CORPUS_DIRS_ENV})"
+        raise ValueError(f"There is no server corpus {key!r}; the server offers: {offered}.")
+    return corpora[key]
