@@ -200,13 +200,13 @@ def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int
             shutil.rmtree(folder, ignore_errors=True)
     skipped = set(skip.tolist())
 
-    def sentences() -> Iterator[str]:
+    def texts() -> Iterator[str]:       # whole documents: the trainer splits words itself, sentences do not matter
         for chunk_start, chunk in _numbered(_chunks(source.texts(max_documents), on_progress, source.total_bytes)):
             for index, text in enumerate(chunk, start=chunk_start):
                 if index not in skipped:
-                    yield from (split_sentences(text) if isinstance(text, str) else text)
+                    yield text if isinstance(text, str) else " ".join(text)
 
-    tokenizer = WordPieceTokenizer.train(sentences(), vocab_size=vocab_size, min_frequency=min_frequency,
+    tokenizer = WordPieceTokenizer.train(texts(), vocab_size=vocab_size, min_frequency=min_frequency,
                                          lowercase=lowercase)
     partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     tokenizer.save(partial)
