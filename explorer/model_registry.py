@@ -277,7 +277,7 @@ class ModelRegistry:
             return text
         if text.startswith(("http://", "https://")) or "://" in text:
             raise ValueError("Give a hub model as 'owner/name', not a URL.")
-        if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1 or _is_dir(Path(text).expanduser()):
+        if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1 or self._allowed_folder(text):
             return f"local:{text}"
         if hub.is_hub_id(text):
             return f"hub:{text}"
@@ -373,6 +373,15 @@ class ModelRegistry:
                 return path
         raise UnknownModelError(f"Checkpoint {rest} does not exist (or no longer: runs keep only their newest "
                                 "checkpoints); pick another one.")
+
+    def _allowed_folder(self, text: str) -> bool:
+        """Whether ``owner/name``-like ``text`` is a folder inside the allowed folders. A folder elsewhere reads as
+        a hub id, so the answer never tells whether a path outside them exists."""
+        try:
+            path = Path(text).expanduser().resolve()
+        except (OSError, ValueError, RuntimeError):
+            return False
+        return any(path == root or root in path.parents for root in self._local_roots()) and _is_dir(path)
 
     def _local_roots(self) -> tuple[Path, ...]:
         """The folders local models may be loaded from: the allowed ones and the runs folder."""

@@ -99,6 +99,18 @@ def test_hub_ids_resolve_and_fail_clearly_offline(monkeypatch, no_internet) -> N
         registry.get("google/bert_uncased_L-2_H-128_A-2")
 
 
+def test_an_owner_name_folder_outside_the_allowed_ones_reads_as_a_hub_id(tmp_path, monkeypatch, tiny_tokenizer) -> None:
+    """No oracle: whether ``owner/name`` exists as a folder under the working directory (outside the allowed
+    folders) does not change the answer; inside them it is the local model."""
+    monkeypatch.chdir(tmp_path)
+    save(tiny_model(3), tiny_tokenizer, tmp_path / "models" / "mine")
+    (tmp_path / "secret" / "folder").mkdir(parents=True)
+    registry = ModelRegistry(allowed_dirs=(tmp_path / "models",), default_dir=None)
+    assert registry.resolve("secret/folder") == "hub:secret/folder"
+    assert registry.resolve("secret/absent") == "hub:secret/absent"
+    assert registry.resolve("models/mine") == "local:models/mine"
+
+
 def test_live_needs_a_run() -> None:
     with pytest.raises(ValueError, match="no training run"):
         ModelRegistry(default_dir=None).get("live")
