@@ -42,7 +42,12 @@ def allowed_local(text: str, roots: tuple[Path, ...]) -> Path:
         raise ValueError(f"Local models must be inside the allowed model folders: {shown}.")
     if not is_dir(path):
         raise FileNotFoundError(f"There is no model folder at {text}.")
-    for item in path.iterdir():                      # a file symlinked out of the allowed folders
+    try:
+        items = list(path.iterdir())
+    except OSError as exc:                           # unreadable: say so, naming the folder by its key only
+        reason = (exc.strerror or type(exc).__name__).lower()
+        raise ValueError(f"The model folder {short_key(path, roots)} cannot be read ({reason}).") from None
+    for item in items:                               # a file symlinked out of the allowed folders
         if item.is_symlink() and _inside(item.resolve(), roots) is None:
             raise ValueError(f"{item.name} in {text} links outside the allowed model folders; "
                              "refusing to read it.")

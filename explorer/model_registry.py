@@ -349,6 +349,10 @@ class ModelRegistry:
             return load_directory(self.folder(key), self.device, source=source, max_parameters=self.max_parameters)
         except ModelTooLargeError as exc:
             raise ModelTooLargeError(f"{exc} (the limit is EXPLORER_MAX_MODEL_PARAMS)") from None
+        except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:   # unreadable: say so, no server path
+            what = exc.strerror.lower() if exc.strerror else type(exc).__name__
+            raise ValueError(f"The model {self.canonical(key)} cannot be read ({what}"
+                             + (f": {Path(exc.filename).name}" if exc.filename else "") + ").") from None
 
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""

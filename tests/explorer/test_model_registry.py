@@ -111,6 +111,26 @@ def test_an_owner_name_folder_outside_the_allowed_ones_reads_as_a_hub_id(tmp_pat
     assert registry.resolve("models/mine") == "local:models/mine"
 
 
+@pytest.mark.parametrize("denied", ["iterdir", "open"])
+def test_an_unreadable_model_folder_is_refused_naming_only_its_key(tmp_path, monkeypatch, tiny_tokenizer,
+                                                                   denied) -> None:
+    """A folder or file the server may not read (root ignores chmod, so the refusal is simulated where the
+    file system gives it: listing the folder, opening a file) is a clear message with no server path."""
+    save(tiny_model(3), tiny_tokenizer, tmp_path / "models" / "mine")
+    registry = ModelRegistry(allowed_dirs=(tmp_path / "models",), default_dir=None)
+    real = getattr(Path, denied)
+
+    def refuse(self, *args, **kwargs):
+        if "mine" in str(self):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, denied, refuse)
+    with pytest.raises(ValueError, match=r"local:models/mine cannot be read \(permission denied") as info:
+        registry.get(f"local:{tmp_path}/models/mine")
+    assert str(tmp_path) not in str(info.value)
+
+
 def test_live_needs_a_run() -> None:
     with pytest.raises(ValueError, match="no training run"):
         ModelRegistry(default_dir=None).get("live")
