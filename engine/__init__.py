@@ -18,7 +18,8 @@ _EXPORTS = {
     "BertModel": "model.encoder", "BertWithHeads": "model.heads", "HEADS": "model.head_specs",
     "EncoderOutput": "model.outputs", "HeadsOutput": "model.outputs", "WordPieceTokenizer": "text.tokenizer",
     "LoadedModel": "checkpoints.hf_format", "load": "checkpoints.hf_format", "save": "checkpoints.hf_format",
-    "Trainer": "training.trainer", "TrainingConfig": "training.config", "TrainingDiverged": "training.trainer",
+    "Trainer": "training.loop.trainer", "TrainingConfig": "training.loop.config",
+    "TrainingDiverged": "training.loop.trainer",
 }
 __all__ = sorted(_EXPORTS)
 

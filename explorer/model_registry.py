@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
-from engine.checkpoints.model_fit import ModelTooLargeError
+from engine.checkpoints.model_fit import ModelTooLargeError, config_check
 from engine.model.config import BertConfig
 from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first, is_complete
 from engine.checks import is_finite_number
@@ -357,7 +357,8 @@ class ModelRegistry:
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""
         try:
-            return hub.download(repo_id, max_bytes=self.max_download_bytes)
+            return hub.download(repo_id, max_bytes=self.max_download_bytes,
+                                check_config=config_check(self.max_parameters, f"hub:{repo_id}"))
         except hub.DownloadTooLargeError as exc:
             raise hub.DownloadTooLargeError(f"{exc} (the limit is EXPLORER_MAX_HUB_MB)") from None
 

@@ -21,7 +21,7 @@ from safetensors.torch import save_file
 
 from engine.checkpoints import hub
 from engine.checkpoints.model_fit import (
-    DEFAULT_MAX_PARAMETERS, build_on_meta, check_config_size, check_fits, materialise,
+    DEFAULT_MAX_PARAMETERS, build_on_meta, check_config_size, check_fits, config_check, materialise,
 )
 from engine.checkpoints.weight_files import read_weights
 from engine.model.config import BertConfig
@@ -109,8 +109,9 @@ def load(source: str | Path, device: str | torch.device = "cpu",
     if text.startswith(("/", "./", "../", "~")) or os.sep in text.replace("/", "") or text.count("/") > 1:
         raise FileNotFoundError(f"no model directory at {text}")
     if hub.is_hub_id(text):
-        return load_directory(hub.download(text, max_bytes=max_download_bytes), device, source=f"hub:{text}",
-                              max_parameters=max_parameters)
+        return load_directory(hub.download(text, max_bytes=max_download_bytes,
+                                           check_config=config_check(max_parameters, f"hub:{text}")),
+                              device, source=f"hub:{text}", max_parameters=max_parameters)
     raise FileNotFoundError(f"{text!r} is neither a local model directory nor a hub id ('owner/name')")
 
 

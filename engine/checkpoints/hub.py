@@ -5,6 +5,7 @@ import fnmatch
 import os
 import re
 from pathlib import Path
+from typing import Callable
 
 # "owner/name" only; no paths, no URLs. The hub still redirects legacy single names
 # (bert-base-uncased), but a bare word is more often a mistyped folder than a model.
@@ -54,13 +55,15 @@ def check_download_size(repo_id: str, files: list[tuple[str, int | None]], max_b
 
 
 def download(repo_id: str, revision: str | None = None, timeout: float = 10.0,
-             max_bytes: int = DEFAULT_MAX_BYTES) -> Path:
+             max_bytes: int = DEFAULT_MAX_BYTES, check_config: Callable[[Path], None] | None = None) -> Path:
     """Download (or find in the cache) a model's config, weights and tokenizer files.
 
     Prefers safetensors; falls back to ``pytorch_model.bin`` only when the repo has no
     safetensors (it is then read with ``weights_only=True``). Raises ``ValueError`` for a
     malformed id, ``HubUnavailableError`` offline, ``FileNotFoundError`` for a missing repo,
-    ``DownloadTooLargeError`` when the files to fetch exceed ``max_bytes``.
+    ``DownloadTooLargeError`` when the files to fetch exceed ``max_bytes``. ``check_config(path)`` sees
+    ``config.json`` alone, fetched first, and may refuse the model (e.g. too many parameters) before any
+    weights are downloaded.
     """
     if not is_hub_id(repo_id):
         raise ValueError(f"{repo_id!r} is not a hub model id; expected the form 'owner/name'")
@@ -84,6 +87,9 @@ def download(repo_id: str, revision: str | None = None, timeout: float = 10.0,
             except (httpx2.TransportError, errors.HfHubHTTPError, errors.OfflineModeIsEnabled) as exc:
                 unreachable = exc
         local_only = offline or unreachable is not None
+        if check_config is not None:
+            check_config(Path(huggingface_hub.hf_hub_download(repo_id, "config.json", revision=revision,
+                                                              etag_timeout=timeout, local_files_only=local_only)))
         path = Path(huggingface_hub.snapshot_download(
             repo_id, revision=revision, allow_patterns=HUB_FILES, etag_timeout=timeout,
             local_files_only=local_only))

@@ -13,6 +13,7 @@ initialisation of a model that is overwritten anyway.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import torch
 from torch import nn
@@ -49,6 +50,11 @@ def check_config_size(config: BertConfig, max_parameters: int, where: str) -> No
     if lower > max_parameters:
         raise ModelTooLargeError(f"{where}: config.json describes a BERT of at least {count_text(lower)} parameters, "
                                  f"over the limit of {count_text(max_parameters)}")
+
+
+def config_check(max_parameters: int, where: str) -> Callable[[Path], None]:
+    """A check of a ``config.json`` file alone (``hub.download`` runs it before fetching any weights)."""
+    return lambda path: check_config_size(BertConfig.load(path), max_parameters, where)
 
 
 def build_on_meta(config: BertConfig, heads: tuple[str, ...], add_pooling_layer: bool) -> BertWithHeads:

@@ -24,6 +24,7 @@ from huggingface_hub import constants
 import engine
 import engine.checkpoints.hf_format as checkpoints
 from engine.checkpoints import hub
+from engine.checkpoints.model_fit import ModelTooLargeError
 from engine.model.heads import BertWithHeads
 from support.reference import batch, hf_copy, max_diff, randomize_
 
@@ -356,5 +357,28 @@ def test_a_repo_over_the_cap_is_refused_before_any_download(online, monkeypatch)
         with pytest.raises(hub.DownloadTooLargeError, match="4,000 MB"):
             engine.load("someone/huge-bert", max_download_bytes=100_000_000)
         assert fake.connections >= 1
+    finally:
+        fake.close()
+
+
+def test_a_config_over_the_parameter_cap_is_refused_before_any_weights(online, monkeypatch, tmp_path):
+    """The hub's config.json is fetched alone and checked first: a BERT claiming 2048 x 48 layers is refused
+    without downloading a byte of weights (snapshot_download is never called)."""
+    fake = FakeHub("answer", _json_http({
+        "id": "someone/claims-huge", "sha": COMMIT, "private": False,
+        "siblings": [{"rfilename": "config.json", "size": 600}, {"rfilename": "model.safetensors", "size": 1000}],
+    }))
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "bert", "hidden_size": 2048, "num_hidden_layers": 48,
+                                  "num_attention_heads": 16, "intermediate_size": 8192}), encoding="utf-8")
+    fetched: list[str] = []
+    monkeypatch.setattr(constants, "ENDPOINT", fake.endpoint)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download",
+                        lambda repo_id, filename, **kwargs: fetched.append(filename) or str(config))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", _no_hub_call)
+    try:
+        with pytest.raises(ModelTooLargeError, match="hub:someone/claims-huge: config.json describes"):
+            engine.load("someone/claims-huge", max_parameters=100_000_000)
+        assert fetched == ["config.json"]
     finally:
         fake.close()

@@ -189,7 +189,8 @@ def test_the_registry_passes_its_cap_to_the_hub_and_names_the_setting(monkeypatc
 
     asked: list[int] = []
 
-    def download(repo_id: str, revision=None, timeout: float = 10.0, max_bytes: int = hub.DEFAULT_MAX_BYTES):
+    def download(repo_id: str, revision=None, timeout: float = 10.0, max_bytes: int = hub.DEFAULT_MAX_BYTES,
+                 check_config=None):
         asked.append(max_bytes)
         hub.check_download_size(repo_id, [("model.safetensors", 400_000_000)], max_bytes)
         raise AssertionError("a capped download must not get here")
