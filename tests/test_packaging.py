@@ -57,3 +57,10 @@ def test_the_wheel_carries_the_assets_the_app_reads() -> None:
     assert {f for f in files if not f.startswith("screenshots/")} <= shipped
     assert not any(f.startswith("screenshots/") for f in shipped)
     assert {"default-model/model.safetensors", "tokenizer/vocab.txt", "style.css"} <= shipped
+
+
+def test_every_name_the_engine_package_exports_imports():
+    """``engine.Trainer`` and the other lazy exports resolve (a moved module would break them silently)."""
+    import engine
+
+    assert all(getattr(engine, name) is not None for name in engine.__all__)
