@@ -23,7 +23,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")   # no analytics even whe
 import gradio as gr  # noqa: E402
 from gradio import utils as gr_utils  # noqa: E402
 
-from explorer import CSS, THEME, build_app, warmup  # noqa: E402
+from explorer import CSS, THEME, build_app, heavy_limits, warmup  # noqa: E402
 from explorer.access import env_flag  # noqa: E402
 from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
@@ -88,11 +88,15 @@ def launch_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def create_app(services: Services | None = None, environ: Mapping[str, str] | None = None) -> gr.Blocks:
     """Build the app with its queue configured (no launch); default services when none given.
-    On a ZeroGPU Space the model-running handlers are ``spaces.GPU`` functions from their definition
-    (``explorer.gpu.on_gpu``)."""
+    Heavy requests wait at the app's heavy gate, not in Gradio's queue (``explorer/heavy_limits.py``: its limits
+    from ``environ``). On a ZeroGPU Space the model-running handlers are ``spaces.GPU`` functions from their
+    definition (``explorer.gpu.on_gpu``)."""
     demo = build_app(services)
     concurrency, max_size = queue_settings(environ)
-    demo.queue(default_concurrency_limit=concurrency, max_size=max_size)
+    # api_open=False: a queued event is served through the queue only (Gradio opens /run/<name> to skip it,
+    # with its limits, everywhere but on a Space); events declared queue=False still answer there.
+    demo.queue(default_concurrency_limit=concurrency, max_size=max_size, api_open=False)
+    heavy_limits.install(demo, heavy_limits.HeavyLimits.from_env(environ))
     return demo
 
 

@@ -25,8 +25,8 @@ from engine import cancellation
 CANCELLED_MESSAGE = "The request was cancelled before it finished."
 
 
-def _event_alive() -> Callable[[], bool]:
-    """Whether the queue event now being served is still wanted (False once its client disconnected).
+def event_alive() -> Callable[[], bool]:
+    """A check of whether the queue event now being served is still wanted (False once its client disconnected).
     Reads Gradio's queue (``Event.alive``, set False by ``Queue.clean_events``); always True when the handler
     is called outside a queued event (a direct call, a test)."""
     from gradio.context import LocalContext
@@ -60,7 +60,7 @@ def stop_on_cancel(fn: Callable[..., Any], inner: Callable[[Callable[..., Any]],
 
     @functools.wraps(fn)
     async def served(*args: Any, **kwargs: Any) -> Any:
-        stop, alive = threading.Event(), _event_alive()
+        stop, alive = threading.Event(), event_alive()
 
         def run() -> Any:
             with cancellation.stoppable(lambda: stop.is_set() or not alive()):

@@ -9,9 +9,11 @@ Each applies, in one place, what every event handler needs:
 * ``clear_on_failure`` (``clear=True``, the default: a failed call empties its outputs; a list empties those
   outputs only; ``False`` keeps them, for a poll or an event whose outputs are its own inputs),
 * ``heavy=True`` for slow work (attribution, the neighbours index, comparisons, over-training views, head
-  ablation): its own queue group (``concurrency_id="heavy"``, ``EXPLORER_HEAVY_CONCURRENCY`` at once, all heavy
-  endpoints together), so light endpoints keep answering, and a handler that stops between engine steps
-  once its request is cancelled or its client is gone (``explorer/cancellable.py``),
+  ablation): a handler that takes its turn at the app's heavy gate (``explorer/heavy_limits.py``:
+  ``EXPLORER_HEAVY_CONCURRENCY`` at once, all heavy endpoints together, a bounded line, a per-client limit),
+  outside Gradio's queue (its own group, ``concurrency_id="heavy"``, with no Gradio limit), so light endpoints
+  keep answering however many heavy requests come; and that stops between engine steps once its request is
+  cancelled or its client is gone (``explorer/cancellable.py``),
 
 and names the handler after its endpoint (the name Gradio's config and its MCP tools show), so no tab writes
 ``fn.__name__ = ...``. The handler's parameters (names and defaults) and docstring are the endpoint's API:
@@ -35,7 +37,7 @@ import gradio as gr
 
 from explorer import gpu as gpu_module
 from explorer.cancellable import stop_on_cancel
-from explorer.model_settings import heavy_concurrency
+from explorer.heavy_limits import gated
 from explorer.ui_errors import friendly_errors
 
 HANDLER_MARK = "__explorer_handler__"      # set on what :func:`handler` returns
@@ -46,10 +48,10 @@ HEAVY = "heavy"                            # the heavy endpoints' concurrency gr
 def handler(fn: Callable[..., Any], api_name: str, *, gpu: bool = True,
             duration: int | None = None, heavy: bool = False) -> Callable[..., Any]:
     """``fn`` ready to serve ``api_name``: on the GPU when ``gpu`` (at most ``duration`` seconds on ZeroGPU,
-    when given), its errors translated for a person, named ``api_name``; ``heavy``: stopped between engine
-    steps once its request is cancelled, and queued with the heavy endpoints. Apply once per function."""
+    when given), its errors translated for a person, named ``api_name``; ``heavy``: run in its turn at the heavy
+    gate, and stopped between engine steps once its request is cancelled. Apply once per function."""
     inner = gpu_module.on_gpu(fn, duration=duration) if gpu else fn
-    wrapped = stop_on_cancel(inner, friendly_errors) if heavy else friendly_errors(inner)
+    wrapped = gated(stop_on_cancel(inner, friendly_errors)) if heavy else friendly_errors(inner)
     wrapped.__name__ = api_name            # the wrapper's own name: the config's and the MCP tool's name
     setattr(wrapped, HANDLER_MARK, True)
     setattr(wrapped, HEAVY_MARK, heavy)
@@ -62,10 +64,10 @@ def is_handler(fn: Callable[..., Any]) -> bool:
 
 
 def queue_options(served: Callable[..., Any]) -> dict[str, Any]:
-    """The listener's queue arguments for ``served``: the heavy group and its limit for heavy work, else none
-    (the app's default concurrency per event)."""
+    """The listener's queue arguments for ``served``: for heavy work the heavy group with no Gradio limit (its
+    handler waits at the heavy gate, not in Gradio's queue), else none (the app's default concurrency per event)."""
     if getattr(served, HEAVY_MARK, False):
-        return {"concurrency_id": HEAVY, "concurrency_limit": heavy_concurrency()}
+        return {"concurrency_id": HEAVY, "concurrency_limit": None}
     return {}
 
 

@@ -8,10 +8,9 @@ Every model has a *key*, a short string the UI puts in its picker and API caller
 - ``local:<path>``: an HF-format directory inside one of the allowed model folders;
 - ``hub:<owner/name>``: a hub model (only when the hub is reachable).
 
-``ModelRegistry.get(key)`` loads (once; a few stay cached) and returns a ``LoadedModel``;
-every failure is a ``ValueError``/``FileNotFoundError``/``ConnectionError`` with a message a
-person understands. ``resolve(source)`` turns what a user typed (a path, a hub id, a key)
-into a key. No Gradio here.
+``ModelRegistry.get(key)`` loads (once; a few stay cached) and returns a ``LoadedModel``; every failure is a
+``ValueError``/``FileNotFoundError``/``ConnectionError`` a person understands. ``resolve(source)`` turns
+what a user typed (a path, a hub id, a key) into a key. No Gradio here.
 """
 from __future__ import annotations
 
@@ -350,9 +349,8 @@ class ModelRegistry:
         except ModelTooLargeError as exc:
             raise ModelTooLargeError(f"{exc} (the limit is EXPLORER_MAX_MODEL_PARAMS)") from None
         except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:   # unreadable: say so, no server path
-            what = exc.strerror.lower() if exc.strerror else type(exc).__name__
-            raise ValueError(f"The model {self.canonical(key)} cannot be read ({what}"
-                             + (f": {Path(exc.filename).name}" if exc.filename else "") + ").") from None
+            what = (exc.strerror or type(exc).__name__).lower() + (f": {Path(exc.filename).name}" if exc.filename else "")
+            raise ValueError(f"The model {self.canonical(key)} cannot be read ({what}).") from None
 
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""
@@ -380,8 +378,7 @@ class ModelRegistry:
                                 "checkpoints); pick another one.")
 
     def _allowed_folder(self, text: str) -> bool:
-        """Whether ``owner/name``-like ``text`` is a folder inside the allowed folders. A folder elsewhere reads as
-        a hub id, so the answer never tells whether a path outside them exists."""
+        """Whether ``text`` is a folder inside the allowed folders (one elsewhere reads as a hub id: no oracle)."""
         try:
             path = Path(text).expanduser().resolve()
         except (OSError, ValueError, RuntimeError):

@@ -11,7 +11,7 @@ import threading
 import gradio as gr
 import pytest
 
-from explorer import gpu
+from explorer import gpu, heavy_limits
 from engine import cancellation
 from explorer.cancellable import CANCELLED_MESSAGE
 from explorer.endpoints import HEAVY, endpoint, handler, is_handler, wire_run
@@ -92,9 +92,10 @@ def test_heavy_events_share_their_own_queue_group_and_limit(monkeypatch) -> None
         endpoint(light.click, make_double(), [box], [out], api_name="quick")
     named = {fn.api_name: fn for fn in demo.fns.values()}
     for name in ("slow", "slow_submit", "slow_example_run", "slower"):
-        assert (named[name].concurrency_id, named[name].concurrency_limit) == (HEAVY, 3), name
+        assert (named[name].concurrency_id, named[name].concurrency_limit) == (HEAVY, None), name   # at the gate
         assert inspect.iscoroutinefunction(named[name].fn) and named[name].fn.__name__ == name.split("_")[0]
     assert named["quick"].concurrency_id != HEAVY and not inspect.iscoroutinefunction(named["quick"].fn)
+    assert heavy_limits.gate_for(demo).limits.running == 3                  # the heavy gate runs 3 at once
     served = named["slower"].fn
     assert list(inspect.signature(served).parameters) == ["text", "times"] and gpu.is_on_gpu(served)
     assert asyncio.run(served("ab", 3)) == "ababab"
