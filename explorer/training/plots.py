@@ -51,7 +51,8 @@ def _points(records: Sequence[Mapping[str, Any]], kind: str, key: str) -> tuple[
         if r.get("kind") != kind:
             continue
         value, step = r.get(key), r.get("step")
-        if value is None or step is None:
+        # Records read from a run's file (a watched run's) may hold anything: a point needs a number.
+        if step is None or isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
         xs.append(int(step))
         ys.append(float(value))

@@ -18,6 +18,7 @@ from explorer.training.runs import continue_run, run_choices
 from explorer.training.status import status_markdown
 from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
                                            vocabulary_fields)
+from explorer.training.watch_section import build_watch
 from explorer import log_to
 from explorer.access import AccessPolicy
 from explorer.endpoints import endpoint
@@ -280,6 +281,7 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     buttons = run_controls(access)
     again = _continue_section(services, access)
     live = _live_widgets(services)
+    watch = build_watch(services)                         # any run in the runs folder, read only
     timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)                                 # versions this browser was last sent (explorer.training.live)
@@ -287,7 +289,7 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     _wire_controls(services, access, buttons, again, controls, live["status"], timer, seen)
     _wire_live(services, live, again["run_choice"], timer, idle_timer, seen, last_version, buttons.refresh)
     return {"status": live["status"], "timer": timer, "idle_timer": idle_timer, "seen": seen, "controls": controls,
-            "checkpoints": live["checkpoints"], "plots": live["plots"], "download": live["download"]}
+            "checkpoints": live["checkpoints"], "plots": live["plots"], "download": live["download"], "watch": watch}
 
 
 def _wire_controls(services: Services, access: AccessPolicy, buttons: RunControls, again: dict[str, Any],

@@ -7,13 +7,17 @@ probing tabs' "over checkpoints" views read (``checkpoints`` is how many they wo
 
 Listing never raises: a run whose folder, ``run.json`` or checkpoints the server cannot read or parse is
 listed with ``problems`` (each a short sentence) and its label says what is wrong and what to do.
+
+A view that follows runs as other processes write them (the Training tab's *Watch a run*) asks cheaper
+questions first: ``run_names(root)`` (which runs there are, reading nothing inside them) and
+``change_key(run)`` (the times that move when a run's summary may have changed).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.training.jobs.run_folder import RunFolder
+from engine.training.jobs.run_folder import CheckpointScan, RunFolder
 from engine.training.loop.records import Damaged, RunRecord
 
 
@@ -52,13 +56,14 @@ class RunSummary:
         return " · ".join(parts)
 
 
-def summarize(run: RunFolder) -> RunSummary:
-    """``run`` as a ``RunSummary`` (reads its spec and its checkpoints' small state files); never raises."""
+def summarize(run: RunFolder, scan: CheckpointScan | None = None) -> RunSummary:
+    """``run`` as a ``RunSummary`` (reads its spec and its checkpoints' small state files, unless ``scan`` is
+    its ``scan_checkpoints()`` already made); never raises."""
     unreadable = run.problem()
     if unreadable:                        # nothing inside can be read either: one problem, said once
         return RunSummary(run.name, run.root, 0, 0, None, None, None, _mtime(run.root), (unreadable,), True,
                           "fix the folder's permissions or remove it")
-    scan = run.scan_checkpoints()
+    scan = scan if scan is not None else run.scan_checkpoints()
     found = scan.found
     spec = run.spec_record()
     problems = []
@@ -80,6 +85,17 @@ def run_summaries(root: str | Path) -> list[RunSummary]:
     """Every run directly under ``root``, newest first."""
     return sorted((summarize(run) for run in RunFolder.runs_under(root, unreadable=True)),
                   key=lambda s: s.modified, reverse=True)
+
+
+def run_names(root: str | Path) -> tuple[str, ...]:
+    """The names of the runs ``run_summaries(root)`` lists (sorted by name), reading nothing inside them."""
+    return tuple(run.name for run in RunFolder.runs_under(root, unreadable=True))
+
+
+def change_key(run: RunFolder) -> tuple[float, ...]:
+    """What moves when ``run``'s summary may have changed: the modification times of its folder, its checkpoints
+    folder (a checkpoint renamed in, pruned or cleaned up) and its ``run.json`` (0 where they cannot be read)."""
+    return tuple(_mtime(path) for path in (run.root, run.checkpoints_dir, run.spec_path))
 
 
 def find_run(root: str | Path, name: str) -> RunSummary:
