@@ -11,7 +11,9 @@ import errno
 import os
 import re
 import shutil
+import socket
 import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -34,9 +36,17 @@ from engine.text.tokenizer import WordPieceTokenizer
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 DEFAULT_MODEL_DIR = ASSETS / "default-model"
-# Hidden work names next to a target ``name``: ``.name.tmp-PID-xxxx`` (being assembled),
-# ``.name.old-PID`` (the replaced version, during a swap), ``.name.del-PID`` (being deleted).
-_WORK_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|del)-(?P<pid>\d+)(?:-.*)?$")
+# Hidden work names next to a target ``name``: ``.name.tmp-PID-hHOST-xxxx`` (being assembled),
+# ``.name.old-PID-hHOST`` (the replaced version, during a swap), ``.name.del-PID-hHOST`` (being deleted).
+# HOST is a hash of the writer's host name: on a folder shared by several machines (a cluster's runs
+# folder) only the host that wrote a work name judges whether its writer is still alive.
+_WORK_NAME = re.compile(r"^\.(?P<name>.+)\.(?P<kind>tmp|old|del)-(?P<pid>\d+)(?:-h(?P<host>[0-9a-f]{8}))?(?:-.*)?$")
+THIS_HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
+
+
+def work_tag() -> str:
+    """``PID-hHOST``: what a work name says about its writer (``recover_interrupted_writes`` reads it)."""
+    return f"{os.getpid()}-h{THIS_HOST}"
 
 
 class CheckpointWriteError(OSError):
@@ -200,7 +210,7 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
         recover_interrupted_writes(directory.parent, only=directory.name)   # a crashed earlier write of it
-        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-{os.getpid()}-", dir=directory.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-{work_tag()}-", dir=directory.parent))
         staging.chmod(0o755)  # mkdtemp makes it private; a model directory is an ordinary folder
         save_file(exported, str(staging / "model.safetensors"), metadata={"format": "pt"})
         (staging / "model.safetensors").chmod(0o644)   # safetensors creates it owner-only
@@ -236,8 +246,8 @@ def describe_os_error(exc: OSError) -> str:
 def recover_interrupted_writes(folder: str | Path, only: str | None = None) -> list[Path]:
     """Finish or undo what writers that died mid-save (SIGKILL, power loss) left in ``folder``.
 
-    A staging ``.name.tmp-PID-*`` or a half-deleted ``.name.del-PID`` of a dead process is
-    removed; a ``.name.old-PID`` (the previous version, swapped out) is renamed back to
+    A staging ``.name.tmp-PID-*`` or a half-deleted ``.name.del-PID`` of a dead process of this host is
+    removed (another host's are never touched); a ``.name.old-PID`` (the previous version, swapped out) is renamed back to
     ``name`` when nothing took its place, else removed. Work names of live processes (this
     one included) are left alone, so a listing never races a writer. ``only`` limits it to
     one target name. Returns the paths removed or restored; errors are ignored.
@@ -250,7 +260,7 @@ def recover_interrupted_writes(folder: str | Path, only: str | None = None) -> l
         return touched
     for path in entries:
         match = _WORK_NAME.match(path.name)
-        if not match or (only is not None and match["name"] != only) or _alive(int(match["pid"])):
+        if not match or (only is not None and match["name"] != only) or _alive(int(match["pid"]), match["host"]):
             continue
         target = folder / match["name"]
         try:
@@ -264,7 +274,10 @@ def recover_interrupted_writes(folder: str | Path, only: str | None = None) -> l
     return touched
 
 
-def _alive(pid: int) -> bool:
+def _alive(pid: int, host: str | None = None) -> bool:
+    """Whether the writer ``pid`` may still be at work: always, when it ran on another host (unknowable here)."""
+    if host is not None and host != THIS_HOST:
+        return True
     if pid == os.getpid():
         return True
     try:
@@ -296,7 +309,7 @@ def _replace_directory(staging: Path, target: Path) -> None:
     if target.exists():
         # A crash between the two renames leaves the old version at .name.old-PID, which
         # recover_interrupted_writes renames back; a failed second rename is undone here.
-        retired = target.with_name(f".{target.name}.old-{os.getpid()}")
+        retired = target.with_name(f".{target.name}.old-{work_tag()}")
         shutil.rmtree(retired, ignore_errors=True)
         os.rename(target, retired)
         try:

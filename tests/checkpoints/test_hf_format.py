@@ -369,6 +369,22 @@ def test_leftovers_of_a_killed_writer_are_recovered_and_a_live_one_is_left_alone
     assert engine.load(tmp_path / "a").heads == ("mlm",) and engine.load(tmp_path / "b").heads == ("mlm",)
 
 
+def test_work_names_of_another_host_are_never_touched(tmp_path):
+    """On a runs folder shared by several machines (a cluster), a staging folder written by another host is
+    that host's business: its process ID means nothing here. This host's dead writers are cleaned up."""
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    other = "0000abcd" if checkpoints.THIS_HOST != "0000abcd" else "0000abce"
+    for name in (f".s.tmp-{dead}-h{other}-x1", f".t.del-{dead}-h{other}", f".u.tmp-{dead}-h{checkpoints.THIS_HOST}-x2"):
+        (tmp_path / name).mkdir()
+    assert [p.name for p in checkpoints.recover_interrupted_writes(tmp_path)] == [f".u.tmp-{dead}-h{checkpoints.THIS_HOST}-x2"]
+    assert siblings(tmp_path / "s") == [f".s.tmp-{dead}-h{other}-x1", f".t.del-{dead}-h{other}"]
+    assert checkpoints.work_tag() == f"{os.getpid()}-h{checkpoints.THIS_HOST}"
+
+
 @pytest.mark.parametrize("errno_, reason", [(28, "the disk is full"), (30, "the folder is on a read-only file system")])
 def test_write_errors_say_what_happened(monkeypatch, make_config, tmp_path, errno_, reason):
     def refuse(*args, **kwargs):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from engine.checkpoints.hf_format import recover_interrupted_writes
+from engine.checkpoints.hf_format import recover_interrupted_writes, work_tag
 from engine.training.loop.records import Damaged, RunRecord
 from engine.training.loop.state import STATE_FILE, read_checkpoint_record
 
@@ -191,7 +191,7 @@ class RunFolder:
         exactly as given; the file name to record (relative to the run folder)."""
         name = CORPUS_FILES[fmt]
         self.root.mkdir(parents=True, exist_ok=True)
-        staging = self.root / f".{name}.tmp-{os.getpid()}"
+        staging = self.root / f".{name}.tmp-{work_tag()}"
         with open(staging, "wb") as handle:
             handle.write(text.encode("utf-8"))
             handle.flush()
@@ -316,7 +316,7 @@ class RunFolder:
     def remove_checkpoint(self, path: Path) -> bool:
         """Delete the checkpoint folder ``path`` of this run; False when it could not be moved away."""
         # Renamed away first (atomic), so a crash mid-delete never leaves a half checkpoint at a step name.
-        doomed = path.with_name(f".{path.name}.del-{os.getpid()}")
+        doomed = path.with_name(f".{path.name}.del-{work_tag()}")
         try:
             os.rename(path, doomed)
         except OSError:

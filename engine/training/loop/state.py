@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 
-from engine.checkpoints.hf_format import save
+from engine.checkpoints.hf_format import save, work_tag
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.records import CheckpointRecord, Damaged, MetricsLine
@@ -195,7 +195,7 @@ def truncate_metrics(path: str | Path, step: int) -> None:
     if not path.exists():
         return
     kept = [r for r in read_metrics(path) if r.get("step", 0) <= step]   # steps are checked ints
-    temp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    temp = path.with_name(f".{path.name}.tmp-{work_tag()}")
     with open(temp, "w", encoding="utf-8") as handle:
         handle.writelines(json.dumps(r, default=_json_default) + "\n" for r in kept)
         handle.flush()
