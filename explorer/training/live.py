@@ -45,14 +45,16 @@ def checkpoints_table(services: Services) -> pd.DataFrame:
 
 
 def listed_checkpoint(services: Services, text: str) -> Path:
-    """The folder of the checkpoint a table row names (its shown path, or its full path); refuses anything
-    the worker does not list, since the row comes from the browser and can be forged. A path that is not
-    listed gets one answer whether or not something exists there (no probing the server's disk)."""
+    """The folder of the checkpoint a table row names (its shown path; in private mode its full path too);
+    refuses anything the worker does not list, since the row comes from the browser and can be forged. A path
+    that is not listed gets one answer whether or not something exists there (no probing the server's disk),
+    and in public mode a listed checkpoint's full path is not listed (it would confirm a guessed server path)."""
     worker = services.get_worker()
     listed = {}
     for c in worker.checkpoints():
         listed[shown_path(c.path, worker.runs_root)] = c.path
-        listed[str(c.path)] = c.path
+        if not services.access.public:
+            listed[str(c.path)] = c.path
     folder = listed.get(text)
     if folder is None:
         raise gr.Error("Pick a checkpoint from the table.", print_exception=False)

@@ -14,9 +14,8 @@ the working and temp folders, as on a server):
 * queued events are served through the queue only (``api_open=False``): ``/gradio_api/run/<name>``, which
   Gradio otherwise opens off a Space to skip the queue and its limits, refuses them.
 
-Not covered here (docs/design/security.md, known gaps): a one-slash name such as ``engine/model`` is looked up
-on disk before it is taken for a hub id, and the table row of a listed checkpoint given as its absolute path
-is exported like its relative one.
+Elsewhere: a one-slash name outside the allowed folders reads as a hub id (tests/explorer/test_model_registry.py),
+and a listed checkpoint's row given as its server path is refused in public mode (tests/app/test_public_mode.py).
 """
 from __future__ import annotations
 

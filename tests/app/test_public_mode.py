@@ -151,17 +151,19 @@ def test_public_checkpoint_download_only_serves_listed_checkpoints(tmp_path: Pat
     listed = write_run(tmp_path / "runs", tiny_tokenizer, steps=(2,))[0]
     pick, _ = handler(small_app(services), "train_pick_checkpoint")
 
-    def select(path: Path) -> Any:
+    def select(path: Path | str) -> Any:
         row = ["x", 2, "run", str(path)]
         evt = gr.SelectData(None, {"index": [0, 0], "value": "x", "selected": True, "row_value": row})
         return pick(*helpers.special_args(pick, [], None, evt)[0])
 
-    exported = Path(select(listed))                      # the checkpoint as a model: one zip
+    exported = Path(select(listed.relative_to(tmp_path / "runs").as_posix()))   # the row as the table shows it
     assert exported.name == "run-a-step-000002.zip"
     with zipfile.ZipFile(exported) as archive:
         assert {"config.json", "model.safetensors", "README.md"} <= set(archive.namelist())
     with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):  # a forged row: a private model folder
         select(tmp_path / "models" / "saved")
+    with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):  # the listed one by its server path:
+        select(listed)                                                       # no confirming a guessed path
 
 
 def test_public_mode_without_token_switches_training_off(tmp_path: Path, tiny_tokenizer) -> None:
