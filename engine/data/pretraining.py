@@ -229,6 +229,7 @@ class PretrainingDataset:
         """(N, 5) plan rows of one block, shuffled (a few are kept)."""
         key = (epoch, block)
         if key not in self._plans:
+            self.store.release_pages()        # a new block: the pages the last ones read need not stay mapped
             rng = random.Random(f"{self.seed}:{epoch}" if block == 0 else f"{self.seed}:{epoch}:{block}")
             self._plans[key] = plan_instances(self.store, self.pool, self._blocks(epoch)[block].tolist(),
                                               self.max_seq_length, self.short_seq_prob, self.nsp, rng)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import mmap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Sequence
@@ -28,6 +29,7 @@ import numpy as np
 FORMAT = 1
 TOKENS_FILE, SENTENCES_FILE, DOCUMENTS_FILE, META_FILE = "tokens.bin", "sentences.bin", "documents.bin", "meta.json"
 OFFSET_DTYPE = np.dtype("<i8")
+CHECK_CHUNK = 1 << 23           # values read at a time when a store is checked (64 MB of offsets)
 
 
 class DamagedStore(ValueError):
@@ -132,12 +134,20 @@ class TokenStore:
                                    f"meta.json says")
             arrays.append(np.memmap(path, dtype=kind, mode="r", shape=(count,)) if count else np.zeros(0, kind))
         tokens, sentences, documents = arrays
-        _check_offsets(sentences, len(tokens), "sentences.bin", strict=True)
-        _check_offsets(documents, len(sentences) - 1, "documents.bin", strict=False)
-        if len(tokens) and int(tokens.max()) >= meta["vocab_size"]:
-            raise DamagedStore(f"tokens.bin has an id of {int(tokens.max())}, past the vocabulary of "
-                               f"{meta['vocab_size']}")
+        _check_offsets(folder / SENTENCES_FILE, len(tokens), strict=True)
+        _check_offsets(folder / DOCUMENTS_FILE, len(sentences) - 1, strict=False)
+        largest = max((int(chunk.max()) for chunk in _chunks_of(folder / TOKENS_FILE, dtype) if len(chunk)), default=0)
+        if largest >= meta["vocab_size"]:
+            raise DamagedStore(f"tokens.bin has an id of {largest}, past the vocabulary of {meta['vocab_size']}")
         return cls(tokens, sentences, documents, meta["content_hash"], meta)
+
+    def release_pages(self) -> None:
+        """Let go of the memory-mapped pages read so far (they stay in the OS's file cache): a long run over a
+        large corpus keeps a flat resident size instead of mapping in every page it ever read."""
+        for array in (self.tokens, self.sentence_starts, self.document_starts):
+            mapping = getattr(array, "_mmap", None)
+            if mapping is not None and hasattr(mmap, "MADV_DONTNEED"):
+                mapping.madvise(mmap.MADV_DONTNEED)
 
 
 class StoreWriter:
@@ -228,11 +238,28 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _check_offsets(offsets: np.ndarray, end: int, name: str, strict: bool) -> None:
+def _chunks_of(path: Path, dtype: np.dtype, count: int = CHECK_CHUNK) -> Iterable[np.ndarray]:
+    """The file's values ``count`` at a time, read (not mapped), so checking a large store adds no resident pages."""
+    with open(path, "rb") as handle:
+        while True:
+            chunk = np.fromfile(handle, dtype=dtype, count=count)
+            if not len(chunk):
+                return
+            yield chunk
+
+
+def _check_offsets(path: Path, end: int, strict: bool) -> None:
     """Offsets must start at 0, grow (``strict``: every step; else never fall) and end at ``end``."""
-    steps = np.diff(offsets)
-    if offsets[0] != 0 or offsets[-1] != end or bool((steps <= 0).any() if strict else (steps < 0).any()):
-        raise DamagedStore(f"{name} is not a list of increasing offsets from 0 to {end:,}")
+    previous, first, last = None, None, None
+    for chunk in _chunks_of(path, OFFSET_DTYPE):
+        first = int(chunk[0]) if first is None else first
+        steps = np.diff(chunk if previous is None else np.concatenate([[previous], chunk]))
+        if bool((steps <= 0).any() if strict else (steps < 0).any()):
+            first = -1
+            break
+        previous = last = int(chunk[-1])
+    if first != 0 or last != end:
+        raise DamagedStore(f"{path.name} is not a list of increasing offsets from 0 to {end:,}")
 
 
 def _pairs(ends: list[int]) -> Iterable[tuple[int, int]]:
