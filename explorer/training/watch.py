@@ -1,13 +1,15 @@
-"""Watch any run in the runs folder: what a command-line job (``python -m engine.pretrain`` / ``engine.finetune``,
-torchrun) writes there, followed while it runs, read only, beside the app's own run.
+"""The run browser's reading side: any run in the runs folder, reopened after the fact or followed while a
+command-line job (``python -m engine.pretrain`` / ``engine.finetune``, torchrun) writes it, read only, beside the
+app's own run; a second run may be drawn over the first one's figures.
 
 ``RunWatcher`` (one per app, made by the Training tab) holds the runs being watched, at most ``MAX_WATCHED``
 (least recently watched dropped first). Each ``WatchedRun`` follows its ``metrics.jsonl`` with a ``MetricsTail``
-into a bounded ``MetricsHistory`` (a tick reads only the bytes appended since the last one) and lists its
-checkpoints again only when ``change_key`` moves; every browser watching the same run shares them, and a run is
-read at most once per ``REFRESH_S`` however many watch it. A browser keeps in a ``gr.State`` the versions it was
-last sent and gets ``gr.skip()`` for every output that did not move. Names, never server paths, reach the
-client: the run's name, its checkpoints' names and their model-picker labels.
+into a bounded ``MetricsHistory`` (a tick reads only the bytes appended since the last one; it also finds where
+the run was continued, ``MetricsHistory.jumps``) and lists its checkpoints again only when ``change_key`` moves;
+every browser watching the same run shares them, and a run is read at most once per ``REFRESH_S`` however many
+watch it. A browser keeps in a ``gr.State`` the versions it was last sent and gets ``gr.skip()`` for every
+output that did not move. Names, never server paths, reach the client: the runs' names, their checkpoints'
+names and their model-picker labels.
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from engine.training.jobs.run_catalog import RunSummary, change_key, find_run, r
 from engine.training.jobs.run_folder import CheckpointInfo, RunFolder
 from explorer.model_registry import checkpoint_label
 from explorer.plots import empty_figure
-from explorer.training.watch_plots import FIGURES, run_figures
+from explorer.training.watch_curves import CurveView, RunCurves
+from explorer.training.watch_plots import FIGURES, browser_figures
 from explorer.training.watch_status import WatchFacts, watch_markdown
 from explorer.ui_errors import shown
 
@@ -143,12 +146,36 @@ def _cleared(message: str) -> tuple[Any, ...]:
             pd.DataFrame([], columns=CHECKPOINT_COLUMNS))
 
 
+def _curves(watched: WatchedRun) -> RunCurves:
+    """A snapshot of ``watched`` 's curves (taken under its lock: another tick may be reading it)."""
+    with watched.lock:
+        return RunCurves(watched.folder.name, list(watched.history.shown()), tuple(watched.history.jumps))
+
+
+def _compared(watcher: RunWatcher, compare: str | None, run: str) -> tuple[WatchedRun | None, str]:
+    """The run to compare with (None when none is picked, it is the watched run, or it cannot be read) and the
+    status line about it."""
+    if not compare or compare == run:
+        return None, ""
+    try:
+        other = watcher.watch(compare)
+    except FileNotFoundError as exc:
+        return None, f"⚠️ compared run: {shown(str(exc))}"
+    with other.lock:
+        train = other.history.latest.get("train") or {}
+        total = other.summary.total_steps if other.summary is not None else None
+    steps = f"step {int(train.get('step', 0)):,}" + (f" / {total:,}" if total else "")
+    return other, f"Compared with `{shown(compare)}` ({steps}), drawn over it in its own colour."
+
+
 def watch_update(watcher: RunWatcher, run: str | None, seen: Seen | None, own_run: str | None = None,
-                 with_list: bool = True) -> tuple[tuple[Any, ...], Seen]:
-    """The watch view's outputs (status, figures, checkpoints table, the run list) for a browser last sent
-    ``seen`` (None: everything), ``gr.skip()`` where nothing moved; and the new versions. ``own_run`` is the name
-    of the app's own worker run, if any; ``with_list`` False leaves the run list as it is (skipped). Never
-    raises: a run that is gone says so in the status."""
+                 with_list: bool = True, compare: str | None = None,
+                 view: CurveView = CurveView()) -> tuple[tuple[Any, ...], Seen]:
+    """The run browser's outputs (status, figures, checkpoints table, the run list) for a browser last sent
+    ``seen`` (None: everything), ``gr.skip()`` where nothing moved; and the new versions. ``compare`` names a
+    second run drawn over ``run`` 's figures, ``view`` how the curves are drawn. ``own_run`` is the name of the
+    app's own worker run, if any; ``with_list`` False leaves the run list as it is (skipped). Never raises: a
+    run that is gone says so in the status."""
     seen = dict(seen or {})
     skip = gr.skip()
     names = watcher.names() if with_list else None
@@ -162,16 +189,22 @@ def watch_update(watcher: RunWatcher, run: str | None, seen: Seen | None, own_ru
         watched, message = None, f"⚠️ {shown(str(exc))}"
     else:
         message = NO_RUN
-    if watched is None:
+    if watched is None or run is None:
         now["status"] = message
         outputs = _cleared(message) if seen.get("status") != message else (skip,) * WATCH_OUTPUTS
         return (*outputs, run_list), now
+    other, line = _compared(watcher, compare, run)
     with watched.lock:
-        status = watch_markdown(watched.facts(own_run == run), time.time())
-        now.update(status=status, curves=(watched.generation, *watched.history.version),
-                   checkpoints=(watched.generation, tuple((c.name, c.damage) for c in watched.checkpoints)))
+        status = "\n\n".join(filter(None, [watch_markdown(watched.facts(own_run == run), time.time()), line]))
+        versions = [watched.generation, *watched.history.version]
+        now.update(status=status, checkpoints=(watched.generation,
+                                               tuple((c.name, c.damage) for c in watched.checkpoints)))
         task = watched.summary.task if watched.summary is not None else None
-        figures = (run_figures(watched.history.shown(), task) if seen.get("curves") != now["curves"]
-                   else [skip] * FIGURES)
         table = checkpoint_rows(watched) if seen.get("checkpoints") != now["checkpoints"] else skip
+    if other is not None:
+        with other.lock:
+            versions += [other.folder.name, other.generation, *other.history.version]
+    now["curves"] = (view, *versions)
+    figures = ([skip] * FIGURES if seen.get("curves") == now["curves"] else
+               browser_figures([_curves(w) for w in (watched, other) if w is not None], task, view))
     return (status if seen.get("status") != status else skip, *figures, table, run_list), now

@@ -1,15 +1,18 @@
-"""Watch any run: runs that the real command line writes into the app's runs folder, one finished before and one
-still training, are listed by the Training tab and followed there (status, curves, checkpoints), in a public
-app that names no server path."""
+"""The run browser: runs that the real command line writes into the app's runs folder, one finished before, one
+still training and one continued with more steps, are listed by the Training tab and followed there (status,
+curves, checkpoints), compared, smoothed, on a log axis, the continue marked, in a public app that names no
+server path."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from typing import Any, Callable, Iterator
 
+import gradio as gr
 import pytest
 
 import app
@@ -47,8 +50,8 @@ def test_a_finished_command_line_run_is_listed_and_its_curves_have_its_logged_st
     runs, demo = served["runs"], served["demo"]
     result = run_cli([*TINY, "--steps", "4", "--run-dir", str(runs / "cli-run")])
     assert result.returncode == 0, result.stderr[-3000:]
-    listed = _handler(demo, "train_watch_runs")()
-    assert [value for _, value in listed.choices] == ["cli-run"]
+    listed, compare_list = _handler(demo, "train_watch_runs")()
+    assert [value for _, value in listed.choices] == [value for _, value in compare_list.choices] == ["cli-run"]
     assert listed.choices[0][0].startswith("cli-run · step 4 / 4 · 1 checkpoint")
     status, mlm, nsp, accuracy, lr, table, seen, timer = _handler(demo, "train_watch")("cli-run")
     assert timer.value == WATCH_SECONDS                                        # a picked run ticks quickly
@@ -63,6 +66,32 @@ def test_a_finished_command_line_run_is_listed_and_its_curves_have_its_logged_st
     assert table["checkpoint"].tolist() == ["step-000004"] and table["in the model picker"].tolist()[0] in keys
     shown = repr((status, table.to_dict(), listed.choices, seen))
     assert str(runs) not in shown and str(ROOT) not in shown                   # names only, never server paths
+
+
+def test_a_continued_run_is_marked_where_its_learning_rate_jumps_and_compared(served: dict[str, Any]) -> None:
+    runs, demo = served["runs"], served["demo"]
+    result = run_cli([*TINY, "--steps", "4", "--run-dir", str(runs / "continued")])
+    assert result.returncode == 0, result.stderr[-3000:]
+    shutil.copytree(runs / "continued", runs / "before-continue")     # the 4-step run as it was, to compare
+    result = run_cli(["--resume", str(runs / "continued"), "--steps", "8", "--threads", "1", "--no-progress"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    lrs = {r["step"]: r["lr"] for r in read_metrics(runs / "continued" / "metrics.jsonl") if r["kind"] == "train"}
+    assert sorted(lrs) == list(range(1, 9)) and lrs[5] > lrs[4]          # a new total re-planned the schedule
+    status, mlm, nsp, accuracy, lr, table, seen, timer = _handler(demo, "train_watch")(
+        "continued", "before-continue", 0.6, True)
+    assert [trace.name for trace in lr.data if trace.showlegend is not False] == ["continued", "before-continue"]
+    assert [shape.x0 for shape in lr.layout.shapes] == [4]               # only the continued run jumps, at step 4
+    [marker] = [trace for trace in lr.data if trace.hovertemplate and "continued at" in trace.hovertemplate]
+    assert list(marker.x) == [4] and marker.hovertemplate.startswith("continued at step 4: lr ")
+    assert lr.layout.yaxis.type == "log" and mlm.layout.yaxis.type == "log"
+    assert {trace.name for trace in mlm.data} >= {"continued · train", "before-continue · train"}
+    assert "Compared with `before-continue` (step 4 / 4)" in status and "step **8 / 8**" in status
+    assert str(runs) not in repr((status, table.to_dict(), seen))
+    *view, run_list, compare_list, _, _ = _handler(demo, "train_watch_tick")("continued", seen, "before-continue",
+                                                                              0.6, True)
+    assert all(output == gr.skip() for output in view)                  # the same view of runs that did not move
+    assert [value for _, value in compare_list.choices] == [value for _, value in run_list.choices]
+    assert {"continued", "before-continue"} <= {value for _, value in compare_list.choices}
 
 
 def test_a_run_being_written_is_followed_while_it_trains(served: dict[str, Any]) -> None:
@@ -101,7 +130,7 @@ def _tick_until(tick: Callable[..., Any], process: subprocess.Popen,
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise AssertionError(f"the command line ended: {process.stderr.read().decode()[-3000:]}")
-        *outputs, _, _ = tick("live-run", None)          # (... the run list, versions, the timer)
+        *outputs, _, _, _ = tick("live-run", None)       # (... the run lists, versions, the timer)
         if done(tuple(outputs)):
             return tuple(outputs)
         time.sleep(0.5)                               # the browser's timer: a state is awaited, not a time

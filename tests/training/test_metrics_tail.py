@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.training.jobs.metrics_tail import MetricsHistory, MetricsTail
+from engine.training.jobs.metrics_tail import MAX_JUMPS, LrJump, MetricsHistory, MetricsTail, lr_jumps
+from engine.training.loop.optim import lr_factor
 from engine.training.loop.state import MetricsFile, append_metrics, read_metrics_file, truncate_metrics
 
 
@@ -121,6 +122,47 @@ def test_the_history_is_bounded_and_stays_evenly_sampled_per_kind() -> None:
     shown = history.shown()                                                    # the newest point is always drawn
     assert shown[-1] == {"kind": "train", "step": 1000} and shown[:-1] == history.records
     assert history.seen("train") == 1000 and history.version == (0, 1020)
+
+
+def _schedule(steps: range, total: int, warmup: int, schedule: str = "linear") -> list[dict]:
+    """Train records whose lr is the trainer's: the update of step s (1-based) uses factor(s - 1)."""
+    return [{"kind": "train", "step": s, "lr": 1e-3 * lr_factor(s - 1, schedule, warmup, total)} for s in steps]
+
+
+@pytest.mark.parametrize("schedule", ["linear", "inverse_sqrt"])
+def test_a_schedule_that_warms_up_and_decays_has_no_jump(schedule: str) -> None:
+    assert lr_jumps(_schedule(range(1, 101), 100, 10, schedule)) == []
+    assert lr_jumps(_schedule(range(1, 101, 7), 100, 10, schedule)) == []       # logged every 7th step
+
+
+def test_a_continue_with_more_steps_is_a_jump_at_the_last_step_before_it() -> None:
+    records = _schedule(range(1, 5), 4, 0) + _schedule(range(5, 9), 8, 0)        # 4 steps, continued to 8
+    assert lr_jumps(records) == [LrJump(4, 5, 1e-3 * 0.25, 1e-3 * 0.5)]
+    warmup_grows = _schedule(range(1, 11), 10, 1) + _schedule(range(11, 201), 1000, 60)   # a ratio's warmup grows:
+    assert [jump.step for jump in lr_jumps(warmup_grows)] == [10]              # steps 11-61 rise: one jump
+    records = [{"kind": "eval", "step": 1, "lr": 9.0}, {"kind": "train", "step": 2, "lr": True},
+               {"kind": "train", "step": 3, "lr": "x"}, {"kind": "train", "step": 4, "lr": float("nan")}]
+    assert lr_jumps(records) == []                                              # only train records' numbers
+
+
+def test_the_history_finds_jumps_before_thinning_keeps_the_newest_and_forgets_them_on_a_rewrite(
+        tmp_path: Path) -> None:
+    history = MetricsHistory(max_records=10)
+    for step in range(1, 101):                       # down, then up at every 10th step
+        history.add({"kind": "train", "step": step, "lr": 1.0 if step % 10 == 1 else 0.5})
+    assert len(history.records) <= 10 and [j.step for j in history.jumps] == list(range(10, 100, 10))
+    for step in range(101, 101 + 2 * MAX_JUMPS):
+        history.add({"kind": "train", "step": step, "lr": 1.0 if step % 2 else 0.5})
+    assert len(history.jumps) == MAX_JUMPS and history.jumps[-1].next_step == 100 + 2 * MAX_JUMPS - 1
+    path = tmp_path / "metrics.jsonl"
+    for record in _schedule(range(1, 5), 4, 0) + _schedule(range(5, 9), 8, 0):
+        append_metrics(path, record)
+    tail, history = _follow(path)
+    tail.read(history)
+    assert [j.step for j in history.jumps] == [4]
+    truncate_metrics(path, 4)                        # continued again from step 4: the old jump is redone
+    tail.read(history)
+    assert list(history.jumps) == []
 
 
 @settings(max_examples=40, deadline=None)

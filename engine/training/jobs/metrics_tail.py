@@ -17,11 +17,24 @@ watching a run, maybe on a shared cluster folder) sees the file grow, sometimes 
 numerous kind, and from then on every ``stride``-th new one of that kind, so a long run's curves stay evenly
 sampled; the newest record of each kind is always kept aside (``latest``). Nothing here raises on the file's
 content or on an I/O error (``TailRead.problem`` says what went wrong).
+
+**Where a run was continued.** ``metrics.jsonl`` holds no record of a resume (``Trainer.resume`` only drops the
+records past its checkpoint), and a continue that changes nothing about the schedule changes nothing on the
+curves. What a person sees is the learning rate jumping when a continue changed the run's total steps (the one
+schedule setting ``RESUMABLE_FIELDS`` lets change): both schedules only rise during warmup and only fall after
+it, so a learning rate that **rises again after it has fallen** was re-planned by a continue (``LrJumps``: the
+jump is between the last logged step before the rise and the first after it; the run continued from a
+checkpoint between the two, at the first when every step is logged). After a jump the next one is looked for
+only once the rate has fallen again (a larger total can also lengthen a warmup given as a ratio). A continue
+that lowers the rate (a smaller total) or does not move it is not found: on a falling curve it is no jump.
+``MetricsHistory`` finds them as it reads, before any thinning, at most ``MAX_JUMPS`` (the newest kept).
 """
 from __future__ import annotations
 
+import math
 import os
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +44,47 @@ from engine.training.loop.records import MetricsLine
 CHUNK_BYTES = 1 << 20          # read at most this much at a time
 MAX_LINE_BYTES = 1 << 20       # a line longer than this is damaged (a real record is a few hundred bytes)
 MAX_RECORDS = 10_000           # what a history keeps (10x the points a curve is drawn with)
+MAX_JUMPS = 100                # learning-rate jumps a history keeps (the newest)
+
+
+@dataclass(frozen=True)
+class LrJump:
+    """The learning rate rising again after it fell: where a run was continued with a re-planned schedule."""
+
+    step: int                      # the last logged step before the rise (where the continue is marked)
+    next_step: int                 # the first logged step after it
+    lr_before: float               # the learning rate logged at ``step``
+    lr_after: float                # ... and at ``next_step``
+
+
+@dataclass
+class LrJumps:
+    """Finds ``LrJump`` s in train records offered in step order (module docstring)."""
+
+    last: tuple[int, float] | None = None      # (step, lr) of the previous train record with a learning rate
+    fallen: bool = False                       # the rate fell since the start or the last jump
+
+    def feed(self, record: dict[str, Any]) -> LrJump | None:
+        """Look at one record; the jump it ends, if any (records without a numeric ``lr`` are passed over)."""
+        lr, step = record.get("lr"), record.get("step")
+        if record.get("kind") != "train" or not isinstance(step, int) or isinstance(lr, bool) \
+                or not isinstance(lr, (int, float)) or not math.isfinite(lr):
+            return None
+        last, self.last = self.last, (step, float(lr))
+        if last is None or step <= last[0]:
+            return None
+        if lr < last[1]:
+            self.fallen = True
+        elif lr > last[1] and self.fallen:
+            self.fallen = False
+            return LrJump(last[0], step, last[1], float(lr))
+        return None
+
+
+def lr_jumps(records: Iterable[dict[str, Any]]) -> list[LrJump]:
+    """The learning-rate jumps of ``records`` (a run's ``metrics.jsonl`` records, in file order)."""
+    finder = LrJumps()
+    return [jump for record in records if (jump := finder.feed(record)) is not None]
 
 
 @dataclass
@@ -42,6 +96,8 @@ class MetricsHistory:
     latest: dict[str, dict[str, Any]] = field(default_factory=dict)   # kind -> its newest record, always kept
     added: int = 0                  # records offered since the last clear (kept or not)
     clears: int = 0                 # times the history was emptied (the file was rewritten)
+    jumps: deque[LrJump] = field(default_factory=lambda: deque(maxlen=MAX_JUMPS))   # where it was continued
+    _finder: LrJumps = field(default_factory=LrJumps, init=False, repr=False)
     _ordinals: list[int] = field(default_factory=list, init=False, repr=False)   # kept records' numbers in kind
     _seen: Counter = field(default_factory=Counter, init=False, repr=False)     # offered per kind since clear
     _stride: dict[str, int] = field(default_factory=dict, init=False, repr=False)
@@ -70,6 +126,9 @@ class MetricsHistory:
         self._seen[kind] += 1
         self.added += 1
         self.latest[kind] = record
+        jump = self._finder.feed(record)
+        if jump is not None:
+            self.jumps.append(jump)
         if number % self.stride(kind):
             return
         self.records.append(record)
@@ -85,6 +144,7 @@ class MetricsHistory:
         """Forget everything read (the file was replaced or shrank)."""
         self.records, self._ordinals, self.latest = [], [], {}
         self._seen, self._stride = Counter(), {}
+        self.jumps, self._finder = deque(maxlen=MAX_JUMPS), LrJumps()
         self.added = 0
         self.clears += 1
 

@@ -8,7 +8,7 @@ probing tabs' "over checkpoints" views read (``checkpoints`` is how many they wo
 Listing never raises: a run whose folder, ``run.json`` or checkpoints the server cannot read or parse is
 listed with ``problems`` (each a short sentence) and its label says what is wrong and what to do.
 
-A view that follows runs as other processes write them (the Training tab's *Watch a run*) asks cheaper
+A view that follows runs as other processes write them (the Training tab's run browser) asks cheaper
 questions first: ``run_names(root)`` (which runs there are, reading nothing inside them) and
 ``change_key(run)`` (the times that move when a run's summary may have changed).
 """
