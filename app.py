@@ -3,15 +3,20 @@
 Offline by default: analytics off and the Hugging Face hub in offline mode unless the
 environment says otherwise. Host and port come from GRADIO_SERVER_NAME /
 GRADIO_SERVER_PORT (Gradio reads them; default 127.0.0.1:7860; 0.0.0.0 on a Space).
-Every setting is an environment variable; README "Configuration" lists them.
+Every setting is an environment variable; README "Configuration" lists them (and ``--help`` briefly).
+``--help`` and ``--version`` print and exit; any other argument exits 2 with the reason.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
+import importlib.metadata
 import os
+import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +25,59 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")   # no analytics even when the hub is switched on
 
+PACKAGE = "bert-explorer"
+SETTINGS_HELP = """\
+Every setting is an environment variable (README "Configuration" says more):
+  EXPLORER_DEFAULT_MODEL      the model served as "default": a folder or a hub id (default assets/default-model)
+  EXPLORER_RUNS_DIR           where training runs and checkpoints are written (default runs)
+  EXPLORER_MODEL_DIRS         folders local models may be loaded from, ':'-separated (default models)
+  EXPLORER_CORPUS_DIRS        folders whose files the Training tab offers as corpora (default corpora)
+  BERT_ENGINE_CACHE           the token cache (default ~/.cache/bert-explorer)
+  EXPLORER_PUBLIC=1           public mode: training only with EXPLORER_ADMIN_TOKEN, off without it
+  EXPLORER_DEVICE             where the probing tabs run: auto, cpu, cuda or cuda:N (default auto)
+  EXPLORER_DEMO=1             run every tab's examples once at start
+  EXPLORER_CONCURRENCY, EXPLORER_QUEUE_SIZE, EXPLORER_HEAVY_CONCURRENCY, EXPLORER_HEAVY_QUEUE,
+  EXPLORER_HEAVY_PER_CLIENT   how many requests run and wait
+  EXPLORER_MAX_UPLOAD_MB, EXPLORER_MAX_HUB_MB, EXPLORER_MAX_MODEL_PARAMS   size caps
+  GRADIO_SERVER_NAME, GRADIO_SERVER_PORT   host and port (default 127.0.0.1 and 7860)
+  HF_HUB_OFFLINE=0            let the app download hub models (default 1: offline)
+"""
+
+
+def package_version() -> str:
+    """The installed package's version, else the version in the ``pyproject.toml`` beside this file."""
+    try:
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    try:
+        with open(Path(__file__).with_name("pyproject.toml"), "rb") as file:
+            return str(tomllib.load(file)["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line: ``--help`` and ``--version`` only; the settings are environment variables."""
+    parser = argparse.ArgumentParser(
+        description="BERT Explorer: serve the app (see, train and take apart a BERT in the browser) until "
+                    "interrupted.", epilog=SETTINGS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    return parser
+
+
+# --help, --version and a wrong argument are answered before gradio and torch are imported (that import takes
+# 5-20 s on 2 busy cores), when this file runs as the program: `python app.py` or the `bert-explorer` script.
+if __name__ == "__main__" or Path((getattr(sys, "argv", None) or [""])[0]).stem == PACKAGE:
+    argument_parser().parse_args()
+
 import gradio as gr  # noqa: E402
 from gradio import utils as gr_utils  # noqa: E402
 
+from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR  # noqa: E402
+from engine.data.corpus_cache import cache_root  # noqa: E402
 from explorer import CSS, THEME, build_app, heavy_limits, warmup  # noqa: E402
-from explorer.access import env_flag  # noqa: E402
+from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag  # noqa: E402
 from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
 CONCURRENCY_ENV = "EXPLORER_CONCURRENCY"    # concurrent requests per event
@@ -110,13 +163,39 @@ def after_start(services: Services) -> None:
     warm_up()
 
 
-def main() -> None:
-    """Build and serve the app until interrupted."""
+def startup_summary(services: Services, url: str) -> str:
+    """The block printed once the app serves: its URL, the default model, the runs folder, the token cache
+    and public or private mode (``services.access``)."""
+    registry = services.registry()
+    if registry.default_hub is not None:
+        model = f"{registry.default_hub} (hub)"
+    elif registry.default_dir is None or not registry.has_default():
+        model = f"none ({registry.default_dir} has no config.json)"
+    else:
+        model = str(registry.default_dir) + (" (bundled)" if registry.default_dir == DEFAULT_MODEL_DIR else "")
+    runs = services.worker.runs_root if services.worker is not None else runs_dir_from_env()
+    access = services.access
+    if not access.public:
+        mode = f"private: everyone may train and load local models ({PUBLIC_ENV}=1 for public mode)"
+    elif access.admin_token:
+        mode = "public: training and local models need the admin token"
+    else:
+        mode = f"public: training is off ({ADMIN_TOKEN_ENV} is not set)"
+    rows = [("default model", model), ("runs folder", str(runs.expanduser().resolve())),
+            ("token cache", str(cache_root().expanduser().resolve())), ("mode", mode),
+            ("settings", 'environment variables: --help lists them, README "Configuration" explains them')]
+    return "\n".join([f"BERT Explorer {package_version()} at {url}", *(f"  {name:<15}{value}" for name, value in rows)])
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve the app until interrupted; ``--help`` and ``--version`` print and exit, other arguments exit 2."""
+    argument_parser().parse_args(argv)
     services = default_services(runs_root=runs_dir_from_env())
     demo = create_app(services)
     if env_flag(warmup.DEMO_ENV):
         warmup.start(services)  # background: the examples run once while the server comes up
     demo.launch(prevent_thread_lock=True, **launch_options())
+    print(startup_summary(services, demo.local_url or ""), flush=True)
     # Slow first-use work runs once serving, in the background: on 2 cores it would otherwise delay the
     # first page by seconds (bench/cold_start.py).
     threading.Thread(target=after_start, args=(services,), name="after-start", daemon=True).start()

@@ -2,7 +2,7 @@
 
 The Space runs ``app.py`` from a copy of the app's files: ``app.py``, ``engine/``, ``explorer/``,
 ``assets/`` (the default model's 46.8 MB weights and the README's screenshots included),
-``requirements.txt`` (what the Space installs) and ``README.md`` (its YAML front matter configures the
+``requirements.txt`` (what the Space installs), ``LICENSE`` and ``README.md`` (its YAML front matter configures the
 Space: ``sdk: gradio``, ``sdk_version``, ``app_file``). Nothing else: no runs, caches, tests, benches,
 models folder or ``.git``. The selection is ``upload_folder``'s own: the same patterns through
 ``huggingface_hub.utils.filter_repo_objects``, with the ignore patterns it always adds, so the dry run lists
@@ -23,7 +23,7 @@ from huggingface_hub import metadata_load
 from huggingface_hub.utils import DEFAULT_IGNORE_PATTERNS, filter_repo_objects
 
 ROOT = Path(__file__).resolve().parent.parent
-ALLOW_PATTERNS = ("app.py", "requirements.txt", "README.md", "engine/*", "explorer/*", "assets/*")
+ALLOW_PATTERNS = ("app.py", "requirements.txt", "README.md", "LICENSE", "engine/*", "explorer/*", "assets/*")
 IGNORE_PATTERNS = ("*/__pycache__/*", "*.pyc", "*.pyo", "*/.ipynb_checkpoints/*", "*.DS_Store", "*~", "*.swp")
 MAX_FILE_BYTES = 50 * 1000**3          # the Hub's maximum per file (see above)
 RECOMMENDED_FILE_BYTES = 20 * 1000**3  # above this the Hub recommends splitting a file

@@ -164,15 +164,16 @@ class WordPieceTokenizer:
     ) -> "WordPieceTokenizer":
         """Train a WordPiece vocabulary with the BERT special tokens first (ids 0..4).
 
-        ``progress(fraction, message)`` is called at the start, while texts are read
-        (fractions up to 0.8 when ``length`` is given), and with 1.0 at the end.
+        ``progress(fraction, message)`` is called at the start, about ten times while texts are read
+        (every tenth of ``length`` texts, fractions up to 0.8; every 100,000 texts when ``length`` is not
+        given), and with 1.0 at the end: a handful of lines where a caller prints each message.
         """
         if vocab_size <= len(SPECIAL_TOKENS):
             raise ValueError(f"vocab_size must be > {len(SPECIAL_TOKENS)}, got {vocab_size}")
         if min_frequency < 0:
             raise ValueError(f"min_frequency must be >= 0, got {min_frequency}")
         report = progress or (lambda fraction, message: None)
-        every = max(1, (length or 10_000) // 100)
+        every = max(1, length // 10) if length else 100_000
 
         def stream() -> Iterator[str]:
             count = 0

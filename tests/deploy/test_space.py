@@ -95,10 +95,10 @@ def test_the_real_checkout() -> None:
     listed = {f.path: f.size for f in space_files(ROOT)}
     weights = ROOT / "assets/default-model/model.safetensors"
     assert listed["assets/default-model/model.safetensors"] == weights.stat().st_size > 40_000_000
-    assert {"app.py", "requirements.txt", "README.md", "engine/model/encoder.py", "explorer/gpu.py",
-            "assets/tokenizer/vocab.txt", "assets/style.css"} <= set(listed)
-    assert not [p for p in listed if p.split("/")[0] not in {"app.py", "requirements.txt", "README.md", "engine",
-                                                             "explorer", "assets"}]
+    assert {"app.py", "requirements.txt", "README.md", "LICENSE", "engine/model/encoder.py", "explorer/gpu.py",
+            "assets/tokenizer/vocab.txt", "assets/style.css", "assets/LICENSES.md"} <= set(listed)
+    assert not [p for p in listed if p.split("/")[0] not in {"app.py", "requirements.txt", "README.md", "LICENSE",
+                                                             "engine", "explorer", "assets"}]
     assert not [p for p in listed if "__pycache__" in p or p.endswith(".pyc")]
     assert deploy_files.problems(space_files(ROOT)) == []         # the repository deploys as it is
 

@@ -1,8 +1,10 @@
-"""engine.training.jobs.cli: flag names in messages, --init-from run directories, --resume as a job spec."""
+"""engine.training.jobs.cli: flag names in messages, --init-from run directories, --resume as a job spec, what a
+run prints (a handful of lines while preparing, the run folder's size and --keep-last at the end)."""
 from __future__ import annotations
 
 import argparse
 import json
+import re
 
 import pytest
 
@@ -88,3 +90,66 @@ def test_report_to_is_a_flag_of_both_commands_and_may_change_on_resume(tmp_path,
     changed = cli.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run"), "--report-to", "none"]),
                                parser, {}, {})
     assert (kept.report_to, changed.report_to) == ("tensorboard", "none")
+
+
+@pytest.fixture
+def threads_back():
+    """The in-process run passes --threads 1; give the other tests their thread count back."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def _size(text: str) -> float:
+    """Bytes of "262 MB" / "4.5 MB" / "12 kB"."""
+    number, unit = text.split()
+    return float(number.replace(",", "")) * {"MB": 1e6, "kB": 1e3}[unit]
+
+
+def test_pretrain_prints_a_handful_of_lines_and_the_run_folders_size(tmp_path, monkeypatch, capsys, threads_back):
+    """A fresh token cache: counting, the vocabulary and tokenising each print their line and one reading
+    bar (tqdm redraws a bar with carriage returns, in place); at the end the folder's size and --keep-last."""
+    from engine import pretrain
+
+    monkeypatch.setenv("BERT_ENGINE_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    code = pretrain.main(["--preset", "tiny", "--max-documents", "40", "--seq-len", "32", "--vocab-size", "300",
+                          "--steps", "1", "--eval-every", "0", "--threads", "1", "--run-dir", str(run)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    lines = err.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"run {run}: tiny"))
+    preparing = lines[:start]
+    assert len(preparing) <= 8, preparing
+    stages = ["counting the corpus's documents", "training a WordPiece vocabulary of 300 tokens",
+              "tokenising shakespeare"]
+    at = [[i for i, line in enumerate(preparing) if line.startswith(stage)] for stage in stages]
+    assert all(len(found) == 1 for found in at), preparing          # each stage's line starts a line, once
+    assert at == sorted(at) and at[2][0] - at[1][0] <= 2, preparing  # the vocabulary: its line and one bar
+
+    files = [path for path in run.rglob("*") if path.is_file()]
+    total = sum(path.stat().st_size for path in files)
+    state = sum(path.stat().st_size for path in files if path.name == "training_state.pt")
+    found = re.search(rf"^run folder {re.escape(str(run))}: (.+) on disk, (.+) of it optimizer state "
+                      r"\(training_state\.pt in 1 checkpoint\(s\)\)$", err, re.M)
+    assert found, err[-2000:]
+    assert abs(_size(found.group(1)) - total) <= 0.05e6 and abs(_size(found.group(2)) - state) <= 0.05e6
+    assert lines[-2] == ("--keep-last N keeps only the newest N checkpoints; a checkpoint's optimizer state "
+                         "(training_state.pt) is only needed to resume")
+
+
+def test_the_disk_note_says_what_keep_last_kept(tmp_path):
+    step = tmp_path / "run" / "checkpoints" / "step-000004"
+    step.mkdir(parents=True)
+    for name, size in (("training_state.pt", 2_000_000), ("model.safetensors", 1_000_000), ("config.json", 0)):
+        (step / name).write_bytes(b"\0" * size)
+    (tmp_path / "run" / "metrics.jsonl").write_bytes(b"\0" * 500_000)
+    note = cli.disk_note(tmp_path / "run", keep_last=1).splitlines()
+    assert note == [f"run folder {tmp_path / 'run'}: 3.5 MB on disk, 2.0 MB of it optimizer state "
+                    "(training_state.pt in 1 checkpoint(s))",
+                    "--keep-last 1 kept only the newest 1 checkpoint(s); a checkpoint's optimizer state "
+                    "(training_state.pt) is only needed to resume"]
+    assert [cli.megabytes(n) for n in (999, 999_499, 999_500, 9_949_999, 262_400_000)] == \
+        ["1 kB", "999 kB", "1.0 MB", "9.9 MB", "262 MB"]

@@ -11,6 +11,7 @@ import argparse
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -22,6 +23,7 @@ from engine.training.jobs.spec import JobSpec, resume_spec
 from engine.training.jobs.setup import PreparedJob, default_run_dir, prepare_job
 from engine.training.loop.report_to import REPORT_TO
 from engine.training.jobs.run_folder import check_resume_changes, checkpoint_name
+from engine.training.loop.state import STATE_FILE
 from engine.training.loop.trainer import Trainer, TrainingDiverged
 from engine.training.tasks.registry import task_definition
 
@@ -68,7 +70,8 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
         help=f"checkpoint every N steps, 0 only at the end (default {d['checkpoint_every']})")
     add("--checkpoint-every-s", type=float, metavar="SECONDS",
         help=f"also checkpoint after this many seconds of training, 0 never (default {d['checkpoint_every_s']:g})")
-    add("--keep-last", type=int, help="keep only the newest N checkpoints")
+    add("--keep-last", type=int, help="keep only the newest N checkpoints (default all; each holds the fp32 "
+        "weights and, only needed to resume, an optimizer state about twice their size)")
     add("--log-every", type=int, help="log metrics every N steps (default 1)")
     add("--freeze-encoder", action="store_true", default=None,
         help="train only the heads and the pooler; embeddings and encoder layers stay as they are")
@@ -201,10 +204,15 @@ def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: Jo
                                 training=spec.training_config().replace(device=device))
         else:
             spec = spec.replace(training={**spec.given_training(), "device": device})
+        reading = ReadingBar(main_process and not args.no_progress)
+
+        def stage(message: str) -> None:     # a stage's line ends the previous pass's bar: one line each
+            reading.close()
+            say(message)
+
         try:
-            reading = ReadingBar(main_process and not args.no_progress)
             try:
-                job = prepare_job(spec, say, corpus_progress=reading)
+                job = prepare_job(spec, stage, corpus_progress=reading)
             finally:
                 reading.close()
         except (ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -219,7 +227,8 @@ def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: Jo
 
 
 class ReadingBar:
-    """A tqdm bar (MB/s, ETA) following a corpus being read: counted, for the vocabulary, then tokenised."""
+    """A tqdm bar (MB/s, ETA) following a corpus being read: counted, for the vocabulary, then tokenised.
+    ``close()`` ends a pass (a stage's message closes it first): each pass is one bar, one line."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled, self.bar = enabled, None
@@ -292,9 +301,40 @@ def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process
         say(f"stopped at step {trainer.global_step}; continue with: {command} --resume {trainer.run_dir}")
     else:
         say(f"done: step {trainer.global_step}; checkpoints in {trainer.run_dir / 'checkpoints'}")
+    if main_process:
+        say(disk_note(trainer.run_dir, config.keep_last_checkpoints))
     if getattr(args, "debug_dump_weights", False):
         weights = {k: v.detach().cpu().clone() for k, v in trainer.model.state_dict().items()}
         torch.save(weights, trainer.run_dir / f"weights-rank{dist.rank()}.pt")
     dist.barrier()
     interrupted = result.status == TrainStatus.STOPPED and not (stop_at is not None and trainer.global_step >= stop_at)
     return EXIT_INTERRUPTED if interrupted else 0
+
+
+def disk_note(run_dir: Path, keep_last: int | None = None) -> str:
+    """Two lines for the end of a run: what its folder takes on disk (how much of it is optimizer state)
+    and how to keep less (``--keep-last``; the optimizer state is only needed to resume)."""
+    sizes = [(path, file_size(path)) for path in Path(run_dir).rglob("*")]
+    states = [size for path, size in sizes if path.name == STATE_FILE and path.is_file()]
+    kept = (f"--keep-last {keep_last} kept only the newest {keep_last} checkpoint(s)" if keep_last is not None
+            else "--keep-last N keeps only the newest N checkpoints")
+    return (f"run folder {run_dir}: {megabytes(sum(size for _, size in sizes))} on disk, "
+            f"{megabytes(sum(states))} of it optimizer state ({STATE_FILE} in {len(states)} checkpoint(s))\n"
+            f"{kept}; a checkpoint's optimizer state ({STATE_FILE}) is only needed to resume")
+
+
+def file_size(path: Path) -> int:
+    """Bytes of the regular file ``path``; 0 for a folder, or a file gone or unreadable meanwhile."""
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0
+
+
+def megabytes(size: int) -> str:
+    """``size`` bytes in decimal units: "262 MB", "4.5 MB" (one decimal below 10 MB), "12 kB" below 1 MB."""
+    if size >= 9_950_000:
+        return f"{size / 1e6:,.0f} MB"
+    if size >= 999_500:
+        return f"{size / 1e6:.1f} MB"
+    return f"{size / 1e3:,.0f} kB"
