@@ -13,6 +13,7 @@ from explorer.embeddings import plots as eplots
 from explorer.services import Services
 
 ALL_TOKENS = "all"
+FIRST_WORD = "first"           # the token choice until you pick one: the text's first word (not [CLS])
 MAX_LAYERS = 48                # the slider's range for API callers (a browser session narrows it to the model)
 DEFAULT_OVER_TRAINING_POSITIONS = 64
 OVER_TRAINING_POSITIONS = (8, 128)   # the positions slider's range
@@ -27,8 +28,9 @@ EXAMPLES: list[list[str]] = [
 
 
 def token_choices(tokens: Sequence[str]) -> list[tuple[str, str]]:
-    """Dropdown (label, value) pairs: all tokens, then one per position."""
-    return [("All tokens", ALL_TOKENS)] + [(f"{i}: {t}", str(i)) for i, t in enumerate(tokens)]
+    """Dropdown (label, value) pairs: the first word, all tokens, then one per position."""
+    return ([("First word of the text", FIRST_WORD), ("All tokens", ALL_TOKENS)]
+            + [(f"{i}: {t}", str(i)) for i, t in enumerate(tokens)])
 
 
 def inputs(num_layers: int) -> dict[str, Any]:
@@ -44,7 +46,7 @@ def inputs(num_layers: int) -> dict[str, Any]:
             layer = gr.Slider(0, max(num_layers, MAX_LAYERS), value=num_layers, step=1,
                               label="Layer for the contextual view (0 = embedding output)")
             component = gr.Radio(COMPONENT_CHOICES, value="output", label="Component for the dimensions heatmap")
-            token = gr.Dropdown(token_choices([]), value=ALL_TOKENS, label="Nearest neighbours of",
+            token = gr.Dropdown(token_choices([]), value=FIRST_WORD, label="Nearest neighbours of",
                                 allow_custom_value=True, interactive=True)
             button = gr.Button("Show embeddings", variant="primary")
     return {"text": text, "pair": pair, "layer": layer, "component": component, "token": token, "button": button}

@@ -15,11 +15,11 @@ from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
 from explorer.embeddings import corpus_neighbours
 from explorer.embeddings import plots as eplots, sections
-from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSITIONS, EXAMPLES,
+from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSITIONS, EXAMPLES, FIRST_WORD,
                                           OVER_TRAINING_POSITIONS, token_choices)
 from explorer.model_picker import ModelPicker
 from explorer import run_picker
-from explorer.endpoints import endpoint, wire_run
+from explorer.endpoints import endpoint, handler, wire_run
 from explorer.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
@@ -52,6 +52,19 @@ def parse_token(value: Any, num_tokens: int) -> int | None:
         gr.Warning(f"Position {position} is not in this input (0..{num_tokens - 1}); showing all tokens.")
         return None
     return position
+
+
+def first_word(segments: Sequence[str]) -> int | None:
+    """The position of the first token that is not a special one ([CLS], [SEP]); None when there is none."""
+    return next((i for i, segment in enumerate(segments) if segment != "special"), None)
+
+
+def chosen_position(value: Any, result: EmbeddingsResult) -> int | None:
+    """The position whose neighbours to show: ``FIRST_WORD`` (the default) -> the text's first word, else as
+    :func:`parse_token` reads it (None = all tokens)."""
+    if str(value if value is not None else "").strip().lower() in (FIRST_WORD, "first word of the text"):
+        return first_word(result.segments)
+    return parse_token(value, len(result.tokens))
 
 
 def parse_layer(layer: float | int | None, num_layers: int) -> int:
@@ -124,7 +137,7 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
         index = parse_layer(layer, loaded.config.num_hidden_layers)
         max_length = min(loaded.config.max_position_embeddings, services.max_length)
         result = embeddings(loaded, text, pair, layer=index, max_length=max_length)
-    position = parse_token(token, len(result.tokens))
+    position = chosen_position(token, result)
     return (
         summary_markdown(result),
         eplots.component_norms(result.tokens, result.norms),
@@ -196,8 +209,9 @@ def _initial_layers(services: Services, key: str | None) -> int:
 
 # --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
 
-def _run_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
-    """The tab's main action (its button, Enter and the examples)."""
+def _main_handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...]], Callable[..., tuple[Any, ...]]]:
+    """The tab's main action (one handler for its button, Enter and the examples) and the redraw that reruns it
+    when the layer moves."""
     def run(model_key: str, text: str, text_pair: str, layer: float, component: str, token: str) -> tuple[Any, ...]:
         """Decompose a text's input embeddings on the picked model.
 
@@ -207,14 +221,21 @@ def _run_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
             text_pair: optional segment B; empty for none.
             layer: layer for the contextual PCA, 0 (embedding output) .. number of layers.
             component: heatmap component: word, position, segment, sum or output.
-            token: 'all' for every token's neighbours, or a token position.
+            token: 'first' for the text's first word, 'all' for every token's neighbours, or a token position.
         Returns:
             summary, norms, dimensions heatmap, position similarity, position PCA, contextual PCA,
             segment difference, neighbours table, token choice.
         """
         return show_embeddings(services, model_key, text, text_pair, layer, component, token)
 
-    return run
+    run = handler(run, "embeddings")          # made once: the three triggers and the redraw below call it
+
+    def refresh(*args: Any) -> tuple[Any, ...]:
+        if not args[1] or not str(args[1]).strip():
+            return tuple(gr.skip() for _ in range(len(SHOWN) + 2))   # nothing typed yet: leave the views alone
+        return run(*args)
+
+    return run, refresh
 
 
 def _redraw_handlers() -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -225,7 +246,7 @@ def _redraw_handlers() -> tuple[Callable[..., Any], Callable[..., Any]]:
     def refilter(token: str, result: EmbeddingsResult | None) -> Any:
         if result is None:
             return gr.skip()
-        return neighbour_frame(result, parse_token(token, len(result.tokens)))
+        return neighbour_frame(result, chosen_position(token, result))
 
     return rerender_heatmap, refilter
 
@@ -279,9 +300,15 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     """Declare the tab's events on its widgets ``w`` (in the order the API lists them)."""
     shown = [w[name] for name in SHOWN]
     layer, component, token, state = w["layer"], w["component"], w["token"], w["state"]
-    wire_run(w["button"], w["text"], w["examples"], _run_handler(services),
-             [picker.dropdown, w["text"], w["pair"], layer, component, token], [*shown, token, state],
+    run, refresh = _main_handlers(services)
+    main_inputs = [picker.dropdown, w["text"], w["pair"], layer, component, token]
+    wire_run(w["button"], w["text"], w["examples"], run, main_inputs, [*shown, token, state],
              api_name="embeddings", clear=[*shown, state], show_progress="minimal")   # the token choice stays
+    # The summary and the contextual PCA follow the layer whatever moved it: a drag, the arrow keys, a number
+    # typed into the box (Enter or not), or a refit to a new model (as the Attention tab's layer does). While
+    # the slider is dragged, only the last value queues; with no text yet, nothing runs.
+    endpoint(layer.change, refresh, main_inputs, [*shown, token, state], api_name="embeddings_refresh", gpu=False,
+             clear=[*shown, state], api_visibility="private", trigger_mode="always_last", show_progress="minimal")
     rerender_heatmap, refilter = _redraw_handlers()
     redraw: dict[str, Any] = dict(gpu=False, clear=False, api_visibility="private", show_progress="hidden")
     endpoint(component.input, rerender_heatmap, [component, state], [w["heatmap"]], api_name="rerender_heatmap",

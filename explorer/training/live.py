@@ -76,6 +76,7 @@ def _versions(services: Services, st: WorkerStatus) -> Seen:
         "curves": (st.run_id, st.records),
         "batch": (st.run_id, st.step),
         "checkpoints": checkpoints,
+        "state": st.state,           # what Pause / Resume / Stop / Save can act on (controls.steering_updates)
     }
 
 

@@ -26,7 +26,9 @@ from explorer.gpu import training_device
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import whole_number
-from explorer.training.controls import CHECKPOINT_EVERY_S, RunControls, run_controls
+from explorer.training.controls import (CHECKPOINT_EVERY_S, RunControls, acknowledge, run_controls,
+                                        steering_updates)
+from explorer.training.fields import LEARNING_RATE, MASK_RATE, ranged_number
 
 PRESETS = ["tiny", "mini", "small"]
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
@@ -115,10 +117,10 @@ def _settings(services: Services) -> dict[str, Any]:
     with gr.Row():
         seq_length = gr.Number(64, label="Sequence length")
         batch_size = gr.Number(16, label="Batch size")
-        learning_rate = gr.Number(5e-4, label="Learning rate")
+        learning_rate = ranged_number(5e-4, "Learning rate", LEARNING_RATE, info="peak; arrows step 0.00001")
         steps = gr.Number(300, label="Steps")
     with gr.Row():
-        mask_rate = gr.Number(0.15, label="Masking rate")
+        mask_rate = ranged_number(0.15, "Masking rate", MASK_RATE, info="0.01 to 0.99")
         whole_word = gr.Checkbox(False, label="Whole-word masking")
         nsp = gr.Checkbox(True, label="Next-sentence prediction (NSP)")
         report_to = log_to.dropdown()
@@ -251,7 +253,9 @@ def _poll_handlers(services: Services) -> dict[str, Callable[..., Any]]:
         runs = (now["checkpoints"], now["status"][:2])
         choices = gr.Dropdown(choices=run_choices(services)) if (seen or {}).get("runs") != runs else gr.skip()
         now["runs"] = runs
-        return (*outputs, choices, now, gr.skip() if active else gr.Timer(active=False))
+        steering = (steering_updates(now["state"], services.access.training_enabled)
+                    if (seen or {}).get("state") != now["state"] else (gr.skip(),) * 4)
+        return (*outputs, choices, *steering, now, gr.skip() if active else gr.Timer(active=False))
 
     def idle_check(last: tuple | None) -> tuple[Any, Any]:
         now = version(services.get_worker().status())
@@ -278,16 +282,17 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     controls = _settings(services)["controls"]
     access = services.access  # public mode: the controls need the admin token (explorer.access)
-    buttons = run_controls(access)
+    buttons = run_controls(access, services.get_worker().status().state)   # Pause... only where they can act
     again = _continue_section(services, access)
     live = _live_widgets(services)
+    acknowledge(buttons, live["status"])                 # "pausing after this step…" the moment Pause is pressed
     watch = build_watch(services)                         # any run in the runs folder, read only
     timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)                                 # versions this browser was last sent (explorer.training.live)
     last_version = gr.State(None)
     _wire_controls(services, access, buttons, again, controls, live["status"], timer, seen)
-    _wire_live(services, live, again["run_choice"], timer, idle_timer, seen, last_version, buttons.refresh)
+    _wire_live(services, live, again["run_choice"], timer, idle_timer, seen, last_version, buttons)
     return {"status": live["status"], "timer": timer, "idle_timer": idle_timer, "seen": seen, "controls": controls,
             "checkpoints": live["checkpoints"], "plots": live["plots"], "download": live["download"], "watch": watch}
 
@@ -302,7 +307,8 @@ def _wire_controls(services: Services, access: AccessPolicy, buttons: RunControl
     # first and marked it seen, and every later tick would then skip the status, stuck on "stopping".
     wake = dict(fn=lambda: (gr.Timer(active=True), None), outputs=[timer, seen], api_visibility="private",
                 queue=False, show_progress="hidden")
-    # Every control writes the status (and clears it when it fails: the next tick redraws it); none runs a model.
+    # Every control writes the status; a refused one leaves it as it was (its message is the error toast) and the
+    # next tick redraws it. None runs a model.
     clicks = [(buttons.start, _start_handler(services, access), controls + admin, "train_start"),
               (buttons.pause, steer["train_pause"], admin, "train_pause"),
               (buttons.resume, steer["train_resume"], admin, "train_resume"),
@@ -311,22 +317,23 @@ def _wire_controls(services: Services, access: AccessPolicy, buttons: RunControl
               (again["continue_btn"], steer["train_continue"], [again["run_choice"], again["new_total"]] + admin,
                "train_continue")]
     for button, handler, inputs, api_name in clicks:
-        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False)
+        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False, clear=False)
         event.then(**wake)
         event.failure(lambda: None, outputs=seen, api_visibility="private", queue=False)  # redraw all next tick
 
 
 def _wire_live(services: Services, live: dict[str, Any], run_choice: Any, timer: Any, idle_timer: Any, seen: Any,
-               last_version: Any, refresh_btn: Any) -> None:
-    """Wire the live view: the tick, the idle check, the status endpoint and a checkpoint's download."""
+               last_version: Any, buttons: RunControls) -> None:
+    """Wire the live view: the tick (which also greys out the controls that cannot act), the idle check, the
+    status endpoint and a checkpoint's download."""
     poll_fns = _poll_handlers(services)
     live_outputs = [live["status"], *live["plots"], live["masked_table"], live["checkpoints"]]
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
-    endpoint(timer.tick, poll_fns["live_tick"], seen, live_outputs + [run_choice, seen, timer], api_name="train_tick",
-             api_visibility="private", **poll)
+    endpoint(timer.tick, poll_fns["live_tick"], seen, live_outputs + [run_choice, *buttons.steering, seen, timer],
+             api_name="train_tick", api_visibility="private", **poll)
     endpoint(idle_timer.tick, poll_fns["idle_check"], last_version, [timer, last_version],
              api_name="train_idle_check", api_visibility="private", queue=False, **poll)
-    endpoint(refresh_btn.click, poll_fns["train_status"], None, live_outputs, api_name="train_status", **poll)
+    endpoint(buttons.refresh.click, poll_fns["train_status"], None, live_outputs, api_name="train_status", **poll)
     endpoint(live["checkpoints"].select, poll_fns["pick_checkpoint"], None, live["download"],
              api_name="train_pick_checkpoint", gpu=False, api_visibility="private")
 

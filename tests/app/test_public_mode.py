@@ -268,6 +268,8 @@ def test_main_starts_demo_warm_up_in_background(monkeypatch: pytest.MonkeyPatch,
     warmed: list[Services] = []
 
     class FakeDemo:
+        local_url = "http://127.0.0.1:7860/"
+
         def launch(self, **kwargs: Any) -> None:
             launched.append(kwargs)
 
@@ -282,9 +284,9 @@ def test_main_starts_demo_warm_up_in_background(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("EXPLORER_DEMO", "1")
     monkeypatch.setenv("SPACE_ID", "me/bert-explorer")
     monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
-    app.main()
+    app.main([])                                   # no arguments (main() reads sys.argv, pytest's here)
     assert warmed == [services]
     assert launched[0]["server_name"] == "0.0.0.0" and launched[0]["share"] is False
     monkeypatch.setenv("EXPLORER_DEMO", "0")
-    app.main()
+    app.main([])                                   # no arguments (main() reads sys.argv, pytest's here)
     assert warmed == [services] and len(launched) == 2

@@ -1,7 +1,10 @@
 """A first-time user's walk through every tab in a real browser (chromium, Playwright), once in
 the light theme and once in the dark one (``?__theme=dark``): the picker lists the models available
 when the page opens, typed layer/head values redraw the attention figures, Tokenize shows the pieces
-the model sees, a failed call clears what it would have replaced, the training states read right,
+the model sees, a typed layer redraws the Embeddings summary and its contextual PCA, the neighbours open on
+the first word, the marked corpus neighbour reads in both themes, a failed call clears what it would have
+replaced, the training rates step sensibly (ArrowUp), the training controls are greyed out when they cannot act,
+Pause says "pausing after this step…" at once, a refused Start keeps the status, the training states read right,
 and every figure follows the theme. Screenshots of each tab per theme go to ``test-artifacts/``."""
 from __future__ import annotations
 
@@ -93,6 +96,56 @@ def test_attention_follows_typed_layer_and_head(page: Page) -> None:
     expect(panel.locator(".attention-summary").last).to_contain_text("Layer 3, head 2")
     no_error_toast(page)
     screenshot(page, "attention")
+
+
+def number_box(panel, label: str):
+    """The ``<input type=number>`` of the field (a slider's box, a gr.Number) labelled ``label``."""
+    block = panel.get_by_label(label, exact=False).first.locator("xpath=ancestor::div[contains(@class,'block')][1]")
+    return block.locator("input[type=number]")
+
+
+def test_embeddings_follows_a_typed_layer_and_opens_on_the_first_word(page: Page) -> None:
+    panel = open_tab(page, "Embeddings")
+    run_first_example(panel)                                  # "Who was Jim Henson?" / "Jim Henson was a nice puppet"
+    summary = panel.locator(".embeddings-summary").last
+    expect(summary).to_contain_text("contextual view at layer 6 of 6")
+    expect(panel.get_by_label("Nearest neighbours of")).to_have_value("1: who")     # its first word, not [CLS]
+    layer = number_box(panel, "Layer for the contextual view")
+    layer.fill("2")
+    layer.press("Enter")
+    expect(summary).to_contain_text("contextual view at layer 2 of 6")
+    expect(plot_in(panel, "Contextual PCA").locator(".gtitle")).to_contain_text("vectors at layer 2")
+    layer.fill("6")                                           # as the other tests of this page expect it
+    layer.press("Enter")
+    expect(summary).to_contain_text("contextual view at layer 6 of 6")
+    no_error_toast(page)
+
+
+def contrast(locator) -> float:
+    """WCAG 2's contrast ratio of the element's text colour on its background colour."""
+    return locator.evaluate("""e => {
+        const lum = c => { const [r, g, b] = c.match(/[0-9.]+/g).slice(0, 3).map(v => {
+            v = v / 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+        const style = getComputedStyle(e);
+        const [a, b] = [lum(style.color), lum(style.backgroundColor)].sort((x, y) => x - y);
+        return (b + 0.05) / (a + 0.05); }""")
+
+
+def test_the_marked_corpus_neighbour_reads_in_both_themes(page: Page) -> None:
+    panel = open_tab(page, "Embeddings")
+    page.get_by_text("Nearest contextual neighbours in a corpus", exact=True).click()
+    panel.get_by_label("My own text (below)").check()
+    panel.get_by_label("Your text (for 'My own text')").fill(
+        "We walked along the bank of the river. The bank lent us money. The river was cold.")
+    panel.get_by_role("button", name="Build the index").click()
+    expect(panel.get_by_text("Index ready").first).to_be_visible()
+    panel.get_by_label("Sentence", exact=True).fill("We sat on the grassy bank of the river.")
+    panel.get_by_role("button", name="Find neighbours").click()
+    marked = panel.locator(".corpus-neighbours li mark").first
+    expect(marked).to_be_visible()
+    assert contrast(marked) >= 4.5, (page.theme, contrast(marked))  # type: ignore[attr-defined]
+    no_error_toast(page)
 
 
 def test_a_failed_call_clears_what_it_would_have_replaced(page: Page) -> None:
@@ -192,17 +245,53 @@ def ends_stopped(status) -> None:
         raise AssertionError(f"{exc}\nworker: {worker.status() if worker else None}") from None
 
 
+def test_the_training_rates_step_sensibly(page: Page) -> None:
+    """ArrowUp moves the learning rate by 0.00001 and the masking rate by 0.01 (a step of 1 made them 1)."""
+    panel = open_tab(page, "Training")
+    for label, before, after in (("Learning rate", "0.0005", "0.00051"), ("Masking rate", "0.15", "0.16")):
+        box = number_box(panel, label)
+        expect(box).to_have_value(before)
+        box.press("ArrowUp")
+        expect(box).to_have_value(after)
+        assert float(box.input_value()) < 1
+        box.press("ArrowDown")
+        expect(box).to_have_value(before)
+
+
+def record_texts(locator) -> None:
+    """Keep every text ``locator`` shows from now on in ``window.__texts`` (a word shown only briefly too)."""
+    locator.evaluate("""e => { window.__texts = [e.innerText];
+        new MutationObserver(() => window.__texts.push(e.innerText))
+            .observe(e, {subtree: true, childList: true, characterData: true}); }""")
+
+
 def test_training_states_read_right(page: Page) -> None:
     panel = open_tab(page, "Training")
     status = panel.locator(".train-status").first
+    pause = panel.get_by_role("button", name="Pause", exact=True)
+    steering = [panel.get_by_role("button", name=name, exact=True)
+                for name in ("Pause", "Resume", "Stop", "Save checkpoint now")]
     if page.theme == "light":  # type: ignore[attr-defined]  # one run is enough; the dark walk shows its curves
+        expect(status).to_contain_text("idle")
+        for button in steering:                                             # no run: nothing to act on
+            expect(button).to_be_disabled()
+        panel.get_by_label("Steps", exact=True).fill("0")
+        panel.get_by_role("button", name="Start", exact=True).click()       # refused: the status stays
+        expect(page.locator(".toast-body.error").first).to_contain_text("Steps must be a whole number")
+        expect(status).to_contain_text("idle")
+        close_toasts(page)
         panel.get_by_label("Steps", exact=True).fill("100000")             # long enough to pause and stop
         panel.get_by_role("button", name="Start", exact=True).click()
         expect(status).to_contain_text("running", timeout=120_000)
         expect(status).to_contain_text("tokens/s", timeout=120_000)
-        panel.get_by_role("button", name="Pause", exact=True).click()
+        expect(pause).to_be_enabled()
+        record_texts(status)
+        pause.click()
         expect(status).to_contain_text("paused")
+        texts = page.evaluate("window.__texts")
+        assert any("pausing after this step" in text for text in texts), texts   # said before the worker answered
         expect(status).not_to_contain_text("ETA")
+        expect(pause).to_be_disabled()
         panel.get_by_role("button", name="Resume", exact=True).click()
         expect(status).to_contain_text("running")
         panel.get_by_role("button", name="Stop", exact=True).click()
@@ -213,6 +302,8 @@ def test_training_states_read_right(page: Page) -> None:
         expect(status.locator("strong").first).to_have_text("running", timeout=120_000)
         panel.get_by_role("button", name="Stop", exact=True).click()
         ends_stopped(status)
+    for button in steering:                                                 # the run ended: nothing to act on
+        expect(button).to_be_disabled()
     expect(panel.locator(f"{PLOT} .scatterlayer .trace").first).to_be_attached()
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
     no_error_toast(page)

@@ -3,6 +3,7 @@ built-in corpus and searched through gradio_client; the neighbour is marked in i
 input is one sentence; the user events clear their outputs on failure."""
 from __future__ import annotations
 
+import re
 
 import gradio as gr
 import pytest
@@ -30,6 +31,7 @@ def test_build_from_pasted_text_then_find_a_token_in_its_sentence(client) -> Non
     assert "**3 sentences**" in status and "layer 1" in status
     found = client.predict("default", "a dog ran in the house .", 2, 1, 3, api_name="/neighbours")
     assert found.count("<li>") == 3 and "<mark>dog</mark>" in found             # itself first, marked in place
+    assert found.startswith('<div class="corpus-neighbours">')                   # what the CSS colours the mark by
     assert "<b>" not in found                                                     # corpus text is escaped
     for named in ("dog", "2: dog", 2.0):                                          # a piece, the dropdown's label
         assert client.predict("default", "a dog ran in the house .", named, 1, 3, api_name="/neighbours") == found
@@ -94,3 +96,29 @@ def test_the_token_follows_its_word_into_a_new_sentence() -> None:
     assert corpus_neighbours.resolve_position(new, "5: bank") == 6               # a label from the old sentence
     assert corpus_neighbours.resolve_position(old, "5: bank") == 5
     assert corpus_neighbours.resolve_position(new, 3) == 3 and corpus_neighbours.resolve_position(new, "money") == 2
+
+
+def _declarations(css: str, selector: str) -> dict[str, str]:
+    """The declarations of the rule whose selector is exactly ``selector`` in ``css``."""
+    for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", re.sub(r"/\*.*?\*/", "", css, flags=re.S)):
+        if selector in (s.strip() for s in selectors.split(",")):
+            return {k.strip(): v.strip() for k, v in (d.split(":", 1) for d in body.split(";") if ":" in d)}
+    raise AssertionError(f"no rule for {selector!r} in assets/style.css")
+
+
+def _luminance(colour: str) -> float:
+    """WCAG 2's relative luminance of a #rrggbb colour."""
+    channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+@pytest.mark.parametrize("selector", [".corpus-neighbours mark", ".dark .corpus-neighbours mark"])
+def test_the_marked_neighbour_reads_in_both_themes(selector: str) -> None:
+    """The word marked in each sentence has its own text and background colour in each theme (the browser's
+    bright yellow under the dark theme's white text was unreadable), at WCAG AA's contrast (4.5:1) or more."""
+    import explorer
+
+    rule = _declarations(explorer.CSS, selector)
+    dark, light = sorted((_luminance(rule["color"]), _luminance(rule["background"])))
+    assert (light + 0.05) / (dark + 0.05) >= 4.5, rule

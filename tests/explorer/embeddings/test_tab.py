@@ -27,6 +27,7 @@ from engine.training.loop.state import write_checkpoint  # noqa: E402
 from engine.training.jobs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer import model_picker  # noqa: E402
 from explorer.embeddings import plots as embeddings_plots  # noqa: E402
+from explorer.embeddings import sections as embeddings_sections  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.reference import randomize_  # noqa: E402
@@ -86,7 +87,7 @@ def test_show_embeddings_builds_every_output(services: Services) -> None:
     assert "**12 tokens** (A: 6, B: 3, special: 3)" in summary and "layer 1 of 2" in summary
     assert "`the` at positions 1 and 5" in summary and "max difference" in summary
     assert list(table.columns) == embeddings_plots.NEIGHBOUR_COLUMNS and len(table) == 12 * 8
-    assert token["value"] == "all" and token["choices"][1] == ("0: [CLS]", "0")
+    assert token["value"] == "all" and token["choices"][2] == ("0: [CLS]", "0")
     assert "word" in heatmap.layout.title.text
 
 
@@ -107,6 +108,40 @@ def test_token_choice_filters_neighbours(services: Services) -> None:
     assert embeddings_tab.parse_token("3: cat", 4) == 3
     with pytest.raises(gr.Error, match="neither"):
         embeddings_tab.parse_token("cat", 4)
+
+
+def test_the_neighbours_open_on_the_first_word_not_cls(services: Services) -> None:
+    """The token choice's default is the text's first word: its neighbours, not [CLS]'s, and the dropdown names it."""
+    assert embeddings_sections.token_choices(["[CLS]"])[0] == ("First word of the text", embeddings_sections.FIRST_WORD)
+    *_, table, token, result = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word",
+                                                               embeddings_sections.FIRST_WORD)
+    assert result.tokens[:2] == ["[CLS]", "the"] and set(table["position"]) == {1} and set(table["token"]) == {"the"}
+    assert token["value"] == "1"
+    assert embeddings_tab.first_word(["special", "special", "A"]) == 2 and embeddings_tab.first_word(["special"]) is None
+    assert embeddings_tab.chosen_position("all", result) is None                  # "all" still means every token
+
+
+def test_the_layer_control_redraws_what_it_controls(services: Services) -> None:
+    """The layer slider (a drag, the arrow keys, a typed number) reruns the tab: the summary and the contextual
+    PCA then name the new layer; with no text typed, moving it runs nothing."""
+    with gr.Blocks(analytics_enabled=False) as demo:
+        picker = model_picker.build(services)
+        widgets = embeddings_tab.build(services, picker)
+    layer, text = widgets["layer"], widgets["text"]
+    changes = [fn for fn in demo.fns.values() if (layer._id, "change") in [(t[0], t[1]) for t in fn.targets]]
+    assert len(changes) == 1 and changes[0].api_name == "embeddings_refresh"
+    refresh = changes[0]
+    assert [block._id for block in refresh.inputs] == [picker.dropdown._id, text._id, widgets["pair"]._id, layer._id,
+                                                       widgets["component"]._id, widgets["token"]._id]
+    shown = [widgets[name]._id for name in embeddings_tab.SHOWN] + [widgets["token"]._id, widgets["state"]._id]
+    assert [block._id for block in refresh.outputs] == shown and refresh.trigger_mode == "always_last"
+    skipped = refresh.fn("default", "  ", "", 2, "output", "all")
+    assert len(skipped) == len(shown) and all(value == gr.skip() for value in skipped)
+    for index in (0, 2):
+        summary, *_, contextual, _, _, _, result = refresh.fn("default", *PAIR, index, "output", "all")
+        where = "the embedding output (layer 0)" if index == 0 else "layer 2 of 2"
+        assert result.layer == index and f"contextual view at {where}" in summary
+        assert contextual.layout.title.text.endswith("the embedding output" if index == 0 else "layer 2")
 
 
 @pytest.mark.parametrize("layer, message", [(3, "Layer must be a whole number from 0 to 2, got 3"),
