@@ -14,7 +14,8 @@ import pandas as pd
 
 from engine.training.worker.run_state import RunState
 from explorer.finetune import plots as fp
-from explorer.finetune.status import WRONG_COLUMNS, finetune_status, is_finetuning, wrong_note, wrong_rows
+from explorer.finetune.mistakes import WRONG_COLUMNS, wrong_note, wrong_rows
+from explorer.finetune.status import current_status, is_finetuning
 from explorer.finetune.tasks import TASKS
 from explorer.plots import empty_figure
 from explorer.services import Services
@@ -46,11 +47,11 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
     seen = seen or {}
     changed = {group: seen.get(group) != key for group, key in now.items()}
     skip = gr.skip()
-    outputs: list[Any] = [finetune_status(st) if changed["status"] else skip]
+    outputs: list[Any] = [current_status(worker, st) if changed["status"] else skip]
     if changed["curves"]:
         row = TASKS.get(st.task) if is_finetuning(st) else None
         if row is None:
-            message = ("no fine-tuning run yet" if st.state == RunState.IDLE
+            message = ("no fine-tuning run since the app started" if st.state == RunState.IDLE
                        else "the worker's run is pretraining: see the Training tab")
             outputs += [empty_figure(f"Loss: {message}"), empty_figure(f"Metrics: {message}")]
         else:

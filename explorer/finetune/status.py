@@ -1,23 +1,28 @@
-"""The Fine-tune tab's status line and its table of held-out examples the model gets wrong.
+"""The Fine-tune tab's status line.
 
 One worker trains one run at a time, pretraining or fine-tuning, whichever tab started it. This tab
 words a fine-tuning run as the Training tab does (``explorer.training.status``) plus the task's
 numbers, and a pretraining run as what it is: "a pretraining run is running: see the Training tab".
+A worker with no run since the app started is not the whole story: the runs folder may hold fine-tuning
+runs of an earlier start of the app or of the command line, so ``current_status`` then names the newest
+one ("finished — `finetune-…`, step 40 / 40") instead of "no run yet".
 """
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
-from engine.training.tasks.eval_examples import EVAL_EXAMPLES, WRONG_MARK, EvalExamples
+from engine.training.jobs.run_catalog import RunSummary
 from engine.training.tasks.registry import is_finetuning as is_finetuning_task
 from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import WorkerStatus
+from engine.training.worker.training_worker import TrainingWorker
 from explorer.finetune.tasks import TASKS
 from explorer.formatting import percent, sig
 from explorer.training.status import status_markdown
 
-WRONG_COLUMNS = ["example", "input", "expected", "predicted", "confidence"]
-MAX_CONTEXT_CHARS = 240          # a QA window's context is cut to this many characters in the table
+LOOKING = "_Looking up the latest run…_"     # the page's first value, until the live view's first tick
+NO_RUN = ("**idle** — no run yet. Pick the base model in the picker at the top, a task and its data, "
+          "then press **Start**.")
 
 
 def is_finetuning(st: WorkerStatus) -> bool:
@@ -25,11 +30,38 @@ def is_finetuning(st: WorkerStatus) -> bool:
     return st.state != RunState.IDLE and st.task in TASKS
 
 
-def finetune_status(st: WorkerStatus) -> str:
-    """Markdown: the state of the worker's run as this tab sees it."""
+def newest_finetuning_run(runs: Iterable[RunSummary]) -> RunSummary | None:
+    """The first fine-tuning run with a complete checkpoint among ``runs`` (newest first), or None."""
+    return next((run for run in runs if is_finetuning_task(run.task) and run.checkpoints > 0), None)
+
+
+def earlier_run_status(run: RunSummary) -> str:
+    """Markdown: a fine-tuning run found in the runs folder (not the worker's): finished, or how far it got."""
+    total = f" / {run.total_steps:,}" if run.total_steps else ""
+    where = ("It is the newest fine-tuning run in the runs folder (from before the app's latest start, or from "
+             "the command line): its checkpoint is in the model picker, its curves in the **Training** tab's "
+             "*Run browser*.")
+    if run.total_steps is not None and run.step >= run.total_steps:
+        head = f"**{RunState.FINISHED}** — `{run.name}`, step {run.step:,}{total} · task **{run.task}**"
+        return f"{head}\n\n{where} Press **Start** to fine-tune again."
+    head = f"**not finished** — `{run.name}`, step {run.step:,}{total} (its newest checkpoint) · task **{run.task}**"
+    return (f"{head}\n\n{where} It was stopped, it failed, or it is still running in another process; the Training "
+            "tab's **Continue a run** can finish it. Press **Start** to fine-tune again.")
+
+
+def current_status(worker: TrainingWorker, st: WorkerStatus | None = None) -> str:
+    """Markdown: the worker's run (``st``, default its status now) as this tab sees it; with no run since the app
+    started, the newest fine-tuning run in the runs folder (``earlier_run_status``), else "idle — no run yet"."""
+    st = st if st is not None else worker.status()
+    earlier = newest_finetuning_run(worker.runs()) if st.state == RunState.IDLE else None
+    return finetune_status(st, earlier)
+
+
+def finetune_status(st: WorkerStatus, earlier: RunSummary | None = None) -> str:
+    """Markdown: the state of the worker's run as this tab sees it; ``earlier`` (a fine-tuning run found in the
+    runs folder) is named while the worker has had no run."""
     if st.state == RunState.IDLE:
-        return ("**idle** — no run yet. Pick the base model in the picker at the top, a task and its data, "
-                "then press **Start**.")
+        return earlier_run_status(earlier) if earlier is not None else NO_RUN
     if not is_finetuning_task(st.task):
         run = f" (`{st.run_dir.name}`)" if st.run_dir is not None else ""
         if st.active:
@@ -56,41 +88,3 @@ def finetune_status(st: WorkerStatus) -> str:
                          "picked on the held-out questions)")
     lines.insert(1, " · ".join(facts))
     return "\n\n".join(lines)
-
-
-def wrong_rows(examples: EvalExamples | None) -> list[list[Any]]:
-    """``[example, input, expected, predicted, confidence]`` of each held-out example the model got wrong."""
-    if examples is None:
-        return []
-    rows = []
-    for p in examples.wrong:
-        text = p.text
-        if p.context:
-            context = p.context if len(p.context) <= MAX_CONTEXT_CHARS else p.context[:MAX_CONTEXT_CHARS] + "…"
-            text = f"{p.text} ‖ {context}"
-        rows.append([p.index + 1, text, p.expected, p.predicted, percent(p.confidence)])
-    return rows
-
-
-def wrong_note(st: WorkerStatus, examples: EvalExamples | None) -> str:
-    """Markdown above the table: at which step, how many of how many held-out examples are wrong."""
-    if not is_finetuning(st):
-        return "The held-out examples a fine-tuning run gets wrong appear here after each evaluation."
-    if examples is None:
-        if st.active:
-            return "No evaluation yet: the table fills at the first one."
-        return "This run made no held-out predictions (no examples were held out)."
-    n, wrong = len(examples.predictions), len(examples.wrong)
-    row = TASKS.get(st.task)
-    unit = row.unit if row is not None else "examples"
-    checked = f"the first {EVAL_EXAMPLES} held-out {unit}" if n == EVAL_EXAMPLES else f"all {n} held-out {unit}"
-    if wrong == 0:
-        return f"Step {examples.step}: **none wrong**: {checked} are right."
-    detail = ""
-    if unit == "sentences":
-        words = sum(p.words for p in examples.predictions)
-        right = sum(p.words_right for p in examples.predictions)
-        detail = (f"; a sentence is wrong when one of its words is: {percent(right / max(1, words))} of their "
-                  f"{words:,} words are tagged right, wrong tags marked {WRONG_MARK}")
-    return (f"Step {examples.step}: **{wrong} of {n}** wrong ({checked} are checked at each evaluation{detail}; "
-            "confidence is the model's probability of its own answer).")

@@ -22,7 +22,8 @@ from explorer.endpoints import endpoint
 from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
 from explorer.finetune.job import make_job
 from explorer.finetune.live import live_update, live_view
-from explorer.finetune.status import WRONG_COLUMNS, finetune_status, wrong_note
+from explorer.finetune.mistakes import CAPTION, COLUMN_WIDTHS, NOTE_FIRST, PICK_HINT, WRONG_COLUMNS, example_html
+from explorer.finetune.status import LOOKING, current_status, finetune_status
 from explorer.finetune.tasks import TASKS, FinetuneTask, task_choices, task_row
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
@@ -133,15 +134,21 @@ def _form(first: FinetuneTask) -> dict[str, Any]:
 
 
 def _live_widgets(services: Services) -> dict[str, Any]:
-    """The live view: the status, the loss and metric curves, and the held-out examples the model gets wrong."""
-    status = gr.Markdown(finetune_status(services.get_worker().status()), elem_classes=["train-status"])
+    """The live view: the status, the loss and metric curves, the held-out mistakes (fixed column widths that
+    wrap, so the table fits its box), what "confidence" means, and the whole input of a clicked row."""
+    # The page's first values are neutral: a value computed here would be the app's start-up state, shown on every
+    # fresh page until the first tick (an "idle" page after a finished run); the tick fills them when the tab opens.
+    status = gr.Markdown(LOOKING, elem_classes=["train-status"])
     with gr.Row():
         loss_plot = gr.Plot(label="Loss")
         metric_plot = gr.Plot(label="Task metrics")
-    note = gr.Markdown(wrong_note(services.get_worker().status(), None))
-    wrong = gr.Dataframe(headers=WRONG_COLUMNS, label="Held-out examples the model gets wrong now",
-                         interactive=False, wrap=True, max_height=360)
-    return {"status": status, "loss_plot": loss_plot, "metric_plot": metric_plot, "note": note, "wrong": wrong}
+    note = gr.Markdown(NOTE_FIRST)
+    wrong = gr.Dataframe(headers=WRONG_COLUMNS, label="Held-out mistakes the model makes now", interactive=False,
+                         wrap=True, column_widths=COLUMN_WIDTHS, max_height=420, elem_classes=["finetune-wrong"])
+    gr.Markdown(CAPTION, elem_classes=["finetune-wrong-caption"])
+    example = gr.HTML(f"<p>{PICK_HINT}</p>", elem_classes=["finetune-wrong-example"])
+    return {"status": status, "loss_plot": loss_plot, "metric_plot": metric_plot, "note": note, "wrong": wrong,
+            "example": example}
 
 
 # --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
@@ -185,15 +192,18 @@ def _steer_handlers(services: Services, access: AccessPolicy) -> list[Callable[[
     """The handlers of the pause, resume, stop and save buttons, in that order (named as their endpoints end)."""
     def pause(token: str = "") -> str:
         access.require_admin(token, "pause training")
-        return finetune_status(_control(services, "pause").pause())
+        worker = _control(services, "pause")
+        return current_status(worker, worker.pause())
 
     def resume(token: str = "") -> str:
         access.require_admin(token, "resume training")
-        return finetune_status(_control(services, "resume").resume())
+        worker = _control(services, "resume")
+        return current_status(worker, worker.resume())
 
     def stop(token: str = "") -> str:
         access.require_admin(token, "stop training")
-        return finetune_status(_control(services, "stop").stop())
+        worker = _control(services, "stop")
+        return current_status(worker, worker.stop())
 
     def save(token: str = "") -> str:
         access.require_admin(token, "save checkpoints")
@@ -207,7 +217,7 @@ def _steer_handlers(services: Services, access: AccessPolicy) -> list[Callable[[
 
 
 def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
-    """The live view's handlers: the status endpoint, the tick and the idle check."""
+    """The live view's handlers: the status endpoint, the tick, the idle check and a click on a table row."""
     def finetune_status_all() -> tuple[Any, ...]:
         """Status, loss curve, metric curves, the note and the table of held-out examples the model gets wrong."""
         return live_view(services)
@@ -220,7 +230,11 @@ def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
         now = version(services.get_worker().status())
         return (gr.skip(), gr.skip()) if now == last else (gr.Timer(active=True), now)
 
-    return finetune_status_all, live_tick, idle_check
+    def pick_example(evt: gr.SelectData) -> str:
+        row = evt.row_value or []
+        return example_html(services.get_worker().eval_examples(), row[0] if row else None)
+
+    return finetune_status_all, live_tick, idle_check, pick_example
 
 
 def _form_handlers(first: FinetuneTask) -> tuple[Callable[..., Any], Callable[..., Any]]:
@@ -256,15 +270,17 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             f["report_to"]]
     _wire_controls(services, access, controls, form, live["status"], timer, seen)
     live_outputs = [live[name] for name in ("status", "loss_plot", "metric_plot", "note", "wrong")]
-    finetune_status_all, live_tick, idle_check = _poll_handlers(services)
+    finetune_status_all, live_tick, idle_check, pick_example = _poll_handlers(services)
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
     endpoint(timer.tick, live_tick, seen, live_outputs + [seen, timer], api_name="finetune_tick",
              api_visibility="private", **poll)
     endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="finetune_idle_check",
              api_visibility="private", queue=False, **poll)
     endpoint(controls.refresh.click, finetune_status_all, None, live_outputs, api_name="finetune_status", **poll)
+    endpoint(live["wrong"].select, pick_example, None, live["example"], api_name="finetune_pick_example", gpu=False,
+             **PRIVATE)
     return {"status": live["status"], "timer": timer, "form": form, "plots": [live["loss_plot"], live["metric_plot"]],
-            "wrong": live["wrong"], "note": live["note"]}
+            "wrong": live["wrong"], "note": live["note"], "example": live["example"]}
 
 
 def _wire_form(first: FinetuneTask, f: dict[str, Any]) -> None:

@@ -58,7 +58,9 @@ class FinetuneTask:
     takes_labels: bool = False                      # the form's "labels" box applies
     labels_hint: str = ""                           # the labels box's placeholder
     check_builtin: Callable[[dict[str, Any]], DataCheck] | None = None   # checks an example without a file
-    unit: str = "examples"                          # what one row of the "gets wrong" table is
+    unit: str = "examples"                          # what one prediction of the "gets wrong" table is
+    parts: tuple[str, str] = ("input", "")          # what a prediction's text and context are, in words
+    spans: bool = False                             # answers are spans of the input (quoted; shown with it)
 
     @property
     def name(self) -> str:
@@ -106,7 +108,7 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                                       "questions they do not answer (SQuAD v2.0, written for this project).")),
         defaults=dict(steps=30, batch_size=8, learning_rate=5e-5, seq_length=128, eval_fraction=0.2),
         legends={"f1": "answer F1", "exact_match": "answer exact match", "span_acc": "exact span"},
-        read=read_qa, spec_fields=qa_fields),
+        read=read_qa, spec_fields=qa_fields, parts=("question", "context"), spans=True),
     FinetuneTask(
         definition=TOKEN_CLASSIFICATION, label="Tag words (part of speech, entities)",
         formats=("**CoNLL-U** (`.conllu`: the word (FORM) and its universal part-of-speech tag (UPOS) are used) or "
@@ -125,7 +127,7 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
         defaults=dict(steps=40, batch_size=16, learning_rate=3e-4, seq_length=64, eval_fraction=0.2),
         legends={"accuracy": "word accuracy", "entity_f1": "entity F1"},
         read=read_tagged, takes_labels=True, labels_hint="NOUN, VERB, ADJ, … (or B-PER, I-PER, O)",
-        unit="sentences"),
+        unit="sentences", parts=("sentence", "")),
     FinetuneTask(
         definition=MULTIPLE_CHOICE, label="Choose the right ending",
         formats=("**CSV** with a header naming `context`, `choice0` .. `choiceN-1` (2 to 5 choices, numbered from 0) "
@@ -143,7 +145,7 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                                        "3 sentences of other scenes; the held-out scenes are never trained on."))),
         defaults=dict(steps=40, batch_size=8, learning_rate=5e-5, seq_length=64, eval_fraction=0.2),
         legends={"accuracy": "accuracy"},
-        read=read_choices, check_builtin=check_next_sentence),
+        read=read_choices, check_builtin=check_next_sentence, parts=("context", "choices")),
 )}
 
 

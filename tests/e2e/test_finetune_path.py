@@ -61,6 +61,31 @@ def fine_tune(page: Page, task_label: str | None, screenshot: str) -> None:
     page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
 
 
+# What of the mistakes table reaches past its box: the scroll containers wider than they are, and any element drawn
+# beyond the box's right edge (the hidden row Gradio sizes columns with is left out).
+TOO_WIDE = """(box) => {
+  const right = box.getBoundingClientRect().right, shown = [...box.querySelectorAll('*')].filter(
+    e => !e.closest('[aria-hidden=true]') && e.getClientRects().length);
+  return [box, ...shown].filter(e => e.scrollWidth > e.clientWidth + 4 && getComputedStyle(e).overflowX !== 'visible'
+                                     || e.getBoundingClientRect().right > right + 4)
+    .map(e => `${e.tagName}.${e.className} ${e.scrollWidth}/${e.clientWidth}`); }"""
+
+
+def check_mistakes_table(page: Page, width: int) -> None:
+    """At ``width`` px the Fine-tune tab's mistakes table fits its box (it wraps, never scrolls sideways), and a
+    click on a row shows that example's whole input under it."""
+    page.set_viewport_size({"width": width, "height": 1000})
+    tab = page.locator("[role=tabpanel]:visible").first
+    table = tab.locator(".finetune-wrong").first
+    table.scroll_into_view_if_needed()
+    expect(table.locator("[role=gridcell]").first).to_be_visible()
+    assert table.evaluate(TOO_WIDE) == [], f"the mistakes table is wider than its box at {width} px"
+    assert table.evaluate("(box) => box.scrollWidth <= box.clientWidth + 4")
+    table.locator("[role=gridcell]").nth(1).click()
+    expect(tab.locator(".finetune-wrong-example").first).to_contain_text("Held-out example")
+    page.screenshot(path=str(ARTIFACTS / f"finetune-mistakes-{width}.png"), full_page=True)
+
+
 def pick_run(page: Page, task: str, head_title: str) -> None:
     """Choose the newest checkpoint of the ``finetune-<task>`` run in the model picker."""
     picker = page.get_by_label("Model (used by every probing tab)")
@@ -86,6 +111,15 @@ def test_fine_tune_classification_then_classify_with_the_result(page: Page) -> N
 
 def test_fine_tune_part_of_speech_tagging_then_tag_a_sentence_of_our_own(page: Page) -> None:
     fine_tune(page, "Tag words (part of speech, entities)", "finetune-pos.png")
+    for width in (1360, 390):                                   # a desktop and a phone
+        check_mistakes_table(page, width)
+    page.set_viewport_size({"width": 1360, "height": 1000})
+    fresh = page.context.browser.new_page(viewport={"width": 1360, "height": 1000})   # a fresh page knows the run
+    fresh.goto(page.url)
+    status = open_tab(fresh, "Fine-tune").locator(".train-status").first
+    expect(status.locator("strong").first).to_have_text("finished")
+    expect(status).to_contain_text("step 40 / 40")
+    fresh.close()
     pick_run(page, "token_classification", "Heads › Tag words")
     heads = open_tab(page, "Heads")
     section = inner_tab(heads, "Tag words")

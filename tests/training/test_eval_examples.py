@@ -56,7 +56,8 @@ def test_right_and_wrong_is_what_the_task_metric_counts(files, task: str, metric
 
 def test_tagging_counts_words_as_its_metric_and_a_sentence_right_only_with_every_word(files) -> None:
     """Token classification is scored by word: the words marked right over all held-out sentences are the
-    held-out word accuracy, and a sentence is right exactly when none of its words is marked wrong."""
+    held-out word accuracy, a sentence is right exactly when none of its words is marked wrong, and each wrong
+    word is one ``WordMistake`` (the word at its place, its label, the predicted tag and its probability)."""
     trainer = prepare_job(job(files, "token_classification", "tags-metric")).trainer
     trainer.train()
     found = eval_examples(trainer, limit=len(trainer.eval_data))
@@ -66,8 +67,18 @@ def test_tagging_counts_words_as_its_metric_and_a_sentence_right_only_with_every
     assert right / words == pytest.approx(trainer.evaluate()["eval_accuracy"])
     sentences = {" ".join(w for w, _ in (line.split("\t") for line in block.splitlines()))
                  for block in tagged_text(24).strip().split("\n\n")}
+    wrong_words = sum(len(p.mistakes) for p in found.predictions)
+    assert wrong_words == words - right and wrong_words > 0      # one mistake per word the metric counts wrong
+    names = trainer.model.config.id2label
     for p in found.predictions:
-        assert p.text in sentences and p.context == ""
+        assert p.text in sentences and p.context == "" and p.text == " ".join(p.sentence)
+        assert len(p.sentence) == p.words and len(p.mistakes) == p.words - p.words_right
+        gold = [pair.rsplit("/", 1)[1] for pair in p.expected.split(" ")]
+        for m in p.mistakes:                                     # the word at its place, its label, a wrong guess
+            assert p.sentence[m.position] == m.word and gold[m.position] == m.expected != m.predicted
+            assert m.predicted in names.values() and 1 / len(names) - 1e-6 <= m.confidence <= 1.0   # an arg-max
+        marked = [i for i, pair in enumerate(p.predicted.split(" ")) if pair.endswith(WRONG_MARK)]
+        assert [m.position for m in p.mistakes] == marked
         shown = p.predicted.split(" ")
         assert len(shown) == len(p.expected.split(" ")) == p.words
         assert sum(1 for w in shown if w.endswith(WRONG_MARK)) == p.words - p.words_right

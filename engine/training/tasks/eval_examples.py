@@ -9,11 +9,14 @@ task's own metric counts (``engine.training.tasks``): classification, the arg-ma
 arg-max start *and* the arg-max end equal the labelled span (``span_acc``), [CLS] when the window
 does not hold the answer; multiple choice, the top-scored choice is the labelled one (``accuracy``).
 
-Token classification is scored by word (``accuracy`` over labelled words) but shown by sentence: a
+Token classification is scored by word (``accuracy`` over labelled words) and predicted by sentence: a
 prediction is one held-out sentence, "right" when *every* labelled word's arg-max tag is its tag, so
-the table's share right is the share of sentences tagged without a mistake (at most the word accuracy).
-Its ``words`` and ``words_right`` count the labelled words and those tagged right, the same arg-max
-decisions the metric counts: summed over the held-out set, ``words_right / words`` is ``accuracy``.
+the share of predictions right is the share of sentences tagged without a mistake (at most the word
+accuracy). Its ``words`` and ``words_right`` count the labelled words and those tagged right, the same
+arg-max decisions the metric counts: summed over the held-out set, ``words_right / words`` is ``accuracy``.
+Its ``sentence`` holds the labelled words and ``mistakes`` one ``WordMistake`` per wrongly tagged word (the
+word, its place, the expected and the predicted tag and the model's probability of that tag), so the table
+can show one row per wrong word.
 
 A task's predictor is its ``TaskDefinition.predictor`` (``engine.training.tasks.registry``; one of the
 ``predict_*`` functions here); a task without one (pretraining) has no table. The worker calls this after
@@ -37,6 +40,17 @@ NO_ANSWER = "(no answer in this window)"
 
 
 @dataclass(frozen=True)
+class WordMistake:
+    """One wrongly tagged word of a token-classification prediction."""
+
+    position: int           # the word's place among the sentence's labelled words (``ExamplePrediction.sentence``)
+    word: str
+    expected: str
+    predicted: str
+    confidence: float       # the model's probability of ``predicted`` for this word (at its first piece)
+
+
+@dataclass(frozen=True)
 class ExamplePrediction:
     """One held-out feature: what the model read, what it should say, what it says and how sure it is."""
 
@@ -49,6 +63,8 @@ class ExamplePrediction:
     correct: bool
     words: int = 0          # token classification: labelled words in the sentence
     words_right: int = 0    # token classification: of those, tagged right
+    sentence: tuple[str, ...] = ()              # token classification: the labelled words, in order
+    mistakes: tuple[WordMistake, ...] = ()      # token classification: the words tagged wrong, in order
 
 
 @dataclass(frozen=True)
@@ -126,7 +142,8 @@ WRONG_MARK = "✗"           # after a wrongly tagged word in a token-classifica
 def predict_tags(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: FeatureDataset,
                  indices: list[int], device: torch.device) -> list[ExamplePrediction]:
     """One prediction per sentence: ``word/TAG`` for each labelled word (its first piece's tag and the
-    rest of its pieces); predicted tags that differ from the label are marked with ``WRONG_MARK``."""
+    rest of its pieces), predicted tags that differ from the label marked with ``WRONG_MARK``; the words and
+    one ``WordMistake`` per wrongly tagged word (with the probability of its predicted tag)."""
     batch = data.collate(indices).to(device)
     out = model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
                 compute=("token_classifier",))
@@ -139,18 +156,19 @@ def predict_tags(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: Fe
         labels = data.targets[i, :len(row)]                                # (S_i,) -100 where unlabelled
         starts = [int(p) for p in np.flatnonzero(labels != IGNORE_INDEX)]
         ends = starts[1:] + [len(row) - 1]                                 # a word runs to the next one or [SEP]
-        words, gold, guess, p = [], [], [], 1.0
-        for start, end in zip(starts, ends):
+        words, gold, guess, mistakes, p = [], [], [], [], 1.0
+        for position, (start, end) in enumerate(zip(starts, ends)):
             word = tokenizer.decode(row[start:end].tolist())
-            want, got = names.get(int(labels[start]), str(int(labels[start]))), int(predicted[r, start])
-            got_name = names.get(got, str(got))
+            want, got = int(labels[start]), int(predicted[r, start])
+            want_name, got_name = names.get(want, str(want)), names.get(got, str(got))
             words.append(word)
-            gold.append(f"{word}/{want}")
-            guess.append(f"{word}/{got_name}" + ("" if got == int(labels[start]) else WRONG_MARK))
+            gold.append(f"{word}/{want_name}")
+            guess.append(f"{word}/{got_name}" + ("" if got == want else WRONG_MARK))
+            if got != want:
+                mistakes.append(WordMistake(position, word, want_name, got_name, float(confidence[r, start])))
             p *= float(confidence[r, start])
-        right = sum(1 for g in guess if not g.endswith(WRONG_MARK))
-        found.append(ExamplePrediction(i, " ".join(words), "", " ".join(gold), " ".join(guess), p,
-                                       right == len(starts), len(starts), right))
+        found.append(ExamplePrediction(i, " ".join(words), "", " ".join(gold), " ".join(guess), p, not mistakes,
+                                       len(starts), len(starts) - len(mistakes), tuple(words), tuple(mistakes)))
     return found
 
 

@@ -1,17 +1,26 @@
-"""The Fine-tune tab's words: the worker's run as this tab sees it, the table of held-out examples the model
-gets wrong (only those, confidence as a percentage), and a live view that sends nothing twice."""
+"""The Fine-tune tab's status: the worker's run as this tab sees it, a finished run named on a fresh page (the
+worker's, or the newest fine-tuning run in the runs folder when the worker has had none), and a live view that
+sends nothing twice."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import gradio as gr
+import pytest
 
-from engine.training.tasks.eval_examples import EVAL_EXAMPLES, EvalExamples, ExamplePrediction
+from engine.training.jobs.run_catalog import RunSummary
+from engine.training.jobs.spec import JobSpec
+from engine.training.loop.config import TrainingConfig
+from engine.training.worker.run_state import RunState
 from engine.training.worker.training_worker import TrainingWorker
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune.live import LIVE_OUTPUTS, live_update
-from explorer.finetune.status import MAX_CONTEXT_CHARS, finetune_status, wrong_note, wrong_rows
+from explorer.finetune.status import current_status, earlier_run_status, finetune_status, newest_finetuning_run
 from explorer.services import Services
+from support.finetune_helpers import classification_rows, save_tiny_model, write_csv
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def status(state: str, task: str = "classification", **fields) -> WorkerStatus:
@@ -20,10 +29,6 @@ def status(state: str, task: str = "classification", **fields) -> WorkerStatus:
                 eval_metrics={"step": 20, "eval_classification_loss": 0.5, "eval_accuracy": 0.8})
     base.update(fields)
     return WorkerStatus(state, "step 20 / 40", **base)
-
-
-def prediction(i: int, correct: bool, context: str = "") -> ExamplePrediction:
-    return ExamplePrediction(i, f"text {i}", context, "positive", "positive" if correct else "negative", 0.8771, correct)
 
 
 def test_a_fine_tuning_run_shows_its_task_numbers():
@@ -41,28 +46,66 @@ def test_a_pretraining_run_is_named_and_sent_to_the_training_tab():
     assert finetune_status(WorkerStatus("idle", "no run")).startswith("**idle**")
 
 
-def test_the_table_holds_the_wrong_examples_only():
-    examples = EvalExamples(20, "classification", [prediction(0, True), prediction(1, False), prediction(2, False)])
-    assert wrong_rows(examples) == [[2, "text 1", "positive", "negative", "87.7%"],
-                                    [3, "text 2", "positive", "negative", "87.7%"]]
-    assert wrong_note(status("running"), examples).startswith("Step 20: **2 of 3** wrong (all 3 held-out examples")
-    right = EvalExamples(20, "classification", [prediction(i, True) for i in range(EVAL_EXAMPLES)])
-    assert wrong_rows(right) == [] and "**none wrong**: the first 16 held-out examples are right" in wrong_note(
-        status("running"), right)
-    assert wrong_rows(None) == [] and "No evaluation yet" in wrong_note(status("running"), None)
-    assert "no examples were held out" in wrong_note(status("finished"), None)
-
-
-def test_a_qa_row_shows_the_question_and_a_cut_context():
-    long = "word " * 100
-    (row,) = wrong_rows(EvalExamples(5, "qa", [prediction(0, False, context=long)]))
-    assert row[1].startswith("text 0 ‖ word") and row[1].endswith("…") and len(row[1]) == len("text 0 ‖ ") + MAX_CONTEXT_CHARS + 1
-
-
 def test_the_live_view_sends_only_what_changed(tmp_path, tiny_tokenizer):
     services = Services(tokenizer=tiny_tokenizer, worker=TrainingWorker(tmp_path / "runs"))
     first, seen, active = live_update(services, None)
     assert len(first) == LIVE_OUTPUTS and not active
-    assert first[0].startswith("**idle**") and first[1].layout.annotations[0].text == "Loss: no fine-tuning run yet"
+    assert first[0].startswith("**idle**")
+    assert first[1].layout.annotations[0].text == "Loss: no fine-tuning run since the app started"
     again, seen_again, _ = live_update(services, seen)
     assert seen_again == seen and all(isinstance(out, type(gr.skip())) for out in again)
+
+
+def fine_tuning_job(model: Path, data: Path, steps: int) -> JobSpec:
+    training = TrainingConfig(task="classification", learning_rate=3e-3, warmup_steps=1, total_steps=steps,
+                              batch_size=8, max_seq_length=64, eval_every=3, eval_batches=0, checkpoint_every=0)
+    return JobSpec(training, data=str(data), init_from=str(model), eval_fraction=0.25)
+
+
+def test_a_fresh_page_names_the_newest_fine_tuning_run_in_the_runs_folder(tmp_path, tiny_tokenizer):
+    """The worker's own finished run is "finished"; after a restart (a new worker over the same runs folder) the
+    newest fine-tuning run on disk is named instead of "idle — no run yet", finished or not."""
+    model = save_tiny_model(tmp_path / "model", tiny_tokenizer)
+    data = write_csv(tmp_path / "classes.csv", classification_rows(24))
+    worker = TrainingWorker(tmp_path / "runs")
+    try:
+        worker.start(fine_tuning_job(model, data, steps=6))
+        assert worker.join(60.0) and worker.status().state == RunState.FINISHED, worker.status().message
+        run = worker.status().run_dir.name
+        first, _, _ = live_update(Services(tokenizer=tiny_tokenizer, worker=worker), None)
+        assert first[0].startswith("**finished** · step **6 / 6**") and run in first[0]
+    finally:
+        worker.close(timeout_s=30)
+    restarted = TrainingWorker(tmp_path / "runs")
+    text = current_status(restarted)
+    assert text.startswith(f"**finished** — `{run}`, step 6 / 6 · task **classification**"), text
+    assert "newest fine-tuning run in the runs folder" in text and str(tmp_path) not in text
+    first, _, _ = live_update(Services(tokenizer=tiny_tokenizer, worker=restarted), None)
+    assert first[0] == text
+    try:                                        # a newer run, stopped early: named as not finished, with its step
+        restarted.start(fine_tuning_job(model, data, steps=100_000))
+        deadline = time.monotonic() + 60
+        while restarted.status().step < 1:
+            assert time.monotonic() < deadline and restarted.status().active, restarted.status().message
+            time.sleep(0.05)
+        stopped = restarted.stop(wait_s=60)
+        assert stopped.state == RunState.STOPPED and stopped.last_checkpoint is not None, stopped.message
+    finally:
+        restarted.close(timeout_s=30)
+    text = current_status(TrainingWorker(tmp_path / "runs"))
+    assert text.startswith(f"**not finished** — `{stopped.run_dir.name}`, step {stopped.step:,} / 100,000 "), text
+    assert "**Continue a run**" in text
+
+
+def summary(name: str, task: str | None, checkpoints: int = 1, step: int = 10, total: int | None = 10) -> RunSummary:
+    return RunSummary(name, Path("/srv/runs") / name, checkpoints, step, total, task, None, 0.0)
+
+
+def test_only_a_fine_tuning_run_with_a_checkpoint_is_named():
+    runs = [summary("run-1", "pretraining"), summary("finetune-qa-2", "qa", checkpoints=0, step=0),
+            summary("finetune-classification-3", "classification"), summary("finetune-qa-1", "qa")]
+    assert newest_finetuning_run(runs).name == "finetune-classification-3"
+    assert newest_finetuning_run(runs[:2]) is None
+    assert finetune_status(WorkerStatus("idle", "no run"), None).startswith("**idle** — no run yet")
+    unknown_total = earlier_run_status(summary("finetune-qa-1", "qa", step=7, total=None))
+    assert unknown_total.startswith("**not finished** — `finetune-qa-1`, step 7 (its newest checkpoint)")

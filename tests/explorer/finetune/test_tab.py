@@ -22,7 +22,7 @@ from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job
-from explorer.finetune.status import WRONG_COLUMNS
+from explorer.finetune.mistakes import WRONG_COLUMNS
 from explorer.finetune.tasks import TASKS
 from explorer.model_registry import checkpoint_key
 from explorer.services import Services
@@ -230,7 +230,8 @@ def test_fine_tune_end_to_end_through_the_api(client: Client, services: Services
     found = services.get_worker().eval_examples()
     assert found is not None and found.step == 6
     assert len(wrong["data"]) == len(found.wrong) and f"**{len(found.wrong)} of 10** wrong" in note
-    assert all(row[2] in ("negative", "positive") and row[4].endswith("%") for row in wrong["data"])
+    assert all(re.fullmatch(r"(negative|positive) → (negative|positive) \(\d[\d.]*%\)", row[1])
+               for row in wrong["data"])
     # the fine-tuned model is in the picker, loads, and has the task's head with the file's labels
     checkpoint = services.get_worker().status().last_checkpoint
     assert checkpoint.parent.parent.name.startswith("finetune-classification-")
@@ -257,7 +258,7 @@ def test_qa_through_the_api_takes_its_own_defaults_and_fills_the_table_with_ques
     _, _, metric, note, wrong = client.predict(api_name="/finetune_status")
     names = {t["name"] for t in json.loads(metric["plot"])["data"]}
     assert {"answer F1 (held-out)", "answer exact match (held-out)", "exact span (held-out)"} <= names
-    assert len(wrong["data"]) == len(found.wrong) and " ‖ " in wrong["data"][0][1]
+    assert len(wrong["data"]) == len(found.wrong) and " ‖ " in wrong["data"][0][2] and " → " in wrong["data"][0][1]
 
 
 def test_squad_v2_reports_answerable_and_unanswerable_questions_apart(client: Client, services: Services) -> None:

@@ -5,6 +5,7 @@ through the served ``/finetune_start`` finishes with its curves and its table of
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,7 +16,6 @@ from gradio_client import Client
 from support.app_helpers import serve
 from engine.data.tagged_text import read_tagged_file
 from engine.text.corpus import builtin_corpus
-from engine.training.tasks.eval_examples import WRONG_MARK
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.job import make_job
 from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, TASKS
@@ -112,8 +112,12 @@ def test_tagging_end_to_end_through_the_api(client: Client, services: Services) 
     assert {"word accuracy (train)", "word accuracy (held-out)"} <= names and not any("entity" in n for n in names)
     found = services.get_worker().eval_examples()
     assert found is not None and found.task == "token_classification" and found.wrong   # 4 steps of a tiny model
-    assert len(wrong["data"]) == len(found.wrong) and "held-out sentences" in note and WRONG_MARK in note
-    assert all(WRONG_MARK in row[3] and "/" in row[2] for row in wrong["data"])
+    mistakes = [(p.index + 1, m) for p in found.wrong for m in p.mistakes]      # one row per wrongly tagged word
+    assert len(wrong["data"]) == len(mistakes) == sum(p.words - p.words_right for p in found.predictions)
+    assert "words** tagged wrong" in note and "One row per wrong word" in note
+    for row, (number, m) in zip(wrong["data"], mistakes):
+        assert row[0] == number and row[1].startswith(f"{m.word}: {m.expected} → {m.predicted} (")
+        assert f"[{m.word}]" in row[2]
 
 
 def test_multiple_choice_from_shakespeare_end_to_end_through_the_api(client: Client, services: Services) -> None:
@@ -128,4 +132,4 @@ def test_multiple_choice_from_shakespeare_end_to_end_through_the_api(client: Cli
     assert (record["data"], record["corpus"], record["num_choices"]) == (None, "shakespeare", 4)
     found = services.get_worker().eval_examples()
     assert found is not None and all(len(p.context.split(" · ")) == 4 for p in found.predictions)
-    assert all(row[2].startswith(("0: ", "1: ", "2: ", "3: ")) and row[4].endswith("%") for row in wrong["data"])
+    assert all(re.fullmatch(r"[0-3]: .+ → [0-3]: .+ \(\d[\d.]*%\)", row[1]) for row in wrong["data"])
