@@ -21,6 +21,16 @@ def percent(probability: float) -> str:
     return f"{value:.{SIGNIFICANT}g}%"
 
 
+def signed_percent(change: float) -> str:
+    """A change of probability (percentage points) with its sign: 0.0312 -> "+3.12%", -0.005 -> "−0.5%",
+    a tiny one -> "+<0.001%" / "−<0.001%", 0 -> "0%"; not finite -> "–". Never an exponent."""
+    if not math.isfinite(change):
+        return "–"
+    if change == 0:
+        return "0%"
+    return ("+" if change > 0 else "−") + percent(abs(change))
+
+
 def sig(value: float, digits: int = SIGNIFICANT) -> str:
     """``value`` to ``digits`` significant digits, without an exponent for ordinary sizes:
     3.14159 -> "3.14", 0.00012345 -> "0.000123", 1234.5 -> "1234" (whole digits are kept),

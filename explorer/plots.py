@@ -6,7 +6,8 @@ labels, so repeated tokens (two ``the``s, several ``[SEP]``s) stay separate cell
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -67,6 +68,7 @@ pio.templates.default = TEMPLATE_NAME
 # Above these many tokens the strip drops in-cell numbers / thins its tick labels.
 _MAX_CELL_LABELS = 48
 _MAX_TICK_LABELS = 96
+MAX_PERCENT_DECIMALS = 8      # a probability axis reads down to 0.00000001%
 
 
 def figure(traces: Sequence[dict] = (), **layout: object) -> go.Figure:
@@ -100,6 +102,33 @@ def subplot_grid(rows: int, cols: int, titles: Sequence[str] = (), horizontal_sp
                                               xanchor="center", yanchor="bottom", showarrow=False,
                                               font=dict(size=16)))
     return layout
+
+
+def percent_tickformat(top: float) -> str:
+    """The d3 tick format of an axis of probabilities from 0 to ``top``: percentages with just enough
+    decimals to tell Plotly's ticks apart (about ten at most): 0.43 -> ".0%", 0.048 -> ".1%", 0.00018 ->
+    ".3%". Never an SI prefix ("20μ") nor an exponent ("2e-05"), which a learner cannot read as a probability."""
+    step = abs(top) * 100 / 10                      # percent between ticks, at the most ticks Plotly draws
+    if not math.isfinite(step) or step <= 0:
+        return ".0%"
+    return f".{min(MAX_PERCENT_DECIMALS, max(0, -math.floor(math.log10(step))))}%"
+
+
+def probability_axis(top: float, title: str | None = "probability") -> dict[str, Any]:
+    """An axis of probabilities from 0 to ``top`` (to 1 when ``top`` is not a positive number), its ticks
+    as percentages (:func:`percent_tickformat`). Several plots of one figure given the same ``top`` share
+    one scale: a bar of 4.8% is then a tenth as long as one of 48%, in every plot."""
+    upper = float(top) if math.isfinite(top) and top > 0 else 1.0
+    axis: dict[str, Any] = dict(range=[0.0, upper], autorange=False, tickformat=percent_tickformat(upper),
+                                exponentformat="none")
+    if title is not None:
+        axis["title"] = dict(text=title)
+    return axis
+
+
+def top_value(values: Iterable[Iterable[float]]) -> float:
+    """The largest finite value of several lists (0.0 for none): the shared top of a probability axis."""
+    return max((float(v) for row in values for v in row if math.isfinite(v)), default=0.0)
 
 
 def axis_names(index: int) -> tuple[str, str]:

@@ -48,9 +48,10 @@ class QuestionTooLong(ValueError):
 
 @dataclass
 class QASpan:
-    """One answer: pipeline fields plus where it was first found (window and token positions)."""
+    """One answer: pipeline fields plus where it was first found (window and token positions), and what the
+    UI shows of it: its own probability (its best candidate's, at most 1) and every place it was found."""
 
-    score: float               # summed over every candidate with the same text (ignoring case)
+    score: float               # the pipeline's: summed over every candidate with the same text (ignoring case)
     start: int                 # character offsets into the context; answer = context[start:end]
     end: int
     answer: str
@@ -58,10 +59,34 @@ class QASpan:
     start_token: int | None    # positions within that window's tokens
     end_token: int | None
     merged: int = 1            # how many candidates (over all windows) share this text
+    # Filled from the fields above when not given; `merge_candidates` updates them as candidates join.
+    probability: float | None = None       # the best candidate's own p_start * p_end in its window (<= 1)
+    best_window: int | None = None         # that candidate's window and token positions
+    best_start_token: int | None = None
+    best_end_token: int | None = None
+    places: list[tuple[int, int]] = field(default_factory=list)   # distinct (start, end) characters, in text order
+    windows: list[int] = field(default_factory=list)              # each merged candidate's window, in order
+
+    def __post_init__(self) -> None:
+        if self.probability is None:
+            self.probability = self.score
+        if self.window is not None and not self.places:
+            self.best_window, self.best_start_token, self.best_end_token = self.window, self.start_token, self.end_token
+            self.places, self.windows = [(self.start, self.end)], [self.window]
 
     @property
     def is_null(self) -> bool:
         return self.window is None
+
+    def note(self, candidate: QASpan) -> None:
+        """Keep what the pipeline's sum forgets of ``candidate`` (a later candidate with the same text, ignoring
+        case): its window, its place in the text, and its probability when it is the best so far."""
+        self.windows.append(candidate.window)
+        if (candidate.start, candidate.end) not in self.places:
+            self.places = sorted([*self.places, (candidate.start, candidate.end)])
+        if candidate.score > self.probability:
+            self.probability, self.best_window = candidate.score, candidate.window
+            self.best_start_token, self.best_end_token = candidate.start_token, candidate.end_token
 
     def as_dict(self) -> dict[str, Any]:
         """The pipeline's shape: ``{"score", "start", "end", "answer"}``."""
@@ -107,7 +132,7 @@ class QAResult:
     spans: list[QASpan]                    # the same answers with their window and tokens
     windows: list[QAWindow]
     null_score: float                      # minimum over windows of p_start[CLS] * p_end[CLS]
-    best_span_score: float                 # best merged non-null answer (0.0 if none)
+    best_span_score: float                 # best merged non-null answer (0.0 if none), a sum over windows
     impossible: bool                       # handle_impossible_answer and the null answer came first
     question_tokens: list[str]
     top_k: int
@@ -116,6 +141,7 @@ class QAResult:
     doc_stride: int
     handle_impossible_answer: bool
     align_to_words: bool = True
+    best_span_probability: float = 0.0     # that answer's own probability: its best candidate's (<= 1)
 
     @property
     def prefers_null(self) -> bool:
@@ -238,6 +264,7 @@ def merge_candidates(windows: list[QAWindow]) -> list[QASpan]:
             else:
                 known.score += c.score
                 known.merged += 1
+                known.note(c)
     return list(merged.values())
 
 
@@ -274,6 +301,7 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
     spans = merge_candidates(windows)
     null_score = min(w.null_score for w in windows)
     best_span_score = max((s.score for s in spans), default=0.0)
+    best_span_probability = next((s.probability for s in spans if s.score == best_span_score), 0.0)
     if handle_impossible_answer:
         spans.append(QASpan(null_score, 0, 0, "", None, None, None))
     spans = sorted(spans, key=lambda s: s.score, reverse=True)[:top_k]          # stable: earlier first on ties
@@ -283,6 +311,7 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
         question_tokens=[t for t, seq in zip(encodings[0].tokens, encodings[0].sequence_ids) if seq == 0],
         top_k=top_k, max_answer_len=max_answer_len, max_seq_len=max_seq_len, doc_stride=doc_stride,
         handle_impossible_answer=handle_impossible_answer, align_to_words=align_to_words,
+        best_span_probability=best_span_probability,
     )
 
 

@@ -66,8 +66,8 @@ def attention_pair_figure(map_a: np.ndarray, map_b: np.ndarray, difference: np.n
         trace = dict(type="heatmap", z=np.round(values, 4), xaxis=x, yaxis=y, showscale=diverging or index == 0,
                      hovertemplate="query %{y}<br>key %{x}<br>%{z:.3f}<extra></extra>")
         if diverging:
-            trace.update(colorscale=DIFFERENCE_SCALE, zmid=0.0, zmin=-limit, zmax=limit,
-                         colorbar=dict(title="B − A", thickness=12, x=1.02))
+            trace.update(colorscale=DIFFERENCE_SCALE, zmid=0.0, zmin=-limit, zmax=limit,   # never "1μ" on the bar
+                         colorbar=dict(title="B − A", thickness=12, x=1.02, exponentformat="none"))
         else:
             trace.update(colorscale=COLORSCALE, zmin=0.0, zmax=1.0,
                          colorbar=dict(title="weight", thickness=12, x=-0.12))

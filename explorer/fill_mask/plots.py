@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from explorer.plots import axis_names, empty_figure, figure, subplot_grid
+from explorer.plots import axis_names, empty_figure, figure, probability_axis, subplot_grid, top_value
 from explorer.formatting import percent
 
 BAR_COLOR = "#4f6bed"
 BEST_COLOR = "#f28e2b"
 MAX_COLUMNS = 3          # masks side by side before wrapping to a new row
 MAX_LINES = 15           # token lines per mask in the over-training chart (the table has all)
+LINE_HEADROOM = 1.05     # the over-training axis ends a little above the highest point, so its marker shows whole
+SCALES = "probability_scales"   # layout.meta of the top-k figure: {"shared": top, "own": [each mask's top]}
 
 
 def _grid(n: int) -> tuple[int, int]:
@@ -29,11 +32,15 @@ def _grid(n: int) -> tuple[int, int]:
 
 def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequence[float]],
                        titles: Sequence[str] | None = None, token_ids: Sequence[Sequence[int]] | None = None,
-                       title: str | None = None) -> go.Figure:
+                       title: str | None = None, zoom: bool = False) -> go.Figure:
     """One horizontal bar chart per mask: the top-k candidates, best at the top.
 
     ``tokens[m][r]`` / ``scores[m][r]`` are mask m's rank-r candidate and probability.
     Subplot m is titled ``titles[m]`` (default "[MASK] 1", ...); the best bar is highlighted.
+    Every chart shares one probability axis, from 0 to the highest probability of them all, with ticks
+    as percentages, so bars compare across masks; ``zoom`` gives each chart its own axis, from 0 to its
+    own highest probability (the axis title says so). Both scales stay in ``layout.meta`` for
+    :func:`zoom_figure`, which switches between them without the predictions.
     """
     if len(tokens) != len(scores):
         raise ValueError(f"tokens ({len(tokens)}) and scores ({len(scores)}) differ in length (masks)")
@@ -50,6 +57,7 @@ def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequenc
     k = max(len(t) for t in tokens)
     row_height = max(260, 120 + 26 * k)
     traces, axes = [], {}
+    scales = {"shared": top_value(scores), "own": [top_value([s]) for s in scores]}
     for m in range(n):
         x_axis, y_axis = axis_names(m)
         ranks = list(range(len(tokens[m])))
@@ -63,12 +71,32 @@ def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequenc
                           f"<extra>{titles[m]}</extra>",
         ))
         axes[y_axis] = dict(tickmode="array", tickvals=ranks, ticktext=list(tokens[m]), autorange="reversed")
-        axes[x_axis] = dict(title=dict(text="probability"), rangemode="tozero")
+        axes[x_axis] = _scale_axis(scales, m, zoom)
     layout = subplot_grid(rows, cols, titles, horizontal_spacing=0.16,
                           vertical_spacing=min(0.3, 90 / (row_height * rows)) if rows > 1 else 0.1, **axes)
     return figure(traces, title=dict(text=title) if title else None, height=row_height * rows + (50 if title else 20),
                   margin=dict(l=20, r=20, t=60 if title else 40, b=30), bargap=0.2, plot_bgcolor="rgba(0,0,0,0)",
-                  **layout)
+                  meta={SCALES: scales}, **layout)
+
+
+def _scale_axis(scales: Mapping[str, Any], m: int, zoom: bool) -> dict[str, Any]:
+    """Mask m's probability axis: the figure's shared scale, or with ``zoom`` its own (and its title says so)."""
+    if zoom:
+        return probability_axis(scales["own"][m], "probability (this chart's own scale)")
+    return probability_axis(scales["shared"])
+
+
+def zoom_figure(fig: go.Figure, zoom: bool) -> go.Figure:
+    """``fig``, a :func:`predictions_figure` (also one read back from its JSON), with each mask's chart on its
+    own probability scale (``zoom``) or all on the shared one: nothing is recomputed, the figure keeps both
+    scales in ``layout.meta``. A figure without them (an empty one) comes back as it is."""
+    meta = fig.layout.meta
+    scales = meta.get(SCALES) if isinstance(meta, dict) else None
+    if not scales:
+        return fig
+    fig.update_layout({axis_names(m)[0].replace("x", "xaxis"): _scale_axis(scales, m, zoom)
+                       for m in range(len(scales["own"]))})
+    return fig
 
 
 def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
@@ -79,7 +107,8 @@ def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
     ``tracked[c][m]`` maps token -> probability at mask m in checkpoint c (labelled
     ``labels[c]``, at training step ``steps[c]``). x is the step when every checkpoint has
     one, else the checkpoint's index with its label as tick text. Per mask, the
-    ``max_lines`` tokens with the highest peak probability get a line.
+    ``max_lines`` tokens with the highest peak probability get a line. Every mask's plot shares one
+    probability axis from 0 (ticks as percentages), so the lines compare across masks.
     """
     if not (len(steps) == len(labels) == len(tracked)):
         raise ValueError(f"steps ({len(steps)}), labels ({len(labels)}) and tracked ({len(tracked)}) "
@@ -100,6 +129,7 @@ def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
         shown.append(sorted(tokens, key=lambda t: -peak[t])[:max(1, max_lines)])
         more = f" (top {len(shown[m])} of {len(tokens)} tokens)" if len(shown[m]) < len(tokens) else ""
         subtitles.append(titles[m] + more)
+    top = top_value([per_mask[m].get(t, 0.0) for per_mask in tracked] for m in range(n) for t in shown[m])
     rows, cols = _grid(n)
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=subtitles, horizontal_spacing=0.08,
                         vertical_spacing=min(0.3, 0.6 / rows) if rows > 1 else 0.1)
@@ -114,7 +144,7 @@ def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
             ), row=row, col=col)
         fig.update_xaxes(title_text="training step" if by_step else "checkpoint", row=row, col=col,
                          **({} if by_step else dict(tickmode="array", tickvals=xs, ticktext=list(labels))))
-        fig.update_yaxes(title_text="probability", rangemode="tozero", row=row, col=col)
+        fig.update_yaxes(probability_axis(top * LINE_HEADROOM), row=row, col=col)   # one scale for every mask
     fig.update_layout(
         height=max(320, 300 * rows),
         margin=dict(l=50, r=20, t=50, b=40),

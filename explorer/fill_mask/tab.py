@@ -8,13 +8,14 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from engine import cancellation
 from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
 from engine.probes.joint_fill import JointFill, joint_fill
-from explorer.formatting import percent, rounded, sig
+from explorer.formatting import percent, sig
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import plots as fill_mask_plots
 from explorer import run_picker
@@ -33,6 +34,7 @@ EMPTY_MESSAGE = "Type a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'
 _MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 PER_MASK_LABEL = "Top guess at each mask (each predicted on its own, with the other masks still hidden)"
+ZOOM_LABEL = "Zoom: each chart to its own values (bars of different masks then no longer compare)"
 
 EXAMPLES: list[list[Any]] = [
     ["The United [MASK] of America.", ""],
@@ -164,7 +166,7 @@ def _code(text: str) -> str:
 
 
 def predictions_plot(result: FillMaskResult, mask_token: str) -> go.Figure:
-    """The top-k bar charts of ``result`` (one subplot per mask)."""
+    """The top-k bar charts of ``result`` (one subplot per mask), on one probability scale from 0."""
     many = len(result.masks) > 1
     return fill_mask_plots.predictions_figure(
         tokens=[[ts if ts.strip() else (t or f"[id {i}]") for ts, t, i in zip(m.token_strs, m.tokens, m.token_ids)]
@@ -185,8 +187,22 @@ def fill(services: Services, model_key: str | None, text: str | None, top_k: Any
     mask_token = mask_token_of(loaded)
     for warning in result.warnings:
         gr.Warning(warning)
-    return (predictions_plot(result, mask_token), result.to_pipeline(), highlighted_fill(text, mask_token, result),
-            summary_markdown(result, mask_token), joint_markdown(joint, mask_token, words is not None))
+    return (predictions_plot(result, mask_token), result.to_pipeline(),
+            highlighted_fill(text, mask_token, result), summary_markdown(result, mask_token),
+            joint_markdown(joint, mask_token, words is not None))
+
+
+def zoomed_plot(plot: Any, zoom: bool) -> go.Figure | Any:
+    """The chart shown now (the Plot's value, its figure as JSON) with each mask on its own probability scale
+    (``zoom``) or all on one; no model runs. ``gr.skip()`` when no chart is shown (or the value is not one)."""
+    text = plot.get("plot") if isinstance(plot, dict) else getattr(plot, "plot", None)
+    if not isinstance(text, str) or not text:
+        return gr.skip()
+    try:
+        figure = pio.from_json(text)
+    except ValueError:                            # not a figure: leave the chart alone
+        return gr.skip()
+    return fill_mask_plots.zoom_figure(figure, bool(zoom))
 
 
 def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
@@ -195,14 +211,15 @@ def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[
 
 
 def over_training_table(labels: list[str], results: list[FillMaskResult], mask_token: str) -> pd.DataFrame:
-    """One row per (mask, tracked token), one probability column per checkpoint (best at the last first)."""
+    """One row per (mask, tracked token), one probability column per checkpoint (best at the last first), as
+    percentages ("0.0182%", "<0.001%"), never an exponent."""
     rows = []
     for m, mask in enumerate(results[-1].masks):
         tokens = list(mask.tracked)
         tokens.sort(key=lambda t: -mask.tracked[t])
         for token in tokens:
             rows.append([f"{mask_token} {m + 1}", token,
-                         *(rounded(r.masks[m].tracked.get(token, 0.0)) for r in results)])
+                         *(percent(r.masks[m].tracked.get(token, 0.0)) for r in results)])
     return pd.DataFrame(rows, columns=TABLE_BASE + labels)
 
 
@@ -297,6 +314,20 @@ def _handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...]], Calla
     return run, run_over_training
 
 
+def _wire_zoom(zoom: Any, plot: Any, runs: list[Any]) -> None:
+    """*Zoom* redraws the chart shown (no model runs), and a new chart follows the box once its action succeeds."""
+    def redraw(plot: Any, zoom: bool) -> Any:
+        return zoomed_plot(plot, zoom)
+
+    def follow(plot: Any, zoom: bool) -> Any:
+        return zoomed_plot(plot, zoom) if zoom else gr.skip()          # a new chart comes on the shared scale
+
+    quiet: dict[str, Any] = dict(gpu=False, clear=False, api_visibility="private", show_progress="hidden")
+    endpoint(zoom.change, redraw, [plot, zoom], [plot], api_name="fill_mask_zoom", trigger_mode="always_last", **quiet)
+    for event, name in zip(runs, ("fill_mask", "fill_mask_submit", "fill_mask_example_run")):
+        endpoint(event.success, follow, [plot, zoom], [plot], api_name=f"{name}_then_zoom", **quiet)
+
+
 def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     """Create the Fill-mask tab's widgets inside the current ``gr.Tab`` and wire them."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
@@ -315,18 +346,20 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                                     combine_adjacent=False, scale=1)
         joint = gr.Markdown(elem_classes=["fill-joint"])   # empty, so not shown, with one mask
     summary = gr.Markdown(elem_classes=["token-summary"])
+    zoom = gr.Checkbox(False, label=ZOOM_LABEL, container=False)
     plot = gr.Plot(label="Top-k per mask")
     with gr.Accordion("Results as JSON (the transformers fill-mask pipeline's format)", open=False):
         results = gr.JSON(label="fill-mask output")
     over = _over_training_section(services)
     run, run_over_training = _handlers(services)
     inputs = [picker.dropdown, text, top_k, targets]
-    wire_run(button, text, examples, run, inputs, [plot, results, filled, summary, joint], api_name="fill_mask",
-             show_progress="minimal")
+    events = wire_run(button, text, examples, run, inputs, [plot, results, filled, summary, joint],
+                      api_name="fill_mask", show_progress="minimal")
+    _wire_zoom(zoom, plot, events)
     endpoint(over["over_button"].click, run_over_training, [*inputs, over["over_run"]],
              [over["over_plot"], over["over_table"], over["over_note"]], api_name="fill_mask_over_training",
              show_progress="minimal", heavy=True)
-    return {"text": text, "targets": targets, "top_k": top_k, "button": button, "plot": plot,
+    return {"text": text, "targets": targets, "top_k": top_k, "zoom": zoom, "button": button, "plot": plot,
             "results": results, "filled": filled, "summary": summary, "joint": joint,
             **{name: over[name] for name in ("over_button", "over_plot", "over_table", "over_note")}}
 

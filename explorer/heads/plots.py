@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from explorer.attention.plots import COLORSCALE
 from explorer.formatting import percent
-from explorer.plots import SEGMENT_COLORS, empty_figure, figure, tick_labels
+from explorer.plots import SEGMENT_COLORS, empty_figure, figure, percent_tickformat, tick_labels
 
 BAR_COLOR = "#4f6bed"
 BEST_COLOR = "#f28e2b"
@@ -51,7 +51,8 @@ def cls_attention_figure(tokens: Sequence[str], token_type_ids: Sequence[int],
                          weights: Sequence[Sequence[float]], title: str | None = None) -> go.Figure:
     """Where [CLS] looks: a heatmap with one row per layer (the last on top) and one column per token;
     cell (l, i) is layer l's attention from [CLS] to token i, averaged over the heads. Segment B's
-    tokens are marked by an orange bar under the plot, as elsewhere in the app."""
+    tokens are marked by an orange bar under the plot, as elsewhere in the app. The weights (each layer's row
+    of [CLS]'s attention sums to 1) read as percentages, on the colour bar as in the hover."""
     if any(len(row) != len(tokens) for row in weights):
         raise ValueError(f"each layer needs one weight per token ({len(tokens)})")
     if len(token_type_ids) != len(tokens):
@@ -61,9 +62,10 @@ def cls_attention_figure(tokens: Sequence[str], token_type_ids: Sequence[int],
     layers = len(weights)
     positions = list(range(len(tokens)))
     custom = [[[token, l + 1] for token in tokens] for l in range(layers)]
+    top = float(max(max(row) for row in weights)) or 1.0
     heat = dict(type="heatmap", z=[list(row) for row in weights], x=positions, y=list(range(1, layers + 1)),
-                zmin=0.0, zmax=float(max(max(row) for row in weights)) or 1.0, colorscale=COLORSCALE, customdata=custom,
-                colorbar=dict(title=dict(text="weight"), thickness=12),
+                zmin=0.0, zmax=top, colorscale=COLORSCALE, customdata=custom,
+                colorbar=dict(title=dict(text="weight"), thickness=12, tickformat=percent_tickformat(top)),
                 hovertemplate="layer %{customdata[1]} · position %{x}: %{customdata[0]}"
                               "<br>attention from [CLS] = %{z:.3p}<extra></extra>")
     segment_b = [i for i, t in enumerate(token_type_ids) if t == 1]

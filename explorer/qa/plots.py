@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from explorer.plots import axis_names, empty_figure, figure, subplot_grid, tick_labels
+from explorer.plots import axis_names, empty_figure, figure, probability_axis, subplot_grid, tick_labels, top_value
 
 START_COLOR = "#4f6bed"
 END_COLOR = "#f28e2b"
@@ -33,7 +33,8 @@ class WindowProbs:
 
 
 def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = None) -> go.Figure:
-    """Start and end probability bars over each window's context tokens, one subplot per window.
+    """Start and end probability bars over each window's context tokens, one subplot per window, all on
+    one probability axis from 0 to the highest bar of any window (ticks as percentages).
 
     Answer spans are shaded (each window's best darker, and labelled with its ``label``).
     """
@@ -47,6 +48,7 @@ def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = Non
         return empty_figure("No windows to show")
     rows = len(windows)
     traces, shapes, labels, axes = [], [], [], {}
+    top = top_value([*w.start_probs, *w.end_probs] for w in windows)          # one scale for every window
     for r, w in enumerate(windows):
         x_axis, y_axis = axis_names(r)
         x = list(range(len(w.tokens)))
@@ -66,7 +68,7 @@ def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = Non
         tickvals, ticktext = tick_labels(w.tokens)
         axes[x_axis] = dict(tickmode="array", tickvals=tickvals, ticktext=ticktext, tickangle=-60,
                             range=[-0.5, len(w.tokens) - 0.5])
-        axes[y_axis] = dict(title=dict(text="probability"), rangemode="tozero")
+        axes[y_axis] = probability_axis(top)
     layout = subplot_grid(rows, 1, [f"window {w.index + 1}" for w in windows],
                           vertical_spacing=min(0.12, 0.5 / rows) if rows > 1 else 0.1, **axes)
     layout["annotations"] += labels
@@ -94,7 +96,8 @@ def windows_figure(context_length: int, windows: Sequence[tuple[int, int]],
 
     ``windows[i]`` is window i's (start, end) character range; overlapping bars are the
     ``doc_stride`` overlap. ``answers`` ((start, end, label), best first) are shaded across
-    all windows (the best darker and labelled) so one can see which window(s) hold them.
+    all windows so one can see which window(s) hold them; the best answer (the first entry, and every
+    later entry with its label: its other places) darker and labelled.
     """
     if context_length < 0:
         raise ValueError(f"context_length must be >= 0, got {context_length}")
@@ -108,9 +111,10 @@ def windows_figure(context_length: int, windows: Sequence[tuple[int, int]],
         text=[f"{start}–{end}" for start, end in windows], textposition="inside", insidetextanchor="middle",
         hovertemplate="%{customdata[0]}: characters %{customdata[1]}–%{customdata[2]}<extra></extra>",
     )
-    shapes = [span_shade(start, max(end, start + 1), "x", "y domain", rank, "above")
-              for rank, (start, end, _) in enumerate(answers)]
-    labels = [span_label(label, start, "x", "y domain") for start, _, label in answers[:1]]
+    best = answers[0][2] if answers else None
+    shapes = [span_shade(start, max(end, start + 1), "x", "y domain", 0 if label == best else 1, "above")
+              for start, end, label in answers]
+    labels = [span_label(label, start, "x", "y domain") for start, _, label in answers if label == best]
     return figure(
         [bars], title=dict(text=title) if title else None, shapes=shapes, annotations=labels,
         height=120 + 34 * len(windows),

@@ -11,9 +11,9 @@ import plotly.graph_objects as go
 
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes import inference
-from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QuestionTooLong
+from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QASpan, QuestionTooLong
 from explorer.endpoints import wire_run
-from explorer.formatting import percent, rounded
+from explorer.formatting import percent, rounded, sig
 from explorer.qa import plots as qa_plots
 from explorer.model_picker import ModelPicker
 from explorer.qa.examples import EXAMPLES
@@ -26,8 +26,9 @@ DEFAULT_MAX_ANSWER_LEN = 15
 MIN_SEQ_LEN = 16
 MAX_PLOT_WINDOWS = 6         # windows drawn in the probability chart (those with answers first)
 _WORDS = re.compile(r"\s*\S+\s*|\s+")   # a word with the spaces around it, or spaces alone
-TABLE_COLUMNS = ["rank", "answer", "score", "found", "start", "end", "window", "start token", "end token"]
-TABLE_DATATYPES = ["number", "str", "str", "number", "number", "number", "str", "str", "str"]
+TABLE_COLUMNS = ["rank", "answer", "probability", "where in the text", "window", "start token", "end token",
+                 "pipeline score"]
+TABLE_DATATYPES = ["number", "str", "str", "str", "str", "str", "str", "str"]
 ALLOW_NULL_LABEL = "Allow no answer"
 
 INTRO = """\
@@ -35,8 +36,11 @@ The QA head scores every context token twice: as the **start** and as the **end*
 answer. The answer is the span with the best p(start) × p(end) where start ≤ end and it is at
 most *max answer length* tokens long. A long context is read in overlapping **windows** of
 *max sequence length* tokens (sharing *doc stride* tokens) and the best spans of all windows
-compete; spans with the same text add their scores (*found* counts them), as in the
-`transformers` pipeline. The **null score** p(start = `[CLS]`) × p(end = `[CLS]`) is the model's
+compete. Each answer shows its own **probability** (its best window's p(start) × p(end), at most
+100%) and **where** it is in the text. The `transformers` pipeline ranks by a *score* that adds up
+every window's candidate with the same text, so one answer read by several overlapping windows
+counts several times; that score (not a probability: it can pass 1) stays in the JSON and the
+table's last column. The **null score** p(start = `[CLS]`) × p(end = `[CLS]`) is the model's
 "no answer"; tick *Allow no answer* to let it compete.
 """
 
@@ -57,19 +61,31 @@ def check_settings(top_k: Any, max_answer_len: Any, max_seq_len: Any, doc_stride
     return k, answer_len, seq_len, stride
 
 
-def answer_label(rank: int, score: float) -> str:
-    """"#1 · 53.2%"."""
-    return f"#{rank} · {percent(score)}"
+def answer_label(rank: int, probability: float) -> str:
+    """"#1 · 53.2%": the answer's rank and its own probability."""
+    return f"#{rank} · {percent(probability)}"
+
+
+def places_text(span: QASpan) -> str:
+    """Where an answer is in the context: "characters 10–15", or "2 places: characters 10–15, 300–305"."""
+    ranges = ", ".join(f"{a}–{b}" for a, b in span.places)
+    return f"characters {ranges}" if len(span.places) == 1 else f"{len(span.places)} places: characters {ranges}"
+
+
+def answer_places(result: QAResult) -> list[tuple[int, int, str]]:
+    """(start, end, label) of every place of every answer (not the null one), best answer first."""
+    return [(a, b, answer_label(rank, s.probability)) for rank, s in enumerate(result.spans, start=1)
+            if not s.is_null for a, b in s.places]
 
 
 def answer_highlights(context: str, result: QAResult) -> list[tuple[str, str | None]]:
-    """The context cut into pieces; pieces inside answers are labelled by rank and score.
+    """The context cut into pieces; pieces inside answers (at every place each was found) are labelled by
+    rank and the answer's own probability.
 
-    Where answers overlap, a piece carries every covering answer's label ("#1 · 0.5 | #3 · 0.1").
+    Where answers overlap, a piece carries every covering answer's label ("#1 · 50% | #3 · 10%").
     Unlabelled text comes word by word (with its spacing), so the component wraps it like prose.
     """
-    spans = [(s.start, s.end, answer_label(rank, s.score)) for rank, s in enumerate(result.spans, start=1)
-             if not s.is_null and s.end > s.start]
+    spans = [(a, b, label) for a, b, label in answer_places(result) if b > a]
     cuts = sorted({0, len(context), *(a for a, _, _ in spans), *(b for _, b, _ in spans)})
     out: list[tuple[str, str | None]] = []
     for a, b in zip(cuts, cuts[1:]):
@@ -81,17 +97,24 @@ def answer_highlights(context: str, result: QAResult) -> list[tuple[str, str | N
     return out
 
 
+def pipeline_score_text(span: QASpan) -> str:
+    """The pipeline's score as a plain number, and what it adds up ("1.96: 4 candidates added")."""
+    added = f": {span.merged} candidates added" if span.merged > 1 else ""
+    return f"{sig(span.score)}{added}"
+
+
 def answers_table(result: QAResult) -> pd.DataFrame:
-    """One row per answer, best first (columns ``TABLE_COLUMNS``); scores as percentages, *found* is
-    how many candidates with that text were added into the score."""
+    """One row per answer, best first (columns ``TABLE_COLUMNS``): its own probability as a percentage, the
+    places it was found, its best window and tokens, and the pipeline's score (a sum, not a probability)."""
     rows = []
     for rank, s in enumerate(result.spans, start=1):
         if s.is_null:
-            rows.append([rank, "(no answer)", percent(s.score), 1, s.start, s.end, "", "", ""])
+            rows.append([rank, "(no answer)", percent(s.probability), "", "", "", "", sig(s.score)])
             continue
-        window = result.windows[s.window]
-        rows.append([rank, s.answer or "(empty)", percent(s.score), s.merged, s.start, s.end, str(s.window + 1),
-                     f"{s.start_token} {window.tokens[s.start_token]}", f"{s.end_token} {window.tokens[s.end_token]}"])
+        window = result.windows[s.best_window]
+        rows.append([rank, s.answer or "(empty)", percent(s.probability), places_text(s), str(s.best_window + 1),
+                     f"{s.best_start_token} {window.tokens[s.best_start_token]}",
+                     f"{s.best_end_token} {window.tokens[s.best_end_token]}", pipeline_score_text(s)])
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
@@ -103,15 +126,17 @@ def plot_windows(result: QAResult, cap: int = MAX_PLOT_WINDOWS) -> list[int]:
 
 
 def probabilities_plot(result: QAResult) -> go.Figure:
-    """Start/end probabilities per window, answers shaded."""
+    """Start/end probabilities per window on one scale, each answer shaded where the window proposed it
+    (labelled with its probability there)."""
     shown = plot_windows(result)
     data = []
     for index in shown:
         w = result.windows[index]
         where = {p: i for i, p in enumerate(w.context_positions)}      # window position -> context-token index
-        answers = [(where[s.start_token], where[s.end_token], answer_label(rank, s.score))
-                   for rank, s in enumerate(result.spans, start=1)
-                   if s.window == index and s.start_token in where and s.end_token in where]
+        answers = [(where[c.start_token], where[c.end_token], answer_label(rank, c.score))
+                   for rank, s in enumerate(result.spans, start=1) if not s.is_null
+                   for c in w.candidates if c.answer.lower() == s.answer.lower() and c.score > 0
+                   and c.start_token in where and c.end_token in where]
         data.append(qa_plots.WindowProbs(index, w.context_tokens, w.start_probs, w.end_probs,
                                          w.context_offsets, answers))
     more = f" (showing {len(shown)} of {len(result.windows)} windows)" if len(shown) < len(result.windows) else ""
@@ -119,24 +144,28 @@ def probabilities_plot(result: QAResult) -> go.Figure:
 
 
 def windows_plot(result: QAResult) -> go.Figure:
-    """The character range of every window, answers shaded."""
-    answers = [(s.start, s.end, answer_label(rank, s.score)) for rank, s in enumerate(result.spans, start=1)
-               if not s.is_null]
+    """The character range of every window, answers shaded at every place they were found."""
     n = len(result.windows)
     return qa_plots.windows_figure(
-        len(result.context), [(w.context_start, w.context_end) for w in result.windows], answers,
+        len(result.context), [(w.context_start, w.context_end) for w in result.windows], answer_places(result),
         title=f"{n} window{'s' if n != 1 else ''} of ≤ {result.max_seq_len} tokens, doc stride {result.doc_stride}")
 
 
 def pipeline_json(result: QAResult) -> dict[str, Any] | list[dict[str, Any]]:
-    """The answers in the pipeline's shape (one dict, or a list), scores rounded to 3 significant digits."""
-    answers = [{**a, "score": rounded(a["score"])} for a in result.answers]
+    """The answers in the pipeline's shape (one dict, or a list; ``score`` the pipeline's, rounded to 3
+    significant digits), each with three added fields: ``probability`` (its own, <= 1), ``places`` (every
+    [start, end] where it was found) and ``summed_candidates`` (how many candidates ``score`` adds up)."""
+    answers = [{**a, "score": rounded(a["score"]), "probability": rounded(s.probability),
+                "places": [list(place) for place in s.places], "summed_candidates": s.merged}
+               for a, s in zip(result.answers, result.spans)]
     return answers[0] if len(answers) == 1 else answers
 
 
 def null_verdict(result: QAResult) -> str:
     """The null ("no answer") score next to the best span, and which the model prefers, in words."""
-    null, best = percent(result.null_score), percent(result.best_span_score)
+    null, best = percent(result.null_score), percent(result.best_span_probability)
+    if result.best_span_score > result.best_span_probability:
+        best += f" (pipeline score {sig(result.best_span_score)}, a sum)"
     if result.handle_impossible_answer and result.impossible:
         return f"**No answer wins**: null {null} vs best span {best}; the model thinks the context does not answer."
     if result.handle_impossible_answer:
@@ -156,11 +185,14 @@ def summary_markdown(result: QAResult, source: str) -> str:
     if best is None or best.is_null:
         lines.append("Best answer: **no answer**")
     else:
-        found = f", found {best.merged} times: scores added" if best.merged > 1 else ""
-        lines.append(f"Best answer: **{best.answer}** (score {percent(best.score)}, window {best.window + 1}{found})")
+        lines.append(f"Best answer: **{best.answer}** (probability {percent(best.probability)} in window "
+                     f"{best.best_window + 1}; {places_text(best)})")
     lines.append(null_verdict(result) + " Null score = p_start([CLS]) × p_end([CLS]), the lowest over windows.")
-    if any(s.score > 1 for s in result.spans):
-        lines.append("A score above 100% is a sum: the same text was found several times (as the pipeline adds them).")
+    if any(s.merged > 1 for s in result.spans):
+        lines.append("The pipeline adds up every candidate with the same text into its score (in the JSON and the "
+                     "table's last column): the same words at another place, and the same place read again by an "
+                     "overlapping window. So that score is not a probability and can pass 1; each probability shown "
+                     "here is the answer's own, in its best window.")
     if any(s.score == 0 and not s.is_null for s in result.spans):
         lines.append("Answers scoring 0% are not real spans: the context has fewer candidates than asked for, and "
                      "the pipeline fills the rest with empty ones.")
@@ -221,9 +253,11 @@ def _run_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
             doc_stride: tokens shared by neighbouring windows (< max_seq_len).
             handle_impossible_answer: let "no answer" compete with the spans.
         Returns:
-            the context with answers highlighted, the pipeline-shaped answers (scores to 3
-            significant digits), a table (scores as percentages), the start/end probability
-            chart, the windows chart and a summary with the null score against the best span.
+            the context with answers highlighted, the pipeline-shaped answers (the pipeline's
+            score, a sum over windows, to 3 significant digits, plus each answer's own probability,
+            its places and how many candidates the score adds up), a table (probabilities as
+            percentages), the start/end probability chart, the windows chart and a summary with
+            the null score against the best span.
         """
         return answer_question(services, model_key, question, context, top_k, max_answer_len, max_seq_len,
                                doc_stride, handle_impossible_answer)
@@ -251,14 +285,17 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             button = gr.Button("Answer", variant="primary")
     examples = gr.Examples(examples=EXAMPLES, inputs=[question, context], label="Examples", cache_examples=False,
                            api_name="answer_example", api_visibility="private")
-    highlights = gr.HighlightedText(label="Answers in the context (rank · score)", show_legend=False,
+    highlights = gr.HighlightedText(label="Answers in the context (rank · probability)", show_legend=False,
                                     show_inline_category=True, combine_adjacent=False)
     summary = gr.Markdown(elem_classes=["token-summary"])
     table = gr.Dataframe(headers=TABLE_COLUMNS, datatype=TABLE_DATATYPES, label="Top answers",
                          interactive=False, wrap=True, max_height=320)
     probs = gr.Plot(label="Start and end probabilities")
     windows = gr.Plot(label="Windows over the context")
-    with gr.Accordion("Answers as JSON (the transformers question-answering pipeline's format)", open=False):
+    with gr.Accordion("Answers as JSON (the transformers question-answering pipeline's format, plus 3 fields)",
+                      open=False):
+        gr.Markdown("`score` is the pipeline's: the sum over every window's candidate with this text (not a "
+                    "probability); added here: `probability` (the answer's own), `places` and `summed_candidates`.")
         answers = gr.JSON(label="question-answering output")
 
     inputs = [picker.dropdown, question, context, top_k, max_answer_len, max_seq_len, doc_stride, impossible]

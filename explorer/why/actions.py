@@ -161,7 +161,7 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
     title = "Tokens that pushed it most" + (" (they add up to the change from the baseline)"
                                             if method == "integrated_gradients" else "")
     figure = plots.top_tokens_figure(result.tokens, result.attributions, title=title,
-                                     x_title=f"attribution to the {score}")
+                                     x_title=f"attribution to the {score}", percent_points=score == "probability")
     return (summary_markdown(result), attribution_html(result.tokens, result.attributions, result.target_position),
             figure, result.as_dict())
 

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from explorer.formatting import percent, rounded, sig
+from explorer.formatting import percent, rounded, sig, signed_percent
 
 
 @pytest.mark.parametrize("value, text", [
@@ -28,3 +28,10 @@ def test_rounded_keeps_numbers_numbers() -> None:
     assert rounded(0.123456789) == 0.123 and rounded(1234.5) == 1230.0 and rounded(-0.00098765) == -0.000988
     assert rounded(0.0) == 0.0 and math.isnan(rounded(math.nan))
     assert len(repr(rounded(0.1 + 0.2))) <= 5
+
+
+@pytest.mark.parametrize("value, text", [
+    (0.0312, "+3.12%"), (-0.005, "−0.5%"), (1e-9, "+<0.001%"), (-1e-9, "−<0.001%"), (0.0, "0%"), (math.nan, "–"),
+])
+def test_signed_percent(value: float, text: str) -> None:
+    assert signed_percent(value) == text

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -158,6 +159,8 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
         "explorer.embeddings.plots.position_similarity_grid": lambda: ep.position_similarity_grid(
             [("a", np.eye(3)), ("b", np.eye(3))]),
         "explorer.fill_mask.plots.predictions_figure": lambda: fp.predictions_figure([["a", "b"]], [[0.6, 0.3]]),
+        "explorer.fill_mask.plots.zoom_figure": lambda: fp.zoom_figure(
+            fp.predictions_figure([["a"], ["b"]], [[0.6], [0.1]]), True),
         "explorer.fill_mask.plots.over_training_figure": lambda: fp.over_training_figure(
             [1, 2], ["1", "2"], [[{"cat": 0.1}], [{"cat": 0.4}]]),
         "explorer.heads.plots.probability_bars": lambda: hp.probability_bars(["a", "b"], [0.7, 0.3], title="t"),
@@ -254,3 +257,77 @@ def test_categorical_colours_come_from_one_palette_and_read_on_both_themes() -> 
     assert eleven["10"] == eleven["0"] and len(set(eleven.values())) == 10       # cycled past ten
     for colour in plots.CATEGORY_COLORS:
         assert _contrast(colour, "#ffffff") >= 2 and _contrast(colour, THEME.neutral_950) >= 2, colour
+
+
+# --- probabilities: one scale from 0, ticks as percentages ------------------------------------
+
+PERCENT_FORMAT = r"^\.\d+%$"          # d3: fixed decimals, times 100, a % sign; never "s" (SI) or "e"
+
+
+@pytest.mark.parametrize("top, tickformat", [(1.0, ".0%"), (0.429, ".0%"), (0.048, ".1%"), (0.000182, ".3%"),
+                                             (1e-9, ".8%"), (0.0, ".0%"), (float("nan"), ".0%")])
+def test_percent_tickformat_has_enough_decimals_for_the_ticks(top: float, tickformat: str) -> None:
+    assert plots.percent_tickformat(top) == tickformat
+    if top > 0:      # Plotly's ticks (about 10 at most: steps of 1, 2 or 5 x 10^n) read as distinct numbers
+        step = 10 ** np.floor(np.log10(top / 10))
+        decimals = int(tickformat[1:-1])
+        ticks = [f"{i * step * 100:.{decimals}f}" for i in range(1, 11)]
+        assert len(set(ticks)) == 10 and "0" not in {t.strip("0.") for t in ticks}
+
+
+def test_probability_axis_starts_at_0_and_reads_in_percent() -> None:
+    axis = plots.probability_axis(0.000182)
+    assert axis["range"] == [0.0, 0.000182] and axis["tickformat"] == ".3%" and axis["exponentformat"] == "none"
+    assert axis["title"]["text"] == "probability"
+    assert plots.probability_axis(0.0)["range"] == [0.0, 1.0]               # nothing to show: the whole scale
+    assert "title" not in plots.probability_axis(0.5, title=None)
+    assert plots.top_value([[0.1, 0.4], [], [float("nan"), 0.2]]) == 0.4 and plots.top_value([]) == 0.0
+
+
+def _probability_axes(fig: go.Figure) -> list[tuple[str, dict]]:
+    """Every axis (and colour bar) of ``fig`` that shows a probability, by its title."""
+    layout = fig.layout.to_plotly_json()
+    axes = [(k, v) for k, v in layout.items() if k.startswith(("xaxis", "yaxis"))
+            and "probab" in str(v.get("title", {}).get("text", "")).lower()]
+    return axes + [(f"colorbar of {t.type}", t.colorbar.to_plotly_json()) for t in fig.data
+                   if getattr(t, "colorbar", None) is not None and "%" in str(getattr(t, "hovertemplate", "") or "")
+                   and "p}" in str(t.hovertemplate)]
+
+
+def _tiny_probability_figures() -> dict[str, go.Figure]:
+    """The figures that draw probabilities, fed tiny ones (the values that gave "20μ" and "2e-05" ticks)."""
+    from explorer.fill_mask import plots as fp
+    from explorer.heads import plots as hp
+    from explorer.qa import plots as qp
+    from explorer.why import plots as wp
+    tiny = [0.000182, 0.0000421]
+    window = qp.WindowProbs(0, ["a", "b"], tiny, tiny[::-1])
+    return {
+        "fill-mask bars": fp.predictions_figure([["cat", "dog"], ["mat", "rug"]], [tiny, [t / 3 for t in tiny]]),
+        "fill-mask bars, zoomed": fp.predictions_figure([["cat", "dog"]], [tiny], zoom=True),
+        "fill-mask over training": fp.over_training_figure([1, 2], ["1", "2"],
+                                                           [[{"cat": tiny[0]}], [{"cat": tiny[1]}]]),
+        "QA start/end": qp.probabilities_figure([window]),
+        "heads bars": hp.probability_bars(["IsNext", "NotNext"], tiny),
+        "heads [CLS] attention": hp.cls_attention_figure(["[CLS]", "a"], [0, 0], [[0.0004, 0.0003]]),
+        "why, probability": wp.top_tokens_figure(["[CLS]", "a", "b"], [0.0, 0.00002, -0.00001],
+                                                 x_title="attribution to the probability", percent_points=True),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_tiny_probability_figures()))
+def test_probability_axes_are_percentages_never_si_prefixes_or_exponents(name: str) -> None:
+    fig = _tiny_probability_figures()[name]
+    axes = _probability_axes(fig)
+    assert axes, f"{name}: no probability axis found"
+    for axis_name, axis in axes:
+        assert re.match(PERCENT_FORMAT, axis.get("tickformat", "")), (name, axis_name, axis.get("tickformat"))
+    texts = [str(t) for trace in fig.data for t in (getattr(trace, "text", None) or [])]
+    texts += [str(c) for trace in fig.data for row in (getattr(trace, "customdata", None) or []) for c in row]
+    assert not [t for t in texts if re.search(r"\d[eE][-+]?\d|μ", t)], (name, texts)
+
+
+def test_why_logit_attributions_have_no_si_prefix_either() -> None:
+    from explorer.why import plots as wp
+    fig = wp.top_tokens_figure(["[CLS]", "a"], [0.0, 0.00002], x_title="attribution to the logit")
+    assert fig.layout.xaxis.exponentformat == "none" and fig.layout.xaxis.tickformat is None

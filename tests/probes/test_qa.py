@@ -205,6 +205,47 @@ def test_an_answer_in_overlapping_windows_is_one_answer_with_the_scores_added(lo
     assert several.answers == pipeline_answer(hf_tokenizer, several, top_k=2)
 
 
+def test_each_answer_keeps_its_own_probability_and_every_place_it_was_found(loaded, hf_tokenizer, monkeypatch):
+    """What the pipeline's sum forgets: an answer's own probability (its best candidate's p_start * p_end,
+    at most 1), its best window and tokens, the distinct places in the text and each candidate's window."""
+    words = long_context(90, seed=1).split()
+    words[55:57] = ["zebra", "elephant"]
+    context = " ".join(words)
+    table_logits(monkeypatch, loaded, start={"zebra": 30.0}, end={"elephant": 30.0})
+    details = answer_details(loaded, "which animals?", context, top_k=2, max_seq_len=40, doc_stride=20)
+    holding = [w for w in details.windows if "zebra" in w.context_tokens and "elephant" in w.context_tokens]
+    best = details.spans[0]
+    candidates = [c for w in holding for c in w.candidates if c.answer == "zebra elephant"]
+    assert best.score > 1 >= best.probability                               # a sum, and a probability
+    assert best.probability == max(c.score for c in candidates)
+    chosen = max(candidates, key=lambda c: c.score)
+    assert (best.best_window, best.best_start_token, best.best_end_token) == (chosen.window, chosen.start_token,
+                                                                              chosen.end_token)
+    start = context.index("zebra elephant")
+    assert best.places == [(start, start + len("zebra elephant"))]          # one place, read by several windows
+    assert best.windows == [w.index for w in holding] and len(best.windows) == best.merged
+    assert details.best_span_probability == best.probability and details.best_span_score == best.score
+    assert details.answers == pipeline_answer(hf_tokenizer, details, top_k=2)   # the pipeline's output unchanged
+    assert set(details.answers[0]) == {"score", "start", "end", "answer"}
+
+
+def test_equal_texts_at_several_places_list_every_place_in_text_order(loaded, monkeypatch):
+    context = "Paris is nice. paris is big. PARIS!"
+    table_logits(monkeypatch, loaded, start={"paris": 6.0}, end={"paris": 6.0})
+    details = answer_details(loaded, "Which city?", context, top_k=3)
+    best = details.spans[0]
+    assert best.places == [(0, 5), (15, 20), (29, 34)] and best.windows == [0, 0, 0]
+    assert best.probability == max(c.score for c in details.windows[0].candidates if c.answer.lower() == "paris")
+    assert details.spans[0].probability <= 1 and all(s.probability <= 1 for s in details.spans)
+
+
+def test_the_null_answer_has_its_score_as_its_probability_and_no_place(loaded, monkeypatch):
+    table_logits(monkeypatch, loaded, start={"[CLS]": 9.0}, end={"[CLS]": 9.0})
+    details = answer_details(loaded, "what?", "a cat and a dog", top_k=1, handle_impossible_answer=True)
+    null = details.spans[0]
+    assert null.is_null and null.probability == null.score == details.null_score and null.places == []
+
+
 def test_ties_spans_before_the_null_answer_and_earlier_answers_first(loaded, hf_tokenizer, monkeypatch):
     # [CLS] and "cat" get equal logits: the null score equals the score of the span "cat" exactly
     table_logits(monkeypatch, loaded, start={"[CLS]": 5.0, "cat": 5.0}, end={"[CLS]": 5.0, "cat": 5.0})

@@ -98,3 +98,53 @@ def test_over_training_validation_and_empty() -> None:
         fp.over_training_figure([1], ["a", "b"], TRACKED[:2])
     with pytest.raises(ValueError, match="same number of masks"):
         fp.over_training_figure([1, 2], ["a", "b"], [TRACKED[0], TRACKED[1][:1]])
+
+
+def _x_ranges(fig: go.Figure) -> dict[str, list[float]]:
+    layout = fig.layout.to_plotly_json()
+    return {name: axis["range"] for name, axis in layout.items() if name.startswith("xaxis")}
+
+
+def test_every_mask_shares_one_probability_scale_from_0() -> None:
+    # issue 28: "interest [MASK] ... river [MASK]": a 4.8% bar was drawn as long as a 42.9% one
+    fig = fp.predictions_figure([["rates", "payments"], ["bank", "side"]], [[0.429, 0.2], [0.048, 0.01]])
+    assert set(map(tuple, _x_ranges(fig).values())) == {(0.0, 0.429)}          # both plots: [0, the highest bar]
+    assert fig.layout.xaxis.tickformat == fig.layout.xaxis2.tickformat == ".0%"
+    assert fig.layout.xaxis.title.text == "probability"
+    # bars keep their true lengths: 4.8% is a ninth of 42.9% on the same axis
+    assert fig.data[1].x[0] / fig.layout.xaxis2.range[1] == pytest.approx(0.048 / 0.429)
+
+
+def test_tiny_target_probabilities_read_in_percent_with_enough_decimals() -> None:
+    fig = fp.predictions_figure([["cat"]], [[0.000182]])          # "cat 0.0182%" was drawn on "20μ … 180μ"
+    assert list(fig.layout.xaxis.range) == [0.0, 0.000182] and fig.layout.xaxis.tickformat == ".3%"
+    assert list(fig.data[0].text) == ["0.0182%"]
+    assert fp.predictions_figure([["a"]], [[1e-9]]).data[0].text[0] == "<0.001%"
+
+
+def test_zoom_gives_each_mask_its_own_scale_and_says_so() -> None:
+    fig = fp.predictions_figure([["a", "b"], ["c", "d"]], [[0.429, 0.2], [0.048, 0.01]], zoom=True)
+    assert _x_ranges(fig) == {"xaxis": [0.0, 0.429], "xaxis2": [0.0, 0.048]}
+    assert (fig.layout.xaxis.tickformat, fig.layout.xaxis2.tickformat) == (".0%", ".1%")
+    assert "own scale" in fig.layout.xaxis2.title.text
+
+
+def test_zoom_figure_switches_scales_on_a_figure_read_back_from_json() -> None:
+    import plotly.io as pio
+    fig = fp.predictions_figure([["a", "b"], ["c", "d"]], [[0.429, 0.2], [0.048, 0.01]])
+    zoomed = fp.zoom_figure(pio.from_json(fig.to_json()), True)
+    assert _x_ranges(zoomed) == _x_ranges(fp.predictions_figure([["a", "b"], ["c", "d"]],
+                                                                [[0.429, 0.2], [0.048, 0.01]], zoom=True))
+    assert zoomed.layout.xaxis2.tickformat == ".1%" and zoomed.layout.xaxis2.domain == fig.layout.xaxis2.domain
+    again = fp.zoom_figure(zoomed, False)
+    assert _x_ranges(again) == _x_ranges(fig) and again.layout.xaxis2.title.text == "probability"
+    empty = fp.predictions_figure([], [])
+    assert fp.zoom_figure(empty, True) is empty                            # nothing to zoom
+
+
+def test_over_training_masks_share_one_scale_from_0() -> None:
+    fig = fp.over_training_figure([2, 4, 6], ["step 2", "step 4", "step 6"], TRACKED)
+    top = max(p for checkpoint in TRACKED for mask in checkpoint for p in mask.values())      # 0.7
+    assert fig.layout.yaxis.range == fig.layout.yaxis2.range
+    assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] == pytest.approx(top * fp.LINE_HEADROOM)
+    assert fig.layout.yaxis.tickformat == fig.layout.yaxis2.tickformat == ".0%"

@@ -19,7 +19,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 import engine  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from engine.probes.joint_fill import joint_fill  # noqa: E402
-from explorer.formatting import percent, rounded  # noqa: E402
+from explorer.formatting import percent  # noqa: E402
 from explorer.model_registry import ModelChoice  # noqa: E402
 from explorer.fill_mask import tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
@@ -97,6 +97,47 @@ def test_joint_fill_says_it_ignores_targets(services) -> None:
     assert joint.endswith("_Targets are ignored here: the joint fill ranks the whole vocabulary._")
 
 
+def _ranges(fig) -> list[list[float]]:
+    return [list(fig.layout[f"xaxis{i}"].range) for i in ("", "2")]
+
+
+def test_the_chart_has_one_scale_for_every_mask_and_zoom_redraws_it_without_the_model(services) -> None:
+    fig, results, *_ = tab.fill(services, "default", TWO, 3, "")
+    top = max(r["score"] for mask in results for r in mask)
+    assert _ranges(fig) == [[0.0, top], [0.0, top]] and fig.layout.xaxis.tickformat.endswith("%")
+    shown = gr.Plot().postprocess(fig)                                   # the Plot's value, as the page holds it
+    zoomed = tab.zoomed_plot(shown, True)
+    assert _ranges(zoomed) == [[0.0, mask[0]["score"]] for mask in results]
+    assert "own scale" in zoomed.layout.xaxis.title.text
+    assert [b.x for b in zoomed.data] == [b.x for b in fig.data]          # the same bars, only the axes move
+    back = tab.zoomed_plot(gr.Plot().postprocess(zoomed), False)
+    assert _ranges(back) == _ranges(fig) and back.layout.xaxis.title.text == "probability"
+    assert tab.zoomed_plot(shown.model_dump(), True).layout.xaxis2.range == zoomed.layout.xaxis2.range   # as JSON
+    for nothing in (None, {"type": "plotly", "plot": "not a figure"}, {"plot": None}):
+        assert tab.zoomed_plot(nothing, True) == gr.skip()
+
+
+def test_the_zoom_box_redraws_the_chart_and_a_new_chart_follows_it(app, services) -> None:
+    demo, w = app
+    assert "own values" in w["zoom"].label
+    deps = demo.get_config_file()["dependencies"]
+    by_name = {d["api_name"]: d for d in deps}
+    box = by_name["fill_mask_zoom"]
+    assert [tuple(t) for t in box["targets"]] == [(w["zoom"]._id, "change")]
+    assert box["inputs"] == [w["plot"]._id, w["zoom"]._id] and box["outputs"] == [w["plot"]._id]
+    assert w["zoom"]._id not in by_name["fill_mask"]["inputs"]          # /fill_mask's API is unchanged
+    for name in ("fill_mask", "fill_mask_submit", "fill_mask_example_run"):
+        follow = by_name[f"{name}_then_zoom"]
+        assert follow["trigger_after"] == by_name[name]["id"] and follow["trigger_only_on_success"]
+        assert follow["api_visibility"] == "private" and follow["inputs"] == box["inputs"]
+    fig, *_ = tab.fill(services, "default", TWO, 3, "")
+    shown = gr.Plot().postprocess(fig)
+    redraw, follow = demo.fns[box["id"]].fn, demo.fns[by_name["fill_mask_then_zoom"]["id"]].fn
+    assert redraw(shown, True).layout.xaxis.range != redraw(shown, True).layout.xaxis2.range
+    assert follow(shown, False) == gr.skip()                            # unticked: the new chart stays as drawn
+    assert follow(shown, True).layout.xaxis2.range == redraw(shown, True).layout.xaxis2.range
+
+
 def test_joint_markdown_escapes_what_it_prints() -> None:
     assert tab.plain_markdown("a *b* [c](d) <i>") == r"a \*b\* \[c\]\(d\) \<i\>"
     assert tab._code("a`b") == "`` a`b ``" and tab._code("ab") == "`ab`"
@@ -160,7 +201,7 @@ def test_over_training_equals_the_engine(services, runs) -> None:
         rows = table[table["mask"] == f"[MASK] {m + 1}"]
         assert set(rows["token"]) == set(tracked[0])
         for _, row in rows.iterrows():
-            assert [row[f"step {s}"] for s in STEPS] == [rounded(t[row["token"]]) for t in tracked]   # 3 s.f.
+            assert [row[f"step {s}"] for s in STEPS] == [percent(t[row["token"]]) for t in tracked]   # "0.941%"
         lines = [t for t in fig.data if t.name.startswith(f"{m + 1}: ")]
         assert lines and all(list(t.x) == list(STEPS) for t in lines)
         for line in lines:

@@ -41,5 +41,6 @@ def test_cls_attention_rows_are_layers_and_columns_tokens() -> None:
     assert list(fig.layout.xaxis.ticktext) == tokens
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2.5, 3.5), (3.5, 4.5)]      # segment B marked
     assert list(heat.customdata[1][3]) == ["b", 2]                                    # token, layer (1-based)
+    assert heat.colorbar.tickformat == ".0%" and "%{z:.3p}" in heat.hovertemplate   # percentages, bar and hover
     with pytest.raises(ValueError, match="one weight per token"):
         plots.cls_attention_figure(tokens, [0] * 5, [[1.0]])

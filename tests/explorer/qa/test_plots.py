@@ -78,3 +78,20 @@ def test_windows_figure_empty_and_validation() -> None:
     assert _is_empty(qp.windows_figure(10, []))
     with pytest.raises(ValueError, match="context_length"):
         qp.windows_figure(-1, [(0, 1)])
+
+
+def test_every_window_shares_one_probability_scale_from_0() -> None:
+    low = qp.WindowProbs(0, ["a", "b"], [0.01, 0.02], [0.03, 0.04])
+    high = qp.WindowProbs(1, ["c", "d"], [0.9, 0.05], [0.1, 0.6])
+    fig = qp.probabilities_figure([low, high])
+    assert list(fig.layout.yaxis.range) == list(fig.layout.yaxis2.range) == [0.0, 0.9]   # not [0, 0.04] for window 1
+    assert fig.layout.yaxis.tickformat == fig.layout.yaxis2.tickformat == ".0%"
+    tiny = qp.probabilities_figure([qp.WindowProbs(0, ["a"], [0.000182], [0.0001])])
+    assert tiny.layout.yaxis.tickformat == ".3%"                                          # no "20μ" ticks
+
+
+def test_windows_figure_marks_every_place_of_the_best_answer() -> None:
+    fig = qp.windows_figure(100, [(0, 60), (40, 100)],
+                            answers=[(10, 13, "#1 · 99%"), (70, 73, "#1 · 99%"), (20, 22, "#2 · 1%")])
+    assert [s.fillcolor for s in fig.layout.shapes] == [qp.BEST_COLOR, qp.BEST_COLOR, qp.ANSWER_COLOR]
+    assert [(a.text, a.x) for a in fig.layout.annotations] == [("#1 · 99%", 10), ("#1 · 99%", 70)]

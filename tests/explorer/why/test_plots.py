@@ -24,6 +24,18 @@ def test_bars_are_the_largest_by_size_by_position_signed_colours() -> None:
     assert plots.top_order(VALUES) == [2, 1, 3, 5, 4]                   # [CLS]'s exact 0 is left out
 
 
+def test_attributions_to_a_probability_read_as_signed_percentages() -> None:
+    values = [0.0, 0.0312, -0.00002, 0.005]          # shares of a probability: 2e-05 printed as "-2.00e-05" before
+    fig = plots.top_tokens_figure(["[CLS]", "a", "b", "c"], values, x_title="attribution to the probability",
+                                  percent_points=True)
+    bar = fig.data[0]
+    assert list(bar.text) == ["+3.12%", "+0.5%", "−0.002%"] and bar.customdata[2][1] == "−0.002%"
+    assert fig.layout.xaxis.tickformat == ".1%" and fig.layout.xaxis.exponentformat == "none"
+    assert fig.layout.xaxis.title.text == "attribution to the probability (percentage points)"
+    tiny = plots.top_tokens_figure(["a"], [0.00002], percent_points=True)
+    assert tiny.layout.xaxis.tickformat == ".4%"                           # ticks 0.0005% apart stay apart
+
+
 def test_bars_of_nothing_and_mismatches() -> None:
     assert "No tokens" in plots.top_tokens_figure([], []).layout.annotations[0].text
     assert "is 0" in plots.top_tokens_figure(["a"], [0.0]).layout.annotations[0].text
