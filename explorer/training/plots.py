@@ -84,9 +84,10 @@ def downsample(xs: Sequence[int], ys: Sequence[float], max_points: int = MAX_POI
 
 def curves_figure(records: Sequence[Mapping[str, Any]], series: Sequence[Series], title: str,
                   y_title: str = "", empty_message: str = "No steps logged yet",
-                  y_range: Sequence[float] | None = None, max_points: int = MAX_POINTS) -> go.Figure:
+                  y_range: Sequence[float] | None = None, max_points: int = MAX_POINTS,
+                  tickformat: str | None = None) -> go.Figure:
     """One line per ``series`` entry that has points (x = step, at most ``max_points`` each); an empty
-    figure if none has."""
+    figure if none has. Ticks never use SI prefixes or e-notation (a learning rate reads 0.0004, not 400μ)."""
     traces = []
     for kind, key, name, color, dash in series:
         xs, ys = _points(records, kind, key)
@@ -108,7 +109,8 @@ def curves_figure(records: Sequence[Mapping[str, Any]], series: Sequence[Series]
         margin=dict(l=50, r=20, t=50, b=40),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
         xaxis=dict(title=dict(text="step")),
-        yaxis=dict(title=dict(text=y_title), range=list(y_range) if y_range is not None else None),
+        yaxis=dict(title=dict(text=y_title), range=list(y_range) if y_range is not None else None,
+                   exponentformat="none", tickformat=tickformat),
         hovermode="x unified",
     )
 
@@ -123,7 +125,7 @@ def nsp_loss_figure(records: Sequence[Mapping[str, Any]]) -> go.Figure:
 
 
 def accuracy_figure(records: Sequence[Mapping[str, Any]]) -> go.Figure:
-    return curves_figure(records, ACCURACY_SERIES, "Accuracy", "accuracy", y_range=(0.0, 1.0))
+    return curves_figure(records, ACCURACY_SERIES, "Accuracy", "accuracy", y_range=(0.0, 1.0), tickformat=".0%")
 
 
 def lr_figure(records: Sequence[Mapping[str, Any]]) -> go.Figure:

@@ -110,3 +110,13 @@ def test_a_long_run_sends_at_most_max_points_per_curve():
     sizes = {t.name: len(t.x) for t in fig.data}
     assert sizes["train"] <= tp.MAX_POINTS and sizes["eval"] == 200
     assert fig.data[0].x[0] == 1 and fig.data[0].x[-1] == 20_000
+
+
+def test_rates_read_as_plain_numbers_and_accuracy_as_percentages():
+    """A learning rate of 0.0004 must not read "400μ" (issue 28): no SI prefixes, no e-notation."""
+    from explorer.training.plots import accuracy_figure, lr_figure
+
+    records = [{"kind": "train", "step": s, "lr": 4e-4 * s / 3, "mlm_acc": 0.1 * s} for s in (1, 2, 3)]
+    assert lr_figure(records).layout.yaxis.exponentformat == "none"
+    accuracy = accuracy_figure(records).layout.yaxis
+    assert accuracy.tickformat == ".0%" and tuple(accuracy.range) == (0.0, 1.0)
