@@ -71,6 +71,7 @@ class FigureSpec:
     y_range: tuple[float, float] | None = None
     smooth: bool = True
     empty_message: str = "No steps logged yet"
+    tickformat: str | None = None          # as ``curves_figure``'s (accuracy in percent)
 
 
 def ema(values: Sequence[float], weight: float) -> list[float]:
@@ -165,7 +166,7 @@ def overlay_figure(runs: Sequence[RunCurves], spec: FigureSpec, view: CurveView 
         shapes += marks
     if not traces:
         return empty_figure(f"{spec.title}: {spec.empty_message.lower()}")
-    yaxis: dict[str, Any] = dict(title=dict(text=spec.y_title))
+    yaxis: dict[str, Any] = dict(title=dict(text=spec.y_title), exponentformat="none", tickformat=spec.tickformat)
     if view.log_y:
         yaxis["type"] = "log"
     elif spec.y_range is not None:

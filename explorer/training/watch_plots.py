@@ -28,7 +28,7 @@ LR = FigureSpec(tp.LR_SERIES, "Learning rate", "lr", smooth=False)
 PRETRAINING = (FigureSpec(tp.MLM_LOSS_SERIES, "MLM loss", "cross-entropy"),
                FigureSpec(tp.NSP_LOSS_SERIES, "NSP loss", "cross-entropy",
                           empty_message="No NSP steps logged yet (or NSP is off)"),
-               FigureSpec(tp.ACCURACY_SERIES, "Accuracy", "accuracy", y_range=(0.0, 1.0)), LR)
+               FigureSpec(tp.ACCURACY_SERIES, "Accuracy", "accuracy", y_range=(0.0, 1.0), tickformat=".0%"), LR)
 
 
 def finetuning_specs(task: str) -> tuple[FigureSpec, ...]:
