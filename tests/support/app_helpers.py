@@ -18,6 +18,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+CLIENT_TIMEOUT_S = 120.0
+
+
 def launch(demo: gr.Blocks, **options: Any) -> None:
     """``demo.launch(**options)`` on a free loopback port, without blocking; the server answers once it returns.
 
@@ -31,9 +34,10 @@ def launch(demo: gr.Blocks, **options: Any) -> None:
 
 @contextlib.contextmanager
 def serve(demo: gr.Blocks) -> Iterator[Client]:
-    """Launch ``demo`` on loopback without blocking, yield a client for it, close it afterwards."""
+    """Launch ``demo`` on loopback without blocking, yield a client for it, close it afterwards. The client waits
+    up to ``CLIENT_TIMEOUT_S`` for an answer (httpx's 5 s default is too short on a machine busy with other work)."""
     launch(demo, theme=explorer.THEME, css=explorer.CSS)
     try:
-        yield Client(demo.local_url, verbose=False)
+        yield Client(demo.local_url, verbose=False, httpx_kwargs={"timeout": CLIENT_TIMEOUT_S})
     finally:
         demo.close()

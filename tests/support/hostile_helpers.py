@@ -33,7 +33,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 import explorer  # noqa: E402
-from support.app_helpers import launch  # noqa: E402
+from support.app_helpers import CLIENT_TIMEOUT_S, launch  # noqa: E402
 
 CALL_TIMEOUT_S = 30.0
 MAX_CHARS = 100_000
@@ -192,7 +192,8 @@ def serve_app(demo: gr.Blocks, box: Sandbox) -> Iterator[Client]:
     """Launch ``demo`` on loopback (queue as app.create_app sets it), yield a client, close afterwards."""
     launch(demo, theme=explorer.THEME, css=explorer.CSS)
     try:
-        yield Client(demo.local_url, verbose=False, download_files=str(box.root / "client"))
+        yield Client(demo.local_url, verbose=False, download_files=str(box.root / "client"),
+                     httpx_kwargs={"timeout": CLIENT_TIMEOUT_S})
     finally:
         demo.close()
 
