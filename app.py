@@ -77,7 +77,7 @@ from gradio import utils as gr_utils  # noqa: E402
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR  # noqa: E402
 from engine.data.corpus_cache import cache_root  # noqa: E402
 from explorer import CSS, THEME, build_app, heavy_limits, warmup  # noqa: E402
-from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag  # noqa: E402
+from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag, env_int  # noqa: E402
 from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
 CONCURRENCY_ENV = "EXPLORER_CONCURRENCY"    # concurrent requests per event
@@ -89,16 +89,7 @@ DEFAULT_MAX_UPLOAD_MB = 50                  # engine.text.corpus refuses larger 
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-    return value
+    return env_int(env, name, default, minimum=1)
 
 
 def queue_settings(environ: Mapping[str, str] | None = None) -> tuple[int, int]:

@@ -25,6 +25,20 @@ def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
     return env.get(name, "").strip().lower() in _TRUE
 
 
+def env_int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
+    """A whole-number setting from ``env`` (``default`` when unset); ValueError names the setting."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be {'0 or more' if minimum == 0 else f'at least {minimum}'}, got {value}")
+    return value
+
+
 @dataclass(frozen=True)
 class AccessPolicy:
     """Public or private mode, and the admin token (never shown in reprs or messages)."""

@@ -29,7 +29,7 @@ from typing import Any
 
 import gradio as gr
 
-from explorer.access import PUBLIC_ENV, env_flag
+from explorer.access import PUBLIC_ENV, env_flag, env_int
 from explorer.cancellable import CANCELLED_MESSAGE, event_alive
 from explorer.model_settings import heavy_concurrency
 
@@ -41,16 +41,7 @@ POLL_S = 0.25                                          # how often a waiting req
 
 
 def _whole(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"{name} must be 0 or more, got {value}")
-    return value
+    return env_int(env, name, default, minimum=0)
 
 
 @dataclass(frozen=True)
