@@ -21,10 +21,9 @@ import httpx  # noqa: E402
 import pytest  # noqa: E402
 
 from engine import cancellation  # noqa: E402
-from engine.probes import attribution  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from support.app_helpers import serve  # noqa: E402
+from support.app_helpers import serve, slowed_attribution  # noqa: E402
 from support.probing_helpers import make_services  # noqa: E402
 
 MASKED = "the cat [MASK] on the mat."
@@ -39,17 +38,7 @@ ATTRIBUTE = dict(model_key="default", task="fill_mask", text=MASKED, steps=STEPS
 @pytest.fixture
 def forwards(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Slow attribution down (one point per batch, ``STEP_S`` each); the list counts its forward passes."""
-    count = [0]
-    real_pick = attribution.pick
-
-    def slow_pick(*args, **kwargs):
-        time.sleep(STEP_S)
-        count[0] += 1
-        return real_pick(*args, **kwargs)
-
-    monkeypatch.setattr(attribution, "BATCH_TOKENS", 1)
-    monkeypatch.setattr(attribution, "pick", slow_pick)
-    return count
+    return slowed_attribution(monkeypatch, STEP_S)
 
 
 @pytest.fixture

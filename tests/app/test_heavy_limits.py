@@ -24,12 +24,11 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 from engine import cancellation  # noqa: E402
-from engine.probes import attribution  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from explorer import heavy_limits  # noqa: E402
 from explorer.heavy_limits import HeavyGate, HeavyLimits  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from support.app_helpers import launch  # noqa: E402
+from support.app_helpers import launch, slowed_attribution  # noqa: E402
 from support.probing_helpers import make_services  # noqa: E402
 
 STEP_S = 0.2
@@ -117,17 +116,7 @@ def test_a_waiting_request_that_is_cancelled_or_whose_client_left_frees_its_plac
 @pytest.fixture
 def forwards(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Slow attribution down (one point per batch, ``STEP_S`` each); the list counts its forward passes."""
-    count = [0]
-    real_pick = attribution.pick
-
-    def slow_pick(*args, **kwargs):
-        time.sleep(STEP_S)
-        count[0] += 1
-        return real_pick(*args, **kwargs)
-
-    monkeypatch.setattr(attribution, "BATCH_TOKENS", 1)
-    monkeypatch.setattr(attribution, "pick", slow_pick)
-    return count
+    return slowed_attribution(monkeypatch, STEP_S)
 
 
 @pytest.fixture

@@ -41,3 +41,22 @@ def serve(demo: gr.Blocks) -> Iterator[Client]:
         yield Client(demo.local_url, verbose=False, httpx_kwargs={"timeout": CLIENT_TIMEOUT_S})
     finally:
         demo.close()
+
+
+def slowed_attribution(monkeypatch: Any, step_s: float) -> list[int]:
+    """Slow attribution down (one point per batch, ``step_s`` each); the returned list counts its forward passes."""
+    import time
+
+    from engine.probes import attribution
+
+    count = [0]
+    real_pick = attribution.pick
+
+    def slow_pick(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(step_s)
+        count[0] += 1
+        return real_pick(*args, **kwargs)
+
+    monkeypatch.setattr(attribution, "BATCH_TOKENS", 1)
+    monkeypatch.setattr(attribution, "pick", slow_pick)
+    return count
