@@ -12,7 +12,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from explorer.attention.plots import COLORSCALE, compact
-from explorer.plots import category_colors, empty_figure, tick_labels
+from explorer.formatting import percent, sig
+from explorer.plots import category_colors, empty_figure, probability_axis, tick_labels, top_value
 
 BASELINE_COLOR = "#4f6bed"
 ABLATED_COLOR = "#dc2626"
@@ -39,33 +40,34 @@ def ablation_figure(tokens: Sequence[str], positions: Sequence[int], baseline_lo
     titles = []
     for panel in panels:
         if panel == "loss":
-            titles.append(f"MLM loss per token (−log p of the true token, masked in turn): mean "
-                          f"{np.mean(baseline_losses):.3f} → {np.mean(ablated_losses):.3f}")
+            titles.append(f"MLM loss per token in nats (−ln p of the true token, masked in turn): mean "
+                          f"{np.mean(baseline_losses):.3f} → {np.mean(ablated_losses):.3f} nats")
         elif panel == "nsp":
-            titles.append(f"P(IsNext): {is_next[0]:.3f} → {is_next[1]:.3f}")
+            titles.append(f"P(IsNext): {percent(is_next[0])} → {percent(is_next[1])}")
         else:
             fill = fills[int(panel[4:])]
             titles.append(f"[MASK] at position {fill['position']}: top fillers")
     fig = make_subplots(rows=len(panels), cols=1, subplot_titles=titles, vertical_spacing=min(0.15, 0.5 / len(panels)))
+    top = top_value([f["baseline"] for f in fills] + [f["ablated"] for f in fills])    # one scale for every mask
     for row, panel in enumerate(panels, start=1):
         if panel == "loss":
             labels = [f"{p}: {tokens[p]}" for p in positions]
             xs = list(range(len(positions)))
-            _bars(fig, row, xs, baseline_losses, ablated_losses, labels, show_legend=row == 1)
+            _bars(fig, row, xs, baseline_losses, ablated_losses, labels, show_legend=row == 1, unit="nats")
             tickvals, ticktext = tick_labels([tokens[p] for p in positions])
             fig.update_xaxes(tickmode="array", tickvals=tickvals, ticktext=ticktext, row=row, col=1)
-            fig.update_yaxes(title_text="nats", row=row, col=1)
+            fig.update_yaxes(title_text="loss (nats)", exponentformat="none", row=row, col=1)
         elif panel == "nsp":
-            _bars(fig, row, [0], [is_next[0]], [is_next[1]], ["IsNext"], show_legend=row == 1)
+            _bars(fig, row, [0], [is_next[0]], [is_next[1]], ["IsNext"], show_legend=row == 1, unit="%")
             fig.update_xaxes(tickmode="array", tickvals=[0], ticktext=["P(IsNext)"], row=row, col=1)
-            fig.update_yaxes(range=[0, 1], row=row, col=1)
+            fig.update_yaxes(**probability_axis(1.0), row=row, col=1)
         else:
             fill = fills[int(panel[4:])]
             words = list(fill["tokens"])
             xs = list(range(len(words)))
-            _bars(fig, row, xs, fill["baseline"], fill["ablated"], words, show_legend=row == 1)
+            _bars(fig, row, xs, fill["baseline"], fill["ablated"], words, show_legend=row == 1, unit="%")
             fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=words, row=row, col=1)
-            fig.update_yaxes(title_text="probability", range=[0, 1], row=row, col=1)
+            fig.update_yaxes(**probability_axis(top), row=row, col=1)
     fig.update_layout(
         title=dict(text=title or "Baseline (every head) vs ablated (chosen heads removed)"),
         barmode="group", height=260 * len(panels) + 80, margin=dict(l=20, r=20, t=90, b=20),
@@ -75,18 +77,20 @@ def ablation_figure(tokens: Sequence[str], positions: Sequence[int], baseline_lo
 
 
 def _bars(fig: go.Figure, row: int, xs: Sequence[int], base: Sequence[float], ablated: Sequence[float],
-          labels: Sequence[str], show_legend: bool) -> None:
+          labels: Sequence[str], show_legend: bool, unit: str) -> None:
+    """Baseline and ablated bars; their hover reads each value as a percentage (``unit="%"``) or in nats."""
     for name, values, color in (("baseline", base, BASELINE_COLOR), ("ablated", ablated, ABLATED_COLOR)):
+        shown = [percent(float(v)) if unit == "%" else f"{sig(float(v))} {unit}" for v in values]
         fig.add_trace(go.Bar(
             x=list(xs), y=[float(v) for v in values], name=name, marker_color=color, legendgroup=name,
-            showlegend=show_legend, customdata=list(labels),
-            hovertemplate=f"%{{customdata}}<br>{name} %{{y:.3f}}<extra></extra>",
+            showlegend=show_legend, customdata=[[label, text] for label, text in zip(labels, shown)],
+            hovertemplate=f"%{{customdata[0]}}<br>{name} %{{customdata[1]}}<extra></extra>",
         ), row=row, col=1)
 
 
 def checkpoint_maps_figure(maps: Sequence[np.ndarray], tokens: Sequence[Sequence[str]], labels: Sequence[str],
                            layer: int, head: int, columns: int = 3) -> go.Figure:
-    """Small multiples: head (layer, head)'s map at each checkpoint, oldest first."""
+    """Small multiples: head (layer, head)'s map at each checkpoint, oldest first (``layer`` as shown, from 1)."""
     if not maps:
         return empty_figure("No checkpoints")
     if not (len(maps) == len(tokens) == len(labels)):

@@ -12,16 +12,18 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.probes.attention import check_head_index
 from engine.checkpoints.hf_format import LoadedModel
-from engine.probes.ablation import AblationResult, parse_heads
+from engine.probes.ablation import AblationResult
 from engine.probes.head_stats import STAT_TITLES
 from engine.probes.inference import ablate_heads, attention, attention_over_checkpoints
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.run_picker import run_note
 from explorer.attention import ablation_plots
 from explorer.attention import export as attention_export
+from explorer.attention.layers import head_index, heads_text as pairs_text, parse_heads, shown_layer
+from explorer.glossary import LAYER_RULE, gloss
 from explorer.services import Services
+from explorer.formatting import percent
 from explorer.ui_errors import check_length, require_text, whole_number
 
 MIN_LENGTH = 8
@@ -73,15 +75,14 @@ def read_inputs(text: str | None, text_pair: str | None) -> tuple[str, str | Non
 
 def ablation_markdown(result: AblationResult) -> str:
     """The loss change in words, and notes."""
-    heads = ", ".join(f"{l}:{h}" for l, h in result.masked_heads)
-    lines = [f"Removed **{len(result.masked_heads)} head(s)**: {heads}"]
+    lines = [f"Removed **{len(result.masked_heads)} head(s)**: {pairs_text(result.masked_heads)} (layer:head)"]
     change = result.loss_change
     if change is not None:
-        lines.append(f"MLM pseudo-log-likelihood loss over {len(result.scored_positions)} tokens: "
-                     f"**{result.baseline.pll_loss:.3f} → {result.ablated.pll_loss:.3f}** "
-                     f"({change:+.3f} nats; positive = the model got worse)")
+        lines.append(f"MLM pseudo-log-likelihood {gloss('loss')} over {len(result.scored_positions)} tokens: "
+                     f"**{result.baseline.pll_loss:.3f} → {result.ablated.pll_loss:.3f} nats** "
+                     f"({change:+.3f} {gloss('nats')}; positive = the model got worse)")
     if result.baseline.is_next is not None:
-        lines.append(f"P(IsNext): **{result.baseline.is_next:.3f} → {result.ablated.is_next:.3f}**")
+        lines.append(f"P(IsNext): **{percent(result.baseline.is_next)} → {percent(result.ablated.is_next)}**")
     lines += [f"ℹ️ {note}" for note in result.notes]
     return "\n\n".join(lines)
 
@@ -101,11 +102,12 @@ def ablation_plot(result: AblationResult) -> go.Figure:
 
 def run_ablation(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
                  heads_text: str | None, top_k: Any = DEFAULT_TOP_K) -> tuple[go.Figure, str]:
-    """Parse ``"layer:head, ..."``, ablate those heads, and return the comparison figure and summary."""
+    """Parse ``"layer:head, ..."`` (layers from 1, heads from 0), ablate those heads, and return the comparison
+    figure and summary."""
     text, pair = read_inputs(text, text_pair)
     if not heads_text or not heads_text.strip():
-        raise gr.Error("Name the heads to remove as layer:head, e.g. 0:1, 2:3 (or 4:* for a whole layer).",
-                       print_exception=False)
+        raise gr.Error("Name the heads to remove as layer:head, e.g. 1:0, 2:3 (layers from 1, heads from 0; "
+                       "4:* for a whole layer).", print_exception=False)
     k = whole_number(top_k, "Top-k", 1, 20) if top_k is not None else DEFAULT_TOP_K
     with services.probing():
         loaded = services.model(model_key)
@@ -122,14 +124,14 @@ def export_files(services: Services, model_key: str | None, text: str | None, te
     text, pair = read_inputs(text, text_pair)
     with services.probing():
         loaded = services.model(model_key)
-        layer, head = check_head_index(*model_shape(loaded), layer, head)
+        index, head = head_index(*model_shape(loaded), layer, head)
         result = attention(loaded, text, pair, effective_length(services, loaded, max_length))
-    folder = new_export_folder()
-    title = f"Layer {layer}, head {head} ({result.source})"
+    folder, number = new_export_folder(), shown_layer(index)
+    title = f"Layer {number}, head {head} ({result.source})"
     paths = attention_export.write_exports(
-        folder, f"attention-L{layer}-H{head}", result.attentions[layer, head], result.tokens, layer, head,
-        result.stats.head(layer, head), title=title, source=result.source, text=result.text,
-        text_pair=result.text_pair, token_type_ids=result.token_type_ids)
+        folder, f"attention-L{number}-H{head}", result.attentions[index, head], result.tokens, number, head,
+        result.stats.head(index, head), title=title, source=result.source, text=result.text,
+        text_pair=result.text_pair, token_type_ids=result.token_type_ids, layer_numbering=LAYER_RULE)
     return [str(p) for p in paths]
 
 
@@ -150,14 +152,17 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
                        "appear here as it saves them.", print_exception=False)
     picked = pick_evenly(choices)
     with services.probing():
-        length = effective_length(services, services.model(picked[0].key), max_length)
+        first = services.model(picked[0].key)
+        length = effective_length(services, first, max_length)
+        index, head = head_index(*model_shape(first), layer, head)
         models = ((f"step {c.step}" if c.step is not None else c.label, services.model(c.key)) for c in picked)
-        found = attention_over_checkpoints(models, text, pair, layer, head, steps=[c.step for c in picked],
+        found = attention_over_checkpoints(models, text, pair, index, head, steps=[c.step for c in picked],
                                            max_length=length)                  # loads one model at a time
-    maps = ablation_plots.checkpoint_maps_figure(found.maps, found.tokens, found.labels, found.layer, found.head)
+    number = shown_layer(found.layer)
+    maps = ablation_plots.checkpoint_maps_figure(found.maps, found.tokens, found.labels, number, found.head)
     lines = ablation_plots.stats_over_steps_figure(found.steps, found.labels, found.stats, STAT_TITLES,
-                                                   found.layer, found.head)
+                                                   number, found.head)
     name = picked[0].key.split(":", 1)[1].split("/", 1)[0]
     note = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
-            + f"; layer {found.layer}, head {found.head}.")
+            + f"; layer {number}, head {found.head}.")
     return maps, lines, note

@@ -9,13 +9,15 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.probes.attention import check_head_index, encode_input
+from engine.probes.attention import encode_input
 from engine.probes.inference import neuron_view
 from engine.probes.neuron_view import NeuronView
 from explorer.attention import neuron_plots
 from explorer.attention.actions import effective_length, model_shape, read_inputs
+from explorer.attention.layers import head_index, shown_layer
 from explorer.endpoints import endpoint, handler
 from explorer.formatting import sig
+from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import whole_number
@@ -26,8 +28,9 @@ NOTE = """\
 One row of the heatmap, number by number, for the layer and head chosen above. The layer turns each
 token into a **query** *q* and a **key** *k* (each as long as the head size). The query token's score
 for key *j* is the sum of **q ⊙ k<sub>j</sub>** (element by element) divided by √head size; the
-**softmax** of these scores is the token's row of the heatmap: where it looks.
-"""
+**{softmax}** of these scores is the token's row of the heatmap: where it looks. Layers are numbered from 1
+(layer 0 is the embeddings' output, which has no attention) and heads from 0.
+""".format(softmax=gloss("softmax", "softmax"))
 _LEADING_NUMBER = re.compile(r"^\s*(-?\d+)")
 
 
@@ -44,7 +47,7 @@ def summary_markdown(view: NeuronView) -> str:
     order = sorted(range(len(view.tokens)), key=lambda j: -float(view.weights[j]))[:TOP_KEYS]
     strongest = " · ".join(f"`{view.tokens[j]}` ({j}): weight {view.weights[j]:.3f}, score {sig(float(view.scores[j]))}"
                            for j in order)
-    lines = [f"**Layer {view.layer}, head {view.head}, query {view.query} `{view.tokens[view.query]}`** · head size "
+    lines = [f"**Layer {shown_layer(view.layer)}, head {view.head}, query {view.query} `{view.tokens[view.query]}`** · head size "
              f"{view.head_size}, so each score is Σ(q ⊙ k) × {sig(view.scale)} (= 1/√{view.head_size}) · model: "
              f"{view.source}",
              f"It looks most at: {strongest}"]
@@ -62,11 +65,11 @@ def show_neuron_view(services: Services, model_key: str | None, text: str | None
     position = parse_query(query)
     with services.probing():
         loaded = services.model(model_key)
-        layer, head = check_head_index(*model_shape(loaded), layer, head)
-        view = neuron_view(loaded, text, pair, layer, head, position, effective_length(services, loaded, max_length))
+        index, head = head_index(*model_shape(loaded), layer, head)
+        view = neuron_view(loaded, text, pair, index, head, position, effective_length(services, loaded, max_length))
     name = f"{view.query}: {view.tokens[view.query]}"
     vectors = neuron_plots.vectors_figure(view.tokens, view.query, view.query_vector, view.key_vectors, view.products,
-                                          view.masked, title=f"Layer {layer}, head {head}: query {name}")
+                                          view.masked, title=f"Layer {shown_layer(index)}, head {head}: query {name}")
     scores = neuron_plots.scores_figure(view.tokens, view.query, view.scores, view.weights, view.masked)
     return summary_markdown(view), vectors, scores
 
@@ -109,8 +112,8 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
             model_key: the model picker's key ('default', 'checkpoint:<run>/<step-dir>', ...).
             text: the text (segment A).
             text_pair: optional second text (segment B); empty for none.
-            layer: layer (0-based).
-            head: head (0-based).
+            layer: layer, from 1 (the first encoder layer; 0 is the embeddings' output, which has no attention).
+            head: head, from 0.
             max_length: longest sequence in tokens, specials included.
             query: the query token's position (0 = [CLS]).
         Returns:

@@ -14,6 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.colors import make_colorscale, qualitative, sequential
 
+from explorer.attention.layers import shown_layer, shown_layers
 from explorer.formatting import percent
 from explorer.plots import empty_figure, figure, tick_labels
 
@@ -24,8 +25,10 @@ COLORSCALE: list[list[float | str]] = make_colorscale(sequential.Blues)
 HEAD_COLORS: list[str] = list(qualitative.D3) + [qualitative.Dark24[i] for i in (9, 10, 6, 23, 15, 17)]
 MODEL_VIEW_MAX_TOKENS = 48     # longer inputs are pooled into blocks in the model view
 HEAD_VIEW_THRESHOLD = 0.02     # weaker links are not drawn in the head view
-HEAD_VIEW_LEVELS = 5           # opacity steps (one trace per head and step)
-HEAD_VIEW_TOP_MARGIN = 160     # room above the plot for the legend (head toggles) under the plot's label
+HEAD_VIEW_LEVELS = 5           # opacity (and width) steps (one shape per head and step)
+HEAD_VIEW_FADE = 0.3           # the other heads' opacity, relative to the chosen head's, when one is chosen
+HEAD_VIEW_WIDTH = {True: (1.5, 0.9), False: (0.6, 0.3)}   # chosen head or not: (width at level 0, per level)
+HEAD_VIEW_TOP_MARGIN = 180     # room above the plot for the legend (head toggles) under the plot's label
 HEAD_VIEW_LABEL_ROOM = 0.55    # x room for the token labels on each side (the links span x = 0..1)
 HOVER_TOP_LINKS = 3            # a token's hover lists its this many strongest links per head
 HOVER_LABEL_TOKENS = 64        # up to this many tokens the heatmap's hover names both tokens
@@ -56,7 +59,8 @@ def _axis(tokens: Sequence[str], title: str, reverse: bool = False) -> dict:
 
 def attention_heatmap(attn: np.ndarray, tokens: Sequence[str], layer: int, head: int,
                       title: str | None = None) -> go.Figure:
-    """One head's (S, S) map: rows = query tokens (top to bottom), columns = key tokens."""
+    """One head's (S, S) map: rows = query tokens (top to bottom), columns = key tokens. ``layer`` is the
+    number the title shows (from 1, ``explorer.attention.layers``)."""
     attn = _check_map(attn, tokens)
     n = len(tokens)
     if n == 0:
@@ -119,19 +123,31 @@ def _token_hovers(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence
     return texts
 
 
+def link_style(level: int, chosen: bool | None) -> tuple[float, float]:
+    """(opacity, width) of a head-view link at ``level``: a stronger link is both more opaque and thicker.
+    ``chosen``: True for the chosen head (full opacity, thick), False for the others beside it (faded and
+    thin), None when no head is chosen (full opacity, the chosen head's widths)."""
+    base, step = HEAD_VIEW_WIDTH[chosen is not False]
+    opacity = level_opacity(level) * (HEAD_VIEW_FADE if chosen is False else 1.0)
+    return opacity, base + step * level
+
+
 def head_color(head: int) -> str:
     """The head view's colour of ``head`` (cycled through ``HEAD_COLORS``)."""
     return HEAD_COLORS[head % len(HEAD_COLORS)]
 
 
 def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int], layer: int,
-              threshold: float = HEAD_VIEW_THRESHOLD) -> go.Figure:
-    """BertViz-style: query tokens left, key tokens right, a line per link with opacity = weight.
+              threshold: float = HEAD_VIEW_THRESHOLD, focus: int | None = None) -> go.Figure:
+    """BertViz-style: query tokens left, key tokens right, a line per link, more opaque and thicker the more
+    attention it carries.
 
-    ``layer_attn`` is (nh, S, S); one colour per head in ``heads``, and one legend entry per head
-    above the plot (click: hide or show the head; double-click: that head alone). Each head's links
-    are drawn in ``HEAD_VIEW_LEVELS`` traces, one per opacity level; links under ``threshold`` are
-    not drawn. Hovering a token lists its strongest links in every drawn head.
+    ``layer_attn`` is (nh, S, S) and ``layer`` the number the title shows (from 1); one colour per head in
+    ``heads``, and one legend entry per head above the plot (click: hide or show the head; double-click: that
+    head alone). ``focus``, the chosen head, when drawn, stands out: its links are drawn on top at full
+    opacity and thick, the other heads' faded and thin (:func:`link_style`). Each head's links are drawn in
+    ``HEAD_VIEW_LEVELS`` shapes, one per level; links under ``threshold`` are not drawn. Hovering a token
+    lists its strongest links in every drawn head.
     """
     layer_attn = np.asarray(layer_attn, dtype=float)
     if layer_attn.ndim != 3:
@@ -145,14 +161,18 @@ def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int
         raise ValueError(f"heads {bad} do not exist: this layer has heads 0 to {layer_attn.shape[0] - 1}")
     if not heads:
         return empty_figure("Choose at least one head to draw")
+    focus = focus if focus in heads else None
     shapes: list[dict] = []
-    for head in heads:
-        color, name = head_color(head), f"head {head}"
+    for head in sorted(heads, key=lambda h: h == focus):               # the chosen head last: drawn on top
+        color, name = head_color(head), f"head {head}" + (" (chosen)" if head == focus else "")
         shapes.append(dict(type="line", x0=0, x1=0, y0=0, y1=0, line=dict(color=color, width=4), name=name,
                            legendgroup=name, showlegend=True))         # the legend entry, at full colour
+        chosen = None if focus is None else head == focus
         for level, path in sorted(_link_paths(layer_attn[head], threshold).items()):
-            shapes.append(dict(type="path", path=path, xref="x", yref="y", line=dict(color=color, width=2),
-                               opacity=level_opacity(level), name=name, legendgroup=name, layer="below"))
+            opacity, width = link_style(level, chosen)
+            shapes.append(dict(type="path", path=path, xref="x", yref="y", line=dict(color=color, width=width),
+                               opacity=opacity, name=name, legendgroup=name, layer="below"))
+    stand_out = f"<br>Head {focus}, the chosen head, is drawn strongest; the others are faded." if focus is not None else ""
     traces: list[dict] = []
     positions = np.arange(n, dtype=np.float32)
     for x, side, outgoing in ((0, "middle left", True), (1, "middle right", False)):
@@ -166,9 +186,9 @@ def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int
         traces, height=min(1400, max(340, 22 * n + 190)), margin=dict(l=10, r=10, t=HEAD_VIEW_TOP_MARGIN, b=10),
         plot_bgcolor="rgba(0,0,0,0)", annotations=headers, shapes=shapes, hovermode="closest",
         legend=dict(orientation="h", x=0, xanchor="left", y=1.0, yanchor="bottom", itemwidth=30, tracegroupgap=0,
-                    title=dict(text=f"Layer {layer}: a darker line is more attention.<br>Click a head to hide or "
-                                    "show it, double-click to see it alone.<br>Hover a token for its strongest links.",
-                               side="top")),
+                    title=dict(text=f"Layer {layer}: a thicker, more opaque line is more attention.{stand_out}<br>"
+                                    "Click a head to hide or show it, double-click to see it alone.<br>Hover a token "
+                                    "for its strongest links.", side="top")),
         xaxis=dict(visible=False, range=[-HEAD_VIEW_LABEL_ROOM, 1 + HEAD_VIEW_LABEL_ROOM], fixedrange=True),
         yaxis=dict(visible=False, range=[n - 0.5, -1.6]),
     )
@@ -198,10 +218,11 @@ def tile_maps(maps: np.ndarray) -> np.ndarray:
     return tiled[:-1, :-1]
 
 
-def _grid_labels(count: int, n: int, outer: str, inner: str) -> list[str]:
-    """Category labels of a tiled axis: "L2 query 5" per cell, a distinct blank per gap (hover skips gaps)."""
+def _grid_labels(count: int, n: int, outer: str, inner: str, first: int = 0) -> list[str]:
+    """Category labels of a tiled axis: "L2 query 5" per cell (the outer number counted from ``first``), a
+    distinct blank per gap (hover skips gaps)."""
     step = n + 1
-    return [f"{outer}{i // step} {inner} {i % step}" if i % step < n else " " * (i // step + 1)
+    return [f"{outer}{i // step + first} {inner} {i % step}" if i % step < n else " " * (i // step + 1)
             for i in range(count * step - 1)]
 
 
@@ -209,7 +230,8 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], focus: tuple[int, 
     """Every head of every layer as a small heatmap (rows = layers, columns = heads).
 
     Drawn as one heatmap of the tiled maps (a figure of 72 subplots costs ten times more to build and
-    to send). ``focus`` (layer, head) gets a red frame: it is the head shown large in the heatmap.
+    to send). Rows are labelled L1 to L(L): row ``i`` of ``attentions`` is layer i + 1, as the tab numbers
+    layers. ``focus`` (row index, head) gets a red frame: it is the head shown large in the heatmap.
     Inputs longer than ``MODEL_VIEW_MAX_TOKENS`` are pooled into blocks of tokens.
     """
     attentions = np.asarray(attentions, dtype=float)
@@ -233,16 +255,17 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], focus: tuple[int, 
     middle = (size - 1) / 2
     annotations = ([dict(text=f"H{h}", x=h * step + middle, y=1.0, xref="x", yref="paper", yanchor="bottom",
                          showarrow=False) for h in range(heads)]
-                   + [dict(text=f"L{r}", x=0.0, y=r * step + middle, xref="paper", yref="y", xanchor="right",
+                   + [dict(text=f"L{shown_layer(r)}", x=0.0, y=r * step + middle, xref="paper", yref="y", xanchor="right",
                            xshift=-4, showarrow=False) for r in range(layers)])
     note = f" (pooled in blocks of {block} tokens)" if block > 1 else ""
     blank = dict(type="category", showticklabels=False, showgrid=False, zeroline=False, ticks="")
     return go.Figure(data=[dict(
         type="heatmap", z=tile_maps(pooled), x=_grid_labels(heads, size, "H", "key " + unit),
-        y=_grid_labels(layers, size, "L", "query " + unit), coloraxis="coloraxis", hoverongaps=False,
+        y=_grid_labels(layers, size, "L", "query " + unit, first=shown_layer(0)), coloraxis="coloraxis",
+        hoverongaps=False,
         hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>")], layout=dict(
-        title=dict(text=f"All {layers} layers × {heads} heads{note}; pick a layer and head above to enlarge one "
-                        "(red frame)"),
+        title=dict(text=f"All {layers} layers (L1 to L{layers}) × {heads} heads (H0 to H{heads - 1}){note}; pick a "
+                        "layer and head above to enlarge one (red frame)"),
         height=min(1600, 64 * layers + 120), margin=dict(l=44, r=20, t=80, b=20), annotations=annotations,
         shapes=shapes, plot_bgcolor="rgba(0,0,0,0)", xaxis=blank, yaxis=dict(autorange="reversed", **blank),
         coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight", thickness=10)),
@@ -250,7 +273,8 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], focus: tuple[int, 
 
 
 def stats_heatmap(values: np.ndarray, title: str, focus: tuple[int, int] | None = None) -> go.Figure:
-    """One statistic for every head: rows = layers (0 at the top), columns = heads, values printed."""
+    """One statistic for every head: rows = layers (layer 1 at the top: row ``i`` of ``values`` is layer i + 1),
+    columns = heads (from 0), values printed. ``focus`` is (row, head) of the framed head."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 2 or values.size == 0:
         return empty_figure("No heads")
@@ -258,16 +282,17 @@ def stats_heatmap(values: np.ndarray, title: str, focus: tuple[int, int] | None 
     shapes = []
     if focus is not None:
         layer, head = focus
-        shapes.append(dict(type="rect", x0=head - 0.5, x1=head + 0.5, y0=layer - 0.5, y1=layer + 0.5,
+        row = shown_layer(layer)
+        shapes.append(dict(type="rect", x0=head - 0.5, x1=head + 0.5, y0=row - 0.5, y1=row + 0.5,
                            line=dict(color="#dc2626", width=2)))
     return go.Figure(data=[dict(
-        type="heatmap", z=compact(values), x=list(range(heads)), y=list(range(layers)), colorscale="Viridis",
+        type="heatmap", z=compact(values), x=list(range(heads)), y=shown_layers(layers), colorscale="Viridis",
         texttemplate="%{z:.2f}", textfont=dict(size=10), colorbar=dict(thickness=12),
         hovertemplate="layer %{y}, head %{x}<br>" + title + " %{z:.3f}<extra></extra>",
     )], layout=dict(
         title=dict(text=f"{title}, per head"), height=min(900, 34 * layers + 150), shapes=shapes,
         margin=dict(l=20, r=20, t=60, b=20), plot_bgcolor="rgba(0,0,0,0)",
         xaxis=dict(title="head", tickmode="array", tickvals=list(range(heads)), showgrid=False),
-        yaxis=dict(title="layer", tickmode="array", tickvals=list(range(layers)), autorange="reversed",
+        yaxis=dict(title="layer", tickmode="array", tickvals=shown_layers(layers), autorange="reversed",
                    showgrid=False),
     ))

@@ -11,12 +11,21 @@ from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from explorer import run_picker
 from explorer.attention import neuron_tab
 from explorer.attention.actions import DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH
+from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL
+from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 
 MAX_LAYERS, MAX_HEADS = 48, 64  # build-time slider ranges, so API calls on bigger models pass their checks
 STAT_CHOICES = [(STAT_TITLES[name], name) for name in STAT_NAMES]
-TABLE_COLUMNS = ["layer", "head", *STAT_NAMES]
+SHARE_STATS = ("cls", "sep", "self", "prev", "next")    # shares of attention (percentages in the table)
+# Short headers that read in full in a narrow column (the caption spells them out), and their widths.
+TABLE_COLUMNS = ["layer", "head", "entropy", "[CLS]", "[SEP]", "self", "prev", "next", "distance"]
+TABLE_WIDTHS = ["64px", "60px", "88px", "76px", "76px", "64px", "64px", "64px", "96px"]   # 652 px in all
+TABLE_MIN_WIDTH = 680           # the table's column: narrower, it moves under the plot rather than cut a header
+TABLE_CAPTION = ("Per head, means over the query tokens: **entropy** of its attention row in {nats}; the share of "
+                 "attention sent to **[CLS]**, to **[SEP]**, to the token **self**, to the **prev**ious and the "
+                 "**next** token; mean **distance** |i − j| in tokens. Layers from 1, heads from 0.")
 
 EXAMPLES: list[list[str]] = [
     ["The cat sat on the mat because it was tired.", ""],
@@ -29,13 +38,15 @@ EXPORT_NOTE = """\
 **Export** writes the heatmap of the chosen layer and head: **SVG** (drawn here, with token
 labels and a colour bar), **PNG** (the cells only, one square per weight, same colours; for a
 PNG *with* labels use the camera button that appears on the heatmap when you hover it) and
-**JSON** (`tokens`, `layer`, `head`, `attention` rows, `stats`).
+**JSON** (`tokens`, `layer` from 1, `head` from 0, `attention` rows, `stats`).
 """
-ABLATION_NOTE = ("Name heads as `layer:head` (0-based), e.g. `0:1, 2:3`, or `4:*` for a whole layer. The "
-                 "input is scored with every head and again without those: each token is masked in turn "
-                 "and the masked-LM loss of the true token compared (inputs up to 128 tokens; on long ones "
-                 "32 evenly spaced tokens); `[MASK]`s in the text show their top fillers, and a text pair "
-                 "its P(IsNext). Needs a model with a masked-LM head.")
+ABLATION_NOTE = ("Name heads as `layer:head` (layers from 1, heads from 0), e.g. `1:0, 2:3`, or `4:*` for a "
+                 "whole layer. The input is scored with every head and again without those ({ablation}): each "
+                 "token is masked in turn and the masked-LM loss of the true token compared, in {nats} (inputs "
+                 "up to 128 tokens; on long ones 32 evenly spaced tokens); `[MASK]`s in the text show their top "
+                 "fillers' probabilities (the {softmax} of the {logit}s, as percentages), and a text pair its "
+                 "P(IsNext). Needs a model with a masked-LM head.").format(
+    ablation=gloss("ablation"), nats=gloss("nats"), softmax=gloss("softmax"), logit=gloss("logit"))
 
 
 def inputs(services: Services, layers: int, num_heads: int) -> dict[str, Any]:
@@ -48,8 +59,8 @@ def inputs(services: Services, layers: int, num_heads: int) -> dict[str, Any]:
         with gr.Column(scale=2, min_width=240):
             # Wide build-time ranges let API callers use deeper models; a browser narrows them to the
             # picked model on page load and whenever the model changes (see the tab's ``fit``).
-            layer = gr.Slider(0, max(layers, MAX_LAYERS) - 1, value=0, step=1, label="Layer (0-based)")
-            head = gr.Slider(0, max(num_heads, MAX_HEADS) - 1, value=0, step=1, label="Head (0-based)")
+            layer = gr.Slider(1, max(layers, MAX_LAYERS), value=1, step=1, label=LAYER_LABEL)
+            head = gr.Slider(0, max(num_heads, MAX_HEADS) - 1, value=0, step=1, label=HEAD_LABEL)
             length = gr.Slider(MIN_LENGTH, min(512, services.max_length), value=DEFAULT_LENGTH, step=1,
                                label="Max length (tokens, incl. specials)")
             button = gr.Button("Show attention", variant="primary")
@@ -69,15 +80,17 @@ def views(services: Services, picker: ModelPicker, fields: dict[str, Any], num_h
             # than the one picked at build time (a CheckboxGroup would reject them).
             view_heads = gr.Dropdown(choices=[(str(h), h) for h in range(num_heads)], value=list(range(num_heads)),
                                      multiselect=True, allow_custom_value=True, label="Heads in the head view")
-            head_view = gr.Plot(label="Head view (one colour per head)")
+            head_view = gr.Plot(label="Head view (one colour per head; the chosen head drawn strongest)")
     neuron = neuron_tab.build(services, picker, text, pair, fields["layer"], fields["head"],
                               fields["length"])                       # the chosen head's row, in numbers
     model_view = gr.Plot(label="Model view: every layer (rows) × head (columns)")
     statistic = gr.Dropdown(choices=STAT_CHOICES, value="entropy", label="Head statistic")
     with gr.Row():
         stats_plot = gr.Plot(label="Statistic per head")
-        stats_frame = gr.Dataframe(headers=TABLE_COLUMNS, label="Head statistics (means over query tokens)",
-                                   interactive=False, wrap=False, max_height=420)
+        with gr.Column(min_width=TABLE_MIN_WIDTH):
+            stats_frame = gr.Dataframe(headers=TABLE_COLUMNS, label="Head statistics (means over query tokens)",
+                                       interactive=False, wrap=False, max_height=420, column_widths=TABLE_WIDTHS)
+            gr.Markdown(TABLE_CAPTION.format(nats=gloss("nats")), elem_classes=["table-caption"])
     return {"examples": examples, "summary": summary, "heatmap": heatmap, "view_heads": view_heads,
             "head_view": head_view, "neuron": neuron, "model_view": model_view, "statistic": statistic,
             "stats_plot": stats_plot, "stats_frame": stats_frame}
@@ -88,7 +101,7 @@ def ablation() -> dict[str, Any]:
     with gr.Accordion("Ablate heads: remove heads and measure the loss", open=False):
         gr.Markdown(ABLATION_NOTE)
         with gr.Row():
-            heads_text = gr.Textbox(label="Heads to remove", placeholder="0:1, 2:3", scale=3)
+            heads_text = gr.Textbox(label="Heads to remove (layer:head)", placeholder="1:0, 2:3", scale=3)
             add_head = gr.Button("Add the chosen layer:head", scale=1)
             top_k = gr.Slider(1, 20, value=DEFAULT_TOP_K, step=1, label="Top-k fillers", scale=1)
         ablate_button = gr.Button("Ablate", variant="primary")

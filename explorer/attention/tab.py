@@ -13,15 +13,18 @@ from gradio.components.plot import PlotData
 from plotly.io.json import to_json_plotly
 
 from engine.checkpoints.hf_format import LoadedModel
-from engine.probes.attention import AttentionResult, check_head_index
+from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
 from explorer.attention import plots as attention_plots, sections
+from explorer.attention.layers import head_index, shown_layer
 from explorer.attention.actions import (DEFAULT_LENGTH, effective_length, export_files, model_shape, over_training,
                                         read_inputs, run_ablation)
-from explorer.attention.sections import EXAMPLES, TABLE_COLUMNS
+from explorer.attention.sections import EXAMPLES, SHARE_STATS, TABLE_COLUMNS
 from explorer import run_picker
 from explorer.endpoints import endpoint, handler, wire_run
+from explorer.formatting import percent, sig
+from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 
@@ -29,12 +32,16 @@ DEFAULT_SHAPE = (12, 12)       # layers, heads when the picked model cannot be r
 
 INTRO = """\
 Each head turns every token into a weighted look at all tokens: **row *i* of a head's map
-shows where token *i* looks** (its weights sum to 1). Look for heads that send almost
+shows where token *i* looks** (its weights, a {softmax}, sum to 1). Look for heads that send almost
 everything to `[SEP]` or `[CLS]` (often a "no-op" when the head has nothing to do), heads
 that look at the previous or next token, and heads that link a pronoun like *it* to the noun
-it stands for. Then **remove a head** (ablation) and watch the masked-LM loss: a head whose
-removal barely changes it was not doing much on this input. Layers and heads count from 0.
-"""
+it stands for. Then **remove a head** ({ablation}) and watch the masked-LM loss: a head whose
+removal barely changes it was not doing much on this input.
+
+**How layers are numbered** (the same in every tab): {layer} 0 is the embeddings' output, and layers 1 to L
+are the outputs of the L encoder layers; the heads of layer *k* are the ones that make layer *k*'s output, so
+the layer slider starts at 1. Heads are numbered from 0.
+""".format(softmax=gloss("softmax"), ablation=gloss("ablation"), layer=gloss("layer", "Layer"))
 
 
 # --- handlers' logic (no Gradio widgets; errors are ValueError / gr.Error) ---------------
@@ -61,16 +68,20 @@ def view_heads(value: Any, num_heads: int) -> list[int]:
 
 
 def stats_table(result: AttentionResult) -> pd.DataFrame:
-    """One row per head (layer, head, statistics), rounded for display."""
-    return pd.DataFrame(result.records(), columns=TABLE_COLUMNS).round(3)
+    """One row per head: its layer (from 1, as the tab numbers them), head, entropy and distance to 3
+    significant digits, and the shares of attention as percentages."""
+    rows = [[shown_layer(r["layer"]), r["head"], sig(r["entropy"]), *(percent(r[name]) for name in SHARE_STATS),
+             sig(r["distance"])] for r in result.records()]
+    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
 def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:
-    """Counts and the chosen head's statistics in words."""
+    """Counts and the chosen head's statistics in words; ``layer`` is the engine's index (shown from 1)."""
     s = result.stats.head(layer, head)
     lines = [f"**{len(result.tokens)} tokens** · **{result.num_layers} layers × {result.num_heads} heads** · "
              f"model: {result.source}",
-             f"Layer {layer}, head {head}: entropy {s['entropy']:.2f} nats · [CLS] {s['cls']:.0%} · "
+             f"Layer {shown_layer(layer)}, head {head}: entropy {s['entropy']:.2f} {gloss('nats')} · "
+             f"[CLS] {s['cls']:.0%} · "
              f"[SEP] {s['sep']:.0%} · self {s['self']:.0%} · previous {s['prev']:.0%} · next {s['next']:.0%} · "
              f"mean distance {s['distance']:.1f} tokens"]
     if result.truncated:
@@ -89,15 +100,15 @@ def show_attention(services: Services, model_key: str | None, text: str | None, 
         raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STAT_NAMES)}")
     with services.probing():
         loaded = services.model(model_key)
-        layer, head = check_head_index(*model_shape(loaded), layer, head)
+        index, head = head_index(*model_shape(loaded), layer, head)
         chosen = view_heads(heads, model_shape(loaded)[1])
         result = attention(loaded, text, pair, effective_length(services, loaded, max_length))
-    tokens = result.tokens
-    return (attention_plots.attention_heatmap(result.attentions[layer, head], tokens, layer, head),
-            attention_plots.head_view(result.attentions[layer], tokens, chosen, layer),
-            attention_plots.model_view(result.attentions, tokens, focus=(layer, head)),
-            attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic], focus=(layer, head)),
-            stats_table(result), summary_markdown(result, layer, head))
+    tokens, number = result.tokens, shown_layer(index)
+    return (attention_plots.attention_heatmap(result.attentions[index, head], tokens, number, head),
+            attention_plots.head_view(result.attentions[index], tokens, chosen, number, focus=head),
+            attention_plots.model_view(result.attentions, tokens, focus=(index, head)),
+            attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic], focus=(index, head)),
+            stats_table(result), summary_markdown(result, index, head))
 
 
 def with_png_name(fig: go.Figure, stem: str) -> PlotData:
@@ -115,7 +126,7 @@ def slider_updates(services: Services, model_key: str | None, layer: Any, head: 
     except Exception:  # noqa: BLE001 - the picker itself reports why a model does not load
         return gr.skip(), gr.skip(), gr.skip()
     current = [int(h) for h in (heads or []) if 0 <= int(h) < num_heads] or list(range(num_heads))
-    return (gr.update(maximum=layers - 1, value=min(int(layer or 0), layers - 1)),
+    return (gr.update(minimum=1, maximum=layers, value=min(max(int(layer or 1), 1), layers)),
             gr.update(maximum=num_heads - 1, value=min(int(head or 0), num_heads - 1)),
             gr.update(choices=[(str(h), h) for h in range(num_heads)], value=current))
 
@@ -139,10 +150,10 @@ def _main_handlers(services: Services) -> tuple[Callable[..., Any], Callable[...
             model_key: the model picker's key ('default', 'checkpoint:<run>/<step-dir>', ...).
             text: the text (segment A).
             text_pair: optional second text (segment B); empty for none.
-            layer: layer to show large (0-based).
-            head: head to show large (0-based).
+            layer: layer to show large, from 1 (layer 0 is the embeddings' output, which has no attention).
+            head: head to show large, from 0.
             max_length: longest sequence in tokens, specials included.
-            heads: heads drawn in the head view (0-based).
+            heads: heads drawn in the head view (from 0); the chosen head is drawn strongest.
             statistic: head statistic to map: entropy, cls, sep, self, prev, next or distance.
         Returns:
             heatmap, head view, model view, statistic heatmap, statistics table, summary.
@@ -171,7 +182,8 @@ def _ablate_handler(services: Services) -> Callable[..., Any]:
             model_key: the model picker's key.
             text: the text (segment A); [MASK]s in it get their top fillers compared.
             text_pair: optional second text (segment B) for P(IsNext).
-            heads: heads to remove as 'layer:head, ...' (0-based; 'layer:*' for a whole layer).
+            heads: heads to remove as 'layer:head, ...' (layers from 1, heads from 0), e.g. '1:0, 2:3'; 'layer:*'
+                removes a whole layer's heads.
             top_k: fillers shown per [MASK] (1..20).
         Returns:
             the baseline-vs-ablated figure and a summary.
@@ -191,8 +203,8 @@ def _export_handler(services: Services) -> Callable[..., Any]:
             model_key: the model picker's key.
             text: the text (segment A).
             text_pair: optional second text (segment B).
-            layer: layer (0-based).
-            head: head (0-based).
+            layer: layer, from 1 (the first encoder layer; 0 is the embeddings' output).
+            head: head, from 0.
             max_length: longest sequence in tokens, specials included.
         Returns:
             three files: attention-L<layer>-H<head>.png, .svg and .json.
@@ -213,8 +225,8 @@ def _over_training_handler(services: Services) -> Callable[..., Any]:
             model_key: the model picker's key (a checkpoint picks its run; else the newest run).
             text: the text (segment A).
             text_pair: optional second text (segment B).
-            layer: layer (0-based).
-            head: head (0-based).
+            layer: layer, from 1 (the first encoder layer; 0 is the embeddings' output).
+            head: head, from 0.
             max_length: longest sequence in tokens, specials included.
             run: the run's name (a folder under the runs folder); empty for the picked checkpoint's run, else the newest.
         Returns:
@@ -295,8 +307,8 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:
-    """(name, call) for each example on ``loaded``, and the neuron view of the first (layer 0, head 0, query 1):
-    the demo warm-up runs them."""
+    """(name, call) for each example on ``loaded``, and the neuron view of the first (the engine's layer index 0,
+    the tab's layer 1; head 0, query 1): the demo warm-up runs them."""
     calls: list[tuple[str, Callable[[], object]]] = [
         (f"attention {i}", lambda t=text, p=pair: attention(loaded, t, p or None))
         for i, (text, pair) in enumerate(EXAMPLES)]

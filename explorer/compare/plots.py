@@ -17,8 +17,9 @@ DIFFERENCE_SCALE = "RdBu_r"            # blue: B attends less than A, red: more;
 
 
 def layer_names(count: int) -> list[str]:
-    """"embeddings", "layer 1", … for ``count`` hidden states (the embeddings' output first)."""
-    return ["embeddings"] + [f"layer {i}" for i in range(1, count)]
+    """"layer 0 (embeddings)", "layer 1", … for ``count`` hidden states: the embeddings' output is layer 0 and
+    layer k the output of the k-th encoder layer, as every tab numbers them (``explorer.glossary.LAYER_RULE``)."""
+    return [f"layer {i}" + (" (embeddings)" if i == 0 else "") for i in range(count)]
 
 
 def similarity_figure(cka: Sequence[float], cosine: Sequence[float] | None, label_a: str, label_b: str) -> go.Figure:
@@ -35,7 +36,8 @@ def similarity_figure(cka: Sequence[float], cosine: Sequence[float] | None, labe
                            mode="lines+markers", line=dict(color=COSINE_COLOR, width=2, dash="dot"),
                            hovertemplate="%{x}<br>mean cosine %{y:.3f}<extra></extra>"))
     return figure(traces, title=dict(text=f"How alike the layers are: A ({label_a}) vs B ({label_b})"), height=320,
-                  margin=dict(l=50, r=20, t=60, b=40), yaxis=dict(title=dict(text="similarity"), range=[-0.05, 1.05]),
+                  margin=dict(l=50, r=20, t=60, b=60), yaxis=dict(title=dict(text="similarity"), range=[-0.05, 1.05]),
+                  xaxis=dict(title=dict(text="layer output (layer 0 = the embeddings' output)")),
                   legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1), hovermode="x unified")
 
 
@@ -46,13 +48,14 @@ def cka_heatmap(cka: np.ndarray, label_a: str, label_b: str) -> go.Figure:
                         zmax=1.0, colorscale=COLORSCALE, colorbar=dict(title="CKA", thickness=12),
                         hovertemplate="A %{y}<br>B %{x}<br>linear CKA %{z:.3f}<extra></extra>")],
                   title=dict(text=f"Linear CKA of every layer pair: A ({label_a}, rows) vs B ({label_b}, columns)"),
-                  height=max(320, 28 * rows + 140), margin=dict(l=90, r=20, t=60, b=60),
+                  height=max(320, 28 * rows + 140), margin=dict(l=140, r=20, t=60, b=90),
                   yaxis=dict(autorange="reversed"))
 
 
 def attention_pair_figure(map_a: np.ndarray, map_b: np.ndarray, difference: np.ndarray, tokens: Sequence[str],
                           layer: int, head: int, label_a: str, label_b: str) -> go.Figure:
-    """One head in A, in B, and B - A side by side (rows = query tokens, columns = keys)."""
+    """One head in A, in B, and B - A side by side (rows = query tokens, columns = keys); ``layer`` is the
+    number shown (from 1: the heads of layer k make layer k's output)."""
     n = len(tokens)
     if n == 0:
         return empty_figure("No tokens")

@@ -8,7 +8,7 @@ the slider with the run's last checkpoint: slide to watch a representation settl
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gradio as gr
@@ -17,23 +17,30 @@ import pandas as pd
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.compare import ModelComparison, compare_models
 from explorer import run_picker
+from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL, head_index
 from explorer.compare import plots
+from explorer.compare.notes import untrained_mlm_note
 from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import percent, sig
+from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker, dropdown_choices
 from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number
 
 API_NAME = "compare"
-MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges are checked by the engine
-EXAMPLES = [["The capital of France is [MASK].", 0, 0], ["The cat sat on the [MASK] and purred.", 2, 3],
-            ["She went to the bank to deposit her money.", 5, 1]]
+MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges: explorer.attention.layers
+EXAMPLES = [["The capital of France is [MASK].", 1, 0], ["The cat sat on the [MASK] and purred.", 3, 3],
+            ["She went to the bank to deposit her money.", 6, 1]]               # layer (from 1), head (from 0)
 FILLER_COLUMNS = ["mask", "filler", "P(A)", "P(B)", "change", "rank in A", "rank in B"]
 INTRO = ("Put **two models side by side** on one input: two checkpoints of your run, the default model and "
-         "its fine-tuned copy, a model you loaded. **Linear CKA** says how alike their representations of "
+         "its fine-tuned copy, a model you loaded. **Linear {cka}** says how alike their representations of "
          "this input are at each layer (1 = the same up to rotation and scale); the attention of one head is "
-         "drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the change. "
-         "The two models must share a tokenizer.")
+         "drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the change "
+         "(probabilities, the {softmax} of the {logit}s, as percentages). The two models must share a tokenizer."
+         "\n\n**How layers are numbered** (the same in every tab): {layer} 0 is the embeddings' output and layers "
+         "1 to L the outputs of the L encoder layers, so the CKA chart runs from 0 to L; the heads of layer *k* "
+         "make layer *k*'s output, so the attention layer is chosen from 1 to L. Heads are numbered from 0.").format(
+    cka=gloss("CKA"), softmax=gloss("softmax"), logit=gloss("logit"), layer=gloss("layer", "Layer"))
 
 
 def model_choices(services: Services) -> list[tuple[str, str]]:
@@ -53,8 +60,10 @@ def filler_table(comparison: ModelComparison) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=FILLER_COLUMNS)
 
 
-def summary_markdown(comparison: ModelComparison, layer: int, head: int) -> str:
-    """Which models, how many tokens, where the layers differ most, and each mask's top filler in both."""
+def summary_markdown(comparison: ModelComparison, layer: int, head: int, notes: Sequence[str] = ()) -> str:
+    """Which models, how many tokens, where the layers differ most, each mask's top filler in both and, when
+    there are masks, ``notes`` on them (a model whose masked-LM head was not trained). ``layer`` is the
+    attention layer as shown (from 1)."""
     lines = [f"**A** `{comparison.source_a}` · **B** `{comparison.source_b}` · {len(comparison.tokens)} tokens"]
     diagonal = comparison.same_depth_cka
     if diagonal is not None:
@@ -63,8 +72,9 @@ def summary_markdown(comparison: ModelComparison, layer: int, head: int) -> str:
         if float(diagonal.min()) > 1 - 1e-6:
             lines.append("Representations: the same at every layer (linear CKA 1): the two models agree on this input.")
         else:
-            lines.append(f"Representations of this input: linear CKA {sig(float(diagonal[0]))} at the embeddings, "
-                         f"{sig(float(diagonal[-1]))} at the last layer; least alike at **{names[low]}** "
+            lines.append(f"Representations of this input: linear CKA {sig(float(diagonal[0]))} at layer 0 (the "
+                         f"embeddings' output), {sig(float(diagonal[-1]))} at the last layer ({len(diagonal) - 1}); "
+                         f"least alike at **{names[low]}** "
                          f"({sig(float(diagonal[low]))}).")
     else:
         lines.append("The models have different depths: see every layer pair in the CKA heatmap.")
@@ -73,7 +83,9 @@ def summary_markdown(comparison: ModelComparison, layer: int, head: int) -> str:
         best_b = max(mask.fillers, key=lambda f: f.prob_b)
         lines.append(f"Mask {mask.index + 1}: A's top filler **{best_a.token}** ({percent(best_a.prob_a)}), "
                      f"B's **{best_b.token}** ({percent(best_b.prob_b)}).")
-    lines.append(f"Attention: layer {layer}, head {head}.")
+    if comparison.masks:
+        lines += list(notes)
+    lines.append(f"Attention: layer {layer}, head {head} (layers with attention from 1, heads from 0).")
     return "  \n".join(lines)
 
 
@@ -87,12 +99,17 @@ def predict(services: Services, key_a: str | None, key_b: str | None, text: str 
     layer, head = whole_number(layer, "Layer", 0, MAX_INDEX), whole_number(head, "Head", 0, MAX_INDEX)
     top_k = whole_number(top_k, "Top k", 1, 50)
     with services.probing():
-        comparison = compare_models(services.model(key_a), services.model(key_b), text, top_k=top_k)
-    map_a, map_b, difference = comparison.attention_maps(layer, head)     # ValueError names the valid range
+        model_a, model_b = services.model(key_a), services.model(key_b)
+        comparison = compare_models(model_a, model_b, text, top_k=top_k)
+        notes = [n for n in (untrained_mlm_note("A", model_a), untrained_mlm_note("B", model_b)) if n]
+    depth = min(comparison.attention_a.num_layers, comparison.attention_b.num_layers)
+    heads = min(comparison.attention_a.num_heads, comparison.attention_b.num_heads)
+    index, head = head_index(depth, heads, layer, head)           # ValueError names the valid range, from 1
+    map_a, map_b, difference = comparison.attention_maps(index, head)
     label_a, label_b = short_name(comparison.source_a), short_name(comparison.source_b)
     line = (plots.similarity_figure(comparison.same_depth_cka, comparison.cosine, label_a, label_b)
             if comparison.same_depth_cka is not None else plots.cka_heatmap(comparison.cka, label_a, label_b))
-    return (summary_markdown(comparison, layer, head), filler_table(comparison), line,
+    return (summary_markdown(comparison, layer, head, notes), filler_table(comparison), line,
             plots.cka_heatmap(comparison.cka, label_a, label_b),
             plots.attention_pair_figure(map_a, map_b, difference, comparison.tokens, layer, head, label_a, label_b))
 
@@ -126,8 +143,8 @@ def _widgets(services: Services) -> dict[str, Any]:
             text = gr.Textbox(label="Text", lines=2, placeholder="The capital of France is [MASK].")
         with gr.Column(scale=1, min_width=220):
             with gr.Row():
-                layer = gr.Number(0, label="Layer", precision=0, minimum=0)
-                head = gr.Number(0, label="Head", precision=0, minimum=0)
+                layer = gr.Number(1, label=LAYER_LABEL, precision=0, minimum=1)
+                head = gr.Number(0, label=HEAD_LABEL, precision=0, minimum=0)
                 top_k = gr.Number(5, label="Top k", precision=0, minimum=1, maximum=50)
             button = gr.Button("Compare", variant="primary")
     examples = gr.Examples(examples=EXAMPLES, inputs=[text, layer, head], label="Examples", cache_examples=False,
@@ -170,12 +187,14 @@ def _compare_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
             model_a: a model key (e.g. "default", "checkpoint:<run>/step-000100").
             model_b: another model key; both must share a tokenizer.
             text: the input; with [MASK] the fill-mask predictions are compared too.
-            layer: the attention layer to draw (0-based).
-            head: the attention head to draw (0-based).
+            layer: the attention layer to draw, from 1 (layer 0 is the embeddings' output, which has no attention).
+            head: the attention head to draw, from 0.
             top_k: fillers listed per model and mask (1 to 50).
         Returns:
-            a summary, the fillers of both models (mask, filler, P(A), P(B), change, ranks), linear CKA (and mean
-            cosine) per layer, linear CKA of every layer pair, and the head's attention in A, in B and B - A.
+            a summary (with a note when a model was fine-tuned for a task and its masked-LM head was not trained),
+            the fillers of both models (mask, filler, P(A), P(B), change, ranks), linear CKA (and mean cosine) per
+            layer from 0 (the embeddings' output) to L, linear CKA of every layer pair, and the head's attention in
+            A, in B and B - A.
         """
         return predict(services, model_a, model_b, text, layer, head, top_k)
 
@@ -192,8 +211,8 @@ def _over_run_handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...
             run: the run's name ("" = the newest run).
             position: which checkpoint, 0 = the oldest.
             text: the input.
-            layer: the attention layer to draw (0-based).
-            head: the attention head to draw (0-based).
+            layer: the attention layer to draw, from 1 (layer 0 is the embeddings' output, which has no attention).
+            head: the attention head to draw, from 0.
             top_k: fillers listed per model and mask.
         Returns:
             model A's and model B's keys, a note naming both checkpoints, then the outputs of /compare.

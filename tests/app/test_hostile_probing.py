@@ -27,15 +27,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "/tokenize": dict(model="default", text=TEXT, pair="", max_length=64),
     "/embeddings": dict(model="default", text=TEXT, pair="", layer=2, component="output", token="all"),
     "/embeddings_over_training": dict(model="default", positions=16),
-    "/attention": dict(model="default", text=TEXT, pair="", layer=0, head=0, max_length=128, heads=[0, 1],
+    "/attention": dict(model="default", text=TEXT, pair="", layer=1, head=0, max_length=128, heads=[0, 1],
                        statistic="entropy"),
-    "/ablate_heads": dict(model="default", text=TEXT, pair="", heads="0:1", top_k=3),
+    "/ablate_heads": dict(model="default", text=TEXT, pair="", heads="1:1", top_k=3),
     "/attention_export": dict(model="default", text=TEXT, pair="", layer=1, head=2, max_length=64),
     "/attention_over_training": dict(model="default", text=TEXT, pair="", layer=1, head=3, max_length=64),
     "/neuron_view": dict(model="default", text=TEXT, pair="", layer=1, head=2, max_length=64, query=2),
     "/attribute": dict(model="default", task="fill_mask", text="the cat [MASK] on the mat.", pair="", target="",
                        which=0, method="integrated_gradients", score="logit", steps=8),
-    "/compare": dict(model_a="default", model_b="default", text="the cat [MASK] on the mat.", layer=0, head=0,
+    "/compare": dict(model_a="default", model_b="default", text="the cat [MASK] on the mat.", layer=1, head=0,
                      top_k=3),
 }
 
@@ -142,7 +142,7 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/attention", dict(text=LITERAL_SPECIALS, pair=ONLY_SPECIALS), OK),
     ("/attention", dict(text=EMOJI, pair=COMBINING), OK),
     ("/attention", dict(text=CONTROL, pair=ZERO_WIDTH), OK),
-    ("/attention", dict(layer=2), "layer 2 does not exist"),
+    ("/attention", dict(layer=3), "layer 3 does not exist"),
     ("/attention", dict(head=4), "head 4 does not exist"),
     ("/attention", dict(layer=-3), "layer|minimum"),
     ("/attention", dict(layer=10**6), "layer|maximum"),
@@ -153,10 +153,10 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/attention", dict(max_length=3), "Max length|minimum"),
     ("/ablate_heads", dict(heads=""), "Name the heads"),
     ("/ablate_heads", dict(heads="9:9"), "layer 9 does not exist"),
-    ("/ablate_heads", dict(heads="0:7"), "head 7 does not exist"),
+    ("/ablate_heads", dict(heads="1:7"), "head 7 does not exist"),
     ("/ablate_heads", dict(heads="\u00b2:1"), "is not layer:head"),
     ("/ablate_heads", dict(heads="a:b; drop table"), "is not layer:head"),
-    ("/ablate_heads", dict(heads="0:*, 1:*"), OK),              # every head removed: still a result
+    ("/ablate_heads", dict(heads="1:*, 2:*"), OK),              # every head removed: still a result
     ("/ablate_heads", dict(text=" ".join(["[MASK]"] * 50)), OK),
     ("/ablate_heads", dict(model="encoder"), "masked-LM head"),
     ("/ablate_heads", dict(top_k=0), "Top-k|minimum"),
@@ -176,11 +176,11 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/neuron_view", dict(query=99), "query token 99 does not exist: the input has 9 tokens"),
     ("/neuron_view", dict(query=-1), "query token \\(0 = \\[CLS\\]\\) must be a whole number of at least 0, got -1"),
     ("/neuron_view", dict(query="../../etc"), "\\[CLS\\]\\) must be a whole number, got '../../etc'"),
-    ("/neuron_view", dict(layer=2), "layer 2 does not exist"),
+    ("/neuron_view", dict(layer=3), "layer 3 does not exist"),
     ("/neuron_view", dict(head=4), "head 4 does not exist"),
     # a slider's value that is no number is refused by the app's check, before Gradio's own (which has no message)
-    ("/neuron_view", dict(layer="abc"), exactly("Layer (0-based) must be a whole number, got 'abc'.")),
-    ("/neuron_view", dict(head=None), exactly("Head (0-based) must be a whole number, got None.")),
+    ("/neuron_view", dict(layer="abc"), exactly("Layer (from 1) must be a whole number, got 'abc'.")),
+    ("/neuron_view", dict(head=None), exactly("Head (from 0) must be a whole number, got None.")),
     ("/neuron_view", dict(max_length="1e999"), "^Max length .*must be a whole number, got '1e999'\\.$"),
     ("/neuron_view", dict(model="encoder"), OK),                           # attention needs no head
     ("/neuron_view", dict(text=TOO_HUGE), "too long"),
@@ -222,9 +222,10 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/attribute", dict(task="next_sentence", text=TEXT, pair=TEXT, target="Maybe"), "'Maybe' is not one of"),
     ("/attribute", dict(model="no such model"), "neither a model key.*" + AVAILABLE),
     # --- /compare
-    ("/compare", dict(layer="abc"), exactly("Layer must be a whole number, got 'abc'.")),
-    ("/compare", dict(head="nan"), exactly("Head must be a whole number, got 'nan'.")),
-    ("/compare", dict(layer=99), exactly("layer 99 does not exist: this model has 2 layers, numbered 0 to 1")),
+    ("/compare", dict(layer="abc"), exactly("Layer (from 1) must be a whole number, got 'abc'.")),
+    ("/compare", dict(head="nan"), exactly("Head (from 0) must be a whole number, got 'nan'.")),
+    ("/compare", dict(layer=99), exactly("layer 99 does not exist: this model has 2 layers, numbered 1 to 2 "
+                                         "(layer 0 is the embeddings' output)")),
 ]
 
 
@@ -251,8 +252,8 @@ def test_lone_surrogate_in_a_hand_written_request(served: tuple[Client, Sandbox]
         expect_ok(call(client, *args(api), api_name=api))
 
 
-@pytest.mark.parametrize("api,field,shown", [("/compare", "layer", "Layer"), ("/compare", "top_k", "Top k"),
-                                             ("/neuron_view", "layer", "Layer (0-based)")])
+@pytest.mark.parametrize("api,field,shown", [("/compare", "layer", "Layer (from 1)"), ("/compare", "top_k", "Top k"),
+                                             ("/neuron_view", "layer", "Layer (from 1)")])
 @pytest.mark.parametrize("number", ["Infinity", "-Infinity", "NaN"])
 def test_a_number_json_allows_but_no_form_does(served: tuple[Client, Sandbox], api: str, field: str, shown: str,
                                               number: str) -> None:

@@ -34,7 +34,7 @@ CALLS: dict[str, dict[str, Any]] = {
     "/embeddings": dict(text="the cat sat."),
     "/embeddings_over_training": dict(positions=8),
     "/attention": dict(text="the cat sat.", max_length=32),
-    "/ablate_heads": dict(text=TEXT, heads="0:1"),
+    "/ablate_heads": dict(text=TEXT, heads="1:1"),
     "/attention_export": dict(text="the cat sat.", max_length=32),
     "/attention_over_training": dict(text="the cat sat.", max_length=32),
     "/fill_mask": dict(text=TEXT),

@@ -62,14 +62,16 @@ def test_scores_figure_draws_the_scores_and_the_row() -> None:
 
 
 def test_the_handler_equals_the_engine_and_the_attention_row(services) -> None:
-    summary, vectors, scores = neuron_tab.show_neuron_view(services, "default", TEXT, PAIR, 1, 2, 64, "3: sat")
+    """Layer 2 in the UI (the layers count from 1) is the engine's second attention layer, index 1."""
+    summary, vectors, scores = neuron_tab.show_neuron_view(services, "default", TEXT, PAIR, 2, 2, 64, "3: sat")
     loaded = services.model("default")
     view = neuron_view(loaded, TEXT, PAIR, 1, 2, 3, 64)
     np.testing.assert_allclose(np.asarray(vectors.data[1].z), view.key_vectors, atol=1e-7)
     np.testing.assert_allclose(np.asarray(scores.data[0].y), view.scores, atol=1e-7)
     np.testing.assert_allclose(np.asarray(scores.data[1].y), attention(loaded, TEXT, PAIR).attentions[1, 2, 3],
                                atol=1e-6)
-    assert summary.startswith("**Layer 1, head 2, query 3 `sat`** · head size 8, so each score is Σ(q ⊙ k) × 0.354")
+    assert summary.startswith("**Layer 2, head 2, query 3 `sat`** · head size 8, so each score is Σ(q ⊙ k) × 0.354")
+    assert vectors.layout.title.text.startswith("Layer 2, head 2")
 
 
 @pytest.mark.parametrize("value,expected", [(None, 0), ("", 0), (3, 3), (3.0, 3), ("3", 3), ("12: cat", 12)])
@@ -78,13 +80,15 @@ def test_the_query_is_read_from_the_dropdown_or_the_api(value, expected) -> None
 
 
 @pytest.mark.parametrize("layer,head,query,match", [
-    (2, 0, 0, "layer 2 does not exist: this model has 2 layers"),
-    (0, 9, 0, "head 9 does not exist: each layer has 4 heads"),
-    (0, 0, 40, "query token 40 does not exist: the input has 9 tokens, numbered 0 to 8"),
-    (0, 0, -1, "The query token \\(0 = \\[CLS\\]\\) must be a whole number of at least 0, got -1"),
-    (0, 0, 1.5, "The query token \\(0 = \\[CLS\\]\\) must be a whole number of at least 0, got 1.5"),
-    (0, 0, "cat", "The query token \\(0 = \\[CLS\\]\\) must be a whole number, got 'cat'"),
-    (0, 0, True, "must be a whole number, got True"),
+    (3, 0, 0, "layer 3 does not exist: this model has 2 layers, numbered 1 to 2"),
+    (0, 0, 0, "layer 0 is the embeddings' output, before any attention: the layers with attention heads are "
+              "numbered 1 to 2"),
+    (1, 9, 0, "head 9 does not exist: each layer has 4 heads, numbered 0 to 3"),
+    (1, 0, 40, "query token 40 does not exist: the input has 9 tokens, numbered 0 to 8"),
+    (1, 0, -1, "The query token \\(0 = \\[CLS\\]\\) must be a whole number of at least 0, got -1"),
+    (1, 0, 1.5, "The query token \\(0 = \\[CLS\\]\\) must be a whole number of at least 0, got 1.5"),
+    (1, 0, "cat", "The query token \\(0 = \\[CLS\\]\\) must be a whole number, got 'cat'"),
+    (1, 0, True, "must be a whole number, got True"),
 ])
 def test_bad_layer_head_or_query_is_a_clear_error(services, layer, head, query, match) -> None:
     with pytest.raises(gr.Error, match=match):
@@ -105,15 +109,15 @@ def client(services) -> Iterator[Client]:
 
 
 def test_served_neuron_view_gives_the_engines_numbers(client, services) -> None:
-    summary, vectors, scores = client.predict(model_key="default", text=TEXT, text_pair="", layer=0, head=1,
+    summary, vectors, scores = client.predict(model_key="default", text=TEXT, text_pair="", layer=1, head=1,
                                               max_length=64, query=2, api_name="/neuron_view")
-    view = neuron_view(services.model("default"), TEXT, None, 0, 1, 2, 64)
-    assert summary.startswith("**Layer 0, head 1, query 2 `cat`**")
+    view = neuron_view(services.model("default"), TEXT, None, 0, 1, 2, 64)      # the engine's first layer: index 0
+    assert summary.startswith("**Layer 1, head 1, query 2 `cat`**")
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert [p["parameter_name"] for p in endpoints["/neuron_view"]["parameters"]] == [
         "model_key", "text", "text_pair", "layer", "head", "max_length", "query"]
     assert "/neuron_view_refresh" not in endpoints
     assert vectors is not None and scores is not None and view.weights.sum() == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(Exception, match="query token 99 does not exist"):
-        client.predict(model_key="default", text=TEXT, text_pair="", layer=0, head=1, max_length=64, query=99,
+        client.predict(model_key="default", text=TEXT, text_pair="", layer=1, head=1, max_length=64, query=99,
                        api_name="/neuron_view")

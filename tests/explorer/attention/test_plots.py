@@ -119,6 +119,33 @@ def test_head_view_checks_heads() -> None:
         attention_plots.head_view(layer, TOKENS, heads=[3], layer=0)
 
 
+def test_head_view_makes_the_chosen_head_stand_out() -> None:
+    """With a chosen head, its links are drawn last (on top), more opaque and thicker than the same weight in
+    any other head; the legend says so in words that hold on a light and a dark page alike."""
+    layer = np.zeros((3, N, N))
+    layer[:, :, 0] = 1.0                                     # every head: all to [CLS] (weight 1, the same level)
+    fig = attention_plots.head_view(layer, TOKENS, heads=[0, 1, 2], layer=3, focus=1)
+    paths = [s for s in fig.layout.shapes if s.type == "path"]
+    chosen = [s for s in paths if s.name == "head 1 (chosen)"]
+    others = [s for s in paths if s.name in ("head 0", "head 2")]
+    assert len(chosen) == 1 and len(others) == 2 and paths[-1] is chosen[0]          # drawn on top
+    assert all(chosen[0].opacity > o.opacity and chosen[0].line.width > o.line.width for o in others)
+    assert chosen[0].opacity == pytest.approx(attention_plots.level_opacity(attention_plots.HEAD_VIEW_LEVELS))
+    title = fig.layout.legend.title.text
+    assert "a thicker, more opaque line is more attention" in title and "darker" not in title
+    assert "Layer 3" in title and "Head 1, the chosen head, is drawn strongest" in title
+    alone = attention_plots.head_view(layer, TOKENS, heads=[0, 2], layer=3, focus=1)   # not drawn: no emphasis
+    assert {s.opacity for s in alone.layout.shapes if s.type == "path"} == {chosen[0].opacity}
+    assert "chosen head" not in alone.layout.legend.title.text
+
+
+def test_head_view_links_thicken_with_the_weight() -> None:
+    for chosen in (None, True, False):
+        styles = [attention_plots.link_style(level, chosen) for level in range(1, attention_plots.HEAD_VIEW_LEVELS + 1)]
+        assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(styles, styles[1:])), chosen   # more opaque, thicker
+    assert attention_plots.link_style(3, True)[0] > attention_plots.link_style(3, False)[0]
+
+
 # --- model view --------------------------------------------------------------------------
 
 def test_model_view_grid_and_focus() -> None:
@@ -131,13 +158,13 @@ def test_model_view_grid_and_focus() -> None:
     np.testing.assert_allclose(z[:N, 2 * step:2 * step + N], maps[0, 2], atol=1e-6)      # layer 0, head 2
     assert np.isnan(z[N, :]).all() and np.isnan(z[:, N]).all()                          # gaps between maps
     assert trace.coloraxis == "coloraxis" and fig.layout.coloraxis.cmin == 0 and fig.layout.coloraxis.cmax == 1
-    assert trace.x[step + 4] == "H1 key token 4" and trace.y[step + 2] == "L1 query token 2"
+    assert trace.x[step + 4] == "H1 key token 4" and trace.y[step + 2] == "L2 query token 2"   # row 1 is layer 2
     assert len(set(trace.x)) == len(trace.x) and len(set(trace.y)) == len(trace.y)    # no category merges
     (frame,) = fig.layout.shapes                              # around layer 1, head 2
     assert frame.x0 < 2 * step <= 2 * step + N - 1 < frame.x1 < 3 * step
     assert frame.y0 < step <= step + N - 1 < frame.y1 < 2 * step
     texts = {a.text for a in fig.layout.annotations}
-    assert {"H0", "H1", "H2", "L0", "L1"} <= texts
+    assert {"H0", "H1", "H2", "L1", "L2"} <= texts and "L0" not in texts      # layers from 1, heads from 0
     assert "pick a layer and head" in fig.layout.title.text
 
 
@@ -172,10 +199,10 @@ def test_stats_heatmap() -> None:
     fig = attention_plots.stats_heatmap(values, "share to [SEP]", focus=(1, 0))
     (trace,) = fig.data
     np.testing.assert_allclose(_z(trace), values, atol=1e-6)
-    assert list(trace.x) == [0, 1, 2] and list(trace.y) == [0, 1]
+    assert list(trace.x) == [0, 1, 2] and list(trace.y) == [1, 2]             # layers from 1, heads from 0
     assert fig.layout.yaxis.autorange == "reversed" and "share to [SEP]" in fig.layout.title.text
-    (frame,) = fig.layout.shapes
-    assert (frame.x0, frame.y0) == (-0.5, 0.5)
+    (frame,) = fig.layout.shapes                                              # values' row 1: layer 2
+    assert (frame.x0, frame.y0, frame.y1) == (-0.5, 1.5, 2.5)
 
 
 # --- ablation and over training ------------------------------------------------------------
@@ -187,9 +214,16 @@ def test_ablation_figure_panels() -> None:
     assert len(bars) == 6 and {t.name for t in bars} == {"baseline", "ablated"}
     assert list(bars[0].y) == [1.0, 2.0, 3.0] and list(bars[1].y) == [1.5, 2.5, 3.5]
     titles = [a.text for a in fig.layout.annotations]
-    assert "mean 2.000 → 2.500" in titles[0] and "position 3" in titles[1] and "0.800 → 0.400" in titles[2]
+    assert "in nats" in titles[0] and "mean 2.000 → 2.500 nats" in titles[0] and "position 3" in titles[1]
+    assert "P(IsNext): 80% → 40%" in titles[2]                                  # probabilities as percentages
     assert list(fig.layout.xaxis.ticktext) == ["the", "cat", "the"]          # by position: both "the"s
     assert list(fig.layout.xaxis2.ticktext) == ["sat", "ran"]
+    assert fig.layout.yaxis.title.text == "loss (nats)" and bars[0].customdata[0][1] == "1 nats"
+    filler, nsp = fig.layout.yaxis2, fig.layout.yaxis3
+    assert filler.tickformat.endswith("%") and nsp.tickformat.endswith("%")       # never 0.2, 0.4, ... nor "μ"
+    assert tuple(filler.range) == (0.0, 0.6) and tuple(nsp.range) == (0.0, 1.0)    # from 0: a shared, honest scale
+    assert [row[1] for row in bars[2].customdata] == ["60%", "10%"]              # hover: percentages
+    assert "%{customdata[1]}" in bars[2].hovertemplate and ".3f" not in bars[2].hovertemplate
     empty = ablation_plots.ablation_figure(TOKENS, [], [], [])
     assert "Nothing to compare" in empty.layout.annotations[0].text
     with pytest.raises(ValueError, match="same length"):

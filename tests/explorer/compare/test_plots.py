@@ -9,7 +9,8 @@ from explorer.compare import plots
 def test_similarity_line_has_a_point_per_layer_and_the_cosine_when_given() -> None:
     fig = plots.similarity_figure([1.0, 0.9, 0.5], [1.0, 0.8, 0.2], "A", "B")
     cka, cosine = fig.data
-    assert list(cka.x) == ["embeddings", "layer 1", "layer 2"] and list(cka.y) == [1.0, 0.9, 0.5]
+    assert list(cka.x) == ["layer 0 (embeddings)", "layer 1", "layer 2"] and list(cka.y) == [1.0, 0.9, 0.5]
+    assert "layer 0 = the embeddings' output" in fig.layout.xaxis.title.text
     assert cosine.name == "mean token cosine" and list(cosine.y) == [1.0, 0.8, 0.2]
     assert len(plots.similarity_figure([1.0, 0.5], None, "A", "B").data) == 1
     assert not plots.similarity_figure([], None, "A", "B").data                  # empty: a message, no trace
@@ -18,7 +19,8 @@ def test_similarity_line_has_a_point_per_layer_and_the_cosine_when_given() -> No
 def test_cka_heatmap_rows_are_a_and_columns_b() -> None:
     cka = np.array([[1.0, 0.5, 0.2], [0.4, 0.9, 0.3]])
     [trace] = plots.cka_heatmap(cka, "A", "B").data
-    assert list(trace.y) == ["embeddings", "layer 1"] and list(trace.x) == ["embeddings", "layer 1", "layer 2"]
+    assert list(trace.y) == ["layer 0 (embeddings)", "layer 1"]
+    assert list(trace.x) == ["layer 0 (embeddings)", "layer 1", "layer 2"]
     np.testing.assert_allclose(np.asarray(trace.z), cka)
 
 
