@@ -2,9 +2,11 @@
 (classification, QA, multiple choice), short enough to fit its box, and the whole input on demand.
 
 A row is ``[#, mistake, in context]``: the held-out example's number; ``expected → predicted (confidence)``
-(tagging: ``word: expected → predicted (confidence)``); and a short piece of the input (tagging: a few words
-either side of the wrong word, which is in brackets). Long text is cut at a space, never inside a word. The
-table's columns have fixed widths (``COLUMN_WIDTHS``) and wrap, so it never grows wider than its box.
+(tagging: ``word: expected → predicted (confidence)``, a part-of-speech (UPOS) tag with its name, as
+``ADP (adposition)``, the note above the table spelling out each tag it shows); and a short piece of the input
+(tagging: a few words either side of the wrong word, which is in brackets). Long text is cut at a space, never
+inside a word. The table's columns have fixed widths (``COLUMN_WIDTHS``) and wrap, so it never grows wider than
+its box.
 Clicking a row shows that example's whole input (``example_html``) under the table. The predictions come
 from the worker (``engine.training.tasks.eval_examples``); nothing here runs a model.
 """
@@ -18,6 +20,7 @@ from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune.status import is_finetuning
 from explorer.finetune.tasks import TASKS, FinetuneTask
 from explorer.formatting import percent
+from explorer.glossary import UPOS_NAMES, gloss
 
 WRONG_COLUMNS = ["#", "mistake", "in context"]
 COLUMN_WIDTHS = ["10%", "36%", "54%"]   # of the table's box: it wraps its text instead of growing wider
@@ -56,6 +59,23 @@ def _example_row(p: ExamplePrediction, row: FinetuneTask | None) -> list[Any]:
     return [p.index + 1, f"{expected} → {predicted} ({percent(p.confidence)})", cut(context, MAX_TEXT_CHARS)]
 
 
+def named(tag: str) -> str:
+    """A UPOS tag with its short name, ``ADP`` → ``ADP (adposition)`` (``NOUN``, whose name is ``noun``, and a
+    named-entity tag such as ``B-PER`` as they are)."""
+    name = UPOS_NAMES.get(tag.upper(), "").split(" (", 1)[0]
+    return f"{tag} ({name})" if name and name != tag.lower() else tag
+
+
+def tag_key(examples: EvalExamples | None) -> str:
+    """Markdown: each part-of-speech (UPOS) tag the wrong words are or should be, spelled out ("" when none is)."""
+    tags = sorted({t for p in (examples.wrong if examples is not None else []) for m in p.mistakes
+                   for t in (m.expected, m.predicted) if t.upper() in UPOS_NAMES})
+    if not tags:
+        return ""
+    return (f"The {gloss('UPOS')} tags here: " + " · ".join(f"**{t}** {UPOS_NAMES[t.upper()]}" for t in tags)
+            + ".")
+
+
 def word_in_context(words: tuple[str, ...], position: int, around: int = CONTEXT_WORDS) -> str:
     """The word at ``position`` in brackets with up to ``around`` words either side ("…" where the sentence
     goes on)."""
@@ -71,8 +91,8 @@ def wrong_rows(examples: EvalExamples | None) -> list[list[Any]]:
     rows = []
     for p in examples.wrong:
         if p.mistakes:
-            rows += [[p.index + 1, f"{m.word}: {m.expected} → {m.predicted} ({percent(m.confidence)})",
-                      word_in_context(p.sentence, m.position)] for m in p.mistakes]
+            rows += [[p.index + 1, f"{m.word}: {named(m.expected)} → {named(m.predicted)} "
+                      f"({percent(m.confidence)})", word_in_context(p.sentence, m.position)] for m in p.mistakes]
         else:
             rows.append(_example_row(p, TASKS.get(examples.task)))
     return rows
@@ -97,19 +117,27 @@ def wrong_note(st: WorkerStatus, examples: EvalExamples | None) -> str:
         right = sum(p.words_right for p in examples.predictions)
         return (f"Step {examples.step}: **{words - right:,} of {words:,} words** tagged wrong, in {wrong} of {n} "
                 f"{unit} ({checked} are checked at each evaluation; {percent(right / words)} of their words are "
-                "tagged right). One row per wrong word.")
+                "tagged right). One row per wrong word." + (f"\n\n{key}" if (key := tag_key(examples)) else ""))
     return f"Step {examples.step}: **{wrong} of {n}** wrong ({checked} are checked at each evaluation)."
 
 
+def _tag_html(tag: str) -> str:
+    """A tag, escaped; a UPOS tag as ``<abbr>`` whose hover title is its name."""
+    name = UPOS_NAMES.get(tag.upper())
+    return (f'<abbr title="{html.escape(tag)}: {html.escape(name, quote=True)}">{html.escape(tag)}</abbr>' if name
+            else html.escape(tag))
+
+
 def _marked_sentence(p: ExamplePrediction) -> str:
-    """The sentence's words, each wrong one in bold with ``(expected → predicted, confidence)``; escaped."""
+    """The sentence's words, each wrong one in bold with ``(expected → predicted, confidence)`` (a UPOS tag's name
+    on hover); escaped."""
     wrong = {m.position: m for m in p.mistakes}
     parts = []
     for position, word in enumerate(p.sentence):
         m = wrong.get(position)
         parts.append(html.escape(word) if m is None else
-                     f"<strong>{html.escape(word)}</strong> ({html.escape(m.expected)} → "
-                     f"{html.escape(m.predicted)}, {percent(m.confidence)})")
+                     f"<strong>{html.escape(word)}</strong> ({_tag_html(m.expected)} → "
+                     f"{_tag_html(m.predicted)}, {percent(m.confidence)})")
     return " ".join(parts)
 
 

@@ -30,6 +30,13 @@ def is_finetuning(st: WorkerStatus) -> bool:
     return st.state != RunState.IDLE and st.task in TASKS
 
 
+def steering_state(st: WorkerStatus) -> RunState:
+    """The state this tab's Pause, Resume, Stop and Save act on (``explorer.training.controls.allowed``): the
+    worker's for a fine-tuning run; ``idle`` (nothing to steer here) for a pretraining run, which belongs to the
+    Training tab."""
+    return st.state if is_finetuning_task(st.task) else RunState.IDLE
+
+
 def newest_finetuning_run(runs: Iterable[RunSummary]) -> RunSummary | None:
     """The first fine-tuning run with a complete checkpoint among ``runs`` (newest first), or None."""
     return next((run for run in runs if is_finetuning_task(run.task) and run.checkpoints > 0), None)

@@ -23,12 +23,13 @@ from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
 from explorer.finetune.job import make_job
 from explorer.finetune.live import live_update, live_view
 from explorer.finetune.mistakes import CAPTION, COLUMN_WIDTHS, NOTE_FIRST, PICK_HINT, WRONG_COLUMNS, example_html
-from explorer.finetune.status import LOOKING, current_status, finetune_status
+from explorer.finetune.status import LOOKING, current_status, finetune_status, steering_state
 from explorer.finetune.tasks import TASKS, FinetuneTask, task_choices, task_row
+from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
+from explorer.training.controls import RunControls, acknowledge, run_controls, steering_updates
 from explorer.training.live import version
-from explorer.training.controls import RunControls, run_controls
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
@@ -38,15 +39,16 @@ PRIVATE: dict[str, Any] = dict(api_visibility="private", queue=False, show_progr
 # session), so a QA client's .json must pass; make_job then checks the ending against the task asked for.
 ALL_EXTENSIONS = list(dict.fromkeys(ext for row in TASKS.values() for ext in row.extensions))
 
-INTRO = """\
-Fine-tune the model **picked at the top of the page** (the bundled default, a checkpoint of a
+INTRO = f"""\
+{gloss("fine-tune", "Fine-tune")} the model **picked at the top of the page** (the bundled default, a checkpoint of a
 pretraining run, a folder you loaded) for a task: BERT's second half. The task's head (a small layer
 on top of the encoder) is added freshly initialised when the model lacks it, and the whole model
 trains on your examples in the background while the app keeps serving. The app trains one run at a
 time: a pretraining run from the Training tab and a fine-tuning run from here share one worker.
 
 **What to watch.** The loss falls as the head learns; the held-out curves (examples the model never
-trains on) say whether it generalises. The table lists held-out examples the model gets wrong *right
+trains on) say whether it generalises: accuracy, or for question answering {gloss("F1")} and
+{gloss("exact match")} (entity F1 for entity tags). The table lists held-out examples the model gets wrong *right
 now*, refreshed at every evaluation. When the run ends its checkpoint is in the model picker.
 """
 
@@ -224,7 +226,11 @@ def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
 
     def live_tick(seen: dict | None) -> tuple[Any, ...]:
         outputs, now, active = live_update(services, seen)
-        return (*outputs, now, gr.skip() if active else gr.Timer(active=False))
+        # Pause, Resume, Stop and Save: greyed where they cannot act, sent when the state they act on moved.
+        now["steer"] = steering_state(services.get_worker().status())
+        steering = (steering_updates(now["steer"], services.access.training_enabled)
+                    if (seen or {}).get("steer") != now["steer"] else (gr.skip(),) * 4)
+        return (*outputs, *steering, now, gr.skip() if active else gr.Timer(active=False))
 
     def idle_check(last: tuple | None) -> tuple[Any, Any]:
         now = version(services.get_worker().status())
@@ -259,8 +265,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     f = _form(first)
     access = services.access      # public mode: the controls need the admin token (explorer.access)
-    controls = run_controls(access)
+    # Pause, Resume, Stop and Save only where they can act on this tab's run (explorer.training.controls.allowed)
+    controls = run_controls(access, steering_state(services.get_worker().status()))
     live = _live_widgets(services)
+    acknowledge(controls, live["status"])               # "pausing after this step…" the moment Pause is pressed
     timer = gr.Timer(TICK_SECONDS, active=True)          # fills the view on load, then sleeps while idle
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)
@@ -272,15 +280,16 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     live_outputs = [live[name] for name in ("status", "loss_plot", "metric_plot", "note", "wrong")]
     finetune_status_all, live_tick, idle_check, pick_example = _poll_handlers(services)
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
-    endpoint(timer.tick, live_tick, seen, live_outputs + [seen, timer], api_name="finetune_tick",
+    endpoint(timer.tick, live_tick, seen, live_outputs + [*controls.steering, seen, timer], api_name="finetune_tick",
              api_visibility="private", **poll)
     endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="finetune_idle_check",
              api_visibility="private", queue=False, **poll)
     endpoint(controls.refresh.click, finetune_status_all, None, live_outputs, api_name="finetune_status", **poll)
     endpoint(live["wrong"].select, pick_example, None, live["example"], api_name="finetune_pick_example", gpu=False,
              **PRIVATE)
-    return {"status": live["status"], "timer": timer, "form": form, "plots": [live["loss_plot"], live["metric_plot"]],
-            "wrong": live["wrong"], "note": live["note"], "example": live["example"]}
+    return {"status": live["status"], "timer": timer, "seen": seen, "form": form, "controls": controls,
+            "plots": [live["loss_plot"], live["metric_plot"]], "wrong": live["wrong"], "note": live["note"],
+            "example": live["example"]}
 
 
 def _wire_form(first: FinetuneTask, f: dict[str, Any]) -> None:
@@ -296,15 +305,17 @@ def _wire_form(first: FinetuneTask, f: dict[str, Any]) -> None:
 
 def _wire_controls(services: Services, access: AccessPolicy, controls: RunControls, form: list[Any], status: Any,
                    timer: Any, seen: Any) -> None:
-    """Wire the run's buttons: every control writes the status (and clears it when it fails: the next tick
-    redraws it), then wakes the live view; none runs a model."""
+    """Wire the run's buttons: every control writes the status (a refused one leaves it as it was: its message is
+    the error toast), then wakes the live view and forgets what this browser was sent, so the next tick redraws
+    everything (a tick that raced the control cannot leave "stopping…" standing); none runs a model."""
     admin = controls.admin
     steer = zip((controls.pause, controls.resume, controls.stop, controls.save), _steer_handlers(services, access))
     clicks = [(controls.start, _start_handler(services, access), form + admin, "finetune_start", "public"),
               *((button, fn, admin, f"finetune_{fn.__name__}", "private") for button, fn in steer)]
     for button, handler, inputs, api_name, visibility in clicks:
-        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False, api_visibility=visibility)
-        event.then(lambda: gr.Timer(active=True), outputs=timer, **PRIVATE)
+        event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False, clear=False,
+                         api_visibility=visibility)
+        event.then(lambda: (gr.Timer(active=True), None), outputs=[timer, seen], **PRIVATE)
         event.failure(lambda: None, outputs=seen, **PRIVATE)
 
 

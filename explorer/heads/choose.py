@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from engine.probes.choose import ChooseResult, choose
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
+from explorer.glossary import gloss
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
 from explorer.model_picker import ModelPicker
@@ -25,9 +26,9 @@ EXAMPLES: list[list[str]] = [
      "He began to play a song.\nHe ate it for lunch.\nHe drove it to work.\nHe planted it in the garden."],
     ["It started to rain heavily.", "We opened our umbrellas.\nWe put on sunglasses to stay dry."],
 ]
-INTRO = """\
+INTRO = f"""\
 The **multiple-choice head** reads each choice together with the context, as
-`[CLS] context [SEP] choice [SEP]`, and gives each row one score from its pooled `[CLS]` vector;
+`[CLS] context [SEP] choice [SEP]`, and gives each row one score (a {gloss("logit")}) from its pooled `[CLS]` vector;
 a softmax **over the choices** turns the scores into probabilities (as `BertForMultipleChoice`,
 trained on SWAG-style data: a context and its possible endings). Write 2 to 5 choices, one per line.
 """

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from engine.probes.classify import ClassifyResult, classify_details
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
+from explorer.glossary import gloss
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
 from explorer.model_picker import ModelPicker
@@ -24,9 +25,9 @@ EXAMPLES: list[list[str]] = [            # the style of assets/examples/sentimen
     ["What a wonderful day at the beach.", ""],
     ["The plot made no sense and I nearly fell asleep.", ""],
 ]
-INTRO = """\
-The **sequence-classification head** reads the pooled `[CLS]` vector and gives one score per
-label (the label names come from the model's `config.json`, `id2label`); a softmax turns them
+INTRO = f"""\
+The **sequence-classification head** reads the {gloss("pooler", "pooled")} `[CLS]` vector and gives
+one score (a {gloss("logit")}) per label (the label names come from the model's `config.json`, `id2label`); a softmax turns them
 into probabilities (a sigmoid when there is a single label). A second text makes it a
 sentence-pair task (`[CLS] A [SEP] B [SEP]`), as in entailment. Fine-tune a model on the bundled
 sentiment example (`assets/examples/sentiment.csv`) in the Fine-tune tab to try the examples.

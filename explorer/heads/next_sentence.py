@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 from engine.probes.next_sentence import LABELS, NextSentenceResult, next_sentence
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
+from explorer.glossary import gloss
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
 from explorer.model_picker import ModelPicker
@@ -24,12 +25,12 @@ EXAMPLES: list[list[str]] = [
     ["He scored twice in the final.", "His team won the cup for the first time."],
     ["He scored twice in the final.", "The recipe needs two cups of flour."],
 ]
-INTRO = """\
+INTRO = f"""\
 In pretraining, half of the sentence pairs are real neighbours from one document and half are
-a random sentence from another document; the **next-sentence (NSP) head** reads the pooled
+a random sentence from another document; the **next-sentence ({gloss("NSP")}) head** reads the pooled
 `[CLS]` vector and says which: *IsNext* or *NotNext*. The heatmap shows where `[CLS]` looks in
 every layer (its attention row, averaged over the heads); the last layer's `[CLS]` state is what
-the pooler and the head read. Segment B is marked in orange under the tokens.
+the {gloss("pooler")} and the head read. Segment B is marked in orange under the tokens.
 """
 
 

@@ -17,6 +17,7 @@ from engine.probes.classify import classify_details
 from engine.probes.next_sentence import next_sentence as run_next_sentence
 from engine.probes.tag import tag_details
 from explorer.heads import choose, classify, next_sentence, tag
+from explorer.glossary import gloss
 from explorer.heads.common import head_status
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
@@ -25,8 +26,8 @@ from explorer.services import Services
 SECTIONS = (("Next sentence", "heads_next_sentence", next_sentence), ("Classify", "heads_classify", classify),
             ("Tag words", "heads_tag_words", tag), ("Choose", "heads_choose", choose))
 
-INTRO = """\
-BERT is pretrained once and then **fine-tuned with one small head per task**. Each inner tab
+INTRO = f"""\
+BERT is pretrained once and then **{gloss("fine-tune", "fine-tuned")} with one small head per task**. Each inner tab
 tries one head on the model picked above. The bundled default model has the pretraining heads
 (masked LM, next sentence) and a QA head; fine-tune it in the Fine-tune tab for the others,
 then pick the result in the model picker.

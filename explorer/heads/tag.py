@@ -9,8 +9,9 @@ import pandas as pd
 from engine.probes.tag import TagResult, tag_details
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
+from explorer.glossary import gloss
 from explorer.heads.common import model_with_head
-from explorer.heads.tag_html import color_classes, tagged_html
+from explorer.heads.tag_html import color_classes, tag_name, tagged_html
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import require_text
@@ -18,18 +19,20 @@ from explorer.ui_errors import require_text
 HEAD = "token_classifier"
 API_NAME = "tag_words"
 OUTPUTS = ("summary", "tagged", "table", "results")    # the widgets an answer fills, in the handler's order
-TABLE_COLUMNS = ["word", "tag", "probability", "start", "end"]
+TABLE_COLUMNS = ["word", "tag", "what the tag is", "probability", "start", "end"]
 EXAMPLES: list[list[str]] = [
     ["The quick brown fox jumps over the lazy dog."],
     ["Angela Merkel visited Paris in July with her husband."],
     ["I would like to book a flight to New York tomorrow."],
 ]
-INTRO = """\
-The **token-classification head** gives every token a label (a part of speech, or a BIO entity tag
-such as `B-PER`, `I-PER`, `O`). As the `transformers` token-classification pipeline with
+INTRO = f"""\
+The **token-classification head** gives every token a label: a part of speech (a {gloss("UPOS")} tag such as
+`NOUN`, `VERB` or `ADP`, spelled out in the legend and when you hover a word) or a BIO entity tag
+such as `B-PER`, `I-PER`, `O`. As the `transformers` token-classification pipeline with
 `aggregation_strategy="first"`, a word takes the tag of its **first** word piece. With BIO tags,
 adjacent words of one entity are merged (`B-PER I-PER` → one `PER`) and `O` stays plain; other tags
-are shown word by word. Fine-tune a model for part-of-speech tagging in the Fine-tune tab to try it.
+are shown word by word, each tag in its own colour. Fine-tune a model for
+part-of-speech tagging in the Fine-tune tab to try it.
 """
 
 
@@ -40,8 +43,10 @@ def spans(result: TagResult) -> list[tuple[int, int, str, float]]:
 
 
 def words_table(result: TagResult) -> pd.DataFrame:
-    """One row per word (its characters, first-piece tag, probability as a percentage, offsets)."""
-    rows = [[result.text[w.start:w.end], w.label, percent(w.score), w.start, w.end] for w in result.words]
+    """One row per word (its characters, first-piece tag, what a UPOS tag is ("" for another label), probability
+    as a percentage, offsets)."""
+    rows = [[result.text[w.start:w.end], w.label, tag_name(w.label), percent(w.score), w.start, w.end]
+            for w in result.words]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 
@@ -84,7 +89,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
                            api_name=f"{API_NAME}_example", api_visibility="private")
     summary = gr.Markdown(elem_classes=["token-summary"])
     tagged = gr.HTML(label="Tagged words")
-    with gr.Accordion("Every word: its tag and probability", open=False):
+    with gr.Accordion("Every word: its tag, what the tag is, and its probability", open=False):
         table = gr.Dataframe(headers=TABLE_COLUMNS, label="Words", interactive=False, wrap=False, max_height=360)
     with gr.Accordion("Entities as JSON (the token-classification pipeline's format)", open=False):
         results = gr.JSON(label="token-classification output")

@@ -14,7 +14,8 @@ KEEPS_OUTPUTS = {
     "train_status": "a poll: the last status stays until the next one",
     "finetune_status": "a poll: the last status stays until the next one",
     **{name: "a run control: a refused one leaves the run's status as it is (the error is a toast), never blank"
-       for name in ("train_start", "train_pause", "train_resume", "train_stop", "train_save", "train_continue")},
+       for name in ("train_start", "train_pause", "train_resume", "train_stop", "train_save", "train_continue",
+                    "finetune_start")},
 }
 
 

@@ -1,7 +1,9 @@
 """The Fine-tune tab's table of held-out mistakes: one row per wrong word for word tagging (the word, its expected
 and predicted tag, the model's probability and a few words around it), one short row per wrong example for the
 other tasks, text cut at spaces and never inside a word, fixed column widths that wrap so the table fits its box,
-a caption that says what "confidence" is, and the whole input of a clicked row, escaped."""
+a caption that says what "confidence" is, and the whole input of a clicked row, escaped. A part-of-speech tag is
+spelled out where a mistake shows it (``ADP (adposition)``; the note names each tag in full, the clicked row on hover);
+named-entity tags stay as they are."""
 from __future__ import annotations
 
 import re
@@ -13,7 +15,9 @@ from engine.training.tasks.eval_examples import EVAL_EXAMPLES, NO_ANSWER, EvalEx
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.mistakes import (CAPTION, COLUMN_WIDTHS, MAX_ANSWER_CHARS, MAX_TEXT_CHARS, PICK_HINT,
-                                        WRONG_COLUMNS, cut, example_html, word_in_context, wrong_note, wrong_rows)
+                                        WRONG_COLUMNS, cut, example_html, named, tag_key, word_in_context, wrong_note,
+                                        wrong_rows)
+from explorer.glossary import UPOS_NAMES, gloss
 from support.finetune_tab_helpers import tiny_app_services
 from support.probing_helpers import tab_app
 
@@ -42,11 +46,25 @@ def test_word_tagging_has_one_row_per_wrong_word_with_the_words_around_it():
         tagged(4, {0: ("DET", "PRON", 0.5), 13: ("VERB", "NOUN", 0.0312)})])
     assert wrong_rows(examples) == [
         [2, "man: NOUN → VERB (41.2%)", "the old [man] walked his dog in …"],
-        [5, "the: DET → PRON (50%)", "[the] old man walked his …"],
+        [5, "the: DET (determiner) → PRON (pronoun) (50%)", "[the] old man walked his …"],
         [5, "stopped: VERB → NOUN (3.12%)", "… after the long rain [stopped]"]]
     note = wrong_note(status("token_classification"), examples)
     assert note.startswith("Step 20: **3 of 42 words** tagged wrong, in 2 of 3 sentences (all 3 held-out sentences")
     assert "92.9% of their words are tagged right). One row per wrong word." in note
+    assert note.endswith(f"The {gloss('UPOS')} tags here: **DET** {UPOS_NAMES['DET']} · **NOUN** noun · "
+                         f"**PRON** pronoun · **VERB** verb.")
+
+
+def test_part_of_speech_tags_are_spelled_out_and_entity_tags_stay_as_they_are():
+    assert [named(t) for t in ("ADP", "CCONJ", "SCONJ", "PROPN", "X", "NOUN", "B-PER", "O")] == [
+        "ADP (adposition)", "CCONJ (coordinating conjunction)", "SCONJ (subordinating conjunction)",
+        "PROPN (proper noun)", "X (other)", "NOUN", "B-PER", "O"]
+    examples = EvalExamples(20, "token_classification", [tagged(1, {6: ("ADP", "SCONJ", 0.6)})])
+    assert wrong_rows(examples)[0][1] == "in: ADP (adposition) → SCONJ (subordinating conjunction) (60%)"
+    assert f"**ADP** {UPOS_NAMES['ADP']} · **SCONJ** {UPOS_NAMES['SCONJ']}" in tag_key(examples)
+    entities = EvalExamples(20, "token_classification", [tagged(1, {2: ("B-PER", "O", 0.7)})])
+    assert wrong_rows(entities)[0][1] == "man: B-PER → O (70%)" and tag_key(entities) == ""
+    assert "tags here" not in wrong_note(status("token_classification"), entities)
 
 
 def test_other_tasks_have_one_short_row_per_wrong_example():
@@ -106,7 +124,9 @@ def test_a_clicked_row_shows_its_whole_input_escaped():
     for number in (3, "3", 3.0):                        # as the table's row value may come back
         shown = example_html(tags, number)
         assert shown == ("<p><strong>Held-out example 3</strong>, step 7:</p>"
-                         "<p>the old man <strong>&lt;b&gt;&amp;&lt;/b&gt;</strong> (SYM → X, 25%)</p>")
+                         "<p>the old man <strong>&lt;b&gt;&amp;&lt;/b&gt;</strong> (<abbr title=\"SYM: symbol "
+                         "(&#x27;$&#x27;, &#x27;%&#x27;, &#x27;:)&#x27;)\">SYM</abbr> → <abbr title=\"X: other (a foreign "
+                         "word, a typo, a code)\">X</abbr>, 25%)</p>")
     qa = EvalExamples(5, "qa", [example(0, False, "why <i>?", "because", "because", NO_ANSWER)])
     shown = example_html(qa, 1)
     assert "question: why &lt;i&gt;?" in shown and "context: because" in shown and "<i>" not in shown

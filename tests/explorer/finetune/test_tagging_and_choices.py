@@ -18,6 +18,7 @@ from engine.data.tagged_text import read_tagged_file
 from engine.text.corpus import builtin_corpus
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.job import make_job
+from explorer.finetune.mistakes import named
 from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, TASKS
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
@@ -116,7 +117,7 @@ def test_tagging_end_to_end_through_the_api(client: Client, services: Services) 
     assert len(wrong["data"]) == len(mistakes) == sum(p.words - p.words_right for p in found.predictions)
     assert "words** tagged wrong" in note and "One row per wrong word" in note
     for row, (number, m) in zip(wrong["data"], mistakes):
-        assert row[0] == number and row[1].startswith(f"{m.word}: {m.expected} → {m.predicted} (")
+        assert row[0] == number and row[1].startswith(f"{m.word}: {named(m.expected)} → {named(m.predicted)} (")
         assert f"[{m.word}]" in row[2]
 
 

@@ -9,6 +9,7 @@ import pytest
 from gradio_client.exceptions import AppError
 
 from support.event_helpers import failure_clears
+from explorer.glossary import gloss
 from explorer.heads import tab
 from explorer.heads import choose as choose_section
 from explorer.heads import classify as classify_section
@@ -111,3 +112,18 @@ def test_warm_up_runs_the_examples_of_the_heads_a_model_has(services, key, prefi
     assert {name.split(" ")[0] for name, _ in calls} == ({prefix} if prefix else set())
     for _, call in calls:
         call()
+
+
+def test_the_words_a_learner_may_not_know_are_linked_to_the_glossary_once(app) -> None:
+    """NSP, pooler, logit, fine-tune and UPOS: each an <abbr> whose hover title is its glossary sentence, in the
+    Markdown the page shows, once per section that uses the word."""
+    demo, _ = app
+    shown = "\n".join(str(b.value) for b in demo.blocks.values() if isinstance(b, gr.Markdown))
+    linked = {(tab.INTRO, "fine-tune", "fine-tuned"), (nsp_section.INTRO, "NSP", None),
+              (nsp_section.INTRO, "pooler", None), (classify_section.INTRO, "logit", None),
+              (classify_section.INTRO, "pooler", "pooled"), (choose_section.INTRO, "logit", None),
+              (tag_section.INTRO, "UPOS", None)}
+    for intro, term, word in linked:
+        link = gloss(term, word)
+        assert intro.count(link) == 1 and link in shown, term
+    assert 'title="A raw score before the softmax' in shown

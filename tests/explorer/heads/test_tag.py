@@ -1,17 +1,21 @@
 """Heads tab, Tag words: the handler's outputs equal engine.probes.tag (BIO entities merged, other tags word by
-word), the HTML is escaped and reads back as the text (parsed as a browser does), bad input and a model without
-the token-classification head are one clear sentence."""
+word), the HTML is escaped and reads back as the text (parsed as a browser does), every part-of-speech tag has a
+colour of its own and is spelled out (legend, hover, table), bad input and a model without the
+token-classification head are one clear sentence."""
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 
 import gradio as gr
 import pytest
+from plotly.colors import hex_to_rgb, qualitative
 
 from engine.probes.tag import tag_details, tag_words
 from explorer.formatting import percent, rounded
 from explorer.heads import tag as section
-from explorer.heads.tag_html import color_classes, tagged_html
+from explorer.glossary import UPOS_NAMES, gloss
+from explorer.heads.tag_html import COLORS, FILL_ALPHA, PALETTE, color_classes, fill, tagged_html
 from explorer.ui_errors import friendly_errors
 from support.heads_helpers import BIO, UPOS, head_services
 
@@ -69,6 +73,7 @@ def test_outputs_equal_the_engine(services, key, labels) -> None:
     assert list(table["word"]) == [TEXT[w.start:w.end] for w in expected.words]
     assert list(table["tag"]) == [w.label for w in expected.words]
     assert list(table["probability"]) == [percent(w.score) for w in expected.words]
+    assert list(table["what the tag is"]) == [UPOS_NAMES.get(w.label, "") for w in expected.words]
     view = parse(html)
     assert "".join(view.body) == TEXT                                        # every character once, in order
     units = [g for g in expected.groups if g.label != "O"] if expected.bio else expected.words
@@ -81,7 +86,7 @@ def test_outputs_equal_the_engine(services, key, labels) -> None:
 
 def test_colours_follow_the_models_label_order() -> None:
     assert color_classes(["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]) == {"PER": 0, "LOC": 1}
-    assert color_classes([f"T{i}" for i in range(12)])["T11"] == 1                  # cycled after 10
+    assert color_classes([f"T{i}" for i in range(COLORS + 2)])[f"T{COLORS + 1}"] == 1   # cycled past the palette
 
 
 def test_the_html_is_escaped() -> None:
@@ -104,3 +109,80 @@ def test_a_model_without_the_head_is_told_how_to_get_one(services, key) -> None:
     with pytest.raises(gr.Error, match=r"has no token classification head .*fine-tune it for token classification "
                                       r"\(tagging\) in the Fine-tune tab, then pick the result"):
         friendly_errors(section.predict)(services, key, TEXT)
+
+
+class Legend(HTMLParser):
+    """The legend's swatches: [tag, name, hover title, fill]."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.items, self.inside, self.where = [], False, ""
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if "tw-legend" in (attrs.get("class") or ""):
+            self.inside = True
+        elif tag == "div":
+            self.inside = False
+        if self.inside and tag == "mark":
+            self.items.append(["", "", attrs["title"], attrs["style"]])
+        self.where = attrs.get("class") or ""
+
+    def handle_endtag(self, tag):
+        self.where = ""
+
+    def handle_data(self, data):
+        if self.inside and self.where in ("tw-tag", "tw-name"):
+            self.items[-1][0 if self.where == "tw-tag" else 1] += data
+
+
+def upos_sentence() -> tuple[str, list[tuple[int, int, str, float]]]:
+    """A text of the 17 UPOS tag names, each word tagged as itself."""
+    text, spans = "", []
+    for tag in UPOS_NAMES:
+        spans.append((len(text), len(text) + len(tag), tag, 0.9))
+        text += tag + " "
+    return text, spans
+
+
+def test_every_upos_tag_has_a_colour_of_its_own_that_stays_from_one_input_to_the_next() -> None:
+    colors = color_classes(list(UPOS_NAMES))
+    assert len(UPOS_NAMES) == 17 and len(set(colors.values())) == 17 and COLORS >= 17
+    text, spans = upos_sentence()
+    fills = dict(re.findall(r'style="background: (rgba\([^)]*\))"[^>]*><span class="tw-text">(\w+)<', tagged_html(
+        text, spans, colors)))
+    assert len(set(fills)) == 17                                                  # DET, VERB, ADP: no repeats
+    again = tagged_html("the cat", [(0, 3, "DET", 0.5), (4, 7, "NOUN", 0.6)], colors)      # another input
+    assert f'style="background: {fill(colors["DET"])}"' in again and fill(colors["NOUN"]) in again
+    # A library palette (Plotly's Alphabet), translucent so the theme's text colour reads on it, light or dark.
+    alphabet = {hex_to_rgb(c) for c in qualitative.Alphabet}
+    assert set(PALETTE) <= alphabet and len(set(PALETTE)) == COLORS and 0.2 <= FILL_ALPHA <= 0.4
+    for r, g, b in PALETTE:                                   # neither near white nor near black
+        assert 0.2 <= (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255 <= 0.8
+
+
+def test_the_legend_and_the_hover_spell_out_each_upos_tag() -> None:
+    text, spans = upos_sentence()
+    html = tagged_html(text, spans, color_classes(list(UPOS_NAMES)))
+    legend = Legend()
+    legend.feed(html)
+    by_tag = {tag: (name, title) for tag, name, title, _ in legend.items}
+    assert list(by_tag) == list(UPOS_NAMES)
+    assert by_tag["ADP"] == ("adposition", "ADP — adposition (a preposition such as 'in', 'of')")
+    for tag in ("CCONJ", "SCONJ", "PROPN", "X"):
+        assert by_tag[tag][0] == UPOS_NAMES[tag].split(" (")[0] and UPOS_NAMES[tag] in by_tag[tag][1]
+    marks = parse(html).marks
+    assert marks[1][1] == "ADP 90% — adposition (a preposition such as 'in', 'of')" and marks[1][3] == "ADP 90%"
+    assert all(UPOS_NAMES[m[2]] in m[1] for m in marks)
+
+
+def test_named_entity_labels_stay_as_they_are() -> None:
+    html = tagged_html("Ada Lovelace", [(0, 12, "B-PER", 0.8)], color_classes(["O", "B-PER", "I-PER"]))
+    legend = Legend()
+    legend.feed(html)
+    assert [item[:3] for item in legend.items] == [["PER", "", "PER"]]
+    assert parse(html).marks[0][1:] == ["B-PER 80%", "Ada Lovelace", "B-PER 80%"]
+
+
+def test_the_intro_links_upos_to_the_glossary_once() -> None:
+    assert section.INTRO.count(gloss("UPOS")) == 1 and section.INTRO.count("<abbr") == 1
