@@ -17,6 +17,8 @@ FIRST_WORD = "first"           # the token choice until you pick one: the text's
 MAX_LAYERS = 48                # the slider's range for API callers (a browser session narrows it to the model)
 DEFAULT_OVER_TRAINING_POSITIONS = 64
 OVER_TRAINING_POSITIONS = (8, 128)   # the positions slider's range
+# The one layer rule (explorer.glossary.LAYER_RULE), as every layer field of the tab says it.
+LAYER_NOTE = "0 = the embeddings' output, 1 to L = the encoder layers' outputs"
 COMPONENT_CHOICES = [(eplots.COMPONENT_LABELS[c], c) for c in COMPONENTS]
 
 EXAMPLES: list[list[str]] = [
@@ -44,7 +46,7 @@ def inputs(num_layers: int) -> dict[str, Any]:
             # The build-time range is wide so API calls on deeper models pass the slider's own bounds check;
             # in a browser it is narrowed to the picked model's 0..L (see the tab's fit_layers).
             layer = gr.Slider(0, max(num_layers, MAX_LAYERS), value=num_layers, step=1,
-                              label="Layer for the contextual view (0 = embedding output)")
+                              label=f"Layer for the contextual view ({LAYER_NOTE})")
             component = gr.Radio(COMPONENT_CHOICES, value="output", label="Component for the dimensions heatmap")
             token = gr.Dropdown(token_choices([]), value=FIRST_WORD, label="Nearest neighbours of",
                                 allow_custom_value=True, interactive=True)

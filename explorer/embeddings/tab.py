@@ -20,6 +20,7 @@ from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSI
 from explorer.model_picker import ModelPicker
 from explorer import run_picker
 from explorer.endpoints import endpoint, handler, wire_run
+from explorer.glossary import LAYER_RULE, gloss
 from explorer.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
@@ -29,13 +30,16 @@ EMPTY_MESSAGE = "Type some text to embed."
 DEFAULT_LAYERS = 12            # the layer slider's value until a model is known
 MAX_CHECKPOINTS = 6            # small multiples shown over training
 
-INTRO = """\
+INTRO = f"""\
 BERT's input vector for each token is the **sum of three learned embeddings** — the word piece
 (token), its segment (A or B) and its position — passed through a LayerNorm; that is the
 "embedding output" the first layer reads. Look for: neighbouring positions having similar
 position embeddings (a bright band along the diagonal), segments A and B differing by exactly one
 learned vector, and a repeated word starting from the same word embedding but drifting apart
 layer by layer as context changes its vector.
+
+**{gloss("layer", "Layer numbers")}:** {LAYER_RULE} The flat pictures of many-dimensional vectors are drawn
+by {gloss("PCA")}; "nearest" and "similar" are by {gloss("cosine similarity")} (1 = the same direction).
 """
 
 

@@ -16,6 +16,7 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
 from engine.probes.joint_fill import JointFill, joint_fill
 from explorer.formatting import percent, sig
+from explorer.glossary import gloss
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import plots as fill_mask_plots
 from explorer import run_picker
@@ -44,10 +45,11 @@ EXAMPLES: list[list[Any]] = [
     ["The [MASK] sat on the mat.", "cat, dog, bird, car"],
 ]
 
-INTRO = """\
-In pretraining, 15% of the tokens are hidden (most become `[MASK]`) and the model learns to
+INTRO = f"""\
+In pretraining, 15% of the tokens are hidden (most become {gloss("[MASK]", "[MASK]")}) and the model learns to
 predict them from the words on **both** sides: that is masked language modelling. Put one or
-more `[MASK]` tokens in a sentence to see the model's top guesses and their probabilities,
+more `[MASK]` tokens in a sentence to see the model's top guesses and their {gloss("probability", "probabilities")}
+(as percentages, every bar on one scale from 0% unless you tick *Zoom*),
 or give target words to score only those. Over training the guesses improve: first the
 right *kind* of word (syntax), later the right facts — compare checkpoints below.
 With several masks, each mask's guesses are made on its own, the other masks still hidden (as the

@@ -36,7 +36,9 @@ def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = Non
     """Start and end probability bars over each window's context tokens, one subplot per window, all on
     one probability axis from 0 to the highest bar of any window (ticks as percentages).
 
-    Answer spans are shaded (each window's best darker, and labelled with its ``label``).
+    Answer spans are shaded (each window's best darker, and labelled with its ``label`` just above it). The
+    window's name is its y axis's title ("window 1 · probability") and the legend stands at the right, so the
+    only text in the strip above a plot is its answer label: a label never runs into a title or the legend.
     """
     for w in windows:
         if not (len(w.tokens) == len(w.start_probs) == len(w.end_probs)):
@@ -51,16 +53,7 @@ def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = Non
     top = top_value([*w.start_probs, *w.end_probs] for w in windows)          # one scale for every window
     for r, w in enumerate(windows):
         x_axis, y_axis = axis_names(r)
-        x = list(range(len(w.tokens)))
-        chars = [f"{a}–{b}" for a, b in w.offsets] if w.offsets else [""] * len(x)
-        custom = [[t, c] for t, c in zip(w.tokens, chars)]
-        for name, probs, color in (("start", w.start_probs, START_COLOR), ("end", w.end_probs, END_COLOR)):
-            traces.append(dict(
-                type="bar", x=x, y=list(probs), name=f"p({name})", marker=dict(color=color), offsetgroup=name,
-                legendgroup=name, showlegend=r == 0, customdata=custom, xaxis=x_axis, yaxis=y_axis,
-                hovertemplate=f"position %{{x}}: %{{customdata[0]}}<br>characters %{{customdata[1]}}"
-                              f"<br>p({name}) = %{{y:.3p}}<extra>window {w.index + 1}</extra>",
-            ))
+        traces += _window_bars(w, r, x_axis, y_axis)
         for rank, (first, last, label) in enumerate(w.answers):
             shapes.append(span_shade(first - 0.5, last + 0.5, x_axis, f"{y_axis} domain", rank, "below"))
             if rank == 0:
@@ -68,14 +61,30 @@ def probabilities_figure(windows: Sequence[WindowProbs], title: str | None = Non
         tickvals, ticktext = tick_labels(w.tokens)
         axes[x_axis] = dict(tickmode="array", tickvals=tickvals, ticktext=ticktext, tickangle=-60,
                             range=[-0.5, len(w.tokens) - 0.5])
-        axes[y_axis] = probability_axis(top)
-    layout = subplot_grid(rows, 1, [f"window {w.index + 1}" for w in windows],
-                          vertical_spacing=min(0.12, 0.5 / rows) if rows > 1 else 0.1, **axes)
+        axes[y_axis] = probability_axis(top, title=window_title(w.index))
+    layout = subplot_grid(rows, 1, (), vertical_spacing=min(0.16, 0.6 / rows) if rows > 1 else 0.1, **axes)
     layout["annotations"] += labels
     return figure(traces, title=dict(text=title) if title else None, height=80 + 300 * rows, shapes=shapes,
-                  margin=dict(l=50, r=20, t=70 if title else 40, b=40), barmode="group", bargap=0.15,
-                  legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1),
+                  margin=dict(l=50, r=20, t=80 if title else 40, b=40), barmode="group", bargap=0.15,
+                  legend=dict(orientation="v", yanchor="top", y=1, xanchor="left", x=1.01),
                   plot_bgcolor="rgba(0,0,0,0)", **layout)
+
+
+def window_title(index: int) -> str:
+    """The y axis title of window ``index`` (0-based): which window, and what the bars are."""
+    return f"window {index + 1} · probability"
+
+
+def _window_bars(w: WindowProbs, row: int, x_axis: str, y_axis: str) -> list[dict]:
+    """The start and end bars of one window (the legend entries from the first window only)."""
+    x = list(range(len(w.tokens)))
+    chars = [f"{a}–{b}" for a, b in w.offsets] if w.offsets else [""] * len(x)
+    custom = [[t, c] for t, c in zip(w.tokens, chars)]
+    return [dict(type="bar", x=x, y=list(probs), name=f"p({name})", marker=dict(color=color), offsetgroup=name,
+                 legendgroup=name, showlegend=row == 0, customdata=custom, xaxis=x_axis, yaxis=y_axis,
+                 hovertemplate=f"position %{{x}}: %{{customdata[0]}}<br>characters %{{customdata[1]}}"
+                               f"<br>p({name}) = %{{y:.3p}}<extra>window {w.index + 1}</extra>")
+            for name, probs, color in (("start", w.start_probs, START_COLOR), ("end", w.end_probs, END_COLOR))]
 
 
 def span_shade(x0: float, x1: float, xref: str, yref: str, rank: int, layer: str) -> dict:

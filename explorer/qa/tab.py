@@ -14,6 +14,7 @@ from engine.probes import inference
 from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QASpan, QuestionTooLong
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded, sig
+from explorer.glossary import gloss
 from explorer.qa import plots as qa_plots
 from explorer.model_picker import ModelPicker
 from explorer.qa.examples import EXAMPLES
@@ -31,16 +32,16 @@ TABLE_COLUMNS = ["rank", "answer", "probability", "where in the text", "window",
 TABLE_DATATYPES = ["number", "str", "str", "str", "str", "str", "str", "str"]
 ALLOW_NULL_LABEL = "Allow no answer"
 
-INTRO = """\
-The QA head scores every context token twice: as the **start** and as the **end** of the
-answer. The answer is the span with the best p(start) × p(end) where start ≤ end and it is at
-most *max answer length* tokens long. A long context is read in overlapping **windows** of
-*max sequence length* tokens (sharing *doc stride* tokens) and the best spans of all windows
+INTRO = f"""\
+The QA head scores every context token twice, a start {gloss("logit")} and an end logit, turned into
+p(start) and p(end) by a softmax. The answer is the span with the best p(start) × p(end) where start ≤ end and
+it is at most *max answer length* tokens long. A long context is read in overlapping **windows** of
+*max sequence length* tokens (sharing *{gloss("doc stride")}* tokens) and the best spans of all windows
 compete. Each answer shows its own **probability** (its best window's p(start) × p(end), at most
 100%) and **where** it is in the text. The `transformers` pipeline ranks by a *score* that adds up
 every window's candidate with the same text, so one answer read by several overlapping windows
 counts several times; that score (not a probability: it can pass 1) stays in the JSON and the
-table's last column. The **null score** p(start = `[CLS]`) × p(end = `[CLS]`) is the model's
+table's last column. The **{gloss("null score")}** p(start = `[CLS]`) × p(end = `[CLS]`) is the model's
 "no answer"; tick *Allow no answer* to let it compete.
 """
 

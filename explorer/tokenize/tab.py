@@ -15,6 +15,7 @@ from engine.text.tokenizer import WordPieceTokenizer
 from explorer import plots
 from explorer.endpoints import wire_run
 from explorer.formatting import percent
+from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.tokenize.pieces import pieces_html
@@ -34,14 +35,15 @@ EXAMPLES: list[list[str]] = [
     ["Caf\u00e9 na\u00efve fa\u00e7ade \U0001F600 \u6771\u4eac\u90fd is in \u65e5\u672c.", ""],
 ]
 
-INTRO = """\
+INTRO = f"""\
 The text is normalised (lower-cased, accents stripped), split into words, and each word
-into **WordPiece** pieces from a fixed vocabulary: pieces starting with `##` continue the
-word before them, and rare words break into several pieces (or `[UNK]`). A pair is laid
-out as `[CLS] A [SEP] B [SEP]`, with type id 0 for `[CLS] A [SEP]` and 1 for `B [SEP]`.
+into **{gloss("WordPiece")}** pieces from a fixed vocabulary: pieces starting with `##` continue the
+word before them, and rare words break into several pieces (or {gloss("[UNK]", "[UNK]")}, the piece for text the
+vocabulary cannot spell). A pair is laid out as `[CLS] A [SEP] B [SEP]`: each token belongs to a
+{gloss("segment")}, type id 0 for `[CLS] A [SEP]` and 1 for `B [SEP]`.
 Below: the pieces exactly as the model sees them (hover one for its position, id and the
 characters it came from), then each position coloured by segment, which is what the segment
-and position embeddings see.
+and {gloss("position embedding", "position embeddings")} see.
 """
 
 

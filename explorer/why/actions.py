@@ -15,11 +15,12 @@ from engine.model.head_specs import HEADS
 from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, TARGET_HEADS, TASKS, Attribution
 from engine.probes.attribution_targets import NoSuchIndex
 from engine.probes.inference import attribute
-from explorer.formatting import percent, sig
+from explorer.formatting import percent
 from explorer.heads.common import missing_head_message
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 from explorer.why import plots
+from explorer.why.numbers import decimal, plain_text, shown
 from explorer.why.token_html import attribution_html
 
 TASK_CHOICES = [("Fill-mask: a token at a [MASK]", "fill_mask"), ("QA: where the answer starts", "qa_start"),
@@ -113,31 +114,34 @@ def _steps(steps: Any) -> int:
 
 
 def shown_score(value: float | None, score: str) -> str:
-    """A score as the UI prints it: a probability as a percentage, a logit to 3 significant digits."""
+    """A score as the UI prints it: a probability as a percentage, a logit as a plain decimal (no exponent)."""
     if value is None:
         return "–"
-    return percent(value) if score == "probability" else sig(value)
+    return percent(value) if score == "probability" else decimal(value)
 
 
 def summary_markdown(result: Attribution) -> str:
-    """What was explained, the scores, and (integrated gradients) how well the numbers add up."""
+    """What was explained, the scores, and (integrated gradients) how well the numbers add up. Every number is
+    a percentage (a probability, or a change of one) or a plain decimal (a logit): never an exponent."""
     what = "probability" if result.score == "probability" else "logit"
-    lines = [f"**Why {result.target}?** Explaining its **{what}** on {len(result.tokens)} tokens · "
-             f"the model predicts {result.prediction} · model: {result.source}"]
+    points = result.score == "probability"
+    lines = [f"**Why {plain_text(result.target)}?** Explaining its **{what}** on {len(result.tokens)} tokens · "
+             f"the model predicts {plain_text(result.prediction)} · model: {result.source}"]
     at_input = shown_score(result.target_score, result.score)
     if result.method == "integrated_gradients":
         difference = result.target_score - result.baseline_score
         at_baseline = shown_score(result.baseline_score, result.score)
         lines.append(f"{what.capitalize()} **{at_input}** at the input, **{at_baseline}** at the baseline "
-                     f"({result.baseline}). The attributions add up to **{sig(result.total)}**; the difference is "
-                     f"{sig(difference)}, so captum's convergence delta is **{sig(result.convergence_delta)}** with "
-                     f"**{result.n_steps} steps** of integrated gradients (Gauss-Legendre).")
+                     f"({result.baseline}). The attributions add up to **{shown(result.total, points)}**; the "
+                     f"difference is {shown(difference, points)}, so captum's convergence delta is "
+                     f"**{shown(result.convergence_delta, points)}** with **{result.n_steps} steps** of integrated "
+                     "gradients (Gauss-Legendre).")
         if abs(result.convergence_delta) > LARGE_DELTA * max(abs(difference), 1e-12):
             lines.append("⚠️ The delta is more than 1% of the difference: raise the steps for numbers that add up.")
     else:
         lines.append(f"{what.capitalize()} **{at_input}** at the input. Gradient × input: each token's gradient times "
                      "its word embedding, one backward pass. No baseline, so the numbers need not add up to the score.")
-    lines += [f"ℹ️ {warning}" for warning in result.warnings]
+    lines += [f"ℹ️ {plain_text(warning)}" for warning in result.warnings]
     return "\n\n".join(lines)
 
 
@@ -162,7 +166,8 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
                                             if method == "integrated_gradients" else "")
     figure = plots.top_tokens_figure(result.tokens, result.attributions, title=title,
                                      x_title=f"attribution to the {score}", percent_points=score == "probability")
-    return (summary_markdown(result), attribution_html(result.tokens, result.attributions, result.target_position),
+    return (summary_markdown(result), attribution_html(result.tokens, result.attributions, result.target_position,
+                                                       percent_points=score == "probability"),
             figure, result.as_dict())
 
 

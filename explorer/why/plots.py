@@ -10,8 +10,9 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from explorer.formatting import sig, signed_percent
+from explorer.formatting import signed_percent
 from explorer.plots import empty_figure, figure, percent_tickformat
+from explorer.why.numbers import decimal
 
 UP = "#dc2626"        # red: the token pushed the score up
 DOWN = "#2563eb"      # blue: the token pushed it down
@@ -27,7 +28,8 @@ def top_order(values: Sequence[float], k: int = TOP_K) -> list[int]:
 def top_tokens_figure(tokens: Sequence[str], values: Sequence[float], k: int = TOP_K, title: str | None = None,
                       x_title: str = "attribution", percent_points: bool = False) -> go.Figure:
     """Horizontal bars of the ``k`` tokens with the largest attributions by size, the largest on top:
-    red for a push up, blue for a push down; labels ``position: token``, values to 3 significant digits.
+    red for a push up, blue for a push down; labels ``position: token``, values to 3 significant digits
+    (plain decimals: ``explorer.why.numbers.decimal``).
     ``percent_points``: the attributions are shares of a probability, so values and ticks read as signed
     percentages ("+3.12%"). Never an SI prefix ("20μ") or an exponent on the axis."""
     if len(tokens) != len(values):
@@ -40,7 +42,7 @@ def top_tokens_figure(tokens: Sequence[str], values: Sequence[float], k: int = T
     rows = list(range(len(order)))
     labels = [f"{i}: {tokens[i]}" for i in order]
     shown = [float(values[i]) for i in order]
-    show = signed_percent if percent_points else sig
+    show = signed_percent if percent_points else decimal
     ticks = {"tickformat": percent_tickformat(max(abs(v) for v in shown))} if percent_points else {}
     bars = dict(type="bar", x=shown, y=rows, orientation="h", showlegend=False,
                 marker=dict(color=[UP if v > 0 else DOWN for v in shown], line=dict(width=0)),

@@ -10,15 +10,18 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS
 from engine.probes.inference import attribute
 from explorer.endpoints import endpoint, wire_run
+from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.why.actions import (EXAMPLES, FORMS, METHOD_CHOICES, SCORE_CHOICES, TASK_CHOICES, explain_prediction,
                                   form_updates)
 
 API_NAME = "attribute"
-INTRO = """\
-Pick a prediction and ask **why**: each input token gets a number saying how much it pushed the
-model's score for that prediction **up (red)** or **down (blue)**. *Integrated gradients* walks from a
+INTRO = f"""\
+Pick a prediction and ask **why**: each input token gets an {gloss("attribution")}, a number saying how much it
+pushed the model's score for that prediction **up (red)** or **down (blue)**. The score is the prediction's
+{gloss("logit")} (its raw score before the softmax) or its probability (as a percentage, and the
+attributions then in percentage points). *Integrated gradients* walks from a
 baseline, where every word is `[PAD]` (`[CLS]`, `[SEP]` and `[MASK]` stay), to your input and adds up the
 gradients on the way: the numbers add up to the score's change from the baseline, up to the
 *convergence delta* shown (more steps, smaller delta). *Gradient × input* is one backward pass: quicker,

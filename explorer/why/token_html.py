@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from explorer.formatting import sig
+from explorer.why.numbers import shown
 
 UP_RGB = (220, 38, 38)       # red, as explorer.why.plots.UP
 DOWN_RGB = (37, 99, 235)     # blue, as explorer.why.plots.DOWN
@@ -31,18 +31,21 @@ def fill(value: float, largest: float) -> str:
     return f"rgba({r}, {g}, {b}, {min(1.0, abs(value) / largest) * MAX_ALPHA:.3f})"
 
 
-def attribution_html(tokens: Sequence[str], values: Sequence[float], target_position: int | None = None) -> str:
+def attribution_html(tokens: Sequence[str], values: Sequence[float], target_position: int | None = None,
+                     percent_points: bool = False) -> str:
     """The tokens in order, each filled by its attribution with the value under it and a hover title
-    (position, token, value); ``target_position`` outlined; a one-line legend above."""
+    (position, token, value); ``target_position`` outlined; a one-line legend above. Values are plain decimals
+    (attributions to a logit) or, with ``percent_points``, signed percentages (to a probability): no exponent."""
     if len(tokens) != len(values):
         raise ValueError(f"{len(tokens)} tokens but {len(values)} attributions")
     largest = max((abs(v) for v in values), default=0.0)
     cells = []
     for i, (token, value) in enumerate(zip(tokens, values)):
         target = " wt-target" if i == target_position else ""
-        title = _escape(f"position {i} · {token} · {sig(value)}" + (" · the token the head reads" if target else ""))
+        value_text = shown(value, percent_points)
+        title = _escape(f"position {i} · {token} · {value_text}" + (" · the token the head reads" if target else ""))
         cells.append(f'<span class="wt{target}" style="background: {fill(value, largest)}" title="{title}">'
-                     f'<span class="wt-tok">{_escape(token)}</span><span class="wt-v">{_escape(sig(value))}</span>'
+                     f'<span class="wt-tok">{_escape(token)}</span><span class="wt-v">{_escape(value_text)}</span>'
                      f"</span>")
     legend = ('<div class="wt-legend"><span class="wt-up">red</span>: pushed the score up · '
               '<span class="wt-down">blue</span>: pushed it down · the stronger the colour, the larger the push'

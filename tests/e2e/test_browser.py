@@ -146,27 +146,41 @@ RIVER_AND_MONEY = ("We walked along the river bank and watched the ducks. The bo
 
 
 def test_nearest_contextual_neighbours_of_bank_in_two_senses(page: Page) -> None:
-    """The Embeddings tab's corpus search on the default model: "bank" by a river finds the river sentences
-    first, "bank" for money the money sentences."""
+    """The Embeddings tab's corpus search on the default model and the bundled *two senses* corpus it opens on:
+    "bank" by a river finds river sentences first, "bank" for money money sentences (each paragraph of
+    assets/corpora/two-senses.txt has "bank" in one sense, told by its words). The tab's words are glossed: the
+    Markdown keeps the <abbr> and its hover title."""
+    from explorer.embeddings.corpus_neighbours import TWO_SENSES_FILE
+    from engine.text.corpus import read_documents
+
+    sense_of = {}
+    for paragraph in read_documents(TWO_SENSES_FILE):
+        words = set(re.findall(r"[a-z]+", " ".join(paragraph).lower()))
+        sense = "river" if words & {"river", "stream", "creek", "lake", "pond", "canal", "brook"} else (
+            "money" if words & {"money", "loan", "cash", "savings", "account"} else "other")
+        sense_of.update((sentence, sense) for sentence in paragraph)
     picker = page.get_by_label("Model (used by every probing tab)")
     picker.click()
     page.get_by_role("option").filter(has_text="default").first.click()
     panel = open_tab(page, "Embeddings")
+    expect(panel.locator("abbr.gloss[title]").first).to_be_attached()      # the glossary links survive Markdown
     panel.get_by_text("Nearest contextual neighbours in a corpus").click()
-    panel.get_by_label("My own text (below)").check()
-    panel.get_by_label("Your text (for 'My own text')").fill(RIVER_AND_MONEY)
+    expect(panel.get_by_role("radio", name=re.compile("Two senses"))).to_be_checked()   # the bundled corpus, chosen
     panel.get_by_role("button", name="Build the index", exact=True).click()
     expect(panel.get_by_text("Index ready").first).to_be_visible(timeout=60_000)
+    expect(panel.get_by_text("Index ready").first).to_contain_text(f"{len(sense_of)} sentences")
     # [CLS] we had a picnic on the bank ...: "bank" is token 7; [CLS] i need to withdraw cash from the bank: 8
-    for sentence, position, sense in (("We had a picnic on the bank of the river.", 7, "river|stream"),
-                                      ("I need to withdraw cash from the bank.", 8, "salary|loan")):
+    for sentence, position, sense in (("We had a picnic on the bank of the river.", 7, "river"),
+                                      ("I need to withdraw cash from the bank.", 8, "money")):
         panel.get_by_label("Sentence", exact=True).fill(sentence)
         panel.get_by_label("Token", exact=True).click()
         page.get_by_role("option", name=f"{position}: bank", exact=True).click()
         panel.get_by_role("button", name="Find neighbours", exact=True).click()
         found = panel.locator(".corpus-neighbours").first
         expect(found).to_contain_text(f"(token {position})")
+        expect(found.locator("li").nth(1)).to_be_visible()
         for item in found.locator("li").all()[:2]:          # the two nearest: the same sense
-            expect(item).to_contain_text(re.compile(sense))
+            shown = item.inner_text().split(" · ", 1)[1].strip("…")
+            assert [sense_of[s] for s in sense_of if shown in s][:1] == [sense], (sentence, shown)
     no_error_toast(page)
     screenshot(page, "neighbours")

@@ -58,6 +58,17 @@ def test_the_built_in_corpus_gives_the_first_sentences_asked_for(client) -> None
     assert "**5 sentences**" in status and "layer 2" in status
 
 
+def test_the_bundled_two_senses_corpus_is_offered_and_chosen_first(app, client) -> None:
+    """The section opens on the bundled corpus of two-sense words, and its layer field says the one layer rule
+    the same way as the contextual view's (0 = the embeddings' output)."""
+    _, widgets = app
+    assert widgets["source"].value == corpus_neighbours.TWO_SENSES
+    assert widgets["layer"].value == corpus_neighbours.DEFAULT_LAYER
+    assert "0 = the embeddings' output, 1 to L = the encoder layers' outputs" in widgets["layer"].label
+    status = client.predict("default", "two-senses", "", 1, 5_000, api_name="/neighbours_index")
+    assert f"**{len(corpus_neighbours.two_senses_sentences())} sentences**" in status
+
+
 @pytest.mark.parametrize("api,args,message", [
     ("/neighbours_index", ("default", "text", "", 1, 10), "Paste the text to index"),
     ("/neighbours_index", ("default", "web", "x", 1, 10), "is not in the list of choices"),   # Gradio's check

@@ -44,7 +44,9 @@ def test_several_windows_give_several_subplots() -> None:
     assert len(fig.data) == 4
     assert {t.xaxis for t in fig.data[:2]} == {"x"} and {t.xaxis for t in fig.data[2:]} == {"x2"}
     assert [t.showlegend for t in fig.data] == [True, True, False, False]          # one legend entry each
-    assert [a.text for a in fig.layout.annotations] == ["window 1", "window 3"]
+    assert [fig.layout.yaxis.title.text, fig.layout.yaxis2.title.text] == ["window 1 · probability",
+                                                                           "window 3 · probability"]
+    assert not fig.layout.annotations                                               # no titles over the plots
     assert list(fig.layout.xaxis2.ticktext) == ["c", "d", "e"]
 
 
@@ -95,3 +97,18 @@ def test_windows_figure_marks_every_place_of_the_best_answer() -> None:
                             answers=[(10, 13, "#1 · 99%"), (70, 73, "#1 · 99%"), (20, 22, "#2 · 1%")])
     assert [s.fillcolor for s in fig.layout.shapes] == [qp.BEST_COLOR, qp.BEST_COLOR, qp.ANSWER_COLOR]
     assert [(a.text, a.x) for a in fig.layout.annotations] == [("#1 · 99%", 10), ("#1 · 99%", 70)]
+
+
+def test_the_best_answer_label_has_the_strip_above_its_plot_to_itself() -> None:
+    """"#1 · 66.3%window 1" ran together: the answer label and the window's title shared the strip above a plot.
+    Now the window is named on its y axis, the legend stands right of the plots, and the strip holds the label."""
+    windows = [_window(0, ["the", "cat", "sat", "on", "mat"], answers=[(2, 2, "#1 · 66.3%")]),
+               _window(1, ["sat", "on", "the", "mat", "."], answers=[(0, 0, "#1 · 66.3%")])]
+    fig = qp.probabilities_figure(windows, title="Start and end probabilities over the context tokens")
+    above = [a for a in fig.layout.annotations if a.yanchor == "bottom"]
+    assert [a.text for a in above] == ["#1 · 66.3%", "#1 · 66.3%"]              # only the answers' labels
+    assert {a.yref for a in above} == {"y domain", "y2 domain"}                  # one per plot
+    assert not any("window" in a.text for a in fig.layout.annotations)
+    assert fig.layout.yaxis.title.text == "window 1 · probability"
+    assert fig.layout.legend.x >= 1 and fig.layout.legend.orientation == "v"     # beside the plots, not above
+    assert fig.layout.margin.t >= 70                                              # the figure title has its own room

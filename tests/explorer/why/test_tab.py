@@ -34,7 +34,8 @@ def test_outputs_equal_the_engine(services, method) -> None:
     expected = attribute(services.model("default"), "fill_mask", MASKED, target="dog", which=0, method=method,
                          n_steps=12, score="probability")
     assert numbers == expected.as_dict()
-    assert page == attribution_html(expected.tokens, expected.attributions, expected.target_position)
+    assert page == attribution_html(expected.tokens, expected.attributions, expected.target_position,
+                                    percent_points=True)                # shares of a probability
     assert sorted(bars.data[0].x, key=abs, reverse=True) == list(bars.data[0].x)
     assert summary.startswith("**Why 'dog' at [MASK] (position 3)?** Explaining its **probability**")
     if method == "integrated_gradients":
