@@ -267,3 +267,14 @@ def test_starting_or_continuing_while_a_run_is_active_warns_in_the_workers_words
     finally:
         worker.stop(wait_s=30)
     assert worker.status().state == "stopped" and worker.status().run_id == info.run_id
+
+
+def test_the_intro_says_what_the_default_run_shows_and_links_its_words() -> None:
+    """The default run's NSP stays near 50% (measured, docs/design/training.md): the intro says so, and how many
+    steps it takes, instead of promising a rise; MLM, NSP and loss open their glossary entries."""
+    from explorer.glossary import gloss
+    from explorer.training.tab import INTRO
+
+    assert "stays near 50% in the\ndefault 300 steps" in INTRO and "~900 steps" in INTRO
+    for term in ("MLM", "NSP", "loss"):
+        assert gloss(term) in INTRO
