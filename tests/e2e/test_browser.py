@@ -140,11 +140,6 @@ def test_compare_a_checkpoint_of_the_run_just_trained_with_its_last(page: Page) 
     screenshot(page, "compare")
 
 
-RIVER_AND_MONEY = ("We walked along the river bank and watched the ducks. The boat drifted toward the muddy bank of "
-                   "the stream. He deposited his salary at the bank on Monday. The bank approved the loan for the "
-                   "new house.")
-
-
 def test_nearest_contextual_neighbours_of_bank_in_two_senses(page: Page) -> None:
     """The Embeddings tab's corpus search on the default model and the bundled *two senses* corpus it opens on:
     "bank" by a river finds river sentences first, "bank" for money money sentences (each paragraph of

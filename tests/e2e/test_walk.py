@@ -8,6 +8,7 @@ Pause says "pausing after this step…" at once, a refused Start keeps the statu
 and every figure follows the theme. Screenshots of each tab per theme go to ``test-artifacts/``."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,15 +19,22 @@ import app
 from support.app_helpers import serve
 from support.browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
 from explorer.services import default_services
+from support.cli_helpers import run_cli
 from support.probing_helpers import write_run
 
 THEMES = ("light", "dark")
+BROWSED_RUNS = (("walk-a", 6), ("walk-b", 8))
+TINY_CLI = ["--preset", "tiny", "--max-documents", "20", "--seq-len", "32", "--vocab-size", "300", "--threads", "1",
+            "--no-progress", "--log-every", "1"]
 SERVED: dict = {}                       # the served app's training worker, to explain a failure
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     runs = tmp_path_factory.mktemp("walk-runs")
+    for name, steps in BROWSED_RUNS:            # two finished command-line runs for the run browser to overlay
+        done = run_cli([*TINY_CLI, "--steps", str(steps), "--run-dir", str(runs / name)])
+        assert done.returncode == 0, done.stderr[-3000:]
     services = default_services(runs_root=runs)
     SERVED["worker"] = services.get_worker()
     with serve(app.create_app(services)) as client:
@@ -86,8 +94,8 @@ def test_attention_follows_typed_layer_and_head(page: Page) -> None:
     panel = open_tab(page, "Attention")
     run_first_example(panel)
     heatmap = plot_in(panel, "Heatmap of the chosen head")
-    expect(heatmap.locator(".gtitle")).to_contain_text("Layer 0, head 0")
-    for label, value in (("Layer (0-based)", "3"), ("Head (0-based)", "2")):
+    expect(heatmap.locator(".gtitle")).to_contain_text("Layer 1, head 0")
+    for label, value in (("Layer (from 1)", "3"), ("Head (from 0)", "2")):
         box = panel.get_by_label(label, exact=False).locator("xpath=ancestor::div[contains(@class,'block')][1]")
         number = box.locator("input[type=number]")
         number.fill(value)
@@ -308,3 +316,66 @@ def test_training_states_read_right(page: Page) -> None:
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
     no_error_toast(page)
     screenshot(page, "training")
+
+
+# Each x axis of a drawn Plotly figure: (name, range, tick format, tick suffix).
+X_AXES = """el => { const l = el._fullLayout; return Object.keys(l).filter(k => /^xaxis[0-9]*$/.test(k))
+    .map(k => [k, l[k].range, l[k].tickformat || "", l[k].ticksuffix || ""]); }"""
+
+
+def run_example(panel, row: int) -> None:
+    """Click row ``row`` (0-based) of the panel's examples (it fills the inputs and runs)."""
+    panel.locator("tr.tr-body").nth(row).locator("td").first.click()
+
+
+def test_fill_mask_masks_share_one_probability_scale(page: Page) -> None:
+    """Two masks' bars are drawn on one axis from 0 in percent (a 5% bar is shorter than a 40% one); the Zoom
+    box gives each chart its own axis and says so."""
+    panel = open_tab(page, "Fill-mask")
+    run_example(panel, 3)                                       # "Paris is the [MASK] of [MASK]."
+    plot = plot_in(panel, "Top-k per mask")
+    expect(plot.locator(".barlayer .trace")).to_have_count(2)
+    axes = plot.evaluate(X_AXES)
+    assert len(axes) == 2 and axes[0][1] == axes[1][1] and axes[0][1][0] == 0, axes     # shared, from 0
+    ticks = plot.locator(".xtick text").evaluate_all("els => els.map(e => e.textContent)")
+    assert ticks and all(t.endswith("%") for t in ticks), ticks                         # percentages, no μ
+    zoom = panel.get_by_role("checkbox", name=re.compile("^Zoom"))
+    zoom.check()
+    expect(plot.locator(".xtitle").first).to_contain_text("own scale")
+    zoom.uncheck()
+    no_error_toast(page)
+
+
+def percents(text: str) -> list[float]:
+    """Every percentage written in ``text``."""
+    return [float(n.replace(",", "")) for n in re.findall(r"([0-9][0-9,]*(?:\.[0-9]+)?)\s*%", text)]
+
+
+def test_qa_never_shows_a_probability_over_100_percent(page: Page) -> None:
+    """On the long context (several windows) every answer shows its own probability, at most 100%, and where it is
+    in the text."""
+    panel = open_tab(page, "QA")
+    rows = panel.locator("tr.tr-body")
+    run_example(panel, rows.count() - 1)                        # the long one: several doc-stride windows
+    page.wait_for_timeout(1000)
+    expect(panel.locator(".pending, .generating")).to_have_count(0, timeout=120_000)     # the answer is in
+    expect(panel.get_by_text(re.compile(r"#1 · ")).first).to_be_visible()
+    shown = panel.inner_text()
+    assert percents(shown) and max(percents(shown)) <= 100, percents(shown)
+    expect(panel.locator(f"{PLOT} .barlayer, {PLOT} .scatterlayer .trace").first).to_be_attached()
+    no_error_toast(page)
+
+
+def test_the_run_browser_overlays_two_runs(page: Page) -> None:
+    """The Training tab's run browser reopens a command-line run and draws a second one over it, each in its
+    own colour and legend entry."""
+    panel = open_tab(page, "Training")
+    page.get_by_text("Run browser: reopen any run", exact=False).first.click()
+    for label, run in (("Run", "walk-a"), ("Compare with (optional)", "walk-b")):
+        panel.get_by_label(label, exact=True).click()
+        page.get_by_role("option").filter(has_text=run).first.click()
+    curves = panel.locator(PLOT).filter(has=page.locator(".legendtext")).first
+    expect(curves.locator(".legendtext").filter(has_text="walk-a").first).to_be_attached(timeout=60_000)
+    expect(curves.locator(".legendtext").filter(has_text="walk-b").first).to_be_attached()
+    check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
+    no_error_toast(page)
