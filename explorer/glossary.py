@@ -68,8 +68,8 @@ _ENTRIES = (
                   "guess, and a change of 1 nat multiplies the probability by e ≈ 2.7."),
     Entry("loss", "What training makes smaller: here the cross-entropy, the average of -ln(probability of the "
                   "right answer), in nats."),
-    Entry("perplexity", "e to the power of the masked-LM loss: the number of equally likely words the model is "
-                        "choosing between on average."),
+    Entry("perplexity", "The exponential of the masked-LM loss (e to the power of the loss): the number of equally "
+                        "likely words the model is choosing between on average."),
     Entry("MLM", "Masked language modelling, the first pretraining task: hide 15% of the tokens and predict them "
                  "from both sides."),
     Entry("NSP", "Next-sentence prediction, the second pretraining task: say whether sentence B really followed "
@@ -119,10 +119,12 @@ def entry(term: str) -> Entry:
 
 def gloss(term: str, shown: str | None = None) -> str:
     """``shown`` (default: the term) as an ``<abbr class="gloss">`` whose hover title is the term's sentence and
-    whose ``data-gloss`` names its Glossary anchor (a click there opens the entry). For Markdown and HTML."""
+    whose second class and ``data-gloss`` name its Glossary anchor (a click opens the entry: the page script in
+    ``explorer.JS``). For Markdown and HTML: Gradio's Markdown sanitizer drops ``data-`` attributes, so the
+    script reads the anchor from the class."""
     item = entry(term)
     text = html.escape(shown if shown is not None else item.term, quote=True)
-    return (f'<abbr class="gloss" title="{html.escape(item.meaning, quote=True)}" '
+    return (f'<abbr class="gloss {item.anchor}" title="{html.escape(item.meaning, quote=True)}" '
             f'data-gloss="{item.anchor}">{text}</abbr>')
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from engine.checkpoints.hf_format import LoadedModel
+from explorer import glossary_tab
 from explorer.attention import tab as attention_tab
 from explorer.compare import tab as compare_tab
 from explorer.embeddings import tab as embeddings_tab
@@ -73,4 +74,5 @@ TABS: tuple[Tab, ...] = (
     Tab("Compare", "compare", compare_tab),     # two models side by side on one input
     Tab("Training", "training", training_tab),
     Tab("Fine-tune", "finetune", finetune_tab),
+    Tab("Glossary", "glossary", glossary_tab),   # every word the app uses, one sentence each; last
 )

@@ -104,7 +104,7 @@ def ablation() -> dict[str, Any]:
             heads_text = gr.Textbox(label="Heads to remove (layer:head)", placeholder="1:0, 2:3", scale=3)
             add_head = gr.Button("Add the chosen layer:head", scale=1)
             top_k = gr.Slider(1, 20, value=DEFAULT_TOP_K, step=1, label="Top-k fillers", scale=1)
-        ablate_button = gr.Button("Ablate", variant="primary")
+        ablate_button = gr.Button("Ablate", variant="primary", elem_classes=["main-action"])
         ablation_summary = gr.Markdown()
         ablation_figure = gr.Plot(label="Baseline vs ablated")
     return {"heads_text": heads_text, "add_head": add_head, "top_k": top_k, "ablate_button": ablate_button,

@@ -12,7 +12,7 @@ from support.probing_helpers import make_services
 
 ORDER = [("Tokenize", "tokenize"), ("Embeddings", "embeddings"), ("Attention", "attention"),
          ("Fill-mask", "fill_mask"), ("Heads", "heads"), ("QA", "qa"), ("Why", "why"), ("Compare", "compare"),
-         ("Training", "training"), ("Fine-tune", "finetune")]
+         ("Training", "training"), ("Fine-tune", "finetune"), ("Glossary", "glossary")]
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,10 @@ def test_build_app_opens_exactly_the_registered_tabs(services) -> None:
     outer = min((block for block in demo.blocks.values() if isinstance(block, gr.Tabs)), key=lambda b: b._id)
     opened = [(child.label, child.id) for child in outer.children]
     assert opened == [(tab.title, tab.id) for tab in TABS]
+    # At phone width the tab titles wrap onto more rows, the app's and a tab's inner ones (Heads): none hides
+    # behind a "•••" menu.
+    tabs = [block for block in demo.blocks.values() if isinstance(block, gr.Tabs)]
+    assert len(tabs) >= 2 and all(block.overflow_behavior == "wrap" for block in tabs)
 
 
 def test_warm_up_runs_what_the_tabs_give(services) -> None:
@@ -40,7 +44,7 @@ def test_warm_up_runs_what_the_tabs_give(services) -> None:
     assert per_tab["tokenize"] == [f"tokenize {i}" for i in range(5)]
     assert per_tab["attention"][-1] == "neuron_view 0"
     assert per_tab["qa"] and per_tab["why"] == ["attribute 0"]
-    assert per_tab["compare"] == per_tab["training"] == per_tab["finetune"] == []
+    assert per_tab["compare"] == per_tab["training"] == per_tab["finetune"] == per_tab["glossary"] == []
     assert {name.split()[0] for name in per_tab["heads"]} == {"next_sentence"}      # the one task head it has
 
 
@@ -51,3 +55,28 @@ def test_a_model_without_heads_warms_up_only_what_needs_none(services) -> None:
     pair = dict(warmup.example_calls(bare))["tokenize 2"]()     # the example pair: [CLS] A [SEP] B [SEP]
     assert [row.type_id for row in pair.rows].count(1) > 0 and pair.rows[0].type_id == 0
     assert [row.token for row in pair.rows if row.special] == ["[CLS]", "[SEP]", "[SEP]"]
+
+
+def test_the_page_script_runs_on_load_and_the_header_points_to_the_glossary(services) -> None:
+    """The page script (Ctrl+Enter, glossary links: ``explorer.JS``) is a js-only load event of the app itself, so it
+    runs however the app is launched; the header says where words are explained, with a dotted word to try."""
+    demo = explorer.build_app(services)
+    config = demo.get_config_file()
+    scripts = [d for d in config["dependencies"] if d.get("js") == explorer.JS]
+    assert len(scripts) == 1 and scripts[0]["targets"] == [(demo._id, "load")] and not scripts[0]["backend_fn"]
+    assert scripts[0]["api_visibility"] == "private" and not scripts[0]["inputs"] and not scripts[0]["outputs"]
+    for needed in ("ctrlKey", "metaKey", "button.main-action", "gloss", "Glossary", "scrollIntoView"):
+        assert needed.lower() in explorer.JS.lower(), needed
+    header = next(block for block in demo.blocks.values() if isinstance(block, gr.Markdown))
+    assert "Glossary" in header.value and 'class="gloss gloss-wordpiece"' in header.value
+
+
+def test_the_fields_with_an_enter_action_of_their_own_are_marked(services) -> None:
+    """``explorer.mark_submit_fields``: a box with a submit event gets the class the page script reads (Enter there is
+    Gradio's); a box without one does not (Enter there runs the tab's main button)."""
+    demo = explorer.build_app(services)
+    boxes = {block.label: block for block in demo.blocks.values() if isinstance(block, gr.Textbox)}
+    assert explorer.SUBMIT_CLASS in boxes["Text with [MASK] tokens"].elem_classes
+    assert explorer.SUBMIT_CLASS in boxes["Question"].elem_classes
+    assert explorer.SUBMIT_CLASS not in (boxes["Targets (optional)"].elem_classes or [])
+    assert explorer.SUBMIT_CLASS in explorer.JS
