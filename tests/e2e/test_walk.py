@@ -1,11 +1,14 @@
 """A first-time user's walk through every tab in a real browser (chromium, Playwright), once in
-the light theme and once in the dark one (``?__theme=dark``): the picker lists the models available
+the light theme and once in the dark one (``?__theme=dark``), and the tests not marked ``desktop`` a third time
+at phone width (390 px): the picker lists the models available
 when the page opens, typed layer/head values redraw the attention figures, Tokenize shows the pieces
 the model sees, a typed layer redraws the Embeddings summary and its contextual PCA, the neighbours open on
 the first word, the marked corpus neighbour reads in both themes, a failed call clears what it would have
 replaced, the training rates step sensibly (ArrowUp), the training controls are greyed out when they cannot act,
 Pause says "pausing after this step…" at once, a refused Start keeps the status, the training states read right,
-and every figure follows the theme. Screenshots of each tab per theme go to ``test-artifacts/``."""
+every figure follows the theme, fill-mask's masks share one probability scale in percent, QA never shows a
+probability over 100%, and the run browser overlays two runs. Screenshots of each tab per look go to
+``test-artifacts/walk-<tab>-<light|dark|phone>.png``."""
 from __future__ import annotations
 
 import re
@@ -23,6 +26,9 @@ from support.cli_helpers import run_cli
 from support.probing_helpers import write_run
 
 THEMES = ("light", "dark")
+LOOKS = (*THEMES, "phone")              # a test marked ``desktop`` runs in the two themes only
+PHONE = {"width": 390, "height": 844}
+desktop = pytest.mark.parametrize("page", THEMES, indirect=True)
 BROWSED_RUNS = (("walk-a", 6), ("walk-b", 8))
 TINY_CLI = ["--preset", "tiny", "--max-documents", "20", "--seq-len", "32", "--vocab-size", "300", "--threads", "1",
             "--no-progress", "--log-every", "1"]
@@ -49,14 +55,16 @@ def browser() -> Iterator[Browser]:
         yield launched
 
 
-@pytest.fixture(scope="module", params=THEMES)
+@pytest.fixture(scope="module", params=LOOKS)
 def page(request: pytest.FixtureRequest, browser: Browser, served: tuple[str, Path]) -> Iterator[Page]:
+    """The app in one look: the light or the dark theme on a desktop, or the light theme at phone width."""
     url, _ = served
-    page = browser.new_page(viewport={"width": 1360, "height": 1000})
+    page = browser.new_page(viewport=PHONE if request.param == "phone" else {"width": 1360, "height": 1000})
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(url + ("?__theme=dark" if request.param == "dark" else ""))
     expect(page.locator(".model-info").last).to_contain_text("Heads:")
-    page.theme = request.param          # type: ignore[attr-defined]  # for screenshots and theme checks
+    page.theme = "dark" if request.param == "dark" else "light"   # type: ignore[attr-defined]  # theme checks
+    page.look = request.param           # type: ignore[attr-defined]  # screenshot names
     yield page
     page.close()
 
@@ -68,7 +76,7 @@ def close_toasts(page: Page) -> None:
 
 def screenshot(page: Page, name: str) -> None:
     page.wait_for_timeout(500)
-    page.screenshot(path=str(ARTIFACTS / f"walk-{name}-{page.theme}.png"), full_page=True)  # type: ignore[attr-defined]
+    page.screenshot(path=str(ARTIFACTS / f"walk-{name}-{page.look}.png"), full_page=True)  # type: ignore[attr-defined]
 
 
 def plot_in(panel, label: str):
@@ -90,6 +98,7 @@ def test_the_picker_lists_the_models_of_when_the_page_opened(browser: Browser, s
         page.close()
 
 
+@desktop
 def test_attention_follows_typed_layer_and_head(page: Page) -> None:
     panel = open_tab(page, "Attention")
     run_first_example(panel)
@@ -140,6 +149,7 @@ def contrast(locator) -> float:
         return (b + 0.05) / (a + 0.05); }""")
 
 
+@desktop
 def test_the_marked_corpus_neighbour_reads_in_both_themes(page: Page) -> None:
     panel = open_tab(page, "Embeddings")
     page.get_by_text("Nearest contextual neighbours in a corpus", exact=True).click()
@@ -156,6 +166,7 @@ def test_the_marked_corpus_neighbour_reads_in_both_themes(page: Page) -> None:
     no_error_toast(page)
 
 
+@desktop
 def test_a_failed_call_clears_what_it_would_have_replaced(page: Page) -> None:
     panel = open_tab(page, "Attention")
     heatmap = plot_in(panel, "Heatmap of the chosen head")
@@ -199,6 +210,7 @@ def test_every_tab_follows_the_theme(page: Page, tab: str, drawn: str) -> None:
     screenshot(page, tab.lower())
 
 
+@desktop
 def test_the_neuron_view_shows_the_numbers_of_one_row(page: Page) -> None:
     panel = open_tab(page, "Attention")
     run_first_example(panel)                              # "The cat sat on the mat because it was tired."
@@ -215,7 +227,7 @@ def test_the_neuron_view_shows_the_numbers_of_one_row(page: Page) -> None:
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
     page.wait_for_timeout(500)
     top = accordion.bounding_box()["y"] + page.evaluate("window.scrollY") - 20
-    page.screenshot(path=str(ARTIFACTS / f"walk-neuron-view-{page.theme}.png"), full_page=True,  # type: ignore[attr-defined]
+    page.screenshot(path=str(ARTIFACTS / f"walk-neuron-view-{page.look}.png"), full_page=True,  # type: ignore[attr-defined]
                     clip={"x": 0, "y": top, "width": page.viewport_size["width"], "height": 1900})
 
 
@@ -273,6 +285,7 @@ def record_texts(locator) -> None:
             .observe(e, {subtree: true, childList: true, characterData: true}); }""")
 
 
+@desktop
 def test_training_states_read_right(page: Page) -> None:
     panel = open_tab(page, "Training")
     status = panel.locator(".train-status").first
@@ -374,8 +387,8 @@ def test_the_run_browser_overlays_two_runs(page: Page) -> None:
     for label, run in (("Run", "walk-a"), ("Compare with (optional)", "walk-b")):
         panel.get_by_label(label, exact=True).click()
         page.get_by_role("option").filter(has_text=run).first.click()
-    curves = panel.locator(PLOT).filter(has=page.locator(".legendtext")).first
-    expect(curves.locator(".legendtext").filter(has_text="walk-a").first).to_be_attached(timeout=60_000)
-    expect(curves.locator(".legendtext").filter(has_text="walk-b").first).to_be_attached()
+    legends = panel.locator(f"{PLOT} .legendtext")
+    expect(legends.filter(has_text="walk-a").first).to_be_attached(timeout=60_000)   # both, in the run browser
+    expect(legends.filter(has_text="walk-b").first).to_be_attached()
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
     no_error_toast(page)
