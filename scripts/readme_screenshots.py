@@ -15,9 +15,9 @@ from PIL import Image
 ROOT = Path(__file__).resolve().parent.parent
 MAX_HEIGHT = 1900
 SCALE = 0.75
-WALK_TABS = ("tokenize", "embeddings", "attention", "neuron-view", "fill-mask", "qa", "training", "why", "glossary")
+WALK_TABS = ("tokenize", "embeddings", "attention", "neuron-view", "fill-mask", "qa", "training", "why")
 OWN_NAMES = ("compare", "neighbours", "finetune", "finetune-pos", "finetune-choice", "heads-classify", "heads-tag",
-             "heads-choose", "phone-tabs-light")
+             "heads-choose", "phone-tabs-light", "phone-glossary-dark")
 
 
 def readme_copies(artifacts: Path) -> dict[str, Path]:

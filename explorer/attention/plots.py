@@ -264,8 +264,8 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], focus: tuple[int, 
         y=_grid_labels(layers, size, "L", "query " + unit, first=shown_layer(0)), coloraxis="coloraxis",
         hoverongaps=False,
         hovertemplate="%{y} → %{x}<br>weight %{z:.3f}<extra></extra>")], layout=dict(
-        title=dict(text=f"All {layers} layers (L1 to L{layers}) × {heads} heads (H0 to H{heads - 1}){note}; pick a "
-                        "layer and head above to enlarge one (red frame)"),
+        title=dict(text=f"All {layers} layers (L1 to L{layers}) × {heads} heads (H0 to H{heads - 1}){note}<br>pick a "
+                        "layer and head above to enlarge one (red frame)"),       # two lines: fits a phone
         height=min(1600, 64 * layers + 120), margin=dict(l=44, r=20, t=80, b=20), annotations=annotations,
         shapes=shapes, plot_bgcolor="rgba(0,0,0,0)", xaxis=blank, yaxis=dict(autorange="reversed", **blank),
         coloraxis=dict(colorscale=COLORSCALE, cmin=0.0, cmax=1.0, colorbar=dict(title="weight", thickness=10)),

@@ -77,7 +77,7 @@ def dimensions_heatmap(tokens: Sequence[str], values: np.ndarray, component: str
         type="heatmap", z=values.astype(np.float32), x=np.arange(hidden), y=rows, colorscale="RdBu_r",
         zmin=-limit, zmax=limit, hovertemplate="%{y}<br>dim %{x}<br>value %{z:.4f}<extra></extra>",
         colorbar=dict(title="value"))],
-        title=f"Hidden dimensions of the {COMPONENT_LABELS.get(component, component)} embedding",
+        title=f"Hidden dimensions: {COMPONENT_LABELS.get(component, component)}",   # short enough for a phone
         height=min(900, max(300, 120 + 22 * n)), margin=dict(l=90, r=20, t=50, b=40),
         xaxis=dict(title="hidden dimension"),
         yaxis=dict(type="category", autorange="reversed", title="position: token",

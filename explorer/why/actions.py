@@ -162,7 +162,7 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
                                score=score, progress=progress)
         except NoSuchIndex as missing:
             raise gr.Error(which_message(missing), print_exception=False) from None
-    title = "Tokens that pushed it most" + (" (they add up to the change from the baseline)"
+    title = "Tokens that pushed it most" + ("<br>(together: the change from the baseline)"   # two short lines
                                             if method == "integrated_gradients" else "")
     figure = plots.top_tokens_figure(result.tokens, result.attributions, title=title,
                                      x_title=f"attribution to the {score}", percent_points=score == "probability")

@@ -50,7 +50,7 @@ def top_tokens_figure(tokens: Sequence[str], values: Sequence[float], k: int = T
                 customdata=[[label, show(v), "up" if v > 0 else "down"] for label, v in zip(labels, shown)],
                 hovertemplate="%{customdata[0]}<br>%{customdata[1]} (pushes %{customdata[2]})<extra></extra>")
     return figure([bars], title=dict(text=title) if title else None, height=max(220, 90 + 28 * len(rows)),
-                  margin=dict(l=20, r=20, t=50 if title else 20, b=40), bargap=0.25,
+                  margin=dict(l=20, r=20, t=(70 if "<br>" in title else 50) if title else 20, b=40), bargap=0.25,
                   xaxis=dict(title=dict(text=f"{x_title} (percentage points)" if percent_points else x_title),
                              zeroline=True, exponentformat="none", **ticks),
                   yaxis=dict(tickmode="array", tickvals=rows, ticktext=labels, autorange="reversed"))

@@ -207,7 +207,17 @@ def test_every_tab_follows_the_theme(page: Page, tab: str, drawn: str) -> None:
     expect(panel.locator(drawn).first).to_be_attached()
     no_error_toast(page)
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
+    if page.look == "phone":  # type: ignore[attr-defined]
+        check_titles_fit_the_screen(panel)
     screenshot(page, tab.lower())
+
+
+def check_titles_fit_the_screen(panel) -> None:
+    """Every drawn figure's title lies inside the page's width (a phone's screen), not cut at either side."""
+    width = panel.page.viewport_size["width"]
+    for title in panel.locator(f"{PLOT}:visible .gtitle").all():
+        box = title.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (title.text_content(), box)
 
 
 @desktop
