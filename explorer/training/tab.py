@@ -46,7 +46,7 @@ kept), then the model trains on **masked language modelling** ({gloss('MLM')}) a
 guess) and falls as the model learns which pieces fit: that is the curve that moves in the default run.
 NSP accuracy starts at 50% (a coin toss: half the B segments really follow A) and **stays near 50% in the
 default 300 steps**: telling real continuations from random ones is much harder for the tiny model on
-Shakespeare (measured: still about 50% of the held-out pairs after 8,000 steps, while a corpus whose
+Shakespeare (measured: still about 50% of the held-out pairs after 20,000 steps, while a corpus whose
 documents differ by topic takes ~900 steps; docs/design/training.md).
 The original BERT trained for a million steps of 256 sequences. Of the ~15% of positions chosen for prediction, 80% are
 replaced by `[MASK]`, 10% by a random token and 10% kept as they are — the batch view
