@@ -114,9 +114,9 @@ JS: str = r"""() => {
     }
   }
 
-  document.addEventListener("click", (event) => {
+  function openEntry(event) {
     const word = event.target instanceof Element && event.target.closest(".gloss");
-    if (!word) return;
+    if (!word || (event.type === "keydown" && event.key !== "Enter" && event.key !== " ")) return;
     const tab = glossaryTab();
     if (!tab) return;
     event.preventDefault();
@@ -124,7 +124,16 @@ JS: str = r"""() => {
     const anchor = word.getAttribute("data-gloss")      // Markdown drops data- attributes: then the class
       || [...word.classList].find((name) => name.startsWith("gloss-") && name !== "gloss-target");
     showEntry(anchor, 40);
-  }, true);
+  }
+  document.addEventListener("click", openEntry, true);
+  document.addEventListener("keydown", openEntry, true);
+  // The sanitizer drops tabindex too: glossary words become focusable (Tab, then Enter) as they appear.
+  const focusable = () => document.querySelectorAll(".gloss:not([tabindex])").forEach((w) => {
+    w.setAttribute("tabindex", "0");
+    w.setAttribute("role", "button");
+  });
+  focusable();
+  new MutationObserver(focusable).observe(document.body, { subtree: true, childList: true });
   return [];
 }
 """

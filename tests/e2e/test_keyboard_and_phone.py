@@ -218,6 +218,11 @@ def test_a_glossary_word_explains_itself_and_opens_its_entry(browser: Browser, s
         expect(word).to_have_attribute("title", entry("WordPiece").meaning)
         style = word.evaluate("(w) => { const s = getComputedStyle(w); return [s.textDecorationStyle, s.cursor]; }")
         assert style == ["dotted", "help"]
+        expect(word).to_have_attribute("tabindex", "0")                     # reachable with Tab
+        word.focus()
+        word.press("Enter")                                                # the keyboard opens it as a click does
+        expect(page.get_by_role("tab", name="Glossary", exact=True)).to_have_attribute("aria-selected", "true")
+        page.get_by_role("tab", name="Tokenize", exact=True).click()
         word.click()
         expect(page.get_by_role("tab", name="Glossary", exact=True)).to_have_attribute("aria-selected", "true")
         target = page.locator(f"#{entry('WordPiece').anchor}")
