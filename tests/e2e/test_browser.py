@@ -13,26 +13,15 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-import app
-from support.app_helpers import serve
-from support.browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
-from explorer.services import default_services
+from support.browser_helpers import (ARTIFACTS, PLOT, TIMEOUT_MS, no_error_toast, open_tab, run_first_example,
+                                     served_app)
 
 
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    services = default_services(runs_root=tmp_path_factory.mktemp("runs"))
-    with serve(app.create_app(services)) as client:
-        yield client.src
-    if services.worker is not None:
-        services.worker.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
+    with served_app(tmp_path_factory.mktemp("runs")) as (address, _):
+        yield address
 
 
 @pytest.fixture(scope="module")

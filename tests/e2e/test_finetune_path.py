@@ -10,23 +10,18 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-import app
-from support.app_helpers import serve
-from support.browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab
-from explorer.services import default_services
+from support.browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, no_error_toast, open_tab, served_app
 
 
 @pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
-    services = default_services(runs_root=tmp_path_factory.mktemp("finetune-runs"))
-    with serve(app.create_app(services)) as client, chromium() as browser:
+def page(tmp_path_factory: pytest.TempPathFactory, browser: Browser) -> Iterator[Page]:
+    with served_app(tmp_path_factory.mktemp("finetune-runs")) as (url, _):
         page = browser.new_page(viewport={"width": 1360, "height": 1000})
         page.set_default_timeout(TIMEOUT_MS)
-        page.goto(client.src)
+        page.goto(url)
         expect(page.locator(".model-info").last).to_contain_text("Heads:")
         yield page
         page.close()
-    services.get_worker().close()
 
 
 def inner_tab(panel, name: str):

@@ -6,6 +6,7 @@ sentence as a tooltip and, clicked, opens the Glossary tab at its entry. Screens
 """
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -13,12 +14,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-import app
 from explorer.glossary import GLOSSARY, entry
-from explorer.services import default_services
 from explorer.tab_registry import TABS
-from support.app_helpers import serve
-from support.browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
+from support.browser_helpers import (ARTIFACTS, PLOT, TIMEOUT_MS, no_error_toast, open_tab, run_first_example,
+                                     served_app)
 
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1360, "height": 1000}
@@ -46,20 +45,12 @@ def overlap(a: list[float], b: list[float]) -> bool:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    services = default_services(runs_root=tmp_path_factory.mktemp("keys-runs"))
-    with serve(app.create_app(services)) as client:
-        yield client.src
-    if services.worker is not None:
-        services.worker.close()
+    with served_app(tmp_path_factory.mktemp("keys-runs")) as (address, _):
+        yield address
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
-
-
-def open_page(browser: Browser, url: str, viewport: dict[str, int], theme: str = "light") -> Page:
+@contextlib.contextmanager
+def opened_page(browser: Browser, url: str, viewport: dict[str, int], theme: str = "light") -> Iterator[Page]:
     """A new page on the app, its model loaded, with a log of the events it sends to the queue (``page.events``:
     their fn_index, in order; :func:`sent` names them)."""
     page = browser.new_page(viewport=viewport)
@@ -74,7 +65,10 @@ def open_page(browser: Browser, url: str, viewport: dict[str, int], theme: str =
     page.goto(url + ("?__theme=dark" if theme == "dark" else ""))
     expect(page.locator(".model-info").last).to_contain_text("Heads:")
     page.theme = theme  # type: ignore[attr-defined]
-    return page
+    try:
+        yield page
+    finally:
+        page.close()
 
 
 def sent(page: Page, since: int, action: str) -> list[str]:
@@ -106,8 +100,7 @@ def shot(page: Page, name: str, full_page: bool = True) -> None:
 
 
 def test_ctrl_enter_runs_the_tab_and_enter_a_one_line_box(browser: Browser, served: str) -> None:
-    page = open_page(browser, served, DESKTOP)
-    try:
+    with opened_page(browser, served, DESKTOP) as page:
         panel = open_tab(page, "Tokenize")
         box = panel.get_by_label("Text", exact=True)
         box.fill("Keyboardists unwrap shortcuts")
@@ -157,14 +150,11 @@ def test_ctrl_enter_runs_the_tab_and_enter_a_one_line_box(browser: Browser, serv
             page.wait_for_timeout(1500)
             assert sent(page, before, "answer") == expected, key
         no_error_toast(page)
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_every_tab_is_a_tap_away_at_phone_width(browser: Browser, served: str, theme: str) -> None:
-    page = open_page(browser, served, PHONE, theme)
-    try:
+    with opened_page(browser, served, PHONE, theme) as page:
         expect(page.locator(".overflow-menu:visible")).to_have_count(0)            # no "•••" menu
         tablist = page.locator("#main-tabs [role=tablist]").first
         for tab in TABS:
@@ -188,13 +178,10 @@ def test_every_tab_is_a_tap_away_at_phone_width(browser: Browser, served: str, t
         covered = [text for text, box in boxes["texts"] if boxes["modebar"] and overlap(boxes["modebar"], box)]
         assert covered == [], f"the Plotly toolbar covers {covered}"
         shot(page, "tokenize")
-    finally:
-        page.close()
 
 
 def test_a_plot_label_does_not_cover_the_figure_title(browser: Browser, served: str) -> None:
-    page = open_page(browser, served, DESKTOP)
-    try:
+    with opened_page(browser, served, DESKTOP) as page:
         for name in ("Tokenize", "QA"):
             panel = open_tab(page, name)
             run_first_example(panel)
@@ -206,14 +193,11 @@ def test_a_plot_label_does_not_cover_the_figure_title(browser: Browser, served: 
                 label, label_box = boxes["label"]
                 covered = [text for text, box in boxes["texts"] if overlap(label_box, box)]
                 assert covered == [], f"{name}: the label {label!r} covers {covered}"
-    finally:
-        page.close()
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
 def test_a_glossary_word_explains_itself_and_opens_its_entry(browser: Browser, served: str, theme: str) -> None:
-    page = open_page(browser, served, PHONE, theme)
-    try:
+    with opened_page(browser, served, PHONE, theme) as page:
         word = page.locator("#app-header .gloss").first
         expect(word).to_have_attribute("title", entry("WordPiece").meaning)
         style = word.evaluate("(w) => { const s = getComputedStyle(w); return [s.textDecorationStyle, s.cursor]; }")
@@ -231,5 +215,3 @@ def test_a_glossary_word_explains_itself_and_opens_its_entry(browser: Browser, s
         expect(page.locator("#glossary a[id^=gloss-]")).to_have_count(len(GLOSSARY))
         expect(page.locator("#glossary")).to_contain_text("How layers are numbered")
         shot(page, "glossary", full_page=False)                                     # the entry, as it is shown
-    finally:
-        page.close()

@@ -18,10 +18,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-import app
-from support.app_helpers import serve
-from support.browser_helpers import ARTIFACTS, PLOT, TIMEOUT_MS, chromium, no_error_toast, open_tab, run_first_example
-from explorer.services import default_services
+from support.browser_helpers import (ARTIFACTS, PLOT, TIMEOUT_MS, check_figures_follow_the_theme,
+                                     check_titles_fit_the_screen, contrast, no_error_toast, open_tab, run_first_example,
+                                     served_app)
 from support.cli_helpers import run_cli
 from support.probing_helpers import write_run
 
@@ -41,18 +40,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     for name, steps in BROWSED_RUNS:            # two finished command-line runs for the run browser to overlay
         done = run_cli([*TINY_CLI, "--steps", str(steps), "--run-dir", str(runs / name)])
         assert done.returncode == 0, done.stderr[-3000:]
-    services = default_services(runs_root=runs)
-    SERVED["worker"] = services.get_worker()
-    with serve(app.create_app(services)) as client:
-        yield client.src, runs
-    if services.worker is not None:
-        services.worker.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with chromium() as launched:
-        yield launched
+    with served_app(runs) as (url, services):
+        SERVED["worker"] = services.get_worker()
+        yield url, runs
 
 
 @pytest.fixture(scope="module", params=LOOKS)
@@ -138,17 +128,6 @@ def test_embeddings_follows_a_typed_layer_and_opens_on_the_first_word(page: Page
     no_error_toast(page)
 
 
-def contrast(locator) -> float:
-    """WCAG 2's contrast ratio of the element's text colour on its background colour."""
-    return locator.evaluate("""e => {
-        const lum = c => { const [r, g, b] = c.match(/[0-9.]+/g).slice(0, 3).map(v => {
-            v = v / 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
-            return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
-        const style = getComputedStyle(e);
-        const [a, b] = [lum(style.color), lum(style.backgroundColor)].sort((x, y) => x - y);
-        return (b + 0.05) / (a + 0.05); }""")
-
-
 @desktop
 def test_the_marked_corpus_neighbour_reads_in_both_themes(page: Page) -> None:
     panel = open_tab(page, "Embeddings")
@@ -212,14 +191,6 @@ def test_every_tab_follows_the_theme(page: Page, tab: str, drawn: str) -> None:
     screenshot(page, tab.lower())
 
 
-def check_titles_fit_the_screen(panel) -> None:
-    """Every drawn figure's title lies inside the page's width (a phone's screen), not cut at either side."""
-    width = panel.page.viewport_size["width"]
-    for title in panel.locator(f"{PLOT}:visible .gtitle").all():
-        box = title.bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (title.text_content(), box)
-
-
 @desktop
 def test_the_neuron_view_shows_the_numbers_of_one_row(page: Page) -> None:
     panel = open_tab(page, "Attention")
@@ -239,31 +210,6 @@ def test_the_neuron_view_shows_the_numbers_of_one_row(page: Page) -> None:
     top = accordion.bounding_box()["y"] + page.evaluate("window.scrollY") - 20
     page.screenshot(path=str(ARTIFACTS / f"walk-neuron-view-{page.look}.png"), full_page=True,  # type: ignore[attr-defined]
                     clip={"x": 0, "y": top, "width": page.viewport_size["width"], "height": 1900})
-
-
-def check_figures_follow_the_theme(panel, theme: str) -> None:
-    """Each drawn figure's background is the page's (transparent), and its axis text is readable on it:
-    light text on the dark theme, dark text on the light one."""
-    panel.page.wait_for_timeout(300)                # Plotly may still be replacing a figure just drawn
-    for plot in panel.locator(f"{PLOT}:visible").all():
-        background = settled(plot.locator(".main-svg").first, "e => getComputedStyle(e).backgroundColor")
-        assert background in ("rgba(0, 0, 0, 0)", "transparent"), background
-        ticks = plot.locator(".xtick text, .ytick text")
-        if ticks.count():
-            fill = settled(ticks.first, "e => getComputedStyle(e).fill")
-            channels = [int(c) for c in fill[fill.index("(") + 1:fill.index(")")].split(",")[:3]]
-            bright = sum(channels) / 3
-            assert (bright > 150) if theme == "dark" else (bright < 120), (theme, fill)
-
-
-def settled(locator, script: str, tries: int = 20) -> str:
-    """``script``'s value on ``locator``, asked again while it is empty (an element Plotly is replacing)."""
-    for _ in range(tries):
-        value = locator.evaluate(script)
-        if value:
-            return value
-        locator.page.wait_for_timeout(250)
-    return value
 
 
 def ends_stopped(status) -> None:

@@ -1,5 +1,7 @@
 """The real-browser tests' shared parts: a chromium under Playwright, found the usual ways (``find_browser``),
-and the moves a user makes (open a tab, run its first example, look for an error toast)."""
+the app served on default services (``served_app``), the moves a user makes (open a tab, run its first example,
+look for an error toast) and the checks on what the page draws (text contrast, figures following the theme,
+titles inside a phone's screen)."""
 from __future__ import annotations
 
 import contextlib
@@ -7,6 +9,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
@@ -63,6 +66,23 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
+@contextlib.contextmanager
+def served_app(runs_root: Path) -> Iterator[tuple[str, Any]]:
+    """The whole app on default services whose runs folder is ``runs_root``, served: its URL and its services;
+    the training worker is closed afterwards."""
+    import app
+    from explorer.services import default_services
+    from support.app_helpers import serve
+
+    services = default_services(runs_root=runs_root)
+    try:
+        with serve(app.create_app(services)) as client:
+            yield client.src, services
+    finally:
+        if services.worker is not None:
+            services.worker.close()
+
+
 def open_tab(page: Page, name: str):
     """Click the tab ``name`` and return its visible panel."""
     page.get_by_role("tab", name=name, exact=True).click()
@@ -80,3 +100,47 @@ def no_error_toast(page: Page) -> None:
     """No error toast is showing."""
     errors = page.locator(".toast-body.error")
     assert errors.count() == 0, errors.first.inner_text()
+
+
+def contrast(locator) -> float:
+    """WCAG 2's contrast ratio of the element's text colour on its background colour."""
+    return locator.evaluate("""e => {
+        const lum = c => { const [r, g, b] = c.match(/[0-9.]+/g).slice(0, 3).map(v => {
+            v = v / 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+            return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+        const style = getComputedStyle(e);
+        const [a, b] = [lum(style.color), lum(style.backgroundColor)].sort((x, y) => x - y);
+        return (b + 0.05) / (a + 0.05); }""")
+
+
+def check_figures_follow_the_theme(panel, theme: str) -> None:
+    """Each drawn figure's background is the page's (transparent), and its axis text is readable on it:
+    light text on the dark theme, dark text on the light one."""
+    panel.page.wait_for_timeout(300)                # Plotly may still be replacing a figure just drawn
+    for plot in panel.locator(f"{PLOT}:visible").all():
+        background = settled(plot.locator(".main-svg").first, "e => getComputedStyle(e).backgroundColor")
+        assert background in ("rgba(0, 0, 0, 0)", "transparent"), background
+        ticks = plot.locator(".xtick text, .ytick text")
+        if ticks.count():
+            fill = settled(ticks.first, "e => getComputedStyle(e).fill")
+            channels = [int(c) for c in fill[fill.index("(") + 1:fill.index(")")].split(",")[:3]]
+            bright = sum(channels) / 3
+            assert (bright > 150) if theme == "dark" else (bright < 120), (theme, fill)
+
+
+def settled(locator, script: str, tries: int = 20) -> str:
+    """``script``'s value on ``locator``, asked again while it is empty (an element Plotly is replacing)."""
+    for _ in range(tries):
+        value = locator.evaluate(script)
+        if value:
+            return value
+        locator.page.wait_for_timeout(250)
+    return value
+
+
+def check_titles_fit_the_screen(panel) -> None:
+    """Every drawn figure's title lies inside the page's width (a phone's screen), not cut at either side."""
+    width = panel.page.viewport_size["width"]
+    for title in panel.locator(f"{PLOT}:visible .gtitle").all():
+        box = title.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (title.text_content(), box)

@@ -5,14 +5,14 @@ sensible amounts within their ranges (a step of 1 turned 0.0005 into 1)."""
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
 import pytest
 
 from engine.training.worker.run_state import RunState
 from explorer.access import AccessPolicy
-from explorer.services import Services, default_services
+from explorer.services import Services
 from explorer.training import controls, fields
 from explorer.training import tab as training_tab
 from explorer.training.live import LIVE_OUTPUTS
@@ -23,13 +23,6 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 CAN = {RunState.IDLE: (), RunState.PREPARING: ("pause", "stop"), RunState.RUNNING: ("pause", "stop", "save"),
        RunState.PAUSED: ("resume", "stop", "save"), RunState.STOPPING: (), RunState.STOPPED: (),
        RunState.FINISHED: (), RunState.FAILED: (), RunState.DIVERGED: ()}
-
-
-@pytest.fixture(scope="module")
-def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    svc = default_services(runs_root=tmp_path_factory.mktemp("runs"))
-    yield svc
-    svc.get_worker().close(timeout_s=30)
 
 
 @pytest.fixture(scope="module")

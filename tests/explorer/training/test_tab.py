@@ -26,19 +26,12 @@ from gradio_client.exceptions import AppError  # noqa: E402
 import explorer  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
 from explorer.training.status import status_markdown  # noqa: E402
-from explorer.services import Services, default_services  # noqa: E402
+from explorer.services import Services  # noqa: E402
 from support.app_helpers import serve  # noqa: E402
 
 TIMEOUT = 90.0
 # preset, corpus, max documents, vocab, seq length, batch, lr, steps, mask rate, whole word, nsp
 FAST = ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 15, 0.15, False, True]
-
-
-@pytest.fixture(scope="module")
-def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    svc = default_services(runs_root=tmp_path_factory.mktemp("runs"))
-    yield svc
-    svc.get_worker().close(timeout_s=30)
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import gradio as gr
 import pytest
@@ -14,7 +14,7 @@ from gradio_client import Client, handle_file
 
 from support.app_helpers import serve
 from engine.text.tokenizer import WordPieceTokenizer
-from explorer.services import Services, default_services
+from explorer.services import Services
 from explorer.training import tab as training_tab
 from explorer.training import text_source
 from explorer.ui_errors import friendly_errors
@@ -33,13 +33,6 @@ PASTED = "\n\n".join(f"The {a} sat on the mat. Then the {a} ran to the {b}. It w
 def settings(**changes: Any) -> dict[str, Any]:
     assert set(changes) <= set(NAMES), changes
     return {**QUICK, **changes}
-
-
-@pytest.fixture(scope="module")
-def services(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Services]:
-    svc = default_services(runs_root=tmp_path_factory.mktemp("runs"))
-    yield svc
-    svc.get_worker().close(timeout_s=30)
 
 
 def spec_of(services: Services, **changes: Any):
