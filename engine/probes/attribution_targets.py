@@ -33,6 +33,14 @@ QA_MASKED_LOGIT = -10000.0     # the QA pipeline's value for positions that cann
 ClassScores = Callable[[BertWithHeads, torch.Tensor], torch.Tensor]
 
 
+
+def probability_text(probability: float) -> str:
+    """A probability in the prediction's words: a percentage to 3 significant digits, never an exponent
+    (0.0418 -> "4.18%", 1.2e-05 -> "0.0012%", under 0.001% -> "<0.001%")."""
+    value = float(probability) * 100.0
+    return "<0.001%" if 0 < value < 0.001 else f"{value:.3g}%"
+
+
 @dataclass
 class Target:
     """One prediction to explain: the input row, the head's class scores, the class, and words for the UI."""
@@ -150,7 +158,7 @@ def fill_mask_target(loaded: LoadedModel, text: str, text_pair: str | None = Non
     return Target(task="fill_mask", head="mlm", tokens=details.tokens, input_ids=details.input_ids,
                   token_type_ids=details.token_type_ids, class_scores=scores, index=token_id, position=position,
                   description=f"{piece!r} at {where}",
-                  prediction=f"{best.tokens[0]!r} (probability {best.scores[0]:.3g})",
+                  prediction=f"{best.tokens[0]!r} (probability {probability_text(best.scores[0])})",
                   warnings=list(details.warnings))
 
 
@@ -180,7 +188,7 @@ def qa_target(loaded: LoadedModel, question: str, context: str, end: bool = Fals
     return Target(task=f"qa_{side}", head="qa", tokens=list(window.tokens), input_ids=list(window.input_ids),
                   token_type_ids=list(window.token_type_ids), class_scores=scores, index=position, position=position,
                   description=f"the answer's {side} at {window.tokens[position]!r} (position {position}){note}",
-                  prediction=f"the answer {span.answer!r} (score {span.score:.3g})")
+                  prediction=f"the answer {span.answer!r} (score {probability_text(span.score)})")
 
 
 def _pooled_target(loaded: LoadedModel, task: str, head: str, encoding: Encoding, labels: Sequence[str],
@@ -246,7 +254,7 @@ def tag_target(loaded: LoadedModel, text: str, word: int | None = None, tag: str
                   class_scores=scores, index=index, position=position,
                   description=f"the tag {details.labels[index]!r} of the word {details.words[w].word!r} "
                               f"(word {w + 1}, position {position})",
-                  prediction=f"{details.words[w].label!r} (probability {details.words[w].score:.3g})")
+                  prediction=f"{details.words[w].label!r} (probability {probability_text(details.words[w].score)})")
 
 
 def choose_target(loaded: LoadedModel, context: str, choices: Sequence[str], choice: int | None = None) -> Target:
@@ -271,7 +279,7 @@ def choose_target(loaded: LoadedModel, context: str, choices: Sequence[str], cho
                   input_ids=list(encoding.input_ids), token_type_ids=list(encoding.token_type_ids),
                   class_scores=scores, index=c, position=None, description=f"choice {c + 1} ({result.choices[c]!r})",
                   prediction=f"choice {best + 1} ({result.choices[best]!r}, probability "
-                             f"{result.probabilities[best]:.3g})")
+                             f"{probability_text(result.probabilities[best])})")
 
 
 __all__ = ["Target", "NoSuchIndex", "target_token", "fill_mask_target", "qa_target", "next_sentence_target", "classify_target", "tag_target",

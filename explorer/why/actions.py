@@ -20,7 +20,7 @@ from explorer.heads.common import missing_head_message
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 from explorer.why import plots
-from explorer.why.numbers import decimal, plain_text, shown
+from explorer.why.numbers import decimal, shown
 from explorer.why.token_html import attribution_html
 
 TASK_CHOICES = [("Fill-mask: a token at a [MASK]", "fill_mask"), ("QA: where the answer starts", "qa_start"),
@@ -125,8 +125,8 @@ def summary_markdown(result: Attribution) -> str:
     a percentage (a probability, or a change of one) or a plain decimal (a logit): never an exponent."""
     what = "probability" if result.score == "probability" else "logit"
     points = result.score == "probability"
-    lines = [f"**Why {plain_text(result.target)}?** Explaining its **{what}** on {len(result.tokens)} tokens · "
-             f"the model predicts {plain_text(result.prediction)} · model: {result.source}"]
+    lines = [f"**Why {result.target}?** Explaining its **{what}** on {len(result.tokens)} tokens · "
+             f"the model predicts {result.prediction} · model: {result.source}"]
     at_input = shown_score(result.target_score, result.score)
     if result.method == "integrated_gradients":
         difference = result.target_score - result.baseline_score
@@ -141,7 +141,7 @@ def summary_markdown(result: Attribution) -> str:
     else:
         lines.append(f"{what.capitalize()} **{at_input}** at the input. Gradient × input: each token's gradient times "
                      "its word embedding, one backward pass. No baseline, so the numbers need not add up to the score.")
-    lines += [f"ℹ️ {plain_text(warning)}" for warning in result.warnings]
+    lines += [f"ℹ️ {warning}" for warning in result.warnings]
     return "\n\n".join(lines)
 
 

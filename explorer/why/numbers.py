@@ -5,13 +5,10 @@ learner cannot read. Pure strings, no Gradio.
 from __future__ import annotations
 
 import math
-import re
 
-from explorer.formatting import SIGNIFICANT, percent, sig, signed_percent
+from explorer.formatting import SIGNIFICANT, sig, signed_percent
 
 TINY = 1e-6                    # below this size a plain decimal prints as "≈0"
-_EXPONENT = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?[eE][-+]?\d+)(?![\w.])")
-_PROBABILITY = re.compile(r"\b(probability) (\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?![\w.])")
 
 
 def decimal(value: float, digits: int = SIGNIFICANT) -> str:
@@ -36,10 +33,3 @@ def shown(value: float | None, percent_points: bool = False) -> str:
     if value is None:
         return "–"
     return signed_percent(value) if percent_points else decimal(value)
-
-
-def plain_text(text: str) -> str:
-    """``text`` (a sentence from the engine) with "probability 0.0123" as "probability 1.23%" and any other
-    number in e-notation written out ("1.2e-05" -> "0.000012")."""
-    text = _PROBABILITY.sub(lambda m: f"{m.group(1)} {percent(float(m.group(2)))}", text)
-    return _EXPONENT.sub(lambda m: decimal(float(m.group(1))), text)

@@ -302,3 +302,11 @@ def test_a_model_without_a_tokenizer_says_so(models) -> None:
     loaded = models["fill_mask"]
     with pytest.raises(ValueError, match="no tokenizer files"):
         attribute(LoadedModel(loaded.model, None, loaded.config, "no vocabulary"), "fill_mask", MASKED)
+
+
+def test_the_prediction_words_write_a_probability_as_a_percentage_never_an_exponent() -> None:
+    """The engine's sentence for a prediction ("'sat' (probability 4.18%)") reads for a learner at any size."""
+    from engine.probes.attribution_targets import probability_text
+
+    assert [probability_text(p) for p in (0.0418, 1.2e-05, 3.12e-04, 1.0, 0.0, 1e-9)] == [
+        "4.18%", "0.0012%", "0.0312%", "100%", "0%", "<0.001%"]

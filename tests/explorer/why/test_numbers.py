@@ -8,7 +8,8 @@ import pytest
 
 from engine.probes.attribution import Attribution
 from explorer.why import actions, plots
-from explorer.why.numbers import decimal, plain_text, shown
+from engine.probes.attribution_targets import probability_text
+from explorer.why.numbers import decimal, shown
 from explorer.why.token_html import attribution_html
 
 EXPONENT = re.compile(r"\d[eE][-+]?\d")
@@ -21,10 +22,10 @@ def tiny_attribution(score: str = "probability", method: str = "integrated_gradi
         task="fill_mask", source="default", tokens=["[CLS]", "the", "cat", "[MASK]", "[SEP]"], token_type_ids=[0] * 5,
         attributions=[0.0, 7.66e-06, -2.1e-05, 0.0, 0.0], method=method, score=score,
         target="'zebra' at [MASK] (position 3)", target_position=3,
-        prediction="'sat' (probability 1.2e-05)", target_score=1.234e-05,
+        prediction=f"'sat' (probability {probability_text(1.2e-05)})", target_score=1.234e-05,
         baseline="[PAD] for every token" if integrated else None, baseline_tokens=None,
         baseline_score=2.5e-05 if integrated else None, convergence_delta=3.1e-09 if integrated else None,
-        n_steps=50 if integrated else None, warnings=["the target scored 4.5e-07 below the best"])
+        n_steps=50 if integrated else None, warnings=["top_k=99 is larger than the vocabulary; using 30"])
 
 
 @pytest.mark.parametrize("method", ["integrated_gradients", "gradient_x_input"])
@@ -32,8 +33,8 @@ def test_a_tiny_probability_reads_as_a_percentage_in_the_summary(method) -> None
     summary = actions.summary_markdown(tiny_attribution(method=method))
     assert not EXPONENT.search(summary), summary
     assert "**0.00123%** at the input" in summary                          # 1.234e-05 as a percentage
-    assert "'sat' (probability 0.0012%)" in summary                         # the engine's 1.2e-05, rewritten
-    assert "scored ≈0 below" in summary                                     # any other e-notation written out
+    assert "'sat' (probability 0.0012%)" in summary                         # the engine's words for 1.2e-05
+    assert "ℹ️ top_k=99 is larger" in summary                               # the engine's warnings, as they are
     if method == "integrated_gradients":
         assert "**0.0025%** at the baseline" in summary
         assert "add up to **−0.00133%**" in summary and "delta is **+<0.001%**" in summary   # changes: signed points
@@ -57,9 +58,7 @@ def test_the_coloured_tokens_and_the_bars_print_no_exponent(percent_points) -> N
     assert bars.layout.xaxis.exponentformat == "none"
 
 
-def test_decimal_shown_and_plain_text() -> None:
+def test_decimal_and_shown() -> None:
     assert [decimal(v) for v in (3.14159, 1.234e-05, -2.5e-05, 1e-07, 0.0, 1234.5, float("nan"))] == [
         "3.14", "0.0000123", "-0.000025", "≈0", "0", "1234", "–"]
     assert shown(-2.1e-05, percent_points=True) == "−0.0021%" and shown(None) == "–"
-    assert plain_text("choice 2 ('a', probability 0.0000312)") == "choice 2 ('a', probability 0.00312%)"
-    assert plain_text("score 1.5e-05 at 3.0") == "score 0.000015 at 3.0"
