@@ -128,11 +128,22 @@ def gloss(term: str, shown: str | None = None) -> str:
             f'data-gloss="{item.anchor}">{text}</abbr>')
 
 
+def upos_meaning(tag: str) -> str:
+    """What a UPOS tag means, any case (``ADP`` → ``adposition (a preposition such as 'in', 'of')``); "" for
+    another label (a named-entity tag such as ``B-PER``)."""
+    return UPOS_NAMES.get(tag.upper(), "")
+
+
+def upos_short(tag: str) -> str:
+    """A UPOS tag's name without its examples (``ADP`` → ``adposition``); "" for another label."""
+    return upos_meaning(tag).split(" (", 1)[0]
+
+
 def upos_name(tag: str) -> str:
     """A UPOS tag spelled out, e.g. ``ADP`` → ``ADP (adposition (a preposition such as 'in', 'of'))``; another
     label (a named-entity type such as ``B-PER``) as it is."""
-    name = UPOS_NAMES.get(tag.upper())
-    return f"{tag} ({name})" if name else tag
+    meaning = upos_meaning(tag)
+    return f"{tag} ({meaning})" if meaning else tag
 
 
 def glossary_markdown() -> str:

@@ -17,8 +17,6 @@ from engine.checks import is_whole_number
 FIRST_LAYER = 1               # the first layer that has attention heads; 0 is the embeddings' output
 LAYER_LABEL = "Layer (from 1)"         # the layer fields of the Attention and Compare tabs
 HEAD_LABEL = "Head (from 0)"
-RULE_SHORT = ("Layer 0 is the embeddings' output; layers 1 to L are the encoder layers' outputs, and the heads "
-              "of layer k make layer k's output. Heads are numbered from 0.")
 _SPLIT = re.compile(r"[,;\s]+")
 _ITEM = re.compile(r"^([0-9]+):([0-9]+|\*)$")
 

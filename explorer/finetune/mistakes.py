@@ -20,7 +20,7 @@ from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune.status import is_finetuning
 from explorer.finetune.tasks import TASKS, FinetuneTask
 from explorer.formatting import percent
-from explorer.glossary import UPOS_NAMES, gloss
+from explorer.glossary import gloss, upos_meaning, upos_short
 
 WRONG_COLUMNS = ["#", "mistake", "in context"]
 COLUMN_WIDTHS = ["10%", "36%", "54%"]   # of the table's box: it wraps its text instead of growing wider
@@ -62,17 +62,17 @@ def _example_row(p: ExamplePrediction, row: FinetuneTask | None) -> list[Any]:
 def named(tag: str) -> str:
     """A UPOS tag with its short name, ``ADP`` → ``ADP (adposition)`` (``NOUN``, whose name is ``noun``, and a
     named-entity tag such as ``B-PER`` as they are)."""
-    name = UPOS_NAMES.get(tag.upper(), "").split(" (", 1)[0]
+    name = upos_short(tag)
     return f"{tag} ({name})" if name and name != tag.lower() else tag
 
 
 def tag_key(examples: EvalExamples | None) -> str:
     """Markdown: each part-of-speech (UPOS) tag the wrong words are or should be, spelled out ("" when none is)."""
     tags = sorted({t for p in (examples.wrong if examples is not None else []) for m in p.mistakes
-                   for t in (m.expected, m.predicted) if t.upper() in UPOS_NAMES})
+                   for t in (m.expected, m.predicted) if upos_meaning(t)})
     if not tags:
         return ""
-    return (f"The {gloss('UPOS')} tags here: " + " · ".join(f"**{t}** {UPOS_NAMES[t.upper()]}" for t in tags)
+    return (f"The {gloss('UPOS')} tags here: " + " · ".join(f"**{t}** {upos_meaning(t)}" for t in tags)
             + ".")
 
 
@@ -123,7 +123,7 @@ def wrong_note(st: WorkerStatus, examples: EvalExamples | None) -> str:
 
 def _tag_html(tag: str) -> str:
     """A tag, escaped; a UPOS tag as ``<abbr>`` whose hover title is its name."""
-    name = UPOS_NAMES.get(tag.upper())
+    name = upos_meaning(tag)
     return (f'<abbr title="{html.escape(tag)}: {html.escape(name, quote=True)}">{html.escape(tag)}</abbr>' if name
             else html.escape(tag))
 

@@ -9,9 +9,9 @@ import pandas as pd
 from engine.probes.tag import TagResult, tag_details
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
-from explorer.glossary import gloss
+from explorer.glossary import gloss, upos_meaning
 from explorer.heads.common import model_with_head
-from explorer.heads.tag_html import color_classes, tag_name, tagged_html
+from explorer.heads.tag_html import color_classes, tagged_html
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import require_text
@@ -45,7 +45,7 @@ def spans(result: TagResult) -> list[tuple[int, int, str, float]]:
 def words_table(result: TagResult) -> pd.DataFrame:
     """One row per word (its characters, first-piece tag, what a UPOS tag is ("" for another label), probability
     as a percentage, offsets)."""
-    rows = [[result.text[w.start:w.end], w.label, tag_name(w.label), percent(w.score), w.start, w.end]
+    rows = [[result.text[w.start:w.end], w.label, upos_meaning(w.label), percent(w.score), w.start, w.end]
             for w in result.words]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from plotly.colors import hex_to_rgb, qualitative
 
 from explorer.formatting import percent
-from explorer.glossary import UPOS_NAMES
+from explorer.glossary import upos_meaning, upos_short
 
 PLAIN = ("O",)              # tags drawn as plain text
 FILL_ALPHA = 0.3            # the fill's opacity: the theme's text stays readable on it, light or dark
@@ -65,22 +65,11 @@ def fill(number: int) -> str:
     return f"rgba({r}, {g}, {b}, {FILL_ALPHA})"
 
 
-def tag_name(label: str) -> str:
-    """What a UPOS tag means (``ADP`` → ``adposition (a preposition such as 'in', 'of')``); "" for another label
-    (a named-entity tag such as ``B-PER`` stays as it is)."""
-    return UPOS_NAMES.get(label.upper(), "")
-
-
-def short_name(label: str) -> str:
-    """A UPOS tag's name without its examples (``ADP`` → ``adposition``); "" for another label."""
-    return tag_name(label).split(" (", 1)[0]
-
-
 def tag_title(label: str, score: float | None = None) -> str:
     """A hover title: the label (with its probability) and, for a UPOS tag, its name: ``ADP 97% — adposition
     (a preposition such as 'in', 'of')``. Not escaped."""
     head = label if score is None else f"{label} {percent(score)}"
-    name = tag_name(label)
+    name = upos_meaning(label)
     return f"{head} — {name}" if name else head
 
 
@@ -92,7 +81,7 @@ def legend_html(colors: dict[str, int]) -> str:
     """One swatch per tag type in its colour; a UPOS tag's short name beside it and its full name on hover."""
     items = []
     for kind, n in colors.items():
-        name = short_name(kind)
+        name = upos_short(kind)
         named = f' <span class="tw-name">{_escape(name)}</span>' if name else ""
         items.append(f'<mark class="tw tw-c{n}" style="background: {fill(n)}" title="{_escape(tag_title(kind))}">'
                      f'<span class="tw-tag">{_escape(kind)}</span>{named}</mark>')

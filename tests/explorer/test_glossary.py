@@ -9,7 +9,8 @@ import re
 import pytest
 
 from explorer import glossary_tab
-from explorer.glossary import GLOSSARY, LAYER_RULE, UPOS_NAMES, Entry, entry, gloss, glossary_markdown, upos_name
+from explorer.glossary import (GLOSSARY, LAYER_RULE, UPOS_NAMES, Entry, entry, gloss, glossary_markdown, upos_meaning,
+                               upos_name, upos_short)
 from explorer.tab_registry import TABS
 
 UD_V2_UPOS = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
@@ -80,6 +81,8 @@ def test_all_17_upos_tags_are_spelled_out() -> None:
     assert upos_name("cconj").startswith("cconj (coordinating conjunction")
     assert upos_name("X") == "X (other (a foreign word, a typo, a code))"
     assert upos_name("B-PER") == "B-PER" and upos_name("") == ""           # other labels as they are
+    assert upos_meaning("adp") == UPOS_NAMES["ADP"] and upos_short("ADP") == "adposition" and upos_short("VERB") == "verb"
+    assert upos_meaning("B-PER") == upos_short("B-PER") == ""
 
 
 def test_the_glossary_lists_every_entry_a_to_z_and_every_tag() -> None:
