@@ -2,7 +2,7 @@
 
 Tabs link a word where it appears with :func:`gloss` (an ``<abbr>`` whose hover title is the sentence and whose
 click opens the entry in the Glossary panel), the Glossary panel lists every entry (:func:`glossary_markdown`),
-and the part-of-speech views spell out the UPOS tags with :func:`upos_name`. One rule numbers layers
+and the part-of-speech views spell out the UPOS tags with :func:`upos_meaning` and :func:`upos_short`. One rule numbers layers
 everywhere: :data:`LAYER_RULE`. Pure strings: no Gradio import, unit-tested in ``tests/explorer/test_glossary.py``.
 """
 from __future__ import annotations
