@@ -22,6 +22,7 @@ from __future__ import annotations
 import concurrent.futures as futures
 import hashlib
 import json
+import logging
 import multiprocessing
 import os
 import shutil
@@ -33,6 +34,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from engine.data.corpus_sources import CorpusSource, DocumentText
+from engine.regular_files import read_text
 from engine.data.token_store import META_FILE, DamagedStore, StoreWriter, TokenStore, encode_documents
 from engine.text.corpus import split_sentences
 from engine.text.tokenizer import WordPieceTokenizer
@@ -41,6 +43,9 @@ CACHE_ENV = "BERT_ENGINE_CACHE"
 CHUNK_CHARS = 1 << 20               # ~1 MB of text per encoded chunk
 PARALLEL_FROM_CHARS = 16 << 20      # corpora at least this large are encoded by worker processes
 SPLITTER_VERSION = 1                # bump when sentence splitting changes what a store holds
+PARTIAL = ".partial-"               # <key>.partial-<pid>-<tag>: a store or vocabulary being written
+MAX_DOCUMENTS_UNKNOWN_SIZE = 10**9  # a cached count above this, for a source of unknown size, is damage
+logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, "int | None"], Any]   # (characters read, total or None); False cancels
 
@@ -71,12 +76,15 @@ def prepared_store(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sent
     folder = (cache or cache_root()) / "corpora" / _key(
         "store", source.fingerprint(), max_documents, tokenizer_fingerprint(tokenizer), max_sentence_tokens,
         SPLITTER_VERSION)
-    if (folder / META_FILE).exists():
+    sweep_dead_partials(folder.parent)
+    if folder.exists() or folder.is_symlink():
         try:
             return TokenStore.open(folder)
-        except DamagedStore:
-            shutil.rmtree(folder, ignore_errors=True)
-    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        except DamagedStore as exc:          # damaged, changed or never finished: rebuilt, and said so
+            logger.warning("the cached tokens of %s in %s are damaged (%s); tokenising the corpus again",
+                           source.name, folder, exc)
+            _remove(folder)
+    partial = folder.with_name(f"{folder.name}{PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         writer = StoreWriter(partial, tokenizer.vocab_size)
         try:
@@ -95,6 +103,41 @@ def prepared_store(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sent
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return TokenStore.open(folder)
+
+
+def sweep_dead_partials(parent: Path) -> list[Path]:
+    """Remove the ``<key>.partial-<pid>-<tag>`` folders of writers that are no longer running on this machine
+    (a ``kill -9`` during a build leaves one); returns what was removed."""
+    removed = []
+    try:
+        entries = list(parent.iterdir()) if parent.is_dir() else []
+    except OSError:
+        return removed
+    for entry in entries:
+        name, _, rest = entry.name.partition(PARTIAL)
+        pid = rest.split("-", 1)[0]
+        if name and pid.isdigit() and not _alive(int(pid)):
+            _remove(entry)
+            removed.append(entry)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:                          # it exists but belongs to someone else
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    """A folder, file or link removed, whatever it is (a store folder may have been replaced by anything)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _chunks(texts: Iterable[DocumentText], on_progress: Progress | None, total: int | None,
@@ -171,11 +214,12 @@ def count_documents(source: CorpusSource, max_documents: int | None = None, cach
                     on_progress: Progress | None = None) -> int:
     """How many documents with text the corpus has (the first ``max_documents``); cached."""
     path = (cache or cache_root()) / "counts" / f"{_key('count', source.fingerprint(), max_documents)}.json"
+    total = source.total_bytes
     try:
-        count = json.loads(path.read_text(encoding="utf-8"))["documents"]
-        if type(count) is int and count >= 0:
-            return count
-    except (OSError, ValueError, KeyError, TypeError):
+        count = json.loads(read_text(path, 4096))["documents"]
+        if type(count) is int and 0 <= count <= (total if total is not None else MAX_DOCUMENTS_UNKNOWN_SIZE):
+            return count                     # a document holds at least one byte: a larger count is damage
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         pass
     count = sum(len(chunk) for chunk in _chunks(source.texts(max_documents), on_progress, source.total_bytes))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -208,7 +252,7 @@ def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int
 
     tokenizer = WordPieceTokenizer.train(texts(), vocab_size=vocab_size, min_frequency=min_frequency,
                                          lowercase=lowercase)
-    partial = folder.with_name(f"{folder.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    partial = folder.with_name(f"{folder.name}{PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     tokenizer.save(partial)
     try:
         partial.rename(folder)

@@ -20,15 +20,21 @@ import glob
 import hashlib
 import importlib.metadata
 import json
+import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
+from engine.regular_files import is_regular, open_regular
 from engine.text.corpus import BUILTIN_CORPORA, Document, builtin_corpus, jsonl_text
 
 TEXT_SUFFIXES = (".txt", ".md")
 FILE_SUFFIXES = TEXT_SUFFIXES + (".jsonl", ".parquet", ".arrow")
 TABLE_BATCH_ROWS = 1024
+MAX_JSONL_LINE_BYTES = 16 << 20     # one .jsonl document
+MAX_TEXT_PIECE_BYTES = 1 << 20      # a .txt/.md line is read in pieces of at most this
+MAX_DOCUMENT_CHARS = 1 << 20        # a .txt/.md block longer than this becomes several documents
 DocumentText = str | Document        # a document's raw text, or its sentences already split
 
 
@@ -92,7 +98,12 @@ class CorpusSource:
 
 
 def resolve_corpus(corpus: str) -> CorpusSource:
-    """The source ``corpus`` names: a built-in corpus, a file, a folder or a glob; ValueError says what is wrong."""
+    """The source ``corpus`` names: a built-in corpus, a file, a folder or a glob; ValueError says what is wrong.
+    A folder or glob lists each real file once (two names of one file, through symlinks, count once) and never
+    descends into a symlinked folder, so a symlink loop cannot make it list forever."""
+    if not isinstance(corpus, str) or not corpus.strip():
+        raise ValueError("no corpus was named: give a built-in corpus "
+                         f"({', '.join(BUILTIN_CORPORA)}), a file, a folder or a glob")
     if corpus in BUILTIN_CORPORA:
         return CorpusSource("builtin", corpus)
     path = Path(corpus).expanduser()
@@ -100,19 +111,80 @@ def resolve_corpus(corpus: str) -> CorpusSource:
         _check_suffix(path)
         return CorpusSource("files", corpus, (path,))
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in FILE_SUFFIXES and p.is_file())
+        files = _unique(p for p in _walk(path, re.compile(r".*")) if p.suffix.lower() in FILE_SUFFIXES)
         if not files:
             raise ValueError(f"the folder {corpus!r} holds no {'/'.join(FILE_SUFFIXES)} files")
-        return CorpusSource("files", corpus, tuple(files))
+        return CorpusSource("files", corpus, files)
     if glob.has_magic(corpus):
-        files = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
+        files = _unique(_glob(str(path)))
         if not files:
             raise ValueError(f"no file matches {corpus!r}")
         for file in files:
             _check_suffix(file)
-        return CorpusSource("files", corpus, tuple(files))
+        return CorpusSource("files", corpus, files)
     raise ValueError(f"the corpus {corpus!r} is neither built in ({', '.join(BUILTIN_CORPORA)}) nor a file, "
                      "folder or glob here; a run trained on uploaded documents needs them given again to resume")
+
+
+def _glob(pattern: str) -> Iterator[Path]:
+    """Regular files matching ``pattern``; a ``**`` pattern is walked without following symlinked folders."""
+    if "**" not in pattern:
+        yield from (Path(p) for p in glob.glob(pattern) if is_regular(p))
+        return
+    parts = Path(pattern).parts
+    fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
+    base = Path(*parts[:fixed]) if fixed else Path(".")
+    yield from _walk(base, re.compile(_pattern_regex(parts[fixed:])))
+
+
+def _walk(base: Path, relative: re.Pattern[str]) -> Iterator[Path]:
+    """Regular files under ``base`` (hidden names skipped, as ``glob`` does) whose path relative to it matches
+    ``relative``; symlinked folders are listed but not entered."""
+    for folder, dirs, files in os.walk(base, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            path = Path(folder) / name
+            if not name.startswith(".") and relative.fullmatch(path.relative_to(base).as_posix()) and is_regular(path):
+                yield path
+
+
+def _pattern_regex(parts: Sequence[str]) -> str:
+    """A regex for a relative path matching glob components: ``**`` any number of folders, ``*``, ``?`` and
+    ``[...]`` within one name."""
+    pieces = []
+    for index, part in enumerate(parts):
+        if part == "**":
+            pieces.append(".*" if index == len(parts) - 1 else "(?:[^/]+/)*")
+            continue
+        regex, i = "", 0
+        while i < len(part):
+            char = part[i]
+            closing = part.find("]", i + 2) if char == "[" else -1
+            if char == "*":
+                regex += "[^/]*"
+            elif char == "?":
+                regex += "[^/]"
+            elif closing > 0:
+                inner = part[i + 1:closing]
+                regex += "[" + ("^" + inner[1:] if inner.startswith("!") else inner).replace("\\", "\\\\") + "]"
+                i = closing
+            else:
+                regex += re.escape(char)
+            i += 1
+        pieces.append(regex + ("" if index == len(parts) - 1 else "/"))
+    return "".join(pieces)
+
+
+def _unique(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """The paths sorted, each real file (after symlinks) once."""
+    seen: set[str] = set()
+    unique = []
+    for path in sorted(paths):
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            unique.append(path)
+    return tuple(unique)
 
 
 def dataset_source(name: str, config: str | None = None, split: str = "train",
@@ -149,22 +221,54 @@ def _file_texts(path: Path, text_column: str) -> Iterator[str]:
 
 
 def _line_texts(path: Path, suffix: str) -> Iterator[str]:
-    """Documents of a .txt/.md (blank-line-separated blocks) or .jsonl file, read line by line."""
+    """Documents of a .txt/.md (blank-line-separated blocks) or .jsonl file, read in bounded pieces: a .jsonl
+    line longer than ``MAX_JSONL_LINE_BYTES`` is refused with its number, a text line longer than
+    ``MAX_TEXT_PIECE_BYTES`` is read in pieces cut at a space, and a text block longer than
+    ``MAX_DOCUMENT_CHARS`` is cut into several documents, so memory stays bounded for any shape of file."""
     block: list[str] = []
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = _decode_line(raw, path.name, number)
-            if suffix == ".jsonl":
-                text = jsonl_text(line, number, path.name)
+    size = 0
+    with open_regular(path) as handle:
+        if suffix == ".jsonl":
+            for number, raw in enumerate(iter(lambda: handle.readline(MAX_JSONL_LINE_BYTES + 1), b""), start=1):
+                if len(raw) > MAX_JSONL_LINE_BYTES:
+                    raise ValueError(f"{path.name} line {number} is longer than {MAX_JSONL_LINE_BYTES >> 20} MB; "
+                                     "split such a document over several lines")
+                text = jsonl_text(_decode_line(raw, path.name, number), number, path.name)
                 if text is not None:
                     yield text
-            elif line.strip():
-                block.append(line)
-            elif block:
+            return
+        for number, line in _text_pieces(handle, path.name):
+            if block and (not line.strip() or size + len(line) > MAX_DOCUMENT_CHARS):
                 yield "".join(block)
-                block = []
+                block, size = [], 0
+            if line.strip():
+                block.append(line)
+                size += len(line)
     if block:
         yield "".join(block)
+
+
+def _text_pieces(handle: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each line, a line longer than ``MAX_TEXT_PIECE_BYTES`` in several pieces cut after
+    a space (or, with none, before a UTF-8 character), so no piece is ever larger."""
+    number, carry = 1, b""
+    while True:
+        raw = carry + handle.readline(MAX_TEXT_PIECE_BYTES - len(carry))
+        carry = b""
+        if not raw:
+            return
+        if not raw.endswith(b"\n") and len(raw) >= MAX_TEXT_PIECE_BYTES:       # a long line: cut it
+            cut = max(raw.rfind(b" "), raw.rfind(b"\t")) + 1
+            if cut <= 0:                                                       # no space: keep UTF-8 whole
+                cut = len(raw) - 1
+                while cut > 0 and raw[cut] & 0xC0 == 0x80:
+                    cut -= 1
+                cut = cut or len(raw)
+            raw, carry = raw[:cut], raw[cut:]
+            yield number, _decode_line(raw, name, number)
+            continue
+        yield number, _decode_line(raw, name, number)
+        number += 1
 
 
 def _decode_line(raw: bytes, name: str, number: int) -> str:

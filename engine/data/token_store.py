@@ -26,10 +26,13 @@ from typing import Any, BinaryIO, Iterable, Sequence
 
 import numpy as np
 
+from engine.regular_files import open_regular, read_text
+
 FORMAT = 1
 TOKENS_FILE, SENTENCES_FILE, DOCUMENTS_FILE, META_FILE = "tokens.bin", "sentences.bin", "documents.bin", "meta.json"
 OFFSET_DTYPE = np.dtype("<i8")
 CHECK_CHUNK = 1 << 23           # values read at a time when a store is checked (64 MB of offsets)
+MAX_META_BYTES = 1 << 20
 
 
 class DamagedStore(ValueError):
@@ -134,11 +137,15 @@ class TokenStore:
                                    f"meta.json says")
             arrays.append(np.memmap(path, dtype=kind, mode="r", shape=(count,)) if count else np.zeros(0, kind))
         tokens, sentences, documents = arrays
-        _check_offsets(folder / SENTENCES_FILE, len(tokens), strict=True)
-        _check_offsets(folder / DOCUMENTS_FILE, len(sentences) - 1, strict=False)
-        largest = max((int(chunk.max()) for chunk in _chunks_of(folder / TOKENS_FILE, dtype) if len(chunk)), default=0)
+        digests = [hashlib.sha256() for _ in range(3)]
+        largest = max((int(chunk.max()) for chunk in _chunks_of(folder / TOKENS_FILE, dtype, digests[0]) if len(chunk)),
+                      default=0)
+        _check_offsets(folder / SENTENCES_FILE, len(tokens), strict=True, digest=digests[1])
+        _check_offsets(folder / DOCUMENTS_FILE, len(sentences) - 1, strict=False, digest=digests[2])
         if largest >= meta["vocab_size"]:
             raise DamagedStore(f"tokens.bin has an id of {largest}, past the vocabulary of {meta['vocab_size']}")
+        if _content_hash(digests) != meta["content_hash"]:
+            raise DamagedStore("its files differ from what was written (the content hash in meta.json does not match)")
         return cls(tokens, sentences, documents, meta["content_hash"], meta)
 
     def release_pages(self) -> None:
@@ -223,10 +230,10 @@ def _content_hash(digests: list[Any]) -> str:
 
 def _read_meta(path: Path) -> dict[str, Any]:
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(read_text(path, MAX_META_BYTES))
     except FileNotFoundError:
         raise DamagedStore("meta.json is missing (the store was never finished)") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise DamagedStore(f"meta.json cannot be read ({type(exc).__name__})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise DamagedStore(f"meta.json is not a format-{FORMAT} store record")
@@ -238,20 +245,27 @@ def _read_meta(path: Path) -> dict[str, Any]:
     return meta
 
 
-def _chunks_of(path: Path, dtype: np.dtype, count: int = CHECK_CHUNK) -> Iterable[np.ndarray]:
-    """The file's values ``count`` at a time, read (not mapped), so checking a large store adds no resident pages."""
-    with open(path, "rb") as handle:
+def _chunks_of(path: Path, dtype: np.dtype, digest: Any = None, count: int = CHECK_CHUNK) -> Iterable[np.ndarray]:
+    """The file's values ``count`` at a time, read (not mapped), so checking a large store adds no resident pages;
+    ``digest`` (a hashlib object) is fed every byte read. The file must be a regular file (``DamagedStore``)."""
+    try:
+        handle = open_regular(path)
+    except (OSError, ValueError) as exc:
+        raise DamagedStore(f"{path.name} cannot be read ({exc})") from None
+    with handle:
         while True:
             chunk = np.fromfile(handle, dtype=dtype, count=count)
             if not len(chunk):
                 return
+            if digest is not None:
+                digest.update(chunk.tobytes())
             yield chunk
 
 
-def _check_offsets(path: Path, end: int, strict: bool) -> None:
+def _check_offsets(path: Path, end: int, strict: bool, digest: Any = None) -> None:
     """Offsets must start at 0, grow (``strict``: every step; else never fall) and end at ``end``."""
     previous, first, last = None, None, None
-    for chunk in _chunks_of(path, OFFSET_DTYPE):
+    for chunk in _chunks_of(path, OFFSET_DTYPE, digest):
         first = int(chunk[0]) if first is None else first
         steps = np.diff(chunk if previous is None else np.concatenate([[previous], chunk]))
         if bool((steps <= 0).any() if strict else (steps < 0).any()):

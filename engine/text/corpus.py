@@ -206,6 +206,9 @@ def jsonl_text(line: str, number: int, name: str) -> str | None:
     except json.JSONDecodeError as exc:
         raise ValueError(f"{name} line {number} is not valid JSON: {exc.msg} (column {exc.colno}); "
                          'each line must be one JSON object such as {"text": "..."}') from None
+    except RecursionError:
+        raise ValueError(f"{name} line {number} nests JSON too deeply to read; "
+                         'each line must be one JSON object such as {"text": "..."}') from None
     if isinstance(record, dict):
         if "text" not in record:
             keys = ", ".join(json.dumps(str(key)) for key in list(record)[:5]) or "none"

@@ -48,16 +48,13 @@ def test_different_content_has_a_different_hash():
     (lambda f: (f / "tokens.bin").write_bytes((f / "tokens.bin").read_bytes()[:-2]), "not the"),
     (lambda f: (f / "sentences.bin").write_bytes(np.asarray([0, 5, 3, 9, 11, 14, 15], "<i8").tobytes()),
      "increasing offsets"),
-    (lambda f: (f / "tokens.bin").write_bytes(np.full(11, 99, "<u2").tobytes()), None),
+    (lambda f: (f / "tokens.bin").write_bytes(np.full(11, 99, "<u2").tobytes()), "content hash"),  # other valid ids
     (lambda f: (f / "tokens.bin").write_bytes(np.full(11, 500, "<u2").tobytes()), "past the vocabulary"),
     (lambda f: (f / "documents.bin").unlink(), "cannot be read"),
 ])
 def test_a_damaged_store_is_refused_with_the_reason(tmp_path, damage, reason):
     folder = write(tmp_path / "store")
     damage(folder)
-    if reason is None:                       # ids that fit the vocabulary: a valid (different) store
-        assert TokenStore.open(folder).num_tokens == 11
-        return
     with pytest.raises(DamagedStore, match=reason):
         TokenStore.open(folder)
 
