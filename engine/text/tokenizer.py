@@ -11,25 +11,29 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 
 from engine.checks import require_int
+from engine.regular_files import read_text
 from engine.text.encoding import Encoding
 from engine.text.token_explain import Explanation, describe
+from engine.text.vocabulary import (
+    MAX_INPUT_CHARS_PER_WORD, SPECIAL_TOKENS, bert_normalizer, check_text,
+    train_vocabulary,
+)
 
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-MAX_INPUT_CHARS_PER_WORD = 100
 MODEL_MAX_LENGTH = 512
+MAX_VOCAB_BYTES = 64 << 20
 _TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
 _SPECIAL_KEYS = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token")
 
 
 def _read_vocab_txt(path: Path) -> dict[str, int]:
-    """Parse a ``vocab.txt`` the way ``transformers`` does (line number = id)."""
+    """Parse a ``vocab.txt`` the way ``transformers`` does (line number = id); a regular file, size-capped."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        lines = read_text(path, MAX_VOCAB_BYTES).splitlines(keepends=True)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not a UTF-8 vocab.txt file: {exc}") from None
     return {line.rstrip("\n"): i for i, line in enumerate(lines)}
@@ -41,16 +45,6 @@ def _lowercase_of(backend: Tokenizer) -> bool:
     parts = norm.get("normalizers", [norm]) if norm.get("type") == "Sequence" else [norm]
     return any(p.get("type") == "Lowercase" or (p.get("type") == "BertNormalizer" and p.get("lowercase"))
                for p in parts)
-
-
-def _bert_normalizer(lowercase: bool) -> normalizers.BertNormalizer:
-    return normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                      strip_accents=None, lowercase=lowercase)
-
-
-def _check_text(value: object, name: str) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
 
 
 class WordPieceTokenizer:
@@ -71,7 +65,7 @@ class WordPieceTokenizer:
         if missing:
             raise ValueError(f"vocabulary lacks the special token(s) {', '.join(missing)}")
         if backend.normalizer is None:
-            backend.normalizer = _bert_normalizer(True if lowercase is None else lowercase)
+            backend.normalizer = bert_normalizer(True if lowercase is None else lowercase)
         if backend.pre_tokenizer is None:
             backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         if backend.decoder is None:
@@ -120,7 +114,7 @@ class WordPieceTokenizer:
             raise ValueError(f"vocabulary lacks the special token(s) {', '.join(missing)}")
         backend = Tokenizer(models.WordPiece(dict(vocab), unk_token="[UNK]",
                                              max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD))
-        backend.normalizer = _bert_normalizer(lowercase)
+        backend.normalizer = bert_normalizer(lowercase)
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         backend.decoder = decoders.WordPiece(prefix="##")
         return cls(backend, lowercase=lowercase)
@@ -137,8 +131,9 @@ class WordPieceTokenizer:
         if not path.is_file():
             raise FileNotFoundError(f"tokenizer file not found: {path}")
         if path.suffix == ".json":
+            text = read_text(path, MAX_VOCAB_BYTES)        # a regular file, size-capped, never blocking
             try:
-                backend = Tokenizer.from_file(str(path))
+                backend = Tokenizer.from_str(text)
             except Exception as exc:  # the Rust side raises plain Exception
                 raise ValueError(f"{path} is not a valid tokenizer.json: {exc}") from None
             return cls(backend)
@@ -146,57 +141,20 @@ class WordPieceTokenizer:
         config = path.parent / "tokenizer_config.json"
         if config.is_file():
             try:
-                lowercase = bool(json.loads(config.read_text(encoding="utf-8")).get("do_lower_case", True))
+                lowercase = bool(json.loads(read_text(config, MAX_VOCAB_BYTES)).get("do_lower_case", True))
             except (ValueError, AttributeError):
                 raise ValueError(f"{config} is not valid JSON") from None
         return cls.from_vocab(path, lowercase=lowercase)
 
     @classmethod
-    def train(
-        cls,
-        texts: Iterable[str],
-        vocab_size: int = 8000,
-        min_frequency: int = 2,
-        lowercase: bool = True,
-        progress: Callable[[float, str], None] | None = None,
-        length: int | None = None,
-        limit_alphabet: int | None = 1000,
-    ) -> "WordPieceTokenizer":
-        """Train a WordPiece vocabulary with the BERT special tokens first (ids 0..4).
-
-        ``progress(fraction, message)`` is called at the start, about ten times while texts are read
-        (every tenth of ``length`` texts, fractions up to 0.8; every 100,000 texts when ``length`` is not
-        given), and with 1.0 at the end: a handful of lines where a caller prints each message.
-        """
-        if vocab_size <= len(SPECIAL_TOKENS):
-            raise ValueError(f"vocab_size must be > {len(SPECIAL_TOKENS)}, got {vocab_size}")
-        if min_frequency < 0:
-            raise ValueError(f"min_frequency must be >= 0, got {min_frequency}")
-        report = progress or (lambda fraction, message: None)
-        every = max(1, length // 10) if length else 100_000
-
-        def stream() -> Iterator[str]:
-            count = 0
-            for count, text in enumerate(texts, start=1):
-                _check_text(text, "every training text")
-                yield text
-                if count % every == 0:
-                    fraction = 0.8 * min(1.0, count / length) if length else 0.0
-                    report(fraction, f"read {count:,} texts")
-            report(0.8, f"read {count:,} texts; building the vocabulary")
-
-        report(0.0, "starting WordPiece training")
-        backend = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=MAX_INPUT_CHARS_PER_WORD))
-        backend.normalizer = _bert_normalizer(lowercase)
-        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        trainer = trainers.WordPieceTrainer(
-            vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
-            special_tokens=list(SPECIAL_TOKENS), limit_alphabet=limit_alphabet,
-            continuing_subword_prefix="##",
-        )
-        backend.train_from_iterator(stream(), trainer=trainer, length=length)
-        tokenizer = cls.from_vocab(backend.get_vocab(), lowercase=lowercase)
-        report(1.0, f"trained a vocabulary of {tokenizer.vocab_size:,} tokens")
+    def train(cls, texts: Iterable[str], vocab_size: int = 8000, min_frequency: int = 2, lowercase: bool = True,
+              progress: Callable[[float, str], None] | None = None, length: int | None = None,
+              limit_alphabet: int | None = 1000) -> "WordPieceTokenizer":
+        """A WordPiece vocabulary trained on ``texts`` (``engine.text.vocabulary.train_vocabulary``: the BERT
+        special tokens first, ids in one fixed order, ``progress(fraction, message)`` a handful of times)."""
+        vocab = train_vocabulary(texts, vocab_size, min_frequency, lowercase, progress, length, limit_alphabet)
+        tokenizer = cls.from_vocab(vocab, lowercase=lowercase)
+        (progress or (lambda fraction, message: None))(1.0, f"trained a vocabulary of {tokenizer.vocab_size:,} tokens")
         return tokenizer
 
     def save(self, directory: str | Path) -> list[Path]:
@@ -242,9 +200,9 @@ class WordPieceTokenizer:
 
     # --- encoding ---
     def _check_args(self, text: str, text_pair: str | None, max_length: int, truncation: bool) -> None:
-        _check_text(text, "text")
+        check_text(text, "text")
         if text_pair is not None:
-            _check_text(text_pair, "text_pair")
+            check_text(text_pair, "text_pair")
         text_pair = text_pair or None
         require_int(max_length, "max_length")
         minimum = 4 if text_pair is not None else 3
@@ -328,8 +286,8 @@ class WordPieceTokenizer:
         Offsets of context tokens index ``context``. Raises ValueError when the question
         leaves no room for the context or ``doc_stride`` >= the context room of a window.
         """
-        _check_text(question, "question")
-        _check_text(context, "context")
+        check_text(question, "question")
+        check_text(context, "context")
         for name, value in (("max_seq_len", max_seq_len), ("doc_stride", doc_stride),
                             ("max_question_len", max_question_len)):
             require_int(value, name)
