@@ -20,6 +20,8 @@ The cache lives in ``$BERT_ENGINE_CACHE``, else ``~/.cache/bert-explorer``.
 from __future__ import annotations
 
 import concurrent.futures as futures
+import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -86,23 +88,43 @@ def prepared_store(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sent
             _remove(folder)
     partial = folder.with_name(f"{folder.name}{PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
-        writer = StoreWriter(partial, tokenizer.vocab_size)
+        with _writing(folder.parent):
+            writer = StoreWriter(partial, tokenizer.vocab_size)
         try:
             for arrays in _encoded_chunks(source, tokenizer, max_sentence_tokens, max_documents, num_proc,
                                           on_progress):
-                writer.add(*arrays)
+                with _writing(folder.parent):
+                    writer.add(*arrays)
         finally:
             writer.abandon()
-        writer.finish({"source": source.name, "kind": source.kind, "max_documents": max_documents,
-                       "max_sentence_tokens": max_sentence_tokens, "tokenizer": tokenizer_fingerprint(tokenizer)})
-        try:
-            partial.rename(folder)
-        except OSError:                      # another process finished the same store first
-            if not (folder / META_FILE).exists():
-                raise
+        with _writing(folder.parent):
+            writer.finish({"source": source.name, "kind": source.kind, "max_documents": max_documents,
+                           "max_sentence_tokens": max_sentence_tokens, "tokenizer": tokenizer_fingerprint(tokenizer)})
+            try:
+                partial.rename(folder)
+            except OSError:                  # another process finished the same store first
+                if not (folder / META_FILE).exists():
+                    raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return TokenStore.open(folder)
+
+
+class CacheUnwritable(ValueError):
+    """The token cache's folder cannot be written (read-only, full, not a folder, no permission)."""
+
+
+@contextlib.contextmanager
+def _writing(folder: Path) -> Iterator[None]:
+    """Turn a failed write into one sentence naming the cache and the way out."""
+    try:
+        yield
+    except OSError as exc:
+        reason = {errno.EROFS: "it is on a read-only file system", errno.ENOSPC: "the disk is full",
+                  errno.EACCES: "permission denied", errno.ENOTDIR: "a file is in the way of a folder",
+                  errno.EEXIST: "a file is in the way of a folder"}.get(exc.errno, exc.strerror or str(exc))
+        raise CacheUnwritable(f"the token cache cannot be written in {folder} ({reason}); set {CACHE_ENV} to a "
+                              "writable folder") from None
 
 
 def sweep_dead_partials(parent: Path) -> list[Path]:
@@ -222,10 +244,11 @@ def count_documents(source: CorpusSource, max_documents: int | None = None, cach
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         pass
     count = sum(len(chunk) for chunk in _chunks(source.texts(max_documents), on_progress, source.total_bytes))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps({"documents": count}), encoding="utf-8")
-    partial.replace(path)
+    with _writing(path.parent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial.write_text(json.dumps({"documents": count}), encoding="utf-8")
+        partial.replace(path)
     return count
 
 
@@ -253,7 +276,8 @@ def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int
     tokenizer = WordPieceTokenizer.train(texts(), vocab_size=vocab_size, min_frequency=min_frequency,
                                          lowercase=lowercase)
     partial = folder.with_name(f"{folder.name}{PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    tokenizer.save(partial)
+    with _writing(folder.parent):
+        tokenizer.save(partial)
     try:
         partial.rename(folder)
     except OSError:

@@ -3,6 +3,7 @@ removed meta.json, a pipe in place of a file, an absurd cached document count an
 are each found, and the corpus is tokenised again (with a warning), never used damaged and never fatal."""
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -12,9 +13,9 @@ import sys
 import numpy as np
 import pytest
 
-from engine.data.corpus_cache import count_documents, prepared_store, sweep_dead_partials
+from engine.data.corpus_cache import CacheUnwritable, count_documents, prepared_store, sweep_dead_partials
 from engine.data.corpus_sources import resolve_corpus
-from engine.data.token_store import META_FILE, SENTENCES_FILE, TOKENS_FILE, DamagedStore, TokenStore
+from engine.data.token_store import META_FILE, SENTENCES_FILE, TOKENS_FILE, DamagedStore, StoreWriter, TokenStore
 
 
 @pytest.fixture
@@ -97,3 +98,27 @@ def test_the_folders_of_killed_writers_are_swept(built, tiny_tokenizer):
     assert not leftover.exists() and mine.exists(), "a live writer's folder is left alone"
     prepared_store(source, tiny_tokenizer, 16, cache=cache)                 # every build sweeps first
     assert mine.exists()
+
+
+def test_a_cache_that_is_a_file_says_so(tmp_path, tiny_tokenizer):
+    path = tmp_path / "corpus.txt"
+    path.write_text("The cat sat. The dog ran.\n\nA bird sang.\n")
+    (tmp_path / "cache").write_text("not a folder")
+    with pytest.raises(CacheUnwritable, match="the token cache cannot be written in .*cache.*BERT_ENGINE_CACHE"):
+        prepared_store(resolve_corpus(str(path)), tiny_tokenizer, 16, cache=tmp_path / "cache")
+    with pytest.raises(CacheUnwritable, match="a file is in the way"):
+        count_documents(resolve_corpus(str(path)), cache=tmp_path / "cache")
+
+
+@pytest.mark.parametrize("code, reason", [(errno.ENOSPC, "the disk is full"), (errno.EROFS, "read-only file system")])
+def test_a_full_or_read_only_disk_is_one_sentence(tmp_path, tiny_tokenizer, monkeypatch, code, reason):
+    path = tmp_path / "corpus.txt"
+    path.write_text("The cat sat. The dog ran.\n\nA bird sang.\n")
+
+    def fail(self, *arrays):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(StoreWriter, "add", fail)
+    with pytest.raises(CacheUnwritable, match=reason):
+        prepared_store(resolve_corpus(str(path)), tiny_tokenizer, 16, cache=tmp_path / "cache")
+    assert not [p for p in (tmp_path / "cache" / "corpora").iterdir()], "no partial folder is left behind"
