@@ -39,7 +39,8 @@ Every setting is an environment variable (README "Configuration" says more):
   EXPLORER_CONCURRENCY, EXPLORER_QUEUE_SIZE, EXPLORER_HEAVY_CONCURRENCY, EXPLORER_HEAVY_QUEUE,
   EXPLORER_HEAVY_PER_CLIENT   how many requests run and wait
   EXPLORER_MAX_UPLOAD_MB, EXPLORER_MAX_HUB_MB, EXPLORER_MAX_MODEL_PARAMS   size caps
-  GRADIO_SERVER_NAME, GRADIO_SERVER_PORT   host and port (default 127.0.0.1 and 7860)
+  EXPLORER_FORWARD_CACHE_MB   memory for the kept model forwards a layer or head change redraws from (default 512)
+  GRADIO_SERVER_NAME, GRADIO_SERVER_PORT   host and port (default 127.0.0.1 and 7860; --host, --port win)
   HF_HUB_OFFLINE=0            let the app download hub models (default 1: offline)
 """
 
@@ -58,12 +59,24 @@ def package_version() -> str:
 
 
 def argument_parser() -> argparse.ArgumentParser:
-    """The command line: ``--help`` and ``--version`` only; the settings are environment variables."""
+    """The command line: ``--help``, ``--version``, ``--port`` and ``--host``; the other settings are environment
+    variables."""
     parser = argparse.ArgumentParser(
         description="BERT Explorer: serve the app (see, train and take apart a BERT in the browser) until "
                     "interrupted.", epilog=SETTINGS_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("--port", type=_port, help="the port to serve on (default: GRADIO_SERVER_PORT, else 7860)")
+    parser.add_argument("--host", help="the address to serve on, e.g. 0.0.0.0 for every interface "
+                                       "(default: GRADIO_SERVER_NAME, else 127.0.0.1)")
     return parser
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 1-65535 (argparse turns the ValueError into 'invalid _port value')."""
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port number (1-65535)")
+    return value
 
 
 # --help, --version and a wrong argument are answered before gradio and torch are imported (that import takes
@@ -76,7 +89,8 @@ from gradio import utils as gr_utils  # noqa: E402
 
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR  # noqa: E402
 from engine.data.corpus_cache import cache_root  # noqa: E402
-from explorer import CSS, THEME, build_app, heavy_limits, warmup  # noqa: E402
+from explorer import heavy_limits, warmup  # noqa: E402
+from explorer.page import CSS, THEME, build_app  # noqa: E402
 from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag, env_int  # noqa: E402
 from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
@@ -179,13 +193,15 @@ def startup_summary(services: Services, url: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Serve the app until interrupted; ``--help`` and ``--version`` print and exit, other arguments exit 2."""
-    argument_parser().parse_args(argv)
+    """Serve the app until interrupted; ``--help`` and ``--version`` print and exit, ``--port`` and ``--host`` say
+    where to serve (over GRADIO_SERVER_PORT / GRADIO_SERVER_NAME), other arguments exit 2."""
+    args = argument_parser().parse_args(argv)
     services = default_services(runs_root=runs_dir_from_env())
     demo = create_app(services)
     if env_flag(warmup.DEMO_ENV):
         warmup.start(services)  # background: the examples run once while the server comes up
-    demo.launch(prevent_thread_lock=True, **launch_options())
+    where = {key: value for key, value in (("server_port", args.port), ("server_name", args.host)) if value}
+    demo.launch(prevent_thread_lock=True, **{**launch_options(), **where})
     print(startup_summary(services, demo.local_url or ""), flush=True)
     # Slow first-use work runs once serving, in the background: on 2 cores it would otherwise delay the
     # first page by seconds (bench/cold_start.py).

@@ -44,7 +44,7 @@ sys.path.insert(0, os.getcwd())
 import torch; mark("import torch")
 import gradio; mark("import gradio")
 import engine.checkpoints.hf_format, explorer.model_registry, engine.text.tokenizer; mark("import engine (registry, checkpoints)")
-import explorer, explorer.services; mark("import explorer")
+import explorer.page, explorer.services; mark("import explorer")
 import app; mark("import app")
 services = explorer.services.default_services(); mark("default_services() (tokenizer, worker, registry)")
 from explorer import model_picker
@@ -56,7 +56,7 @@ from explorer.tokenize import tab as tokenize_tab
 from explorer.training import tab as training_tab
 mark("import the tab modules")
 demo = app.create_app(services); mark("create_app() (build the Blocks, queue)")
-demo.launch(prevent_thread_lock=True, quiet=True, theme=explorer.THEME, css=explorer.CSS); mark("launch()")
+demo.launch(prevent_thread_lock=True, quiet=True, theme=explorer.page.THEME, css=explorer.page.CSS); mark("launch()")
 demo.close()
 print(json.dumps(marks))
 """

@@ -42,6 +42,7 @@ from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.data.pretraining import PretrainingDataset  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from engine.training.loop.trainer import Trainer  # noqa: E402
+from engine.training.tasks import task_for  # noqa: E402
 from engine.training.loop.config import TrainingConfig  # noqa: E402
 from bench.timing import paired_times  # noqa: E402
 
@@ -91,7 +92,7 @@ def make_trainer(model: BertWithHeads, tokenizer: WordPieceTokenizer, precision:
     config = TrainingConfig(precision=precision, device="cpu", batch_size=data.batch_size,
                             max_seq_length=data.max_seq_length, nsp=data.nsp, total_steps=1000, warmup_steps=0,
                             eval_every=0, eval_batches=1, checkpoint_every=0)
-    return Trainer(model, tokenizer, data, data, config, run_dir)
+    return Trainer(model, tokenizer, data, data, config, run_dir, task=task_for(config))
 
 
 def batch_loss(trainer: Trainer) -> float:

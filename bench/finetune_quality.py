@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.training.loop.callbacks import FunctionCallback  # noqa: E402
-from engine.training.jobs.spec import JobSpec  # noqa: E402
+from engine.training.tasks.job_spec import JobSpec  # noqa: E402
 from engine.training.jobs.setup import prepare_job  # noqa: E402
 from engine.training.tasks.finetuning import CLASSIFICATION  # noqa: E402
 from engine.training.tasks.multiple_choice import MULTIPLE_CHOICE  # noqa: E402

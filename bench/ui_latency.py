@@ -65,13 +65,13 @@ NEEDS_HEAD = {"/fill_mask": "mlm", "/answer": "qa"}  # endpoints timed only when
 @contextlib.contextmanager
 def serve(demo: gr.Blocks) -> Iterator[Client]:
     """Launch ``demo`` on a free loopback port without blocking; a client for it; close it afterwards."""
-    import explorer
+    import explorer.page
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     demo.launch(prevent_thread_lock=True, server_name="127.0.0.1", server_port=port, quiet=True,
-                theme=explorer.THEME, css=explorer.CSS)
+                theme=explorer.page.THEME, css=explorer.page.CSS)
     try:
         yield Client(demo.local_url, verbose=False)
     finally:

@@ -1,7 +1,7 @@
 """``python -m engine.finetune``: fine-tune a BERT for extractive QA, sequence or token classification, or
 multiple choice.
 
-The arguments become a ``JobSpec`` (``engine.training.jobs.spec``) and ``prepare_job`` makes the trainer:
+The arguments become a ``JobSpec`` (``engine.training.tasks.job_spec``) and ``prepare_job`` makes the trainer:
 the same ``Trainer`` as pretraining (the task is ``config.task``), the same checkpoints, resume,
 Ctrl-C handling and torchrun support as ``engine.pretrain``.
 
@@ -51,7 +51,7 @@ from typing import Any, Sequence
 from engine.training.jobs import cli
 from engine.training.loop import distributed as dist
 from engine.model.head_specs import HEADS
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import PreparedJob
 from engine.training.tasks.registry import finetuning_tasks, task_definition
 

@@ -1,6 +1,6 @@
 """``python -m engine.pretrain``: pretrain a BERT (MLM + NSP) from the command line.
 
-The arguments become a ``JobSpec`` (``engine.training.jobs.spec``) and ``prepare_job`` makes the trainer,
+The arguments become a ``JobSpec`` (``engine.training.tasks.job_spec``) and ``prepare_job`` makes the trainer,
 the same path as the app's training worker; the loop runs with a tqdm progress bar. Under
 ``torchrun --nproc_per_node=N -m engine.pretrain ...`` the processes join a process group (gloo on
 CPU, nccl on CUDA) and train with DistributedDataParallel; only rank 0 prints, logs and writes
@@ -32,7 +32,7 @@ from typing import Any, Sequence
 from engine.model.config import PRESETS
 from engine.training.jobs import cli
 from engine.training.loop import distributed as dist
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import PreparedJob
 from engine.training.tasks.pretraining import PRETRAINING
 

@@ -120,7 +120,7 @@ def entry(term: str) -> Entry:
 def gloss(term: str, shown: str | None = None) -> str:
     """``shown`` (default: the term) as an ``<abbr class="gloss">`` whose hover title is the term's sentence and
     whose second class and ``data-gloss`` name its Glossary anchor (a click opens the entry: the page script in
-    ``explorer.JS``). For Markdown and HTML: Gradio's Markdown sanitizer drops ``data-`` attributes, so the
+    ``explorer.page.JS``). For Markdown and HTML: Gradio's Markdown sanitizer drops ``data-`` attributes, so the
     script reads the anchor from the class."""
     item = entry(term)
     text = html.escape(shown if shown is not None else item.term, quote=True)

@@ -4,11 +4,14 @@ A folder loaded from disk gets the key ``local:<root>/<folder>``: the name of th
 and its path inside that folder (``local:models/mine`` for ``/srv/data/models/mine``). That key is what the
 picker lists, what every client is sent and what a probe's "model:" line names, so a public app does not
 show its server's directory layout; the absolute path stays on the server (``ModelRegistry`` maps the key
-back). No Gradio here.
+back: ``LocalFolders``). No Gradio here.
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+
+from explorer.model_key import ModelKey
 
 
 def is_dir(path: Path) -> bool:
@@ -54,10 +57,52 @@ def allowed_local(text: str, roots: tuple[Path, ...]) -> Path:
     return path
 
 
-def short_key(path: Path, roots: tuple[Path, ...]) -> str:
+def short_key(path: Path, roots: tuple[Path, ...]) -> ModelKey:
     """The key a client sees for the allowed folder ``path`` (resolved): ``local:<root name>/<inside>``."""
     root = _inside(path, roots)
     if root is None:                                 # allowed_local checked it; never shown otherwise
-        return f"local:{path.name}"
+        return ModelKey.local(path.name)
     inside = path.relative_to(root).as_posix()
-    return f"local:{root.name or 'root'}" + ("" if inside == "." else f"/{inside}")
+    return ModelKey.local((root.name or "root") + ("" if inside == "." else f"/{inside}"))
+
+
+class LocalFolders:
+    """The folders local models may be loaded from (the allowed ones and the runs folder), and the short key
+    of each model folder named so far (two allowed folders with the same name get ``~2``, ``~3``, ...)."""
+
+    def __init__(self, allowed: tuple[Path, ...], runs_root: Path | None) -> None:
+        self.allowed = allowed                       # resolved
+        self.runs_root = runs_root
+        self._named: dict[ModelKey, Path] = {}       # short key -> server folder
+        self._lock = threading.Lock()
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The allowed folders and the runs folder, resolved."""
+        return self.allowed + ((self.runs_root.resolve(),) if self.runs_root is not None else ())
+
+    def holds(self, text: str) -> bool:
+        """Whether ``text`` is a folder inside the allowed folders (one elsewhere reads as a hub id: no oracle)."""
+        try:
+            path = Path(text).expanduser().resolve()
+        except (OSError, ValueError, RuntimeError):
+            return False
+        return _inside(path, self.roots) is not None and is_dir(path)
+
+    def short(self, key: ModelKey) -> ModelKey:
+        """The key clients are sent for the local ``key`` (a short key or a server path): ``local:<root>/<inside>``.
+        Errors as ``allowed_local``."""
+        if key in self._named:
+            return key
+        path = allowed_local(key.reference, self.roots)
+        with self._lock:
+            base = name = short_key(path, self.roots)
+            count = 1
+            while self._named.setdefault(name, path) != path:    # two allowed folders with the same name
+                count += 1
+                name = ModelKey.local(f"{base.reference}~{count}")
+        return name
+
+    def folder(self, key: ModelKey) -> Path:
+        """The folder of the local ``key`` (a short key named before, or a server path), checked again."""
+        return allowed_local(str(self._named.get(key, key.reference)), self.roots)

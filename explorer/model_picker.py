@@ -1,6 +1,6 @@
 """The model picker above the tabs: one dropdown every probing tab reads its model from.
 
-The dropdown's value is a model key (see ``explorer.model_registry``): the bundled default, the
+The dropdown's value is a model key (see ``explorer.model_key``): the bundled default, the
 live training run, any checkpoint of any run (newest first, with step and loss), or a local
 folder / hub model loaded with the box next to it (``/load_model``). The list is filled again when a
 page loads and refreshes itself while a run writes checkpoints. Each browser picks its own model.
@@ -20,6 +20,7 @@ import gradio as gr
 
 from explorer.endpoints import endpoint, handler
 from explorer.model_description import describe
+from explorer.model_key import KeyKind
 from explorer.model_registry import ModelChoice, ModelRegistry, UnknownModelError
 from explorer.services import Services
 from explorer.ui_errors import shown
@@ -99,18 +100,18 @@ def _load_handler(services: Services, registry: ModelRegistry) -> Callable[..., 
         """
         progress(0.0, desc="Finding the model…")
         try:
-            key = registry.resolve(source_text)
-            if key.startswith("local:"):
+            key = registry.resolve(source_text)          # the text is read once; the ModelKey travels on
+            if key.kind is KeyKind.LOCAL:
                 services.access.require_admin(token, "load models from local folders")
             # A hub download reports each file's bytes here: huggingface_hub's tqdm bars, tracked by Gradio.
-            progress(0.1, desc="Downloading from the hub…" if key.startswith("hub:") else "Reading the weights…")
+            progress(0.1, desc="Downloading from the hub…" if key.kind is KeyKind.HUB else "Reading the weights…")
+            key = registry.canonical(key)   # a local folder's key names no server path (explorer.local_models)
             with services.probing():
                 loaded = registry.get(key)
-            key = registry.canonical(key)   # a local folder's key names no server path (explorer.local_models)
         except UnknownModelError as exc:
             raise UnknownModelError(registry.unknown_key_message(exc)) from None
         progress(1.0, desc="Loaded")
-        return gr.update(choices=dropdown_choices(registry.choices()), value=key), describe(loaded)
+        return gr.update(choices=dropdown_choices(registry.choices()), value=key.text), describe(loaded)
 
     return handler(load_model, "load_model", gpu=False)     # loads a model, runs none; one handler, two triggers
 

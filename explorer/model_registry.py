@@ -1,22 +1,14 @@
 """Which models the probing tabs can use, and a small cache of the loaded ones.
 
-Every model has a *key*, a short string the UI puts in its picker and API callers pass:
-
-- ``default``: the bundled model in ``assets/default-model`` (or the folder / hub id configured);
-- ``live``: an eval-mode snapshot of the model being trained right now;
-- ``checkpoint:<run>/<step-dir>``: a checkpoint of a training run under the runs folder;
-- ``local:<path>``: an HF-format directory inside one of the allowed model folders;
-- ``hub:<owner/name>``: a hub model (only when the hub is reachable).
-
+Every model has a *key* (``default``, ``live``, a checkpoint, a local folder, a hub model: ``explorer.model_key``),
+a string in the picker and the API, a ``ModelKey`` here. ``resolve(source)`` turns what a user typed (a key, a
+path, a hub id) into a ``ModelKey`` once; the other methods take that value (or text, which they resolve).
 ``ModelRegistry.get(key)`` loads (once; a few stay cached) and returns a ``LoadedModel``; every failure is a
-``ValueError``/``FileNotFoundError``/``ConnectionError`` a person understands. ``resolve(source)`` turns
-what a user typed (a path, a hub id, a key) into a key. No Gradio here.
+``ValueError``/``FileNotFoundError``/``ConnectionError`` a person understands. No Gradio here.
 """
 from __future__ import annotations
 
 import logging
-import os
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -27,17 +19,17 @@ from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.checkpoints.model_fit import ModelTooLargeError, config_check
 from engine.model.config import BertConfig
-from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first, is_complete
+from engine.training.runs.run_folder import CheckpointInfo, RunFolder, is_complete
+from engine.training.runs.run_catalog import checkpoints_newest_first
 from engine.checks import is_finite_number
-from explorer.local_models import allowed_local, is_dir as _is_dir, short_key
+from explorer.local_models import LocalFolders, is_dir as _is_dir
+from explorer.model_key import DEFAULT, LIVE, KeyKind, ModelKey, usable_run_name
 from explorer.model_settings import max_hub_bytes, max_model_parameters
 
 if TYPE_CHECKING:
     from engine.training.worker.training_worker import TrainingWorker
 
-MAX_SOURCE_CHARS = 4096          # longer "model names" are refused before they reach the file system
 LISTED_KEYS = 12                 # an unknown-key message lists at most this many of the keys available now
-_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 logger = logging.getLogger(__name__)
 
 
@@ -53,6 +45,7 @@ class ModelChoice:
     label: str
     kind: str                       # "default" | "live" | "checkpoint" | "local" | "hub"
     step: int | None = None         # training step, for checkpoints
+    run: str = ""                   # the run's name, for checkpoints
 
 
 @dataclass(frozen=True)
@@ -83,7 +76,7 @@ def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoic
 
 def checkpoint_key(path: Path) -> str:
     """The key of a checkpoint directory ``<run>/checkpoints/<step-dir>``."""
-    return f"checkpoint:{RunFolder.of_checkpoint(path).name}/{path.name}"
+    return ModelKey.checkpoint(RunFolder.of_checkpoint(path).name, path.name).text
 
 
 def checkpoint_label(info: CheckpointInfo) -> str:
@@ -98,12 +91,9 @@ def checkpoint_label(info: CheckpointInfo) -> str:
     return f"{run} · step {info.step}{loss_text}"
 
 
-def usable_run_name(name: str) -> bool:
-    """Whether a run folder's name can be part of a ``checkpoint:<run>/<step>`` key: any name the file system
-    holds except ``.``/``..`` and names with control characters (``resolve`` refuses those in every key)."""
-    return (bool(name) and name not in (".", "..") and len(name) <= 255
-            and not any(sep and sep in name for sep in (os.sep, os.altsep, "/"))
-            and not any(ord(c) < 32 or ord(c) == 127 for c in name))
+def _choice(info: CheckpointInfo) -> ModelChoice:
+    """A checkpoint's entry in the picker."""
+    return ModelChoice(checkpoint_key(info.path), checkpoint_label(info), "checkpoint", info.step, info.run.name)
 
 
 class ModelRegistry:
@@ -126,21 +116,21 @@ class ModelRegistry:
             raise ValueError(f"{default_hub!r} is not a hub model id; expected the form 'owner/name'")
         self.default_hub = default_hub                 # served as ``default`` instead of default_dir when set
         self.cache_size = max(1, cache_size)
-        self._cache: OrderedDict[str, LoadedModel] = OrderedDict()
-        self._pinned: dict[str, LoadedModel] = {}
-        self._extra: dict[str, ModelChoice] = {}      # local/hub models loaded this session
-        self._local: dict[str, Path] = {}             # a local model's key (explorer.local_models) -> its folder
+        self._cache: OrderedDict[ModelKey, LoadedModel] = OrderedDict()
+        self._pinned: dict[ModelKey, LoadedModel] = {}
+        self._extra: dict[ModelKey, ModelChoice] = {}      # local/hub models loaded this session
+        self._local = LocalFolders(self.allowed_dirs, self.runs_root)   # local models' short keys -> folders
         self._lock = threading.Lock()
-        self._key_locks: dict[str, threading.Lock] = {}
+        self._key_locks: dict[ModelKey, threading.Lock] = {}
         self._warned: set[str] = set()                # run names left out of the list (already logged)
 
     # ------------------------------------------------------------------ listing
     def has_default(self) -> bool:
         """Whether a ``default`` model is configured (pinned, a hub id, or a folder with a config.json)."""
-        return ("default" in self._pinned or self.default_hub is not None
+        return (DEFAULT in self._pinned or self.default_hub is not None
                 or (self.default_dir is not None and (self.default_dir / "config.json").is_file()))
 
-    def listed(self, key: str) -> bool:
+    def listed(self, key: str | ModelKey) -> bool:
         """Whether ``key`` is a local/hub model already loaded this session (it is in the picker); a folder's
         path names the same model as its key. False, never an error, for anything else."""
         try:
@@ -150,20 +140,11 @@ class ModelRegistry:
         with self._lock:
             return key in self._extra
 
-    def canonical(self, key: str) -> str:
+    def canonical(self, key: str | ModelKey) -> ModelKey:
         """The key clients are sent for ``key``: a local folder's ``local:<root>/<inside>`` (its server path
         stays here), any other key unchanged. Errors as ``get`` for a folder that is not allowed."""
         key = self.resolve(key)
-        if not key.startswith("local:") or key in self._local:
-            return key
-        path = allowed_local(key.split(":", 1)[1], self._local_roots())
-        with self._lock:
-            base = name = short_key(path, self._local_roots())
-            count = 1
-            while self._local.setdefault(name, path) != path:    # two allowed folders with the same name
-                count += 1
-                name = f"{base}~{count}"
-        return name
+        return self._local.short(key) if key.kind is KeyKind.LOCAL else key
 
     def checkpoint_infos(self) -> list[CheckpointInfo]:
         """Complete checkpoints of every run, newest first; a run whose folder name cannot be a key (control
@@ -187,12 +168,11 @@ class ModelRegistry:
         found: list[ModelChoice] = []
         if self.has_default():
             label = f"Default model (hub: {self.default_hub})" if self.default_hub else "Bundled default model"
-            found.append(ModelChoice("default", label, "default"))
-        found += [ModelChoice(k, f"{v.source}", "default") for k, v in self._pinned.items() if k != "default"]
+            found.append(ModelChoice(DEFAULT.text, label, "default"))
+        found += [ModelChoice(k.text, f"{v.source}", "default") for k, v in self._pinned.items() if k != DEFAULT]
         if self.worker is not None and self.worker.trainer is not None:
-            found.append(ModelChoice("live", "Live training run (current weights)", "live"))
-        found += [ModelChoice(checkpoint_key(c.path), checkpoint_label(c), "checkpoint", c.step)
-                  for c in self.checkpoint_infos()]
+            found.append(ModelChoice(LIVE.text, "Live training run (current weights)", "live"))
+        found += [_choice(c) for c in self.checkpoint_infos()]
         with self._lock:
             found += list(self._extra.values())
         return found
@@ -218,14 +198,14 @@ class ModelRegistry:
         return [RunChoice(name, len(infos), min(i.step for i in infos), max(i.step for i in infos))
                 for name, infos in grouped.items()]
 
-    def run_checkpoints(self, key: str | None = None, run: str | None = None) -> list[ModelChoice]:
+    def run_checkpoints(self, key: str | ModelKey | None = None, run: str | None = None) -> list[ModelChoice]:
         """The checkpoints of one run, oldest first: ``run`` when given, else the run of ``key`` if it is
         a checkpoint, else the run of the newest checkpoint. Empty when there are no checkpoints at all;
         ``UnknownModelError`` when the run asked for (by name or by a checkpoint key) has none."""
         infos = self.checkpoint_infos()
         name = (run or "").strip()
-        if not name and key and key.startswith("checkpoint:"):
-            name = key.split(":", 1)[1].split("/", 1)[0]
+        if not name and key:
+            name = (key if isinstance(key, ModelKey) else ModelKey.parse(key)).run
         if not name:
             if not infos:
                 return []
@@ -234,10 +214,9 @@ class ModelRegistry:
         if not own:
             listed = ", ".join(r.label for r in self.runs()[:LISTED_KEYS]) or "none yet"
             raise UnknownModelError(f"The run {name[:80]!r} has no checkpoints. Runs with checkpoints now: {listed}.")
-        return [ModelChoice(checkpoint_key(c.path), checkpoint_label(c), "checkpoint", c.step)
-                for c in sorted(own, key=lambda c: c.step)]
+        return [_choice(c) for c in sorted(own, key=lambda c: c.step)]
 
-    def peek_config(self, key: str | None) -> BertConfig | None:
+    def peek_config(self, key: str | ModelKey | None) -> BertConfig | None:
         """``key``'s config without loading weights (for building the UI fast): a loaded model's, or the
         default folder's ``config.json``; None where only a load would tell."""
         try:
@@ -248,7 +227,7 @@ class ModelRegistry:
             loaded = self._pinned.get(key) or self._cache.get(key)
         if loaded is not None:
             return loaded.config
-        if key == "default" and self.default_hub is None and self.has_default():
+        if key == DEFAULT and self.default_hub is None and self.has_default():
             try:
                 return BertConfig.load(self.default_dir)
             except (OSError, ValueError):
@@ -256,39 +235,33 @@ class ModelRegistry:
         return None
 
     # ------------------------------------------------------------------ loading
-    def pin(self, key: str, loaded: LoadedModel) -> None:
+    def pin(self, key: str | ModelKey, loaded: LoadedModel) -> None:
         """Serve ``loaded`` under ``key`` without loading it (tests, or a model built in memory)."""
         with self._lock:
-            self._pinned[key] = loaded
+            self._pinned[key if isinstance(key, ModelKey) else ModelKey.read(key)] = loaded
 
-    def resolve(self, source: str) -> str:
-        """A key from what a user typed: a key, ``default``, a local folder or an ``owner/name`` hub id."""
-        text = (source or "").strip()
-        if not text:
-            raise ValueError("Choose a model: 'default', a checkpoint, a local folder or a hub id (owner/name).")
-        if len(text) > MAX_SOURCE_CHARS:
-            raise ValueError(f"That model name is too long ({len(text):,} characters; at most {MAX_SOURCE_CHARS:,}): "
-                             "type a folder path or a hub id (owner/name).")
-        if any(ord(c) < 32 or ord(c) == 127 for c in text):
-            raise ValueError("The model name holds control characters (a NUL byte, a line break, ...): "
-                             "type a folder path or a hub id (owner/name).")
-        if text in ("default", "live") or text.startswith(("checkpoint:", "local:", "hub:")) or text in self._pinned:
-            return text
-        if text.startswith(("http://", "https://")) or "://" in text:
+    def resolve(self, source: str | ModelKey) -> ModelKey:
+        """The key of what a user typed: a key, ``default``, a local folder or an ``owner/name`` hub id (a
+        ``ModelKey`` comes back as it is, unless it is a plain name that no pinned model has)."""
+        key = source if isinstance(source, ModelKey) else ModelKey.read(source)
+        if key.kind is not KeyKind.NAME or key in self._pinned:
+            return key
+        text = key.reference
+        if "://" in text:
             raise ValueError("Give a hub model as 'owner/name', not a URL.")
-        if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1 or self._allowed_folder(text):
-            return f"local:{text}"
+        if text.startswith(("/", ".", "~")) or "\\" in text or text.count("/") > 1 or self._local.holds(text):
+            return ModelKey.local(text)
         if hub.is_hub_id(text):
-            return f"hub:{text}"
+            return ModelKey.hub(text)
         raise UnknownModelError(f"{text!r} is neither a model key, a model folder nor a hub id of the form "
                                 "'owner/name'.")
 
-    def get(self, key: str) -> LoadedModel:
+    def get(self, key: str | ModelKey) -> LoadedModel:
         """The model for ``key``, loading it on first use (``live`` is always the current snapshot)."""
         key = self.canonical(key)
         if key in self._pinned:
             return self._pinned[key]
-        if key == "live":
+        if key == LIVE:
             return self._live()
         with self._lock:
             if key in self._cache:
@@ -304,66 +277,64 @@ class ModelRegistry:
                 self._cache[key] = loaded
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
-                kind = key.split(":", 1)[0]
-                if kind in ("local", "hub"):
-                    name = key.split(":", 1)[1]
-                    self._extra[key] = ModelChoice(key, f"{kind}: {name}", kind)   # local: its key, not its path
+                if key.kind in (KeyKind.LOCAL, KeyKind.HUB):                  # local: its key, not its path
+                    self._extra[key] = ModelChoice(key.text, f"{key.kind}: {key.reference}", key.kind.value)
             return loaded
 
-    def folder(self, key: str) -> Path:
+    def folder(self, key: str | ModelKey) -> Path:
         """The folder holding ``key``'s files, as ``--init-from`` takes it (a training job starts from it):
         the default model's, a checkpoint's, an allowed local folder, a hub model's download. ValueError for
         ``live`` (its weights change at every step) and for a model held in memory only."""
         key = self.resolve(key)
-        kind, _, rest = key.partition(":")
+        kind, rest = key.kind, key.reference
         if key in self._pinned:
-            raise ValueError(f"The model {key!r} is held in memory only; pick a checkpoint or a saved model.")
-        if key == "live":
+            raise ValueError(f"The model {key.text!r} is held in memory only; pick a checkpoint or a saved model.")
+        if key == LIVE:
             raise ValueError("The live model changes at every step; pick one of its run's checkpoints instead.")
-        if key == "default":
+        if key == DEFAULT:
             if self.default_hub is not None:
                 return self._download(self.default_hub)
             if not self.has_default():
                 raise FileNotFoundError("The bundled default model is missing from this install "
                                         f"({self.default_dir}); load a checkpoint or a local model instead.")
             return self.default_dir
-        if kind == "checkpoint":
-            return self._checkpoint_dir(rest)
-        if kind == "local":
-            return allowed_local(str(self._local.get(key, rest)), self._local_roots())
-        if kind == "hub":
+        if kind is KeyKind.CHECKPOINT:
+            return self._checkpoint_dir(key)
+        if kind is KeyKind.LOCAL:
+            return self._local.folder(key)
+        if kind is KeyKind.HUB:
             if not hub.is_hub_id(rest):
                 raise ValueError(f"{rest!r} is not a hub model id; expected the form 'owner/name'.")
             if hub.hub_offline():
                 raise ConnectionError(f"The hub is switched off here (offline mode), so {rest} cannot be "
                                       "downloaded. Use the bundled model, a checkpoint or a local folder.")
             return self._download(rest)
-        raise UnknownModelError(f"Unknown model {key!r}: choose one from the list.")
+        raise UnknownModelError(f"Unknown model {key.text!r}: choose one from the list.")
 
-    def _load(self, key: str) -> LoadedModel:
-        kind, _, rest = key.partition(":")
-        source = (f"default (hub {self.default_hub})" if self.default_hub else "default") if key == "default" \
-            else f"{kind} {rest}"
+    def _load(self, key: ModelKey) -> LoadedModel:
+        """Load the (canonical) ``key`` from its folder."""
+        source = (f"default (hub {self.default_hub})" if self.default_hub else "default") if key == DEFAULT \
+            else f"{key.kind} {key.reference}"
         try:
             return load_directory(self.folder(key), self.device, source=source, max_parameters=self.max_parameters)
         except ModelTooLargeError as exc:
             raise ModelTooLargeError(f"{exc} (the limit is EXPLORER_MAX_MODEL_PARAMS)") from None
         except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:   # unreadable: say so, no server path
             what = (exc.strerror or type(exc).__name__).lower() + (f": {Path(exc.filename).name}" if exc.filename else "")
-            raise ValueError(f"The model {self.canonical(key)} cannot be read ({what}).") from None
+            raise ValueError(f"The model {key} cannot be read ({what}).") from None
 
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""
         try:
             return hub.download(repo_id, max_bytes=self.max_download_bytes,
-                                check_config=config_check(self.max_parameters, f"hub:{repo_id}"))
+                                check_config=config_check(self.max_parameters, ModelKey.hub(repo_id).text))
         except hub.DownloadTooLargeError as exc:
             raise hub.DownloadTooLargeError(f"{exc} (the limit is EXPLORER_MAX_HUB_MB)") from None
 
-    def _checkpoint_dir(self, rest: str) -> Path:
-        run, _, name = rest.partition("/")
-        if not (usable_run_name(run) and _PLAIN_NAME.match(name)) or ".." in name:
-            raise UnknownModelError(f"{rest[:200]!r} is not a checkpoint name; choose one from the list.")
+    def _checkpoint_dir(self, key: ModelKey) -> Path:
+        """A checkpoint key's folder, in the worker's runs (the live run's first) or the runs folder."""
+        if not key.is_checkpoint_name:
+            raise UnknownModelError(f"{key.reference[:200]!r} is not a checkpoint name; choose one from the list.")
         roots = [self.runs_root] if self.runs_root is not None else []
         if self.worker is not None:
             roots.insert(0, self.worker.runs_root)
@@ -371,23 +342,11 @@ class ModelRegistry:
             if live_dir:
                 roots.insert(0, Path(live_dir).parent)
         for root in roots:
-            path = RunFolder(root / run).checkpoints_dir / name
+            path = RunFolder(root / key.run).checkpoints_dir / key.step_dir
             if _is_dir(path) and is_complete(path):
                 return path
-        raise UnknownModelError(f"Checkpoint {rest} does not exist (or no longer: runs keep only their newest "
+        raise UnknownModelError(f"Checkpoint {key.reference} does not exist (or no longer: runs keep only their newest "
                                 "checkpoints); pick another one.")
-
-    def _allowed_folder(self, text: str) -> bool:
-        """Whether ``text`` is a folder inside the allowed folders (one elsewhere reads as a hub id: no oracle)."""
-        try:
-            path = Path(text).expanduser().resolve()
-        except (OSError, ValueError, RuntimeError):
-            return False
-        return any(path == root or root in path.parents for root in self._local_roots()) and _is_dir(path)
-
-    def _local_roots(self) -> tuple[Path, ...]:
-        """The folders local models may be loaded from: the allowed ones and the runs folder."""
-        return self.allowed_dirs + ((self.runs_root.resolve(),) if self.runs_root is not None else ())
 
     def _live(self) -> LoadedModel:
         if self.worker is None or self.worker.trainer is None:

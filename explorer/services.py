@@ -1,8 +1,9 @@
 """Shared state handed to every tab's ``build(services)``.
 
 Kept deliberately small: the bundled tokenizer, the longest sequence the app accepts, the
-training worker (one per app; created on first use when not given) and the model registry
-(model keys -> loaded models) every probing tab reads its model from.
+training worker (one per app; created on first use when not given), the model registry
+(model keys -> loaded models) every probing tab reads its model from, and the forward cache
+(``explorer/forward_cache.py``: a tab's model forward kept per input, so a layer change runs no model).
 """
 from __future__ import annotations
 
@@ -16,10 +17,13 @@ from typing import TYPE_CHECKING
 
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel
+from explorer.model_key import KeyKind
 from explorer.model_registry import ModelRegistry, UnknownModelError
 from explorer.model_settings import inference_device
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.access import AccessPolicy
+from explorer.forward_cache import cache_from_env
+from engine.probes.forward_cache import ForwardCache
 
 if TYPE_CHECKING:
     from engine.training.worker.training_worker import TrainingWorker
@@ -77,6 +81,8 @@ class Services:
     worker: TrainingWorker | None = None  # the training worker; see get_worker()
     models: ModelRegistry | None = None  # model keys -> loaded models; see model()
     access: AccessPolicy = field(default_factory=AccessPolicy.from_env)  # public/private mode, read once
+    # one kept forward per (model, input) and visitor, bounded in bytes (EXPLORER_FORWARD_CACHE_MB)
+    forward_cache: ForwardCache = field(default_factory=cache_from_env, repr=False, compare=False)
     _worker_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def get_worker(self) -> TrainingWorker:
@@ -96,7 +102,8 @@ class Services:
             return self.models
 
     def model(self, key: str | None) -> LoadedModel:
-        """The model a probing tab was asked for (``default`` when none is chosen).
+        """The model a probing tab was asked for (``default`` when none is chosen). The key's text is read
+        here, once (``ModelRegistry.resolve``); the registry carries the ``ModelKey`` from there.
 
         In public mode a local folder is served only once the admin loaded it (it is then in the
         picker); anyone else naming a folder gets a ValueError. A key that names nothing available
@@ -105,7 +112,7 @@ class Services:
         registry = self.registry()
         try:
             resolved = registry.resolve(key or "default")
-            if resolved.startswith("local:") and not self.access.is_admin(None) and not registry.listed(resolved):
+            if resolved.kind is KeyKind.LOCAL and not self.access.is_admin(None) and not registry.listed(resolved):
                 raise UnknownModelError("On this public instance only the admin can load models from local "
                                         "folders; choose a model from the list.")
             return registry.get(resolved)

@@ -34,7 +34,7 @@ def test_help_prints_the_settings_and_exits_without_serving():
     result = _run(["--help"])
     assert result.returncode == 0, result.stderr
     out = result.stdout
-    assert out.startswith("usage: app.py [-h] [--version]") and "--version" in out
+    assert out.startswith("usage: app.py [-h] [--version] [--port PORT] [--host HOST]") and "--version" in out
     assert 'README "Configuration"' in out
     missing = {name for name in _readme_settings() - {"SPACE_ID"} if name not in out}
     assert not missing, f"--help does not name {sorted(missing)}"
@@ -54,10 +54,41 @@ def test_version_and_help_answer_before_gradio_and_torch_are_imported(argv0):
 
 
 def test_unknown_arguments_exit_2_with_the_reason():
-    result = _run(["--port", "80"])
+    result = _run(["--serve", "now"])
     assert result.returncode == 2 and result.stdout == ""
     assert "usage: app.py [-h] [--version]" in result.stderr
-    assert "error: unrecognized arguments: --port 80" in result.stderr
+    assert "error: unrecognized arguments: --serve now" in result.stderr
+
+
+@pytest.mark.parametrize("port", ["0", "70000", "http"])
+def test_a_bad_port_exits_2_before_anything_loads(port):
+    result = _run(["--port", port])
+    assert result.returncode == 2 and "argument --port" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_port_and_host_reach_launch(monkeypatch):
+    import app
+
+    launched = {}
+
+    class Demo:
+        local_url = "http://0.0.0.0:9000/"
+
+        def launch(self, **options):
+            launched.update(options)
+
+        def block_thread(self):
+            pass
+
+    monkeypatch.setattr(app, "create_app", lambda services: Demo())
+    monkeypatch.setattr(app, "default_services", lambda runs_root: None)
+    monkeypatch.setattr(app, "startup_summary", lambda services, url: url)
+    monkeypatch.setattr(app, "after_start", lambda services: None)
+    app.main(["--port", "9000", "--host", "0.0.0.0"])
+    assert (launched["server_port"], launched["server_name"]) == (9000, "0.0.0.0")
+    launched.clear()
+    app.main([])                                    # without them, Gradio reads GRADIO_SERVER_PORT / _NAME itself
+    assert "server_port" not in launched and "server_name" not in launched or os.environ.get("SPACE_ID")
 
 
 def test_main_parses_its_arguments_before_building_anything(capsys):

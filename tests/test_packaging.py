@@ -56,7 +56,7 @@ def test_the_wheel_carries_the_assets_the_app_reads() -> None:
     shipped = {f for f in files if any(fnmatch.fnmatchcase(f, pattern) for pattern in patterns)}
     assert {f for f in files if not f.startswith("screenshots/")} <= shipped
     assert not any(f.startswith("screenshots/") for f in shipped)
-    assert {"default-model/model.safetensors", "tokenizer/vocab.txt", "style.css"} <= shipped
+    assert {"default-model/model.safetensors", "tokenizer/vocab.txt", "style.css", "page.js"} <= shipped
 
 
 def test_every_name_the_engine_package_exports_imports():

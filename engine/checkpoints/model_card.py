@@ -4,7 +4,7 @@
 and held-out figures); ``model_card(facts)`` writes the card: YAML front matter (``library_name``,
 ``pipeline_tag``, ``tags``, ``language``, ``base_model`` when it started from one) and text sections
 (model, data, training, results, how to load). Gathering the facts from a run folder is the
-training layer's job (``engine.training.jobs.export``); nothing here reads files.
+training layer's job (``engine.training.runs.export``); nothing here reads files.
 """
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ def materialise(model: BertWithHeads, state: dict[str, torch.Tensor]) -> BertWit
         else:
             first[id(parameter)] = name
     # Each parameter gets storage of its own, as a freshly built model has: assigned as read (views of the file's
-    # buffer) a resumed run trained to other bits than the uninterrupted one (tests/training/test_given_text.py).
+    # buffer) a resumed run trained to other bits than the uninterrupted one (tests/training/jobs/test_given_text.py).
     model.load_state_dict({k: v.clone() for k, v in state.items()}, strict=False, assign=True)
     for alias, owner in aliases:
         module_path, _, leaf = alias.rpartition(".")

@@ -8,6 +8,7 @@ Attention has two paths that agree to 1e-6 in fp32: a fast one
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -286,8 +287,12 @@ class BertModel(nn.Module):
         output_attentions: bool = False,
         output_hidden_states: bool = False,
         output_qk: bool = False,
+        on_layer: Callable[[int, dict[str, torch.Tensor]], None] | None = None,
     ) -> EncoderOutput:
-        """Encode a batch. ``output_attentions``/``output_qk`` take the explicit attention path."""
+        """Encode a batch. ``output_attentions``/``output_qk`` take the explicit attention path. ``on_layer``, when
+        given, is handed each layer's probes (``(index, {"probs": ..., ...})``, each (B, nh, S, ...)) as they are
+        made, and they are not collected: the outputs' attentions, queries, keys and scores are then empty
+        tuples, and no more than one layer's maps is held at a time."""
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, S, H)
         mask = additive_attention_mask(attention_mask, hidden.dtype)        # (B, 1, 1, S) or None
         head_mask = normalise_head_mask(head_mask, self.config)
@@ -296,11 +301,17 @@ class BertModel(nn.Module):
         explicit = output_attentions or output_qk
         all_hidden = [hidden] if output_hidden_states else None
         collected: dict[str, list[torch.Tensor]] = {"probs": [], "scores": [], "queries": [], "keys": []}
+        # only what the caller asked for is held across layers (each of probs and scores is L x (B, nh, S, S))
+        wanted = ({"probs"} if output_attentions else set()) | ({"scores", "queries", "keys"} if output_qk else set())
         for index, layer in enumerate(self.encoder.layer):
             layer_head_mask = None if head_mask is None else head_mask[index]
             hidden, probes = layer(hidden, mask, layer_head_mask, explicit)
-            for name, value in probes.items():
-                collected[name].append(value)
+            if on_layer is not None:
+                on_layer(index, probes)                                  # handed over, not held
+            else:
+                for name, value in probes.items():
+                    if name in wanted:
+                        collected[name].append(value)
             if all_hidden is not None:
                 all_hidden.append(hidden)
         return EncoderOutput(

@@ -72,7 +72,7 @@ class BertWithHeads(nn.Module):
         self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
         for name in self.heads:     # in registry order: the modules (and their random init) keep one order
             spec = HEADS[name]
-            if spec.dropout and "dropout" not in self._modules:
+            if spec.dropout and "dropout" not in dict(self.named_children()):
                 # as transformers: classifier_dropout, else hidden_dropout_prob, before the classifier
                 dropout = (config.classifier_dropout if config.classifier_dropout is not None
                            else config.hidden_dropout_prob)
@@ -85,9 +85,9 @@ class BertWithHeads(nn.Module):
         *parents, leaf = path.split(".")
         parent: nn.Module = self
         for part in parents:
-            if part not in parent._modules:
+            if part not in dict(parent.named_children()):
                 parent.add_module(part, nn.Module())
-            parent = parent._modules[part]
+            parent = parent.get_submodule(part)
         parent.add_module(leaf, module)
 
     def head_module(self, head: str) -> nn.Module:

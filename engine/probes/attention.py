@@ -21,7 +21,7 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_whole_number
 from engine.model.config import BertConfig
 from engine.probes.fill_mask import checkpoint_step
-from engine.probes.head_stats import STAT_NAMES, HeadStats, head_statistics
+from engine.probes.head_stats import STAT_NAMES, HeadStats, check_positions, layer_statistics
 from engine.text.encoding import Encoding
 
 
@@ -127,33 +127,69 @@ def model_inputs(loaded: LoadedModel, encoding: Encoding) -> tuple[torch.Tensor,
     return ids, types
 
 
+class _Maps:
+    """Fills one float32 ``(L, nh, S, S)`` array and the statistics layer by layer, as the encoder makes them."""
+
+    def __init__(self, shape: tuple[int, int, int, int], cls_at: list[int], sep_at: list[int]) -> None:
+        check_positions(shape[-1], cls_at, sep_at)
+        self.attentions = np.empty(shape, dtype=np.float32)                  # (L, nh, S, S)
+        self.found = {name: np.zeros(shape[:2]) for name in STAT_NAMES}       # name -> (L, nh)
+        self.cls_at, self.sep_at = cls_at, sep_at
+
+    def take(self, index: int, layer_probs: torch.Tensor) -> None:
+        """Copy layer ``index``'s (1, nh, S, S) probabilities and compute its statistics (in torch)."""
+        probs = layer_probs[0].float().cpu()                                   # (1, nh, S, S) -> (nh, S, S)
+        if probs.shape[-1]:
+            for name, values in layer_statistics(probs, self.cls_at, self.sep_at).items():
+                self.found[name][index] = values.numpy()
+        self.attentions[index] = probs.numpy()
+
+    def result(self, loaded: LoadedModel, encoding: Encoding, text: str, text_pair: str | None) -> AttentionResult:
+        pair = text_pair if text_pair and text_pair.strip() else None
+        return AttentionResult(
+            text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+            input_ids=list(encoding.input_ids), token_type_ids=list(encoding.token_type_ids),
+            special_mask=list(encoding.special_tokens_mask), attentions=self.attentions,
+            stats=HeadStats(**self.found), truncated=encoding.truncated,
+            num_truncated_tokens=encoding.num_truncated_tokens,
+        )
+
+
 def attention(loaded: LoadedModel, text: str, text_pair: str | None = None,
               max_length: int | None = None) -> AttentionResult:
-    """Every head's attention probabilities and statistics for ``text`` (and ``text_pair``)."""
+    """Every head's attention probabilities and statistics for ``text`` (and ``text_pair``).
+
+    Each layer's maps are copied into one float32 ``(L, nh, S, S)`` array as the encoder makes them
+    (``on_layer``), with that layer's statistics: the encoder never holds every layer's maps, and there is
+    no stacked or float64 copy."""
     encoding = encode_input(loaded, text, text_pair, max_length)
     ids, types = model_inputs(loaded, encoding)
+    config = loaded.config
+    maps = _Maps((config.num_hidden_layers, config.num_attention_heads, ids.shape[1], ids.shape[1]),
+                 *special_positions(loaded, encoding))
     with torch.inference_mode():
-        encoded = loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types,
-                                    output_attentions=True)
-    return attention_result(loaded, encoding, encoded.attentions, text, text_pair)
+        loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types, output_attentions=True,
+                          on_layer=lambda index, probes: maps.take(index, probes["probs"]))
+    return maps.result(loaded, encoding, text, text_pair)
 
 
 def attention_result(loaded: LoadedModel, encoding: Encoding, layer_attentions: Sequence[torch.Tensor],
                      text: str, text_pair: str | None) -> AttentionResult:
     """The :class:`AttentionResult` of one encoded input from the encoder's per-layer probabilities
-    (L of (1, nh, S, S)), for a caller that ran the model itself (with other outputs too)."""
+    (L of (1, nh, S, S)), for a caller that ran the model itself (with other outputs too).
+
+    The maps are copied one layer at a time into one float32 ``(L, nh, S, S)`` array and each layer's
+    statistics computed in torch as it goes; a ``list`` given is emptied as it is read (each layer's tensor
+    let go once copied)."""
+    num_layers = len(layer_attentions)
+    shape = (num_layers, *layer_attentions[0].shape[1:]) if num_layers else (0, 0, 0, 0)
+    maps = _Maps(shape, *special_positions(loaded, encoding))
     with torch.inference_mode():
-        probs = torch.stack([layer[0] for layer in layer_attentions])         # L x (nh, S, S) -> (L, nh, S, S)
-        attentions = probs.float().cpu().numpy()
-    cls_at, sep_at = special_positions(loaded, encoding)
-    pair = text_pair if text_pair and text_pair.strip() else None
-    return AttentionResult(
-        text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
-        input_ids=list(encoding.input_ids), token_type_ids=list(encoding.token_type_ids),
-        special_mask=list(encoding.special_tokens_mask), attentions=attentions,
-        stats=head_statistics(attentions, cls_at, sep_at), truncated=encoding.truncated,
-        num_truncated_tokens=encoding.num_truncated_tokens,
-    )
+        for index in range(num_layers):
+            maps.take(index, layer_attentions[index])
+            if isinstance(layer_attentions, list):
+                layer_attentions[index] = None                                 # this layer's tensor can go
+    return maps.result(loaded, encoding, text, text_pair)
 
 
 def attention_over_checkpoints(models: Iterable[tuple[str, LoadedModel]], text: str, text_pair: str | None,

@@ -1,19 +1,17 @@
 """The Embeddings view: how word, segment and position embeddings add up, and what they learned.
 
-``embeddings(loaded, text, text_pair)`` encodes ``[CLS] A [SEP] B [SEP]`` and returns an
-:class:`EmbeddingsResult` (numpy only, no tensors) with, per token, the three summands
-(word, position, segment), their sum before LayerNorm and the embedding output after it
-(equal to the model's own ``hidden_states[0]`` in eval mode); the learned position
-embeddings' cosine-similarity matrix and a 2-D PCA of them; the segment B - A vector; each
-token's nearest vocabulary neighbours by cosine of the input embeddings (one batched
-matmul over the vocabulary); and a 2-D PCA of the tokens' contextual vectors at one layer.
-
-``embeddings_over_checkpoints(models)`` gives the position-similarity matrix per
-checkpoint, so one sees the position embeddings take shape during training.
+``embeddings(loaded, text, text_pair)`` encodes ``[CLS] A [SEP] B [SEP]`` and returns an :class:`EmbeddingsResult`
+(numpy only, no tensors) with, per token, the three summands (word, position, segment), their sum before LayerNorm
+and the embedding output after it (equal to the model's own ``hidden_states[0]`` in eval mode); the learned
+position embeddings' cosine-similarity matrix and a 2-D PCA of them; the segment B - A vector; each token's nearest
+vocabulary neighbours by cosine of the input embeddings (one batched matmul over the vocabulary); and a 2-D PCA of
+the tokens' contextual vectors at one layer. ``embeddings_forward`` keeps every layer's hidden states too, so
+``at_layer`` gives another layer's view without a model run. ``embeddings_over_checkpoints(models)`` gives the
+position-similarity matrix per checkpoint, so one sees the position embeddings take shape during training.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -158,11 +156,8 @@ def position_similarity(loaded: LoadedModel, positions: int | None = None,
 
 def embeddings_over_checkpoints(models: Sequence[tuple[str, LoadedModel]],
                                 positions: int = 64) -> list[PositionSimilarity]:
-    """The position-similarity matrix of each ``(label, model)``, in the order given.
-
-    All matrices cover the same first ``P = min(positions, smallest max_position_embeddings)``
-    positions, so they compare cell by cell.
-    """
+    """The position-similarity matrix of each ``(label, model)``, in the order given; all cover the same first
+    ``P = min(positions, smallest max_position_embeddings)`` positions, so they compare cell by cell."""
     if not models:
         raise ValueError("no checkpoints given to compare")
     require_int(positions, "positions", numpy_ints=True)
@@ -176,16 +171,39 @@ def embeddings_over_checkpoints(models: Sequence[tuple[str, LoadedModel]],
     return found
 
 
+@dataclass
+class EmbeddingsForward:
+    """One input's :class:`EmbeddingsResult` and every layer's hidden states: another layer's view
+    (:func:`at_layer`) needs no model run (the app's forward cache keeps these)."""
+
+    result: EmbeddingsResult
+    hidden: np.ndarray               # (L + 1, S, H) float32
+
+
+def at_layer(forward: EmbeddingsForward, layer: int) -> EmbeddingsResult:
+    """``forward``'s result with its contextual view (hidden states, their PCA, repeats' cosine) at ``layer``."""
+    layer = _check_layer(layer, forward.result.num_layers)
+    contextual = forward.hidden[layer]                                         # (L + 1, S, H) -> (S, H)
+    coords, ratios = pca_2d(contextual)
+    repeats = [replace(r, contextual_cosine=r.cosine_by_layer[layer]) for r in forward.result.repeats]
+    return replace(forward.result, layer=layer, contextual=contextual, contextual_pca=coords,
+                   contextual_pca_variance=ratios, repeats=repeats)
+
+
 def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, layer: int | None = None,
                max_length: int | None = None, neighbours: int = DEFAULT_NEIGHBOURS,
                positions: int | None = None) -> EmbeddingsResult:
-    """Decompose the embedding of ``text`` (and ``text_pair``) on ``loaded``; see the module doc.
+    """Decompose the embedding of ``text`` (and ``text_pair``) on ``loaded`` (see the module doc). ``layer``: the
+    hidden states for the contextual PCA (0 = embedding output, default the last layer); ``max_length`` truncates
+    the input (default and upper bound: the model's positions); ``neighbours``: vocabulary neighbours per token;
+    ``positions``: learned positions the similarity matrix and its PCA cover (default min(P_max, 128))."""
+    return embeddings_forward(loaded, text, text_pair, layer, max_length, neighbours, positions).result
 
-    ``layer`` picks the hidden states for the contextual PCA (0 = embedding output, default the
-    last layer); ``max_length`` truncates the input (default and upper bound: the model's
-    positions); ``neighbours`` is how many vocabulary neighbours per token; ``positions`` how
-    many learned positions the similarity matrix and its PCA cover (default min(P_max, 128)).
-    """
+
+def embeddings_forward(loaded: LoadedModel, text: str, text_pair: str | None = None, layer: int | None = None,
+                       max_length: int | None = None, neighbours: int = DEFAULT_NEIGHBOURS,
+                       positions: int | None = None) -> EmbeddingsForward:
+    """:func:`embeddings` (same arguments) with every layer's hidden states kept for :func:`at_layer`."""
     config = loaded.config
     tokenizer = loaded.require_tokenizer()
     if not isinstance(text, str):
@@ -194,12 +212,7 @@ def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, lay
         raise ValueError("text is empty: type a sentence to embed")
     pair = text_pair if text_pair and text_pair.strip() else None
     num_layers = config.num_hidden_layers
-    layer = num_layers if layer is None else layer
-    require_int(layer, "layer", numpy_ints=True)
-    if not 0 <= layer <= num_layers:
-        raise ValueError(f"layer {layer} is out of range: this model has {num_layers} layers "
-                         f"(0 = embedding output .. {num_layers} = last layer)")
-    layer = int(layer)
+    layer = _check_layer(num_layers if layer is None else layer, num_layers)
     limit = config.max_position_embeddings
     max_length = limit if max_length is None else max_length
     require_int(max_length, "max_length", numpy_ints=True)
@@ -240,7 +253,7 @@ def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, lay
         contextual = hidden[layer].cpu().numpy()                               # (S, H)
     contextual_pca, contextual_var = pca_2d(contextual)
     neighbour_ids = neighbour_ids.cpu().numpy()
-    return EmbeddingsResult(
+    result = EmbeddingsResult(
         text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
         input_ids=np.asarray(encoding.input_ids, dtype=np.int64),
         token_type_ids=np.asarray(encoding.token_type_ids, dtype=np.int64),
@@ -257,9 +270,18 @@ def embeddings(loaded: LoadedModel, text: str, text_pair: str | None = None, lay
         max_length=max_length, truncated=encoding.truncated, num_truncated_tokens=encoding.num_truncated_tokens,
         repeats=repeats,
     )
+    return EmbeddingsForward(result, hidden.cpu().numpy())
 
 
 # --- internals ---
+
+def _check_layer(layer: int, num_layers: int) -> int:
+    require_int(layer, "layer", numpy_ints=True)
+    if not 0 <= layer <= num_layers:
+        raise ValueError(f"layer {layer} is out of range: this model has {num_layers} layers "
+                         f"(0 = embedding output .. {num_layers} = last layer)")
+    return int(layer)
+
 
 def _check_positions(loaded: LoadedModel, positions: int | None) -> int:
     limit = loaded.config.max_position_embeddings

@@ -1,8 +1,8 @@
 """Per-head statistics of attention maps: what each head mostly looks at.
 
-Pure numpy over softmax probabilities ``(L, nh, S, S)`` (row ``i`` = where query token ``i``
-looks). Every statistic is a mean over query tokens, so it lies in ``[0, 1]`` (entropy and
-distance excepted):
+Computed in torch, one layer at a time (no float64 copy of the maps), over softmax probabilities
+``(L, nh, S, S)`` (row ``i`` = where query token ``i`` looks). Every statistic is a mean over query
+tokens, so it lies in ``[0, 1]`` (entropy and distance excepted):
 
 * ``entropy``   -sum_j p_ij log p_ij in nats (0 = looks at one token, log S = uniform);
 * ``cls``       attention mass on ``[CLS]`` positions;
@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
+import torch
 
 STAT_NAMES: tuple[str, ...] = ("entropy", "cls", "sep", "self", "prev", "next", "distance")
 STAT_TITLES: dict[str, str] = {
@@ -64,35 +65,53 @@ class HeadStats:
                 for layer in range(layers) for head in range(heads)]
 
 
+def layer_statistics(probs: torch.Tensor, cls_positions: Sequence[int] = (0,),
+                     sep_positions: Sequence[int] = ()) -> dict[str, torch.Tensor]:
+    """Every statistic of one layer's heads from its probabilities ``(nh, S, S)`` (S >= 1), each ``(nh,)``,
+    in the tensor's own floating dtype (float32 for float16 input): no copy of the maps is larger than one
+    layer's."""
+    probs = probs if probs.dtype in (torch.float32, torch.float64) else probs.float()       # (nh, S, S)
+    seq_len = probs.shape[-1]
+    zeros = probs.new_zeros(probs.shape[0])                                     # (nh,)
+    entropy = (-torch.special.xlogy(probs, probs).sum(-1).mean(-1)).clamp_min(0.0)  # 0 log 0 = 0; no -0.0
+    index = torch.arange(seq_len, device=probs.device)
+    gaps = (index[:, None] - index[None, :]).abs().to(probs.dtype)             # (S, S)
+    return {
+        "entropy": entropy,
+        "cls": probs[..., list(cls_positions)].sum(-1).mean(-1) if len(cls_positions) else zeros,
+        "sep": probs[..., list(sep_positions)].sum(-1).mean(-1) if len(sep_positions) else zeros,
+        "self": torch.diagonal(probs, dim1=-2, dim2=-1).mean(-1),               # (nh, S) -> (nh,)
+        "prev": torch.diagonal(probs, offset=-1, dim1=-2, dim2=-1).mean(-1) if seq_len > 1 else zeros,  # p[i, i-1]
+        "next": torch.diagonal(probs, offset=1, dim1=-2, dim2=-1).mean(-1) if seq_len > 1 else zeros,   # p[i, i+1]
+        "distance": (probs * gaps).sum(-1).mean(-1),                           # (nh,)
+    }
+
+
+def check_positions(seq_len: int, cls_positions: Sequence[int], sep_positions: Sequence[int]) -> None:
+    """A ``ValueError`` when a [CLS] or [SEP] position lies outside ``seq_len`` tokens."""
+    for name, positions in (("[CLS]", cls_positions), ("[SEP]", sep_positions)):
+        bad = [p for p in positions if not 0 <= p < seq_len]
+        if bad:
+            raise ValueError(f"{name} positions {bad} are outside the sequence of {seq_len} tokens")
+
+
 def head_statistics(attentions: np.ndarray, cls_positions: Sequence[int] = (0,),
                     sep_positions: Sequence[int] = ()) -> HeadStats:
-    """Statistics of every head from probabilities ``(L, nh, S, S)`` (or ``(nh, S, S)``, as L = 1)."""
-    probs = np.asarray(attentions, dtype=np.float64)
+    """Statistics of every head from probabilities ``(L, nh, S, S)`` (or ``(nh, S, S)``, as L = 1), computed
+    one layer at a time in torch (float32 for float16/float32 maps: no float64 copy of the maps)."""
+    probs = np.asarray(attentions)
     if probs.ndim == 3:
         probs = probs[None]                                                     # (1, nh, S, S)
     if probs.ndim != 4 or probs.shape[-1] != probs.shape[-2]:
         raise ValueError(f"attentions must have shape (L, nh, S, S), got {probs.shape}")
     seq_len = probs.shape[-1]
-    for name, positions in (("[CLS]", cls_positions), ("[SEP]", sep_positions)):
-        bad = [p for p in positions if not 0 <= p < seq_len]
-        if bad:
-            raise ValueError(f"{name} positions {bad} are outside the sequence of {seq_len} tokens")
+    check_positions(seq_len, cls_positions, sep_positions)
+    found = {name: np.zeros(probs.shape[:2]) for name in STAT_NAMES}           # name -> (L, nh)
     if seq_len == 0:
-        zeros = np.zeros(probs.shape[:2])
-        return HeadStats(*(zeros.copy() for _ in STAT_NAMES))
-    logs = np.log(np.where(probs > 0, probs, 1.0))                              # 0 log 0 = 0
-    entropy = np.maximum(-(probs * logs).sum(-1).mean(-1), 0.0)                  # (L, nh); no -0.0
-    cls = probs[..., list(cls_positions)].sum(-1).mean(-1) if len(cls_positions) else np.zeros(probs.shape[:2])
-    sep = probs[..., list(sep_positions)].sum(-1).mean(-1) if len(sep_positions) else np.zeros(probs.shape[:2])
-    diagonal = np.diagonal(probs, axis1=-2, axis2=-1)                           # (L, nh, S)
-    below = np.diagonal(probs, offset=-1, axis1=-2, axis2=-1)                   # (L, nh, S-1): p[i, i-1]
-    above = np.diagonal(probs, offset=1, axis1=-2, axis2=-1)                    # (L, nh, S-1): p[i, i+1]
-    index = np.arange(seq_len)
-    gaps = np.abs(index[:, None] - index[None, :])                              # (S, S)
-    distance = (probs * gaps).sum(-1).mean(-1)                                  # (L, nh)
-    zeros = np.zeros(probs.shape[:2])
-    return HeadStats(
-        entropy=entropy, cls=cls, sep=sep, self=diagonal.mean(-1),
-        prev=below.mean(-1) if seq_len > 1 else zeros, next=above.mean(-1) if seq_len > 1 else zeros.copy(),
-        distance=distance,
-    )
+        return HeadStats(**found)
+    dtype = torch.float64 if probs.dtype == np.float64 else torch.float32
+    for layer in range(probs.shape[0]):
+        maps = torch.as_tensor(np.ascontiguousarray(probs[layer]), dtype=dtype)  # (nh, S, S), one layer
+        for name, values in layer_statistics(maps, cls_positions, sep_positions).items():
+            found[name][layer] = values.cpu().numpy()
+    return HeadStats(**found)

@@ -64,6 +64,17 @@ def check_query(query: Any, num_tokens: int) -> int:
     return query
 
 
+def row_numbers(q: torch.Tensor, k: torch.Tensor, masked: torch.Tensor) -> dict[str, np.ndarray]:
+    """The products, scores, mask and weights of one query ``q`` (hd,) against keys ``k`` (S, hd), float32;
+    ``masked`` (S,) bool marks padded keys (weight 0)."""
+    with torch.inference_mode():
+        products = q[None, :] * k                                                   # (S, hd)
+        scores = products.sum(-1) / math.sqrt(q.shape[0])                           # (S,)
+        weights = torch.softmax(scores.masked_fill(masked, float("-inf")), dim=-1)  # (S,); padded keys -> 0
+    return {"query_vector": q.cpu().numpy(), "key_vectors": k.cpu().numpy(), "products": products.cpu().numpy(),
+            "scores": scores.cpu().numpy(), "masked": masked.cpu().numpy(), "weights": weights.cpu().numpy()}
+
+
 def head_row(model: BertWithHeads, input_ids: torch.Tensor, attention_mask: torch.Tensor,
              token_type_ids: torch.Tensor, layer: int, head: int, query: int, row: int = 0) -> dict[str, np.ndarray]:
     """The query, keys, products, scores, mask and weights of ``row`` of a batch (B, S) at (layer, head, query).
@@ -77,12 +88,58 @@ def head_row(model: BertWithHeads, input_ids: torch.Tensor, attention_mask: torc
         encoded = model.bert(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, output_qk=True)
         q = encoded.queries[layer][row, head, query].float()                        # (B, nh, S, hd) -> (hd,)
         k = encoded.keys[layer][row, head].float()                                  # (B, nh, S, hd) -> (S, hd)
-        products = q[None, :] * k                                                   # (S, hd)
-        scores = products.sum(-1) / math.sqrt(q.shape[0])                           # (S,)
         masked = attention_mask[row] == 0                                           # (S,)
-        weights = torch.softmax(scores.masked_fill(masked, float("-inf")), dim=-1)  # (S,); padded keys -> 0
-    return {"query_vector": q.cpu().numpy(), "key_vectors": k.cpu().numpy(), "products": products.cpu().numpy(),
-            "scores": scores.cpu().numpy(), "masked": masked.cpu().numpy(), "weights": weights.cpu().numpy()}
+    return row_numbers(q, k, masked)
+
+
+@dataclass
+class NeuronInputs:
+    """Every layer's queries and keys for one input (no padding): what any neuron view of it reads, kept by
+    the app's forward cache so another layer, head or query token runs no model."""
+
+    text: str
+    text_pair: str | None
+    source: str
+    tokens: list[str]
+    queries: np.ndarray              # (L, nh, S, hd) float32
+    keys: np.ndarray                 # (L, nh, S, hd) float32
+    truncated: bool = False
+
+
+def neuron_inputs(loaded: LoadedModel, text: str, text_pair: str | None = None,
+                  max_length: int | None = None) -> NeuronInputs:
+    """One forward of ``text`` (and ``text_pair``), encoded as the Attention tab encodes it: its queries and
+    keys at every layer, copied into float32 arrays one layer at a time as the encoder makes them."""
+    encoding = encode_input(loaded, text, text_pair, max_length)
+    ids, types = model_inputs(loaded, encoding)                                     # (1, S) each
+    config = loaded.config
+    heads = config.num_attention_heads
+    shape = (config.num_hidden_layers, heads, ids.shape[1], config.head_size)
+    queries, keys = np.empty(shape, dtype=np.float32), np.empty(shape, dtype=np.float32)  # (L, nh, S, hd)
+
+    def keep(index: int, probes: dict[str, torch.Tensor]) -> None:
+        queries[index] = probes["queries"][0].float().cpu().numpy()              # (1, nh, S, hd) -> (nh, S, hd)
+        keys[index] = probes["keys"][0].float().cpu().numpy()
+
+    with torch.inference_mode():
+        loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types, output_qk=True,
+                          on_layer=keep)
+    pair = text_pair if text_pair and text_pair.strip() else None
+    return NeuronInputs(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+                        queries=queries, keys=keys, truncated=encoding.truncated)
+
+
+def neuron_view_of(inputs: NeuronInputs, layer: Any = 0, head: Any = 0, query: Any = 0) -> NeuronView:
+    """The :class:`NeuronView` of (``layer``, ``head``, ``query``) from kept :class:`NeuronInputs` (no model
+    run); the same numbers as :func:`neuron_view`."""
+    num_layers, num_heads = inputs.queries.shape[:2]
+    layer, head = check_head_index(num_layers, num_heads, layer, head)
+    query = check_query(query, len(inputs.tokens))
+    q = torch.from_numpy(inputs.queries[layer, head, query])                        # (hd,)
+    k = torch.from_numpy(inputs.keys[layer, head])                                  # (S, hd)
+    found = row_numbers(q, k, torch.zeros(k.shape[0], dtype=torch.bool))
+    return NeuronView(text=inputs.text, text_pair=inputs.text_pair, source=inputs.source, tokens=list(inputs.tokens),
+                      layer=layer, head=head, query=query, truncated=inputs.truncated, **found)
 
 
 def neuron_view(loaded: LoadedModel, text: str, text_pair: str | None = None, layer: Any = 0, head: Any = 0,

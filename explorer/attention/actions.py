@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.ablation import AblationResult
+from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_TITLES
 from engine.probes.inference import ablate_heads, attention, attention_over_checkpoints
 from explorer.model_registry import ModelChoice, evenly_spaced
@@ -24,6 +25,7 @@ from explorer.attention.layers import head_index, heads_text as pairs_text, pars
 from explorer.glossary import LAYER_RULE, gloss
 from explorer.services import Services
 from explorer.formatting import percent
+from explorer.forward_cache import cached
 from explorer.ui_errors import check_length, require_text, whole_number
 
 MIN_LENGTH = 8
@@ -62,6 +64,14 @@ def effective_length(services: Services, loaded: LoadedModel, max_length: Any) -
     length = DEFAULT_LENGTH if max_length is None else whole_number(max_length, "Max length", MIN_LENGTH,
                                                                     min(512, services.max_length))
     return min(length, loaded.config.max_position_embeddings)
+
+
+def cached_attention(services: Services, loaded: LoadedModel, text: str, pair: str | None,
+                     length: int) -> AttentionResult:
+    """``attention(loaded, text, pair, length)``, run once per input and visitor while the forward cache keeps
+    it: a layer, head, head-view or statistic change reads it back (docs/design/forward-cache.md)."""
+    return cached(services.forward_cache, loaded.model, ("attention", text, pair, length),
+                  lambda: attention(loaded, text, pair, length))
 
 
 def read_inputs(text: str | None, text_pair: str | None) -> tuple[str, str | None]:
@@ -125,7 +135,7 @@ def export_files(services: Services, model_key: str | None, text: str | None, te
     with services.probing():
         loaded = services.model(model_key)
         index, head = head_index(*model_shape(loaded), layer, head)
-        result = attention(loaded, text, pair, effective_length(services, loaded, max_length))
+        result = cached_attention(services, loaded, text, pair, effective_length(services, loaded, max_length))
     folder, number = new_export_folder(), shown_layer(index)
     title = f"Layer {number}, head {head} ({result.source})"
     paths = attention_export.write_exports(
@@ -162,7 +172,7 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     maps = ablation_plots.checkpoint_maps_figure(found.maps, found.tokens, found.labels, number, found.head)
     lines = ablation_plots.stats_over_steps_figure(found.steps, found.labels, found.stats, STAT_TITLES,
                                                    number, found.head)
-    name = picked[0].key.split(":", 1)[1].split("/", 1)[0]
+    name = picked[0].run
     note = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
             + f"; layer {number}, head {found.head}.")
     return maps, lines, note

@@ -10,13 +10,13 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.attention import encode_input
-from engine.probes.inference import neuron_view
-from engine.probes.neuron_view import NeuronView
+from engine.probes.neuron_view import NeuronView, neuron_inputs, neuron_view_of
 from explorer.attention import neuron_plots
 from explorer.attention.actions import effective_length, model_shape, read_inputs
 from explorer.attention.layers import head_index, shown_layer
 from explorer.endpoints import endpoint, handler
 from explorer.formatting import sig
+from explorer.forward_cache import cached
 from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
@@ -66,7 +66,10 @@ def show_neuron_view(services: Services, model_key: str | None, text: str | None
     with services.probing():
         loaded = services.model(model_key)
         index, head = head_index(*model_shape(loaded), layer, head)
-        view = neuron_view(loaded, text, pair, index, head, position, effective_length(services, loaded, max_length))
+        length = effective_length(services, loaded, max_length)
+        inputs = cached(services.forward_cache, loaded.model, ("neuron", text, pair, length),
+                        lambda: neuron_inputs(loaded, text, pair, length))     # one forward per input
+        view = neuron_view_of(inputs, index, head, position)
     name = f"{view.query}: {view.tokens[view.query]}"
     vectors = neuron_plots.vectors_figure(view.tokens, view.query, view.query_vector, view.key_vectors, view.products,
                                           view.masked, title=f"Layer {shown_layer(index)}, head {head}: query {name}")

@@ -40,7 +40,7 @@ def compact(values: np.ndarray) -> np.ndarray:
 
 
 def _check_map(attn: np.ndarray, tokens: Sequence[str]) -> np.ndarray:
-    attn = np.asarray(attn, dtype=float)
+    attn = np.asarray(attn)
     if attn.ndim != 2 or attn.shape[0] != attn.shape[1]:
         raise ValueError(f"an attention map must be square (S, S), got shape {attn.shape}")
     if attn.shape[0] != len(tokens):
@@ -149,7 +149,7 @@ def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int
     ``HEAD_VIEW_LEVELS`` shapes, one per level; links under ``threshold`` are not drawn. Hovering a token
     lists its strongest links in every drawn head.
     """
-    layer_attn = np.asarray(layer_attn, dtype=float)
+    layer_attn = np.asarray(layer_attn, dtype=np.float32)     # one layer, (nh, S, S): never a float64 copy
     if layer_attn.ndim != 3:
         raise ValueError(f"layer attention must be (heads, S, S), got shape {layer_attn.shape}")
     _check_map(layer_attn[0] if len(layer_attn) else np.zeros((len(tokens),) * 2), tokens)
@@ -195,18 +195,22 @@ def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int
 
 
 def pool_map(attn: np.ndarray, block: int) -> np.ndarray:
-    """(..., S, S) -> (..., ceil(S/b), ceil(S/b)): mean over query blocks, sum over key blocks (rows still sum to 1)."""
-    attn = np.asarray(attn, dtype=float)
+    """(..., S, S) -> (..., ceil(S/b), ceil(S/b)): mean over query blocks, sum over key blocks (rows still sum
+    to 1). float16/float32 maps stay float32 (never a float64 or padded copy of the whole: the keys are summed
+    first, which shrinks the array by ``block`` before anything else is made)."""
+    attn = np.asarray(attn)
     if block <= 1:
         return attn
+    dtype = np.result_type(attn.dtype, np.float32)
     seq_len = attn.shape[-1]
-    padded = -(-seq_len // block) * block
-    pad = [(0, 0)] * (attn.ndim - 2) + [(0, padded - seq_len), (0, padded - seq_len)]
-    grid = np.pad(attn, pad)                                                     # (..., P, P)
-    blocks = grid.reshape(*attn.shape[:-2], padded // block, block, padded // block, block)  # (..., Q, b, K, b)
-    sums = blocks.sum(axis=(-3, -1))                                             # (..., Q, K)
-    counts = np.minimum(block, seq_len - np.arange(0, padded, block))            # real queries per block (Q,)
-    return sums / counts[:, None]
+    starts = np.arange(0, seq_len, block)
+    maps = attn.reshape(-1, seq_len, seq_len)                                    # (M, S, S), a view
+    sums = np.empty((maps.shape[0], len(starts), len(starts)), dtype=dtype)      # (M, Q, K)
+    for index, one in enumerate(maps):                                           # one map at a time
+        keys = np.add.reduceat(one.astype(dtype, copy=False), starts, axis=-1)   # (S, K)
+        sums[index] = np.add.reduceat(keys, starts, axis=-2)                     # (Q, K)
+    counts = np.minimum(block, seq_len - starts).astype(dtype)                   # real queries per block (Q,)
+    return (sums / counts[:, None]).reshape(*attn.shape[:-2], len(starts), len(starts))   # (..., Q, K)
 
 
 def tile_maps(maps: np.ndarray) -> np.ndarray:
@@ -234,7 +238,7 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], focus: tuple[int, 
     layers. ``focus`` (row index, head) gets a red frame: it is the head shown large in the heatmap.
     Inputs longer than ``MODEL_VIEW_MAX_TOKENS`` are pooled into blocks of tokens.
     """
-    attentions = np.asarray(attentions, dtype=float)
+    attentions = np.asarray(attentions)                  # float16/float32 as given: no float64 copy
     if attentions.ndim != 4:
         raise ValueError(f"attentions must be (layers, heads, S, S), got shape {attentions.shape}")
     layers, heads, n = attentions.shape[0], attentions.shape[1], len(tokens)

@@ -18,8 +18,8 @@ from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
 from explorer.attention import plots as attention_plots, sections
 from explorer.attention.layers import head_index, shown_layer
-from explorer.attention.actions import (DEFAULT_LENGTH, effective_length, export_files, model_shape, over_training,
-                                        read_inputs, run_ablation)
+from explorer.attention.actions import (DEFAULT_LENGTH, cached_attention, effective_length, export_files,
+                                        model_shape, over_training, read_inputs, run_ablation)
 from explorer.attention.sections import EXAMPLES, SHARE_STATS, TABLE_COLUMNS
 from explorer import run_picker
 from explorer.endpoints import endpoint, handler, wire_run
@@ -102,7 +102,7 @@ def show_attention(services: Services, model_key: str | None, text: str | None, 
         loaded = services.model(model_key)
         index, head = head_index(*model_shape(loaded), layer, head)
         chosen = view_heads(heads, model_shape(loaded)[1])
-        result = attention(loaded, text, pair, effective_length(services, loaded, max_length))
+        result = cached_attention(services, loaded, text, pair, effective_length(services, loaded, max_length))
     tokens, number = result.tokens, shown_layer(index)
     return (attention_plots.attention_heatmap(result.attentions[index, head], tokens, number, head),
             attention_plots.head_view(result.attentions[index], tokens, chosen, number, focus=head),

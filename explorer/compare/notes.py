@@ -8,8 +8,8 @@ Only what the run records is read (``RunFolder.spec_record``); a model from a pl
 from __future__ import annotations
 
 from engine.checkpoints.hf_format import LoadedModel
-from engine.training.jobs.run_folder import RunFolder
-from engine.training.loop.records import RunRecord
+from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.records import RunRecord
 from engine.training.tasks.registry import is_finetuning, task_definition
 from explorer.glossary import gloss
 

@@ -23,6 +23,7 @@ from explorer.compare.notes import untrained_mlm_note
 from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import percent, sig
 from explorer.glossary import gloss
+from explorer.model_key import KeyKind, ModelKey
 from explorer.model_picker import ModelPicker, dropdown_choices
 from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number
@@ -133,7 +134,7 @@ def _widgets(services: Services) -> dict[str, Any]:
     """The two models, the text, layer, head and top k, the button and the examples."""
     choices = model_choices(services)
     keys = [key for _, key in choices]
-    first_b = next((k for k in keys if k.startswith("checkpoint:")), keys[0] if keys else None)
+    first_b = next((k for k in keys if ModelKey.parse(k).kind is KeyKind.CHECKPOINT), keys[0] if keys else None)
     with gr.Row():
         model_a = gr.Dropdown(choices, value="default" if "default" in keys else first_b, label="Model A",
                               allow_custom_value=True, interactive=True)

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.checkpoints.hf_format import LoadedModel
-from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
+from engine.probes.embeddings import COMPONENTS, EmbeddingsResult, at_layer, embeddings_forward
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
@@ -22,6 +22,7 @@ from explorer import run_picker
 from explorer.endpoints import endpoint, handler, wire_run
 from explorer.glossary import LAYER_RULE, gloss
 from explorer.run_picker import run_note
+from explorer.forward_cache import cached
 from explorer.plots import empty_figure
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
@@ -140,7 +141,9 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
         loaded = services.model(model_key)
         index = parse_layer(layer, loaded.config.num_hidden_layers)
         max_length = min(loaded.config.max_position_embeddings, services.max_length)
-        result = embeddings(loaded, text, pair, layer=index, max_length=max_length)
+        forward = cached(services.forward_cache, loaded.model, ("embeddings", text, pair, max_length),
+                         lambda: embeddings_forward(loaded, text, pair, layer=index, max_length=max_length))
+        result = at_layer(forward, index)            # a layer change reads the kept forward: no model run
     position = chosen_position(token, result)
     return (
         summary_markdown(result),
@@ -184,7 +187,7 @@ def over_training(services: Services, model_key: str | None, positions: float | 
         with services.probing():   # one model at a time: the registry's cache bounds the memory
             results += embeddings_over_checkpoints([(label, services.model(choice.key))], count)
     panels = [(f"{r.label} · adjacent {r.adjacent:.2f}", r.matrix) for r in results]
-    name = choices[-1].key.split(":", 1)[-1].split("/", 1)[0]
+    name = choices[-1].run
     rows = "\n".join(f"| {r.label} | {r.adjacent:.3f} | {r.distant:.3f} |" for r in results)
     message = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
                + f"; first {results[0].matrix.shape[0]} positions. As training goes on, a bright band forms along the diagonal: neighbouring positions "

@@ -14,11 +14,12 @@ from engine import cancellation
 from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
-from engine.probes.joint_fill import JointFill, joint_fill
-from explorer.formatting import percent, sig
+from engine.probes.joint_fill import joint_fill
+from explorer.formatting import percent
 from explorer.glossary import gloss
 from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import plots as fill_mask_plots
+from explorer.fill_mask.results import highlighted_fill, joint_markdown, summary_markdown
 from explorer import run_picker
 from explorer.endpoints import endpoint, wire_run
 from explorer.model_picker import ModelPicker
@@ -33,7 +34,6 @@ MAX_CHECKPOINTS = 6          # checkpoints probed over training (evenly spaced, 
 EMPTY_MESSAGE = "Type a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'"
 # Other ways people write a mask; each becomes the model's own mask token.
 _MASK_SPELLINGS = re.compile(r"\[mask\]|<mask>", re.IGNORECASE)
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 PER_MASK_LABEL = "Top guess at each mask (each predicted on its own, with the other masks still hidden)"
 ZOOM_LABEL = "Zoom: each chart to its own values (bars of different masks then no longer compare)"
 
@@ -106,65 +106,6 @@ def _prepare(services: Services, model_key: str | None, text: str | None, top_k:
     loaded = services.model(model_key)
     loaded.require_head("mlm")
     return loaded, prepare_text(text, mask_token_of(loaded)), k, parse_targets(targets)
-
-
-def highlighted_fill(text: str, mask_token: str, result: FillMaskResult) -> list[tuple[str, str | None]]:
-    """The text with each mask replaced by its own top guess, labelled "p" (one mask) or "n: p" (mask n).
-    With several masks these guesses are independent, not one sentence the model chose (see ``joint_markdown``)."""
-    pieces = text.split(mask_token)
-    if len(pieces) - 1 != len(result.masks):
-        return [(text, None)]
-    out: list[tuple[str, str | None]] = []
-    for m, mask in enumerate(result.masks):
-        if pieces[m]:
-            out.append((pieces[m], None))
-        if mask.token_strs:
-            label = f"{m + 1}: {percent(mask.scores[0])}" if len(result.masks) > 1 else percent(mask.scores[0])
-            out.append((mask.token_strs[0], label))
-    if pieces[-1]:
-        out.append((pieces[-1], None))
-    return out
-
-
-def summary_markdown(result: FillMaskResult, mask_token: str) -> str:
-    """Masks, effective k, entropy per mask, target probabilities and warnings."""
-    n = len(result.masks)
-    lines = [f"**{n} {mask_token}** token{'s' if n != 1 else ''} · top-{result.top_k} · "
-             f"{len(result.tokens)} input tokens · model: {result.source}"]
-    entropies = ", ".join(sig(m.entropy) for m in result.masks)
-    lines.append(f"Uncertainty (entropy, nats) per mask: {entropies} — lower means a surer guess.")
-    for m in result.masks:
-        if m.target_probabilities:
-            probs = ", ".join(f"{_code(t)} {percent(p)}" for t, p in m.target_probabilities.items())
-            lines.append(f"{mask_token} {m.index + 1} targets: {probs}")
-    lines += [f"⚠️ {w}" for w in result.warnings]
-    return "\n\n".join(lines)
-
-
-def joint_markdown(joint: JointFill | None, mask_token: str, targets_given: bool = False) -> str:
-    """The joint fill as Markdown: the filling order ("1. [MASK] 2 → `paris` 91.2%"), the filled sentence and
-    the product of the step probabilities; "" without a joint fill (one mask)."""
-    if joint is None:
-        return ""
-    lines = ["**Filled together**: one mask at a time, the surest first; each step sees the words filled "
-             "before it.", ""]
-    lines += [f"{s.step}. {mask_token} {s.mask + 1} → {_code(s.token_str or s.token)} {percent(s.score)}"
-              for s in joint.steps]
-    lines += ["", f"**{plain_markdown(joint.sequence)}**",
-              "", f"{percent(joint.probability)} for this fill in this order (the product of the steps)."]
-    if targets_given:
-        lines += ["", "_Targets are ignored here: the joint fill ranks the whole vocabulary._"]
-    return "\n".join(lines)
-
-
-def plain_markdown(text: str) -> str:
-    """``text`` with Markdown's special characters escaped, so it shows as typed."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-
-
-def _code(text: str) -> str:
-    """``text`` as inline Markdown code, whatever backticks it holds."""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
 def predictions_plot(result: FillMaskResult, mask_token: str) -> go.Figure:
@@ -257,7 +198,7 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     fig = fill_mask_plots.over_training_figure(
         steps=[c.step for c in picked], labels=labels, tracked=[[m.tracked for m in r.masks] for r in results],
         titles=[f"{mask_token} {m + 1}" if n > 1 else mask_token for m in range(n)])
-    name = picked[0].key.split(":", 1)[-1].split("/", 1)[0]
+    name = picked[0].run
     note = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
             + f" (steps {', '.join(str(c.step) for c in picked)}); each line is a token that was in some "
             f"checkpoint's top-{results[-1].top_k}.")

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from engine.model.config import BertConfig
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, parse_labels
 from explorer.finetune.tasks import DataCheck, task_row
 from explorer import log_to
 from explorer.gpu import training_device
-from explorer.training.controls import CHECKPOINT_EVERY_S
+from explorer.runs.controls import CHECKPOINT_EVERY_S
 from explorer.services import Services
 from explorer.ui_errors import whole_number
 

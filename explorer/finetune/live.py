@@ -1,9 +1,9 @@
 """The Fine-tune tab's live view: what every open browser polls, sent only when it changed.
 
-As the Training tab's (``explorer.training.live``): a browser keeps the versions it was last sent (status;
-curves: run, records; the wrong-examples table: run, the step of its predictions) and gets ``gr.skip()``
-for every output whose version did not move. The predictions are made on the training thread after each
-evaluation (``engine.training.tasks.eval_examples``), so a tick only reads them.
+As the Training tab's (``explorer.training.live``; the idle check's key: ``explorer.runs.status.version``): a
+browser keeps the versions it was last sent (status; curves: run, records; the wrong-examples table: run, the step
+of its predictions) and gets ``gr.skip()`` for every output whose version did not move. The predictions are made
+on the training thread after each evaluation (``engine.training.tasks.eval_examples``), so a tick only reads them.
 """
 from __future__ import annotations
 

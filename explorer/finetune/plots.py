@@ -1,7 +1,7 @@
 """Pure figure builders for the Fine-tune tab: the loss and the task's metrics over steps, train and held-out.
 
 Plain data in (the worker's metric records, the record keys to draw), a plotly ``Figure`` out; the
-curves are the Training tab's (``explorer.training.plots.curves_figure``: downsampled, hover by step).
+curves are the Training tab's (``explorer.runs.plots.curves_figure``: downsampled, hover by step).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from explorer.plots import CATEGORY_COLORS, empty_figure
-from explorer.training.plots import EVAL_COLOR, TRAIN_COLOR, curves_figure
+from explorer.runs.plots import EVAL_COLOR, TRAIN_COLOR, curves_figure
 
 METRIC_COLORS = CATEGORY_COLORS   # one per metric (cycled); train solid, held-out dotted
 

@@ -16,7 +16,7 @@ from engine.data.labels import label_names
 from engine.data.multiple_choice import read_choice_file
 from engine.data.qa_features import read_squad
 from engine.data.tagged_text import read_tagged_file
-from engine.training.jobs.data import load_corpus
+from engine.training.tasks.job_documents import load_corpus
 from engine.training.tasks.token_classification import is_bio
 
 SHOWN_TAGS = 12          # tags named (with their counts) in a token-classification summary

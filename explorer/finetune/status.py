@@ -1,7 +1,7 @@
 """The Fine-tune tab's status line.
 
 One worker trains one run at a time, pretraining or fine-tuning, whichever tab started it. This tab
-words a fine-tuning run as the Training tab does (``explorer.training.status``) plus the task's
+words a fine-tuning run as the Training tab does (``explorer.runs.status``) plus the task's
 numbers, and a pretraining run as what it is: "a pretraining run is running: see the Training tab".
 A worker with no run since the app started is not the whole story: the runs folder may hold fine-tuning
 runs of an earlier start of the app or of the command line, so ``current_status`` then names the newest
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from engine.training.jobs.run_catalog import RunSummary
+from engine.training.runs.run_catalog import RunSummary
 from engine.training.tasks.registry import is_finetuning as is_finetuning_task
 from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import WorkerStatus
 from engine.training.worker.training_worker import TrainingWorker
 from explorer.finetune.tasks import TASKS
 from explorer.formatting import percent, sig
-from explorer.training.status import status_markdown
+from explorer.runs.status import status_markdown
 
 LOOKING = "_Looking up the latest run…_"     # the page's first value, until the live view's first tick
 NO_RUN = ("**idle** — no run yet. Pick the base model in the picker at the top, a task and its data, "
@@ -31,7 +31,7 @@ def is_finetuning(st: WorkerStatus) -> bool:
 
 
 def steering_state(st: WorkerStatus) -> RunState:
-    """The state this tab's Pause, Resume, Stop and Save act on (``explorer.training.controls.allowed``): the
+    """The state this tab's Pause, Resume, Stop and Save act on (``explorer.runs.controls.allowed``): the
     worker's for a fine-tuning run; ``idle`` (nothing to steer here) for a pretraining run, which belongs to the
     Training tab."""
     return st.state if is_finetuning_task(st.task) else RunState.IDLE

@@ -28,8 +28,8 @@ from explorer.finetune.tasks import TASKS, FinetuneTask, task_choices, task_row
 from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.training.controls import RunControls, acknowledge, run_controls, steering_updates
-from explorer.training.live import version
+from explorer.runs.controls import RunControls, acknowledge, run_controls, steering_updates
+from explorer.runs.status import version
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
@@ -265,7 +265,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     f = _form(first)
     access = services.access      # public mode: the controls need the admin token (explorer.access)
-    # Pause, Resume, Stop and Save only where they can act on this tab's run (explorer.training.controls.allowed)
+    # Pause, Resume, Stop and Save only where they can act on this tab's run (explorer.runs.controls.allowed)
     controls = run_controls(access, steering_state(services.get_worker().status()))
     live = _live_widgets(services)
     acknowledge(controls, live["status"])               # "pausing after this step…" the moment Pause is pressed

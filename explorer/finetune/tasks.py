@@ -5,8 +5,7 @@ reader for its data.
 
 A row says: the task's definition and label, the data it accepts (in words and as file endings), its
 bundled example(s), the form's defaults (chosen to learn within a minute on 2 CPU cores from the bundled
-default model on the bundled example), the legend of each metric it plots (the definition's ``metrics``; the
-held-out loss is its ``eval_loss``), how a file is checked before a run starts (``read``, in
+default model on the bundled example), how a file is checked before a run starts (``read``, in
 ``explorer.finetune.readers``: the example count and a short summary, or a ``ValueError`` that says what is
 wrong; classification and tagging also check the labels a person listed), and the values of its own
 ``JobSpec`` fields (the definition's ``spec_fields``). A bundled example may be data without a file: multiple
@@ -23,6 +22,7 @@ from engine.training.tasks.finetuning import CLASSIFICATION, QA
 from engine.training.tasks.multiple_choice import MULTIPLE_CHOICE
 from engine.training.tasks.registry import TaskDefinition
 from engine.training.tasks.token_classification import TOKEN_CLASSIFICATION
+from explorer.runs.legends import metric_legends
 from explorer.finetune.readers import (DataCheck, check_next_sentence, read_choices, read_classification, read_qa,
                                        read_tagged)
 
@@ -52,7 +52,6 @@ class FinetuneTask:
     extensions: tuple[str, ...]                     # file endings an upload may have
     examples: tuple[BundledExample, ...]            # the bundled examples; the first is the default
     defaults: dict[str, float]                      # steps, batch_size, learning_rate, seq_length, eval_fraction
-    legends: dict[str, str]                         # metric key -> its name in the plot's legend
     read: Callable[[Path, tuple[str, ...]], DataCheck]   # checks a file (and the labels asked for, if any)
     spec_fields: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # extra JobSpec fields
     takes_labels: bool = False                      # the form's "labels" box applies
@@ -74,8 +73,9 @@ class FinetuneTask:
 
     @property
     def metrics(self) -> tuple[tuple[str, str], ...]:
-        """(metric key, legend name) of each metric plotted: train ``key``, held-out ``eval_key``."""
-        return tuple((key, self.legends.get(key, key)) for key in self.definition.metrics)
+        """(metric key, legend name) of each metric plotted: train ``key``, held-out ``eval_key`` (the names:
+        ``explorer.runs.legends``; the held-out loss is ``eval_loss``)."""
+        return metric_legends(self.definition)
 
 
 def qa_fields(seq_length: int) -> dict[str, Any]:
@@ -94,7 +94,6 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
         extensions=(".csv", ".tsv", ".jsonl"),
         examples=(BundledExample("sentiment.csv", EXAMPLES_DIR / "sentiment.csv"),),
         defaults=dict(steps=30, batch_size=16, learning_rate=1e-4, seq_length=64, eval_fraction=0.2),
-        legends={"accuracy": "accuracy"},
         read=read_classification, takes_labels=True, labels_hint="positive, negative"),
     FinetuneTask(
         definition=QA, label="Extractive question answering (SQuAD)",
@@ -107,7 +106,6 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                                  note="`tiny_squad_v2.json`: the same 6 paragraphs and 35 questions, and 18 "
                                       "questions they do not answer (SQuAD v2.0, written for this project).")),
         defaults=dict(steps=30, batch_size=8, learning_rate=5e-5, seq_length=128, eval_fraction=0.2),
-        legends={"f1": "answer F1", "exact_match": "answer exact match", "span_acc": "exact span"},
         read=read_qa, spec_fields=qa_fields, parts=("question", "context"), spans=True),
     FinetuneTask(
         definition=TOKEN_CLASSIFICATION, label="Tag words (part of speech, entities)",
@@ -125,7 +123,6 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                   "(https://creativecommons.org/licenses/by-sa/4.0/); only the word and tag columns are kept "
                   "(`assets/examples/README.md`).")),),
         defaults=dict(steps=40, batch_size=16, learning_rate=3e-4, seq_length=64, eval_fraction=0.2),
-        legends={"accuracy": "word accuracy", "entity_f1": "entity F1"},
         read=read_tagged, takes_labels=True, labels_hint="NOUN, VERB, ADJ, … (or B-PER, I-PER, O)",
         unit="sentences", parts=("sentence", "")),
     FinetuneTask(
@@ -144,7 +141,6 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
                                        "scenes of Shakespeare's plays (public domain), the next sentence among "
                                        "3 sentences of other scenes; the held-out scenes are never trained on."))),
         defaults=dict(steps=40, batch_size=8, learning_rate=5e-5, seq_length=64, eval_fraction=0.2),
-        legends={"accuracy": "accuracy"},
         read=read_choices, check_builtin=check_next_sentence, parts=("context", "choices")),
 )}
 

@@ -4,7 +4,7 @@ A browser keeps the *versions* of what it was last sent (``Seen``, in a ``gr.Sta
 (run, state, step, message, records, last checkpoint), the curves (run, records), the batch view (run,
 step) and the checkpoint list (its paths). ``live_update`` rebuilds and sends only the outputs whose
 version moved and ``gr.skip()`` for the rest, so an idle or paused run costs a few comparisons per
-tick, not five figures. ``version`` is the cheap key the slow idle check compares.
+tick, not five figures. ``explorer.runs.status.version`` is the cheap key the slow idle check compares.
 """
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from engine.training.jobs.run_folder import RunFolder
+from engine.training.runs.run_folder import RunFolder
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.services import Services
+from explorer.runs import plots as rp
+from explorer.runs.status import status_markdown
 from explorer.training import plots as tp
-from explorer.training.status import status_markdown
 
 CHECKPOINT_COLUMNS = ["name", "step", "run", "path"]
 MASKED_COLUMNS = ["position", "input token", "original token", "kind"]
@@ -63,11 +64,6 @@ def listed_checkpoint(services: Services, text: str) -> Path:
     return folder
 
 
-def version(st: WorkerStatus) -> tuple[int, str, int]:
-    """What the idle check compares: (run id, state, records); any change means "look again"."""
-    return (st.run_id, st.state, st.records)
-
-
 def _versions(services: Services, st: WorkerStatus) -> Seen:
     checkpoints = tuple(str(c.path) for c in services.get_worker().checkpoints())   # cached 1 s by the worker
     return {
@@ -97,8 +93,8 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
     outputs: list[Any] = [status_markdown(st) if changed["status"] else skip]
     if changed["curves"]:
         records, _ = worker.metrics_since(0)
-        outputs += [tp.mlm_loss_figure(records), tp.nsp_loss_figure(records), tp.accuracy_figure(records),
-                    tp.lr_figure(records)]
+        outputs += [rp.mlm_loss_figure(records), rp.nsp_loss_figure(records), rp.accuracy_figure(records),
+                    rp.lr_figure(records)]
     else:
         outputs += [skip] * 4
     if changed["batch"]:

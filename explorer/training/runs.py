@@ -6,7 +6,7 @@ from typing import Any
 from engine.training.worker.errors import RunActiveError
 from explorer.gpu import training_device
 from explorer.services import Services
-from explorer.training.status import status_markdown
+from explorer.runs.status import status_markdown
 from explorer.ui_errors import whole_number
 
 

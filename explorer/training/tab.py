@@ -9,17 +9,16 @@ from typing import Any
 import gradio as gr
 
 from engine.checkpoints.hf_format import LoadedModel
-from engine.training.jobs.export import export_zip
-from engine.training.jobs.spec import JobSpec
+from engine.training.runs.export import export_zip
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.worker.errors import RunActiveError
 from explorer.glossary import gloss
-from explorer.training.live import (CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update,
-                                    live_view, version)
+from explorer.training.live import CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update, live_view
 from explorer.training.runs import continue_run, run_choices
-from explorer.training.status import status_markdown
+from explorer.runs.status import status_markdown, version
 from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
                                            vocabulary_fields)
-from explorer.training.watch_section import build_watch
+from explorer.runs.watch_section import build_watch
 from explorer import log_to
 from explorer.access import AccessPolicy
 from explorer.endpoints import endpoint
@@ -27,9 +26,9 @@ from explorer.gpu import training_device
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import whole_number
-from explorer.training.controls import (CHECKPOINT_EVERY_S, RunControls, acknowledge, run_controls,
-                                        steering_updates)
-from explorer.training.fields import LEARNING_RATE, MASK_RATE, ranged_number
+from explorer.runs.controls import (CHECKPOINT_EVERY_S, RunControls, acknowledge, run_controls,
+                                    steering_updates)
+from explorer.runs.fields import LEARNING_RATE, MASK_RATE, ranged_number
 
 PRESETS = ["tiny", "mini", "small"]
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten

@@ -13,7 +13,7 @@ import gradio as gr
 
 from engine.checkpoints.hf_format import ASSETS
 from engine.text.corpus import parse_documents, read_text, text_format
-from engine.training.jobs.data import check_text
+from engine.training.tasks.job_documents import check_text
 from explorer.training.server_corpora import PREFIX, server_corpora, server_corpus_path
 
 SOURCES = [("Built-in corpus", "builtin"), ("Paste text", "text"), ("Upload a file", "file")]

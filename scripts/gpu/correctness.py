@@ -35,7 +35,7 @@ from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.probes.inference import answer_details, attention, embeddings, fill_mask_details, next_sentence
 from engine.training.jobs.setup import prepare_job
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.trainer import Trainer
 from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import WorkerStatus

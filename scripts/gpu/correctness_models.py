@@ -19,7 +19,7 @@ from engine.model.config import BertConfig
 from engine.model.head_specs import HeadSpec
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.pretraining import PRETRAINING
 

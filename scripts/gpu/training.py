@@ -22,7 +22,7 @@ import torch
 
 from engine.data.corpus_cache import CACHE_ENV
 from engine.training.jobs.setup import prepare_job
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.callbacks import TrainerCallback
 from engine.training.loop.trainer import Trainer, TrainingDiverged
 from engine.training.tasks.qa_with_mlm import QA_MLM

@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-import explorer  # noqa: E402
+import explorer.page  # noqa: E402
 from explorer.tokenize import tab as tokenize_tab  # noqa: E402
 from explorer.services import Services, default_services  # noqa: E402
 from support.app_helpers import serve  # noqa: E402
@@ -164,12 +164,12 @@ def test_build_app_offline(services: Services, monkeypatch: pytest.MonkeyPatch) 
         return real_connect(self, address)
 
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    demo = explorer.build_app(services)
+    demo = explorer.page.build_app(services)
     assert isinstance(demo, gr.Blocks)
     assert attempts == []
     # Built-in theme with system fonts only: no web-font stylesheet to fetch.
-    assert explorer.THEME._stylesheets == []
-    assert all(isinstance(f, str) for f in explorer.THEME._font + explorer.THEME._font_mono)
+    assert explorer.page.THEME._stylesheets == []
+    assert all(isinstance(f, str) for f in explorer.page.THEME._font + explorer.page.THEME._font_mono)
 
 
 def test_importing_app_sets_offline_env() -> None:

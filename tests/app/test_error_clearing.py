@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import explorer
+import explorer.page
 from support.probing_helpers import make_services
 
 # Public events that keep their outputs on failure, and why.
@@ -22,7 +22,7 @@ KEEPS_OUTPUTS = {
 @pytest.fixture(scope="module")
 def dependencies(tiny_tokenizer, tmp_path_factory) -> list[dict]:
     services = make_services(tiny_tokenizer, tmp_path_factory.mktemp("runs"))
-    return explorer.build_app(services).get_config_file()["dependencies"]
+    return explorer.page.build_app(services).get_config_file()["dependencies"]
 
 
 def test_every_public_event_clears_its_outputs_when_it_fails(dependencies: list[dict]) -> None:

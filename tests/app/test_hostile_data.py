@@ -16,7 +16,7 @@ from engine.data.classification import read_classification_file
 from engine.data.multiple_choice import read_choice_file
 from engine.data.pretraining import create_instances, tokenize_documents
 from engine.data.qa_features import build_qa_dataset, check_lengths, read_squad
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.config import TrainingConfig
 from support.hostile_helpers import Sandbox, assert_human, sandbox
 

@@ -35,7 +35,7 @@ class _Booby:
 
 def _write_model(folder: Path, tokenizer) -> None:
     """A small HF-format model folder (config, safetensors, vocab)."""
-    from engine.training.loop.state import write_checkpoint
+    from engine.training.runs.state import write_checkpoint
 
     write_checkpoint(tiny_model(7), tokenizer, folder, state={"step": 0}, info={"step": 0})
 

@@ -18,7 +18,7 @@ from conftest import VOCAB, WORDS, tiny_config
 from engine.checkpoints.hf_format import LoadedModel, save
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.worker.training_worker import TrainingWorker
 from explorer.model_registry import ModelRegistry
 from explorer.services import Services

@@ -16,10 +16,10 @@ import gradio as gr
 import pytest
 
 import app
-from engine.training.loop.state import read_metrics
+from engine.training.runs.state import read_metrics
 from explorer.access import AccessPolicy
 from explorer.services import Services, default_services
-from explorer.training.watch import WATCH_SECONDS
+from explorer.runs.watch import WATCH_SECONDS
 from support.cli_helpers import ROOT, run_cli
 
 TINY = ["--preset", "tiny", "--max-documents", "20", "--seq-len", "32", "--vocab-size", "300", "--threads", "1",

@@ -350,7 +350,7 @@ def test_saved_directory_is_world_readable(tmp_path):
 
 
 def test_leftovers_of_a_killed_writer_are_recovered_and_a_live_one_is_left_alone(make_config, tmp_path):
-    """What SIGKILL mid-save leaves (see tests/training/test_faults.py for the real kills): staging and
+    """What SIGKILL mid-save leaves (see tests/training/loop/test_faults.py for the real kills): staging and
     half-deleted folders of dead processes go; a swapped-out version comes back if nothing replaced it."""
     import subprocess
     import sys

@@ -96,7 +96,8 @@ def test_the_real_checkout() -> None:
     weights = ROOT / "assets/default-model/model.safetensors"
     assert listed["assets/default-model/model.safetensors"] == weights.stat().st_size > 40_000_000
     assert {"app.py", "requirements.txt", "README.md", "LICENSE", "engine/model/encoder.py", "explorer/gpu.py",
-            "assets/tokenizer/vocab.txt", "assets/style.css", "assets/LICENSES.md"} <= set(listed)
+            "assets/tokenizer/vocab.txt", "assets/style.css", "assets/page.js", "explorer/page.py",
+            "assets/LICENSES.md"} <= set(listed)
     assert not [p for p in listed if p.split("/")[0] not in {"app.py", "requirements.txt", "README.md", "LICENSE",
                                                              "engine", "explorer", "assets"}]
     assert not [p for p in listed if "__pycache__" in p or p.endswith(".pyc")]

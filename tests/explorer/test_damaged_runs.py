@@ -12,14 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import explorer
+import explorer.page
 from engine.training.worker.errors import CannotContinueError
 from engine.training.worker.training_worker import TrainingWorker
 from explorer.model_registry import ModelRegistry, UnknownModelError, checkpoint_label
 from explorer.services import Services
 from explorer.training.live import live_view
 from explorer.training.runs import run_choices
-from explorer.training.status import status_markdown
+from explorer.runs.status import status_markdown
 from support.damage_helpers import unreadable, runs  # noqa: F401 (the fixture)
 from support.probing_helpers import write_run
 
@@ -116,7 +116,7 @@ def test_the_whole_app_builds_over_a_runs_folder_with_every_kind_of_damage(runs:
     (runs / "dangling").symlink_to(runs / "nowhere")
     (runs / "locked" / "checkpoints").mkdir(parents=True)
     with unreadable(monkeypatch, runs / "locked"):
-        demo = explorer.build_app(services_over(runs, tiny_tokenizer))
+        demo = explorer.page.build_app(services_over(runs, tiny_tokenizer))
     dropdowns = [block for block in demo.blocks.values() if type(block).__name__ == "Dropdown"]
     listed = {value for block in dropdowns for _, value in (block.choices or [])}
     assert set(GOOD_KEYS) <= listed and {"locked", "bad", "good"} <= listed

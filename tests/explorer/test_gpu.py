@@ -21,7 +21,7 @@ from typing import Any
 import gradio as gr
 import pytest
 
-import explorer
+import explorer.page
 from explorer import gpu
 from support.probing_helpers import make_services
 
@@ -189,7 +189,7 @@ def _never(_: Any) -> bool:
 
 
 def _events(services: Any) -> dict[str, Any]:
-    demo = explorer.build_app(services)
+    demo = explorer.page.build_app(services)
     return {f"{block_fn.api_name}#{index}": block_fn.fn for index, block_fn in demo.fns.items()
             if block_fn.fn is not None}
 

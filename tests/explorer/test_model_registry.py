@@ -10,6 +10,7 @@ import torch
 from engine.checkpoints.hf_format import LoadedModel, save
 from engine.model.heads import BertWithHeads
 from explorer.model_description import describe
+from explorer.model_key import ModelKey
 from explorer.model_registry import ModelRegistry, checkpoint_key
 from explorer.model_settings import inference_device
 from support.probing_helpers import RUN, STEPS, tiny_model, write_run
@@ -79,9 +80,9 @@ def test_local_models_only_inside_allowed_folders(tmp_path: Path, tiny_tokenizer
     save(tiny_model(3), tiny_tokenizer, outside / "theirs")
     registry = ModelRegistry(allowed_dirs=(allowed,), default_dir=None)
     key = registry.resolve(str(allowed / "mine"))
-    assert key == f"local:{allowed / 'mine'}"
+    assert key == ModelKey.local(str(allowed / "mine")) and str(key) == f"local:{allowed / 'mine'}"
     assert registry.get(key).config.hidden_size == 32
-    assert registry.canonical(key) == "local:models/mine" in [c.key for c in registry.choices()]  # listed, no path
+    assert registry.canonical(key).text == "local:models/mine" in [c.key for c in registry.choices()]  # no path
     assert registry.get("local:models/mine") is registry.get(key)                  # one model, two names
     with pytest.raises(ValueError, match="inside the allowed model folders"):
         registry.get(str(outside / "theirs"))
@@ -94,7 +95,7 @@ def test_local_models_only_inside_allowed_folders(tmp_path: Path, tiny_tokenizer
 def test_hub_ids_resolve_and_fail_clearly_offline(monkeypatch, no_internet) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     registry = ModelRegistry(default_dir=None)
-    assert registry.resolve("google/bert_uncased_L-2_H-128_A-2") == "hub:google/bert_uncased_L-2_H-128_A-2"
+    assert registry.resolve("google/bert_uncased_L-2_H-128_A-2") == ModelKey.hub("google/bert_uncased_L-2_H-128_A-2")
     with pytest.raises(ConnectionError, match="offline mode"):
         registry.get("google/bert_uncased_L-2_H-128_A-2")
 
@@ -106,9 +107,9 @@ def test_an_owner_name_folder_outside_the_allowed_ones_reads_as_a_hub_id(tmp_pat
     save(tiny_model(3), tiny_tokenizer, tmp_path / "models" / "mine")
     (tmp_path / "secret" / "folder").mkdir(parents=True)
     registry = ModelRegistry(allowed_dirs=(tmp_path / "models",), default_dir=None)
-    assert registry.resolve("secret/folder") == "hub:secret/folder"
-    assert registry.resolve("secret/absent") == "hub:secret/absent"
-    assert registry.resolve("models/mine") == "local:models/mine"
+    assert registry.resolve("secret/folder") == ModelKey.hub("secret/folder")
+    assert registry.resolve("secret/absent") == ModelKey.hub("secret/absent")
+    assert registry.resolve("models/mine") == ModelKey.local("models/mine")
 
 
 @pytest.mark.parametrize("denied", ["iterdir", "open"])
@@ -220,6 +221,19 @@ def test_runs_are_listed_and_chosen_by_name(runs: Path, tiny_tokenizer) -> None:
         registry.run_checkpoints(run="gone")
     with pytest.raises(ValueError, match="'nope' has no checkpoints"):
         registry.run_checkpoints("checkpoint:nope/step-000001")
+
+
+def test_the_registry_takes_a_key_value_or_its_text_and_names_a_checkpoint_s_run(runs: Path, tiny_tokenizer) -> None:
+    """A ``ModelKey`` and its text name the same model (one cache entry); a value comes back from ``resolve`` as
+    it is; a checkpoint's choice names its run, so the over-training views never take its key apart."""
+    registry = ModelRegistry(runs_root=runs, default_dir=None)
+    key = ModelKey.checkpoint(RUN, "step-000004")
+    assert registry.resolve(key) is key and registry.resolve(key.text) == key
+    assert registry.get(key) is registry.get(key.text)
+    assert registry.folder(key) == registry.folder(key.text) == runs / RUN / "checkpoints" / "step-000004"
+    assert {c.run for c in registry.run_checkpoints(key)} == {RUN} == {c.run for c in registry.choices()}
+    registry.pin("tiny", LoadedModel(tiny_model(0), tiny_tokenizer, tiny_model(0).config, "in memory"))
+    assert registry.resolve("tiny") == ModelKey.parse("tiny") and registry.get("tiny").source == "in memory"
 
 
 def test_an_unknown_key_lists_the_keys_available_now(runs: Path, tiny_tokenizer) -> None:

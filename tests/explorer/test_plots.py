@@ -112,8 +112,8 @@ def test_subplot_grid_lays_plots_out_like_make_subplots() -> None:
 
 FIGURE_MODULES = ["explorer.plots", "explorer.attention.plots", "explorer.attention.ablation_plots",
                   "explorer.embeddings.plots", "explorer.fill_mask.plots", "explorer.heads.plots", "explorer.qa.plots",
-                  "explorer.training.plots", "explorer.finetune.plots", "explorer.attention.neuron_plots",
-                  "explorer.why.plots"]
+                  "explorer.runs.plots", "explorer.training.plots", "explorer.finetune.plots",
+                  "explorer.attention.neuron_plots", "explorer.why.plots"]
 _T = ["[CLS]", "the", "cat", "the", "[SEP]"]
 _MAPS = np.full((2, 2, 5, 5), 0.2)
 _RECORDS = [{"kind": "train", "step": s, "mlm_loss": 5.0 / s, "nsp_loss": 0.7, "mlm_acc": 0.1, "nsp_acc": 0.5,
@@ -126,6 +126,7 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
     from explorer.fill_mask import plots as fp
     from explorer.heads import plots as hp
     from explorer.qa import plots as qp
+    from explorer.runs import plots as rp
     from explorer.training import plots as tp
     from explorer.finetune import plots as ftp
     from explorer.attention import neuron_plots as np_
@@ -167,11 +168,11 @@ def _builders() -> dict[str, Callable[[], go.Figure]]:
         "explorer.heads.plots.cls_attention_figure": lambda: hp.cls_attention_figure(_T, [0, 0, 0, 1, 1], _MAPS[0, :, 0]),
         "explorer.qa.plots.probabilities_figure": lambda: qp.probabilities_figure([window]),
         "explorer.qa.plots.windows_figure": lambda: qp.windows_figure(10, [(0, 6), (4, 10)], [(1, 3, "#1")]),
-        "explorer.training.plots.curves_figure": lambda: tp.curves_figure(_RECORDS, tp.MLM_LOSS_SERIES, "MLM loss"),
-        "explorer.training.plots.mlm_loss_figure": lambda: tp.mlm_loss_figure(_RECORDS),
-        "explorer.training.plots.nsp_loss_figure": lambda: tp.nsp_loss_figure(_RECORDS),
-        "explorer.training.plots.accuracy_figure": lambda: tp.accuracy_figure(_RECORDS),
-        "explorer.training.plots.lr_figure": lambda: tp.lr_figure(_RECORDS),
+        "explorer.runs.plots.curves_figure": lambda: rp.curves_figure(_RECORDS, rp.MLM_LOSS_SERIES, "MLM loss"),
+        "explorer.runs.plots.mlm_loss_figure": lambda: rp.mlm_loss_figure(_RECORDS),
+        "explorer.runs.plots.nsp_loss_figure": lambda: rp.nsp_loss_figure(_RECORDS),
+        "explorer.runs.plots.accuracy_figure": lambda: rp.accuracy_figure(_RECORDS),
+        "explorer.runs.plots.lr_figure": lambda: rp.lr_figure(_RECORDS),
         "explorer.training.plots.masked_strip": lambda: tp.masked_strip(["[CLS]", "[MASK]"], ["special", "mask"]),
         "explorer.training.plots.batch_figure": lambda: tp.batch_figure(batch),
         "explorer.attention.neuron_plots.vectors_figure": lambda: np_.vectors_figure(
@@ -244,7 +245,7 @@ def _contrast(one: str, other: str) -> float:
 def test_categorical_colours_come_from_one_palette_and_read_on_both_themes() -> None:
     """Statistics, embedding components and fine-tuning metrics take d3's category10 (plotly.colors), each
     name its own colour, and every colour keeps at least 2:1 contrast on the light page and on the dark one."""
-    from explorer import THEME
+    from explorer.page import THEME
     from explorer.attention.ablation_plots import STAT_COLORS
     from explorer.embeddings.plots import COMPONENT_COLORS, COMPONENT_LABELS
     from explorer.finetune.plots import METRIC_COLORS

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-import explorer
+import explorer.page
 from explorer import warmup
 from explorer.tab_registry import TABS
 from support.probing_helpers import make_services
@@ -26,7 +26,7 @@ def test_tabs_are_listed_once_in_the_order_shown() -> None:
 
 
 def test_build_app_opens_exactly_the_registered_tabs(services) -> None:
-    demo = explorer.build_app(services)
+    demo = explorer.page.build_app(services)
     outer = min((block for block in demo.blocks.values() if isinstance(block, gr.Tabs)), key=lambda b: b._id)
     opened = [(child.label, child.id) for child in outer.children]
     assert opened == [(tab.title, tab.id) for tab in TABS]
@@ -58,25 +58,26 @@ def test_a_model_without_heads_warms_up_only_what_needs_none(services) -> None:
 
 
 def test_the_page_script_runs_on_load_and_the_header_points_to_the_glossary(services) -> None:
-    """The page script (Ctrl+Enter, glossary links: ``explorer.JS``) is a js-only load event of the app itself, so it
-    runs however the app is launched; the header says where words are explained, with a dotted word to try."""
-    demo = explorer.build_app(services)
+    """The page script (Ctrl+Enter, glossary links: ``explorer.page.JS``, read from ``assets/page.js``) is a js-only
+    load event of the app itself, so it runs however the app is launched; the header says where words are explained,
+    with a dotted word to try."""
+    demo = explorer.page.build_app(services)
     config = demo.get_config_file()
-    scripts = [d for d in config["dependencies"] if d.get("js") == explorer.JS]
+    scripts = [d for d in config["dependencies"] if d.get("js") == explorer.page.JS]
     assert len(scripts) == 1 and scripts[0]["targets"] == [(demo._id, "load")] and not scripts[0]["backend_fn"]
     assert scripts[0]["api_visibility"] == "private" and not scripts[0]["inputs"] and not scripts[0]["outputs"]
     for needed in ("ctrlKey", "metaKey", "button.main-action", "gloss", "Glossary", "scrollIntoView"):
-        assert needed.lower() in explorer.JS.lower(), needed
+        assert needed.lower() in explorer.page.JS.lower(), needed
     header = next(block for block in demo.blocks.values() if isinstance(block, gr.Markdown))
     assert "Glossary" in header.value and 'class="gloss gloss-wordpiece"' in header.value
 
 
 def test_the_fields_with_an_enter_action_of_their_own_are_marked(services) -> None:
-    """``explorer.mark_submit_fields``: a box with a submit event gets the class the page script reads (Enter there is
-    Gradio's); a box without one does not (Enter there runs the tab's main button)."""
-    demo = explorer.build_app(services)
+    """``explorer.page.mark_submit_fields``: a box with a submit event gets the class the page script reads (Enter
+    there is Gradio's); a box without one does not (Enter there runs the tab's main button)."""
+    demo = explorer.page.build_app(services)
     boxes = {block.label: block for block in demo.blocks.values() if isinstance(block, gr.Textbox)}
-    assert explorer.SUBMIT_CLASS in boxes["Text with [MASK] tokens"].elem_classes
-    assert explorer.SUBMIT_CLASS in boxes["Question"].elem_classes
-    assert explorer.SUBMIT_CLASS not in (boxes["Targets (optional)"].elem_classes or [])
-    assert explorer.SUBMIT_CLASS in explorer.JS
+    assert explorer.page.SUBMIT_CLASS in boxes["Text with [MASK] tokens"].elem_classes
+    assert explorer.page.SUBMIT_CLASS in boxes["Question"].elem_classes
+    assert explorer.page.SUBMIT_CLASS not in (boxes["Targets (optional)"].elem_classes or [])
+    assert explorer.page.SUBMIT_CLASS in explorer.page.JS

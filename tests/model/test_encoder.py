@@ -110,6 +110,28 @@ def test_probing_outputs_are_consistent():
         check(f"softmax(scores) layer {layer}", torch.softmax(scores, -1), out.encoder.attentions[layer], PATHS)
 
 
+def test_on_layer_hands_over_each_layers_probes_instead_of_collecting_them():
+    """``on_layer`` sees every layer's probes, equal to the collected outputs, as the layers make them; the
+    outputs' tuples are then empty (nothing held across layers) and the hidden states unchanged."""
+    config = CONFIGS["odd"]
+    model = ours_with_heads(config, (), seed=9)
+    inputs = batch(config, seed=9)
+    seen: list[tuple[int, dict[str, torch.Tensor]]] = []
+    with torch.no_grad():
+        collected = model.bert(**inputs, output_qk=True, output_attentions=True)
+        handed = model.bert(**inputs, output_qk=True, output_attentions=True,
+                            on_layer=lambda index, probes: seen.append((index, dict(probes))))
+    assert [index for index, _ in seen] == list(range(config.num_hidden_layers))
+    for index, probes in seen:
+        assert torch.equal(probes["probs"], collected.attentions[index])
+        assert torch.equal(probes["queries"], collected.queries[index])
+        assert torch.equal(probes["keys"], collected.keys[index])
+    assert handed.attentions == handed.queries == handed.keys == handed.attention_scores == ()
+    assert torch.equal(handed.last_hidden_state, collected.last_hidden_state)
+    only_maps = model.bert(**inputs, output_attentions=True)
+    assert only_maps.attention_scores is None and len(only_maps.attentions) == config.num_hidden_layers
+
+
 # ---- padding ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["odd", "tiny"])

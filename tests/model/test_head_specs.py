@@ -15,7 +15,7 @@ from engine.checkpoints.key_mapping import architectures_for, hf_classes, hf_key
 from engine.model.config import BertConfig
 from engine.model.head_specs import HEADS, JOINT_CLASSES, HeadInput, HeadSpec, register_head, unregister_head
 from engine.model.heads import BertWithHeads
-from engine.training.tasks.base import freeze_unused
+from engine.training.loop.freezing import freeze_unused
 from explorer.model_description import describe
 from support.reference import hf_config, randomize_
 

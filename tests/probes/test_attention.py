@@ -287,3 +287,27 @@ def test_attention_over_checkpoints(make_config, tiny_tokenizer) -> None:
         attention_over_checkpoints(models[:2], TEXT, None, 0, 0, steps=[1])
     with pytest.raises(ValueError, match=r"3 step\(s\) given for 2 checkpoints"):
         attention_over_checkpoints(models[:2], TEXT, None, 0, 0, steps=[1, 2, 3])
+
+
+def test_the_maps_are_copied_one_layer_at_a_time_into_float32(loaded) -> None:
+    """Issue 34: the encoder's per-layer maps and their stacked copy were held whole together. A list given to
+    ``attention_result`` is emptied as it is read (each layer freed once copied); the maps are float32 and the
+    statistics equal ``head_statistics`` of them."""
+    from engine.probes.attention import attention_result, encode_input, model_inputs
+
+    encoding = encode_input(loaded, TEXT, PAIR)
+    ids, types = model_inputs(loaded, encoding)
+    with torch.inference_mode():
+        layers = list(loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types,
+                                        output_attentions=True).attentions)
+    expected = torch.stack([layer[0] for layer in layers]).numpy()                   # (L, nh, S, S)
+    result = attention_result(loaded, encoding, layers, TEXT, PAIR)
+    assert layers == [None] * len(layers)
+    assert result.attentions.dtype == np.float32
+    np.testing.assert_array_equal(result.attentions, expected)
+    sep = [i for i, t in enumerate(result.tokens) if t == "[SEP]"]
+    again = head_statistics(result.attentions, [0], sep)
+    for name in STAT_NAMES:
+        np.testing.assert_allclose(result.stats.get(name), again.get(name), atol=1e-6)
+    half = head_statistics(result.attentions.astype(np.float16), [0], sep)            # float16 maps: float32 math
+    np.testing.assert_allclose(half.entropy, again.entropy, atol=2e-3)

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 import gradio as gr
 from gradio_client import Client
 
-import explorer
+import explorer.page
 
 
 def free_port() -> int:
@@ -36,7 +36,7 @@ def launch(demo: gr.Blocks, **options: Any) -> None:
 def serve(demo: gr.Blocks) -> Iterator[Client]:
     """Launch ``demo`` on loopback without blocking, yield a client for it, close it afterwards. The client waits
     up to ``CLIENT_TIMEOUT_S`` for an answer (httpx's 5 s default is too short on a machine busy with other work)."""
-    launch(demo, theme=explorer.THEME, css=explorer.CSS)
+    launch(demo, theme=explorer.page.THEME, css=explorer.page.CSS)
     try:
         yield Client(demo.local_url, verbose=False, httpx_kwargs={"timeout": CLIENT_TIMEOUT_S})
     finally:

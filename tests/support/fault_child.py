@@ -1,4 +1,4 @@
-"""A training process to SIGKILL, for tests/training/test_faults.py.
+"""A training process to SIGKILL, for tests/training/loop/test_faults.py.
 
 Run as ``python tests/support/fault_child.py SETUP_JSON``. It imports torch and the engine once,
 builds the datasets, prints ``ready``, then serves one JSON command per stdin line by
@@ -33,11 +33,13 @@ from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.model.config import BertConfig  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
+from engine.training.loop.resume import resume  # noqa: E402
 from engine.training.loop.trainer import Trainer  # noqa: E402
-from engine.training.tasks import build_datasets  # noqa: E402
+from engine.training.tasks import task_for  # noqa: E402
+from engine.training.tasks.pretraining import build_datasets  # noqa: E402
 from engine.training.loop.config import TrainingConfig  # noqa: E402
-from engine.training.loop.state import STATE_FILE, truncate_metrics  # noqa: E402
-from engine.training.jobs.run_folder import METRICS_FILE, list_checkpoints
+from engine.training.runs.state import STATE_FILE, truncate_metrics  # noqa: E402
+from engine.training.runs.run_folder import METRICS_FILE, RunFolder
 
 HOOKS = ("mkdtemp", "weights-torn", "weights", "config", "tokenizer", "state-torn", "unsynced", "synced",
          "renamed", "swap", "swapped", "prune")
@@ -126,15 +128,16 @@ def child(setup: dict, command: dict, train, evaluation, tokenizer) -> None:
     run_dir = Path(command.get("run_dir") or setup["run_dir"])
     freezer = Freezer(command.get("phase", "none"), int(command.get("arm_after", 0)))
     freezer.install()
-    source = command.get("resume_from") or (run_dir if list_checkpoints(run_dir) else None)
+    source = command.get("resume_from") or (run_dir if RunFolder(run_dir).checkpoints() else None)
     if source is not None:
-        trainer = Trainer.resume(source, train, evaluation)
+        trainer = resume(source, task_for(TrainingConfig(**setup["training"])), train, evaluation)
         say(f"resumed {trainer.global_step}")
     else:                                     # no complete checkpoint: start over (a killed first attempt logged some)
         truncate_metrics(run_dir / METRICS_FILE, 0)
         torch.manual_seed(0)
         model = BertWithHeads(BertConfig(**setup["model"]))
-        trainer = Trainer(model, tokenizer, train, evaluation, TrainingConfig(**setup["training"]), run_dir)
+        config = TrainingConfig(**setup["training"])
+        trainer = Trainer(model, tokenizer, train, evaluation, config, run_dir, task=task_for(config))
         say("fresh 0")
 
     def callback(kind: str, record: dict) -> None:
@@ -153,10 +156,11 @@ def warm_up(setup: dict, train, evaluation, tokenizer) -> None:
     """Train, save and resume once in a scratch folder, so forked children skip first-call costs."""
     with tempfile.TemporaryDirectory() as scratch:
         model = BertWithHeads(BertConfig(**setup["model"]))
-        trainer = Trainer(model, tokenizer, train, evaluation, TrainingConfig(**setup["training"]), scratch)
+        config = TrainingConfig(**setup["training"])
+        trainer = Trainer(model, tokenizer, train, evaluation, config, scratch, task=task_for(config))
         trainer.train(num_steps=1)
-        Trainer.resume(scratch, train, evaluation).train(num_steps=1)
-        list_checkpoints(scratch)
+        resume(scratch, task_for(config), train, evaluation).train(num_steps=1)
+        RunFolder(scratch).checkpoints()
 
 
 def main() -> None:

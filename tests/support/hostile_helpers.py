@@ -32,7 +32,7 @@ import pytest  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-import explorer  # noqa: E402
+import explorer.page  # noqa: E402
 from support.app_helpers import CLIENT_TIMEOUT_S, launch  # noqa: E402
 
 CALL_TIMEOUT_S = 30.0
@@ -190,7 +190,7 @@ def sandbox(root: Path) -> Iterator[Sandbox]:
 @contextlib.contextmanager
 def serve_app(demo: gr.Blocks, box: Sandbox) -> Iterator[Client]:
     """Launch ``demo`` on loopback (queue as app.create_app sets it), yield a client, close afterwards."""
-    launch(demo, theme=explorer.THEME, css=explorer.CSS)
+    launch(demo, theme=explorer.page.THEME, css=explorer.page.CSS)
     try:
         yield Client(demo.local_url, verbose=False, download_files=str(box.root / "client"),
                      httpx_kwargs={"timeout": CLIENT_TIMEOUT_S})

@@ -14,8 +14,8 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.model.heads import BertWithHeads
 from explorer.model_registry import ModelRegistry
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.loop.state import write_checkpoint
-from engine.training.jobs.run_folder import CHECKPOINTS_DIR, checkpoint_name
+from engine.training.runs.state import write_checkpoint
+from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer import model_picker
 from explorer.services import Services
 from support.reference import randomize_

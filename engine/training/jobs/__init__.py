@@ -1,2 +1,3 @@
-"""Training jobs: the ``JobSpec``, ``prepare_job`` (data, models, tokenizer), the run folder on disk, the run
-catalogue, export to a downloadable model, and the command lines' shared arguments."""
+"""Training jobs: ``prepare_job`` (a ``JobSpec`` -> the data, the model, the tokenizer and a ``Trainer`` handed its
+task object), a pretraining job's corpus, the start model, the newest good checkpoint to continue from, and the
+command lines' shared arguments. Imports runs, loop and tasks; only the worker imports it."""

@@ -2,8 +2,8 @@
 turning them into a ``JobSpec`` (new or resumed), Ctrl-C handling, and the progress-bar training loop.
 
 Arguments default to None so that ``--resume`` can tell which ones were given: a resumed run takes
-everything from its run folder (``engine.training.jobs.spec.resume_spec``), and the flags given may change
-only ``run_folder.RESUMABLE_FIELDS``. Messages name the flag the user typed (``FLAGS``).
+everything from its run folder (``engine.training.tasks.job_spec.resume_spec``), and the flags given may change
+only ``resume_rules.RESUMABLE_FIELDS``. Messages name the flag the user typed (``FLAGS``).
 """
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ import torch
 from engine.training.loop.train_result import TrainStatus
 from engine.training.loop import distributed as dist
 from engine.training.loop.config import TrainingConfig
-from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.training.jobs.setup import PreparedJob, default_run_dir, prepare_job
 from engine.training.loop.report_to import REPORT_TO
-from engine.training.jobs.run_folder import check_resume_changes, checkpoint_name
-from engine.training.loop.state import STATE_FILE
+from engine.training.runs.resume_rules import check_resume_changes
+from engine.training.runs.run_folder import checkpoint_name
+from engine.training.runs.state import STATE_FILE
 from engine.training.loop.trainer import Trainer, TrainingDiverged
 from engine.training.tasks.registry import task_definition
 

@@ -22,7 +22,7 @@ from engine.data.pretraining import PretrainingDataset
 from engine.data.token_store import TokenStore
 from engine.text.corpus import parse_documents, train_eval_split
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop import distributed as dist
 from engine.training.loop.config import TrainingConfig
 

@@ -15,8 +15,8 @@ from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
-from engine.training.jobs.spec import JobSpec
-from engine.training.jobs.run_folder import RunFolder, resolve_checkpoint
+from engine.training.tasks.job_spec import JobSpec
+from engine.training.runs.run_folder import RunFolder, resolve_checkpoint
 from engine.training.tasks.registry import task_definition
 
 Log = Callable[[str], None]

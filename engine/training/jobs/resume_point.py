@@ -16,9 +16,9 @@ from pathlib import Path
 from safetensors import safe_open
 
 from engine.model.config import BertConfig
-from engine.training.jobs.run_folder import CheckpointInfo, RunFolder
+from engine.training.runs.run_folder import CheckpointInfo, RunFolder
 from engine.training.loop.config import TrainingConfig
-from engine.training.loop.state import STATE_FILE, read_training_state
+from engine.training.runs.state import STATE_FILE, read_training_state
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ command lines, the app's worker and the benches take.
 New pretraining: corpus -> split -> tokenizer -> pretraining datasets -> model (preset or
 ``init_from``). New fine-tuning: start model -> its tokenizer -> task features -> model with the
 task's head. Resume: the run's own spec (``run.json``) and checkpoint -> the same data -> the trainer
-state restored. Every trainer also gets the callbacks of the spec's ``report_to`` (``engine.training.loop.report_to``),
+state restored. Every trainer is handed its task object (``TaskDefinition.make``: the loop never looks a task
+up by name) and gets the callbacks of the spec's ``report_to`` (``engine.training.loop.report_to``),
 so command-line and app runs log alike. ``progress(message)`` reports each stage; when it answers False the job was
 cancelled meanwhile and ``prepare_job`` returns None.
 """
@@ -20,15 +21,17 @@ from engine.model.head_specs import HEADS
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
-from engine.training.jobs.spec import JobSpec, resume_spec
+from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.data.corpus_cache import CorpusCancelled, Progress as CorpusProgress
 from engine.training.jobs.corpus import corpus_tokens, corpus_vocabulary, job_source, pretraining_data
-from engine.training.jobs.data import check_one_batch
+from engine.training.tasks.job_documents import check_one_batch
 from engine.training.jobs.models import finetuning_model, load_start_model, pretraining_model
 from engine.training.loop.report_to import report_callbacks
-from engine.training.jobs.run_folder import RESUMABLE_FIELDS, RunFolder
-from engine.training.loop.state import read_metrics
-from engine.training.tasks import TrainData
+from engine.training.runs.resume_rules import RESUMABLE_FIELDS
+from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.state import read_metrics
+from engine.training.loop.resume import resume
+from engine.training.loop.training_task import TrainData
 from engine.training.loop.trainer import Trainer
 
 Progress = Callable[[str], Any]     # answers False to cancel; anything else goes on
@@ -107,7 +110,8 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     step("building the model")
     model = pretraining_model(spec, config, tokenizer, loaded)
     run_dir = spec.run_dir or default_run_dir()
-    trainer = Trainer(model, tokenizer, train_data, eval_data, config, run_dir, **_reporting(hooks, spec, run_dir))
+    trainer = Trainer(model, tokenizer, train_data, eval_data, config, run_dir, **_reporting(hooks, spec, run_dir),
+                      task=spec.definition.make(config))
     _record(spec, trainer, tokenizer)
     return PreparedJob(trainer, spec, tokenizer, train_data)
 
@@ -127,7 +131,7 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     model = finetuning_model(loaded, config.task, id2label, config.seed, step)
     run_dir = spec.run_dir or default_run_dir()
     trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, run_dir,
-                      **_reporting(hooks, spec, run_dir))
+                      **_reporting(hooks, spec, run_dir), task=definition.make(config))
     _record(spec, trainer, loaded.tokenizer)
     return PreparedJob(trainer, spec, loaded.tokenizer, train_data)
 
@@ -151,8 +155,8 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
         id2label = BertConfig.load(checkpoint).id2label if labelled else None
         train_data, eval_data, _ = definition.data(job, config, tokenizer, id2label, step)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
-    trainer = Trainer.resume(checkpoint, train_data, eval_data, run_dir=job.run_dir,
-                             **_reporting(hooks, job, job.run_dir), **changes)
+    trainer = resume(checkpoint, definition.make(config), train_data, eval_data, run_dir=job.run_dir,
+                     **_reporting(hooks, job, job.run_dir), **changes)
     folder = RunFolder(trainer.run_dir)
     if not folder.spec_path.exists():
         _record(job, trainer, None)

@@ -28,8 +28,9 @@ class TrainingConfig:
     gradient_accumulation_steps`` sequences. Intervals count optimizer steps; 0 means
     never (the last step is always evaluated and checkpointed); ``checkpoint_every_s`` saves after that many
     seconds of training too (``engine.training.loop.checkpoint_policy``). ``warmup_steps``, when given,
-    wins over ``warmup_ratio`` (a fraction of ``total_steps``). ``task`` picks what is trained
-    (``engine.training.tasks``); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern pretraining only.
+    wins over ``warmup_ratio`` (a fraction of ``total_steps``). ``task`` names what is trained (a
+    task of ``engine.training.tasks``: the ``JobSpec`` checks the name, and the ``Trainer`` is handed the task
+    object, whose name must be this); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern pretraining only.
     ``freeze_encoder`` trains the heads and the pooler only: the embeddings (with the MLM decoder weight tied
     to them) and the encoder layers keep their weights.
     """
@@ -98,10 +99,8 @@ class TrainingConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"unknown precision {self.precision!r}; choose one of {', '.join(PRECISIONS)}")
-        # here, not at the top: every task module imports this one (importing the registry runs
-        # engine.training.tasks' __init__, which registers the built-in tasks)
-        from engine.training.tasks.registry import task_definition
-        task_definition(self.task)              # ValueError "unknown task ...; choose one of ..."
+        if not isinstance(self.task, str) or not self.task:   # which tasks exist is the registry's (JobSpec checks)
+            raise ValueError(f"task must be a task's name, got {self.task!r}")
         for name in ("whole_word_masking", "nsp", "freeze_encoder"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")

@@ -1,8 +1,9 @@
 """The training loop: pretraining (MLM + NSP) and fine-tuning (QA, classification) steps,
 held-out evaluation, checkpoints, exact resume.
 
-What is trained is a ``TrainingTask`` (``engine.training.tasks``, picked by ``config.task``): its heads,
-batch weighting, loss and metrics; everything else is here and shared.
+What is trained is a ``TrainingTask`` (``engine.training.loop.training_task``; the task objects live in
+``engine.training.tasks``, and whoever builds the trainer hands it one): its heads, batch weighting, loss and
+metrics; everything else is here and shared. Continuing a run is ``engine.training.loop.resume``.
 ``Trainer.step()`` runs one optimizer step over ``gradient_accumulation_steps``
 micro-batches and returns its metrics; ``train()`` loops, evaluating, logging to
 ``<run_dir>/metrics.jsonl`` and checkpointing at the configured intervals. Code outside the
@@ -21,7 +22,7 @@ Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss sc
 is needed for bf16. A NaN/inf loss or gradient norm applies no update and raises
 ``TrainingDiverged``; checkpoints already written stay as they are. With
 ``config.freeze_encoder`` the embeddings and encoder layers get no gradient and are not
-given to the optimizer (``engine.training.tasks.freeze_encoder``); heads the task does not run, and
+given to the optimizer (``engine.training.loop.freezing.freeze_encoder``); heads the task does not run, and
 an unused pooler, never are (``freeze_unused``): they are saved as they came.
 """
 from __future__ import annotations
@@ -36,17 +37,16 @@ import torch
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import CallbackList, FunctionCallback, TrainerCallback
 from engine.training.loop.checkpoint_policy import CheckpointPolicy
-from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
-from engine.training.loop.optim import build_optimizer, build_scheduler, lr_factor
+from engine.training.loop.optim import build_optimizer, build_scheduler
 from engine.training.loop.train_result import TrainResult, TrainStatus
-from engine.training.tasks import TaskOutput, TrainBatch, TrainData, freeze_encoder, freeze_unused, task_for
-from engine.training.tasks.base import data_position, has_batches, restore_data_position
+from engine.training.loop.freezing import freeze_encoder, freeze_unused
+from engine.training.loop.training_task import (TaskOutput, TrainBatch, TrainData, TrainingTask, data_position,
+                                                has_batches)
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
-from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, check_resume_changes
-from engine.training.loop.state import (STATE_FORMAT, append_metrics, capture_rng, read_training_state,
-                                        restore_rng, set_seed, truncate_metrics, write_checkpoint)
+from engine.training.runs.run_folder import CheckpointInfo, RunFolder
+from engine.training.runs.state import STATE_FORMAT, append_metrics, capture_rng, set_seed, write_checkpoint
 
 Callback = Callable[[str, dict[str, Any]], None]   # (kind: "train" | "eval" | "checkpoint" | "diverged", record)
 
@@ -67,12 +67,15 @@ class Trainer:
     def __init__(self, model: BertWithHeads, tokenizer: WordPieceTokenizer | None, train_data: TrainData,
                  eval_data: TrainData | None, config: TrainingConfig, run_dir: str | Path,
                  callbacks: Sequence[TrainerCallback] = (), lock: ContextManager[Any] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
-        """``callbacks`` see and steer the run (``engine.training.loop.callbacks``); ``lock`` is held around every
-        step and evaluation, so whoever else takes it (a snapshot of the weights) sees no half step; ``clock``
-        times the steps (``elapsed``, tokens/s, checkpoints by time)."""
+                 clock: Callable[[], float] = time.perf_counter, *, task: TrainingTask) -> None:
+        """``task`` is what is trained (``config.task`` names it; ``prepare_job`` makes it from the task's
+        definition); ``callbacks`` see and steer the run (``engine.training.loop.callbacks``); ``lock`` is held
+        around every step and evaluation, so whoever else takes it (a snapshot of the weights) sees no half step;
+        ``clock`` times the steps (``elapsed``, tokens/s, checkpoints by time)."""
         config.check_model(model.config)
-        self.task = task_for(config)
+        if task.name != config.task:
+            raise ValueError(f"the task to train is {task.name!r} but the settings are for {config.task!r}")
+        self.task = task
         self.task.check(model, train_data, eval_data, config)
         self.config, self.tokenizer = config, tokenizer
         self.train_data, self.eval_data = train_data, eval_data
@@ -97,7 +100,7 @@ class Trainer:
         self.epoch, self.batch_index = 0, 0        # data position: the next micro-batch to read
         self.elapsed = 0.0                         # seconds spent in training steps, over all sessions
         self.clock = clock
-        self._checkpoints = CheckpointPolicy(config.checkpoint_every, config.checkpoint_every_s)
+        self.checkpoint_policy = CheckpointPolicy(config.checkpoint_every, config.checkpoint_every_s)
         self.last_checkpoint: Path | None = None
         self.last_metrics: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
@@ -282,8 +285,8 @@ class Trainer:
                 evaluation = self.evaluate()
                 self.callbacks.call("on_evaluate", self, evaluation)
                 self._log("eval", evaluation)
-            if last or self._checkpoints.due(step, self.elapsed, self.device):
-                self.save_checkpoint(for_time=not last and not self._checkpoints.by_steps(step))
+            if last or self.checkpoint_policy.due(step, self.elapsed, self.device):
+                self.save_checkpoint(for_time=not last and not self.checkpoint_policy.by_steps(step))
         status = TrainStatus.FINISHED if self.global_step >= config.total_steps else TrainStatus.NUM_STEPS
         return TrainResult(status, self.global_step, self.last_metrics)
 
@@ -312,14 +315,14 @@ class Trainer:
         if self.rank != 0:
             dist.barrier()
             self.last_checkpoint = path
-            self._checkpoints.saved(self.elapsed)
+            self.checkpoint_policy.saved(self.elapsed)
             return path
         last_eval = self.last_eval if self.last_eval and self.last_eval["step"] == self.global_step else None
         info = {"step": self.global_step, "epoch": self.epoch, "metrics": self.last_metrics or {},
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
         write_checkpoint(self.model, self.tokenizer, path, self.training_state(), info)
         self.last_checkpoint = path
-        stale = self._checkpoints.saved(self.elapsed, path, for_time)
+        stale = self.checkpoint_policy.saved(self.elapsed, path, for_time)
         if stale is not None:
             self.run.remove_checkpoint(stale)
         self.run.prune(self.config.keep_last_checkpoints)
@@ -332,62 +335,6 @@ class Trainer:
         if self._fingerprint is None:
             self._fingerprint = self.task.fingerprint(self.train_data)
         return self._fingerprint
-
-    def load_training_state(self, state: dict[str, Any], checkpoint: Path | None = None) -> None:
-        """Restore optimizer, scheduler, step, data position, elapsed time and RNG from ``state``."""
-        names = [name for name, _ in self.model.named_parameters()]
-        if list(state["param_names"]) != names:
-            raise ValueError("the checkpoint's optimizer state belongs to a model with different parameters")
-        try:
-            self.optimizer.load_state_dict(state["optimizer"])
-        except ValueError:
-            raise ValueError("the checkpoint's optimizer state covers other trainable parameters than this run "
-                             "trains (frozen encoder or unused heads differ, or an older version wrote it); "
-                             "start a new run from it with --init-from instead") from None
-        fused = True if self.device.type in ("cpu", "cuda") else None   # as build_optimizer: the same kernel,
-        for group in self.optimizer.param_groups:       # so a resumed step is bit-identical; it follows this machine
-            group["fused"], group["foreach"] = fused, None
-        self.scheduler.load_state_dict(state["scheduler"])
-        step = self.scheduler.last_epoch                 # the lr follows this config (total_steps may change)
-        for group, base in zip(self.optimizer.param_groups, self.scheduler.base_lrs):
-            group["lr"] = base * lr_factor(step, self.config.schedule, self.config.resolved_warmup_steps,
-                                           self.config.total_steps)
-        self.global_step, self.epoch = int(state["step"]), int(state["epoch"])
-        self.batch_index = int(state["batch_index"])
-        restore_data_position(self.train_data, self.epoch, state.get("data_position"))
-        self.elapsed = float(state["elapsed"])
-        self._checkpoints.saved(self.elapsed)
-        self.last_checkpoint = checkpoint
-        restore_rng(state["rng"])     # rank 0's; the other ranks get their own dropout stream
-        if self.rank != 0:
-            torch.manual_seed(dist.rank_seed(self.config.seed, self.global_step))
-
-    @classmethod
-    def resume(cls, source: str | Path, train_data: TrainData, eval_data: TrainData | None = None,
-               run_dir: str | Path | None = None, check_data: bool = True,
-               callbacks: Sequence[TrainerCallback] = (), lock: ContextManager[Any] | None = None,
-               **overrides: Any) -> "Trainer":
-        """Continue a run from a checkpoint directory or a run directory (its newest complete checkpoint).
-
-        Loads weights, tokenizer, optimizer, scheduler, step, data position and RNG, so the
-        next step is the one the uninterrupted run would have taken. ``overrides`` may change
-        only ``run_folder.RESUMABLE_FIELDS`` (e.g. a larger ``total_steps``); metrics.jsonl records
-        after the checkpoint's step are dropped (they are about to be redone).
-        """
-        run, checkpoint = RunFolder.locate(source)
-        state = read_training_state(checkpoint)
-        check_resume_changes(set(overrides))
-        config = TrainingConfig.from_dict(state["config"]).replace(**overrides)
-        loaded = load_directory(checkpoint, "cpu")
-        run_dir = Path(run_dir) if run_dir is not None else run.root
-        trainer = cls(loaded.model, loaded.tokenizer, train_data, eval_data, config, run_dir, callbacks, lock)
-        if check_data and trainer.data_fingerprint() != state["data_fingerprint"]:
-            raise ValueError("the training data differs from the data this run was trained on (corpus, "
-                             "tokenizer, seed, lengths or batching); resuming would not continue the same run")
-        trainer.load_training_state(state, checkpoint)
-        if trainer.rank == 0:
-            truncate_metrics(trainer.run.metrics_path, trainer.global_step)
-        return trainer
 
     def checkpoints(self) -> list[CheckpointInfo]:
         """This run's complete checkpoints, newest first."""

@@ -1,7 +1,8 @@
 """Training tasks for the one ``Trainer``: pretraining (MLM + NSP), extractive QA (alone or with MLM/NSP
 kept alive, ``qa_mlm``), sequence classification, token classification, multiple choice.
 
-Each task module holds its ``TrainingTask`` and its ``TaskDefinition``; the lines below register the built-in
+Each task module holds its ``TrainingTask`` (the loop's contract, ``engine.training.loop.training_task``) and
+its ``TaskDefinition``; the lines below register the built-in
 ones in ``engine.training.tasks.registry.TASKS`` (this package's ``__init__`` runs before any of its modules,
 the registry included, is imported, so ``TASKS`` is complete wherever it is read). A new task: one module and
 one line here.
@@ -9,18 +10,13 @@ one line here.
 from __future__ import annotations
 
 from engine.training.loop.config import TrainingConfig
-from engine.training.tasks.base import (
-    TaskOutput, TrainBatch, TrainData, TrainingTask, freeze_encoder, freeze_unused,
-)
+from engine.training.loop.training_task import TrainingTask
 from engine.training.tasks.finetuning import CLASSIFICATION, QA
 from engine.training.tasks.multiple_choice import MULTIPLE_CHOICE
-from engine.training.tasks.pretraining import PRETRAINING, PretrainingTask, build_datasets
+from engine.training.tasks.pretraining import PRETRAINING
 from engine.training.tasks.qa_with_mlm import QA_MLM
 from engine.training.tasks.registry import register, task_definition
 from engine.training.tasks.token_classification import TOKEN_CLASSIFICATION
-
-__all__ = ["TaskOutput", "TrainBatch", "TrainData", "TrainingTask", "PretrainingTask", "build_datasets",
-           "freeze_encoder", "freeze_unused", "task_for"]
 
 register(PRETRAINING)
 register(QA)
@@ -31,5 +27,6 @@ register(MULTIPLE_CHOICE)
 
 
 def task_for(config: TrainingConfig) -> TrainingTask:
-    """The task ``config.task`` names (its registered ``TaskDefinition.make``)."""
+    """The task object ``config.task`` names (its registered ``TaskDefinition.make``), to hand to the ``Trainer``;
+    ValueError for an unknown name."""
     return task_definition(config.task).make(config)

@@ -22,12 +22,12 @@ from engine.data.qa_features import QAFeatureDataset
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
-from engine.training.jobs.task_data import classification_data, qa_data
+from engine.training.tasks.task_data import classification_data, qa_data
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.eval_examples import predict_class, predict_span
 from engine.training.tasks.registry import TaskDefinition
 from engine.training.tasks.squad_evaluation import evaluate_answers
-from engine.training.tasks.base import TrainingTask
+from engine.training.loop.training_task import TrainingTask
 
 
 class _FeatureTask(TrainingTask):

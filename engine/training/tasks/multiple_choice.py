@@ -13,7 +13,7 @@ import torch
 
 from engine.data.features import FinetuneBatch
 from engine.model.outputs import HeadsOutput
-from engine.training.jobs.task_data import choice_features
+from engine.training.tasks.task_data import choice_features
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.eval_examples import predict_choice
 from engine.training.tasks.finetuning import _FeatureTask

@@ -12,7 +12,7 @@ from engine.model.outputs import HeadsOutput
 from engine.data.pretraining import Batch, PretrainingDataset
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
-from engine.training.tasks.base import TrainingTask
+from engine.training.loop.training_task import TrainingTask
 from engine.training.tasks.registry import TaskDefinition
 
 

@@ -24,14 +24,14 @@ import torch
 from engine.training.loop import distributed as dist
 from engine.data.features import FeatureDataset, FinetuneBatch
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.jobs.data import load_corpus, split_documents
-from engine.training.jobs.spec import JobSpec
-from engine.training.jobs.task_data import Log, qa_data
+from engine.training.tasks.job_documents import load_corpus, split_documents
+from engine.training.tasks.job_spec import JobSpec
+from engine.training.tasks.task_data import Log, qa_data
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
 from engine.data.pretraining import Batch, PretrainingDataset
 from engine.training.loop.config import TrainingConfig
-from engine.training.tasks.base import TrainingTask
+from engine.training.loop.training_task import TrainingTask
 from engine.training.tasks.eval_examples import predict_span
 from engine.training.tasks.finetuning import QA, QATask
 from engine.training.tasks.pretraining import PRETRAINING, PretrainingTask, build_datasets

@@ -1,13 +1,14 @@
 """One home per training task: a ``TaskDefinition`` says everything the rest of the code needs to know about a
-task, and ``TASKS`` (name -> definition) is the one list of them, read by ``TrainingConfig``'s check, the
-trainer (``task_for``), the job setup, the command lines, the worker, the Fine-tune tab and the benches.
+task, and ``TASKS`` (name -> definition) is the one list of them, read by ``JobSpec``'s checks, ``task_for``
+(the task object the job setup hands the trainer), the job setup, the command lines, the worker, the
+Fine-tune tab and the benches.
 
 Each task module defines its own definition next to its ``TrainingTask`` (e.g. ``TOKEN_CLASSIFICATION`` in
 ``engine.training.tasks.token_classification``); ``engine.training.tasks`` (the package) registers the built-in
 ones, one line each. Adding a task is one module and one ``register`` line; nothing else names it.
 
-This module imports nothing of the project: ``TrainingConfig`` (which every task module imports) reads it, and
-importing it runs the package's ``__init__`` first, which registers the built-in tasks.
+This module imports nothing of the project (``JobSpec``, which the task modules import, reads it), and importing
+it runs the package's ``__init__`` first, which registers the built-in tasks.
 """
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import torch
 from engine.data.features import IGNORE_INDEX, FeatureDataset, FinetuneBatch
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
-from engine.training.jobs.task_data import token_data
+from engine.training.tasks.task_data import token_data
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.eval_examples import predict_tags
 from engine.training.tasks.finetuning import _FeatureTask

@@ -23,7 +23,7 @@ from typing import Any
 from engine.data.batch_view import capture_rows
 from engine.training.loop.callbacks import TrainerCallback
 from engine.training.tasks.eval_examples import eval_examples
-from engine.training.jobs.run_folder import checkpoint_name
+from engine.training.runs.run_folder import checkpoint_name
 from engine.training.loop.trainer import Trainer
 from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import LiveRun, SharedState

@@ -18,7 +18,7 @@ from typing import Any
 from engine.training.loop.train_result import TrainStatus
 from engine.checkpoints.hf_format import CheckpointWriteError
 from engine.training.jobs.setup import prepare_job
-from engine.training.jobs.run_folder import checkpoint_name
+from engine.training.runs.run_folder import checkpoint_name
 from engine.training.loop.trainer import Trainer, TrainingDiverged
 from engine.training.worker.callback import WorkerCallback
 from engine.training.worker.run_state import RunState

@@ -17,8 +17,8 @@ from typing import Any
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.eval_examples import EvalExamples
-from engine.training.jobs.spec import JobSpec
-from engine.training.jobs.run_folder import CheckpointInfo
+from engine.training.tasks.job_spec import JobSpec
+from engine.training.runs.run_folder import CheckpointInfo
 from engine.training.loop.throughput import Throughput
 from engine.training.loop.trainer import Trainer
 from engine.training.worker.run_state import RunState, check_transition

@@ -47,15 +47,13 @@ from engine.checkpoints.hf_format import LoadedModel, describe_os_error
 from engine.data.batch_view import describe_batch
 from engine.model.heads import BertWithHeads
 from engine.training.tasks.eval_examples import EvalExamples
-from engine.training.jobs.spec import JobSpec, resume_spec
-from engine.training.jobs.run_catalog import RunSummary, find_run, run_summaries
-from engine.training.jobs.resume_point import resume_point
-from engine.training.jobs.run_folder import CheckpointInfo, RunFolder, checkpoints_newest_first
+from engine.training.tasks.job_spec import JobSpec, resume_spec
+from engine.training.runs.run_catalog import RunSummary, checkpoints_newest_first, run_summaries
+from engine.training.runs.run_folder import CheckpointInfo, RunFolder
 from engine.training.loop.trainer import Trainer
 from engine.training.worker.callback import WAIT_SLICE_S
-from engine.training.worker.errors import (
-    CannotContinueError, NoRunError, RunActiveError, RunEndedError, RunFolderError,
-)
+from engine.training.worker.continue_run import continue_spec
+from engine.training.worker.errors import NoRunError, RunActiveError, RunEndedError, RunFolderError
 from engine.training.worker.run_state import RunState
 from engine.training.worker.run_thread import RunThread
 from engine.training.worker.shared_state import LiveRun, RunInfo, SharedState, WorkerStatus
@@ -117,33 +115,8 @@ class TrainingWorker:
         status says so. ``CannotContinueError`` when the run is gone, damaged (its folder or ``run.json``), has
         no good checkpoint, already reached its total (and no larger total is given), or the new total is not
         past its step; ``RunActiveError`` while a run is active."""
-        try:
-            run = find_run(self.runs_root, name)
-        except FileNotFoundError as exc:
-            raise CannotContinueError(str(exc)) from None
-        if run.blocked:
-            raise CannotContinueError(f"the run {name} is damaged ({'; '.join(run.problems)}); {run.advice}")
-        if run.checkpoints == 0:
-            raise CannotContinueError(f"the run {name} has no complete checkpoint to continue from")
-        try:
-            point = resume_point(RunFolder(run.path))
-        except ValueError as exc:
-            raise CannotContinueError(str(exc)) from None
-        step, total = point.checkpoint.step, point.checkpoint.total_steps or run.total_steps
-        if total_steps is not None and total_steps <= step:
-            raise CannotContinueError(f"the new total ({total_steps:,} steps) must be more than the {step:,} "
-                                      f"steps {name} has done")
-        if total_steps is None and total is not None and step >= total:
-            raise CannotContinueError(f"the run {name} already reached its total of {total:,} steps; "
-                                      "give a larger total to train it further")
-        changes: dict[str, Any] = {}
-        if total_steps is not None:
-            changes["total_steps"] = total_steps
-        if device is not None:
-            changes["device"] = device
-        if point.note:
-            logger.warning("run %s: %s", name, point.note)
-        return self.start(JobSpec(changes, resume_from=str(point.checkpoint.path)), notice=point.note)
+        spec, note = continue_spec(self.runs_root, name, total_steps, device)
+        return self.start(spec, notice=note)
 
     def runs(self) -> list[RunSummary]:
         """Every run under the runs root with its checkpoint count, step and total, newest first."""

@@ -183,6 +183,25 @@ def test_model_view_pools_long_inputs_keeping_rows_stochastic() -> None:
     np.testing.assert_allclose(pooled, [[1, 0, 0], [0, 1, 0], [0, 0, 1]])
 
 
+def test_the_model_view_makes_no_float64_or_full_size_copy_of_long_inputs() -> None:
+    """Issue 34: the model view converted (L, nh, S, S) to float64 and padded it (two more full copies). Now a
+    float32 or float16 input is pooled as it is: what numpy allocates stays far under the input's own size."""
+    import tracemalloc
+
+    maps = _maps(layers=4, heads=4, n=400).astype(np.float32)                     # 10 MB
+    tokens = [f"t{i}" for i in range(400)]
+    for given in (maps, maps.astype(np.float16)):
+        tracemalloc.start()
+        fig = attention_plots.model_view(given, tokens)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < given.nbytes / 2, f"{peak} bytes allocated for a {given.nbytes}-byte input"
+        assert len(fig.data) == 1
+    pooled = attention_plots.pool_map(maps.astype(np.float16), 8)
+    assert pooled.dtype == np.float32 and attention_plots.tile_maps(pooled).dtype == np.float32
+    np.testing.assert_allclose(pooled, attention_plots.pool_map(maps.astype(np.float64), 8), atol=1e-3)
+
+
 def test_tile_maps_places_each_map_in_its_cell() -> None:
     maps = np.arange(2 * 2 * 3 * 3, dtype=float).reshape(2, 2, 3, 3)
     tiled = attention_plots.tile_maps(maps)

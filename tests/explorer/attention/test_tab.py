@@ -28,8 +28,8 @@ from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes.attention import attention, encode_input  # noqa: E402
 from engine.probes.inference import ablate_heads  # noqa: E402
 from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
-from engine.training.loop.state import write_checkpoint  # noqa: E402
-from engine.training.jobs.run_folder import CHECKPOINTS_DIR, checkpoint_name
+from engine.training.runs.state import write_checkpoint  # noqa: E402
+from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer import model_picker  # noqa: E402
 from explorer.attention import actions as attention_actions  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402

@@ -128,8 +128,8 @@ def _luminance(colour: str) -> float:
 def test_the_marked_neighbour_reads_in_both_themes(selector: str) -> None:
     """The word marked in each sentence has its own text and background colour in each theme (the browser's
     bright yellow under the dark theme's white text was unreadable), at WCAG AA's contrast (4.5:1) or more."""
-    import explorer
+    import explorer.page
 
-    rule = _declarations(explorer.CSS, selector)
+    rule = _declarations(explorer.page.CSS, selector)
     dark, light = sorted((_luminance(rule["color"]), _luminance(rule["background"])))
     assert (light + 0.05) / (dark + 0.05) >= 4.5, rule

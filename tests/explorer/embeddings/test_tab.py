@@ -23,8 +23,8 @@ from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
 from engine.probes.embeddings import EmbeddingsResult  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
-from engine.training.loop.state import write_checkpoint  # noqa: E402
-from engine.training.jobs.run_folder import CHECKPOINTS_DIR, checkpoint_name
+from engine.training.runs.state import write_checkpoint  # noqa: E402
+from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer import model_picker  # noqa: E402
 from explorer.embeddings import plots as embeddings_plots  # noqa: E402
 from explorer.embeddings import sections as embeddings_sections  # noqa: E402

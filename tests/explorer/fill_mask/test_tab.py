@@ -21,7 +21,7 @@ from engine.probes import inference  # noqa: E402
 from engine.probes.joint_fill import joint_fill  # noqa: E402
 from explorer.formatting import percent  # noqa: E402
 from explorer.model_registry import ModelChoice  # noqa: E402
-from explorer.fill_mask import tab  # noqa: E402
+from explorer.fill_mask import results as fill_results, tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from explorer.ui_errors import friendly_errors  # noqa: E402
 from support.event_helpers import failure_clears  # noqa: E402
@@ -84,7 +84,7 @@ def test_several_masks_show_the_joint_fill_in_order(services) -> None:
     assert lines[0].startswith("**Filled together**: one mask at a time, the surest first")
     assert [line for line in lines if " → " in line] == [
         f"{s.step}. [MASK] {s.mask + 1} → `{s.token_str}` {percent(s.score)}" for s in expected.steps]
-    assert f"**{tab.plain_markdown(expected.sequence)}**" in lines
+    assert f"**{fill_results.plain_markdown(expected.sequence)}**" in lines
     assert f"{percent(expected.probability)} for this fill in this order" in joint
     assert "Targets are ignored" not in joint
 
@@ -136,11 +136,6 @@ def test_the_zoom_box_redraws_the_chart_and_a_new_chart_follows_it(app, services
     assert redraw(shown, True).layout.xaxis.range != redraw(shown, True).layout.xaxis2.range
     assert follow(shown, False) == gr.skip()                            # unticked: the new chart stays as drawn
     assert follow(shown, True).layout.xaxis2.range == redraw(shown, True).layout.xaxis2.range
-
-
-def test_joint_markdown_escapes_what_it_prints() -> None:
-    assert tab.plain_markdown("a *b* [c](d) <i>") == r"a \*b\* \[c\]\(d\) \<i\>"
-    assert tab._code("a`b") == "`` a`b ``" and tab._code("ab") == "`ab`"
 
 
 def test_every_user_event_clears_its_outputs_on_failure(app) -> None:
@@ -227,7 +222,7 @@ def test_over_training_needs_two_checkpoints(tiny_tokenizer, tmp_path) -> None:
 def test_api_fill_mask(client, services) -> None:
     plot, results, filled, summary, joint = client.predict("default", TWO, 4, "", api_name="/fill_mask")
     assert results == inference.fill_mask(services.model("default"), TWO, 4)
-    assert joint == tab.joint_markdown(joint_fill(services.model("default"), TWO), "[MASK]")
+    assert joint == fill_results.joint_markdown(joint_fill(services.model("default"), TWO), "[MASK]")
     assert plot["type"] == "plotly"
     assert [h["class_or_confidence"] for h in filled if h["class_or_confidence"]][0].startswith("1: ")
     assert "**2 [MASK]** tokens" in summary

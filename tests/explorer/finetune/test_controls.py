@@ -1,4 +1,4 @@
-"""The Fine-tune tab's run controls behave as the Training tab's (``explorer.training.controls``): Pause / Resume /
+"""The Fine-tune tab's run controls behave as the Training tab's (``explorer.runs.controls``): Pause / Resume /
 Stop / Save checkpoint now are greyed out while there is no fine-tuning run they can change (none, one that ended,
 or a pretraining run, which belongs to the Training tab), pressing Pause / Resume / Stop says so in the status at
 once, and a refused control leaves the status as it was instead of blanking it. The tab's words a learner may not
@@ -18,7 +18,7 @@ from explorer.finetune.live import LIVE_OUTPUTS
 from explorer.finetune.status import steering_state
 from explorer.glossary import gloss
 from explorer.services import Services
-from explorer.training import controls
+from explorer.runs import controls
 from support.finetune_tab_helpers import tiny_app_services
 from support.probing_helpers import tab_app
 

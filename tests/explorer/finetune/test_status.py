@@ -9,8 +9,8 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
-from engine.training.jobs.run_catalog import RunSummary
-from engine.training.jobs.spec import JobSpec
+from engine.training.runs.run_catalog import RunSummary
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.config import TrainingConfig
 from engine.training.worker.run_state import RunState
 from engine.training.worker.training_worker import TrainingWorker

@@ -17,7 +17,7 @@ from gradio_client.exceptions import AppError
 from support.app_helpers import serve
 from engine.checkpoints.hf_format import load_directory
 from engine.finetune import build_parser, spec_from_args
-from engine.training.jobs.spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES

@@ -1,7 +1,8 @@
-"""The Training tab's controls act on what they can, at once: Pause / Resume / Stop / Save are greyed out when
-no run is in a state they can change, pressing Pause / Resume / Stop says so in the status before the worker
-answers, a refused Start leaves the status as it was, and the learning-rate and masking-rate fields step by
-sensible amounts within their ranges (a step of 1 turned 0.0005 into 1)."""
+"""The Training tab's controls act on what they can, at once (the states each acts in:
+``tests/explorer/runs/test_controls.py``): Pause / Resume / Stop / Save open greyed out with no run and the tick
+keeps them so, pressing Pause / Resume / Stop says so in the status before the worker answers, a refused Start
+leaves the status as it was, and the learning-rate and masking-rate fields step by sensible amounts within their
+ranges (a step of 1 turned 0.0005 into 1)."""
 from __future__ import annotations
 
 import json
@@ -11,18 +12,12 @@ import gradio as gr
 import pytest
 
 from engine.training.worker.run_state import RunState
-from explorer.access import AccessPolicy
 from explorer.services import Services
-from explorer.training import controls, fields
+from explorer.runs import controls, fields
 from explorer.training import tab as training_tab
 from explorer.training.live import LIVE_OUTPUTS
 
 pytestmark = pytest.mark.usefixtures("one_thread")
-
-# What each button can act on, state by state (the worker's rules: engine/training/worker/training_worker.py).
-CAN = {RunState.IDLE: (), RunState.PREPARING: ("pause", "stop"), RunState.RUNNING: ("pause", "stop", "save"),
-       RunState.PAUSED: ("resume", "stop", "save"), RunState.STOPPING: (), RunState.STOPPED: (),
-       RunState.FINISHED: (), RunState.FAILED: (), RunState.DIVERGED: ()}
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +30,6 @@ def built(services: Services) -> tuple[gr.Blocks, dict[str, Any]]:
 
 def _button(demo: gr.Blocks, label: str) -> gr.Button:
     return next(b for b in demo.blocks.values() if isinstance(b, gr.Button) and b.value == label)
-
-
-@pytest.mark.parametrize("state", list(RunState))
-def test_each_control_acts_only_where_the_run_can_change(state: RunState) -> None:
-    assert set(RunState) == set(CAN)
-    can = controls.allowed(state)
-    assert list(can) == list(controls.STEERING) and {name for name, ok in can.items() if ok} == set(CAN[state])
-    updates = controls.steering_updates(state)
-    assert [u.interactive for u in updates] == [name in CAN[state] for name in controls.STEERING]
-    assert not any(u.interactive for u in controls.steering_updates(state, enabled=False))   # public, no training
 
 
 def test_the_buttons_open_as_the_run_is_and_the_tick_keeps_them_so(services: Services,
@@ -65,15 +50,6 @@ def test_the_buttons_open_as_the_run_is_and_the_tick_keeps_them_so(services: Ser
     assert all(u == gr.skip() for u in again[LIVE_OUTPUTS + 1:LIVE_OUTPUTS + 5])        # nothing moved
     moved = tick.fn({**seen, "state": RunState.RUNNING})                                # what this browser saw
     assert [u.interactive for u in moved[LIVE_OUTPUTS + 1:LIVE_OUTPUTS + 5]] == [False] * 4
-
-
-def test_without_a_state_the_shared_row_opens_as_before() -> None:
-    """The Fine-tune tab builds the same row with no state: every control as the access policy says."""
-    with gr.Blocks(analytics_enabled=False):
-        row = controls.run_controls(AccessPolicy())
-        closed = controls.run_controls(AccessPolicy(), RunState.FINISHED)
-    assert all(b.interactive is not False for b in (row.start, *row.steering))
-    assert [b.interactive for b in closed.steering] == [False] * 4 and closed.start.interactive is not False
 
 
 @pytest.mark.parametrize("name, words", [("pause", "pausing after this step…"), ("resume", "resuming…"),

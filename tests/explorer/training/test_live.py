@@ -9,7 +9,8 @@ import pytest
 
 from explorer.services import Services, default_services
 from explorer.training import tab as training_tab
-from explorer.training.live import LIVE_OUTPUTS, live_update, version
+from explorer.runs.status import version
+from explorer.training.live import LIVE_OUTPUTS, live_update
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 SKIP = gr.skip()

@@ -23,9 +23,9 @@ import pytest  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
-import explorer  # noqa: E402
+import explorer.page  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
-from explorer.training.status import status_markdown  # noqa: E402
+from explorer.runs.status import status_markdown  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.app_helpers import serve  # noqa: E402
 
@@ -166,7 +166,7 @@ def test_clicking_a_checkpoint_row_offers_it_as_a_model_zip(services: Services, 
         (listed / name).write_bytes(b"{}")
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     time.sleep(1.1)  # the worker caches its checkpoint listing for a second
-    demo = explorer.build_app(services)
+    demo = explorer.page.build_app(services)
     fn = next(bf.fn for bf in demo.fns.values() if bf.api_name == "train_pick_checkpoint")
 
     def pick(path: Path) -> str | None:

@@ -1,0 +1,136 @@
+"""The runs under a runs folder, as a person chooses among them: how far each got and whether it can go on.
+
+``run_summaries(root)`` lists every run folder directly under ``root`` with its checkpoint count, the
+step of its newest complete checkpoint and the total it was set to. It serves two choices: which run
+to *continue* (``resumable``: a complete checkpoint short of the run's total steps) and which run the
+probing tabs' "over checkpoints" views read (``checkpoints`` is how many they would find).
+
+Listing never raises: a run whose folder, ``run.json`` or checkpoints the server cannot read or parse is
+listed with ``problems`` (each a short sentence) and its label says what is wrong and what to do.
+
+``checkpoints_newest_first(root)`` lists the complete checkpoints of every run there (the model picker's list).
+
+A view that follows runs as other processes write them (the Training tab's run browser) asks cheaper
+questions first: ``run_names(root)`` (which runs there are, reading nothing inside them) and
+``change_key(run)`` (the times that move when a run's summary may have changed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from engine.training.runs.records import Damaged, RunRecord
+from engine.training.runs.run_folder import CheckpointInfo, CheckpointScan, RunFolder
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run folder, as listed for a person."""
+
+    name: str
+    path: Path
+    checkpoints: int              # complete checkpoints
+    step: int                     # the newest complete checkpoint's step (0 without one)
+    total_steps: int | None       # what the run was set to (from that checkpoint's settings)
+    task: str | None
+    corpus: str | None
+    modified: float               # newest checkpoint's time (or the folder's), for sorting
+    problems: tuple[str, ...] = ()   # what is damaged, each a short sentence ("run.json: it is not valid JSON")
+    blocked: bool = False            # a problem stops it from continuing (its spec or its folder)
+    advice: str = ""                 # what to do about the problems
+
+    @property
+    def resumable(self) -> bool:
+        """A complete checkpoint exists, nothing blocks it and the run has steps left."""
+        return (self.checkpoints > 0 and not self.blocked
+                and (self.total_steps is None or self.step < self.total_steps))
+
+    @property
+    def label(self) -> str:
+        """``run-x · step 150 / 300 · 3 checkpoints · shakespeare``, then ``· damaged: <what>`` with what to do."""
+        total = f" / {self.total_steps:,}" if self.total_steps else ""
+        parts = [self.name, f"step {self.step:,}{total}",
+                 f"{self.checkpoints} checkpoint{'s' if self.checkpoints != 1 else ''}"]
+        if self.corpus:
+            parts.append(Path(self.corpus).name)
+        if self.problems:
+            parts.append(f"⚠ damaged: {'; '.join(self.problems)}; {self.advice}")
+        return " · ".join(parts)
+
+
+def summarize(run: RunFolder, scan: CheckpointScan | None = None) -> RunSummary:
+    """``run`` as a ``RunSummary`` (reads its spec and its checkpoints' small state files, unless ``scan`` is
+    its ``scan_checkpoints()`` already made); never raises."""
+    unreadable = run.problem()
+    if unreadable:                        # nothing inside can be read either: one problem, said once
+        return RunSummary(run.name, run.root, 0, 0, None, None, None, _mtime(run.root), (unreadable,), True,
+                          "fix the folder's permissions or remove it")
+    scan = scan if scan is not None else run.scan_checkpoints()
+    found = scan.found
+    spec = run.spec_record()
+    problems = []
+    if isinstance(spec, Damaged):
+        problems.append(spec.reason)
+    problems += scan.problems + [f"{c.name}: {c.damage}" for c in found if c.damage]
+    total = next((c.total_steps for c in found if c.total_steps is not None), None)
+    modified = found[0].written if found else _mtime(run.root)
+    record = spec if isinstance(spec, RunRecord) else RunRecord({})
+    blocked = isinstance(spec, Damaged)
+    advice = ("it cannot continue: start a new run (its checkpoints still load for probing)" if blocked
+              else "Continue passes over a damaged checkpoint to the newest good one")
+    return RunSummary(run.name, run.root, len(found), found[0].step if found else 0, total,
+                      record.task, record.corpus, float(modified), tuple(problems), blocked,
+                      advice if problems else "")
+
+
+def run_summaries(root: str | Path) -> list[RunSummary]:
+    """Every run directly under ``root``, newest first."""
+    return sorted((summarize(run) for run in RunFolder.runs_under(root, unreadable=True)),
+                  key=lambda s: s.modified, reverse=True)
+
+
+def run_names(root: str | Path) -> tuple[str, ...]:
+    """The names of the runs ``run_summaries(root)`` lists (sorted by name), reading nothing inside them."""
+    return tuple(run.name for run in RunFolder.runs_under(root, unreadable=True))
+
+
+def checkpoints_newest_first(runs_root: str | Path, also: Iterable[str | Path] = ()) -> list[CheckpointInfo]:
+    """The complete checkpoints of every run under ``runs_root`` and of the run folders ``also`` (which may lie
+    elsewhere), newest first: by when each was written (``CheckpointInfo.written``), then step, then path."""
+    runs = set(RunFolder.runs_under(runs_root)) | {RunFolder(path) for path in also}
+    found = [info for run in runs for info in run.checkpoints()]
+    return sorted(found, key=lambda c: (c.written, c.step, str(c.path)), reverse=True)
+
+
+def change_key(run: RunFolder) -> tuple[float, ...]:
+    """What moves when ``run``'s summary may have changed: the modification times of its folder, its checkpoints
+    folder (a checkpoint renamed in, pruned or cleaned up) and its ``run.json`` (0 where they cannot be read)."""
+    return tuple(_mtime(path) for path in (run.root, run.checkpoints_dir, run.spec_path))
+
+
+def find_run(root: str | Path, name: str) -> RunSummary:
+    """The run called ``name`` under ``root``; FileNotFoundError (saying so) when it is not there."""
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        raise FileNotFoundError(f"no run named {name!r}; pick one from the list")
+    folder = Path(root) / name
+    if not RunFolder.is_run(folder):
+        problem = RunFolder(folder).problem() if _exists(folder) else None
+        if problem:
+            raise FileNotFoundError(f"the run {name} cannot be used: {problem}; fix its permissions or remove it")
+        raise FileNotFoundError(f"the run {name} is gone (its folder was deleted or moved)")
+    return summarize(RunFolder(folder))
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return float(path.stat().st_mtime)
+    except (OSError, ValueError):
+        return 0.0
+
+
+def _exists(path: Path) -> bool:
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False

@@ -1,0 +1,345 @@
+"""A training run on disk: one folder type that names every path in it and holds the resume rules.
+
+Layout of a run folder (the only place that knows it; everything else goes through ``RunFolder``)::
+
+    <run>/
+      run.json                  the job spec (engine.training.tasks.job_spec.JobSpec.to_record), read back on resume
+      metrics.jsonl             one JSON record per logged train / eval / checkpoint event
+      tokenizer/                the run's vocabulary (runs that trained their own)
+      logs/                     TensorBoard event files, when the run reports to TensorBoard (report_to)
+      corpus.txt | corpus.jsonl the text the run trains on, when it was given as text (pasted or uploaded):
+                                kept here so that a resume reads exactly the same text
+      checkpoints/
+        step-000300/            Hugging Face layout + explorer_state.json + training_state.pt
+                                (runs written before it was renamed have trainer_state.json; both are read)
+        .step-000300.tmp-*      a checkpoint being written (renamed in when complete)
+
+A checkpoint is complete (listed, resumable) only when ``training_state.pt`` is present; it
+is written last (what a resumed run may change: ``resume_rules``). Listing never raises: what cannot be read is left out and named, and a damaged
+``explorer_state.json`` / ``run.json`` is a ``Damaged`` (``engine.training.runs.records``), not an error.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.checkpoints.hf_format import recover_interrupted_writes, work_tag
+from engine.training.runs.fs_checks import is_dir, is_file, why
+from engine.training.runs.legacy import LEGACY_SPEC_FILE
+from engine.training.runs.records import Damaged, RunRecord
+from engine.training.runs.state import STATE_FILE, read_checkpoint_record
+
+logger = logging.getLogger(__name__)
+
+SPEC_FILE = "run.json"
+METRICS_FILE = "metrics.jsonl"
+CHECKPOINTS_DIR = "checkpoints"
+TOKENIZER_DIR = "tokenizer"
+LOGS_DIR = "logs"
+CORPUS_FILES = {"txt": "corpus.txt", "jsonl": "corpus.jsonl"}   # the run's copy of given text, by format
+_STEP_DIR = re.compile(r"^step-(\d+)$")
+
+def checkpoint_name(step: int) -> str:
+    """``step-000123``."""
+    return f"step-{step:06d}"
+
+
+@dataclass
+class CheckpointInfo:
+    """A complete (resumable) checkpoint of a run; ``damage`` says what is wrong with its small record
+    (``explorer_state.json``), whose fields then keep their defaults (the weights may still load)."""
+
+    path: Path
+    step: int
+    epoch: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)       # the last training metrics before it
+    eval_metrics: dict[str, Any] | None = None                   # the evaluation at this step, if any
+    created: float = 0.0                                         # time.time() when written
+    total_steps: int | None = None                               # what the run was set to then
+    damage: str | None = None                                    # "explorer_state.json: epoch is 'x', ..."
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def run(self) -> "RunFolder":
+        """The run folder this checkpoint belongs to."""
+        return RunFolder.of_checkpoint(self.path)
+
+    @property
+    def written(self) -> float:
+        """When it was written: ``created``, else (older checkpoints have none) its folder's mtime, else 0."""
+        if self.created:
+            return self.created
+        try:
+            return self.path.stat().st_mtime
+        except (OSError, ValueError):
+            return 0.0
+
+
+@dataclass
+class CheckpointScan:
+    """What listing a run's checkpoints found: the complete ones, newest first, and what could not be read."""
+
+    found: list[CheckpointInfo] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)          # "step-000010 cannot be read (Permission denied)"
+
+
+def is_complete(directory: str | Path) -> bool:
+    """True when ``directory`` holds weights, config and ``training_state.pt`` (resumable); False too where
+    the server cannot look (an unreadable folder never raises here)."""
+    directory = Path(directory)
+    return all(is_file(directory / name) for name in ("config.json", "model.safetensors", STATE_FILE))
+
+
+class RunFolder:
+    """The folder of one training run: its paths, its checkpoints and its spec file."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.root)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RunFolder) and self.root == other.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    # ------------------------------------------------------------------ where things are
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def spec_path(self) -> Path:
+        return self.root / SPEC_FILE
+
+    @property
+    def metrics_path(self) -> Path:
+        return self.root / METRICS_FILE
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.root / CHECKPOINTS_DIR
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        return self.root / TOKENIZER_DIR
+
+    @property
+    def logs_dir(self) -> Path:
+        """Where ``report_to`` loggers write (TensorBoard event files)."""
+        return self.root / LOGS_DIR
+
+    def corpus_path(self, name: str) -> Path:
+        """The run's copy of its text, ``name`` as ``run.json`` records it (``corpus.txt`` / ``corpus.jsonl``);
+        ValueError for any other name (``run.json`` is a file a person can edit)."""
+        if name not in CORPUS_FILES.values():
+            raise ValueError(f"{self.spec_path.name} names {name!r} as the run's text; expected one of "
+                             f"{', '.join(CORPUS_FILES.values())}")
+        return self.root / name
+
+    def write_corpus(self, text: str, fmt: str) -> str:
+        """Keep ``text`` (format ``txt`` or ``jsonl``) as the run's copy, written atomically as UTF-8 bytes
+        exactly as given; the file name to record (relative to the run folder)."""
+        name = CORPUS_FILES[fmt]
+        self.root.mkdir(parents=True, exist_ok=True)
+        staging = self.root / f".{name}.tmp-{work_tag()}"
+        with open(staging, "wb") as handle:
+            handle.write(text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, self.root / name)
+        return name
+
+    def checkpoint_dir(self, step: int) -> Path:
+        """Where the checkpoint of ``step`` is (or will be) written."""
+        return self.checkpoints_dir / checkpoint_name(step)
+
+    # ------------------------------------------------------------------ finding runs
+    @staticmethod
+    def is_run(path: str | Path) -> bool:
+        """True when ``path`` is a run folder (it has a checkpoints folder); False where the server cannot look."""
+        return is_dir(Path(path) / CHECKPOINTS_DIR)
+
+    def problem(self) -> str | None:
+        """Why the server cannot read the run's folder (``Permission denied``, ...), or None."""
+        try:
+            os.scandir(self.root).close()
+        except (OSError, ValueError) as exc:
+            return f"the server cannot read its folder ({why(exc)})"
+        return None
+
+    @classmethod
+    def of_checkpoint(cls, checkpoint: str | Path) -> "RunFolder":
+        """The run a checkpoint directory ``<run>/checkpoints/<step-dir>`` belongs to."""
+        return cls(Path(checkpoint).parent.parent)
+
+    @classmethod
+    def locate(cls, source: str | Path) -> tuple["RunFolder", Path]:
+        """A run and the checkpoint to continue from, given either the run or one of its checkpoints."""
+        checkpoint = resolve_checkpoint(source)
+        return cls.of_checkpoint(checkpoint), checkpoint
+
+    @classmethod
+    def runs_under(cls, root: str | Path, unreadable: bool = False) -> list["RunFolder"]:
+        """Every run folder directly under ``root`` (none when it cannot be read; never raises). With
+        ``unreadable`` also every folder the server cannot look into (it may be a run: listed as damaged)."""
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)
+        except (OSError, ValueError):
+            return []
+        found = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                if (path / CHECKPOINTS_DIR).is_dir():
+                    found.append(cls(path))
+            except (OSError, ValueError):           # the folder itself cannot be read
+                if unreadable and not entry.name.startswith(".") and is_dir(path):
+                    found.append(cls(path))
+        return found
+
+    @classmethod
+    def create_unique(cls, root: str | Path, name: str) -> "RunFolder":
+        """Claim a new folder ``root/name`` (or ``name-2``, ``name-3``, ... when taken); OSError if it cannot."""
+        root = Path(root)
+        root.mkdir(parents=True, exist_ok=True)
+        for suffix in itertools.count(1):
+            path = root / (name if suffix == 1 else f"{name}-{suffix}")
+            try:
+                path.mkdir()          # atomic: two quick starts never share a folder
+                return cls(path)
+            except FileExistsError:
+                continue
+        raise AssertionError("unreachable")
+
+    # ------------------------------------------------------------------ checkpoints
+    def checkpoints(self) -> list[CheckpointInfo]:
+        """The run's complete checkpoints, newest (highest step) first; incomplete ones are skipped.
+
+        What a writer killed mid-save left behind is cleaned up first (``recover_interrupted_writes``):
+        its staging directory goes, and a checkpoint it was replacing is put back. Never raises
+        (``scan_checkpoints`` also says what could not be read).
+        """
+        return self.scan_checkpoints().found
+
+    def scan_checkpoints(self) -> CheckpointScan:
+        """The run's complete checkpoints (newest first) and what could not be read; never raises. A checkpoint
+        whose ``explorer_state.json`` is damaged is listed with ``damage`` set; one whose folder cannot be
+        read is left out and named in ``problems``."""
+        folder, scan = self.checkpoints_dir, CheckpointScan()
+        try:
+            recover_interrupted_writes(folder)
+        except OSError as exc:                   # a leftover that cannot be cleaned up is not listed anyway
+            logger.warning("cannot clean up an interrupted checkpoint write in %s: %s", self.name, why(exc))
+        try:
+            entries = list(os.scandir(folder))
+        except FileNotFoundError:
+            return scan
+        except (OSError, ValueError) as exc:
+            scan.problems.append(f"its {CHECKPOINTS_DIR} folder cannot be read ({why(exc)})")
+            return scan
+        for entry in entries:
+            match, path = _STEP_DIR.match(entry.name), Path(entry.path)
+            if not match or not is_dir(path):
+                continue
+            try:
+                os.scandir(path).close()
+            except (OSError, ValueError) as exc:
+                scan.problems.append(f"{entry.name} cannot be read ({why(exc)})")
+                continue
+            if not is_complete(path):
+                continue
+            scan.found.append(_checkpoint_info(path, int(match.group(1))))
+        scan.found.sort(key=lambda c: c.step, reverse=True)
+        return scan
+
+    def latest(self) -> CheckpointInfo | None:
+        """The newest complete checkpoint, or None."""
+        found = self.checkpoints()
+        return found[0] if found else None
+
+    def prune(self, keep: int | None) -> list[Path]:
+        """Delete all but the ``keep`` newest complete checkpoints (``None`` keeps all); returns the deleted."""
+        if keep is None:
+            return []
+        return [info.path for info in self.checkpoints()[keep:] if self.remove_checkpoint(info.path)]
+
+    def remove_checkpoint(self, path: Path) -> bool:
+        """Delete the checkpoint folder ``path`` of this run; False when it could not be moved away."""
+        # Renamed away first (atomic), so a crash mid-delete never leaves a half checkpoint at a step name.
+        doomed = path.with_name(f".{path.name}.del-{work_tag()}")
+        try:
+            os.rename(path, doomed)
+        except OSError:
+            return False
+        shutil.rmtree(doomed, ignore_errors=True)
+        return True
+
+    # ------------------------------------------------------------------ the spec
+    def write_spec(self, record: dict[str, Any]) -> None:
+        """Write ``run.json`` (the job spec as plain JSON)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.spec_path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+
+    def read_spec(self) -> dict[str, Any]:
+        """The run's spec record ({} when it has none, or only a damaged one: ``spec_record`` says which)."""
+        record = self.spec_record()
+        return record.record if isinstance(record, RunRecord) else {}
+
+    def spec_record(self) -> RunRecord | Damaged | None:
+        """``run.json`` checked (``RunRecord.parse``; a run written before it had ``run_spec.json``): None when
+        the run has neither, ``Damaged`` (naming the file) when it cannot be read or holds a wrong value (and
+        the older file is no good either)."""
+        damage: Damaged | None = None
+        for path in (self.spec_path, self.root / LEGACY_SPEC_FILE):
+            try:
+                parsed = RunRecord.parse(path.read_bytes())
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                parsed = Damaged(f"it cannot be read ({why(exc)})")
+            if isinstance(parsed, RunRecord):
+                return parsed
+            damage = damage or Damaged(f"{path.name}: {parsed.reason}")
+        return damage
+
+
+def _checkpoint_info(path: Path, step: int) -> CheckpointInfo:
+    """The listing entry of the complete checkpoint ``path`` (its small record checked; damage noted)."""
+    record = read_checkpoint_record(path)
+    if isinstance(record, Damaged):
+        return CheckpointInfo(path, step, damage=record.reason)
+    if record is None:
+        return CheckpointInfo(path, step)
+    return CheckpointInfo(path, step, record.epoch, record.metrics, record.eval_metrics, record.created,
+                          record.total_steps)
+
+
+def resolve_checkpoint(source: str | Path) -> Path:
+    """A checkpoint directory from itself or from a run directory (its newest complete one)."""
+    source = Path(source)
+    if not source.is_dir():
+        raise FileNotFoundError(f"no run or checkpoint directory at {source}")
+    if is_complete(source):
+        return source
+    if RunFolder.is_run(source):
+        latest = RunFolder(source).latest()
+        if latest is None:
+            raise FileNotFoundError(f"the run {source} has no complete checkpoint to resume from")
+        return latest.path
+    if (source / "config.json").exists():
+        raise ValueError(f"{source} has no {STATE_FILE}: it is a model, not a complete training checkpoint, "
+                         "so training cannot resume from it (it can still be loaded for probing)")
+    raise FileNotFoundError(f"{source} is neither a run directory nor a training checkpoint")

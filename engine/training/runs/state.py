@@ -1,0 +1,204 @@
+"""Training state on disk: atomic checkpoint writing, the resumable state, RNG, metrics.jsonl.
+
+Where these files go inside a run is ``engine.training.runs.run_folder``'s business.
+
+A checkpoint is ``<run_dir>/checkpoints/step-XXXXXX/`` holding the Hugging Face layout
+(``config.json``, ``model.safetensors``, ``vocab.txt``, ``tokenizer.json``, written by
+``engine.checkpoints.hf_format.save``) plus ``explorer_state.json`` (step, metrics, settings; small,
+for listing) and ``training_state.pt`` (optimizer, scheduler, step, data position, RNG,
+config). The whole directory is assembled under a hidden staging name and renamed in
+at once; ``training_state.pt`` is written last, and a directory without it is never
+listed and never resumed from. Pruned checkpoints are renamed to a hidden name before
+they are deleted, and leftovers of a writer killed mid-save are cleaned up on listing. ``training_state.pt`` holds only tensors and plain
+containers, so it loads with ``torch.load(weights_only=True)``.
+
+``explorer_state.json`` was called ``trainer_state.json`` until that name was found to mislead; runs written
+before the rename keep loading: ``read_checkpoint_info`` falls back to the old name (``runs.legacy``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from engine.checkpoints.hf_format import save, work_tag
+from engine.model.heads import BertWithHeads
+from engine.text.tokenizer import WordPieceTokenizer
+from engine.training.runs.legacy import LEGACY_INFO_FILE, is_hf_trainer_state, is_ours
+from engine.training.runs.records import CheckpointRecord, Damaged, MetricsLine
+
+logger = logging.getLogger(__name__)
+
+STATE_FILE = "training_state.pt"
+INFO_FILE = "explorer_state.json"          # our own name: no tool takes it for the HF Trainer's state file
+STATE_FORMAT = 1
+
+
+def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: str | Path,
+                     state: dict[str, Any], info: dict[str, Any]) -> Path:
+    """Write model + tokenizer (HF layout), ``explorer_state.json`` and ``training_state.pt`` atomically.
+
+    Everything goes to a hidden staging directory next to ``directory``, is fsynced, and
+    only then renamed in, so ``directory`` is at every instant absent, the old version,
+    or complete. An existing checkpoint at that name is replaced.
+    """
+    def write_state(staging: Path) -> None:
+        (staging / INFO_FILE).write_text(json.dumps(info, indent=1, default=_json_default) + "\n", encoding="utf-8")
+        torch.save(state, staging / STATE_FILE)  # its presence marks a resumable checkpoint
+
+    return save(model, tokenizer, directory, extra=write_state)
+
+
+def read_checkpoint_info(checkpoint: str | Path) -> dict[str, Any]:
+    """The checkpoint's small record (step, epoch, metrics, eval_metrics, created, config): ``explorer_state.json``,
+    or ``trainer_state.json`` in a run written before the rename; {} when neither is readable (a Hugging Face
+    Trainer's ``trainer_state.json``, which has ``global_step``, is not ours and counts as none)."""
+    checkpoint = Path(checkpoint)
+    for name in (INFO_FILE, LEGACY_INFO_FILE):
+        try:
+            record = json.loads((checkpoint / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        if is_ours(record):
+            return record
+    return {}
+
+
+def read_checkpoint_record(checkpoint: str | Path) -> CheckpointRecord | Damaged | None:
+    """The checkpoint's small record, checked (``CheckpointRecord.parse``): ``explorer_state.json``, else the
+    legacy ``trainer_state.json``; None when it has neither (or only a Hugging Face Trainer's), ``Damaged``
+    when the file is there but unreadable or holds a wrong value. Never raises."""
+    checkpoint = Path(checkpoint)
+    for name in (INFO_FILE, LEGACY_INFO_FILE):
+        try:
+            raw = (checkpoint / name).read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            return Damaged(f"{name} cannot be read ({exc.strerror or type(exc).__name__})")
+        parsed = CheckpointRecord.parse(raw)
+        if name == LEGACY_INFO_FILE and is_hf_trainer_state(raw):    # a Hugging Face Trainer's file, not ours
+            continue
+        return Damaged(f"{name}: {parsed.reason}") if isinstance(parsed, Damaged) else parsed
+    return None
+
+
+def read_training_state(checkpoint: str | Path) -> dict[str, Any]:
+    """Load ``training_state.pt`` (weights-only unpickling: tensors and plain containers)."""
+    path = Path(checkpoint) / STATE_FILE
+    if not path.is_file():
+        raise ValueError(f"{checkpoint} has no {STATE_FILE}; it is not a resumable checkpoint")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # damaged or foreign files fail in many ways; never fall back to full pickle
+        raise ValueError(f"{path} is damaged or not a training state "
+                         f"({type(exc).__name__}: {str(exc)[:200]})") from None
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        raise ValueError(f"{path} is not a training state this version can read")
+    return state
+
+
+# ---------------------------------------------------------------------------- RNG
+def capture_rng() -> dict[str, Any]:
+    """Python's and torch's (CPU and every CUDA device's) generator states, weights-only safe."""
+    state: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def restore_rng(state: dict[str, Any]) -> None:
+    """Put back the generator states ``capture_rng`` took."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def set_seed(seed: int) -> None:
+    """Seed Python's and torch's global generators (dropout draws from torch's)."""
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+# ---------------------------------------------------------------------------- metrics.jsonl
+def append_metrics(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one JSON object as one line and flush it."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, default=_json_default) + "\n")
+        handle.flush()
+
+
+@dataclass
+class MetricsFile:
+    """The records of a ``metrics.jsonl`` and how many of its lines were skipped as damaged."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    skipped: int = 0                      # lines that are not UTF-8, not JSON objects or hold a bad step / kind
+    first_problem: str | None = None      # "line 4: step is 'abc', not a whole number of at least 0"
+
+
+def read_metrics_file(path: str | Path) -> MetricsFile:
+    """Every good record of a ``metrics.jsonl`` (``MetricsLine.parse``) and the count of damaged lines, each
+    skipped (a torn last line after a crash is skipped silently). Never raises: an unreadable file is
+    no records and one skipped "line"."""
+    path = Path(path)
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return MetricsFile()
+    except OSError as exc:
+        return MetricsFile([], 1, f"the file cannot be read ({exc.strerror or type(exc).__name__})")
+    found = MetricsFile()
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        parsed = MetricsLine.parse(line)
+        if isinstance(parsed, MetricsLine):
+            found.records.append(parsed.record)
+        elif number - 1 != last or not isinstance(parsed, Damaged) or parsed.reason != "it is not valid JSON":
+            found.skipped += 1
+            found.first_problem = found.first_problem or f"line {number}: {parsed.reason}"
+    return found
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    """Every good record of a ``metrics.jsonl``; damaged lines are skipped with one logged warning
+    (``read_metrics_file`` counts them), a torn last line (a crash mid-write) silently."""
+    found = read_metrics_file(path)
+    if found.skipped:
+        logger.warning("%s: skipped %d damaged line%s (%s)", Path(path).name, found.skipped,
+                       "" if found.skipped == 1 else "s", found.first_problem)
+    return found.records
+
+
+def truncate_metrics(path: str | Path, step: int) -> None:
+    """Drop records after ``step`` (a resumed run re-logs them); rewritten atomically."""
+    path = Path(path)
+    if not path.exists():
+        return
+    kept = [r for r in read_metrics(path) if r.get("step", 0) <= step]   # steps are checked ints
+    temp = path.with_name(f".{path.name}.tmp-{work_tag()}")
+    with open(temp, "w", encoding="utf-8") as handle:
+        handle.writelines(json.dumps(r, default=_json_default) + "\n" for r in kept)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temp, path)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, torch.Tensor) and value.numel() == 1:
+        return value.item()
+    if isinstance(value, tuple):
+        return list(value)
+    raise TypeError(f"cannot write {type(value).__name__} to JSON")
