@@ -64,6 +64,23 @@ def read_text(path: str | Path, limit: int, follow_symlinks: bool = True) -> str
         raise ValueError(f"{Path(path).name} is not UTF-8 text (byte {exc.start})") from None
 
 
+def require_regular(path: str | Path) -> Path:
+    """``path`` when it is a regular file (its target, for a symlink), before a library opens it itself;
+    ``FileNotFoundError`` when missing, ``NotRegularFile`` otherwise. Never opens it (a pipe cannot block)."""
+    path = Path(path)
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"{path.name} is not a regular file ({_kind(mode)})")
+    return path
+
+
+def reason(exc: Exception) -> str:
+    """Why a read failed, in a few words and without a path: the OS's reason, or this module's sentence."""
+    if isinstance(exc, (NotRegularFile, TooLarge)):
+        return str(exc)
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
+
+
 def is_regular(path: str | Path) -> bool:
     """Whether ``path`` (its target, for a symlink) is a regular file; never opens it, never raises."""
     try:

@@ -17,6 +17,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file
 
+from engine.regular_files import open_regular, read_text, require_regular
+
+MAX_INDEX_BYTES = 64 << 20
 # safetensors' dtype names -> torch's (only the shape matters for a check; unknown ones read as float32)
 _SAFETENSORS_DTYPES = {
     "F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
@@ -38,7 +41,7 @@ def read_weights(directory: Path, meta: bool = False) -> dict[str, torch.Tensor]
         if single.exists():
             return read(single)
         if index.exists():
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            weight_map = json.loads(read_text(index, MAX_INDEX_BYTES))["weight_map"]
             state: dict[str, torch.Tensor] = {}
             for shard in sorted(set(weight_map.values())):
                 shard_path = directory / shard
@@ -62,13 +65,13 @@ def read_weights(directory: Path, meta: bool = False) -> dict[str, torch.Tensor]
 
 
 def _safetensors_data(path: Path) -> dict[str, torch.Tensor]:
-    return load_file(str(path))
+    return load_file(str(require_regular(path)))
 
 
 def _safetensors_headers(path: Path) -> dict[str, torch.Tensor]:
     """Every tensor of one safetensors file as a meta tensor of its shape and dtype (the header only)."""
     state: dict[str, torch.Tensor] = {}
-    with safe_open(str(path), framework="pt") as handle:
+    with safe_open(str(require_regular(path)), framework="pt") as handle:
         for name in handle.keys():
             piece = handle.get_slice(name)
             dtype = _SAFETENSORS_DTYPES.get(piece.get_dtype(), torch.float32)
@@ -79,7 +82,8 @@ def _safetensors_headers(path: Path) -> dict[str, torch.Tensor]:
 def _read_bin(path: Path, meta: bool) -> dict[str, torch.Tensor]:
     """A ``pytorch_model.bin`` through ``torch.load(weights_only=True)`` (on ``meta`` when asked)."""
     try:
-        state = torch.load(path, map_location="meta" if meta else "cpu", weights_only=True)
+        with open_regular(path) as handle:
+            state = torch.load(handle, map_location="meta" if meta else "cpu", weights_only=True)
     except pickle.UnpicklingError:
         raise
     except Exception as exc:  # a damaged file fails in arbitrary ways (OSError, IndexError, KeyError, ...)

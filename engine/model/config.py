@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.checks import is_finite_number, is_int
+from engine.regular_files import read_bytes
 
+MAX_CONFIG_BYTES = 4 << 20
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 
 
@@ -138,10 +140,10 @@ class BertConfig:
         if path.is_dir():
             path = path / "config.json"
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(read_bytes(path, MAX_CONFIG_BYTES))     # a regular file, size-capped
         except FileNotFoundError:
             raise FileNotFoundError(f"no config.json at {path}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise ValueError(f"{path} is not valid JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ValueError(f"{path} must hold a JSON object")

@@ -16,6 +16,7 @@ from pathlib import Path
 from safetensors import safe_open
 
 from engine.model.config import BertConfig
+from engine.regular_files import require_regular
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
 from engine.training.loop.config import TrainingConfig
 from engine.training.runs.state import STATE_FILE, read_training_state
@@ -51,7 +52,7 @@ def checkpoint_problem(path: str | Path) -> str | None:
     except Exception:  # noqa: BLE001
         return "config.json is not a model configuration"
     try:
-        with safe_open(str(path / "model.safetensors"), framework="pt") as weights:
+        with safe_open(str(require_regular(path / "model.safetensors")), framework="pt") as weights:
             if not list(weights.keys()):
                 return "model.safetensors holds no tensors"
     except Exception:  # noqa: BLE001

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.model_card import CardFacts, model_card
-from engine.text.corpus import BUILTIN_CORPORA
+from engine.regular_files import read_bytes
+from engine.text.builtin_corpus import BUILTIN_CORPORA
 from engine.training.runs.run_folder import RunFolder, is_complete
 from engine.training.runs.state import read_checkpoint_info, read_metrics
 
@@ -31,8 +32,8 @@ CORPUS_DESCRIPTIONS = {
 
 def _read_json(path: Path) -> dict[str, Any]:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        value = json.loads(read_bytes(path, 4 << 20))
+    except (OSError, ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine import regular_files
 from engine.training.runs.records import MetricsLine
 
 CHUNK_BYTES = 1 << 20          # read at most this much at a time
@@ -195,7 +196,7 @@ class MetricsTail:
         """Add to ``history`` every good record appended since the last read (after emptying it when the file
         was replaced or shrank); never raises."""
         try:
-            with open(self.path, "rb") as handle:
+            with regular_files.open_regular(self.path) as handle:      # a pipe or /dev/zero: refused, never read
                 info = os.fstat(handle.fileno())
                 restarted = self._restart_if_rewritten(info, history)
                 self.modified = info.st_mtime
@@ -210,8 +211,8 @@ class MetricsTail:
                 self._reset(history)
             self.modified = None
             return TailRead(restarted=restarted)
-        except OSError as exc:
-            return TailRead(problem=f"{self.path.name} cannot be read ({exc.strerror or type(exc).__name__})")
+        except (OSError, ValueError) as exc:    # unreadable, or not a regular file
+            return TailRead(problem=f"{self.path.name} cannot be read ({regular_files.reason(exc)})")
         return TailRead(history.added - before[0], self.skipped - before[1], restarted)
 
     def _restart_if_rewritten(self, info: os.stat_result, history: MetricsHistory) -> bool:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.hf_format import recover_interrupted_writes, work_tag
+from engine.regular_files import read_bytes, reason
 from engine.training.runs.fs_checks import is_dir, is_file, why
 from engine.training.runs.legacy import LEGACY_SPEC_FILE
 from engine.training.runs.records import Damaged, RunRecord
@@ -39,6 +40,7 @@ from engine.training.runs.state import STATE_FILE, read_checkpoint_record
 logger = logging.getLogger(__name__)
 
 SPEC_FILE = "run.json"
+MAX_SPEC_BYTES = 4 << 20
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS_DIR = "checkpoints"
 TOKENIZER_DIR = "tokenizer"
@@ -305,11 +307,11 @@ class RunFolder:
         damage: Damaged | None = None
         for path in (self.spec_path, self.root / LEGACY_SPEC_FILE):
             try:
-                parsed = RunRecord.parse(path.read_bytes())
+                parsed = RunRecord.parse(read_bytes(path, MAX_SPEC_BYTES))
             except FileNotFoundError:
                 continue
-            except OSError as exc:
-                parsed = Damaged(f"it cannot be read ({why(exc)})")
+            except (OSError, ValueError) as exc:  # unreadable, a pipe or device, or far too large
+                parsed = Damaged(f"it cannot be read ({reason(exc)})")
             if isinstance(parsed, RunRecord):
                 return parsed
             damage = damage or Damaged(f"{path.name}: {parsed.reason}")

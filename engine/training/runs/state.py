@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from engine.checkpoints.hf_format import save, work_tag
+from engine.regular_files import open_regular, read_bytes, reason
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.runs.legacy import LEGACY_INFO_FILE, is_hf_trainer_state, is_ours
@@ -38,6 +39,8 @@ logger = logging.getLogger(__name__)
 STATE_FILE = "training_state.pt"
 INFO_FILE = "explorer_state.json"          # our own name: no tool takes it for the HF Trainer's state file
 STATE_FORMAT = 1
+MAX_RECORD_BYTES = 4 << 20                 # explorer_state.json and the like: small records
+MAX_METRICS_BYTES = 256 << 20              # metrics.jsonl of a very long run
 
 
 def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: str | Path,
@@ -62,7 +65,7 @@ def read_checkpoint_info(checkpoint: str | Path) -> dict[str, Any]:
     checkpoint = Path(checkpoint)
     for name in (INFO_FILE, LEGACY_INFO_FILE):
         try:
-            record = json.loads((checkpoint / name).read_text(encoding="utf-8"))
+            record = json.loads(read_bytes(checkpoint / name, MAX_RECORD_BYTES))
         except (OSError, ValueError, RecursionError):
             continue
         if is_ours(record):
@@ -77,11 +80,11 @@ def read_checkpoint_record(checkpoint: str | Path) -> CheckpointRecord | Damaged
     checkpoint = Path(checkpoint)
     for name in (INFO_FILE, LEGACY_INFO_FILE):
         try:
-            raw = (checkpoint / name).read_bytes()
+            raw = read_bytes(checkpoint / name, MAX_RECORD_BYTES)
         except FileNotFoundError:
             continue
-        except OSError as exc:
-            return Damaged(f"{name} cannot be read ({exc.strerror or type(exc).__name__})")
+        except (OSError, ValueError) as exc:      # unreadable, a pipe or device, or far too large
+            return Damaged(f"{name} cannot be read ({reason(exc)})")
         parsed = CheckpointRecord.parse(raw)
         if name == LEGACY_INFO_FILE and is_hf_trainer_state(raw):    # a Hugging Face Trainer's file, not ours
             continue
@@ -95,7 +98,8 @@ def read_training_state(checkpoint: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ValueError(f"{checkpoint} has no {STATE_FILE}; it is not a resumable checkpoint")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        with open_regular(path) as handle:
+            state = torch.load(handle, map_location="cpu", weights_only=True)
     except Exception as exc:  # damaged or foreign files fail in many ways; never fall back to full pickle
         raise ValueError(f"{path} is damaged or not a training state "
                          f"({type(exc).__name__}: {str(exc)[:200]})") from None
@@ -151,11 +155,11 @@ def read_metrics_file(path: str | Path) -> MetricsFile:
     no records and one skipped "line"."""
     path = Path(path)
     try:
-        lines = path.read_bytes().split(b"\n")
+        lines = read_bytes(path, MAX_METRICS_BYTES).split(b"\n")
     except FileNotFoundError:
         return MetricsFile()
-    except OSError as exc:
-        return MetricsFile([], 1, f"the file cannot be read ({exc.strerror or type(exc).__name__})")
+    except (OSError, ValueError) as exc:
+        return MetricsFile([], 1, f"the file cannot be read ({reason(exc)})")
     found = MetricsFile()
     last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
     for number, line in enumerate(lines, start=1):
