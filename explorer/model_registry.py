@@ -155,7 +155,7 @@ class ModelRegistry:
             return []
         else:
             found = checkpoints_newest_first(self.runs_root)
-        usable = [c for c in found if usable_run_name(c.run.name)]
+        usable = [c for c in found if usable_run_name(c.run.name) and c.loadable]   # damaged weights: not offered
         unusable = {c.run.name for c in found} - {c.run.name for c in usable} - self._warned
         for name in sorted(unusable):                           # said once per run, not at every listing
             logger.warning("The run %r is left out of the model list: its folder's name holds control "

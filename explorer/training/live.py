@@ -39,9 +39,11 @@ def shown_path(path: Path, runs_root: Path) -> str:
 
 
 def checkpoints_table(services: Services) -> pd.DataFrame:
-    """Every complete checkpoint under the runs folder, newest first."""
+    """Every complete checkpoint under the runs folder, newest first; one whose weights fail their header check
+    is marked (picking it says why instead of serving a broken zip)."""
     worker = services.get_worker()
-    rows = [[c.name, c.step, c.run.name, shown_path(c.path, worker.runs_root)] for c in worker.checkpoints()]
+    rows = [[c.name if c.loadable else f"{c.name} ⚠ weights damaged", c.step, c.run.name,
+             shown_path(c.path, worker.runs_root)] for c in worker.checkpoints()]
     return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
 
 

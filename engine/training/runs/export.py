@@ -11,13 +11,17 @@ for continuing the run here, not for using the model. Unzipped, the folder loads
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.model_card import CardFacts, model_card
-from engine.regular_files import read_bytes
+from engine.regular_files import is_regular, open_regular, read_bytes
 from engine.text.builtin_corpus import BUILTIN_CORPORA
+from engine.training.runs.fs_checks import weights_problem
 from engine.training.runs.run_folder import RunFolder, is_complete
 from engine.training.runs.state import read_checkpoint_info, read_metrics
 
@@ -76,16 +80,26 @@ def export_zip(checkpoint: str | Path, destination: str | Path) -> Path:
     checkpoint = Path(checkpoint)
     if not is_complete(checkpoint):
         raise FileNotFoundError(f"the checkpoint {checkpoint.name} is gone or incomplete; pick another one")
+    problem = weights_problem(checkpoint)
+    if problem is not None:
+        raise ValueError(f"the checkpoint {checkpoint.name} is damaged: {problem}; pick another one")
     destination = Path(destination)
     destination.mkdir(parents=True, exist_ok=True)
     target = destination / f"{RunFolder.of_checkpoint(checkpoint).name}-{checkpoint.name}.zip"
-    partial = target.with_suffix(".zip.part")
-    with zipfile.ZipFile(partial, "w") as archive:
-        for name in EXPORTED_FILES:
-            path = checkpoint / name
-            if path.is_file():       # weights do not compress; text does
-                kind = zipfile.ZIP_STORED if name.endswith(".safetensors") else zipfile.ZIP_DEFLATED
-                archive.write(path, name, compress_type=kind)
-        archive.writestr(CARD_FILE, model_card(card_facts(checkpoint)), compress_type=zipfile.ZIP_DEFLATED)
-    partial.replace(target)
+    # each request writes its own file and renames it into place: concurrent picks of one checkpoint never
+    # share a half-written file, and the zip at ``target`` is always a whole one
+    partial = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part")
+    try:
+        with zipfile.ZipFile(partial, "w") as archive:
+            for name in EXPORTED_FILES:
+                path = checkpoint / name
+                if is_regular(path):       # weights do not compress; text does
+                    info = zipfile.ZipInfo.from_file(path, name)
+                    info.compress_type = zipfile.ZIP_STORED if name.endswith(".safetensors") else zipfile.ZIP_DEFLATED
+                    with open_regular(path) as source, archive.open(info, "w", force_zip64=True) as sink:
+                        shutil.copyfileobj(source, sink, 1 << 20)
+            archive.writestr(CARD_FILE, model_card(card_facts(checkpoint)), compress_type=zipfile.ZIP_DEFLATED)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target

@@ -73,6 +73,7 @@ def summarize(run: RunFolder, scan: CheckpointScan | None = None) -> RunSummary:
     if isinstance(spec, Damaged):
         problems.append(spec.reason)
     problems += scan.problems + [f"{c.name}: {c.damage}" for c in found if c.damage]
+    problems += [f"{c.name}: {c.weights_damage}" for c in found if c.weights_damage]
     total = next((c.total_steps for c in found if c.total_steps is not None), None)
     modified = found[0].written if found else _mtime(run.root)
     record = spec if isinstance(spec, RunRecord) else RunRecord({})

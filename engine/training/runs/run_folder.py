@@ -32,7 +32,7 @@ from typing import Any
 
 from engine.checkpoints.hf_format import recover_interrupted_writes, work_tag
 from engine.regular_files import read_bytes, reason
-from engine.training.runs.fs_checks import is_dir, is_file, why
+from engine.training.runs.fs_checks import is_dir, is_file, weights_problem, why
 from engine.training.runs.legacy import LEGACY_SPEC_FILE
 from engine.training.runs.records import Damaged, RunRecord
 from engine.training.runs.state import STATE_FILE, read_checkpoint_record
@@ -66,6 +66,12 @@ class CheckpointInfo:
     created: float = 0.0                                         # time.time() when written
     total_steps: int | None = None                               # what the run was set to then
     damage: str | None = None                                    # "explorer_state.json: epoch is 'x', ..."
+    weights_damage: str | None = None                            # "model.safetensors: incomplete metadata ..."
+
+    @property
+    def loadable(self) -> bool:
+        """Whether its weights passed the header and size check (a damaged small record alone still loads)."""
+        return self.weights_damage is None
 
     @property
     def name(self) -> str:
@@ -319,14 +325,16 @@ class RunFolder:
 
 
 def _checkpoint_info(path: Path, step: int) -> CheckpointInfo:
-    """The listing entry of the complete checkpoint ``path`` (its small record checked; damage noted)."""
+    """The listing entry of the complete checkpoint ``path`` (its small record and its weights' headers checked;
+    damage noted)."""
     record = read_checkpoint_record(path)
+    weights = weights_problem(path)
     if isinstance(record, Damaged):
-        return CheckpointInfo(path, step, damage=record.reason)
+        return CheckpointInfo(path, step, damage=record.reason, weights_damage=weights)
     if record is None:
-        return CheckpointInfo(path, step)
+        return CheckpointInfo(path, step, weights_damage=weights)
     return CheckpointInfo(path, step, record.epoch, record.metrics, record.eval_metrics, record.created,
-                          record.total_steps)
+                          record.total_steps, weights_damage=weights)
 
 
 def resolve_checkpoint(source: str | Path) -> Path:
