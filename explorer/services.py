@@ -105,14 +105,16 @@ class Services:
         """The model a probing tab was asked for (``default`` when none is chosen). The key's text is read
         here, once (``ModelRegistry.resolve``); the registry carries the ``ModelKey`` from there.
 
-        In public mode a local folder is served only once the admin loaded it (it is then in the
-        picker); anyone else naming a folder gets a ValueError. A key that names nothing available
-        gets a ValueError that lists the keys available now.
+        In public mode a local folder is served only once the admin loaded it, and only by the key the picker
+        lists (``local:<allowed folder's name>/<inside>``): a server path names nothing for anyone else, with
+        the same answer whether or not something is there (no oracle for the server's disk). A key that names
+        nothing available gets a ValueError that lists the keys available now.
         """
         registry = self.registry()
         try:
             resolved = registry.resolve(key or "default")
-            if resolved.kind is KeyKind.LOCAL and not self.access.is_admin(None) and not registry.listed(resolved):
+            if resolved.kind is KeyKind.LOCAL and not self.access.is_admin(None) and not (
+                    registry.listed(resolved) and registry.canonical(resolved) == resolved):
                 raise UnknownModelError("On this public instance only the admin can load models from local "
                                         "folders; choose a model from the list.")
             return registry.get(resolved)

@@ -140,7 +140,14 @@ def test_local_folders_need_the_token_hub_ids_do_not(public) -> None:
         services.model(f"local:{folder}")
     _, info = client.predict(folder, TOKEN, api_name="/load_model")
     assert "local" in info and "Heads: masked LM" in info
-    assert services.model(f"local:{folder}").heads == ("mlm",)  # now listed in the picker: open to all
+    listed = services.registry().canonical(f"local:{folder}").text
+    assert services.model(listed).heads == ("mlm",)  # now in the picker, by its listed key: open to all
+    refusals = []
+    for path in (folder, str(services.registry().allowed_dirs[0] / "no-such-folder")):   # a server path: no oracle
+        with pytest.raises(ValueError) as refused:
+            services.model(f"local:{path}")
+        refusals.append(str(refused.value))
+    assert refusals[0] == refusals[1] and "only the admin can load models from local folders" in refusals[0]
 
 
 def test_public_checkpoint_download_only_serves_listed_checkpoints(tmp_path: Path, tiny_tokenizer) -> None:

@@ -2,6 +2,7 @@
 what is refused (paths outside the allowed folders, traversal, URLs, offline hub), and caching."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,15 @@ def test_an_unreadable_model_folder_is_refused_naming_only_its_key(tmp_path, mon
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(Path, denied, refuse)
+    if denied == "open":                      # files are opened through engine.regular_files (os.open)
+        real_open = os.open
+
+        def refuse_open(path, *args, **kwargs):
+            if "mine" in str(path):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_open(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", refuse_open)
     with pytest.raises(ValueError, match=r"local:models/mine cannot be read \(permission denied") as info:
         registry.get(f"local:{tmp_path}/models/mine")
     assert str(tmp_path) not in str(info.value)
