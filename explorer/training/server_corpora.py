@@ -4,8 +4,9 @@ tab beside the built-in corpus, named to clients by a short key, never by their 
 ``EXPLORER_CORPUS_DIRS`` (``os.pathsep``-separated, default ``corpora``) names the folders. Each file
 (``.txt``, ``.md``, ``.jsonl``, ``.parquet``, ``.arrow``) or folder directly inside one is a corpus with
 the key ``server:<name>`` (the first root wins a name). A corpus of any size trains, as on the command line:
-it is tokenised once into the token cache (``engine.data.corpus_cache``) and read memory-mapped after. A
-symlink that leads outside the allowed folders is not offered. No Gradio here.
+it is tokenised once into the token cache (``engine.data.token_cache``) and read memory-mapped after. A
+symlink that leads outside the allowed folders is not offered, and a folder holding one at any depth is refused
+when a run would read it. No Gradio here.
 """
 from __future__ import annotations
 
@@ -46,9 +47,29 @@ def server_corpora(roots: tuple[Path, ...] | None = None) -> dict[str, Path]:
 
 
 def server_corpus_path(key: str, roots: tuple[Path, ...] | None = None) -> Path:
-    """The path of the server corpus ``key`` names; ValueError when it is not one of them (now)."""
+    """The path of the server corpus ``key`` names; ValueError when it is not one of them (now), or when a
+    folder holds a symlink, at any depth, that leads outside the allowed folders (it would be read too)."""
+    roots = corpus_roots() if roots is None else roots
     corpora = server_corpora(roots)
     if key not in corpora:
         offered = ", ".join(corpora) or f"none (put files or folders in {CORPUS_DIRS_ENV})"
         raise ValueError(f"There is no server corpus {key!r}; the server offers: {offered}.")
+    leaving = _link_leaving(corpora[key], roots)
+    if leaving is not None:
+        raise ValueError(f"The server corpus {key!r} holds a link that leads outside the corpus folders "
+                         f"({leaving}); it is not used. Ask the admin to remove the link.")
     return corpora[key]
+
+
+def _link_leaving(folder: Path, roots: tuple[Path, ...]) -> str | None:
+    """The name (inside ``folder``) of the first symlink whose target is outside every root, else None."""
+    if not folder.is_dir():
+        return None
+    for parent, dirs, files in os.walk(folder, followlinks=False):
+        for name in sorted(dirs + files):
+            path = Path(parent) / name
+            if path.is_symlink():
+                target = Path(os.path.realpath(path))
+                if not any(root == target or root in target.parents for root in roots):
+                    return path.relative_to(folder).as_posix()
+    return None

@@ -59,3 +59,19 @@ def test_a_server_corpus_trains_and_its_messages_name_only_its_key(roots, tmp_pa
     assert job is not None and job.train_data.num_documents == 38
     assert any("server:wiki" in message for message in said)
     assert not any(str(roots) in message for message in said), said
+
+
+def test_a_link_deep_inside_a_corpus_folder_that_leaves_it_is_never_read(roots, tmp_path):
+    secret = tmp_path / "private" / "passwd.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n", encoding="utf-8")
+    (roots / "leak" / "deep").mkdir(parents=True)
+    (roots / "leak" / "ok.txt").write_text("A fine sentence here.\n", encoding="utf-8")
+    (roots / "leak" / "deep" / "passwd.txt").symlink_to(secret)
+    assert "server:leak" in server_corpora()                    # listed: its top level looks fine
+    with pytest.raises(ValueError, match=r"holds a link that leads outside the corpus folders \(deep/passwd.txt\)"):
+        server_corpus_path("server:leak")
+    with pytest.raises(ValueError, match="holds a link"):
+        text_fields("builtin", "server:leak", None, None)
+    (roots / "leak" / "deep" / "passwd.txt").unlink()
+    (roots / "leak" / "deep" / "again.txt").symlink_to(roots / "leak" / "ok.txt")   # a link that stays inside
+    assert server_corpus_path("server:leak") == (roots / "leak").resolve()
