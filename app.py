@@ -88,7 +88,7 @@ import gradio as gr  # noqa: E402
 from gradio import utils as gr_utils  # noqa: E402
 
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR  # noqa: E402
-from engine.data.corpus_cache import cache_root  # noqa: E402
+from engine.data.token_cache import cache_root  # noqa: E402
 from explorer import heavy_limits, warmup  # noqa: E402
 from explorer.page import CSS, THEME, build_app  # noqa: E402
 from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag, env_int  # noqa: E402
@@ -99,7 +99,7 @@ QUEUE_SIZE_ENV = "EXPLORER_QUEUE_SIZE"      # requests waiting in the queue befo
 MAX_UPLOAD_ENV = "EXPLORER_MAX_UPLOAD_MB"   # largest file Gradio accepts in an upload
 DEFAULT_CONCURRENCY = 2                     # tokenization is cheap; model work is CPU/GPU bound
 DEFAULT_QUEUE_SIZE = {False: 64, True: 16}  # private / public mode
-DEFAULT_MAX_UPLOAD_MB = 50                  # engine.text.corpus refuses larger corpus files too
+DEFAULT_MAX_UPLOAD_MB = 50                  # engine.text.documents refuses larger corpus files too
 
 
 def _positive_int(env: Mapping[str, str], name: str, default: int) -> int:

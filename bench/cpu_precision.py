@@ -37,9 +37,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.checkpoints.hf_format import load  # noqa: E402
-from engine.text.corpus import builtin_corpus  # noqa: E402
+from engine.text.builtin_corpus import builtin_corpus  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
+from engine.data.instance_plan import max_segment_tokens  # noqa: E402
 from engine.data.pretraining import PretrainingDataset  # noqa: E402
+from engine.data.token_store import TokenStore  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from engine.training.loop.trainer import Trainer  # noqa: E402
 from engine.training.tasks import task_for  # noqa: E402
@@ -82,7 +84,9 @@ def cpu_flags() -> list[str]:
 def shakespeare_batches(tokenizer: WordPieceTokenizer, batch_size: int, seq_len: int, nsp: bool,
                         ) -> PretrainingDataset:
     """Pretraining batches of the built-in corpus (8 plays' scenes), built once for both sides."""
-    return PretrainingDataset(builtin_corpus("shakespeare", max_documents=8), tokenizer, seq_len, batch_size, nsp=nsp)
+    store = TokenStore.from_texts(builtin_corpus("shakespeare", max_documents=8), tokenizer,
+                                  max_segment_tokens(seq_len, nsp))
+    return PretrainingDataset(store, tokenizer, seq_len, batch_size, nsp=nsp)
 
 
 def make_trainer(model: BertWithHeads, tokenizer: WordPieceTokenizer, precision: str, data: PretrainingDataset,

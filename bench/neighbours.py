@@ -72,7 +72,7 @@ def search_case(n: int, rounds: int) -> dict[str, float | None]:
 def build_case(sentences: int) -> dict[str, float]:
     from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, load_directory
     from engine.probes.neighbours import build_index
-    from engine.text.corpus import builtin_corpus
+    from engine.text.builtin_corpus import builtin_corpus
 
     chosen: list[str] = []
     for document in builtin_corpus("shakespeare"):

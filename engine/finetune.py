@@ -48,12 +48,12 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from engine.training.jobs import cli
+from engine.training.jobs import cli, task_flags
 from engine.training.loop import distributed as dist
 from engine.model.head_specs import HEADS
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import PreparedJob
-from engine.training.tasks.registry import finetuning_tasks, task_definition
+from engine.training.tasks.registry import TRAINING_TASKS, TaskDefinition, finetuning_tasks, task_definition
 
 # ---------------------------------------------------------------------------- command line
 DEFAULTS: dict[str, Any] = dict(
@@ -112,7 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--mlm-batch-size", type=int,
         help="qa_mlm: masked-LM sequences per micro-batch (default: --batch-size)")
     cli.add_training_arguments(p, help_defaults())
+    task_flags.add_task_settings(p, offered())
     return p
+
+
+def offered() -> list[TaskDefinition]:
+    """The fine-tuning tasks' definitions, in registration order (their own settings are flags)."""
+    return [TRAINING_TASKS[name] for name in finetuning_tasks()]
 
 
 def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> JobSpec:
@@ -130,7 +136,8 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
         max_question_len=args.max_question_len, mlm_corpus=args.mlm_corpus, mlm_seq_len=args.mlm_seq_len,
         mlm_batch_size=args.mlm_batch_size, corpus=args.corpus or "shakespeare", max_documents=args.max_documents,
         num_choices=args.num_choices if args.num_choices is not None else 4, run_dir=args.run_dir,
-        report_to=args.report_to), parser)
+        report_to=args.report_to, task_settings=task_flags.task_settings(args, parser, definition, offered())),
+        parser)
 
 
 def describe(job: PreparedJob) -> str:

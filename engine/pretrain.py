@@ -30,7 +30,7 @@ import sys
 from typing import Any, Sequence
 
 from engine.model.config import PRESETS
-from engine.training.jobs import cli
+from engine.training.jobs import cli, task_flags
 from engine.training.loop import distributed as dist
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import PreparedJob
@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--whole-word", action="store_true", default=None, help="mask whole words")
     add("--no-nsp", action="store_true", default=None, help="no next-sentence prediction (single segments)")
     cli.add_training_arguments(p, DEFAULTS)
+    task_flags.add_task_settings(p, [PRETRAINING])
     return p
 
 
@@ -94,7 +95,9 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
                                  **dataset,
                                  eval_fraction=args.eval_fraction, vocab_size=args.vocab_size,
                                  tokenizer=args.tokenizer, init_from=args.init_from, dropout=args.dropout,
-                                 run_dir=args.run_dir, report_to=args.report_to), parser)
+                                 run_dir=args.run_dir, report_to=args.report_to,
+                                 task_settings=task_flags.task_settings(args, parser, PRETRAINING, [PRETRAINING])),
+                        parser)
 
 
 def describe(job: PreparedJob) -> str:

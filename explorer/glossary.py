@@ -139,13 +139,6 @@ def upos_short(tag: str) -> str:
     return upos_meaning(tag).split(" (", 1)[0]
 
 
-def upos_name(tag: str) -> str:
-    """A UPOS tag spelled out, e.g. ``ADP`` → ``ADP (adposition (a preposition such as 'in', 'of'))``; another
-    label (a named-entity type such as ``B-PER``) as it is."""
-    meaning = upos_meaning(tag)
-    return f"{tag} ({meaning})" if meaning else tag
-
-
 def glossary_markdown() -> str:
     """Every entry as Markdown, A to Z, each under an anchor (``<a id=...>``) the tabs' links open."""
     rows = [f'<a id="{item.anchor}"></a>**{html.escape(item.term)}**: {html.escape(item.meaning)}'

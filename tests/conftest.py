@@ -11,7 +11,7 @@ import tempfile
 # a fake endpoint must not leave telemetry queued for huggingface.co (the load test's guard saw it).
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-# The token cache (engine.data.corpus_cache) of this test session, never the user's ~/.cache; command lines
+# The token cache (engine.data.token_cache) of this test session, never the user's ~/.cache; command lines
 # the tests start inherit it.
 os.environ["BERT_ENGINE_CACHE"] = tempfile.mkdtemp(prefix="explorer-test-cache-")
 

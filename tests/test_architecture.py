@@ -292,9 +292,9 @@ def test_each_task_name_is_spelled_in_at_most_three_source_files():
     (``qa`` and ``multiple_choice`` also name a head, whose spec and callers spell it: those are checked as heads
     are, by the registry tests, not here.)"""
     from engine.model.head_specs import HEADS
-    from engine.training.tasks.registry import TASKS
+    from engine.training.tasks.registry import TRAINING_TASKS
 
-    for name in (task for task in TASKS if task not in HEADS):
+    for name in (task for task in TRAINING_TASKS if task not in HEADS):
         files = [str(path.relative_to(ROOT)) for path in source_files() if name in string_literals(path)]
         assert len(files) <= 3, f"{name!r} is spelled in {len(files)} source files: {files}"
 

@@ -41,7 +41,9 @@ def normalise_keys(state: dict[str, torch.Tensor], architectures: list[str] | No
     """Rename any HF BERT layout to ours. Returns (state, ignored keys that are not BERT's).
 
     ``architectures`` (config.json's) decides whose ``classifier.*`` keys they are
-    (:func:`classifier_head`); raises ``ValueError`` when it names two such classes.
+    (:func:`hf_owner` of ``classifier.``: ``token_classifier`` for ``BertForTokenClassification``,
+    ``multiple_choice`` for ``BertForMultipleChoice``, else ``classifier``); raises ``ValueError`` when it
+    names two such classes.
     """
     owners = {prefix: hf_owner(prefix, architectures) for prefix in {s.hf_prefix for s in HEADS.values()}}
     ours = tuple(s.prefix for s in HEADS.values())
@@ -68,14 +70,6 @@ def normalise_keys(state: dict[str, torch.Tensor], architectures: list[str] | No
         else:
             ignored.append(key)
     return out, ignored
-
-
-def classifier_head(architectures: list[str] | None) -> str:
-    """Which of our heads HF's ``classifier.*`` keys belong to, by the classes in ``architectures``:
-    ``token_classifier`` (``BertForTokenClassification``), ``multiple_choice`` (``BertForMultipleChoice``),
-    else ``classifier`` (sequence classification, also when ``architectures`` is absent).
-    Raises ``ValueError`` when two of these classes are listed."""
-    return hf_owner("classifier.", architectures)
 
 
 def hf_owner(hf_prefix: str, architectures: list[str] | None) -> str:

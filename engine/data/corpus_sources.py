@@ -2,7 +2,7 @@
 
 ``resolve_corpus`` turns what a person names into a ``CorpusSource``:
 
-* a built-in corpus (``shakespeare``: ``engine.text.corpus.builtin_corpus``);
+* a built-in corpus (``shakespeare``: ``engine.text.builtin_corpus``);
 * a file, a folder (every supported file under it, sorted) or a glob (``data/**/*.jsonl``) of
   ``.txt`` / ``.md`` (one document per blank-line-separated block), ``.jsonl`` (one per line:
   ``{"text": ...}`` or a JSON string), ``.parquet`` and ``.arrow`` (one per row of the text column);
@@ -11,7 +11,7 @@
 
 ``CorpusSource.texts()`` yields each document's text (or, for a built-in corpus, its sentences)
 without holding the corpus: files are read line by line or batch by batch. ``fingerprint`` names
-the content for the token cache (``engine.data.corpus_cache``): file paths, sizes and modification
+the content for the token cache (``engine.data.token_cache``): file paths, sizes and modification
 times (as ``make`` and ``datasets`` do), a dataset's own fingerprint, or the text's hash.
 """
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
 from engine.regular_files import is_regular, open_regular
-from engine.text.corpus import BUILTIN_CORPORA, Document, builtin_corpus, jsonl_text
+from engine.text.builtin_corpus import BUILTIN_CORPORA, builtin_corpus
+from engine.text.documents import Document, jsonl_text
 
 TEXT_SUFFIXES = (".txt", ".md")
 FILE_SUFFIXES = TEXT_SUFFIXES + (".jsonl", ".parquet", ".arrow")

@@ -48,6 +48,12 @@ def check_lengths(max_seq_length: int, nsp: bool) -> None:
                          f"{specials + (2 if nsp else 1)} with {'NSP' if nsp else 'single segments'}")
 
 
+def max_segment_tokens(max_seq_length: int, nsp: bool) -> int:
+    """The most tokens one segment may hold: ``max_seq_length`` less its specials (3 with NSP, else 2); the
+    length a store's sentences are cut to."""
+    return max_seq_length - (3 if nsp else 2)
+
+
 def plan_instances(store: TokenStore, pool: np.ndarray, positions: Sequence[int], max_seq_length: int,
                    short_seq_prob: float, nsp: bool, rng: random.Random) -> np.ndarray:
     """(N, 5) int64 rows of the instances of documents ``pool[p]`` for ``p`` in ``positions``, shuffled.

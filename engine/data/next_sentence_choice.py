@@ -15,7 +15,7 @@ import random
 from typing import Sequence
 
 from engine.data.multiple_choice import MAX_CHOICES, MIN_CHOICES, ChoiceExample
-from engine.text.corpus import Document
+from engine.text.documents import Document
 
 _ATTEMPTS = 20          # redraws of a wrong choice that repeats a text already among the choices
 

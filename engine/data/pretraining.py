@@ -3,7 +3,7 @@
 Instances follow the original recipe (``engine.data.instance_plan``, planned as token ranges of a
 ``TokenStore``); masking (``engine.data.masking``) is redone every time a batch is collated
 (dynamic masking). ``PretrainingDataset`` reads a store that is memory-mapped from the corpus
-cache (``engine.data.corpus_cache``) or built in memory from given documents, so a corpus of any
+cache (``engine.data.token_cache``) or built in memory (``TokenStore.from_texts``), so a corpus of any
 size trains in the same bounded memory: an epoch visits the documents in a seeded order, in blocks
 of about ``BLOCK_TOKENS`` tokens whose instances are planned (offsets only) and shuffled together;
 a batch reads the token ids of its own rows only.
@@ -16,39 +16,18 @@ import random
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass, fields
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import torch
 
 from engine.data.instance_plan import Instance, check_lengths, materialise, plan_instances
 from engine.data.masking import IGNORE_INDEX, mask_tokens_detailed, whole_word_ids_from
-from engine.data.token_store import TokenStore, encode_documents
-from engine.text.corpus import Document
+from engine.data.token_store import TokenStore
 from engine.text.tokenizer import WordPieceTokenizer
 
 BLOCK_TOKENS = 1 << 22          # ~4M tokens (~17 MB of English) of documents planned and shuffled together
 _PLANS_KEPT = 4                 # planned blocks kept in memory (the batches of N processes straddle few)
-
-
-# ---------------------------------------------------------------------------- instances
-def create_instances(documents_token_ids: Sequence[Sequence[Sequence[int]]], max_seq_length: int = 128,
-                     short_seq_prob: float = 0.1, nsp: bool = True,
-                     rng: random.Random | None = None) -> list[Instance]:
-    """Instances from every document (a list of sentences, each a list of token ids), shuffled.
-
-    With ``nsp`` each instance is a pair fitting ``max_seq_length`` with its three specials;
-    without, a single segment fitting with two. Empty sentences and documents are ignored.
-    Raises ValueError when ``nsp`` is on and fewer than two documents have text.
-    """
-    vocab_size = 1 + max((t for doc in documents_token_ids for s in doc for t in s), default=0)
-    store = TokenStore.from_documents(documents_token_ids, vocab_size)
-    pool = np.flatnonzero(store.document_token_counts() > 0)
-    if len(pool) == 0:
-        raise ValueError("the corpus has no text to make pretraining instances from")
-    rows = plan_instances(store, pool, range(len(pool)), max_seq_length, short_seq_prob, nsp,
-                          rng or random.Random(0))
-    return materialise(store, rows)
 
 
 # ---------------------------------------------------------------------------- collation
@@ -163,8 +142,8 @@ def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: fl
 class PretrainingDataset:
     """Documents tokenized once; new instances every epoch; fresh masks every batch; all seeded.
 
-    ``documents`` is a ``TokenStore`` (with ``pool``, the ids of its documents this dataset uses:
-    the training or the held-out share) or documents of sentences, tokenized here in memory.
+    ``store`` holds the tokenised documents; ``pool`` the ids of those this dataset uses (the training
+    or the held-out share; all by default).
     Epoch ``e`` visits the pool in blocks (one block, in pool order, when the pool is under
     ``BLOCK_TOKENS``; else a seeded permutation cut into blocks of about that many tokens), block
     ``b`` planned with ``random.Random(f"{seed}:{e}")`` (``f"{seed}:{e}:{b}"`` after the first);
@@ -173,7 +152,7 @@ class PretrainingDataset:
     at random (rank r of N reads its own batches only).
     """
 
-    def __init__(self, documents: Iterable[Document] | TokenStore, tokenizer: WordPieceTokenizer,
+    def __init__(self, store: TokenStore, tokenizer: WordPieceTokenizer,
                  max_seq_length: int = 128, batch_size: int = 32, mlm_probability: float = 0.15,
                  short_seq_prob: float = 0.1, nsp: bool = True, whole_word: bool = False, seed: int = 0,
                  pad_to_max_length: bool = False, drop_last: bool = False, pool: np.ndarray | None = None) -> None:
@@ -186,19 +165,15 @@ class PretrainingDataset:
         self.pad_to = max_seq_length if pad_to_max_length else None
         self.drop_last = drop_last
         self.vocab = VocabSpec.from_tokenizer(tokenizer)
-        if not isinstance(documents, TokenStore):
-            documents = TokenStore.from_arrays(*encode_documents(
-                [list(doc) for doc in documents], tokenizer.backend, max_seq_length - (3 if nsp else 2)),
-                self.vocab.vocab_size)
-        self.store = documents
-        pool = np.arange(documents.num_documents) if pool is None else np.asarray(pool, dtype=np.int64)
-        self.pool = pool[documents.document_token_counts()[pool] > 0]           # (P,) documents with text
+        self.store = store
+        pool = np.arange(store.num_documents) if pool is None else np.asarray(pool, dtype=np.int64)
+        self.pool = pool[store.document_token_counts()[pool] > 0]               # (P,) documents with text
         if len(self.pool) == 0:
             raise ValueError("the corpus has no text to make pretraining instances from")
         if nsp and len(self.pool) < 2:
             raise ValueError("need at least two documents for next-sentence prediction "
                              "(NotNext segments come from another document); add documents or turn NSP off")
-        self._pool_tokens = documents.document_token_counts()[self.pool]      # (P,)
+        self._pool_tokens = store.document_token_counts()[self.pool]          # (P,)
         self._order: tuple[int, list[np.ndarray]] | None = None
         self._counts: dict[int, list[int]] = {}
         self._plans: OrderedDict[tuple[int, int], np.ndarray] = OrderedDict()
@@ -343,14 +318,3 @@ class PretrainingDataset:
             digest.update(b"#")
         return digest.hexdigest()
 
-
-def tokenize_documents(documents: Iterable[Document], tokenizer: WordPieceTokenizer,
-                       max_sentence_tokens: int | None = None) -> list[list[list[int]]]:
-    """Token ids (no specials) per sentence per document; empty ones dropped.
-
-    A sentence longer than ``max_sentence_tokens`` is cut into pieces of that size, so an
-    upload without punctuation still makes full-length instances cheaply.
-    """
-    arrays = encode_documents([list(doc) for doc in documents], tokenizer.backend, max_sentence_tokens)
-    return [document for document in TokenStore.from_arrays(*arrays, tokenizer.vocab_size).documents_token_ids()
-            if document]

@@ -24,7 +24,6 @@ from tokenizers import Tokenizer
 from engine.checks import is_int
 from engine.data.data_files import read_data_text
 from engine.data.features import FeatureDataset
-from engine.text.encoding import Encoding
 from engine.text.tokenizer import WordPieceTokenizer
 
 
@@ -114,13 +113,10 @@ def _read_question(qa: Any, context: str, title: str, where: str, result: SquadD
     return QAExample(str(qa.get("id", where)), qa["question"].lstrip(), context, answers, title, impossible)
 
 
-def label_window(window: Encoding, span: tuple[int, int] | None) -> tuple[int, int]:
-    """Token (start, end) of the character ``span`` [start, end) in a window; (0, 0) when not all inside."""
-    return _label(window.offsets, window.sequence_ids, span)
-
-
 def _label(offsets: Sequence[tuple[int, int]], sequence_ids: Sequence[int | None],
            span: tuple[int, int] | None) -> tuple[int, int]:
+    """Token (start, end) of the character ``span`` [start, end) in a window (its ``offsets`` and ``sequence_ids``);
+    (0, 0), the [CLS] label, when the span is not all inside the window's context or there is none."""
     context = [i for i, seq in enumerate(sequence_ids) if seq == 1]
     if span is None or not context:
         return 0, 0
@@ -130,15 +126,6 @@ def _label(offsets: Sequence[tuple[int, int]], sequence_ids: Sequence[int | None
     start = max(i for i in context if offsets[i][0] <= start_char)
     end = min(i for i in context if offsets[i][1] >= end_char)
     return start, max(start, end)
-
-
-def encode_example(tokenizer: WordPieceTokenizer, example: QAExample, max_seq_len: int = 384,
-                   doc_stride: int = 128, max_question_len: int = 64) -> list[tuple[Encoding, int, int]]:
-    """(window, start token, end token) for every window of one question."""
-    windows = tokenizer.encode_qa_windows(example.question, example.context, max_seq_len, doc_stride,
-                                          max_question_len)
-    span = example.answer_span
-    return [(window, *label_window(window, span)) for window in windows]
 
 
 def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int) -> None:

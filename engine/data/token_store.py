@@ -12,7 +12,8 @@ On disk (``TokenStore.open``) the three arrays are raw little-endian files, memo
 corpus of any size costs pages the OS can drop rather than resident memory; ``meta.json`` is
 written last and names their types and lengths, which are checked against the files (every
 file is untrusted: a damaged store raises ``DamagedStore`` and is rebuilt by the cache).
-``TokenStore.from_documents`` builds the same arrays in memory for small texts.
+``TokenStore.from_texts`` (sentences) and ``from_documents`` (ids) build the same arrays in memory for
+small texts.
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import Any, BinaryIO, Iterable, Sequence
 import numpy as np
 
 from engine.regular_files import open_regular, read_text
+from engine.text.tokenizer import WordPieceTokenizer
 
 FORMAT = 1
 TOKENS_FILE, SENTENCES_FILE, DOCUMENTS_FILE, META_FILE = "tokens.bin", "sentences.bin", "documents.bin", "meta.json"
@@ -116,6 +118,13 @@ class TokenStore:
             per_document.append(len(sentences))
         return cls.from_arrays(np.asarray(tokens, np.int64), np.asarray(lengths, np.int64),
                                np.asarray(per_document, np.int64), vocab_size, meta)
+
+    @classmethod
+    def from_texts(cls, documents: Iterable[Sequence[str]], tokenizer: WordPieceTokenizer,
+                   max_sentence_tokens: int | None) -> "TokenStore":
+        """An in-memory store of documents of sentences, tokenised (``encode_documents``) with ``tokenizer``."""
+        arrays = encode_documents([list(document) for document in documents], tokenizer.backend, max_sentence_tokens)
+        return cls.from_arrays(*arrays, tokenizer.vocab_size)
 
     @classmethod
     def open(cls, folder: str | Path) -> "TokenStore":

@@ -9,7 +9,11 @@ the probes and the explorer read these fields; none keeps a table of heads of it
 
 Adding a head: write its module (``engine/model/head_modules.py`` unless it is one ``nn.Linear``),
 then add a spec to ``_BUILT_IN`` (or call :func:`register_head`); give it a ``HeadsOutput`` field
-if callers read its result by attribute (else it lands in ``HeadsOutput.extra``).
+if callers read its result by attribute (else it lands in ``HeadsOutput.extra``). A head with labels of
+its own names them in ``targets`` (``BertWithHeads.forward`` then takes them as keywords), and the
+predictions the Why tab can explain are its ``attribution`` (:class:`AttributionSpec`, builders named
+``"module:function"`` and resolved by ``engine.probes.attribution``): ``heads.py`` and the probes keep no
+table of heads.
 
 Hugging Face stores the sequence-, token-classification and multiple-choice modules all as
 ``classifier``; heads with the same ``hf_prefix`` cannot share a model (one checkpoint cannot
@@ -36,6 +40,27 @@ class HeadInput:
     pooled: torch.Tensor | None       # (B, H) (or (B*C, H)) pooled [CLS] vectors; None without the pooler
     choices: int | None               # C for (B, C, S) input, else None
     targets: Mapping[str, Any]        # the forward call's label arguments by name (labels, class_labels, ...)
+
+
+Form = tuple[str, str, str, str, str, str]
+"""The Why tab's form for one prediction: text label, text placeholder, pair label, pair placeholder, target
+placeholder, "which" label."""
+
+
+@dataclass(frozen=True)
+class AttributionSpec:
+    """One prediction of a head that attribution explains (the Why tab's "Prediction to explain").
+
+    ``builder`` is ``"module:function"`` (or the function itself) with the signature
+    ``(loaded, text, text_pair, target, which) -> engine.probes.attribution_targets.Target``; it is imported
+    only when an attribution runs, so this module never imports the probes."""
+
+    name: str                          # "fill_mask": the ``task`` of ``attribute`` and of the Why tab's API
+    builder: str | Callable[..., Any]  # "engine.probes.attribution_targets:fill_mask_for"
+    choice: str                        # the Why tab's dropdown label
+    form: Form                         # the Why tab's field labels and placeholders
+    needs_pair: str | None = None      # what the second text is, when it is required ("context")
+    order: int = 100                   # where it is listed (the built-ins 0-6; then registration order)
 
 
 def _all_parameters(module: nn.Module) -> list[nn.Parameter]:
@@ -66,6 +91,8 @@ class HeadSpec:
     hf_num_labels: int | None = None   # transformers sizes it by num_labels: the value export writes
     tried_in: str | None = None        # where the explorer says to try it (None: its title says)
     how_to_get: str | None = None      # the explorer's "to try this, ..." for a model without it
+    targets: tuple[str, ...] = ()      # forward() keyword arguments it reads (its labels): in HeadInput.targets
+    attribution: tuple[AttributionSpec, ...] = ()   # the predictions attribution can explain
 
     @property
     def prefix(self) -> str:
@@ -88,6 +115,9 @@ def register_head(spec: HeadSpec) -> HeadSpec:
     taken = [s.name for s in HEADS.values() if s.name == spec.name or s.module == spec.module]
     if taken:
         raise ValueError(f"a head named {spec.name!r} or at {spec.module!r} is registered already ({taken[0]})")
+    taken = [a.name for a in spec.attribution for s in HEADS.values() for b in s.attribution if a.name == b.name]
+    if taken:
+        raise ValueError(f"an attribution target named {taken[0]!r} is registered already")
     HEADS[spec.name] = spec
     return spec
 
@@ -105,6 +135,20 @@ def shared_key_groups(heads: tuple[str, ...] | list[str]) -> list[list[str]]:
     return [group for group in groups.values() if len(group) > 1]
 
 
+def target_arguments() -> tuple[str, ...]:
+    """Every forward() keyword argument a registered head reads (``HeadSpec.targets``), in registry order."""
+    return tuple(dict.fromkeys(name for spec in HEADS.values() for name in spec.targets))
+
+
+def attribution_targets() -> dict[str, tuple[str, AttributionSpec]]:
+    """Every registered head's attribution targets: name -> (head, spec), in ``order`` then registry order."""
+    found = [(a.order, i, a.name, head, a) for i, (head, spec) in enumerate(HEADS.items()) for a in spec.attribution]
+    return {name: (head, a) for _, _, name, head, a in sorted(found, key=lambda row: row[:2])}
+
+
+_TARGETS = "engine.probes.attribution_targets:"
+
+
 def _linear(width: Callable[[BertConfig], int]) -> Callable[[BertConfig, nn.Module], nn.Module]:
     """A builder of ``nn.Linear(hidden_size, width(config))``."""
     return lambda config, model: nn.Linear(config.hidden_size, width(config))
@@ -119,30 +163,54 @@ _BUILT_IN = (
     HeadSpec("mlm", "cls.predictions", "cls.predictions.", "BertForMaskedLM", "masked-LM", "masked LM (Fill-mask)",
              build=lambda config, model: BertLMPredictionHead(config, model.bert.embeddings.word_embeddings),
              run=_run_mlm, trainable=lambda head: head.own_parameters(), init=lambda head: head.reset_bias(),
-             tied=("decoder.weight",)),
+             tied=("decoder.weight",), targets=("labels",), attribution=(AttributionSpec(
+                 "fill_mask", _TARGETS + "fill_mask_for", "Fill-mask: a token at a [MASK]", order=0, form=(
+                     "Text with [MASK]", "The capital of France is [MASK].", "Text pair (optional, segment B)", "",
+                     "a token, e.g. paris (empty: the top prediction)", "Which [MASK]: 1, 2, … (0 = the first)")),)),
     HeadSpec("nsp", "cls.seq_relationship", "cls.seq_relationship.", "BertForNextSentencePrediction",
              "next-sentence", "next sentence (NSP)", build=_linear(lambda config: 2),
              run=lambda model, x: model.next_sentence(x.pooled, x.targets.get("next_sentence_label")), pooled=True,
+             targets=("next_sentence_label",), attribution=(AttributionSpec(
+                 "next_sentence", _TARGETS + "next_sentence_for", "Next sentence: IsNext / NotNext", order=3,
+                 needs_pair="sentence B", form=("Sentence A", "The cat sat on the mat.", "Sentence B",
+                                                "Soon it was fast asleep.", "IsNext or NotNext (empty: IsNext)",
+                                                "(not used)")),),
              how_to_get="pretrain one with next-sentence prediction in the Training tab (the bundled default "
                         "model has one)"),
     HeadSpec("qa", "qa_outputs", "qa_outputs.", "BertForQuestionAnswering", "question-answering (span)",
              "question answering (QA)", build=_linear(lambda config: 2), hf_num_labels=2,
              run=lambda model, x: model.answer_span(x.hidden, x.targets.get("start_positions"),
-                                                    x.targets.get("end_positions"))),
+                                                    x.targets.get("end_positions")),
+             targets=("start_positions", "end_positions"), attribution=tuple(AttributionSpec(
+                 f"qa_{side}", _TARGETS + f"qa_{side}_for", f"QA: where the answer {side}s", order=order,
+                 needs_pair="context", form=("Question", "What is the capital of France?", "Context",
+                                             "Paris is the capital of France.",
+                                             "(not used: the best answer is explained)", "(not used)"))
+                 for order, side in ((1, "start"), (2, "end")))),
     HeadSpec("classifier", "classifier", "classifier.", "BertForSequenceClassification", "sequence-classification",
              "sequence classification", build=_linear(lambda config: config.num_labels),
              run=lambda model, x: model.classify(x.pooled, x.targets.get("class_labels")),
-             pooled=True, labelled=True, dropout=True, tried_in="Heads › Classify",
+             pooled=True, labelled=True, dropout=True, tried_in="Heads › Classify", targets=("class_labels",),
+             attribution=(AttributionSpec("classify", _TARGETS + "classify_for", "Classify: a label", order=4, form=(
+                 "Text", "A wonderful, moving film.", "Text pair (optional)", "", "a label (empty: the predicted one)",
+                 "(not used)")),),
              how_to_get="fine-tune it for sequence classification in the Fine-tune tab"),
     HeadSpec("token_classifier", "token_classifier", "classifier.", "BertForTokenClassification",
              "token-classification", "token classification", build=_linear(lambda config: config.num_labels),
              run=lambda model, x: model.classify_tokens(x.hidden, x.targets.get("token_labels")),
-             labelled=True, dropout=True, tried_in="Heads › Tag words",
+             labelled=True, dropout=True, tried_in="Heads › Tag words", targets=("token_labels",),
+             attribution=(AttributionSpec("tag", _TARGETS + "tag_for", "Tag words: a word's tag", order=5, form=(
+                 "Text", "Walter lives in Paris.", "(not used)", "", "a tag, e.g. B-LOC (empty: the predicted one)",
+                 "Which word: 1, 2, … (0 = the first not tagged O)")),),
              how_to_get="fine-tune it for token classification (tagging) in the Fine-tune tab"),
     HeadSpec("multiple_choice", "multiple_choice", "classifier.", "BertForMultipleChoice", "multiple-choice",
              "multiple choice", build=_linear(lambda config: 1),
              run=lambda model, x: model.score_choices(x.pooled, x.choices, x.targets.get("choice_labels")),
-             pooled=True, dropout=True, choice_input=True, tried_in="Heads › Choose",
+             pooled=True, dropout=True, choice_input=True, tried_in="Heads › Choose", targets=("choice_labels",),
+             attribution=(AttributionSpec("choose", _TARGETS + "choose_for", "Choose: a choice", order=6,
+                                          needs_pair="choices", form=(
+                 "Context", "The cat sat on the mat.", "Choices, one per line", "It fell asleep.\nIt sang an aria.",
+                 "(not used: pick the choice below)", "Which choice: 1, 2, … (0 = the model's pick)")),),
              how_to_get="fine-tune it for multiple choice in the Fine-tune tab"),
 )
 for _spec in _BUILT_IN:

@@ -32,7 +32,7 @@ from torch import nn
 
 from engine.model.config import BertConfig
 from engine.model.encoder import BertModel, init_bert_weights
-from engine.model.head_specs import HEADS, HeadInput, shared_key_groups
+from engine.model.head_specs import HEADS, HeadInput, shared_key_groups, target_arguments
 from engine.model.outputs import (
     ClassificationOutput, HeadsOutput, MaskedLMOutput, MultipleChoiceOutput, NextSentenceOutput, SpanOutput,
     TokenClassificationOutput,
@@ -131,6 +131,7 @@ class BertWithHeads(nn.Module):
         sparse_mlm: bool = False,
         mlm_positions: torch.Tensor | None = None,
         compute: tuple[str, ...] | None = None,
+        **targets: torch.Tensor,
     ) -> HeadsOutput:
         """Run the encoder and the heads in ``compute`` (default: all the model has that take this
         input's shape, see below; ``()``: none).
@@ -145,7 +146,14 @@ class BertWithHeads(nn.Module):
         run the multiple-choice head alone on the (B*C, S) flattened batch; ``encoder`` then
         holds (B*C, ...) tensors. With (B, S) input that head does not run by default, and
         asking for it in ``compute`` raises ``ValueError``, as does (B, C, S) input for another head.
+
+        ``targets``: the labels of a registered head that declares its own (``HeadSpec.targets``), by name;
+        any other keyword raises ``TypeError`` naming it.
         """
+        unknown = sorted(set(targets) - set(target_arguments()))
+        if unknown:
+            raise TypeError(f"BertWithHeads.forward() got unexpected keyword argument(s) {', '.join(unknown)}: no "
+                            "registered head reads them (HeadSpec.targets)")
         choices = input_ids.size(1) if input_ids.dim() == 3 else None
         compute = self._heads_to_compute(compute, choices is not None)
         if choices is not None:
@@ -159,7 +167,7 @@ class BertWithHeads(nn.Module):
         x = HeadInput(hidden, pooled, choices, dict(
             labels=labels, next_sentence_label=next_sentence_label, start_positions=start_positions,
             end_positions=end_positions, class_labels=class_labels, token_labels=token_labels,
-            choice_labels=choice_labels, sparse_mlm=sparse_mlm, mlm_positions=mlm_positions))
+            choice_labels=choice_labels, sparse_mlm=sparse_mlm, mlm_positions=mlm_positions, **targets))
         losses = []
         for name in compute:
             result = HEADS[name].run(self, x)

@@ -22,6 +22,7 @@ keeps the shared model's inference caches (``engine.model.inference_cache``) unt
 from __future__ import annotations
 
 import copy
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,20 +33,13 @@ from torch import nn
 from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_int
-from engine.model.head_specs import HEADS
+from engine.model.head_specs import AttributionSpec, attribution_targets
 from engine.model.heads import BertWithHeads
 from engine.model.inference_cache import InferenceCached, forget_inference_caches
-from engine.probes.attribution_targets import (
-    Target, choose_target, classify_target, fill_mask_target, next_sentence_target, qa_target, tag_target,
-)
+from engine.probes.attribution_targets import Target
 
 METHODS = {"integrated_gradients": "integrated gradients", "gradient_x_input": "gradient × input"}
 SCORES = ("logit", "probability")
-TASKS = ("fill_mask", "qa_start", "qa_end", "next_sentence", "classify", "tag", "choose")
-# attribution target -> the head that makes that prediction (a registered head: KeyError at import otherwise)
-TARGET_HEADS = {target: HEADS[head].name for target, head in (
-    ("fill_mask", "mlm"), ("qa_start", "qa"), ("qa_end", "qa"), ("next_sentence", "nsp"), ("classify", "classifier"),
-    ("tag", "token_classifier"), ("choose", "multiple_choice"))}
 DEFAULT_STEPS = 50
 MAX_STEPS = 300
 IG_RULE = "gausslegendre"          # captum's default: converges in far fewer steps than a Riemann sum
@@ -58,7 +52,7 @@ KEPT = ("[CLS]", "[SEP]", "[MASK]")
 class Attribution:
     """How much each input token pushed one score up (positive) or down (negative)."""
 
-    task: str                         # one of TASKS
+    task: str                         # one of target_names()
     source: str                       # which model (LoadedModel.source)
     tokens: list[str]                 # S pieces of the row attributed, specials included
     token_type_ids: list[int]
@@ -101,7 +95,7 @@ def attribute(loaded: LoadedModel, task: str, text: str, text_pair: str | Sequen
               target: str | None = None, which: int | None = None, method: str = "integrated_gradients",
               n_steps: int = DEFAULT_STEPS, score: str = "logit",
               progress: Callable[[float], None] | None = None) -> Attribution:
-    """Explain one prediction of ``task`` (``TASKS``) on ``text`` (and ``text_pair``).
+    """Explain one prediction of ``task`` (``target_names()``) on ``text`` (and ``text_pair``).
 
     ``fill_mask``: ``which`` [MASK] (0-based, default 0), ``target`` token (default the top prediction).
     ``qa_start`` / ``qa_end``: ``text`` is the question, ``text_pair`` the context; the best answer's start or end.
@@ -117,24 +111,33 @@ def attribute(loaded: LoadedModel, task: str, text: str, text_pair: str | Sequen
 
 def make_target(loaded: LoadedModel, task: str, text: str, text_pair: str | Sequence[str] | None = None,
                 target: str | None = None, which: int | None = None) -> Target:
-    """The :class:`Target` of :func:`attribute`'s arguments (``ValueError`` for an unknown task or bad input)."""
-    if task not in TASKS:
-        raise ValueError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+    """The :class:`Target` of :func:`attribute`'s arguments (``ValueError`` for an unknown task or bad input):
+    the builder the task's head declares (``HeadSpec.attribution``)."""
+    build = builder(task)                 # ValueError for an unknown task
     loaded.require_tokenizer()
-    if task != "choose" and text_pair is not None and not isinstance(text_pair, str):
-        raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
-    if task == "fill_mask":
-        return fill_mask_target(loaded, text, text_pair or None, which, target)
-    if task in ("qa_start", "qa_end"):
-        return qa_target(loaded, text, text_pair if text_pair is not None else "", end=task == "qa_end")
-    if task == "next_sentence":
-        return next_sentence_target(loaded, text, text_pair if text_pair is not None else "", target)
-    if task == "classify":
-        return classify_target(loaded, text, text_pair or None, target)
-    if task == "tag":
-        return tag_target(loaded, text, which, target)
-    choices = text_pair.splitlines() if isinstance(text_pair, str) else list(text_pair or [])
-    return choose_target(loaded, text, [c.strip() for c in choices if c.strip()], which)
+    return build(loaded, text, text_pair, target, which)
+
+
+def target_names() -> tuple[str, ...]:
+    """The predictions attribution explains: every registered head's ``AttributionSpec`` names, in order."""
+    return tuple(attribution_targets())
+
+
+def target_spec(task: str) -> tuple[str, AttributionSpec]:
+    """(the head that makes prediction ``task``, its ``AttributionSpec``); ``ValueError`` for an unknown one."""
+    found = attribution_targets().get(task) if isinstance(task, str) else None
+    if found is None:
+        raise ValueError(f"unknown task {task!r}; choose from {', '.join(target_names())}")
+    return found
+
+
+def builder(task: str) -> Callable[..., Target]:
+    """The target builder of ``task``: its spec's function, or its ``"module:function"`` imported now."""
+    named = target_spec(task)[1].builder
+    if callable(named):
+        return named
+    module, _, function = named.partition(":")
+    return getattr(importlib.import_module(module), function)
 
 
 def explain(loaded: LoadedModel, target: Target, method: str = "integrated_gradients", n_steps: int = DEFAULT_STEPS,

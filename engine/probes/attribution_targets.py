@@ -200,7 +200,7 @@ def _pooled_target(loaded: LoadedModel, task: str, head: str, encoding: Encoding
     def scores(model: BertWithHeads, ids: torch.Tensor) -> torch.Tensor:
         n = ids.shape[0]
         out = model(ids, attention_mask=_expand(attention_mask, n), token_type_ids=_expand(types, n), compute=(head,))
-        return (out.nsp if head == "nsp" else out.classifier).logits                       # (N, K)
+        return out.result(head).logits                                                     # (N, K)
 
     with torch.inference_mode():
         logits = scores(loaded.model, torch.tensor([encoding.input_ids], device=attention_mask.device))[0].float()
@@ -282,5 +282,58 @@ def choose_target(loaded: LoadedModel, context: str, choices: Sequence[str], cho
                              f"{probability_text(result.probabilities[best])})")
 
 
+def _pair(text_pair: str | Sequence[str] | None) -> str | None:
+    """A one-text head's second text: a str or None (``TypeError`` otherwise)."""
+    if text_pair is not None and not isinstance(text_pair, str):
+        raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
+    return text_pair
+
+
+# The builders the built-in heads name in their ``AttributionSpec`` (``engine.model.head_specs``), all with one
+# signature: (loaded, text, text_pair, target, which) -> Target.
+def fill_mask_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
+                  which: int | None) -> Target:
+    """``fill_mask_target``: ``which`` [MASK], ``target`` token."""
+    return fill_mask_target(loaded, text, _pair(text_pair) or None, which, target)
+
+
+def qa_start_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
+                 which: int | None) -> Target:
+    """``qa_target``'s start: ``text`` the question, ``text_pair`` the context."""
+    return qa_target(loaded, text, _pair(text_pair) or "")
+
+
+def qa_end_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
+               which: int | None) -> Target:
+    """``qa_target``'s end: ``text`` the question, ``text_pair`` the context."""
+    return qa_target(loaded, text, _pair(text_pair) or "", end=True)
+
+
+def next_sentence_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
+                      which: int | None) -> Target:
+    """``next_sentence_target``: ``target`` the label."""
+    return next_sentence_target(loaded, text, _pair(text_pair) or "", target)
+
+
+def classify_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
+                 which: int | None) -> Target:
+    """``classify_target``: ``target`` the label."""
+    return classify_target(loaded, text, _pair(text_pair) or None, target)
+
+
+def tag_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None, which: int | None) -> Target:
+    """``tag_target``: ``which`` word, ``target`` its tag."""
+    _pair(text_pair)
+    return tag_target(loaded, text, which, target)
+
+
+def choose_for(loaded: LoadedModel, text: str, text_pair: str | Sequence[str] | None, target: str | None,
+               which: int | None) -> Target:
+    """``choose_target``: ``text`` the context, ``text_pair`` the choices (a list, or one per line)."""
+    choices = text_pair.splitlines() if isinstance(text_pair, str) else list(text_pair or [])
+    return choose_target(loaded, text, [c.strip() for c in choices if c.strip()], which)
+
+
 __all__ = ["Target", "NoSuchIndex", "target_token", "fill_mask_target", "qa_target", "next_sentence_target", "classify_target", "tag_target",
-           "choose_target", "label_index", "MIN_CHOICES"]
+           "choose_target", "label_index", "MIN_CHOICES", "fill_mask_for", "qa_start_for", "qa_end_for",
+           "next_sentence_for", "classify_for", "tag_for", "choose_for"]

@@ -1,1 +1,2 @@
-"""Text: the WordPiece tokenizer and its explanation of a text, corpus reading and splitting."""
+"""Text: the WordPiece tokenizer and its explanation of a text, sentence splitting, documents (uploads, given
+text, the held-out split) and the built-in corpus."""

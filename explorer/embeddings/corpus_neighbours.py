@@ -21,7 +21,9 @@ from typing import Any
 import gradio as gr
 
 from engine.probes.neighbours import MAX_SENTENCES, ContextIndex, NeighbourResult, build_index, nearest
-from engine.text.corpus import builtin_corpus, read_documents, split_sentences
+from engine.text.builtin_corpus import builtin_corpus
+from engine.text.documents import read_documents
+from engine.text.sentences import split_sentences
 from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import sig
 from explorer.embeddings.sections import LAYER_NOTE
@@ -75,7 +77,7 @@ class IndexShelf:
 
 def corpus_sentences(source: str, text: str | None, limit: int, file: str | None = None) -> list[str]:
     """The first ``limit`` sentences of the chosen corpus: the built-in one, pasted text, or an uploaded file
-    (read and checked as a pretraining corpus is: ``engine.text.corpus.read_documents``)."""
+    (read and checked as a pretraining corpus is: ``engine.text.documents.read_documents``)."""
     if source == TWO_SENSES:
         sentences = list(two_senses_sentences())
     elif source == "shakespeare":

@@ -73,7 +73,7 @@ def make_job(services: Services, model_key: str | None, task: str, source: str, 
                                               services.get_worker().runs_root / UPLOADS_DIR)
     spec = JobSpec(training, init_from=str(folder), data=None if data_path is None else str(data_path),
                    eval_fraction=held_out, max_file_bytes=MAX_UPLOAD_BYTES, **row.spec_fields(seq), **fields,
-                   report_to=log_to.report_to(report_to))
+                   report_to=log_to.report_to(report_to), task_settings=row.settings(seq))
     spec.validate()
     positions = BertConfig.load(Path(folder)).max_position_embeddings
     if seq > positions:

@@ -24,7 +24,7 @@ from explorer.finetune.job import make_job
 from explorer.finetune.live import live_update, live_view
 from explorer.finetune.mistakes import CAPTION, COLUMN_WIDTHS, NOTE_FIRST, PICK_HINT, WRONG_COLUMNS, example_html
 from explorer.finetune.status import LOOKING, current_status, finetune_status, steering_state
-from explorer.finetune.tasks import TASKS, FinetuneTask, task_choices, task_row
+from explorer.finetune.tasks import FINETUNE_ROWS, FinetuneTask, task_choices, task_row
 from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
@@ -33,11 +33,11 @@ from explorer.runs.status import version
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
-FIRST_TASK = next(iter(TASKS))
+FIRST_TASK = next(iter(FINETUNE_ROWS))
 PRIVATE: dict[str, Any] = dict(api_visibility="private", queue=False, show_progress="hidden")
 # Every task's endings: Gradio checks an upload against the File's *initial* types for an API client (a new
 # session), so a QA client's .json must pass; make_job then checks the ending against the task asked for.
-ALL_EXTENSIONS = list(dict.fromkeys(ext for row in TASKS.values() for ext in row.extensions))
+ALL_EXTENSIONS = list(dict.fromkeys(ext for row in FINETUNE_ROWS.values() for ext in row.extensions))
 
 INTRO = f"""\
 {gloss("fine-tune", "Fine-tune")} the model **picked at the top of the page** (the bundled default, a checkpoint of a
@@ -246,7 +246,7 @@ def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
 def _form_handlers(first: FinetuneTask) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """What the form does when the task changes and when the data source changes."""
     def task_changed(name: str) -> tuple[Any, ...]:
-        row = TASKS.get(name) or first
+        row = FINETUNE_ROWS.get(name) or first
         return (gr.Dropdown(choices=example_choices(row.name), value=""), gr.File(file_types=list(row.extensions)),
                 formats_text(row.name), gr.Textbox(visible=row.takes_labels, placeholder=row.labels_hint),
                 *(gr.Textbox(value="", placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS))

@@ -8,9 +8,10 @@ bundled example(s), the form's defaults (chosen to learn within a minute on 2 CP
 default model on the bundled example), how a file is checked before a run starts (``read``, in
 ``explorer.finetune.readers``: the example count and a short summary, or a ``ValueError`` that says what is
 wrong; classification and tagging also check the labels a person listed), and the values of its own
-``JobSpec`` fields (the definition's ``spec_fields``). A bundled example may be data without a file: multiple
-choice's built-in "which sentence comes next?" is ``data=None`` with the example's ``fields`` (``corpus``,
-``num_choices``, ``max_documents``), checked by ``check_builtin``.
+``JobSpec`` fields (the definition's ``spec_fields``) and of its own settings (``settings``: the definition's
+``settings`` dataclass, by field name; those not given take their defaults). A bundled example may be data
+without a file: multiple choice's built-in "which sentence comes next?" is ``data=None`` with the example's
+``fields`` (``corpus``, ``num_choices``, ``max_documents``), checked by ``check_builtin``.
 """
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ class FinetuneTask:
     defaults: dict[str, float]                      # steps, batch_size, learning_rate, seq_length, eval_fraction
     read: Callable[[Path, tuple[str, ...]], DataCheck]   # checks a file (and the labels asked for, if any)
     spec_fields: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # extra JobSpec fields
+    settings: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # its own settings' values
     takes_labels: bool = False                      # the form's "labels" box applies
     labels_hint: str = ""                           # the labels box's placeholder
     check_builtin: Callable[[dict[str, Any]], DataCheck] | None = None   # checks an example without a file
@@ -85,7 +87,7 @@ def qa_fields(seq_length: int) -> dict[str, Any]:
     return {"max_question_len": min(64, quarter), "doc_stride": min(128, quarter)}
 
 
-TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
+FINETUNE_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
     FinetuneTask(
         definition=CLASSIFICATION, label="Sequence classification (a label per text)",
         formats=("**CSV** with a header naming `text` and `label` (`text_pair` optional; other columns are "
@@ -147,12 +149,12 @@ TASKS: dict[str, FinetuneTask] = {row.name: row for row in (
 
 def task_row(name: str | None) -> FinetuneTask:
     """The row of ``name``; ValueError listing the tasks when there is none."""
-    row = TASKS.get(name or "")
+    row = FINETUNE_ROWS.get(name or "")
     if row is None:
-        raise ValueError(f"unknown task {name!r}; choose one of: {', '.join(TASKS)}")
+        raise ValueError(f"unknown task {name!r}; choose one of: {', '.join(FINETUNE_ROWS)}")
     return row
 
 
 def task_choices() -> list[tuple[str, str]]:
     """(label, name) of every task, for the dropdown."""
-    return [(row.label, row.name) for row in TASKS.values()]
+    return [(row.label, row.name) for row in FINETUNE_ROWS.values()]

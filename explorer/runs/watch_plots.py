@@ -12,12 +12,11 @@ never smoothed. Plain records in, plotly ``Figure`` s out; no Gradio.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from engine.training.tasks.registry import TASKS
+from engine.training.tasks.registry import TRAINING_TASKS
 from explorer.plots import CATEGORY_COLORS
 from explorer.runs import plots as tp
 from explorer.runs.legends import metric_legends
@@ -35,7 +34,7 @@ PRETRAINING = (FigureSpec(tp.MLM_LOSS_SERIES, "MLM loss", "cross-entropy"),
 def finetuning_specs(task: str) -> tuple[FigureSpec, ...]:
     """A fine-tuning task's figures: loss (train, held-out), its metrics in [0, 1], learning rate, gradient
     norm (the Fine-tune tab's series)."""
-    definition = TASKS[task]
+    definition = TRAINING_TASKS[task]
     metrics = metric_legends(definition)
     loss = [("train", "loss", "train", tp.TRAIN_COLOR, "solid"),
             ("eval", definition.eval_loss, "held-out", tp.EVAL_COLOR, "solid")]
@@ -50,7 +49,7 @@ def finetuning_specs(task: str) -> tuple[FigureSpec, ...]:
 
 def figure_specs(task: str | None) -> tuple[FigureSpec, ...]:
     """The ``FIGURES`` figures for a run of ``task`` (pretraining's when it is unknown)."""
-    definition = TASKS.get(task) if task else None
+    definition = TRAINING_TASKS.get(task) if task else None
     if definition is None or not definition.finetuning:
         return PRETRAINING
     return finetuning_specs(definition.name)
@@ -59,8 +58,3 @@ def figure_specs(task: str | None) -> tuple[FigureSpec, ...]:
 def browser_figures(runs: Sequence[RunCurves], task: str | None, view: CurveView = CurveView()) -> list[go.Figure]:
     """The ``FIGURES`` figures of ``runs`` (one or two; the first run's task, ``task``, picks the figures)."""
     return [overlay_figure(runs, spec, view) for spec in figure_specs(task)]
-
-
-def run_figures(records: Sequence[Mapping[str, Any]], task: str | None, name: str = "run") -> list[go.Figure]:
-    """The ``FIGURES`` figures of one run's ``records`` (its ``metrics.jsonl`` records), unsmoothed."""
-    return browser_figures([RunCurves(name, records)], task)

@@ -23,7 +23,7 @@ from typing import Any
 
 from engine.checks import is_finite_number
 from engine.training.runs.run_catalog import RunSummary
-from engine.training.tasks.registry import TASKS
+from engine.training.tasks.registry import TRAINING_TASKS
 from engine.training.worker.run_state import RunState
 from explorer.formatting import sig
 from explorer.runs.status import duration
@@ -85,7 +85,7 @@ def watched_state(facts: WatchFacts, now: float) -> RunState:
 
 def _numbers(summary: RunSummary, train: Mapping[str, Any]) -> str:
     """``mlm_loss 5.65 · nsp_loss 0.691 · 16,208 tokens/s``: what the run's command line prints for a step."""
-    definition = TASKS.get(summary.task) if summary.task else None
+    definition = TRAINING_TASKS.get(summary.task) if summary.task else None
     names = [name for name, _ in definition.shown] if definition is not None else ["loss"]
     parts = [f"{name} {sig(float(train[name]))}" for name in names if is_finite_number(train.get(name))]
     if is_finite_number(train.get("tokens_per_s")):

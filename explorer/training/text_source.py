@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 
 from engine.checkpoints.hf_format import ASSETS
-from engine.text.corpus import parse_documents, read_text, text_format
+from engine.text.documents import parse_documents, read_text, text_format
 from engine.training.tasks.job_documents import check_text
 from explorer.training.server_corpora import PREFIX, server_corpora, server_corpus_path
 

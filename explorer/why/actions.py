@@ -11,8 +11,8 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.model.head_specs import HEADS
-from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, TARGET_HEADS, TASKS, Attribution
+from engine.model.head_specs import HEADS, Form, attribution_targets
+from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, Attribution, target_spec
 from engine.probes.attribution_targets import NoSuchIndex
 from engine.probes.inference import attribute
 from explorer.formatting import percent
@@ -23,30 +23,27 @@ from explorer.why import plots
 from explorer.why.numbers import decimal, shown
 from explorer.why.token_html import attribution_html
 
-TASK_CHOICES = [("Fill-mask: a token at a [MASK]", "fill_mask"), ("QA: where the answer starts", "qa_start"),
-                ("QA: where the answer ends", "qa_end"), ("Next sentence: IsNext / NotNext", "next_sentence"),
-                ("Classify: a label", "classify"), ("Tag words: a word's tag", "tag"), ("Choose: a choice", "choose")]
 METHOD_CHOICES = [("Integrated gradients", "integrated_gradients"), ("Gradient × input", "gradient_x_input")]
 SCORE_CHOICES = [("logit", "logit"), ("probability", "probability")]
-NEEDS_PAIR = {"qa_start": "context", "qa_end": "context", "next_sentence": "sentence B", "choose": "choices"}
 LARGE_DELTA = 0.01          # a delta over 1% of the score's change is flagged
 
-# task -> (text label, text placeholder, pair label, pair placeholder, target placeholder, which label)
-FORMS: dict[str, tuple[str, str, str, str, str, str]] = {
-    "fill_mask": ("Text with [MASK]", "The capital of France is [MASK].", "Text pair (optional, segment B)", "",
-                  "a token, e.g. paris (empty: the top prediction)", "Which [MASK]: 1, 2, … (0 = the first)"),
-    "qa_start": ("Question", "What is the capital of France?", "Context", "Paris is the capital of France.",
-                 "(not used: the best answer is explained)", "(not used)"),
-    "next_sentence": ("Sentence A", "The cat sat on the mat.", "Sentence B", "Soon it was fast asleep.",
-                      "IsNext or NotNext (empty: IsNext)", "(not used)"),
-    "classify": ("Text", "A wonderful, moving film.", "Text pair (optional)", "",
-                 "a label (empty: the predicted one)", "(not used)"),
-    "tag": ("Text", "Walter lives in Paris.", "(not used)", "", "a tag, e.g. B-LOC (empty: the predicted one)",
-            "Which word: 1, 2, … (0 = the first not tagged O)"),
-    "choose": ("Context", "The cat sat on the mat.", "Choices, one per line", "It fell asleep.\nIt sang an aria.",
-               "(not used: pick the choice below)", "Which choice: 1, 2, … (0 = the model's pick)"),
-}
-FORMS["qa_end"] = FORMS["qa_start"]
+
+
+def task_choices() -> list[tuple[str, str]]:
+    """(label, name) of every prediction the dropdown offers: the registered heads' attribution targets."""
+    return [(spec.choice, name) for name, (_, spec) in attribution_targets().items()]
+
+
+def form(task: str) -> Form:
+    """The form of ``task`` (text label, text placeholder, pair label, pair placeholder, target placeholder, which
+    label), as its head declares it."""
+    return attribution_targets()[task][1].form
+
+
+def needs_pair(task: str) -> str | None:
+    """What the second text of ``task`` is when it is required ("context"), else None."""
+    return attribution_targets()[task][1].needs_pair
+
 
 EXAMPLES: list[list[Any]] = [
     ["fill_mask", "The capital of France is [MASK].", "", "", 0],
@@ -62,7 +59,8 @@ EXAMPLES: list[list[Any]] = [
 
 def form_updates(task: str | None) -> tuple[Any, ...]:
     """Labels and placeholders of the text, pair, target and which fields for ``task``."""
-    text, text_hint, pair, pair_hint, target_hint, which = FORMS.get(task or "fill_mask", FORMS["fill_mask"])
+    known = task if task in attribution_targets() else "fill_mask"
+    text, text_hint, pair, pair_hint, target_hint, which = form(known)
     return (gr.update(label=text, placeholder=text_hint), gr.update(label=pair, placeholder=pair_hint),
             gr.update(placeholder=target_hint), gr.update(label=which))
 
@@ -71,14 +69,15 @@ def check_form(task: Any, text: Any, text_pair: Any, target: Any, which: Any, me
                steps: Any) -> tuple[str, str, str | None, str | None, int | None, str, str, int]:
     """The form's values checked and converted (``which`` 1-based -> 0-based, 0 -> the default), or ``gr.Error``."""
     task = task or "fill_mask"
-    if task not in TASKS:
-        raise gr.Error(f"Unknown prediction {task!r}; choose one of {', '.join(TASKS)}.", print_exception=False)
-    text = require_text(text, FORMS[task][0].lower(), empty_message=f"Type the {FORMS[task][0].lower()}.")
+    if task not in attribution_targets():
+        raise gr.Error(f"Unknown prediction {task!r}; choose one of {', '.join(attribution_targets())}.",
+                       print_exception=False)
+    text = require_text(text, form(task)[0].lower(), empty_message=f"Type the {form(task)[0].lower()}.")
     pair = text_pair if isinstance(text_pair, str) and text_pair.strip() else None
-    if task in NEEDS_PAIR and pair is None:
-        raise gr.Error(f"Type the {NEEDS_PAIR[task]}.", print_exception=False)
+    if needs_pair(task) is not None and pair is None:
+        raise gr.Error(f"Type the {needs_pair(task)}.", print_exception=False)
     if pair is not None:
-        check_length(pair, NEEDS_PAIR.get(task, "text pair"))
+        check_length(pair, needs_pair(task) or "text pair")
     target = target.strip() if isinstance(target, str) and target.strip() else None
     if target is not None:
         check_length(target, "target")
@@ -154,7 +153,7 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
                                                                        score, steps)
     with services.probing():
         loaded = services.model(model_key)
-        head = TARGET_HEADS[task]
+        head = target_spec(task)[0]
         if head not in loaded.heads:
             raise gr.Error(_missing_head(loaded, head), print_exception=False)
         try:

@@ -13,8 +13,8 @@ from explorer.endpoints import endpoint, wire_run
 from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.why.actions import (EXAMPLES, FORMS, METHOD_CHOICES, SCORE_CHOICES, TASK_CHOICES, explain_prediction,
-                                  form_updates)
+from explorer.why.actions import (EXAMPLES, METHOD_CHOICES, SCORE_CHOICES, explain_prediction, form,
+                                  form_updates, task_choices)
 
 API_NAME = "attribute"
 INTRO = f"""\
@@ -33,10 +33,10 @@ embeddings; position and segment embeddings are left as they are.
 def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     """Create the Why tab's widgets inside the current ``gr.Tab`` and wire them."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
-    text_label, text_hint, pair_label, pair_hint, target_hint, which_label = FORMS["fill_mask"]
+    text_label, text_hint, pair_label, pair_hint, target_hint, which_label = form("fill_mask")
     with gr.Row():
         with gr.Column(scale=3):
-            task = gr.Dropdown(choices=TASK_CHOICES, value="fill_mask", label="Prediction to explain")
+            task = gr.Dropdown(choices=task_choices(), value="fill_mask", label="Prediction to explain")
             text = gr.Textbox(label=text_label, lines=2, placeholder=text_hint)
             pair = gr.Textbox("", label=pair_label, lines=2, placeholder=pair_hint)
         with gr.Column(scale=2, min_width=260):

@@ -85,7 +85,7 @@ def split_stream(ids: np.ndarray) -> Iterator[list[np.ndarray]]:
 
 def sentence_text(decoded: str) -> str:
     """A decoded (lower-case, spaced) sentence made to read as a sentence start and end again, so the engine's
-    splitter (``engine.text.corpus.split_sentences``) cuts where the original text was cut: the first letter
+    splitter (``engine.text.sentences.split_sentences``) cuts where the original text was cut: the first letter
     upper-cased, no space after leading opening quotes or brackets, none between the final ``. ! ?`` and the
     closing quotes or brackets after it. Spaces around punctuation never change BERT's ids."""
     text = LEADING.sub(lambda m: m.group(1).replace(" ", ""), decoded.strip(), count=1)
@@ -108,7 +108,7 @@ def roundtrip_agreement(ids: np.ndarray, tokenizer: WordPieceTokenizer, max_docu
     """How exactly the engine sees what was packed: decode documents, split them with the engine's sentence
     splitter, encode again. Returns the share of documents whose ids come back identical (sentence cuts
     aside), the share whose sentences all come back one for one, and the engine's sentences per packed one."""
-    from engine.text.corpus import split_sentences
+    from engine.text.sentences import split_sentences
 
     same_ids = same_sentences = total = packed = seen = 0
     for sentences, text in zip(split_stream(ids), decode_documents(ids, tokenizer)):

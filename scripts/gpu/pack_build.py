@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engine.text.corpus import split_sentences
+from engine.text.sentences import split_sentences
 from engine.text.tokenizer import WordPieceTokenizer
 from scripts.gpu import pack
 from scripts.prepare_default_model_data import parse_wikiextractor, wiki_files

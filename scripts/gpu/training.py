@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from engine.data.corpus_cache import CACHE_ENV
+from engine.data.token_cache import CACHE_ENV
 from engine.training.jobs.setup import prepare_job
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.callbacks import TrainerCallback

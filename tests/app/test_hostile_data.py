@@ -10,12 +10,13 @@ from typing import Any, Callable
 
 import pytest
 
-from engine.text import corpus
+from engine.text import documents as text_documents
 from engine.model.config import preset
 from engine.data.classification import read_classification_file
 from engine.data.multiple_choice import read_choice_file
-from engine.data.pretraining import create_instances, tokenize_documents
+from engine.data.pretraining import PretrainingDataset
 from engine.data.qa_features import build_qa_dataset, check_lengths, read_squad
+from engine.data.token_store import TokenStore
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.config import TrainingConfig
 from support.hostile_helpers import Sandbox, assert_human, sandbox
@@ -59,28 +60,28 @@ UPLOADS: list[tuple[bytes, str, str]] = [
 
 @pytest.mark.parametrize("data,name,match", UPLOADS, ids=[u[1] + ":" + u[2][:20] for u in UPLOADS])
 def test_bad_upload_is_refused(box: Sandbox, data: bytes, name: str, match: str) -> None:
-    refused(lambda: corpus.read_documents(data, name), match, box)
+    refused(lambda: text_documents.read_documents(data, name), match, box)
     path = box.outside / name                    # the same bytes as a file on disk
     path.write_bytes(data)
-    refused(lambda: corpus.read_documents(path), match, box)
+    refused(lambda: text_documents.read_documents(path), match, box)
 
 
 def test_upload_over_the_size_cap(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(corpus, "MAX_UPLOAD_BYTES", 1024)
-    refused(lambda: corpus.read_documents(b"A sentence. " * 200, "big.txt"), "the limit is", box)
+    monkeypatch.setattr(text_documents, "MAX_UPLOAD_BYTES", 1024)
+    refused(lambda: text_documents.read_documents(b"A sentence. " * 200, "big.txt"), "the limit is", box)
 
 
 def test_missing_upload_path(box: Sandbox) -> None:
-    refused(lambda: corpus.read_documents(box.outside / "gone.txt"), "no such file", box)
+    refused(lambda: text_documents.read_documents(box.outside / "gone.txt"), "no such file", box)
 
 
 def test_one_sentence_corpus_cannot_make_nsp_pairs(box: Sandbox, tiny_tokenizer) -> None:
-    documents = corpus.read_documents(b"The cat sat on the mat.", "one.txt")
+    documents = text_documents.read_documents(b"The cat sat on the mat.", "one.txt")
     assert documents == [["The cat sat on the mat."]]
-    ids = tokenize_documents(documents, tiny_tokenizer)
-    refused(lambda: create_instances(ids, max_seq_length=32, nsp=True), "at least two documents", box)
-    singles = create_instances(ids, max_seq_length=32, nsp=False)          # without NSP it trains
-    assert singles and all(not i.tokens_b for i in singles)
+    store = TokenStore.from_texts(documents, tiny_tokenizer, 29)
+    refused(lambda: PretrainingDataset(store, tiny_tokenizer, max_seq_length=32, nsp=True), "at least two documents", box)
+    singles = PretrainingDataset(store, tiny_tokenizer, max_seq_length=32, nsp=False)   # without NSP it trains
+    assert singles.instances(0) and all(not i.tokens_b for i in singles.instances(0))
 
 
 # --- CSV files with huge fields -------------------------------------------------------------

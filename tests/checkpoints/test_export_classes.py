@@ -14,7 +14,7 @@ from engine.checkpoints.key_mapping import classes_that_load, hf_classes
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.training.jobs.models import finetuning_model
-from engine.training.tasks.registry import TASKS
+from engine.training.tasks.registry import TRAINING_TASKS
 from support.checkpoint_helpers import compare, hf_load, ours_model
 
 pytestmark = pytest.mark.usefixtures("no_internet", "one_thread")
@@ -36,18 +36,18 @@ def _task_model(make_config, task: str, base: str, labels: int) -> BertWithHeads
     """The model ``task``'s job builds from a start model with the heads ``BASES[base]``."""
     config = make_config(id2label=TAGS) if "token_classifier" in BASES[base] else make_config()
     start = ours_model(config, BASES[base], seed=1)
-    if not TASKS[task].finetuning:            # pretraining keeps every head and adds MLM + NSP
-        heads = tuple(h for h in HEADS if h in BASES[base] or h in TASKS[task].heads)
+    if not TRAINING_TASKS[task].finetuning:            # pretraining keeps every head and adds MLM + NSP
+        heads = tuple(h for h in HEADS if h in BASES[base] or h in TRAINING_TASKS[task].heads)
         model = BertWithHeads(config, heads=heads)
         model.load_state_dict(start.state_dict(), strict=False)
         return model.eval()
-    labelled = HEADS[TASKS[task].heads[0]].labelled
+    labelled = HEADS[TRAINING_TASKS[task].heads[0]].labelled
     loaded = LoadedModel(start, None, config, base)
     return finetuning_model(loaded, task, id2label=_labels(labels) if labelled else None, seed=2).eval()
 
 
-CASES = [(task, base, labels) for task in TASKS for base in BASES for labels in (2, 17)
-         if labels == 17 or HEADS[TASKS[task].heads[0]].labelled]
+CASES = [(task, base, labels) for task in TRAINING_TASKS for base in BASES for labels in (2, 17)
+         if labels == 17 or HEADS[TRAINING_TASKS[task].heads[0]].labelled]
 
 
 @pytest.mark.parametrize("task, base, labels", CASES, ids=[f"{t}-from-{b}-{n}" for t, b, n in CASES])

@@ -10,7 +10,8 @@ import datasets
 import pytest
 
 from engine.data.corpus_sources import dataset_source, documents_source, resolve_corpus
-from engine.text.corpus import builtin_corpus, read_documents
+from engine.text.builtin_corpus import builtin_corpus
+from engine.text.documents import read_documents
 
 TEXT = "The cat sat. It was happy.\n\nA dog ran.\n  \nBirds sang all day.\nThe end.\n"
 ROWS = ["First article. Two sentences.", "Second article here.", "   ", "Third one. And more."]
@@ -30,7 +31,7 @@ def test_a_text_file_streams_the_documents_the_upload_reader_makes(folder):
     source = resolve_corpus(str(folder / "a.txt"))
     streamed = [text for text in source.texts()]
     assert len(streamed) == 3 and streamed[0].startswith("The cat sat.")
-    from engine.text.corpus import split_sentences
+    from engine.text.sentences import split_sentences
     assert [split_sentences(t) for t in streamed] == read_documents(folder / "a.txt")
 
 

@@ -1,85 +1,17 @@
-"""Pretraining data: NSP instances, collation layout, dynamic masks per collation, and the
-seeded dataset (masking itself: test_masking.py)."""
+"""Pretraining data: collation layout, dynamic masks per collation, and the seeded dataset over a token store
+(instances: test_instance_plan.py; masking itself: test_masking.py)."""
 from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 import torch
 
 from engine.data import pretraining
-from engine.data.instance_plan import materialise, plan_instances
+from engine.data.instance_plan import max_segment_tokens
 from engine.data.masking import IGNORE_INDEX, KIND_NONE
 from engine.data.token_store import TokenStore
-from engine.data.pretraining import (
-    Instance, PretrainingDataset, VocabSpec, collate, create_instances, tokenize_documents,
-)
-
-
-def synthetic_documents(n_docs: int, n_sentences: int, rng: random.Random,
-                        lengths: tuple[int, int] = (3, 12)) -> list[list[list[int]]]:
-    """Token id = doc * 100000 + sentence * 100 + position: the id tells where it came from."""
-    return [[[d * 100_000 + s * 100 + t for t in range(rng.randint(*lengths))] for s in range(n_sentences)]
-            for d in range(n_docs)]
-
-
-def where(token: int) -> tuple[int, int, int]:
-    return token // 100_000, token % 100_000 // 100, token % 100
-
-
-def test_nsp_pairs_are_balanced_and_honest():
-    rng = random.Random(0)
-    docs = synthetic_documents(60, 100, rng)
-    flat_index = {tok: i for doc in docs for i, tok in enumerate(t for s in doc for t in s)}
-    max_seq_length = 48
-    instances = create_instances(docs, max_seq_length, 0.1, nsp=True, rng=random.Random(1))
-    assert len(instances) > 1000
-    not_next = sum(inst.is_random_next for inst in instances) / len(instances)
-    assert abs(not_next - 0.5) < 0.05
-    for inst in instances:
-        a, b = inst.tokens_a, inst.tokens_b
-        assert a and b and len(a) + len(b) + 3 <= max_seq_length
-        doc_a = {where(t)[0] for t in a}
-        doc_b = {where(t)[0] for t in b}
-        assert len(doc_a) == 1 and len(doc_b) == 1
-        pos_a = [flat_index[t] for t in a]
-        pos_b = [flat_index[t] for t in b]
-        assert pos_a == list(range(pos_a[0], pos_a[0] + len(a)))   # A: consecutive text
-        assert pos_b == list(range(pos_b[0], pos_b[0] + len(b)))   # B: consecutive text
-        if inst.is_random_next:
-            assert doc_a != doc_b, "NotNext B must come from another document"
-        else:
-            assert doc_a == doc_b and pos_b[0] > pos_a[-1]
-            if len(a) + len(b) < max_seq_length - 3:                 # not truncated: B starts right after A
-                assert pos_b[0] == pos_a[-1] + 1
-                assert where(a[-1])[1] + 1 == where(b[0])[1] and where(b[0])[2] == 0
-
-
-def test_short_targets_are_about_short_seq_prob():
-    docs = synthetic_documents(8, 1000, random.Random(0), lengths=(8, 8))
-    for prob, low, high in ((0.1, 0.07, 0.14), (0.0, 0.0, 0.02)):
-        instances = create_instances(docs, 67, prob, nsp=False, rng=random.Random(2))
-        assert all(inst.tokens_b == [] and 1 <= len(inst.tokens_a) <= 65 for inst in instances)
-        short = sum(len(inst.tokens_a) < 64 for inst in instances) / len(instances)
-        assert low <= short <= high, (prob, short)
-
-
-def test_instances_need_two_documents_for_nsp():
-    docs = synthetic_documents(1, 20, random.Random(0))
-    with pytest.raises(ValueError, match="at least two documents"):
-        create_instances(docs, 32, nsp=True, rng=random.Random(0))
-    assert create_instances(docs, 32, nsp=False, rng=random.Random(0))
-    with pytest.raises(ValueError, match="too small"):
-        create_instances(synthetic_documents(2, 5, random.Random(0)), 4, nsp=True)
-
-
-def test_instances_are_seeded():
-    docs = synthetic_documents(5, 30, random.Random(0))
-    a = create_instances(docs, 32, rng=random.Random(5))
-    b = create_instances(docs, 32, rng=random.Random(5))
-    c = create_instances(docs, 32, rng=random.Random(6))
-    assert a == b and a != c
+from engine.data.pretraining import Instance, PretrainingDataset, VocabSpec, collate
 
 
 # ---------------------------------------------------------------------------- collation
@@ -137,9 +69,15 @@ def text_documents(n_docs: int, seed: int = 0) -> list[list[str]]:
             for _ in range(n_docs)]
 
 
+def text_store(documents: list[list[str]], tokenizer, max_seq_length: int = 32, nsp: bool = True) -> TokenStore:
+    """The in-memory store of text documents, sentences cut to fit one segment (as the job's store is)."""
+    return TokenStore.from_texts(documents, tokenizer, max_segment_tokens(max_seq_length, nsp))
+
+
 def test_dataset_epochs_batches_and_resume(tiny_tokenizer):
     docs = text_documents(12)
-    ds = PretrainingDataset(docs, tiny_tokenizer, max_seq_length=32, batch_size=4, seed=3)
+    store = text_store(docs, tiny_tokenizer)
+    ds = PretrainingDataset(store, tiny_tokenizer, max_seq_length=32, batch_size=4, seed=3)
     assert ds.instances(0) != ds.instances(1), "each epoch makes new instances"
     b0 = ds.batch(0, 0)
     assert b0.input_ids.shape[0] == 4 and b0.input_ids.shape[1] <= 32
@@ -149,28 +87,20 @@ def test_dataset_epochs_batches_and_resume(tiny_tokenizer):
     run = [next(stream) for _ in range(ds.num_batches(0) + 3)]
     resumed = ds.batches(start_step=ds.num_batches(0) + 1)
     assert torch.equal(next(resumed).input_ids, run[-2].input_ids)
-    other = PretrainingDataset(docs, tiny_tokenizer, max_seq_length=32, batch_size=4, seed=4)
+    other = PretrainingDataset(store, tiny_tokenizer, max_seq_length=32, batch_size=4, seed=4)
     assert other.instances(0) != ds.instances(0)
-    fixed = PretrainingDataset(docs, tiny_tokenizer, max_seq_length=32, batch_size=4, pad_to_max_length=True,
-                               nsp=False, whole_word=True)
+    fixed = PretrainingDataset(text_store(docs, tiny_tokenizer, nsp=False), tiny_tokenizer, max_seq_length=32,
+                               batch_size=4, pad_to_max_length=True, nsp=False, whole_word=True)
     batch = next(iter(fixed))
     assert batch.input_ids.shape == (4, 32) and not batch.has_nsp
     with pytest.raises(ValueError, match="at least two documents"):
-        PretrainingDataset(docs[:1], tiny_tokenizer, max_seq_length=32)
-
-
-def test_tokenize_documents_splits_long_sentences(tiny_tokenizer):
-    docs = [["the cat " * 40, "", "a dog."], ["[unused-only] ☃"]]
-    ids = tokenize_documents(docs, tiny_tokenizer, max_sentence_tokens=16)
-    assert [len(s) for s in ids[0]] == [16] * 5 + [3]
-    assert len(ids) == 2 and all(s for doc in ids for s in doc)
+        PretrainingDataset(text_store(docs[:1], tiny_tokenizer), tiny_tokenizer, max_seq_length=32)
 
 
 def blocked(monkeypatch, tiny_tokenizer, n_docs: int = 40, **kwargs) -> PretrainingDataset:
     """A dataset whose epochs are many blocks (``BLOCK_TOKENS`` lowered), as a large corpus's are."""
     monkeypatch.setattr(pretraining, "BLOCK_TOKENS", 300)
-    store = TokenStore.from_documents(tokenize_documents(text_documents(n_docs, seed=5), tiny_tokenizer, 29),
-                                      tiny_tokenizer.vocab_size)
+    store = text_store(text_documents(n_docs, seed=5), tiny_tokenizer)
     return PretrainingDataset(store, tiny_tokenizer, max_seq_length=32, batch_size=4, seed=2, **kwargs)
 
 
@@ -206,14 +136,3 @@ def test_a_resumed_reader_finds_its_position_from_the_saved_block_counts(monkeyp
     damaged = blocked(monkeypatch, tiny_tokenizer)
     damaged.restore_position(0, {"block_counts": ["x", -1]})       # ignored: the blocks are planned again
     assert torch.equal(damaged.batch(0, late).input_ids, expected.input_ids)
-
-
-def test_a_pool_keeps_training_and_held_out_documents_apart():
-    store = TokenStore.from_documents(synthetic_documents(30, 8, random.Random(1)), 3_000_000)
-    held_out = [3, 11, 17]
-    train_pool = [d for d in range(30) if d not in held_out]
-    for pool, others in ((train_pool, held_out), (held_out, train_pool)):
-        rows = plan_instances(store, np.asarray(pool), range(len(pool)), 64, 0.1, True,
-                                          random.Random(0))
-        used = {where(t)[0] for inst in materialise(store, rows) for t in inst.tokens_a + inst.tokens_b}
-        assert used == set(pool), "every pool document is used, NotNext segments included, and no other"

@@ -7,7 +7,7 @@ import random
 import pytest
 import torch
 
-from engine.data.qa_features import QAExample, build_qa_dataset, check_lengths, encode_example, label_window, read_squad
+from engine.data.qa_features import QAExample, build_qa_dataset, check_lengths, read_squad
 from tests.conftest import WORDS
 from support.finetune_helpers import squad_json, write_squad
 
@@ -21,63 +21,72 @@ def example(context: str, answer: str, question: str = "what is it ?", occurrenc
     return QAExample("q", question, context, [(answer, start)])
 
 
-def answer_tokens(window, start: int, end: int) -> list[str]:
-    return window.tokens[start:end + 1]
+def built_windows(tokenizer, ex: QAExample, max_seq_len: int, doc_stride: int,
+            max_question_len: int) -> list[tuple[list[int], int, int]]:
+    """(input ids, start token, end token) of every window of one question, as ``build_qa_dataset`` makes them."""
+    data = build_qa_dataset([ex], tokenizer, max_seq_len, 1, doc_stride, max_question_len, shuffle=False)
+    return [(data.rows[k].tolist(), *data.targets[k].tolist()) for k in range(len(data))]
 
 
-def test_answer_maps_to_its_tokens_and_offsets(tiny_tokenizer):
+def words(tokenizer, ids: list[int]) -> list[str]:
+    return [tokenizer.id_to_token(i) for i in ids]
+
+
+def context_of(tokens: list[str]) -> list[str]:
+    """The context tokens of ``[CLS] question [SEP] context [SEP]``."""
+    return tokens[tokens.index("[SEP]") + 1:-1]
+
+
+def test_answer_maps_to_its_tokens(tiny_tokenizer):
     context = "the cat sat on the mat . the dog played in the big red house ."
-    (window, start, end), = encode_example(tiny_tokenizer, example(context, "big red house"), 64, 16, 16)
-    assert answer_tokens(window, start, end) == ["big", "red", "house"]
-    assert window.sequence_ids[start] == window.sequence_ids[end] == 1
-    # the labelled tokens' offsets index the context and cover exactly the answer
-    assert context[window.offsets[start][0]:window.offsets[end][1]] == "big red house"
-    # the second "the" (a repeated word) is found by its character position, not its text
-    (window, start, end), = encode_example(tiny_tokenizer, example(context, "the", occurrence=2), 64, 16, 16)
-    the_dog = context.index("the dog")
-    assert start == end and window.offsets[start] == (the_dog, the_dog + 3)
+    (ids, start, end), = built_windows(tiny_tokenizer, example(context, "big red house"), 64, 16, 16)
+    tokens = words(tiny_tokenizer, ids)
+    assert tokens[start:end + 1] == ["big", "red", "house"]
+    assert tokens.index("[SEP]") < start and end < len(tokens) - 1          # inside the context
+    # a repeated word ("the", the one before "dog") is found by its character position, not its text
+    (ids, start, end), = built_windows(tiny_tokenizer, example(context, "the", occurrence=2), 64, 16, 16)
+    tokens = words(tiny_tokenizer, ids)
+    assert start == end and tokens[start:start + 2] == ["the", "dog"]
 
 
 def test_answer_inside_a_word_piece_takes_the_whole_token(tiny_tokenizer):
     context = "they walked to the house ."
-    (window, start, end), = encode_example(tiny_tokenizer, example(context, "walk"), 64, 16, 16)
-    assert start == end and window.tokens[start] == "walk"          # "walked" = walk ##ed
-    (window, start, end), = encode_example(tiny_tokenizer, example(context, "walked"), 64, 16, 16)
-    assert window.tokens[start:end + 1] == ["walk", "##ed"]
+    (ids, start, end), = built_windows(tiny_tokenizer, example(context, "walk"), 64, 16, 16)
+    assert start == end and words(tiny_tokenizer, ids)[start] == "walk"      # "walked" = walk ##ed
+    (ids, start, end), = built_windows(tiny_tokenizer, example(context, "walked"), 64, 16, 16)
+    assert words(tiny_tokenizer, ids)[start:end + 1] == ["walk", "##ed"]
 
 
 def test_doc_stride_windows_overlap_and_only_windows_holding_the_answer_are_labelled(tiny_tokenizer):
     rng = random.Random(0)
-    words = [rng.choice(WORDS[:20]) for _ in range(60)]
-    words[45:47] = ["blue", "car"]
-    context = " ".join(words)
-    features = encode_example(tiny_tokenizer, example(context, "blue car"), max_seq_len=24, doc_stride=6,
-                              max_question_len=8)
+    picked = [rng.choice(WORDS[:20]) for _ in range(60)]
+    picked[45:47] = ["blue", "car"]                                          # the only "blue car"
+    features = built_windows(tiny_tokenizer, example(" ".join(picked), "blue car"), max_seq_len=24, doc_stride=6,
+                       max_question_len=8)
     assert len(features) > 3
-    contexts = [[p for p, s in enumerate(w.sequence_ids) if s == 1] for w, _, _ in features]
-    for (previous, _, _), (window, _, _), before, now in zip(features, features[1:], contexts, contexts[1:]):
-        assert len(window.input_ids) <= 24 and window.tokens[0] == "[CLS]"
-        # consecutive windows share doc_stride context tokens
-        assert [previous.offsets[p] for p in before[-6:]] == [window.offsets[p] for p in now[:6]]
-    labelled = [(w, s, e) for w, s, e in features if (s, e) != (0, 0)]
-    assert labelled, "some window must hold the answer"
-    answer_start = context.index("blue car")
-    for (window, start, end), positions in zip(features, contexts):
-        first, last = window.offsets[positions[0]], window.offsets[positions[-1]]
-        holds = first[0] <= answer_start and last[1] >= answer_start + len("blue car")
+    tokens = [words(tiny_tokenizer, ids) for ids, _, _ in features]
+    contexts = [context_of(t) for t in tokens]
+    for window, before, now in zip(tokens[1:], contexts, contexts[1:]):
+        assert len(window) <= 24 and window[0] == "[CLS]"
+        assert before[-6:] == now[:6], "consecutive windows share doc_stride context tokens"
+    assert any((s, e) != (0, 0) for _, s, e in features), "some window must hold the answer"
+    for (_, start, end), window, context in zip(features, tokens, contexts):
+        holds = any(context[i:i + 2] == ["blue", "car"] for i in range(len(context) - 1))
         assert ((start, end) != (0, 0)) == holds
         if holds:
-            assert answer_tokens(window, start, end) == ["blue", "car"]
+            assert window[start:end + 1] == ["blue", "car"]
 
 
 def test_window_cutting_the_answer_is_labelled_cls(tiny_tokenizer):
     context = "a b c d e f g h i j k l m n o p"
-    window = tiny_tokenizer.encode_qa_windows("what ?", context, 12, 2, 8)[0]   # holds "a" .. "g"
-    last = max(p for p, s in enumerate(window.sequence_ids) if s == 1)
-    end_char = window.offsets[last][1]
-    assert label_window(window, (end_char - 1, end_char + 2)) == (0, 0)       # runs past the window
-    assert label_window(window, (0, 1)) == (1 + 2 + 1, 1 + 2 + 1)             # [CLS] what ? [SEP] a
-    assert label_window(window, None) == (0, 0)                               # impossible question
+    cut = built_windows(tiny_tokenizer, QAExample("q", "what ?", context, [("g h", context.index("g h"))]), 12, 2, 2)
+    first = words(tiny_tokenizer, cut[0][0])
+    assert context_of(first)[-1] == "g" and cut[0][1:] == (0, 0)           # runs past the first window
+    assert any(words(tiny_tokenizer, ids)[s:e + 1] == ["g", "h"] for ids, s, e in cut[1:])
+    (_, start, end), *_ = built_windows(tiny_tokenizer, example(context, "a", question="what ?"), 12, 2, 2)
+    assert (start, end) == (1 + 2 + 1, 1 + 2 + 1)                           # [CLS] what ? [SEP] a
+    impossible = QAExample("q", "what ?", context, [], is_impossible=True)
+    assert all((s, e) == (0, 0) for _, s, e in built_windows(tiny_tokenizer, impossible, 12, 2, 2))
 
 
 def test_labels_match_hugging_face_run_qa(tiny_tokenizer, tmp_path):
@@ -94,7 +103,7 @@ def test_labels_match_hugging_face_run_qa(tiny_tokenizer, tmp_path):
         j = min(len(words), i + rng.randint(1, 4))
         ex = QAExample("x", " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) + " ?",
                        " ".join(words), [(" ".join(words[i:j]), len(" ".join(words[:i])) + (1 if i else 0))])
-        ours = [(w.input_ids, s, e) for w, s, e in encode_example(tiny_tokenizer, ex, 32, 8, 16)]
+        ours = built_windows(tiny_tokenizer, ex, 32, 8, 16)
         start_char, end_char = ex.answer_span
         encoded = hf(ex.question, ex.context, truncation="only_second", max_length=32, stride=8,
                      return_overflowing_tokens=True, return_offsets_mapping=True)
@@ -117,7 +126,8 @@ def test_labels_match_hugging_face_run_qa(tiny_tokenizer, tmp_path):
 
 
 def test_dataset_windows_equal_encode_qa_windows(tiny_tokenizer):
-    """The batched feature builder gives exactly encode_example's windows and labels."""
+    """The batched feature builder gives exactly the windows the QA pipeline encodes (``encode_qa_windows``), labels
+    that cover the answer, and the same labels however the questions are chunked."""
     rng = random.Random(2)
     examples = []
     for k in range(9):
@@ -130,13 +140,19 @@ def test_dataset_windows_equal_encode_qa_windows(tiny_tokenizer):
                                   [(text, len(" ".join(words[:i])) + (1 if i else 0))]))
     examples.append(QAExample("none", "what ?", "the cat sat .", [], is_impossible=True))
     data = build_qa_dataset(examples, tiny_tokenizer, 40, 4, doc_stride=10, max_question_len=12, chunk=4)
-    expected = [(index, window, start, end) for index, ex in enumerate(examples)
-                for window, start, end in encode_example(tiny_tokenizer, ex, 40, 10, 12)]
+    expected = [(index, window) for index, ex in enumerate(examples)
+                for window in tiny_tokenizer.encode_qa_windows(ex.question, ex.context, 40, 10, 12)]
     assert len(data) == len(expected) > len(examples) + 5
-    for k, (index, window, start, end) in enumerate(expected):
-        assert data.rows[k].tolist() == window.input_ids
-        assert data.targets[k].tolist() == [start, end] and data.example_index[k] == index
+    alone = [(ids, s, e) for ex in examples for ids, s, e in built_windows(tiny_tokenizer, ex, 40, 10, 12)]
+    for k, (index, window) in enumerate(expected):
+        assert data.rows[k].tolist() == window.input_ids and data.example_index[k] == index
         assert data.segment_starts[k] == window.token_type_ids.index(1)
+        assert data.targets[k].tolist() == list(alone[k][1:]), "labels do not depend on the chunking"
+        start, end = data.targets[k].tolist()
+        if (start, end) != (0, 0):                                          # the labelled tokens cover the answer
+            first, last = examples[index].answer_span
+            assert window.offsets[start][0] <= first < window.offsets[start][1]
+            assert window.offsets[end][0] < last <= window.offsets[end][1]
     assert data.targets[:, 0].astype(bool).sum() >= len(examples) - 1
 
 

@@ -68,3 +68,13 @@ def test_encode_documents_cuts_long_sentences_and_keeps_empty_documents(tiny_tok
     assert lengths.tolist() == pieces and lengths.tolist()[:3] == [4, 4, 1]
     assert per_document.tolist() == [3, 0, len(pieces) - 3]
     assert tokens.tolist() == [t for i in ids for t in i]
+
+
+def test_a_store_of_texts_holds_the_sentences_cut_to_length(tiny_tokenizer):
+    documents = [["the cat " * 40, "", "a dog."], [], ["[unused-only] ☃"]]
+    store = TokenStore.from_texts(documents, tiny_tokenizer, max_sentence_tokens=16)
+    ids = store.documents_token_ids()
+    assert [len(s) for s in ids[0]] == [16] * 5 + [3], "80 tokens cut into 16s, the empty sentence dropped"
+    assert ids[1] == [] and len(ids[2]) == 1, "an empty document keeps its place"
+    assert ids[0][-1] == tiny_tokenizer.backend.encode("a dog.", add_special_tokens=False).ids
+    assert store.meta["vocab_size"] == tiny_tokenizer.vocab_size

@@ -135,7 +135,7 @@ def test_nearest_contextual_neighbours_of_bank_in_two_senses(page: Page) -> None
     assets/corpora/two-senses.txt has "bank" in one sense, told by its words). The tab's words are glossed: the
     Markdown keeps the <abbr> and its hover title."""
     from explorer.embeddings.corpus_neighbours import TWO_SENSES_FILE
-    from engine.text.corpus import read_documents
+    from engine.text.documents import read_documents
 
     sense_of = {}
     for paragraph in read_documents(TWO_SENSES_FILE):

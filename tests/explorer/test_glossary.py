@@ -10,7 +10,7 @@ import pytest
 
 from explorer import glossary_tab
 from explorer.glossary import (GLOSSARY, LAYER_RULE, UPOS_NAMES, Entry, entry, gloss, glossary_markdown, upos_meaning,
-                               upos_name, upos_short)
+                               upos_short)
 from explorer.tab_registry import TABS
 
 UD_V2_UPOS = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN", "PUNCT",
@@ -77,10 +77,10 @@ def test_gloss_escapes_and_names_the_anchor() -> None:
 
 def test_all_17_upos_tags_are_spelled_out() -> None:
     assert set(UPOS_NAMES) == UD_V2_UPOS
-    assert upos_name("ADP") == "ADP (adposition (a preposition such as 'in', 'of'))"
-    assert upos_name("cconj").startswith("cconj (coordinating conjunction")
-    assert upos_name("X") == "X (other (a foreign word, a typo, a code))"
-    assert upos_name("B-PER") == "B-PER" and upos_name("") == ""           # other labels as they are
+    assert upos_meaning("ADP") == "adposition (a preposition such as 'in', 'of')"
+    assert upos_meaning("cconj").startswith("coordinating conjunction")                # any case
+    assert upos_meaning("X") == "other (a foreign word, a typo, a code)"
+    assert upos_meaning("B-PER") == "" and upos_meaning("") == ""               # other labels: none
     assert upos_meaning("adp") == UPOS_NAMES["ADP"] and upos_short("ADP") == "adposition" and upos_short("VERB") == "verb"
     assert upos_meaning("B-PER") == upos_short("B-PER") == ""
 

@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from engine.text.corpus import split_sentences
+from engine.text.sentences import split_sentences
 from engine.text.tokenizer import WordPieceTokenizer
 from scripts.gpu import pack
 from scripts.gpu.pack_build import fit_prefix, squad_file

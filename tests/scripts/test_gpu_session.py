@@ -14,7 +14,7 @@ import torch
 from engine.checkpoints.hf_format import load_directory, save
 from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
-from engine.text.corpus import split_sentences
+from engine.text.sentences import split_sentences
 from engine.text.tokenizer import WordPieceTokenizer
 from scripts.gpu import pack
 from scripts.gpu.parts import join_parts

@@ -2,7 +2,7 @@
 them, and fixing the ids changes no tokenization."""
 from __future__ import annotations
 
-from engine.text.corpus import builtin_corpus
+from engine.text.builtin_corpus import builtin_corpus
 from engine.text.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from engine.text.vocabulary import canonical_ids
 

@@ -21,6 +21,7 @@ from engine.training.loop import distributed as dist
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.training.jobs.setup import PreparedJob, default_run_dir, prepare_job
+from engine.training.jobs.task_flags import setting_flags
 from engine.training.loop.report_to import REPORT_TO
 from engine.training.runs.resume_rules import check_resume_changes
 from engine.training.runs.run_folder import checkpoint_name
@@ -93,12 +94,14 @@ def resumed_spec(args: argparse.Namespace, parser: argparse.ArgumentParser, job_
                  training: dict[str, Any]) -> JobSpec:
     """``--resume``: the run's own spec with the given resumable settings changed; any other flag given
     (``job_args``: JobSpec field -> dest) ends the program with the reason (exit 2)."""
+    flags = {**FLAGS, **setting_flags()}
     given = [field for field, dest in job_args.items() if getattr(args, dest, None) is not None]
+    given += [name for name in setting_flags() if getattr(args, name, None) is not None]   # a task's own settings
     changes = {field: getattr(args, dest) for field, dest in FIELD_ARGS.items() if getattr(args, dest) is not None}
     changes.update(training)
     try:
-        check_resume_changes(given, FLAGS)
-        spec = resume_spec(args.resume, changes, run_dir=args.run_dir, names=FLAGS)
+        check_resume_changes(given, flags)
+        spec = resume_spec(args.resume, changes, run_dir=args.run_dir, names=flags)
         return validated(spec.replace(report_to=args.report_to), parser) if args.report_to is not None else spec
     except FileNotFoundError as exc:
         parser.error(f"--resume: {exc}")
@@ -110,7 +113,7 @@ def resumed_spec(args: argparse.Namespace, parser: argparse.ArgumentParser, job_
 def validated(spec: JobSpec, parser: argparse.ArgumentParser) -> JobSpec:
     """``spec`` after ``JobSpec.validate``; a bad value ends the program naming its flag (exit 2)."""
     try:
-        spec.validate(FLAGS)
+        spec.validate({**FLAGS, **setting_flags()})
     except ValueError as exc:
         parser.error(flag_names(str(exc)))
     return spec

@@ -22,8 +22,8 @@ from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
 from engine.training.tasks.job_spec import JobSpec, resume_spec
-from engine.data.corpus_cache import CorpusCancelled, Progress as CorpusProgress
-from engine.training.jobs.corpus import corpus_tokens, corpus_vocabulary, job_source, pretraining_data
+from engine.data.token_cache import CorpusCancelled, Progress as CorpusProgress
+from engine.training.jobs.pretraining_data import corpus_tokens, corpus_vocabulary, job_source, pretraining_data
 from engine.training.tasks.job_documents import check_one_batch
 from engine.training.jobs.models import finetuning_model, load_start_model, pretraining_model
 from engine.training.loop.report_to import report_callbacks

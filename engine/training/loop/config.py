@@ -59,7 +59,7 @@ class TrainingConfig:
     seed: int = 0
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"
     precision: str = "auto"                  # "auto" (bf16 autocast on CUDA, fp32 on CPU), "fp32", "bf16"
-    task: str = "pretraining"                # a name in engine.training.tasks.registry.TASKS (pretraining:
+    task: str = "pretraining"                # a name in engine.training.tasks.registry.TRAINING_TASKS (pretraining:
                                              # MLM + NSP; qa, qa_mlm, classification, ...: fine-tuning)
     freeze_encoder: bool = False
 

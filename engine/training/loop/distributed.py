@@ -38,10 +38,6 @@ def world_size() -> int:
     return dist.get_world_size() if is_distributed() else 1
 
 
-def local_rank() -> int:
-    return int(os.environ.get("LOCAL_RANK", "0")) if is_distributed() else 0
-
-
 def is_main_process() -> bool:
     return rank() == 0
 

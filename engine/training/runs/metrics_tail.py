@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 import os
 from collections import Counter, deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,12 +79,6 @@ class LrJumps:
             self.fallen = False
             return LrJump(last[0], step, last[1], float(lr))
         return None
-
-
-def lr_jumps(records: Iterable[dict[str, Any]]) -> list[LrJump]:
-    """The learning-rate jumps of ``records`` (a run's ``metrics.jsonl`` records, in file order)."""
-    finder = LrJumps()
-    return [jump for record in records if (jump := finder.feed(record)) is not None]
 
 
 @dataclass

@@ -3,8 +3,8 @@ kept alive, ``qa_mlm``), sequence classification, token classification, multiple
 
 Each task module holds its ``TrainingTask`` (the loop's contract, ``engine.training.loop.training_task``) and
 its ``TaskDefinition``; the lines below register the built-in
-ones in ``engine.training.tasks.registry.TASKS`` (this package's ``__init__`` runs before any of its modules,
-the registry included, is imported, so ``TASKS`` is complete wherever it is read). A new task: one module and
+ones in ``engine.training.tasks.registry.TRAINING_TASKS`` (this package's ``__init__`` runs before any of its modules,
+the registry included, is imported, so ``TRAINING_TASKS`` is complete wherever it is read). A new task: one module and
 one line here.
 """
 from __future__ import annotations

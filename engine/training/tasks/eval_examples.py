@@ -33,7 +33,7 @@ import torch
 
 from engine.data.features import IGNORE_INDEX, FeatureDataset
 from engine.text.tokenizer import WordPieceTokenizer
-from engine.training.tasks.registry import TASKS
+from engine.training.tasks.registry import TRAINING_TASKS
 
 EVAL_EXAMPLES = 16          # held-out features looked at after each evaluation
 NO_ANSWER = "(no answer in this window)"
@@ -197,7 +197,7 @@ def eval_examples(trainer: Any, limit: int = EVAL_EXAMPLES) -> EvalExamples | No
     """Predictions for the first ``limit`` held-out features of ``trainer``'s run, now; None when its task
     has no predictor or it has no held-out data. Holds the trainer's lock; the model's mode is restored."""
     task = trainer.config.task
-    definition = TASKS.get(task)
+    definition = TRAINING_TASKS.get(task)
     predictor = definition.predictor if definition is not None else None
     data = getattr(trainer.eval_data, "qa", trainer.eval_data)            # qa_mlm: the QA half
     if predictor is None or not isinstance(data, FeatureDataset) or len(data) == 0:

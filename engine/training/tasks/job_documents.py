@@ -11,8 +11,8 @@ import random
 from pathlib import Path
 
 from engine.data.pretraining import PretrainingDataset
-from engine.text.corpus import (BUILTIN_CORPORA, Document, builtin_corpus, parse_documents, read_documents,
-                                train_eval_split)
+from engine.text.builtin_corpus import BUILTIN_CORPORA, builtin_corpus
+from engine.text.documents import Document, parse_documents, read_documents, train_eval_split
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_spec import JobSpec
 

@@ -18,7 +18,8 @@ from typing import Any, Mapping
 
 from engine.checks import is_int
 from engine.data.corpus_sources import resolve_corpus
-from engine.text.corpus import BUILTIN_CORPORA, Document
+from engine.text.builtin_corpus import BUILTIN_CORPORA
+from engine.text.documents import Document
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.report_to import check_report_to
 from engine.training.runs.legacy import upgrade_spec_values
@@ -56,7 +57,8 @@ class JobSpec:
     pretraining, 0.1 for fine-tuning). ``training`` may be a dict of ``TrainingConfig`` fields; with
     ``resume_from`` such a dict holds only the changes to the resumed run's settings.
     ``report_to``: ``none`` or ``tensorboard`` (``engine.training.loop.report_to``); None is ``none`` for a new run
-    and the run's own choice (``run.json``) on resume, where a value given changes it.
+    and the run's own choice (``run.json``) on resume, where a value given changes it. ``task_settings``: the
+    values of the task's own settings (``TaskDefinition.settings``) by field name; the others take their defaults.
     """
 
     training: TrainingConfig | dict[str, Any] = field(default_factory=dict)
@@ -93,6 +95,7 @@ class JobSpec:
     run_dir: str | None = None
     resume_from: str | None = None
     report_to: str | None = None             # none | tensorboard; None: none, or the resumed run's own
+    task_settings: dict[str, Any] = field(default_factory=dict)   # the task's own settings (TaskDefinition.settings)
 
     # ------------------------------------------------------------------ derived values
     def training_config(self) -> TrainingConfig:
@@ -136,6 +139,22 @@ class JobSpec:
         """Where the model starts: ``init_from``, and ``default`` for fine-tuning when none is given."""
         return self.init_from if self.init_from is not None or not self.definition.finetuning else "default"
 
+    @property
+    def settings(self) -> Any:
+        """The task's own settings (its ``TaskDefinition.settings`` dataclass, defaults filled in from
+        ``task_settings``), or None for a task without; ``ValueError`` names a bad or unknown one."""
+        kind, given = self.definition.settings, dict(self.task_settings or {})
+        if kind is None:
+            if given:
+                raise ValueError(f"task {self.task} has no settings of its own, got {', '.join(sorted(given))}")
+            return None
+        names = [f.name for f in dataclasses.fields(kind)]
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise ValueError(f"unknown setting(s) of task {self.task}: {', '.join(unknown)}; its settings: "
+                             f"{', '.join(names)}")
+        return kind(**given)
+
     def replace(self, **changes: Any) -> "JobSpec":
         return dataclasses.replace(self, **changes)
 
@@ -154,6 +173,10 @@ class JobSpec:
                 raise ValueError(str(exc).replace("report_to", n("report_to"), 1)) from None
         if self.resume_from is not None:
             return config
+        try:
+            self.settings                          # the task's own settings: each checks itself
+        except ValueError as exc:
+            raise ValueError(_named(str(exc), n)) from None
         for name in ("max_documents", "max_examples", "mlm_batch_size"):
             value = getattr(self, name)
             if value is not None and (not is_int(value) or value < 1):
@@ -253,6 +276,10 @@ class JobSpec:
         those), where the run goes and uploaded documents (only their count and label). Given text
         (``corpus_text``) is not in it: ``corpus_file`` names the run folder's copy of it."""
         record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_RECORDED}
+        if not record["task_settings"]:          # a task without settings of its own: run.json as it always was
+            del record["task_settings"]
+        else:
+            record["task_settings"] = dict(record["task_settings"])
         record["task"] = self.task
         record["documents"] = len(self.documents) if self.documents is not None else None
         if self.documents is not None:
@@ -270,6 +297,8 @@ class JobSpec:
         values = upgrade_spec_values(record, values)                  # the worker's older spec file
         if values.get("tokenizer") is not None:
             values["tokenizer"] = str(values["tokenizer"])
+        if not isinstance(values.get("task_settings", {}), dict):
+            raise TypeError("task_settings must be an object of the task's settings")
         return cls(training=training, **values)
 
 
@@ -310,6 +339,12 @@ def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
         spec = spec.replace(corpus=str(copy), corpus_format="jsonl" if copy.suffix == ".jsonl" else "txt")
     return spec.replace(resume_from=str(checkpoint), documents=documents,
                         run_dir=str(run_dir if run_dir is not None else folder.root))
+
+
+def _named(message: str, n: Any) -> str:
+    """A setting's message with its field name (the message's first word) as the user typed it (its flag)."""
+    first, _, rest = message.partition(" ")
+    return f"{n(first)} {rest}" if rest else message
 
 
 def _plain(value: Any) -> Any:

@@ -6,10 +6,12 @@ from typing import Any, Sequence
 
 import torch
 
-from engine.text.corpus import Document
+from engine.text.documents import Document
 from engine.model.heads import IGNORE_INDEX, BertWithHeads
 from engine.model.outputs import HeadsOutput
+from engine.data.instance_plan import max_segment_tokens
 from engine.data.pretraining import Batch, PretrainingDataset
+from engine.data.token_store import TokenStore
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.training_task import TrainingTask
@@ -21,7 +23,8 @@ def build_datasets(train_documents: Sequence[Document], eval_documents: Sequence
                    short_seq_prob: float = 0.1) -> tuple[PretrainingDataset, PretrainingDataset | None]:
     """Training and held-out datasets built with the config's batch size, length and masking."""
     def make(documents: Sequence[Document], seed: int) -> PretrainingDataset:
-        return PretrainingDataset(documents, tokenizer, config.max_seq_length, config.batch_size,
+        store = TokenStore.from_texts(documents, tokenizer, max_segment_tokens(config.max_seq_length, config.nsp))
+        return PretrainingDataset(store, tokenizer, config.max_seq_length, config.batch_size,
                                   config.mlm_probability, short_seq_prob, config.nsp, config.whole_word_masking, seed)
     evaluation = make(eval_documents, config.seed + 1) if eval_documents else None
     return make(train_documents, config.seed), evaluation

@@ -1,5 +1,5 @@
 """One home per training task: a ``TaskDefinition`` says everything the rest of the code needs to know about a
-task, and ``TASKS`` (name -> definition) is the one list of them, read by ``JobSpec``'s checks, ``task_for``
+task, and ``TRAINING_TASKS`` (name -> definition) is the one list of them, read by ``JobSpec``'s checks, ``task_for``
 (the task object the job setup hands the trainer), the job setup, the command lines, the worker, the
 Fine-tune tab and the benches.
 
@@ -31,9 +31,16 @@ class TaskDefinition:
     ``TrainingTask``, how its data is built, its command-line defaults, the metrics worth following, how it
     predicts held-out examples, and its own ``JobSpec`` fields.
 
-    ``spec_fields`` are the ``JobSpec`` fields only this task reads (its flags, the Fine-tune form's extra
-    fields); they also pick its checks: ``doc_stride`` -> QA windows (``check_lengths``), ``mlm_corpus`` -> a
-    masked-LM text is required, ``corpus`` -> without ``data`` its examples are built from a corpus.
+    ``settings`` is a new task's own settings: a dataclass whose fields (with defaults) are the task's values
+    in ``JobSpec.task_settings`` (recorded in ``run.json``), each one command-line flag ``--field-name`` (help:
+    the field's ``metadata["help"]``) on the command line that offers the task, and what its Fine-tune row may
+    set; its ``__post_init__`` checks them (``ValueError`` starting with the field's name). Read them as
+    ``spec.settings``. Adding a task with settings is then still its module and one ``register`` line.
+
+    ``spec_fields`` are the built-in tasks' older ``JobSpec`` fields of their own (their flags, the Fine-tune
+    form's extra fields); they also pick their checks: ``doc_stride`` -> QA windows (``check_lengths``),
+    ``mlm_corpus`` -> a masked-LM text is required, ``corpus`` -> without ``data`` its examples are built from
+    a corpus.
     """
 
     name: str
@@ -48,6 +55,7 @@ class TaskDefinition:
     training: Mapping[str, Any] = field(default_factory=dict)   # TrainingConfig fields a new run of it sets
     predictor: Predictor | None = None          # "examples it gets wrong" (eval_examples); None: no table
     spec_fields: tuple[str, ...] = ()           # JobSpec fields of its own (see above)
+    settings: type | None = None                # a dataclass of its own settings (see above)
 
     @property
     def eval_loss(self) -> str:
@@ -55,14 +63,14 @@ class TaskDefinition:
         return "eval_" + self.loss
 
 
-TASKS: dict[str, TaskDefinition] = {}
+TRAINING_TASKS: dict[str, TaskDefinition] = {}
 
 
 def register(definition: TaskDefinition) -> TaskDefinition:
-    """Add a task to ``TASKS`` (ValueError when its name is taken); returns it."""
-    if definition.name in TASKS:
+    """Add a task to ``TRAINING_TASKS`` (ValueError when its name is taken); returns it."""
+    if definition.name in TRAINING_TASKS:
         raise ValueError(f"a task named {definition.name!r} is registered already")
-    TASKS[definition.name] = definition
+    TRAINING_TASKS[definition.name] = definition
     return definition
 
 
@@ -73,28 +81,28 @@ def registered(definition: TaskDefinition) -> Iterator[TaskDefinition]:
     try:
         yield definition
     finally:
-        TASKS.pop(definition.name, None)
+        TRAINING_TASKS.pop(definition.name, None)
 
 
 def task_definition(name: str) -> TaskDefinition:
     """The definition of task ``name``; ValueError listing the tasks when there is none."""
-    definition = TASKS.get(name) if isinstance(name, str) else None
+    definition = TRAINING_TASKS.get(name) if isinstance(name, str) else None
     if definition is None:
-        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TASKS)}")
+        raise ValueError(f"unknown task {name!r}; choose one of {', '.join(TRAINING_TASKS)}")
     return definition
 
 
 def finetuning_tasks() -> tuple[str, ...]:
     """The names of the fine-tuning tasks, in registration order."""
-    return tuple(name for name, definition in TASKS.items() if definition.finetuning)
+    return tuple(name for name, definition in TRAINING_TASKS.items() if definition.finetuning)
 
 
 def tasks_with_field(spec_field: str) -> tuple[str, ...]:
     """The tasks that read ``JobSpec`` field ``spec_field`` (for messages: "mlm_corpus is for task ...")."""
-    return tuple(name for name, definition in TASKS.items() if spec_field in definition.spec_fields)
+    return tuple(name for name, definition in TRAINING_TASKS.items() if spec_field in definition.spec_fields)
 
 
 def is_finetuning(name: str) -> bool:
     """Whether ``name`` is a registered fine-tuning task (False for pretraining)."""
-    definition = TASKS.get(name) if isinstance(name, str) else None
+    definition = TRAINING_TASKS.get(name) if isinstance(name, str) else None
     return definition is not None and definition.finetuning

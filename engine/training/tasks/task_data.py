@@ -21,7 +21,7 @@ from engine.data.next_sentence_choice import next_sentence_examples
 from engine.data.qa_features import build_qa_dataset, read_squad
 from engine.data.tagged_text import TaggedSentence, read_tagged_file
 from engine.data.token_features import build_token_dataset
-from engine.text.corpus import Document
+from engine.text.documents import Document
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_documents import job_documents

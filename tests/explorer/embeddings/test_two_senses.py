@@ -10,7 +10,7 @@ import pytest
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.probes.neighbours import build_index, nearest
 from explorer.embeddings import corpus_neighbours as cn
-from engine.text.corpus import read_documents
+from engine.text.documents import read_documents
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 RIVER_WORDS = {"river", "stream", "creek", "water", "lake", "pond", "canal", "brook"}

@@ -23,7 +23,7 @@ from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job
 from explorer.finetune.mistakes import WRONG_COLUMNS
-from explorer.finetune.tasks import TASKS
+from explorer.finetune.tasks import FINETUNE_ROWS
 from explorer.model_registry import checkpoint_key
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
@@ -86,6 +86,26 @@ def test_the_form_makes_the_job_the_command_line_makes(services: Services) -> No
 
 
 
+def test_a_rows_own_settings_go_into_the_job(services: Services, monkeypatch) -> None:
+    """A task with settings of its own (``TaskDefinition.settings``) gets their values from its row's ``settings``."""
+    import dataclasses
+
+    from engine.training.tasks.finetuning import CLASSIFICATION
+    from engine.training.tasks.registry import registered
+
+    @dataclasses.dataclass(frozen=True)
+    class Window:
+        words: int = 8
+
+    toy = dataclasses.replace(CLASSIFICATION, name="toy_windowed", settings=Window)
+    row = dataclasses.replace(FINETUNE_ROWS["classification"], definition=toy, settings=lambda seq: {"words": seq // 4})
+    with registered(toy):
+        monkeypatch.setitem(FINETUNE_ROWS, toy.name, row)
+        job = make_job(services, *form(task=toy.name, seq_length=64))
+        assert job.spec.task_settings == {"words": 16} and job.spec.settings == Window(16)
+        assert job.spec.to_record()["task_settings"] == {"words": 16}
+
+
 def test_log_to_goes_into_the_job_as_on_the_command_line(services: Services) -> None:
     assert make_job(services, *form()).spec.report_to == "none"
     job = make_job(services, *form(report_to="tensorboard"))
@@ -97,7 +117,7 @@ def test_log_to_goes_into_the_job_as_on_the_command_line(services: Services) -> 
         friendly_errors(make_job)(services, *form(report_to="trackio"))
 
 def test_empty_fields_take_the_tasks_defaults(services: Services) -> None:
-    for name, row in TASKS.items():
+    for name, row in FINETUNE_ROWS.items():
         job = make_job(services, *form(task=name))
         config = job.spec.training_config()
         assert (config.total_steps, config.batch_size, config.learning_rate, config.max_seq_length) == (

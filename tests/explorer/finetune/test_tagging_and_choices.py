@@ -15,11 +15,11 @@ from gradio_client import Client
 
 from support.app_helpers import serve
 from engine.data.tagged_text import read_tagged_file
-from engine.text.corpus import builtin_corpus
+from engine.text.builtin_corpus import builtin_corpus
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.job import make_job
 from explorer.finetune.mistakes import named
-from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, TASKS
+from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, FINETUNE_ROWS
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
 from support.finetune_tab_helpers import form as tab_form, tiny_app_services
@@ -69,7 +69,7 @@ def test_choosing_a_task_offers_its_examples_with_their_licence(services: Servic
     assert example.choices == [("pos-ewt-sample.tsv", "")] and upload.file_types == [".conllu", ".tsv", ".txt"]
     assert "CC BY-SA 4.0" in formats and "Universal Dependencies English EWT" in formats and "CoNLL-U" in formats
     assert labels.visible is True and "NOUN" in labels.placeholder
-    assert numbers[0].placeholder == f"{TASKS['token_classification'].defaults['steps']:g} (the task's default)"
+    assert numbers[0].placeholder == f"{FINETUNE_ROWS['token_classification'].defaults['steps']:g} (the task's default)"
     example, upload, formats, labels, *_ = fns["finetune_task_changed"]("multiple_choice")
     assert example.choices == [("choices.csv", ""), (NEXT_SENTENCE, NEXT_SENTENCE)]
     assert upload.file_types == [".csv"] and "choice0" in formats and labels.visible is False

@@ -2,15 +2,15 @@
 browser name them from the same table."""
 from __future__ import annotations
 
-from engine.training.tasks.registry import TASKS
-from explorer.finetune.tasks import TASKS as FINETUNE_ROWS
+from engine.training.tasks.registry import TRAINING_TASKS
+from explorer.finetune.tasks import FINETUNE_ROWS
 from explorer.runs.legends import LEGENDS, metric_legends
 from explorer.runs.watch_plots import figure_specs
 
 
 def test_every_fine_tuning_task_names_each_metric_it_plots() -> None:
-    tuned = [d for d in TASKS.values() if d.finetuning]
-    assert tuned and set(LEGENDS) <= set(TASKS)
+    tuned = [d for d in TRAINING_TASKS.values() if d.finetuning]
+    assert tuned and set(LEGENDS) <= set(TRAINING_TASKS)
     for definition in tuned:
         if definition.name in LEGENDS:
             assert set(LEGENDS[definition.name]) == set(definition.metrics), definition.name
@@ -29,5 +29,5 @@ def test_the_fine_tune_rows_and_the_run_browser_use_the_same_names() -> None:
 
 
 def test_a_metric_with_no_name_is_shown_by_its_key() -> None:
-    pretraining = TASKS["pretraining"]
+    pretraining = TRAINING_TASKS["pretraining"]
     assert metric_legends(pretraining) == tuple((key, key) for key in pretraining.metrics)

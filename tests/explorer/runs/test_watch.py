@@ -16,11 +16,12 @@ from engine.training.runs.run_folder import RunFolder
 from engine.training.runs.state import append_metrics
 from engine.training.worker.run_state import RunState
 from explorer.finetune import plots as fp
-from explorer.finetune.tasks import TASKS as FINETUNE_ROWS
+from explorer.finetune.tasks import FINETUNE_ROWS
 from explorer.model_registry import checkpoint_label
 from explorer.runs import plots as tp
 from explorer.runs.watch import CHECKPOINT_COLUMNS, NO_RUN, RunWatcher, watch_update
-from explorer.runs.watch_plots import FIGURES, run_figures
+from explorer.runs.watch_curves import RunCurves
+from explorer.runs.watch_plots import FIGURES, browser_figures
 from explorer.runs.watch_status import QUIET_S, WatchFacts, quiet_window, watch_markdown, watched_state
 from support.damage_helpers import unreadable
 from support.probing_helpers import write_run
@@ -52,6 +53,11 @@ def _json(figures: list) -> list[dict]:
 
 
 # --- figures ---------------------------------------------------------------------------------
+
+def run_figures(records: list[dict], task: str | None) -> list:
+    """The run browser's figures of one run, unsmoothed."""
+    return browser_figures([RunCurves("run", records)], task)
+
 
 def test_a_pretraining_run_is_drawn_by_the_training_tabs_own_builders() -> None:
     records = [*TRAIN, EVAL]

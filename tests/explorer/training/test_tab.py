@@ -20,6 +20,8 @@ if str(ROOT) not in sys.path:
 
 import gradio as gr  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
+from safetensors.torch import save_file  # noqa: E402
 from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
@@ -162,8 +164,10 @@ def test_clicking_a_checkpoint_row_offers_it_as_a_model_zip(services: Services, 
 
     listed = services.get_worker().runs_root / "picked-run" / "checkpoints" / "step-000001"
     listed.mkdir(parents=True)
-    for name in ("config.json", "model.safetensors", "training_state.pt"):  # what makes it complete
+    for name in ("config.json", "training_state.pt"):  # with the weights, what makes it complete
         (listed / name).write_bytes(b"{}")
+    save_file({"w": torch.zeros(2)}, str(listed / "model.safetensors"))    # weights whose header checks out
+    weights = (listed / "model.safetensors").read_bytes()
     (tmp_path / "model.safetensors").write_bytes(b"weights")
     time.sleep(1.1)  # the worker caches its checkpoint listing for a second
     demo = explorer.page.build_app(services)
@@ -179,7 +183,7 @@ def test_clicking_a_checkpoint_row_offers_it_as_a_model_zip(services: Services, 
         assert zipped.name == "picked-run-step-000001.zip"
         with zipfile.ZipFile(zipped) as archive:                     # the model's files and its card
             assert {"config.json", "model.safetensors", "README.md"} <= set(archive.namelist())
-            assert archive.read("model.safetensors") == b"{}" and "training_state.pt" not in archive.namelist()
+            assert archive.read("model.safetensors") == weights and "training_state.pt" not in archive.namelist()
         assert pick(Path("picked-run/checkpoints/step-000001")) == str(zipped)  # as shown
         with pytest.raises(gr.Error, match="Pick a checkpoint from the table"):
             pick(Path("picked-run/checkpoints/step-000001/../step-000001"))  # only the exact listed text

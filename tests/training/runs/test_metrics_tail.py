@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from engine.training.runs.metrics_tail import MAX_JUMPS, LrJump, MetricsHistory, MetricsTail, lr_jumps
+from engine.training.runs.metrics_tail import MAX_JUMPS, LrJump, MetricsHistory, MetricsTail
 from engine.training.loop.optim import lr_factor
 from engine.training.runs.state import MetricsFile, append_metrics, read_metrics_file, truncate_metrics
 
@@ -127,6 +127,14 @@ def test_the_history_is_bounded_and_stays_evenly_sampled_per_kind() -> None:
 def _schedule(steps: range, total: int, warmup: int, schedule: str = "linear") -> list[dict]:
     """Train records whose lr is the trainer's: the update of step s (1-based) uses factor(s - 1)."""
     return [{"kind": "train", "step": s, "lr": 1e-3 * lr_factor(s - 1, schedule, warmup, total)} for s in steps]
+
+
+def lr_jumps(records: list[dict]) -> list[LrJump]:
+    """The jumps a ``MetricsHistory`` finds in ``records`` offered in file order."""
+    history = MetricsHistory()
+    for record in records:
+        history.add(record)
+    return list(history.jumps)
 
 
 @pytest.mark.parametrize("schedule", ["linear", "inverse_sqrt"])

@@ -1,11 +1,12 @@
 """The task registry: every registered task is complete (heads the model knows, defaults, metrics, a data
 builder and a predictor for fine-tuning), and a new task is one module + one ``register`` line: a toy task
-defined here trains through ``prepare_job`` and the ``engine.finetune`` command line with nothing else changed."""
+defined here, with a setting of its own, trains through ``prepare_job`` and the ``engine.finetune`` command line
+(its setting a flag in ``--help``, kept in ``run.json`` and on resume) with nothing else changed."""
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -15,11 +16,11 @@ import torch
 from engine.finetune import main as finetune_main
 from engine.model.head_specs import HEADS
 from engine.training.jobs.setup import prepare_job
-from engine.training.tasks.job_spec import JobSpec
+from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.training_task import TrainingTask
 from engine.training.tasks import task_for
-from engine.training.tasks.registry import (TASKS, TaskDefinition, finetuning_tasks, register, registered,
+from engine.training.tasks.registry import (TRAINING_TASKS, TaskDefinition, finetuning_tasks, register, registered,
                                             task_definition)
 from support.finetune_helpers import save_tiny_model
 
@@ -111,21 +112,33 @@ class FirstWordTask(TrainingTask):
 def first_word_data(spec: JobSpec, config: TrainingConfig, tokenizer: Any, id2label: dict[int, str] | None = None,
                     log: Any = lambda message: None, known: dict[int, str] | None = None,
                     ) -> tuple[FirstWordData, FirstWordData | None, dict[int, str]]:
-    """The lines of ``spec.data``, labelled by their first word (cat 0, dog 1); all trained on, all evaluated."""
+    """The lines of ``spec.data``, labelled by their word ``label_word`` (its own setting; cat 0, dog 1); all
+    trained on, all evaluated."""
     lines = [line.strip() for line in Path(spec.data).read_text(encoding="utf-8").splitlines() if line.strip()]
     names = id2label or {0: "cat", 1: "dog"}
     label2id = {name: i for i, name in names.items()}
     rows = [tokenizer.encode(line, max_length=config.max_seq_length).input_ids for line in lines]
-    labels = [label2id[line.split()[0]] for line in lines]
+    labels = [label2id[line.split()[spec.settings.label_word]] for line in lines]
     log(f"{spec.data}: {len(lines)} lines")
     return (FirstWordData(rows, labels, config.batch_size, config.max_seq_length),
             FirstWordData(rows, labels, config.batch_size, config.max_seq_length), names)
 
 
+@dataclass(frozen=True)
+class FirstWordSettings:
+    """The toy task's own settings: a ``JobSpec.task_settings`` entry, a flag, a Fine-tune row's value."""
+
+    label_word: int = field(default=0, metadata={"help": "which word of a line is its label, counted from 0"})
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label_word, int) or self.label_word < 0:
+            raise ValueError(f"label_word must be a whole number >= 0, got {self.label_word!r}")
+
+
 TOY = TaskDefinition(
     name=FirstWordTask.name, heads=(FirstWordTask.head,), make=lambda config: FirstWordTask(), loss="toy_loss",
     metrics=("toy_acc",), shown=(("toy_loss", ".4f"), ("toy_acc", ".3f")), data=first_word_data,
-    defaults=dict(seq_len=16, batch_size=4), training=dict(nsp=False))
+    defaults=dict(seq_len=16, batch_size=4), training=dict(nsp=False), settings=FirstWordSettings)
 
 
 # ---------------------------------------------------------------------------- tests
@@ -136,11 +149,13 @@ def files(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
              for rest in ("sat on the mat", "ran to the house", "is big", "played with a bird")]
     data = root / "animals.txt"
     data.write_text("\n".join(lines[i // 2 + (i % 2) * 4] for i in range(8)) + "\n", encoding="utf-8")
-    return {"model": save_tiny_model(root / "model", tiny_tokenizer), "data": data}
+    second = root / "second.txt"             # the label is the second word (--label-word 1)
+    second.write_text("\n".join("the " + line for line in data.read_text().splitlines()) + "\n", encoding="utf-8")
+    return {"model": save_tiny_model(root / "model", tiny_tokenizer), "data": data, "second": second}
 
 
 def test_the_built_in_tasks_are_registered_in_order():
-    assert tuple(TASKS) == BUILT_IN
+    assert tuple(TRAINING_TASKS) == BUILT_IN
     assert finetuning_tasks() == BUILT_IN[1:]
 
 
@@ -196,6 +211,46 @@ def test_the_command_line_offers_and_runs_a_registered_task(files, tmp_path, cap
     assert code == 0, err
     assert f"run {tmp_path / 'cli'}: {TOY.name} from" in err and "labels ['cat', 'dog']" in err
     assert "step 4/4 toy_loss=" in err and " toy_acc=" in err            # its ``shown`` metrics
+
+
+def test_the_toy_tasks_setting_is_a_flag_in_help_and_kept_in_the_run(files, tmp_path, capsys):
+    from engine.finetune import build_parser
+
+    assert "--label-word" not in build_parser().format_help()
+    with registered(TOY):
+        text = build_parser().format_help()
+        assert "toy_first_word settings:" in text and "--label-word LABEL_WORD" in text
+        assert "toy_first_word: which word of a line is its label, counted from 0 (default 0)" in " ".join(text.split())
+        run = tmp_path / "cli"
+        code = finetune_main(["--task", TOY.name, "--data", str(files["second"]), "--init-from", str(files["model"]),
+                              "--label-word", "1", "--steps", "2", "--eval-every", "0", "--checkpoint-every", "0",
+                              "--threads", "1", "--no-progress", "--run-dir", str(run)])
+        assert code == 0, capsys.readouterr().err
+        assert json.loads((run / "run.json").read_text())["task_settings"] == {"label_word": 1}
+        resumed = resume_spec(run)
+        assert resumed.task_settings == {"label_word": 1} and resumed.settings == FirstWordSettings(1)
+        for argv, message in (
+                (["--task", TOY.name, "--label-word", "-1"], "--label-word must be a whole number >= 0, got -1"),
+                (["--task", "classification", "--label-word", "1"], "--label-word is for task toy_first_word, not "
+                                                                     "classification"),
+                (["--resume", str(run), "--label-word", "0"], "cannot change --label-word when resuming")):
+            with pytest.raises(SystemExit) as exited:
+                finetune_main(argv + ["--data", str(files["data"]), "--init-from", str(files["model"])]
+                              if "--resume" not in argv else argv)
+            assert exited.value.code == 2 and message in capsys.readouterr().err, argv
+        with pytest.raises(ValueError, match="unknown setting.*toy_first_word: label_wrd; its settings: label_word"):
+            JobSpec(TrainingConfig(task=TOY.name), data=str(files["data"]), task_settings={"label_wrd": 1}).validate()
+    with pytest.raises(ValueError, match="task classification has no settings of its own, got label_word"):
+        JobSpec(TrainingConfig(task="classification"), data=str(files["data"]),
+                task_settings={"label_word": 1}).validate()
+
+
+def test_a_task_without_settings_writes_run_json_as_before(files, tmp_path):
+    record = JobSpec(TrainingConfig(task="classification"), data=str(files["data"])).to_record()
+    assert "task_settings" not in record
+    assert JobSpec.from_record(record, TrainingConfig(task="classification")).task_settings == {}
+    with pytest.raises(TypeError, match="task_settings must be an object"):      # an edited run.json: damaged
+        JobSpec.from_record({**record, "task_settings": [1]}, TrainingConfig(task="classification"))
 
 
 def test_finetune_help_names_each_tasks_own_defaults_from_the_registry():

@@ -38,7 +38,7 @@ import numpy as np
 from engine.data.corpus_sources import CorpusSource, DocumentText
 from engine.regular_files import read_text
 from engine.data.token_store import META_FILE, DamagedStore, StoreWriter, TokenStore, encode_documents
-from engine.text.corpus import split_sentences
+from engine.text.sentences import split_sentences
 from engine.text.tokenizer import WordPieceTokenizer
 
 CACHE_ENV = "BERT_ENGINE_CACHE"

@@ -1,11 +1,11 @@
-"""A pretraining job's corpus: its source, its vocabulary and its tokens, each made once and cached.
+"""A pretraining job's data: its corpus source, its vocabulary and its tokens, each made once and cached.
 
 ``pretraining_data(spec, ...)`` is the one path of new and resumed pretraining runs: the spec's
 ``CorpusSource`` (given documents or text, a Hugging Face dataset, or a built-in corpus, file,
 folder or glob), the held-out split of its document ids (seeded by the run, as ``train_eval_split``
 always split the documents), a WordPiece vocabulary trained on the training documents when the job
 brings none, and the ``TokenStore`` of the whole corpus from the token cache
-(``engine.data.corpus_cache``), shared by the training and held-out ``PretrainingDataset``s. Under
+(``engine.data.token_cache``), shared by the training and held-out ``PretrainingDataset``s. Under
 torchrun rank 0 builds what the cache lacks while the other ranks wait, then every rank opens it.
 """
 from __future__ import annotations
@@ -16,11 +16,12 @@ from typing import Any, Callable, TypeVar
 
 import numpy as np
 
-from engine.data.corpus_cache import Progress, count_documents, prepared_store, trained_vocabulary
+from engine.data.token_cache import Progress, count_documents, prepared_store, trained_vocabulary
 from engine.data.corpus_sources import CorpusSource, dataset_source, documents_source, resolve_corpus
+from engine.data.instance_plan import max_segment_tokens
 from engine.data.pretraining import PretrainingDataset
 from engine.data.token_store import TokenStore
-from engine.text.corpus import parse_documents, train_eval_split
+from engine.text.documents import parse_documents, train_eval_split
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop import distributed as dist
@@ -94,7 +95,7 @@ def corpus_vocabulary(spec: JobSpec, source: CorpusSource, config: TrainingConfi
 def corpus_tokens(spec: JobSpec, source: CorpusSource, tokenizer: WordPieceTokenizer, config: TrainingConfig,
                   on_progress: Progress | None) -> TokenStore:
     """The corpus's ``TokenStore`` (sentences cut to fit one segment of ``config.max_seq_length``)."""
-    pieces = config.max_seq_length - (3 if config.nsp else 2)
+    pieces = max_segment_tokens(config.max_seq_length, config.nsp)
     return main_first(lambda: prepared_store(source, tokenizer, pieces, spec.max_documents, on_progress=on_progress))
 
 

@@ -1,4 +1,4 @@
-"""A pretraining job's corpus (``engine.training.jobs.corpus``): any file, folder, glob or saved dataset
+"""A pretraining job's data (``engine.training.jobs.pretraining_data``): any file, folder, glob or saved dataset
 trains through the command line, is tokenised once into the cache, is split as earlier versions split
 documents, and a run over a many-block corpus resumes bit for bit from its saved data position."""
 from __future__ import annotations
@@ -15,9 +15,9 @@ from support.cli_helpers import run_cli
 from engine.checkpoints.hf_format import load
 from engine.data import pretraining
 from engine.pretrain import main
-from engine.text.corpus import train_eval_split
-from engine.training.jobs import corpus
-from engine.training.jobs.corpus import split_ids
+from engine.text.documents import train_eval_split
+from engine.training.jobs import pretraining_data
+from engine.training.jobs.pretraining_data import split_ids
 from engine.training.runs.state import read_metrics
 
 SMALL = ["--preset", "tiny", "--seq-len", "32", "--vocab-size", "200", "--batch-size", "4", "--eval-batches", "1",
@@ -106,7 +106,7 @@ def test_documents_are_split_as_earlier_versions_split_them(monkeypatch):
         assert train.tolist() == old_train and held_out.tolist() == old_held
     train, held_out = split_ids(40, 0.01, 0, nsp=True)
     assert len(held_out) == 2 and len(train) == 38, "NSP needs two held-out documents"
-    monkeypatch.setattr(corpus, "EXACT_SPLIT_UP_TO", 10)           # a huge corpus: a numpy permutation
+    monkeypatch.setattr(pretraining_data, "EXACT_SPLIT_UP_TO", 10)           # a huge corpus: a numpy permutation
     train, held_out = split_ids(5000, 0.05, 3, nsp=True)
     assert len(held_out) == 250 and sorted(np.concatenate([train, held_out]).tolist()) == list(range(5000))
     assert np.array_equal(split_ids(5000, 0.05, 3, nsp=True)[1], held_out), "seeded"

@@ -7,13 +7,13 @@ import json
 import numpy as np
 import pytest
 
-from engine.data import corpus_cache
-from engine.data.corpus_cache import (
+from engine.data import token_cache
+from engine.data.token_cache import (
     CorpusCancelled, count_documents, prepared_store, tokenizer_fingerprint, trained_vocabulary,
 )
 from engine.data.corpus_sources import resolve_corpus
 from engine.data.token_store import TokenStore
-from engine.text.corpus import split_sentences
+from engine.text.sentences import split_sentences
 
 
 def corpus(tmp_path, documents: int = 60):
@@ -43,8 +43,8 @@ def test_a_corpus_is_tokenised_once_then_read_from_the_cache(tmp_path, tiny_toke
 def test_worker_processes_write_the_same_store(tmp_path, tiny_tokenizer, monkeypatch):
     source, _ = corpus(tmp_path, documents=300)
     serial = prepared_store(source, tiny_tokenizer, 16, cache=tmp_path / "serial", num_proc=1)
-    monkeypatch.setattr(corpus_cache, "PARALLEL_FROM_CHARS", 0)
-    monkeypatch.setattr(corpus_cache, "CHUNK_CHARS", 2000)          # many chunks, results in order
+    monkeypatch.setattr(token_cache, "PARALLEL_FROM_CHARS", 0)
+    monkeypatch.setattr(token_cache, "CHUNK_CHARS", 2000)          # many chunks, results in order
     parallel = prepared_store(source, tiny_tokenizer, 16, cache=tmp_path / "parallel", num_proc=2)
     assert parallel.content_hash == serial.content_hash
     assert np.array_equal(parallel.tokens, serial.tokens)
