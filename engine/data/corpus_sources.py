@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator, Sequence
 
-from engine.regular_files import is_regular, open_regular
+from engine.regular_files import is_regular, open_regular, require_regular
 from engine.text.builtin_corpus import BUILTIN_CORPORA, builtin_corpus
 from engine.text.documents import Document, jsonl_text
 
@@ -208,17 +208,29 @@ def _check_suffix(path: Path) -> None:
 
 def _file_texts(path: Path, text_column: str) -> Iterator[str]:
     suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq        # installed with datasets
-        table = pq.ParquetFile(path)
-        column = _column(table.schema_arrow.names, text_column, path.name)
-        for batch in table.iter_batches(batch_size=TABLE_BATCH_ROWS, columns=[column]):
-            yield from _strings(batch.column(0).to_pylist(), path.name)
-    elif suffix == ".arrow":
-        from datasets import Dataset
-        yield from _dataset_texts(Dataset.from_file(str(path)), text_column, path.name)
+    if suffix in (".parquet", ".arrow"):
+        yield from _table_texts(path, suffix, text_column)
     else:
         yield from _line_texts(path, suffix)
+
+
+def _table_texts(path: Path, suffix: str, text_column: str) -> Iterator[str]:
+    """The text column of a .parquet or .arrow file, batch by batch; a damaged file is a ValueError naming it."""
+    import pyarrow                          # installed with datasets
+
+    try:
+        require_regular(path)
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+            table = pq.ParquetFile(path)
+            column = _column(table.schema_arrow.names, text_column, path.name)
+            for batch in table.iter_batches(batch_size=TABLE_BATCH_ROWS, columns=[column]):
+                yield from _strings(batch.column(0).to_pylist(), path.name)
+        else:
+            from datasets import Dataset
+            yield from _dataset_texts(Dataset.from_file(str(path)), text_column, path.name)
+    except (pyarrow.ArrowException, OSError) as exc:
+        raise ValueError(f"{path.name} is not a readable {suffix[1:]} file ({' '.join(str(exc).split())[:200]})") from None
 
 
 def _line_texts(path: Path, suffix: str) -> Iterator[str]:

@@ -41,6 +41,13 @@ def corpus_choices() -> list[str]:
     return CORPORA + list(server_corpora())
 
 
+def refreshed_corpora(current: str | None) -> Any:
+    """The corpus list read again when the dropdown is opened: a corpus put on the server after the app
+    started is offered without a restart (and one removed is no longer offered)."""
+    choices = corpus_choices()
+    return gr.Dropdown(choices=choices, value=current if current in choices else "shakespeare")
+
+
 def text_fields(source: str, corpus: str, text: str | None, text_file: Any) -> dict[str, Any]:
     """The ``JobSpec`` fields of the chosen text: ``corpus`` for a built-in or server corpus (its path stays
     on the server), else ``corpus_text``, ``corpus_format`` and ``corpus_label``. ValueError says what is wrong
@@ -123,4 +130,6 @@ def build_text_source() -> dict[str, gr.components.Component]:
 
     source.change(show, inputs=source, outputs=[corpus, text, text_file, help_note], queue=False,
                   api_visibility="private", show_progress="hidden")
+    corpus.focus(refreshed_corpora, inputs=corpus, outputs=corpus, queue=False, api_visibility="private",
+                 show_progress="hidden")
     return {"source": source, "corpus": corpus, "text": text, "text_file": text_file, "vocabulary": vocabulary}

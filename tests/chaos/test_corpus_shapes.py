@@ -103,3 +103,11 @@ def test_a_jsonl_line_over_the_limit_or_nested_too_deep_is_refused_by_line(tmp_p
     path.write_text(json.dumps({"text": "fine"}) + "\n" + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(ValueError, match="docs.jsonl line 2 nests JSON too deeply"):
         list(resolve_corpus(str(path)).texts())
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "arrow"])
+def test_a_damaged_table_file_is_refused_naming_it(tmp_path, suffix):
+    path = tmp_path / f"wiki.{suffix}"
+    path.write_bytes(b"PAR1 not a table at all " * 20)
+    with pytest.raises(ValueError, match=f"wiki.{suffix} is not a readable {suffix} file"):
+        list(resolve_corpus(str(path)).texts())

@@ -9,6 +9,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 from support.app_helpers import free_port
 
@@ -30,7 +31,8 @@ def torchrun(module: str, args: list[str], processes: int = 2, timeout: float = 
 
 
 def torchrun_nodes(module: str, args: list[str], nodes: int = 2, rendezvous: str = "c10d",
-                   timeout: float = 300) -> list[subprocess.CompletedProcess]:
+                   timeout: float = 300, node_env: Callable[[int], dict[str, str]] | None = None,
+                   ) -> list[subprocess.CompletedProcess]:
     """``nodes`` torchrun agents started at once on this machine, each a "node" of one process:
     ``--nnodes=N --nproc_per_node=1`` with the c10d rendezvous (``--rdzv_backend=c10d``, an endpoint
     on a free loopback port, one ``--rdzv_id``) or the static one (``--node_rank=i`` and a master
@@ -49,10 +51,11 @@ def torchrun_nodes(module: str, args: list[str], nodes: int = 2, rendezvous: str
     outputs = [(tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")) for _ in range(nodes)]
     agents: list[subprocess.Popen] = []
     try:
-        for join, (out, err) in zip(joins, outputs):
+        for index, (join, (out, err)) in enumerate(zip(joins, outputs)):
             command = [sys.executable, "-m", "torch.distributed.run", f"--nnodes={nodes}", "--nproc_per_node=1",
                        *join, "-m", module, *args]
-            agents.append(subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=err, text=True,
+            own = {**env, **(node_env(index) if node_env is not None else {})}   # e.g. a token cache per node
+            agents.append(subprocess.Popen(command, cwd=ROOT, env=own, stdout=out, stderr=err, text=True,
                                            start_new_session=True))
         deadline = time.monotonic() + timeout
         while any(agent.poll() is None for agent in agents):

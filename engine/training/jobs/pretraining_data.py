@@ -11,10 +11,13 @@ torchrun rank 0 builds what the cache lacks while the other ranks wait, then eve
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import random
 from typing import Any, Callable, TypeVar
 
 import numpy as np
+from tokenizers import Tokenizer
 
 from engine.data.token_cache import Progress, count_documents, prepared_store, trained_vocabulary
 from engine.data.corpus_sources import CorpusSource, dataset_source, documents_source, resolve_corpus
@@ -65,6 +68,23 @@ def split_ids(count: int, eval_fraction: float, seed: int, nsp: bool) -> tuple[n
     return train, held_out
 
 
+def from_main_process(make: Callable[[], T]) -> T:
+    """``make()`` on rank 0 only, its result sent to every other rank (pickled: for small things such as a
+    vocabulary's JSON); a failure on rank 0 is raised on every rank. One process: ``make()``."""
+    if not dist.is_distributed():
+        return make()
+    result: Any = None
+    if dist.is_main_process():
+        try:
+            result = ("ok", make())
+        except Exception as exc:  # handed to the other ranks so that every process stops alike
+            result = ("failed", exc)
+    kind, value = dist.broadcast_object(result)
+    if kind == "failed":
+        raise value
+    return value
+
+
 def main_first(make: Callable[[], T]) -> T:
     """``make()`` on rank 0 first (it fills the cache), then on the other ranks (they read it); one process: ``make()``."""
     if not dist.is_distributed():
@@ -88,8 +108,31 @@ def corpus_vocabulary(spec: JobSpec, source: CorpusSource, config: TrainingConfi
     count = main_first(lambda: count_documents(source, spec.max_documents, on_progress=on_progress))
     _, held_out = split_ids(count, spec.held_out_fraction, config.seed, config.nsp)
     say(f"training a WordPiece vocabulary of {spec.vocab_size:,} tokens on {count - len(held_out):,} documents")
-    return main_first(lambda: trained_vocabulary(source, spec.vocab_size, spec.min_frequency, spec.lowercase,
-                                                 spec.max_documents, held_out, on_progress=on_progress))
+
+    def train() -> str:
+        return trained_vocabulary(source, spec.vocab_size, spec.min_frequency, spec.lowercase, spec.max_documents,
+                                  held_out, on_progress=on_progress).backend.to_str()
+
+    # rank 0 trains it and every rank uses rank 0's: the trainer may keep other pieces on another process, and
+    # each node may have a cache of its own (docs/design/distributed.md)
+    return WordPieceTokenizer(Tokenizer.from_str(from_main_process(train)))
+
+
+def same_vocabulary_everywhere(tokenizer: WordPieceTokenizer) -> None:
+    """ValueError on every rank whose vocabulary (given, or the start model's) differs from rank 0's: the ids
+    would mean other words there. One process: nothing to check."""
+    if not dist.is_distributed():
+        return
+    mine = vocabulary_fingerprint(tokenizer)
+    if dist.broadcast_object(mine) != mine:
+        raise ValueError(f"this process (rank {dist.rank()}) has another vocabulary than rank 0: give every node "
+                         "the same tokenizer files (or let rank 0 train one)")
+
+
+def vocabulary_fingerprint(tokenizer: WordPieceTokenizer) -> str:
+    """A hash of the token -> id mapping."""
+    pairs = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    return hashlib.sha256(json.dumps(pairs, ensure_ascii=False).encode()).hexdigest()
 
 
 def corpus_tokens(spec: JobSpec, source: CorpusSource, tokenizer: WordPieceTokenizer, config: TrainingConfig,

@@ -23,7 +23,9 @@ from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.data.token_cache import CorpusCancelled, Progress as CorpusProgress
-from engine.training.jobs.pretraining_data import corpus_tokens, corpus_vocabulary, job_source, pretraining_data
+from engine.training.jobs.pretraining_data import (
+    corpus_tokens, corpus_vocabulary, job_source, pretraining_data, same_vocabulary_everywhere,
+)
 from engine.training.tasks.job_documents import check_one_batch
 from engine.training.jobs.models import finetuning_model, load_start_model, pretraining_model
 from engine.training.loop.report_to import report_callbacks
@@ -102,6 +104,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
         tokenizer = loaded.require_tokenizer("so give one with tokenizer")
     else:
         tokenizer = corpus_vocabulary(spec, source, config, step, _reading(step, corpus_progress))
+    same_vocabulary_everywhere(tokenizer)
     step(f"tokenising {source.name} (once: later runs read it from the cache)")
     store = corpus_tokens(spec, source, tokenizer, config, _reading(step, corpus_progress))
     train_data, eval_data = pretraining_data(spec, config, tokenizer, store)

@@ -75,3 +75,16 @@ def test_a_link_deep_inside_a_corpus_folder_that_leaves_it_is_never_read(roots, 
     (roots / "leak" / "deep" / "passwd.txt").unlink()
     (roots / "leak" / "deep" / "again.txt").symlink_to(roots / "leak" / "ok.txt")   # a link that stays inside
     assert server_corpus_path("server:leak") == (roots / "leak").resolve()
+
+
+def test_a_corpus_added_after_start_is_offered_when_the_list_opens(roots):
+    from explorer.training.text_source import refreshed_corpora
+
+    assert "server:later.txt" not in corpus_choices()
+    (roots / "later.txt").write_text("Added while the app was running. It has two sentences.\n", encoding="utf-8")
+    update = refreshed_corpora("server:wiki")
+    assert "server:later.txt" in [c[0] if isinstance(c, tuple) else c for c in update.choices]
+    assert update.value == "server:wiki"
+    (roots / "wiki" / "a.jsonl").unlink()
+    (roots / "wiki").rmdir()
+    assert refreshed_corpora("server:wiki").value == "shakespeare"        # gone: back to the built-in corpus

@@ -110,3 +110,22 @@ def test_documents_are_split_as_earlier_versions_split_them(monkeypatch):
     train, held_out = split_ids(5000, 0.05, 3, nsp=True)
     assert len(held_out) == 250 and sorted(np.concatenate([train, held_out]).tolist()) == list(range(5000))
     assert np.array_equal(split_ids(5000, 0.05, 3, nsp=True)[1], held_out), "seeded"
+
+
+def test_a_rank_with_another_vocabulary_stops_with_a_sentence(monkeypatch, tiny_tokenizer):
+    """Issue 38: a given tokenizer (or a start model's) that differs on some node would mean other words there."""
+    from engine.text.tokenizer import WordPieceTokenizer
+    from engine.training.jobs import pretraining_data
+    from engine.training.loop import distributed as dist
+
+    vocab = tiny_tokenizer.get_vocab()
+    swapped = dict(vocab)
+    first, second = sorted(vocab, key=vocab.get)[-2:]
+    swapped[first], swapped[second] = vocab[second], vocab[first]
+    rank0 = pretraining_data.vocabulary_fingerprint(tiny_tokenizer)
+    monkeypatch.setattr(dist, "is_distributed", lambda: True)
+    monkeypatch.setattr(dist, "rank", lambda: 1)
+    monkeypatch.setattr(dist, "broadcast_object", lambda value: rank0)      # what rank 0 sends
+    pretraining_data.same_vocabulary_everywhere(tiny_tokenizer)             # the same: nothing to say
+    with pytest.raises(ValueError, match="rank 1\\) has another vocabulary than rank 0"):
+        pretraining_data.same_vocabulary_everywhere(WordPieceTokenizer.from_vocab(swapped))

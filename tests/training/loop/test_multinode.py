@@ -109,3 +109,19 @@ def test_a_two_node_run_stopped_midway_resumes_on_two_nodes_as_if_uninterrupted(
     reference = one_process(tmp_path / "one-process", shared / "tokenizer", steps=4)
     assert_same_numbers(records(shared, "train"), records(reference, "train"), COMPARED)
     assert_checkpoints(shared, reference, ["step-000002", "step-000004"])
+
+
+def test_two_nodes_with_caches_of_their_own_train_on_rank_0s_vocabulary(tmp_path):
+    """Issue 38: each node has its own token cache, so each would train a vocabulary of its own (the trainer may
+    keep other pieces, and numbers ties its own way); rank 0 trains it and the other rank uses the very same ids,
+    so both nodes' token stores are the same store."""
+    shared = tmp_path / "shared-run"
+    caches = [tmp_path / f"cache-{i}" for i in range(2)]
+    nodes = torchrun_nodes("engine.pretrain", [*TINY, *PER_RANK, "--vocab-size", "2000", "--steps", "2",
+                                               "--run-dir", str(shared)],
+                           node_env=lambda i: {"BERT_ENGINE_CACHE": str(caches[i])})
+    the_main_node(nodes, "done: step 2")
+    stores = [sorted(p.name for p in (cache / "corpora").iterdir()) for cache in caches]
+    assert stores[0] == stores[1] and len(stores[0]) == 1, "the store's key holds the tokenizer's fingerprint"
+    assert [p.exists() for p in (caches[0] / "vocabularies", caches[1] / "vocabularies")] == [True, False]
+
