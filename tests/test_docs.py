@@ -49,3 +49,22 @@ def test_each_design_page_has_one_title_and_no_project_history() -> None:
         assert len(titles) == 1, (page.name, titles)
         history = re.findall(r"\b(?:issue|session) \d+\b|\buntil issue\b|\bused to be\b", text, flags=re.I)
         assert not history, (page.name, history)
+
+
+def package_table() -> str:
+    """The map's `| package | modules |` table, as text."""
+    text = MAP.read_text(encoding="utf-8")
+    start = text.index("| package | modules |")
+    return text[start:text.index("\n\n", start)]
+
+
+def test_the_package_table_names_every_module_and_only_modules_that_exist() -> None:
+    table = package_table()
+    named = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*\.py)\b", table))
+    modules = [p for top in ("engine", "explorer", "deploy") for p in (ROOT / top).rglob("*.py")
+               if "__pycache__" not in p.parts and p.name not in ("__init__.py", "__main__.py")]
+    missing = sorted({str(p.relative_to(ROOT)) for p in modules if p.name not in named})
+    assert not missing, f"docs/ARCHITECTURE.md's package table names no {missing}"
+    existing = {p.name for p in modules} | {"__init__.py", "app.py"}
+    stale = sorted(named - existing)
+    assert not stale, f"docs/ARCHITECTURE.md's package table names modules that do not exist: {stale}"

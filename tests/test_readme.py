@@ -114,3 +114,33 @@ def test_every_relative_link_and_image_points_to_something_that_exists(path: Pat
     assert not broken, f"{path.relative_to(ROOT)}: {broken}"
     if path == README:
         assert any(link.startswith("assets/screenshots/") for link in links)
+
+
+@pytest.mark.parametrize("path", [ROOT / "README.md", ROOT / "docs" / "API.md"])
+def test_the_api_examples_printed_output_is_what_the_app_returns(path: Path) -> None:
+    """The comments after ``print(...)`` in the API example: /fill_mask's top word and every key /answer
+    returns (the pipeline's four and the three the app adds), measured with the bundled model."""
+    from engine.checkpoints.hf_format import load
+    from engine.probes import inference
+    from explorer.qa.tab import pipeline_json
+
+    text = text_of(path)
+    loaded = load("default")
+    fill = re.search(r'client\.predict\(text="([^"]+)", api_name="/fill_mask"\)\nprint\(predictions\[0\]\["token_str"\]\)'
+                     r"\s+# (\w+)", text)
+    assert fill, "the /fill_mask example prints no top word"
+    assert inference.fill_mask(loaded, fill.group(1), 1)[0]["token_str"] == fill.group(2)
+    ask = re.search(r'question="([^"]+)", context="([^"]+)", api_name="/answer"\)\nprint\(answers\)\s+# (\{.*\})', text)
+    assert ask, "the /answer example prints no answer"
+    returned = pipeline_json(inference.answer_details(loaded, ask.group(1), ask.group(2)))
+    assert set(re.findall(r"'(\w+)':", ask.group(3))) == set(returned)
+    assert f"'answer': '{returned['answer']}'" in ask.group(3)
+
+
+def test_the_deploy_section_names_every_path_a_space_gets() -> None:
+    from deploy.files import ALLOW_PATTERNS
+
+    deploy = section(text_of(ROOT / "README.md"), "Deploy to a Hugging Face Space")
+    names = [p.removesuffix("*") for p in ALLOW_PATTERNS]
+    missing = [n for n in names if f"`{n}`" not in deploy and not (n == "README.md" and "this README" in deploy)]
+    assert not missing, f"README's deploy section does not name {missing}"

@@ -63,14 +63,15 @@ def attention_pair_figure(map_a: np.ndarray, map_b: np.ndarray, difference: np.n
     titles = [f"A: {label_a}", f"B: {label_b}", "B − A"]
     layout = subplot_grid(1, 3, titles, horizontal_spacing=0.06)
     traces = []
-    limit = max(1e-6, float(np.abs(difference).max()))
+    limit = max(0.01, float(np.abs(difference).max()))    # two equal heads: a bar of ±0.01, not 5e-7
     for index, (values, diverging) in enumerate(((map_a, False), (map_b, False), (difference, True))):
         x, y = axis_names(index)
         trace = dict(type="heatmap", z=np.round(values, 4), xaxis=x, yaxis=y, showscale=diverging or index == 0,
                      hovertemplate="query %{y}<br>key %{x}<br>%{z:.3f}<extra></extra>")
         if diverging:
             trace.update(colorscale=DIFFERENCE_SCALE, zmid=0.0, zmin=-limit, zmax=limit,   # never "1μ" on the bar
-                         colorbar=dict(title="B − A", thickness=12, x=1.02, exponentformat="none"))
+                         colorbar=dict(title="B − A", thickness=12, x=1.02, exponentformat="none",
+                                       tickformat=".3~f"))
         else:
             trace.update(colorscale=COLORSCALE, zmin=0.0, zmax=1.0,
                          colorbar=dict(title="weight", thickness=12, x=-0.12))

@@ -30,14 +30,16 @@ from explorer.ui_errors import require_text, whole_number
 
 API_NAME = "compare"
 MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges: explorer.attention.layers
-EXAMPLES = [["The capital of France is [MASK].", 1, 0], ["The cat sat on the [MASK] and purred.", 3, 3],
+EXAMPLES = [["The United [MASK] of America.", 1, 0], ["The cat sat on the [MASK] and purred.", 3, 3],
             ["She went to the bank to deposit her money.", 6, 1]]               # layer (from 1), head (from 0)
 FILLER_COLUMNS = ["mask", "filler", "P(A)", "P(B)", "change", "rank in A", "rank in B"]
 INTRO = ("Put **two models side by side** on one input: two checkpoints of your run, the default model and "
          "its fine-tuned copy, a model you loaded. **Linear {cka}** says how alike their representations of "
          "this input are at each layer (1 = the same up to rotation and scale); the attention of one head is "
          "drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the change "
-         "(probabilities, the {softmax} of the {logit}s, as percentages). The two models must share a tokenizer."
+         "(probabilities, the {softmax} of the {logit}s, as percentages). The two models must share a tokenizer. "
+         "With only the bundled model (train a run or load a model for a second one), A and B are one model: "
+         "CKA 1 at every layer and B − A zero, which is how *the same* looks."
          "\n\n**How layers are numbered** (the same in every tab): {layer} 0 is the embeddings' output and layers "
          "1 to L the outputs of the L encoder layers, so the CKA chart runs from 0 to L; the heads of layer *k* "
          "make layer *k*'s output, so the attention layer is chosen from 1 to L. Heads are numbered from 0.").format(

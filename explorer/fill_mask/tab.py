@@ -38,11 +38,12 @@ PER_MASK_LABEL = "Top guess at each mask (each predicted on its own, with the ot
 ZOOM_LABEL = "Zoom: each chart to its own values (bars of different masks then no longer compare)"
 
 EXAMPLES: list[list[Any]] = [
-    ["The United [MASK] of America.", ""],
-    ["The capital of France is [MASK].", ""],
-    ["Nice to [MASK] you.", ""],
-    ["Paris is the [MASK] of [MASK].", ""],
+    ["The United [MASK] of America.", ""],                  # first: one the default model gets right (states)
+    ["She opened the [MASK] and walked in.", ""],
     ["The [MASK] sat on the mat.", "cat, dog, bird, car"],
+    ["Paris is the [MASK] of [MASK].", ""],
+    ["The capital of France is [MASK].", ""],                 # famous ones it misses: see LIMITS
+    ["Nice to [MASK] you.", ""],
 ]
 
 INTRO = f"""\
@@ -55,6 +56,9 @@ right *kind* of word (syntax), later the right facts — compare checkpoints bel
 With several masks, each mask's guesses are made on its own, the other masks still hidden (as the
 `transformers` pipeline does); **Filled together** fills them one at a time instead, the surest first,
 each step reading the words already filled.
+The last examples are famous ones the small bundled model misses (*located* before *paris*, *hear* before
+*meet*): trained for hours on 2 CPU cores over far less text than bert-base, it has the grammar but few facts
+and set phrases.
 """
 
 TABLE_BASE = ["mask", "token"]

@@ -28,8 +28,8 @@ DEFAULT_LENGTH = 128
 EMPTY_MESSAGE = "Type some text to tokenize."
 
 EXAMPLES: list[list[str]] = [
+    ["Tokenization splits embeddings into pieces.", ""],          # first: rare words in ## pieces
     ["UNwant\u00e9d, running!", ""],
-    ["Tokenization splits embeddings into pieces.", ""],
     ["Who was Jim Henson?", "Jim Henson was a nice puppet"],
     ["Nice to [MASK] you.", ""],
     ["Caf\u00e9 na\u00efve fa\u00e7ade \U0001F600 \u6771\u4eac\u90fd is in \u65e5\u672c.", ""],

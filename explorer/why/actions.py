@@ -46,9 +46,9 @@ def needs_pair(task: str) -> str | None:
 
 
 EXAMPLES: list[list[Any]] = [
-    ["fill_mask", "The capital of France is [MASK].", "", "", 0],
+    ["fill_mask", "The United [MASK] of America.", "", "", 0],    # first: the model's top guess is right (states)
+    ["fill_mask", "The capital of France is [MASK].", "", "", 0],  # a miss (located): why, then why not paris
     ["fill_mask", "The capital of France is [MASK].", "", "paris", 0],
-    ["fill_mask", "The United [MASK] of America.", "", "", 0],
     ["qa_start", "What is the capital of France?", "Paris is the capital and largest city of France.", "", 0],
     ["next_sentence", "The cat sat on the mat.", "Soon it was fast asleep in the warm sun.", "", 0],
     ["classify", "A wonderful, moving film.", "", "", 0],

@@ -33,7 +33,8 @@ def test_attention_pair_shows_both_maps_and_a_centred_difference() -> None:
     np.testing.assert_allclose(np.asarray(second.z), b)
     assert difference.zmid == 0.0 and difference.zmin == -0.75 and difference.zmax == 0.75
     same = plots.attention_pair_figure(a, a, a - a, ["[CLS]", "hi"], 1, 2, "A", "A")
-    assert same.data[2].zmax == 1e-6 and same.data[2].colorbar.exponentformat == "none"    # never "1μ" on the bar
+    assert same.data[2].zmax == 0.01 and same.data[2].colorbar.exponentformat == "none"    # never "1μ" on the bar
+    assert same.data[2].colorbar.tickformat == ".3~f"                                      # nor 5e-7: ±0.01, decimals
     assert (first.xaxis, second.xaxis, difference.xaxis) == ("x", "x2", "x3")
     assert [a.text for a in fig.layout.annotations] == ["A: A", "B: B", "B − A"]
     assert "Layer 1, head 2" in fig.layout.title.text
