@@ -36,7 +36,8 @@ FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--w
          "max_seq_length": "--seq-len", "mlm_probability": "--mlm-probability", "eval_every": "--eval-every",
          "eval_batches": "--eval-batches", "checkpoint_every": "--checkpoint-every",
          "checkpoint_every_s": "--checkpoint-every-s", "keep_last_checkpoints":
-         "--keep-last", "log_every": "--log-every", "seed": "--seed", "device": "--device",
+         "--keep-last", "keep_optimizer_state": "--keep-optimizer-state",
+         "log_every": "--log-every", "seed": "--seed", "device": "--device",
          "precision": "--precision", "schedule": "--schedule", "freeze_encoder": "--freeze-encoder",
          "whole_word_masking": "--whole-word", "nsp": "--no-nsp", "task": "--task",
          "preset": "--preset", "corpus": "--corpus", "max_documents": "--max-documents",
@@ -50,6 +51,7 @@ FIELD_ARGS = {"learning_rate": "lr", "total_steps": "steps", "warmup_steps": "wa
               "gradient_accumulation_steps": "grad_accum", "batch_size": "batch_size", "max_seq_length": "seq_len",
               "eval_every": "eval_every", "eval_batches": "eval_batches", "checkpoint_every": "checkpoint_every",
               "checkpoint_every_s": "checkpoint_every_s", "keep_last_checkpoints": "keep_last",
+              "keep_optimizer_state": "keep_optimizer_state",
               "log_every": "log_every", "seed": "seed", "device": "device",
               "schedule": "schedule", "precision": "precision", "freeze_encoder": "freeze_encoder"}
 
@@ -74,10 +76,12 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
         help=f"also checkpoint after this many seconds of training, 0 never (default {d['checkpoint_every_s']:g})")
     add("--keep-last", type=int, help="keep only the newest N checkpoints (default all; each holds the fp32 "
         "weights and, only needed to resume, an optimizer state about twice their size)")
+    add("--keep-optimizer-state", choices=["newest", "all"], help="newest (default): only the newest checkpoint "
+        "keeps the optimizer state a resume needs, the older ones stay models; all: every checkpoint keeps it")
     add("--log-every", type=int, help="log metrics every N steps (default 1)")
     add("--freeze-encoder", action="store_true", default=None,
         help="train only the heads and the pooler; embeddings and encoder layers stay as they are")
-    add("--run-dir", help="where metrics.jsonl and checkpoints go (default runs/<timestamp>)")
+    add("--run-dir", help="where metrics.jsonl and checkpoints go (default runs/<task>-<yyyymmdd-hhmmss>)")
     add("--resume", metavar="RUN_OR_CHECKPOINT", help="continue a run from its newest (or this) checkpoint")
     add("--report-to", choices=REPORT_TO, help="also log losses, lr, tokens/s and evaluations to TensorBoard event "
         "files in <run>/logs (needs the logging extra: pip install tensorboard==2.20.0); default none, with "
@@ -136,6 +140,7 @@ def training_config(args: argparse.Namespace, parser: argparse.ArgumentParser, *
             gradient_accumulation_steps=args.grad_accum, batch_size=args.batch_size, max_seq_length=args.seq_len,
             eval_every=args.eval_every, eval_batches=args.eval_batches, checkpoint_every=args.checkpoint_every,
             checkpoint_every_s=args.checkpoint_every_s, keep_last_checkpoints=args.keep_last,
+            keep_optimizer_state=args.keep_optimizer_state or "newest",
             log_every=args.log_every, seed=args.seed, device=args.device,
             precision=args.precision, freeze_encoder=bool(args.freeze_encoder), **fields)
     except ValueError as exc:
@@ -204,7 +209,7 @@ def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: Jo
 
     try:
         if spec.resume_from is None:
-            spec = spec.replace(run_dir=dist.broadcast_object(spec.run_dir or default_run_dir()),
+            spec = spec.replace(run_dir=dist.broadcast_object(spec.run_dir or default_run_dir(spec.task)),
                                 training=spec.training_config().replace(device=device))
         else:
             spec = spec.replace(training={**spec.given_training(), "device": device})

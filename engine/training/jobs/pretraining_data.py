@@ -101,6 +101,9 @@ def main_first(make: Callable[[], T]) -> T:
     return result if dist.is_main_process() else make()
 
 
+WARNING_PREFIX = "warning: "   # a progress message that starts so is one to keep in sight (the worker's notice)
+
+
 def corpus_vocabulary(spec: JobSpec, source: CorpusSource, config: TrainingConfig, say: Callable[[str], Any],
                       on_progress: Progress | None) -> WordPieceTokenizer:
     """A WordPiece vocabulary of ``spec.vocab_size`` trained on the training documents only (cached)."""
@@ -115,7 +118,19 @@ def corpus_vocabulary(spec: JobSpec, source: CorpusSource, config: TrainingConfi
 
     # rank 0 trains it and every rank uses rank 0's: the trainer may keep other pieces on another process, and
     # each node may have a cache of its own (docs/design/distributed.md)
-    return WordPieceTokenizer(Tokenizer.from_str(from_main_process(train)))
+    tokenizer = WordPieceTokenizer(Tokenizer.from_str(from_main_process(train)))
+    shortfall = vocabulary_shortfall(spec.vocab_size, tokenizer.vocab_size)
+    if shortfall:
+        say(f"{WARNING_PREFIX}{shortfall}")
+    return tokenizer
+
+
+def vocabulary_shortfall(asked: int, trained: int) -> str | None:
+    """The warning for a trained vocabulary smaller than asked, with why; None when it has the size asked."""
+    if trained >= asked:
+        return None
+    return (f"the vocabulary has {trained:,} tokens, not the {asked:,} asked: the training text holds too few "
+            f"distinct words and pieces for that many (a larger corpus, or a smaller --vocab-size, says the same)")
 
 
 def same_vocabulary_everywhere(tokenizer: WordPieceTokenizer) -> None:

@@ -6,7 +6,9 @@ load (weights only) and hold this version's state with its training settings, ``
 model configuration and ``model.safetensors`` must open with the tensors it names. The newest checkpoint
 that passes is the resume point; each newer one passed over is named with why, so the status can say
 "continuing from step-000100: step-000150 is damaged (...)". No good checkpoint at all is a ``ValueError``
-naming the newest one's damage.
+naming the newest one's damage. An older checkpoint of a lean run (``keep_optimizer_state="newest"``) keeps no
+optimizer state, so it is no resume point: a lean run whose newest checkpoint is damaged cannot continue, and
+says so (its checkpoints still load as start models).
 """
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ from engine.model.config import BertConfig
 from engine.regular_files import require_regular
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
 from engine.training.loop.config import TrainingConfig
-from engine.training.runs.state import STATE_FILE, read_training_state
+from engine.training.runs.state import STATE_FILE, has_optimizer_state, read_training_state
+
+NO_OPTIMIZER_STATE = f"{STATE_FILE} keeps no optimizer state (only a run's newest checkpoint does)"
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,8 @@ def checkpoint_problem(path: str | Path) -> str | None:
         TrainingConfig.from_dict(state["config"])
     except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways; each is "damaged"
         return f"{STATE_FILE} cannot be read" + ("" if isinstance(exc, ValueError) else f" ({type(exc).__name__})")
+    if not has_optimizer_state(state):     # an older checkpoint of a lean run: a model, not a resume point
+        return NO_OPTIMIZER_STATE
     try:
         BertConfig.load(path / "config.json")
     except Exception:  # noqa: BLE001
@@ -72,5 +78,9 @@ def resume_point(run: RunFolder) -> ResumePoint:
             return ResumePoint(info, tuple(skipped))
         skipped.append((info.name, problem))
     name, why = skipped[0]
+    if any(problem == NO_OPTIMIZER_STATE for _, problem in skipped):
+        raise ValueError(f"the run {run.name} cannot continue: its newest checkpoint, {name}, is damaged ({why}) and "
+                         f"the older ones keep no optimizer state (only the newest does); start a new run from one "
+                         f"of them (it loads as a model)")
     raise ValueError(f"every checkpoint of the run {run.name} is damaged (the newest, {name}: {why}), so it "
                      "cannot continue; start a new run")

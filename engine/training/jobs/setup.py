@@ -11,7 +11,6 @@ cancelled meanwhile and ``prepare_job`` returns None.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Sequence
@@ -21,6 +20,7 @@ from engine.model.head_specs import HEADS
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
+from engine.training.runs.run_names import run_name
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.data.token_cache import CorpusCancelled, Progress as CorpusProgress
 from engine.training.jobs.pretraining_data import (
@@ -59,9 +59,9 @@ class PreparedJob:
         return RunFolder(self.trainer.run_dir)
 
 
-def default_run_dir() -> str:
-    """``runs/<timestamp>``."""
-    return str(Path("runs") / time.strftime("%Y%m%d-%H%M%S"))
+def default_run_dir(task: str) -> str:
+    """``runs/<task>-<yyyymmdd-hhmmss>`` (``run_name``)."""
+    return str(Path("runs") / run_name(task))
 
 
 def prepare_job(spec: JobSpec, progress: Progress | None = None, callbacks: Sequence[TrainerCallback] = (),
@@ -112,7 +112,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     check_one_batch(train_data, config)
     step("building the model")
     model = pretraining_model(spec, config, tokenizer, loaded)
-    run_dir = spec.run_dir or default_run_dir()
+    run_dir = spec.run_dir or default_run_dir(config.task)
     trainer = Trainer(model, tokenizer, train_data, eval_data, config, run_dir, **_reporting(hooks, spec, run_dir),
                       task=spec.definition.make(config))
     _record(spec, trainer, tokenizer)
@@ -132,7 +132,7 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     train_data, eval_data, id2label = definition.data(spec, config, loaded.tokenizer, None, step, known)
     step("building the model")
     model = finetuning_model(loaded, config.task, id2label, config.seed, step)
-    run_dir = spec.run_dir or default_run_dir()
+    run_dir = spec.run_dir or default_run_dir(config.task)
     trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, run_dir,
                       **_reporting(hooks, spec, run_dir), task=definition.make(config))
     _record(spec, trainer, loaded.tokenizer)

@@ -13,6 +13,7 @@ from engine.model.config import BertConfig
 from engine.training.loop.optim import SCHEDULES
 
 PRECISIONS = ("auto", "fp32", "bf16")
+KEEP_OPTIMIZER_STATE = ("newest", "all")   # which checkpoints keep the optimizer state: the newest one, or every one
 
 
 def auto_device() -> str:
@@ -55,6 +56,7 @@ class TrainingConfig:
     checkpoint_every: int = 500
     checkpoint_every_s: float | None = 300.0  # also after this many seconds of training; 0 or None: by steps only
     keep_last_checkpoints: int | None = None  # None keeps every checkpoint
+    keep_optimizer_state: str = "newest"     # "newest": older checkpoints lose optimizer/scheduler state; "all"
     log_every: int = 1
     seed: int = 0
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"
@@ -95,6 +97,9 @@ class TrainingConfig:
                              f"got {self.checkpoint_every_s!r}")
         if self.keep_last_checkpoints is not None:
             _integer(self, "keep_last_checkpoints", minimum=1)
+        if self.keep_optimizer_state not in KEEP_OPTIMIZER_STATE:
+            raise ValueError(f"keep_optimizer_state must be one of {', '.join(KEEP_OPTIMIZER_STATE)}, "
+                             f"got {self.keep_optimizer_state!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
         if self.precision not in PRECISIONS:

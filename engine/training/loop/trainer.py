@@ -28,6 +28,7 @@ an unused pooler, never are (``freeze_unused``): they are saved as they came.
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Sequence
@@ -46,8 +47,10 @@ from engine.training.loop.training_task import (TaskOutput, TrainBatch, TrainDat
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
-from engine.training.runs.state import STATE_FORMAT, append_metrics, capture_rng, set_seed, write_checkpoint
+from engine.training.runs.state import (STATE_FORMAT, append_metrics, capture_rng, drop_optimizer_state, set_seed,
+                                        write_checkpoint)
 
+logger = logging.getLogger(__name__)
 Callback = Callable[[str, dict[str, Any]], None]   # (kind: "train" | "eval" | "checkpoint" | "diverged", record)
 
 
@@ -310,7 +313,9 @@ class Trainer:
 
     def save_checkpoint(self, for_time: bool = False) -> Path:
         """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints`` and drop the
-        previous checkpoint saved for time alone. Under DDP only rank 0 writes; every rank returns after it."""
+        previous checkpoint saved for time alone; with ``keep_optimizer_state="newest"`` the other checkpoints lose
+        their optimizer and scheduler state (``drop_optimizer_state``). Under DDP only rank 0 writes; every rank
+        returns after it."""
         path = self.run.checkpoint_dir(self.global_step)
         if self.rank != 0:
             dist.barrier()
@@ -326,6 +331,13 @@ class Trainer:
         if stale is not None:
             self.run.remove_checkpoint(stale)
         self.run.prune(self.config.keep_last_checkpoints)
+        if self.config.keep_optimizer_state == "newest":   # the others stay models and start points, not resumable
+            for older in self.run.checkpoints():
+                if older.path != path:
+                    try:
+                        drop_optimizer_state(older.path)
+                    except (OSError, ValueError) as exc:   # a damaged or unwritable older one keeps what it has
+                        logger.warning("could not drop the optimizer state of %s: %s", older.name, exc)
         dist.barrier()
         self.callbacks.call("on_save", self, path)
         return path

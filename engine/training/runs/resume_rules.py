@@ -6,7 +6,8 @@ from __future__ import annotations
 
 # TrainingConfig fields a resumed run may change; the rest define the run and must match.
 RESUMABLE_FIELDS = frozenset({"total_steps", "eval_every", "eval_batches", "checkpoint_every", "checkpoint_every_s",
-                              "keep_last_checkpoints", "log_every", "device", "precision"})
+                              "keep_last_checkpoints", "keep_optimizer_state", "log_every", "device",
+                              "precision"})
 
 
 def check_resume_changes(changed: set[str] | list[str], describe: dict[str, str] | None = None) -> None:

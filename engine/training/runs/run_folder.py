@@ -55,7 +55,8 @@ def checkpoint_name(step: int) -> str:
 
 @dataclass
 class CheckpointInfo:
-    """A complete (resumable) checkpoint of a run; ``damage`` says what is wrong with its small record
+    """A complete checkpoint of a run (resumable too when it keeps its optimizer state: ``has_optimizer_state``,
+    always the newest's); ``damage`` says what is wrong with its small record
     (``explorer_state.json``), whose fields then keep their defaults (the weights may still load)."""
 
     path: Path

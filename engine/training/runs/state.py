@@ -6,7 +6,8 @@ A checkpoint is ``<run_dir>/checkpoints/step-XXXXXX/`` holding the Hugging Face 
 (``config.json``, ``model.safetensors``, ``vocab.txt``, ``tokenizer.json``, written by
 ``engine.checkpoints.hf_format.save``) plus ``explorer_state.json`` (step, metrics, settings; small,
 for listing) and ``training_state.pt`` (optimizer, scheduler, step, data position, RNG,
-config). The whole directory is assembled under a hidden staging name and renamed in
+config; only the newest checkpoint of a run keeps the optimizer and scheduler state unless
+``keep_optimizer_state`` is ``"all"``: ``drop_optimizer_state`` rewrites the older ones atomically). The whole directory is assembled under a hidden staging name and renamed in
 at once; ``training_state.pt`` is written last, and a directory without it is never
 listed and never resumed from. Pruned checkpoints are renamed to a hidden name before
 they are deleted, and leftovers of a writer killed mid-save are cleaned up on listing. ``training_state.pt`` holds only tensors and plain
@@ -56,6 +57,35 @@ def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None,
         torch.save(state, staging / STATE_FILE)  # its presence marks a resumable checkpoint
 
     return save(model, tokenizer, directory, extra=write_state)
+
+
+def has_optimizer_state(state: dict[str, Any]) -> bool:
+    """Whether a loaded ``training_state.pt`` still holds the optimizer and scheduler (a run's newest
+    checkpoint always does; older ones lose them under ``keep_optimizer_state="newest"``)."""
+    return "optimizer" in state and "scheduler" in state
+
+
+def drop_optimizer_state(checkpoint: str | Path) -> bool:
+    """Rewrite ``checkpoint``'s ``training_state.pt`` without its optimizer and scheduler state (the rest:
+    step, data position, RNG, settings, stays); False when it had none. Atomic: written to a hidden temp
+    file beside it, fsynced, then ``os.replace``d, so the file is at every instant the old or the new one."""
+    path = Path(checkpoint) / STATE_FILE
+    for leftover in path.parent.glob(f".{STATE_FILE}.tmp-*"):     # a rewrite killed before its os.replace
+        leftover.unlink(missing_ok=True)
+    state = read_training_state(checkpoint)
+    if not has_optimizer_state(state):
+        return False
+    lean = {key: value for key, value in state.items() if key not in ("optimizer", "scheduler")}
+    temp = path.with_name(f".{path.name}.tmp-{work_tag()}")
+    try:
+        with open(temp, "wb") as handle:
+            torch.save(lean, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+    return True
 
 
 def read_checkpoint_info(checkpoint: str | Path) -> dict[str, Any]:

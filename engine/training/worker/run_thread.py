@@ -17,6 +17,7 @@ from typing import Any
 
 from engine.training.loop.train_result import TrainStatus
 from engine.checkpoints.hf_format import CheckpointWriteError
+from engine.training.jobs.pretraining_data import WARNING_PREFIX
 from engine.training.jobs.setup import prepare_job
 from engine.training.runs.run_folder import checkpoint_name
 from engine.training.loop.trainer import Trainer, TrainingDiverged
@@ -112,6 +113,9 @@ class RunThread:
             with cond:
                 if run.state == RunState.PREPARING:
                     run.message = message
+                if message.startswith(WARNING_PREFIX):    # kept with the status after preparation (a notice)
+                    warning = message[len(WARNING_PREFIX):]
+                    run.notice = f"{run.notice} · {warning}" if run.notice else warning
                 cond.notify_all()
                 return not run.stop_requested
 

@@ -50,6 +50,7 @@ from engine.training.tasks.eval_examples import EvalExamples
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.training.runs.run_catalog import RunSummary, checkpoints_newest_first, run_summaries
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
+from engine.training.runs.run_names import run_name
 from engine.training.loop.trainer import Trainer
 from engine.training.worker.callback import WAIT_SLICE_S
 from engine.training.worker.continue_run import continue_spec
@@ -318,14 +319,13 @@ class TrainingWorker:
     # ------------------------------------------------------------------ internals
     def _run_dir(self, spec: JobSpec) -> Path:
         """The folder the run writes to: a resumed run's own (or ``spec.run_dir``), ``spec.run_dir``, or a
-        new timestamped folder under the runs root (``run-…``, or ``finetune-<task>-…``), claimed under the lock so two quick starts never share one."""
+        new folder under the runs root named ``<task>-<yyyymmdd-hhmmss>`` (``run_name``), claimed under the lock so two quick starts never share one."""
         if spec.resume_from is not None:
             return Path(spec.run_dir) if spec.run_dir is not None else RunFolder.locate(spec.resume_from)[0].root
         if spec.run_dir is not None:
             Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
             return Path(spec.run_dir)
-        prefix = f"finetune-{spec.task}" if spec.definition.finetuning else "run"    # the picker names it
-        return RunFolder.create_unique(self.runs_root, time.strftime(f"{prefix}-%Y%m%d-%H%M%S")).root
+        return RunFolder.create_unique(self.runs_root, run_name(spec.task)).root
 
     def _status_locked(self) -> WorkerStatus:
         return self._shared.status()

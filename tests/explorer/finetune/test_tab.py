@@ -254,7 +254,7 @@ def test_fine_tune_end_to_end_through_the_api(client: Client, services: Services
                for row in wrong["data"])
     # the fine-tuned model is in the picker, loads, and has the task's head with the file's labels
     checkpoint = services.get_worker().status().last_checkpoint
-    assert checkpoint.parent.parent.name.startswith("finetune-classification-")
+    assert checkpoint.parent.parent.name.startswith("classification-")
     assert checkpoint_key(checkpoint) in services.registry().available_keys()
     loaded = load_directory(services.registry().folder(checkpoint_key(checkpoint)))
     assert "classifier" in loaded.heads and loaded.config.id2label == {0: "negative", 1: "positive"}

@@ -153,3 +153,55 @@ def test_the_disk_note_says_what_keep_last_kept(tmp_path):
                     "(training_state.pt) is only needed to resume"]
     assert [cli.megabytes(n) for n in (999, 999_499, 999_500, 9_949_999, 262_400_000)] == \
         ["1 kB", "999 kB", "1.0 MB", "9.9 MB", "262 MB"]
+
+
+def test_keep_optimizer_state_is_a_flag_of_both_commands_and_may_change_on_resume(tmp_path, capsys):
+    from engine import finetune, pretrain
+
+    parser = pretrain.build_parser()
+    assert pretrain.spec_from_args(parser.parse_args([]), parser).training_config().keep_optimizer_state == "newest"
+    args = parser.parse_args(["--keep-optimizer-state", "all"])
+    assert pretrain.spec_from_args(args, parser).training_config().keep_optimizer_state == "all"
+    parser = finetune.build_parser()
+    args = parser.parse_args(["--task", "classification", "--data", "assets/examples/sentiment.csv",
+                              "--keep-optimizer-state", "all"])
+    assert finetune.spec_from_args(args, parser).training_config().keep_optimizer_state == "all"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--keep-optimizer-state", "some"])
+    assert "--keep-optimizer-state: invalid choice: 'some'" in capsys.readouterr().err
+    _fake_checkpoint(tmp_path / "run", 3, TrainingConfig())
+    RunFolder(tmp_path / "run").write_spec({"task": "pretraining"})
+    parser = _parser()
+    spec = cli.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run"), "--keep-optimizer-state", "all"]),
+                            parser, {}, {})
+    assert spec.training_config().keep_optimizer_state == "all"
+
+
+def test_a_new_run_folder_is_named_by_its_task_and_time():
+    from engine.training.jobs.setup import default_run_dir
+
+    assert re.fullmatch(r"runs/classification-\d{8}-\d{6}", default_run_dir("classification").replace("\\", "/"))
+
+
+def test_a_small_fine_tune_keeps_optimizer_state_in_its_newest_checkpoint_only(tmp_path, capsys, threads_back,
+                                                                             tiny_tokenizer):
+    """Three checkpoints: the older two lose their optimizer state and the run folder shrinks by it."""
+    from engine import finetune
+    from support.finetune_helpers import classification_rows, save_tiny_model, write_csv
+
+    model = save_tiny_model(tmp_path / "model", tiny_tokenizer)
+    data = write_csv(tmp_path / "classes.csv", classification_rows(16))
+    sizes = {}
+    for keep in ("newest", "all"):
+        run = tmp_path / keep
+        code = finetune.main(["--task", "classification", "--data", str(data), "--init-from", str(model),
+                              "--steps", "6", "--checkpoint-every", "2", "--batch-size", "4", "--eval-every", "0",
+                              "--keep-optimizer-state", keep, "--run-dir", str(run), "--threads", "1",
+                              "--no-progress"])
+        assert code == 0, capsys.readouterr().err[-2000:]
+        states = {c.step: (c.path / "training_state.pt").stat().st_size for c in RunFolder(run).checkpoints()}
+        assert list(states) == [6, 4, 2]
+        sizes[keep] = (states, sum(p.stat().st_size for p in run.rglob("*") if p.is_file()))
+    (lean, lean_total), (full, full_total) = sizes["newest"], sizes["all"]
+    assert lean[6] == full[6] and lean[2] * 4 < full[2] and lean[4] * 4 < full[4]
+    assert full_total - lean_total > 0.99 * ((full[2] - lean[2]) + (full[4] - lean[4]))   # the rest: same files

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 
 import datasets
 import numpy as np
@@ -129,3 +130,15 @@ def test_a_rank_with_another_vocabulary_stops_with_a_sentence(monkeypatch, tiny_
     pretraining_data.same_vocabulary_everywhere(tiny_tokenizer)             # the same: nothing to say
     with pytest.raises(ValueError, match="rank 1\\) has another vocabulary than rank 0"):
         pretraining_data.same_vocabulary_everywhere(WordPieceTokenizer.from_vocab(swapped))
+
+
+def test_a_vocabulary_smaller_than_asked_says_so_and_why(corpus_folder, tmp_path, monkeypatch, capsys):
+    assert pretraining_data.vocabulary_shortfall(8000, 8000) is None
+    assert pretraining_data.vocabulary_shortfall(8000, 231) == (
+        "the vocabulary has 231 tokens, not the 8,000 asked: the training text holds too few distinct words and "
+        "pieces for that many (a larger corpus, or a smaller --vocab-size, says the same)")
+    monkeypatch.setenv("BERT_ENGINE_CACHE", str(tmp_path / "cache"))
+    small = [*SMALL[:4], "--vocab-size", "2000", *SMALL[6:]]
+    assert main([*small, "--corpus", str(corpus_folder), "--steps", "1", "--run-dir", str(tmp_path / "run")]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1 and re.search(r"has \d+ tokens, not the 2,000 asked: the training text", warned[0])

@@ -9,7 +9,7 @@ import pytest
 from engine.training.jobs.resume_point import checkpoint_problem, resume_point
 from engine.training.runs.run_folder import RunFolder
 from engine.training.tasks.job_spec import JobSpec
-from engine.training.runs.state import read_metrics
+from engine.training.runs.state import drop_optimizer_state, read_metrics
 from engine.training.worker.errors import CannotContinueError
 from engine.training.worker.training_worker import TrainingWorker
 
@@ -19,11 +19,12 @@ TIMEOUT = 120.0
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory) -> RunFolder:
-    """A finished 6-step run with checkpoints at steps 3 and 6 (copied by each test that damages it)."""
+    """A finished 6-step run with checkpoints at steps 3 and 6, both with optimizer state (copied by each test
+    that damages it)."""
     root = tmp_path_factory.mktemp("runs")
     worker = TrainingWorker(root)
     spec = JobSpec(dict(total_steps=6, batch_size=4, max_seq_length=32, eval_every=0, checkpoint_every=3,
-                        learning_rate=1e-3), preset="tiny", corpus="shakespeare", max_documents=20, vocab_size=300,
+                        learning_rate=1e-3, keep_optimizer_state="all"), preset="tiny", corpus="shakespeare", max_documents=20, vocab_size=300,
                    run_dir=str(root / "run"))
     worker.start(spec)
     assert worker.join(TIMEOUT) and worker.status().state == "finished"
@@ -81,3 +82,16 @@ def test_continue_refuses_a_run_with_no_good_checkpoint_or_a_damaged_spec(worker
                                                   r"\(the newest, step-000006: training_state.pt cannot be read\)"):
         worker.continue_run("run", total_steps=8)
     assert worker.status().state == "idle"
+
+
+def test_a_lean_run_whose_newest_checkpoint_is_damaged_cannot_continue_and_says_why(worker: TrainingWorker) -> None:
+    run = RunFolder(worker.runs_root / "run")
+    older = run.checkpoint_dir(3)
+    assert drop_optimizer_state(older)                       # what keep_optimizer_state="newest" leaves
+    assert checkpoint_problem(older) == ("training_state.pt keeps no optimizer state "
+                                         "(only a run's newest checkpoint does)")
+    (run.checkpoint_dir(6) / "model.safetensors").write_bytes(b"not weights")
+    with pytest.raises(CannotContinueError, match=r"the run run cannot continue: its newest checkpoint, step-000006, "
+                                                  r"is damaged \(model.safetensors cannot be read\) and the older ones "
+                                                  r"keep no optimizer state"):
+        worker.continue_run("run", total_steps=8)

@@ -100,7 +100,8 @@ def write_setup(tmp_path: Path) -> Path:
     model = {k: getattr(config, k) for k in ("vocab_size", "hidden_size", "num_hidden_layers",
                                               "num_attention_heads", "intermediate_size", "max_position_embeddings")}
     training = dict(learning_rate=2e-3, warmup_steps=5, total_steps=1000, batch_size=4, max_seq_length=32,
-                    eval_every=0, checkpoint_every=1, keep_last_checkpoints=3, log_every=1, seed=0)
+                    eval_every=0, checkpoint_every=1, keep_last_checkpoints=3, log_every=1, seed=0,
+                    keep_optimizer_state="all")   # every checkpoint resumable: the kills resume from older ones
     setup = dict(tokenizer_dir=str(tmp_path / "tokenizer"), run_dir=str(tmp_path / "run"), model=model,
                  training=training, documents=documents())
     path = tmp_path / "setup.json"

@@ -15,8 +15,9 @@ TIMEOUT = 120.0
 
 
 def spec(total: int, run_dir) -> JobSpec:
+    """Every checkpoint keeps its optimizer state: the tests delete the newer ones to stop a run early."""
     return JobSpec(dict(total_steps=total, batch_size=4, max_seq_length=32, eval_every=0, checkpoint_every=3,
-                        learning_rate=1e-3), preset="tiny", corpus="shakespeare", max_documents=20, vocab_size=300,
+                        learning_rate=1e-3, keep_optimizer_state="all"), preset="tiny", corpus="shakespeare", max_documents=20, vocab_size=300,
                    run_dir=str(run_dir))
 
 

@@ -141,7 +141,7 @@ def test_the_worker_keeps_the_predictions_of_the_latest_evaluation(files, tmp_pa
         assert worker.join(60.0)
         st = worker.status()
         assert st.state == "finished", st.message
-        assert st.task == "classification" and st.run_dir.name.startswith("finetune-classification-")
+        assert st.task == "classification" and st.run_dir.name.startswith("classification-")
         found = worker.eval_examples()
         assert found is not None and found.step == st.step == 6 and st.examples_step == 6
         records, _ = worker.metrics_since(0)
