@@ -108,7 +108,8 @@ def test_no_file_of_the_runs_folder_is_served(served: dict[str, Any]) -> None:
 
 
 def test_the_offered_export_zip_is_served(served: dict[str, Any]) -> None:
-    checkpoint = next(c for c in served["services"].get_worker().checkpoints() if c.run.name.startswith("finetune"))
+    checkpoint = next(c for c in served["services"].get_worker().checkpoints()
+                      if c.run.name.startswith("classification-"))         # runs are named <task>-<time>
     shown = checkpoint.path.relative_to(served["runs"]).as_posix()
     exported = Path(_pick(served, shown))
     assert exported.suffix == ".zip" and served["runs"] not in exported.parents

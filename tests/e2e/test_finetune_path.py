@@ -82,10 +82,10 @@ def check_mistakes_table(page: Page, width: int) -> None:
 
 
 def pick_run(page: Page, task: str, head_title: str) -> None:
-    """Choose the newest checkpoint of the ``finetune-<task>`` run in the model picker."""
+    """Choose the newest checkpoint of the ``<task>-<time>`` run in the model picker."""
     picker = page.get_by_label("Model (used by every probing tab)")
     picker.click()
-    option = page.get_by_role("option").filter(has_text=f"finetune-{task}")
+    option = page.get_by_role("option").filter(has_text=f"{task}-")
     expect(option.first).to_be_visible(timeout=30_000)
     option.first.click()
     expect(page.locator(".model-info").last).to_contain_text(head_title)
