@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import TypeVar
 
 from engine.probes.forward_cache import ForwardCache
+from explorer.model_settings import env_amount
 
 CACHE_MB_ENV = "EXPLORER_FORWARD_CACHE_MB"
 DEFAULT_CACHE_MB = 512
@@ -23,14 +24,7 @@ T = TypeVar("T")
 def cache_bytes(environ: Mapping[str, str] | None = None) -> int:
     """The bound in bytes: ``$EXPLORER_FORWARD_CACHE_MB`` (MiB, default 512; an unreadable value keeps it)."""
     env = os.environ if environ is None else environ
-    raw = env.get(CACHE_MB_ENV, "").strip()
-    try:
-        megabytes = float(raw) if raw else float(DEFAULT_CACHE_MB)
-    except ValueError:
-        megabytes = float(DEFAULT_CACHE_MB)
-    if megabytes != megabytes or megabytes == float("inf"):        # NaN or infinity: keep the default
-        megabytes = float(DEFAULT_CACHE_MB)
-    return int(max(megabytes, 0.0) * 2**20)
+    return int(env_amount(env, CACHE_MB_ENV, DEFAULT_CACHE_MB) * 2**20)
 
 
 def cache_from_env(environ: Mapping[str, str] | None = None) -> ForwardCache:

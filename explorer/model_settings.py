@@ -38,19 +38,25 @@ def max_hub_bytes(environ: Mapping[str, str] | None = None) -> int:
     return int(max(megabytes, 0.0) * 1_000_000)
 
 
+def env_amount(env: Mapping[str, str], name: str, default: float) -> float:
+    """A size setting from ``env`` (``2e9``, ``512``, ``2,000``): a number of 0 or more; unset, unreadable,
+    NaN or infinite keeps ``default`` (a size cap must never become no cap)."""
+    raw = env.get(name, "").strip().replace(",", "").replace("_", "")
+    try:
+        value = float(raw) if raw else float(default)
+    except ValueError:
+        value = float(default)
+    if value != value or value in (float("inf"), float("-inf")):
+        value = float(default)
+    return max(value, 0.0)
+
+
 def max_model_parameters(environ: Mapping[str, str] | None = None) -> int:
     """The largest model the app loads, in parameters: ``$EXPLORER_MAX_MODEL_PARAMS`` (``2e9`` or
     ``2000000000``; default 2 billion). A folder or hub model whose config.json implies more is refused
     before anything is allocated; an unreadable value keeps the default."""
     env = os.environ if environ is None else environ
-    raw = env.get("EXPLORER_MAX_MODEL_PARAMS", "").strip().replace(",", "").replace("_", "")
-    try:
-        count = float(raw) if raw else float(DEFAULT_MAX_PARAMETERS)
-    except ValueError:
-        count = float(DEFAULT_MAX_PARAMETERS)
-    if count != count or count == float("inf"):      # NaN or infinity: keep the default
-        count = float(DEFAULT_MAX_PARAMETERS)
-    return int(max(count, 0.0))
+    return int(env_amount(env, "EXPLORER_MAX_MODEL_PARAMS", DEFAULT_MAX_PARAMETERS))
 
 
 DEFAULT_HEAVY_CONCURRENCY = 1
