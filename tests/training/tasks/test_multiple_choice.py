@@ -25,6 +25,7 @@ from engine.training.tasks import task_for
 from engine.training.loop.trainer import Trainer
 from support.reference import hf_copy
 from support.finetune_helpers import FILLER, NAMES, save_tiny_model
+from support.hf_checkpoints import assert_transformers_agrees
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -103,13 +104,8 @@ def test_a_csv_job_learns_and_loads_in_transformers(files):
     assert evals[-1]["eval_accuracy"] >= 0.5 and evals[-1]["eval_multiple_choice_loss"] < 1.3, evals   # ln 4 = 1.39
     assert trainer.model.heads == ("mlm", "nsp", "multiple_choice")
     checkpoint = RunFolder(trainer.run_dir).checkpoints()[0].path
-    hf, info = transformers.BertForMultipleChoice.from_pretrained(checkpoint, output_loading_info=True)
-    assert not info["missing_keys"] and not info.get("mismatched_keys")
-    batch = trainer.eval_data.batch(0, 0)
-    inputs = dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids)
-    with torch.no_grad():
-        mine, theirs = load_directory(checkpoint).model.eval()(**inputs), hf.eval()(**inputs)
-    torch.testing.assert_close(mine.multiple_choice.logits, theirs.logits, rtol=0, atol=1e-5)
+    assert_transformers_agrees(checkpoint, transformers.BertForMultipleChoice, trainer.eval_data.batch(0, 0),
+                               "multiple_choice")
 
 
 def test_next_sentence_choices_from_documents_without_a_data_file(files, tmp_path):
