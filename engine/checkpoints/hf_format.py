@@ -139,7 +139,7 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     try:
         shapes, ignored = normalise_keys(read_weights(directory, meta=True), config.architectures)
     except ValueError as exc:
-        raise ValueError(f"{directory}: {exc}") from None
+        raise ValueError(_naming(directory, exc)) from None
     heads, has_pooler = detect_heads(shapes)
     for spec in (HEADS[h] for h in heads if HEADS[h].labelled and f"{HEADS[h].prefix}weight" in shapes):
         num_labels = shapes[f"{spec.prefix}weight"].shape[0]
@@ -151,7 +151,7 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     try:
         model = build_on_meta(config, heads, has_pooler)
     except ValueError as exc:   # e.g. two heads stored under transformers' one `classifier` name
-        raise ValueError(f"{directory}: {exc}") from None
+        raise ValueError(_naming(directory, exc)) from None
     check_fits(model, shapes, max_parameters, str(directory))
     tokenizer = _load_tokenizer(directory, config)
     state, _ = normalise_keys(read_weights(directory), config.architectures)
@@ -160,6 +160,12 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     materialise(model, {k: v.float() if v.is_floating_point() else v for k, v in state.items()})
     model.to(device).eval()
     return LoadedModel(model, tokenizer, config, source or str(directory), directory, ignored)
+
+
+def _naming(directory: Path, exc: Exception) -> str:
+    """The message of ``exc`` naming ``directory`` once: prefixed only when it does not already name it."""
+    message = str(exc)
+    return message if str(directory) in message else f"{directory}: {message}"
 
 
 def _load_tokenizer(directory: Path, config: BertConfig) -> WordPieceTokenizer | None:

@@ -165,8 +165,9 @@ def test_corrupt_safetensors(damage, saved):
     data = path.read_bytes()
     path.write_bytes({"random-bytes": os.urandom(4096), "truncated": data[: len(data) // 2], "empty": b"",
                       "bad-header": (200).to_bytes(8, "little") + b"{not json" + b" " * 300}[damage])
-    with pytest.raises(ValueError, match="corrupt or unreadable"):
+    with pytest.raises(ValueError, match="corrupt or unreadable") as caught:
         engine.load(saved)
+    assert str(caught.value).count(str(saved)) == 1, "the message names the folder once"
 
 
 def test_corrupt_shard_index(saved):
