@@ -5,6 +5,7 @@ that knows how that text is spelled:
 
 - ``default``: the bundled model in ``assets/default-model`` (or the folder / hub id configured);
 - ``live``: an eval-mode snapshot of the model being trained right now;
+- ``untrained``: the default model's untrained twin (same shape, heads and tokenizer, fresh seeded weights);
 - ``checkpoint:<run>/<step-dir>``: a checkpoint of a training run under the runs folder;
 - ``local:<allowed folder>/<path inside>``: an HF-format folder inside one of the allowed model folders
   (``local:<server path>`` still works; the registry sends clients the short form);
@@ -33,6 +34,7 @@ class KeyKind(StrEnum):
 
     DEFAULT = "default"
     LIVE = "live"
+    UNTRAINED = "untrained"
     CHECKPOINT = "checkpoint"
     LOCAL = "local"
     HUB = "hub"
@@ -40,7 +42,7 @@ class KeyKind(StrEnum):
 
 
 PREFIXED = (KeyKind.CHECKPOINT, KeyKind.LOCAL, KeyKind.HUB)     # spelled ``<kind>:<reference>``
-_BARE = (KeyKind.DEFAULT, KeyKind.LIVE)                          # spelled as the kind alone
+_BARE = (KeyKind.DEFAULT, KeyKind.LIVE, KeyKind.UNTRAINED)                          # spelled as the kind alone
 
 
 def check_text(source: str | None) -> str:
@@ -78,7 +80,7 @@ def _split(text: str) -> tuple[KeyKind, str]:
 @dataclass(frozen=True)
 class ModelKey:
     """A key taken apart: its ``kind`` and its ``reference`` (the text after the prefix; for a plain name the
-    name itself; empty for ``default`` and ``live``). ``str(key)`` gives the key's text back."""
+    name itself; empty for ``default``, ``live`` and ``untrained``). ``str(key)`` gives the key's text back."""
 
     kind: KeyKind
     reference: str = ""
@@ -144,3 +146,4 @@ class ModelKey:
 
 DEFAULT = ModelKey(KeyKind.DEFAULT)
 LIVE = ModelKey(KeyKind.LIVE)
+UNTRAINED = ModelKey(KeyKind.UNTRAINED)

@@ -19,11 +19,12 @@ from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.checkpoints.model_fit import ModelTooLargeError, config_check
 from engine.model.config import BertConfig
+from engine.model.untrained import untrained_twin
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder, is_complete
 from engine.training.runs.run_catalog import checkpoints_newest_first
 from engine.checks import is_finite_number
 from explorer.local_models import LocalFolders, is_dir as _is_dir
-from explorer.model_key import DEFAULT, LIVE, KeyKind, ModelKey, usable_run_name
+from explorer.model_key import DEFAULT, LIVE, UNTRAINED, KeyKind, ModelKey, usable_run_name
 from explorer.model_settings import max_hub_bytes, max_model_parameters
 
 if TYPE_CHECKING:
@@ -69,9 +70,8 @@ def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoic
     """At most ``limit`` of ``choices``, evenly spaced, always the first and the last (over-training views)."""
     if len(choices) <= limit:
         return list(choices)
-    if limit <= 1:
-        return [choices[-1]]
-    return [choices[i] for i in sorted({round(j * (len(choices) - 1) / (limit - 1)) for j in range(limit)})]
+    picks = {round(j * (len(choices) - 1) / max(1, limit - 1)) for j in range(limit)}
+    return [choices[-1]] if limit <= 1 else [choices[i] for i in sorted(picks)]
 
 
 def checkpoint_key(path: Path) -> str:
@@ -104,9 +104,7 @@ class ModelRegistry:
                  cache_size: int = 4, default_hub: str | None = None, device: str = "cpu",
                  max_download_bytes: int | None = None, max_parameters: int | None = None) -> None:
         self.device = device                           # where loaded models run (``inference_device()``)
-        # the hub download cap (``max_hub_bytes()``, read from the environment, unless given)
         self.max_download_bytes = max_hub_bytes() if max_download_bytes is None else max_download_bytes
-        # the model size cap (``max_model_parameters()``, from the environment, unless given)
         self.max_parameters = max_model_parameters() if max_parameters is None else max_parameters
         self.runs_root = Path(runs_root) if runs_root is not None else None
         self.worker = worker
@@ -164,7 +162,8 @@ class ModelRegistry:
         return usable
 
     def choices(self) -> list[ModelChoice]:
-        """Default, the live run, every run's checkpoints (newest first), then loaded local/hub models."""
+        """Default, the live run, every run's checkpoints (newest first), loaded local/hub models, then the
+        default model's untrained twin."""
         found: list[ModelChoice] = []
         if self.has_default():
             label = f"Default model (hub: {self.default_hub})" if self.default_hub else "Bundled default model"
@@ -175,6 +174,8 @@ class ModelRegistry:
         found += [_choice(c) for c in self.checkpoint_infos()]
         with self._lock:
             found += list(self._extra.values())
+        if self.has_default():
+            found.append(ModelChoice(UNTRAINED.text, "Untrained twin of the default model (random weights)", "default"))
         return found
 
     def available_keys(self) -> list[str]:
@@ -272,7 +273,7 @@ class ModelRegistry:
             with self._lock:
                 if key in self._cache:
                     return self._cache[key]
-            loaded = self._load(key)
+            loaded = untrained_twin(self.get(DEFAULT)) if key == UNTRAINED else self._load(key)
             with self._lock:
                 self._cache[key] = loaded
                 while len(self._cache) > self.cache_size:
@@ -287,7 +288,7 @@ class ModelRegistry:
         ``live`` (its weights change at every step) and for a model held in memory only."""
         key = self.resolve(key)
         kind, rest = key.kind, key.reference
-        if key in self._pinned:
+        if key in self._pinned or key == UNTRAINED:
             raise ValueError(f"The model {key.text!r} is held in memory only; pick a checkpoint or a saved model.")
         if key == LIVE:
             raise ValueError("The live model changes at every step; pick one of its run's checkpoints instead.")

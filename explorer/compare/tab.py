@@ -23,7 +23,7 @@ from explorer.compare.notes import untrained_mlm_note
 from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import percent, sig
 from explorer.glossary import gloss
-from explorer.model_key import KeyKind, ModelKey
+from explorer.model_key import UNTRAINED, KeyKind, ModelKey
 from explorer.model_picker import ModelPicker, dropdown_choices
 from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number
@@ -38,8 +38,9 @@ INTRO = ("Put **two models side by side** on one input: two checkpoints of your 
          "this input are at each layer (1 = the same up to rotation and scale); the attention of one head is "
          "drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the change "
          "(probabilities, the {softmax} of the {logit}s, as percentages). The two models must share a tokenizer. "
-         "With only the bundled model (train a run or load a model for a second one), A and B are one model: "
-         "CKA 1 at every layer and B − A zero, which is how *the same* looks."
+         "Before you train a run, B is the default model's *untrained twin* (the same network with fresh random "
+         "weights): what pretraining changed. Comparing a model with itself gives CKA 1 at every layer and B − A "
+         "zero, which is how *the same* looks."
          "\n\n**How layers are numbered** (the same in every tab): {layer} 0 is the embeddings' output and layers "
          "1 to L the outputs of the L encoder layers, so the CKA chart runs from 0 to L; the heads of layer *k* "
          "make layer *k*'s output, so the attention layer is chosen from 1 to L. Heads are numbered from 0.").format(
@@ -48,6 +49,14 @@ INTRO = ("Put **two models side by side** on one input: two checkpoints of your 
 
 def model_choices(services: Services) -> list[tuple[str, str]]:
     return dropdown_choices(services.registry().choices())
+
+
+def initial_models(keys: list[str]) -> tuple[str | None, str | None]:
+    """Models A and B the tab opens on: the default model against a checkpoint of a run if there is one, else
+    against its untrained twin (what training changed); two different models whenever there are two."""
+    first_b = next((k for k in keys if ModelKey.parse(k).kind is KeyKind.CHECKPOINT),
+                   UNTRAINED.text if UNTRAINED.text in keys else keys[0] if keys else None)
+    return ("default" if "default" in keys else first_b), first_b
 
 
 def short_name(source: str, limit: int = 36) -> str:
@@ -135,11 +144,9 @@ def scrub(services: Services, run: str | None, index: Any, text: str | None, lay
 def _widgets(services: Services) -> dict[str, Any]:
     """The two models, the text, layer, head and top k, the button and the examples."""
     choices = model_choices(services)
-    keys = [key for _, key in choices]
-    first_b = next((k for k in keys if ModelKey.parse(k).kind is KeyKind.CHECKPOINT), keys[0] if keys else None)
+    first_a, first_b = initial_models([key for _, key in choices])
     with gr.Row():
-        model_a = gr.Dropdown(choices, value="default" if "default" in keys else first_b, label="Model A",
-                              allow_custom_value=True, interactive=True)
+        model_a = gr.Dropdown(choices, value=first_a, label="Model A", allow_custom_value=True, interactive=True)
         model_b = gr.Dropdown(choices, value=first_b, label="Model B", allow_custom_value=True, interactive=True)
     with gr.Row():
         with gr.Column(scale=3):

@@ -9,6 +9,8 @@ from engine.checkpoints.hf_format import LoadedModel, load
 from engine.probes import inference
 from explorer.compare import plots as compare_plots
 from explorer.compare import tab as compare_tab
+from explorer.model_registry import ModelRegistry
+from explorer.services import Services
 from explorer.fill_mask import tab as fill_mask_tab
 from explorer.heads import next_sentence
 from explorer.qa.examples import EXAMPLES as QA_EXAMPLES
@@ -68,3 +70,16 @@ def test_compare_first_example_has_a_right_guess_and_its_colour_bar_no_exponent(
     bar = [t for t in figure.data if t.showscale and t.colorbar.title.text == "B − A"][0]
     assert bar.zmax >= 0.01 and bar.colorbar.tickformat == ".3~f" and bar.colorbar.exponentformat == "none"
     assert "same" in compare_tab.INTRO
+
+
+def test_compare_opens_on_two_different_models_and_its_first_example_shows_what_training_changed(
+        model: LoadedModel, tmp_path) -> None:
+    registry = ModelRegistry(runs_root=tmp_path)                       # no runs yet: a newcomer's first visit
+    services = Services(tokenizer=model.tokenizer, models=registry)
+    key_a, key_b = compare_tab.initial_models(registry.available_keys())
+    assert (key_a, key_b) == ("default", "untrained")
+    text, layer, head = compare_tab.EXAMPLES[0]
+    summary, fillers, *_ = compare_tab.predict(services, key_a, key_b, text, layer, head)
+    row = fillers[fillers["filler"] == "states"].iloc[0]
+    assert row["rank in A"] == 1 and row["rank in B"] > 1              # trained finds it, the twin does not
+    assert "e-0" not in summary and "e+0" not in summary

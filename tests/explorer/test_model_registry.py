@@ -30,9 +30,23 @@ def test_choices_list_default_then_checkpoints_newest_first(tmp_path: Path, runs
     save(tiny_model(0), tiny_tokenizer, default)
     registry = ModelRegistry(runs_root=runs, default_dir=default)
     choices = registry.choices()
-    assert [c.key for c in choices] == ["default"] + [f"checkpoint:{RUN}/step-{s:06d}" for s in sorted(STEPS, reverse=True)]
+    assert [c.key for c in choices] == (["default"] + [f"checkpoint:{RUN}/step-{s:06d}" for s in sorted(STEPS, reverse=True)]
+                                        + ["untrained"])
     assert choices[1].label.startswith(f"{RUN} · step {max(STEPS)} · loss ")
     assert [c.step for c in registry.run_checkpoints(choices[2].key)] == sorted(STEPS)
+
+
+def test_the_untrained_twin_is_the_default_models_shape_with_fresh_weights(tmp_path: Path, tiny_tokenizer) -> None:
+    default = tmp_path / "default-model"
+    save(tiny_model(0), tiny_tokenizer, default)
+    registry = ModelRegistry(runs_root=tmp_path / "runs", default_dir=default)
+    trained, twin = registry.get("default"), registry.get("untrained")
+    assert twin.config == trained.config and twin.heads == trained.heads and registry.get("untrained") is twin
+    word = "bert.embeddings.word_embeddings.weight"
+    assert not torch.equal(twin.model.state_dict()[word], trained.model.state_dict()[word])
+    with pytest.raises(ValueError, match="held in memory only"):
+        registry.folder("untrained")                     # nothing on disk to fine-tune from
+    assert "untrained" not in [c.key for c in ModelRegistry(runs_root=tmp_path, default_dir=None).choices()]
 
 
 def test_no_default_and_no_runs_gives_empty_list_and_clear_message(tmp_path: Path) -> None:
