@@ -26,7 +26,8 @@ from explorer.services import Services
 from explorer.ui_errors import shown
 
 REFRESH_S = 5.0
-LOAD_PLACEHOLDER = "owner/name on the hub, or a folder inside the allowed model folders"
+LOAD_PLACEHOLDER = "owner/name, or a model folder"        # short: it must fit the box at 390 px
+LOAD_INFO = "a model on the Hugging Face hub, or a folder inside the allowed model folders"
 
 
 @dataclass
@@ -73,7 +74,7 @@ def _widgets(services: Services, choices: list[ModelChoice]) -> dict[str, Any]:
                                    label="Model (used by every probing tab)", interactive=True,
                                    allow_custom_value=True)
         with gr.Column(scale=2):
-            source = gr.Textbox(label="Load another model", placeholder=LOAD_PLACEHOLDER, max_lines=1)
+            source = gr.Textbox(label="Load another model", placeholder=LOAD_PLACEHOLDER, info=LOAD_INFO, max_lines=1)
         admin_token = None
         if services.access.asks_for_token:
             with gr.Column(scale=1, min_width=160):

@@ -6,14 +6,17 @@ the document limit, the tokenizer's whole definition and the sentence-piece leng
 the same corpus and tokenizer (a new run folder, the app, another process) opens it in
 milliseconds. A missing store is built streaming: documents are read in chunks of about
 ``CHUNK_CHARS``, split into sentences and encoded with the ``tokenizers`` batch encoder (in
-``num_proc`` worker processes for a large corpus, results written in order, at most two chunks
-per worker in flight), appended to a ``.partial`` folder and renamed into place when complete,
+``num_proc`` worker processes for a corpus of ``PARALLEL_FROM_CHARS`` or more, known by its size or, when
+the size is unknown, only once that much has been read: a spawned worker re-imports the caller's main
+module, seconds for the app; results written in order, at most two chunks per worker in flight), appended to a ``.partial`` folder and renamed into place when complete,
 so a crash or cancel never leaves a store that looks finished. A damaged store is rebuilt.
 
 ``trained_vocabulary`` streams the same way into ``WordPieceTokenizer.train`` (the ``tokenizers``
 trainer counts words; memory grows with the vocabulary of the text, not its size) and caches the
 result under ``<cache>/vocabularies/<key>/``. ``count_documents`` reads the corpus once to count
-its documents (cached too), so the held-out split is known before the vocabulary is trained.
+its documents (cached too, with their characters), so the held-out split is known before the vocabulary
+is trained. Every pass reports ``on_progress(characters read, total)`` at least every ``REPORT_EVERY_DOCUMENTS``
+documents; the total is exact when it is known (text in memory, the files' size, a cached count), else None.
 
 The cache lives in ``$BERT_ENGINE_CACHE``, else ``~/.cache/bert-explorer``.
 """
@@ -42,7 +45,8 @@ from engine.text.sentences import split_sentences
 from engine.text.tokenizer import WordPieceTokenizer
 
 CACHE_ENV = "BERT_ENGINE_CACHE"
-CHUNK_CHARS = 1 << 20               # ~1 MB of text per encoded chunk
+CHUNK_CHARS = 1 << 18               # ~256 KB of text per encoded chunk (a fraction of a second)
+REPORT_EVERY_DOCUMENTS = 32         # ... and at most this many documents: a pass reports after every chunk
 PARALLEL_FROM_CHARS = 16 << 20      # corpora at least this large are encoded by worker processes
 SPLITTER_VERSION = 1                # bump when sentence splitting changes what a store holds
 PARTIAL = ".partial-"               # <key>.partial-<pid>-<tag>: a store or vocabulary being written
@@ -92,7 +96,7 @@ def prepared_store(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sent
             writer = StoreWriter(partial, tokenizer.vocab_size)
         try:
             for arrays in _encoded_chunks(source, tokenizer, max_sentence_tokens, max_documents, num_proc,
-                                          on_progress):
+                                          on_progress, cache):
                 with _writing(folder.parent):
                     writer.add(*arrays)
         finally:
@@ -162,15 +166,21 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def text_chars(text: DocumentText) -> int:
+    """The characters a document counts for in progress reports (a sentence list: each sentence and a space)."""
+    return len(text) if isinstance(text, str) else sum(len(s) + 1 for s in text)
+
+
 def _chunks(texts: Iterable[DocumentText], on_progress: Progress | None, total: int | None,
             ) -> Iterator[list[DocumentText]]:
-    """Documents grouped into chunks of about ``CHUNK_CHARS``, reporting characters read."""
+    """Documents grouped into chunks of about ``CHUNK_CHARS`` and at most ``REPORT_EVERY_DOCUMENTS`` documents,
+    reporting the characters read after each chunk was used (counted, learnt from, encoded)."""
     chunk: list[DocumentText] = []
     size = done = 0
     for text in texts:
         chunk.append(text)
-        size += len(text) if isinstance(text, str) else sum(len(s) + 1 for s in text)
-        if size >= CHUNK_CHARS:
+        size += text_chars(text)
+        if size >= CHUNK_CHARS or len(chunk) >= REPORT_EVERY_DOCUMENTS:
             done += size
             yield chunk
             _report(on_progress, done, total)
@@ -180,6 +190,17 @@ def _chunks(texts: Iterable[DocumentText], on_progress: Progress | None, total: 
     _report(on_progress, done + size, total if total is None else max(total, done + size))
 
 
+def corpus_chars(source: CorpusSource, max_documents: int | None = None, cache: Path | None = None) -> int | None:
+    """The characters a pass over the corpus reads (``text_chars``), when known without reading files: text in
+    memory (given documents, the built-in corpus), a cached count's, or the files' bytes when all are read."""
+    if source.kind in ("documents", "builtin"):
+        return sum(text_chars(text) for text in source.texts(max_documents))
+    cached = _cached_count(source, max_documents, cache)
+    if cached is not None and cached[1] is not None:
+        return cached[1]
+    return source.total_bytes if source.kind == "files" and max_documents is None else None
+
+
 def _report(on_progress: Progress | None, done: int, total: int | None) -> None:
     if on_progress is not None and on_progress(done, total) is False:
         raise CorpusCancelled("cancelled while reading the corpus")
@@ -187,14 +208,23 @@ def _report(on_progress: Progress | None, done: int, total: int | None) -> None:
 
 def _encoded_chunks(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sentence_tokens: int | None,
                     max_documents: int | None, num_proc: int | None, on_progress: Progress | None,
-                    ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    total = source.total_bytes
+                    cache: Path | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    total = corpus_chars(source, max_documents, cache)
     chunks = _chunks(source.texts(max_documents), on_progress, total)
     workers = num_proc if num_proc is not None else min(os.cpu_count() or 1, 8)
     if workers <= 1 or (total is not None and total < PARALLEL_FROM_CHARS):
         for chunk in chunks:
             yield encode_chunk(chunk, tokenizer.backend, max_sentence_tokens)
         return
+    if total is None:                   # size unknown: serial until the corpus proves large (no spawn for small text)
+        read = 0
+        for chunk in chunks:
+            yield encode_chunk(chunk, tokenizer.backend, max_sentence_tokens)
+            read += sum(text_chars(text) for text in chunk)
+            if read >= PARALLEL_FROM_CHARS:
+                break
+        else:
+            return
     context = multiprocessing.get_context("spawn")
     with futures.ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                                      initargs=(tokenizer.backend.to_str(), max_sentence_tokens)) as pool:
@@ -234,22 +264,40 @@ def _encode_in_worker(chunk: list[DocumentText]) -> tuple[np.ndarray, np.ndarray
 # ---------------------------------------------------------------------------- counts and vocabularies
 def count_documents(source: CorpusSource, max_documents: int | None = None, cache: Path | None = None,
                     on_progress: Progress | None = None) -> int:
-    """How many documents with text the corpus has (the first ``max_documents``); cached."""
-    path = (cache or cache_root()) / "counts" / f"{_key('count', source.fingerprint(), max_documents)}.json"
-    total = source.total_bytes
-    try:
-        count = json.loads(read_text(path, 4096))["documents"]
-        if type(count) is int and 0 <= count <= (total if total is not None else MAX_DOCUMENTS_UNKNOWN_SIZE):
-            return count                     # a document holds at least one byte: a larger count is damage
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        pass
-    count = sum(len(chunk) for chunk in _chunks(source.texts(max_documents), on_progress, source.total_bytes))
+    """How many documents with text the corpus has (the first ``max_documents``); cached, with the characters
+    a pass reads (``corpus_chars`` gives later passes that total)."""
+    cached = _cached_count(source, max_documents, cache)
+    if cached is not None:
+        return cached[0]
+    count = chars = 0
+    for chunk in _chunks(source.texts(max_documents), on_progress, corpus_chars(source, max_documents, cache)):
+        count += len(chunk)
+        chars += sum(text_chars(text) for text in chunk)
+    path = _count_path(source, max_documents, cache)
     with _writing(path.parent):
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        partial.write_text(json.dumps({"documents": count}), encoding="utf-8")
+        partial.write_text(json.dumps({"documents": count, "characters": chars}), encoding="utf-8")
         partial.replace(path)
     return count
+
+
+def _count_path(source: CorpusSource, max_documents: int | None, cache: Path | None) -> Path:
+    return (cache or cache_root()) / "counts" / f"{_key('count', source.fingerprint(), max_documents)}.json"
+
+
+def _cached_count(source: CorpusSource, max_documents: int | None, cache: Path | None,
+                  ) -> tuple[int, int | None] | None:
+    """(documents, characters or None for an older entry) of a cached count; None when absent or damaged."""
+    total = source.total_bytes
+    try:
+        entry = json.loads(read_text(_count_path(source, max_documents, cache), 4096))
+        count, chars = entry["documents"], entry.get("characters")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+    if type(count) is not int or not 0 <= count <= (total if total is not None else MAX_DOCUMENTS_UNKNOWN_SIZE):
+        return None                          # a document holds at least one byte: a larger count is damage
+    return count, chars if type(chars) is int and chars >= count else None
 
 
 def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int, lowercase: bool,
@@ -268,7 +316,8 @@ def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int
     skipped = set(skip.tolist())
 
     def texts() -> Iterator[str]:       # whole documents: the trainer splits words itself, sentences do not matter
-        for chunk_start, chunk in _numbered(_chunks(source.texts(max_documents), on_progress, source.total_bytes)):
+        total = corpus_chars(source, max_documents, cache)
+        for chunk_start, chunk in _numbered(_chunks(source.texts(max_documents), on_progress, total)):
             for index, text in enumerate(chunk, start=chunk_start):
                 if index not in skipped:
                     yield text if isinstance(text, str) else " ".join(text)

@@ -281,8 +281,8 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     with gr.Row():
         with gr.Column(scale=3):
             text = gr.Textbox(label="Text with [MASK] tokens", lines=2, placeholder="Nice to [MASK] you.")
-            targets = gr.Textbox("", label="Targets (optional)", max_lines=1,
-                                 placeholder="comma-separated words to score, e.g. cat, dog, bird")
+            targets = gr.Textbox("", label="Targets (optional)", max_lines=1, info="comma-separated words to score",
+                                 placeholder="e.g. cat, dog")
         with gr.Column(scale=1, min_width=220):
             top_k = gr.Slider(1, MAX_TOP_K, value=DEFAULT_TOP_K, step=1, label="Top-k")
             button = gr.Button("Fill", variant="primary")

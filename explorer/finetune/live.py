@@ -18,6 +18,7 @@ from explorer.finetune.mistakes import WRONG_COLUMNS, wrong_note, wrong_rows
 from explorer.finetune.status import current_status, is_finetuning
 from explorer.finetune.tasks import FINETUNE_ROWS
 from explorer.plots import empty_figure
+from explorer.runs.status import shown_clock
 from explorer.services import Services
 
 LIVE_OUTPUTS = 5        # status, loss curve, metric curve, wrong-examples note, wrong-examples table
@@ -28,7 +29,8 @@ def _versions(services: Services) -> tuple[Any, Seen]:
     st = services.get_worker().status()
     return st, {
         "status": (st.run_id, st.state, st.step, st.total_steps, st.message, st.records, str(st.last_checkpoint),
-                   st.error, None if st.tokens_per_s is None else round(st.tokens_per_s, -1), st.examples_step),
+                   st.error, None if st.tokens_per_s is None else round(st.tokens_per_s, -1), st.examples_step,
+                   shown_clock(st)),        # elapsed moves every second: the line is redrawn while it ticks
         "curves": (st.run_id, st.records),
         "examples": (st.run_id, st.state, st.examples_step),
     }

@@ -70,8 +70,9 @@ def formats_text(task: str) -> str:
 
 
 def placeholder(task: str, key: str) -> str:
-    """What an empty hyper-parameter box shows: the task's default."""
-    return f"{task_row(task).defaults[key]:g} (the task's default)"
+    """What an empty hyper-parameter box shows: the task's default (just the number: "5e-05 (the task's default)"
+    did not fit the box at 1,366 px; the line above the boxes says what an empty box means)."""
+    return f"{task_row(task).defaults[key]:g}"
 
 
 def _control(services: Services, action: str) -> Any:
@@ -125,6 +126,7 @@ def _form(first: FinetuneTask) -> dict[str, Any]:
     formats = gr.Markdown(formats_text(first.name))
     labels = gr.Textbox("", label="Labels (optional, comma-separated): every label or tag in the data must be one "
                         "of them", placeholder=first.labels_hint, max_lines=1, visible=first.takes_labels)
+    gr.Markdown("An empty box takes the task's default, shown in grey.", elem_classes=["finetune-defaults-note"])
     with gr.Row():
         # Text boxes, empty by default: an empty box takes the task's default (its placeholder), so the API's
         # defaults ("") are right for every task. A gr.Number cannot be empty: it shows and sends 0.

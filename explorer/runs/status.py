@@ -65,6 +65,14 @@ def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False) -> str:
     return "\n\n".join(lines)
 
 
+def shown_clock(st: WorkerStatus) -> str | None:
+    """The line's clock as shown (elapsed, and the ETA while running) while a run is active: part of the status's
+    version, so the line is drawn again whenever its time changes (a stage that says nothing new still ticks)."""
+    if not st.active:
+        return None
+    return duration(st.elapsed) + ("" if st.eta_s is None else f"/{duration(st.eta_s)}")
+
+
 def version(st: WorkerStatus) -> tuple[int, str, int]:
     """What the idle check compares: (run id, state, records); any change means "look again"."""
     return (st.run_id, st.state, st.records)

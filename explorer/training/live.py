@@ -1,7 +1,8 @@
 """The Training tab's live view: what every open browser polls, sent only when it changed.
 
 A browser keeps the *versions* of what it was last sent (``Seen``, in a ``gr.State``): the status
-(run, state, step, message, records, last checkpoint), the curves (run, records), the batch view (run,
+(run, state, step, message, records, last checkpoint, and the clock it shows while a run is active, so "elapsed"
+ticks even while a stage says nothing new), the curves (run, records), the batch view (run,
 step) and the checkpoint list (its paths). ``live_update`` rebuilds and sends only the outputs whose
 version moved and ``gr.skip()`` for the rest, so an idle or paused run costs a few comparisons per
 tick, not five figures. ``explorer.runs.status.version`` is the cheap key the slow idle check compares.
@@ -18,7 +19,7 @@ from engine.training.runs.run_folder import RunFolder
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.services import Services
 from explorer.runs import plots as rp
-from explorer.runs.status import status_markdown
+from explorer.runs.status import shown_clock, status_markdown
 from explorer.training import plots as tp
 
 CHECKPOINT_COLUMNS = ["name", "step", "run", "path"]
@@ -70,7 +71,8 @@ def _versions(services: Services, st: WorkerStatus) -> Seen:
     checkpoints = tuple(str(c.path) for c in services.get_worker().checkpoints())   # cached 1 s by the worker
     return {
         "status": (st.run_id, st.state, st.step, st.total_steps, st.message, st.records,
-                   str(st.last_checkpoint), st.error, None if st.tokens_per_s is None else round(st.tokens_per_s, -1)),
+                   str(st.last_checkpoint), st.error, None if st.tokens_per_s is None else round(st.tokens_per_s, -1),
+                   shown_clock(st)),        # elapsed moves every second: the line is honest while a stage is quiet
         "curves": (st.run_id, st.records),
         "batch": (st.run_id, st.step),
         "checkpoints": checkpoints,

@@ -86,3 +86,40 @@ def test_documents_are_counted_once_and_the_vocabulary_never_sees_held_out_text(
     assert "zyxwv" in seen.get_vocab() and "zyxwv" not in unseen.get_vocab()
     again = trained_vocabulary(source, 60, 2, True, held_out=np.asarray([5]), cache=tmp_path / "cache")
     assert again.get_vocab() == unseen.get_vocab()
+
+
+def test_text_of_unknown_size_is_encoded_in_process_until_it_proves_large(tmp_path, tiny_tokenizer, monkeypatch):
+    """A spawned worker re-imports the caller's main module (seconds for the app): a small corpus whose size is
+    not known before reading (given documents, the built-in corpus) must not start any."""
+    from engine.data.corpus_sources import documents_source
+    pools: list[int] = []
+    real_pool = token_cache.futures.ProcessPoolExecutor
+
+    def counted_pool(*args, **kwargs):
+        pools.append(1)
+        return real_pool(*args, **kwargs)
+
+    monkeypatch.setattr(token_cache.futures, "ProcessPoolExecutor", counted_pool)
+    _, rows = corpus(tmp_path, documents=300)
+    source = documents_source([split_sentences(r) for r in rows])
+    serial = prepared_store(source, tiny_tokenizer, 16, cache=tmp_path / "small", num_proc=2)
+    assert pools == [] and serial.num_documents == 300
+    monkeypatch.setattr(token_cache, "PARALLEL_FROM_CHARS", 5000)   # "large": the rest goes to the workers
+    monkeypatch.setattr(token_cache, "corpus_chars", lambda *a, **k: None)          # size unknown before reading
+    mixed = prepared_store(source, tiny_tokenizer, 16, cache=tmp_path / "large", num_proc=2)
+    assert pools == [1] and mixed.content_hash == serial.content_hash
+
+
+def test_every_pass_reports_at_least_every_few_documents_with_a_known_total(tmp_path, tiny_tokenizer):
+    source, rows = corpus(tmp_path, documents=100)
+    reads: list[tuple[int, int | None]] = []
+    assert count_documents(source, max_documents=70, cache=tmp_path / "cache", on_progress=lambda *a: reads.append(a)) == 70
+    assert len(reads) >= 70 // token_cache.REPORT_EVERY_DOCUMENTS
+    assert all(total is None for _, total in reads), "files read only in part: the size is not known yet"
+    chars = sum(len(r) for r in rows[:70])
+    reads.clear()
+    prepared_store(source, tiny_tokenizer, 16, max_documents=70, cache=tmp_path / "cache",
+                   on_progress=lambda *a: reads.append(a))
+    assert len(reads) >= 70 // token_cache.REPORT_EVERY_DOCUMENTS
+    assert [done for done, _ in reads] == sorted(done for done, _ in reads) and reads[-1] == (chars, chars), \
+        "the count's cached characters are the next passes' total"

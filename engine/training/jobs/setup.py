@@ -6,13 +6,15 @@ New pretraining: corpus -> split -> tokenizer -> pretraining datasets -> model (
 task's head. Resume: the run's own spec (``run.json``) and checkpoint -> the same data -> the trainer
 state restored. Every trainer is handed its task object (``TaskDefinition.make``: the loop never looks a task
 up by name) and gets the callbacks of the spec's ``report_to`` (``engine.training.loop.report_to``),
-so command-line and app runs log alike. ``progress(message)`` reports each stage; when it answers False the job was
+so command-line and app runs log alike. ``progress(message)`` reports each stage, and while a corpus is read a
+count and an ETA (``StageProgress``) at least every few dozen documents; when it answers False the job was
 cancelled meanwhile and ``prepare_job`` returns None.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+import time
 from typing import Any, Callable, ContextManager, Sequence
 
 from engine.model.config import BertConfig
@@ -28,6 +30,7 @@ from engine.training.jobs.pretraining_data import (
 )
 from engine.training.tasks.job_documents import check_one_batch
 from engine.training.jobs.models import finetuning_model, load_start_model, pretraining_model
+from engine.training.jobs.stage_progress import Clock, StageProgress
 from engine.training.loop.report_to import report_callbacks
 from engine.training.runs.resume_rules import RESUMABLE_FIELDS
 from engine.training.runs.run_folder import RunFolder
@@ -66,32 +69,35 @@ def default_run_dir(task: str) -> str:
 
 def prepare_job(spec: JobSpec, progress: Progress | None = None, callbacks: Sequence[TrainerCallback] = (),
                 lock: ContextManager[Any] | None = None, corpus_progress: CorpusProgress | None = None,
-                ) -> PreparedJob | None:
+                clock: Clock = time.monotonic) -> PreparedJob | None:
     """Build the job's trainer; None if ``progress`` cancelled it. ValueError / FileNotFoundError say
     what is wrong with the spec or its data; nothing is written before they are checked.
     ``callbacks`` and ``lock`` go to the ``Trainer`` (``engine.training.loop.callbacks``).
     ``corpus_progress(characters read, total)`` follows the reading of a corpus that is tokenised
-    (the command lines draw a bar with it); without it ``progress`` gets a message per megabyte."""
-    say = progress or (lambda message: True)
+    (the command lines draw a bar with it); without it ``progress`` gets the stage's message with the MB read
+    and an ETA (on ``clock``) at least every ``REPORT_EVERY_DOCUMENTS`` documents."""
+    stages = StageProgress(progress or (lambda message: True), clock)
     hooks = dict(callbacks=callbacks, lock=lock)
 
     def step(message: str) -> None:
-        if say(message) is False:
+        if stages.stage(message) is False:
             raise Cancelled
+
+    reading = corpus_progress or stages.reading     # the current stage's count and ETA (False cancels)
 
     try:
         if spec.resume_from is not None:
-            return _resume(spec, step, hooks, corpus_progress)
+            return _resume(spec, step, hooks, reading)
         spec.validate()
         if not spec.definition.finetuning:
-            return _new_pretraining(spec, step, hooks, corpus_progress)
+            return _new_pretraining(spec, step, hooks, reading)
         return _new_finetuning(spec, step, hooks)
     except (Cancelled, CorpusCancelled):
         return None
 
 
 def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
-                     corpus_progress: Progress | None) -> PreparedJob:
+                     reading: CorpusProgress) -> PreparedJob:
     config = spec.training_config()
     source = job_source(spec)
     loaded = None
@@ -103,10 +109,10 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     elif loaded is not None:
         tokenizer = loaded.require_tokenizer("so give one with tokenizer")
     else:
-        tokenizer = corpus_vocabulary(spec, source, config, step, _reading(step, corpus_progress))
+        tokenizer = corpus_vocabulary(spec, source, config, step, reading)
     same_vocabulary_everywhere(tokenizer)
-    step(f"tokenising {source.name} (once: later runs read it from the cache)")
-    store = corpus_tokens(spec, source, tokenizer, config, _reading(step, corpus_progress))
+    step(f"tokenising {source.name} (once; later runs read the cache)")
+    store = corpus_tokens(spec, source, tokenizer, config, reading)
     train_data, eval_data = pretraining_data(spec, config, tokenizer, store)
     step(f"planning pretraining instances from {train_data.num_documents:,} documents")
     check_one_batch(train_data, config)
@@ -140,7 +146,7 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
 
 
 def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
-            corpus_progress: Progress | None) -> PreparedJob:
+            reading: CorpusProgress) -> PreparedJob:
     job = resume_spec(spec.resume_from, spec.given_training(), spec.documents, spec.run_dir)
     if spec.report_to is not None:                      # given: changes the run's own (recorded below)
         job = job.replace(report_to=spec.report_to)
@@ -151,7 +157,7 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
     step("rebuilding the training data")
     definition = job.definition
     if not definition.finetuning:       # the same store, split (the run's seed) and datasets as the original run
-        store = corpus_tokens(job, job_source(job), tokenizer, config, _reading(step, corpus_progress))
+        store = corpus_tokens(job, job_source(job), tokenizer, config, reading)
         train_data, eval_data = pretraining_data(job, config, tokenizer, store)
     else:
         labelled = HEADS[definition.heads[0]].labelled
@@ -167,14 +173,6 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
         folder.write_spec({**folder.read_spec(), "report_to": job.report_to})
     return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),
                        checkpoint)
-
-
-def _reading(step: Callable[[str], None], corpus_progress: CorpusProgress | None) -> CorpusProgress:
-    """What follows the reading of the corpus: ``corpus_progress``, else a ``step`` message (which may cancel)."""
-    if corpus_progress is not None:
-        return corpus_progress
-    return lambda done, total: step(f"reading the corpus: {done / 1e6:,.0f}"
-                                    + (f" of {total / 1e6:,.0f} MB" if total else " MB"))
 
 
 def _reporting(hooks: dict[str, Any], spec: JobSpec, run_dir: str | Path) -> dict[str, Any]:

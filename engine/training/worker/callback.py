@@ -16,7 +16,6 @@ A failed "save now" (disk full, read-only folder) is handed to whoever asked; th
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +92,7 @@ class WorkerCallback(TrainerCallback):
                         return True
                     if run.paused or self.shared.priority > 0:
                         if waited_from is None:
-                            waited_from, run.waiting = time.time(), True
+                            waited_from, run.waiting = self.shared.clock(), True
                             run.waiting_since = waited_from
                             cond.notify_all()
                         if run.paused and run.state in (RunState.RUNNING, RunState.PAUSED):
@@ -105,7 +104,7 @@ class WorkerCallback(TrainerCallback):
                     return False
             finally:
                 if waited_from is not None:
-                    run.waited += time.time() - waited_from
+                    run.waited += self.shared.clock() - waited_from
                     run.waiting = False
 
     def save_now(self, trainer: Trainer) -> Path | OSError:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import traceback as traceback_module
 from typing import Any
 
@@ -51,7 +50,7 @@ class RunThread:
             training = True
             with cond:
                 run.trainer, run.step = trainer, trainer.global_step
-                run.train_started, run.train_start_step, run.waited = time.time(), trainer.global_step, 0.0
+                run.train_started, run.train_start_step, run.waited = self.shared.clock(), trainer.global_step, 0.0
                 if run.stop_requested:
                     pass                          # should_stop ends it before the first step
                 elif run.paused:
@@ -98,7 +97,7 @@ class RunThread:
                 if name != "last_checkpoint" or value is not None:
                     setattr(run, name, value)
             run.move_to(state, message)
-            run.outcome, run.ended = state, time.time()
+            run.outcome, run.ended = state, self.shared.clock()
             if run.trainer is not None:
                 run.step = run.trainer.global_step
             self.shared.checkpoint_cache = None

@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
@@ -46,7 +46,7 @@ class WorkerStatus:
     total_steps: int = 0
     run_id: int = 0
     run_dir: Path | None = None
-    elapsed: float = 0.0                        # wall seconds since start() (preparation included)
+    elapsed: float = 0.0                        # wall seconds since start(), i.e. since Start (preparation included)
     eta_s: float | None = None                  # seconds to total_steps at the run's pace; only while running
     metrics: dict[str, Any] | None = None       # the last train record
     eval_metrics: dict[str, Any] | None = None  # the last eval record
@@ -73,10 +73,11 @@ class WorkerStatus:
 class LiveRun:
     """The mutable state of one run; read and written only under the worker's condition."""
 
-    def __init__(self, run_id: int, spec: JobSpec, config: TrainingConfig, run_dir: Path) -> None:
+    def __init__(self, run_id: int, spec: JobSpec, config: TrainingConfig, run_dir: Path,
+                 started: float | None = None) -> None:
         self.run_id, self.spec, self.config, self.run_dir = run_id, spec, config, run_dir
         self.state, self.message = RunState.PREPARING, "starting"
-        self.started = time.time()
+        self.started = time.time() if started is None else started     # the worker's clock when start() was called
         self.ended: float | None = None
         self.total_steps = config.total_steps
         self.step = 0
@@ -109,17 +110,19 @@ class LiveRun:
         self.state, self.message = check_transition(self.state, state), message
 
 
-def status_of(run: LiveRun | None, records: int) -> WorkerStatus:
-    """A snapshot of ``run`` (idle when None); ``records`` is the worker's record count. Call under the lock."""
+def status_of(run: LiveRun | None, records: int, clock: Callable[[], float] = time.time) -> WorkerStatus:
+    """A snapshot of ``run`` (idle when None); ``records`` is the worker's record count; ``elapsed`` is
+    ``clock()`` (or the run's end) less the moment Start was pressed. Call under the lock."""
     if run is None:
         return WorkerStatus(RunState.IDLE, "no training run yet", records=records)
-    now = run.ended or time.time()
+    current = clock()
+    now = run.ended or current
     eta = None
     if run.state == RunState.RUNNING and run.train_started is not None:     # no ETA while paused or stopping
         done = run.step - run.train_start_step
-        active = time.time() - run.train_started - run.waited
+        active = current - run.train_started - run.waited
         if run.waiting:
-            active -= time.time() - run.waiting_since
+            active -= current - run.waiting_since
         if done > 0 and active > 0:
             eta = max(0.0, (run.total_steps - run.step) * active / done)
     return WorkerStatus(run.state, run.message, run.step, run.total_steps, run.run_id, run.run_dir,
@@ -133,7 +136,8 @@ def status_of(run: LiveRun | None, records: int) -> WorkerStatus:
 class SharedState:
     """What the worker's threads share; every field is read and written under ``cond``."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock                         # wall seconds: a run's start, end and elapsed (tests give a fake)
         self.cond = threading.Condition(threading.Lock())
         self.run: LiveRun | None = None
         self.priority = 0                          # interactive requests in progress (the trainer waits)
@@ -167,4 +171,4 @@ class SharedState:
 
     def status(self) -> "WorkerStatus":
         """A snapshot of the current run; call under ``cond``."""
-        return status_of(self.run, self.dropped + len(self.records))
+        return status_of(self.run, self.dropped + len(self.records), self.clock)

@@ -41,7 +41,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from engine.checkpoints.hf_format import LoadedModel, describe_os_error
 from engine.data.batch_view import describe_batch
@@ -65,10 +65,11 @@ logger = logging.getLogger(__name__)
 class TrainingWorker:
     """Runs one training run at a time in a background thread (one worker per app)."""
 
-    def __init__(self, runs_root: str | Path = "runs", snapshot_max_age_s: float = 2.0) -> None:
+    def __init__(self, runs_root: str | Path = "runs", snapshot_max_age_s: float = 2.0,
+                 clock: Callable[[], float] = time.time) -> None:
         self.runs_root = Path(runs_root)
         self.snapshot_max_age_s = snapshot_max_age_s
-        self._shared = SharedState()
+        self._shared = SharedState(clock)          # ``clock``: when Start was pressed, and a status's elapsed
         self._model_lock = threading.Lock()       # held by the trainer around every step and evaluation
         self._snapshot_lock = threading.Lock()    # one snapshot copy at a time
         self._ids = itertools.count(1)
@@ -95,7 +96,7 @@ class TrainingWorker:
                 run_dir = self._run_dir(spec)
             except OSError as exc:             # read-only or full data folder: say so, start nothing
                 raise RunFolderError(f"cannot create the run folder: {describe_os_error(exc)}") from None
-            run = LiveRun(run_id, spec, config, run_dir)
+            run = LiveRun(run_id, spec, config, run_dir, started=self._shared.clock())
             run.notice = notice
             self._shared.run = run
             self._shared.records, self._shared.dropped = [], 0

@@ -352,9 +352,7 @@ def test_choosing_a_task_offers_its_example_formats_and_defaults(services: Servi
     assert example.choices == [("tiny_squad.json", ""), ("tiny_squad_v2.json", "tiny_squad_v2.json")]
     assert example.value == ""
     assert upload.file_types == [".json"] and "SQuAD JSON" in formats and labels.visible is False
-    assert [n.placeholder for n in numbers] == ["30 (the task's default)", "8 (the task's default)",
-                                                "5e-05 (the task's default)", "128 (the task's default)",
-                                                "0.2 (the task's default)"]
+    assert [n.placeholder for n in numbers] == ["30", "8", "5e-05", "128", "0.2"]     # the task's defaults
     assert all(n.value == "" for n in numbers)
     example, upload = fns["finetune_source_changed"]("upload")
     assert example.visible is False and upload.visible is True

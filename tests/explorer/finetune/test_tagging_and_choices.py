@@ -69,7 +69,7 @@ def test_choosing_a_task_offers_its_examples_with_their_licence(services: Servic
     assert example.choices == [("pos-ewt-sample.tsv", "")] and upload.file_types == [".conllu", ".tsv", ".txt"]
     assert "CC BY-SA 4.0" in formats and "Universal Dependencies English EWT" in formats and "CoNLL-U" in formats
     assert labels.visible is True and "NOUN" in labels.placeholder
-    assert numbers[0].placeholder == f"{FINETUNE_ROWS['token_classification'].defaults['steps']:g} (the task's default)"
+    assert numbers[0].placeholder == f"{FINETUNE_ROWS['token_classification'].defaults['steps']:g}"
     example, upload, formats, labels, *_ = fns["finetune_task_changed"]("multiple_choice")
     assert example.choices == [("choices.csv", ""), (NEXT_SENTENCE, NEXT_SENTENCE)]
     assert upload.file_types == [".csv"] and "choice0" in formats and labels.visible is False

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.training.worker.shared_state import WorkerStatus
-from explorer.runs.status import duration, status_markdown
+from explorer.runs.status import duration, shown_clock, status_markdown
 
 
 def status(state: str, **fields) -> WorkerStatus:
@@ -58,3 +58,14 @@ def test_a_continued_run_says_which_damaged_checkpoint_it_passed_over():
     text = status_markdown(status("running", notice=note))
     assert f"⚠️ {note}" in text.split("\n\n")
     assert "⚠️" not in status_markdown(status("running"))
+
+
+def test_a_quiet_stage_still_redraws_the_line_as_its_clock_moves():
+    """The tab sends the line again only when its version moves: while a run is active the shown clock is part of
+    it, so "elapsed" never sits stale behind a stage that says nothing new (the issue: "elapsed 25s" at 76 s)."""
+    message = "tokenising shakespeare: 0.6 of 1.4 MB · ETA 2s"
+    early, late = (WorkerStatus("preparing", message, 0, 300, elapsed=e) for e in (25.0, 76.0))
+    assert shown_clock(early) != shown_clock(late) and "elapsed 1m 16s" in status_markdown(late)
+    assert message in status_markdown(late)
+    ended = [status("finished", eta_s=None, outcome="finished", elapsed=e) for e in (25.0, 76.0)]
+    assert shown_clock(ended[0]) is shown_clock(ended[1]) is None, "an ended run's line stays quiet"

@@ -200,6 +200,24 @@ def test_pause_while_preparing_holds_before_the_first_step(worker, tokenizer_dir
     assert status.state == status.outcome == "stopped" and status.step == 0 and worker.checkpoints() == []
 
 
+def test_elapsed_counts_from_start_on_the_workers_clock(tmp_path, tokenizer_dir):
+    """"elapsed" is the time since Start, whatever the stage, and stops when the run ends (an injected clock)."""
+    now = [1000.0]
+    w = TrainingWorker(tmp_path / "runs", clock=lambda: now[0])
+    try:
+        w.start(spec(tokenizer_dir))
+        w.pause()                                               # held before the first step
+        now[0] = 1076.0
+        assert w.status().elapsed == 76.0
+        assert wait_state(w, "paused").elapsed == 76.0
+        w.stop()
+        ended = wait_state(w, "stopped")
+        now[0] = 2000.0
+        assert ended.elapsed == w.status().elapsed == 76.0, "an ended run's time stops at its end"
+    finally:
+        w.close(timeout_s=TIMEOUT)
+
+
 def test_start_while_active_refuses_and_concurrent_clicks_are_safe(worker, tokenizer_dir):
     worker.start(spec(tokenizer_dir))
     first = worker.status()
