@@ -21,6 +21,7 @@ from PIL import Image
 from plotly.colors import unlabel_rgb
 
 from explorer.attention.plots import COLORSCALE
+from explorer.browser_arrays import LEVELS
 
 MAX_PNG_SIDE = 2048     # pixels
 SVG_CELL = 18           # pixels per cell in the SVG
@@ -38,6 +39,13 @@ def colors(values: np.ndarray) -> np.ndarray:
     return np.rint(np.stack(channels, axis=-1)).astype(np.uint8)              # (..., 3)
 
 
+def drawn(values: np.ndarray) -> np.ndarray:
+    """Weights as the canvas views draw them (``explorer.attention.canvas``): rounded to the uint8 level of
+    ``explorer.browser_arrays`` (scale 1.0), so an exported pixel and a drawn cell are the same colour."""
+    v = np.clip(np.nan_to_num(np.asarray(values, dtype=float)), 0.0, 1.0)
+    return np.rint(v * LEVELS) / LEVELS
+
+
 def _hex(rgb: Sequence[int]) -> str:
     return "#{:02x}{:02x}{:02x}".format(*(int(c) for c in rgb))
 
@@ -48,7 +56,7 @@ def heatmap_png(attn: np.ndarray, cell: int = 12) -> bytes:
     if attn.ndim != 2 or attn.shape[0] != attn.shape[1] or attn.shape[0] == 0:
         raise ValueError(f"an attention map must be square and non-empty, got shape {attn.shape}")
     cell = max(1, min(int(cell), MAX_PNG_SIDE // attn.shape[0]))
-    pixels = np.repeat(np.repeat(colors(attn), cell, axis=0), cell, axis=1)  # (S*cell, S*cell, 3)
+    pixels = np.repeat(np.repeat(colors(drawn(attn)), cell, axis=0), cell, axis=1)  # (S*cell, S*cell, 3)
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, format="PNG", optimize=True)
     return buffer.getvalue()
@@ -65,7 +73,7 @@ def heatmap_svg(attn: np.ndarray, tokens: Sequence[str], title: str = "") -> str
     left, top, c = label_width, label_width + (30 if title else 10), SVG_CELL
     bar_x = left + n * c + 20
     width, height = bar_x + 60, top + n * c + 20
-    fill = colors(attn)                                                       # (S, S, 3)
+    fill = colors(drawn(attn))                                                # (S, S, 3)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
              f'<rect width="{width}" height="{height}" fill="white"/>']

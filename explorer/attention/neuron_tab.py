@@ -94,8 +94,10 @@ def query_choices(services: Services, model_key: str | None, text: str | None, t
 
 
 def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: Any, head: Any,
-          length: Any) -> dict[str, Any]:
-    """The *Neuron view* accordion (inside the current layout), reading the tab's text, layer, head and length."""
+          length: Any, follow_head: Any) -> dict[str, Any]:
+    """The *Neuron view* accordion (inside the current layout), reading the tab's text, layer, head and length;
+    ``follow_head`` (the heatmap's ``neuron`` event, fired in the browser once the view is shown) redraws it
+    for a new layer or head."""
     with gr.Accordion("Neuron view: the numbers behind one row of the heatmap", open=False):
         gr.Markdown(NOTE)
         with gr.Row():
@@ -103,7 +105,7 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
             query = gr.Dropdown(choices=[("0: [CLS]", 0)], value=0, allow_custom_value=True, scale=3,
                                 label="Query token (its row of the heatmap)")
             button = gr.Button("Show the neuron view", scale=1)
-        summary = gr.Markdown()
+        summary = gr.Markdown(elem_classes=["neuron-summary"])
         vectors = gr.Plot(label="Query, keys and their element-wise products (hidden dimensions across)")
         scores = gr.Plot(label="Scaled dot products and their softmax")
 
@@ -136,7 +138,7 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
     inputs = [picker.dropdown, text, pair, layer, head, length, query]
     outputs = [summary, vectors, scores]
     endpoint(button.click, run, inputs, outputs, api_name=API_NAME, show_progress="minimal")
-    endpoint([query.input, layer.change, head.change], refresh, [*inputs, summary], outputs, gpu=False,
+    endpoint([query.input, follow_head], refresh, [*inputs, summary], outputs, gpu=False,
              api_name=f"{API_NAME}_refresh", api_visibility="private", trigger_mode="always_last",
              show_progress="minimal")
 

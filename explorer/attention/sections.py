@@ -9,7 +9,7 @@ import gradio as gr
 
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from explorer import run_picker
-from explorer.attention import neuron_tab
+from explorer.attention import canvas, neuron_tab
 from explorer.attention.actions import DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH
 from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL
 from explorer.glossary import gloss
@@ -36,8 +36,8 @@ EXAMPLES: list[list[str]] = [
 
 EXPORT_NOTE = """\
 **Export** writes the heatmap of the chosen layer and head: **SVG** (drawn here, with token
-labels and a colour bar), **PNG** (the cells only, one square per weight, same colours; for a
-PNG *with* labels use the camera button that appears on the heatmap when you hover it) and
+labels and a colour bar), **PNG** (the cells only, one square per weight, the colours drawn on the heatmap;
+for a PNG *with* labels use the heatmap's *PNG* button) and
 **JSON** (`tokens`, `layer` from 1, `head` from 0, `attention` rows, `stats`).
 """
 ABLATION_NOTE = ("Name heads as `layer:head` (layers from 1, heads from 0), e.g. `1:0, 2:3`, or `4:*` for a "
@@ -59,8 +59,10 @@ def inputs(services: Services, layers: int, num_heads: int) -> dict[str, Any]:
         with gr.Column(scale=2, min_width=240):
             # Wide build-time ranges let API callers use deeper models; a browser narrows them to the
             # picked model on page load and whenever the model changes (see the tab's ``fit``).
-            layer = gr.Slider(1, max(layers, MAX_LAYERS), value=1, step=1, label=LAYER_LABEL)
-            head = gr.Slider(0, max(num_heads, MAX_HEADS) - 1, value=0, step=1, label=HEAD_LABEL)
+            # The ids let the canvas views (assets/attention_view.js) follow the sliders in the browser.
+            layer = gr.Slider(1, max(layers, MAX_LAYERS), value=1, step=1, label=LAYER_LABEL, elem_id="attention-layer")
+            head = gr.Slider(0, max(num_heads, MAX_HEADS) - 1, value=0, step=1, label=HEAD_LABEL,
+                             elem_id="attention-head")
             length = gr.Slider(MIN_LENGTH, min(512, services.max_length), value=DEFAULT_LENGTH, step=1,
                                label="Max length (tokens, incl. specials)")
             button = gr.Button("Show attention", variant="primary")
@@ -74,16 +76,16 @@ def views(services: Services, picker: ModelPicker, fields: dict[str, Any], num_h
                            api_name="attention_example", api_visibility="private")
     summary = gr.Markdown(elem_classes=["attention-summary"])
     with gr.Row():
-        heatmap = gr.Plot(label="Heatmap of the chosen head")
+        heatmap = canvas.component("heatmap", "Heatmap of the chosen head")
         with gr.Column():
             # A dropdown that accepts custom values: API callers may name heads of a bigger model
             # than the one picked at build time (a CheckboxGroup would reject them).
             view_heads = gr.Dropdown(choices=[(str(h), h) for h in range(num_heads)], value=list(range(num_heads)),
                                      multiselect=True, allow_custom_value=True, label="Heads in the head view")
-            head_view = gr.Plot(label="Head view (one colour per head; the chosen head drawn strongest)")
-    neuron = neuron_tab.build(services, picker, text, pair, fields["layer"], fields["head"],
-                              fields["length"])                       # the chosen head's row, in numbers
-    model_view = gr.Plot(label="Model view: every layer (rows) × head (columns)")
+            head_view = canvas.component("head_view", "Head view (one colour per head; the chosen head drawn strongest)")
+    neuron = neuron_tab.build(services, picker, text, pair, fields["layer"], fields["head"], fields["length"],
+                              canvas.event(heatmap, "neuron"))        # the chosen head's row, in numbers
+    model_view = canvas.component("model_view", "Model view: every layer (rows) × head (columns)")
     statistic = gr.Dropdown(choices=STAT_CHOICES, value="entropy", label="Head statistic")
     with gr.Row():
         stats_plot = gr.Plot(label="Statistic per head")

@@ -16,7 +16,7 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
-from explorer.attention import plots as attention_plots, sections
+from explorer.attention import canvas, plots as attention_plots, sections
 from explorer.attention.layers import head_index, shown_layer
 from explorer.attention.actions import (DEFAULT_LENGTH, cached_attention, effective_length, export_files,
                                         model_shape, over_training, read_inputs, run_ablation)
@@ -89,11 +89,11 @@ def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:
     return "\n\n".join(lines)
 
 
-def show_attention(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
-                   layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH, heads: Any = None,
-                   statistic: str | None = "entropy") -> tuple[go.Figure, go.Figure, go.Figure, go.Figure,
-                                                               pd.DataFrame, str]:
-    """Heatmap, head view, model view, statistics heatmap and table, and a summary."""
+def _attention_input(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                     layer: Any, head: Any, max_length: Any, heads: Any,
+                     statistic: str | None) -> tuple[AttentionResult, int, int, list[int], str, str]:
+    """(the cached result, the engine's layer index, head, the head view's heads, statistic, the input's id for
+    the canvas views), inputs checked."""
     text, pair = read_inputs(text, text_pair)
     statistic = statistic or "entropy"
     if statistic not in STAT_NAMES:
@@ -102,12 +102,36 @@ def show_attention(services: Services, model_key: str | None, text: str | None, 
         loaded = services.model(model_key)
         index, head = head_index(*model_shape(loaded), layer, head)
         chosen = view_heads(heads, model_shape(loaded)[1])
-        result = cached_attention(services, loaded, text, pair, effective_length(services, loaded, max_length))
+        length = effective_length(services, loaded, max_length)
+        result = cached_attention(services, loaded, text, pair, length)
+    return result, index, head, chosen, statistic, canvas.input_id(loaded.model, text, pair, length)
+
+
+def show_attention(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                   layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH, heads: Any = None,
+                   statistic: str | None = "entropy") -> tuple[go.Figure, go.Figure, go.Figure, go.Figure,
+                                                               pd.DataFrame, str]:
+    """As Plotly figures (for Python callers; the tab draws :func:`attention_views` on canvas): heatmap, head
+    view, model view, statistics heatmap and table, and a summary."""
+    result, index, head, chosen, statistic, _ = _attention_input(services, model_key, text, text_pair, layer, head,
+                                                                 max_length, heads, statistic)
     tokens, number = result.tokens, shown_layer(index)
     return (attention_plots.attention_heatmap(result.attentions[index, head], tokens, number, head),
             attention_plots.head_view(result.attentions[index], tokens, chosen, number, focus=head),
             attention_plots.model_view(result.attentions, tokens, focus=(index, head)),
             attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic], focus=(index, head)),
+            stats_table(result), summary_markdown(result, index, head))
+
+
+def attention_views(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                    layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH, heads: Any = None,
+                    statistic: str | None = "entropy") -> tuple[Any, ...]:
+    """The three canvas views' values (``explorer.attention.canvas``: compact arrays the browser draws), the
+    statistics heatmap (no frame: the browser moves the chosen head without asking), the table and a summary."""
+    result, index, head, chosen, statistic, view_id = _attention_input(services, model_key, text, text_pair, layer,
+                                                                       head, max_length, heads, statistic)
+    return (*canvas.values(result, index, head, chosen, view_id),
+            attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic]),
             stats_table(result), summary_markdown(result, index, head))
 
 
@@ -156,12 +180,12 @@ def _main_handlers(services: Services) -> tuple[Callable[..., Any], Callable[...
             heads: heads drawn in the head view (from 0); the chosen head is drawn strongest.
             statistic: head statistic to map: entropy, cls, sep, self, prev, next or distance.
         Returns:
-            heatmap, head view, model view, statistic heatmap, statistics table, summary.
+            heatmap, head view and model view (each a dict of compact arrays the page draws on canvas: see
+            docs/design/browser-views.md), statistic heatmap, statistics table, summary.
         """
-        figs = show_attention(services, model_key, text, text_pair, layer, head, max_length, heads, statistic)
-        names = (f"attention-L{int(layer)}-H{int(head)}", f"head-view-L{int(layer)}", "model-view",
-                 f"head-statistics-{statistic}")
-        return (*(with_png_name(fig, name) for fig, name in zip(figs, names)), *figs[4:])
+        *views, stats, table, summary = attention_views(services, model_key, text, text_pair, layer, head,
+                                                        max_length, heads, statistic)
+        return (*views, with_png_name(stats, f"head-statistics-{statistic or 'entropy'}"), table, summary)
 
     run = handler(run, "attention")           # made once: the three triggers and the redraw below call it
 
@@ -171,6 +195,20 @@ def _main_handlers(services: Services) -> tuple[Callable[..., Any], Callable[...
         return run(*args)
 
     return run, refresh
+
+
+def _fetch_handler(refresh: Callable[..., Any]) -> Callable[..., Any]:
+    """The canvas views' ``fetch`` of a layer they lack: ``refresh``'s answer, only the heatmap's value when the
+    event names the input the page holds (``canvas.input_id``)."""
+    def fetch(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
+              heads: list[int], statistic: str, evt: gr.EventData) -> tuple[Any, ...]:
+        answer = refresh(model_key, text, text_pair, layer, head, max_length, heads, statistic)
+        held = (getattr(evt, "_data", None) or {}).get("id")
+        if held is not None and isinstance(answer[0], dict) and answer[0].get("id") == held:
+            return (answer[0], *(gr.skip() for _ in answer[1:]))    # the same input: only the new layer's maps
+        return answer
+
+    return fetch
 
 
 def _ablate_handler(services: Services) -> Callable[..., Any]:
@@ -283,10 +321,11 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     for event in wire_run(w["button"], text, w["examples"], run, main_inputs, main_outputs, api_name="attention",
                           show_progress="minimal"):
         w["neuron"]["follow"](event)                      # the neuron view's query choices: this input's tokens
-    # The figures follow the layer and head whatever moved them: a drag, the arrow keys, a number typed
-    # into the box (Enter or not), or a refit. `release` fired for the drag only, and the heatmap kept
-    # saying "Layer 0, head 0" after typing 3. While a slider is dragged, only the last value queues.
-    endpoint([layer.change, head.change, view_heads.input, w["statistic"].input], refresh, main_inputs,
+    # The canvas views follow the layer and head in the browser, whatever moved the sliders, from the maps they
+    # hold (no request); when they lack a layer's maps the heatmap fires `fetch` (assets/attention_view.js).
+    endpoint(canvas.event(w["heatmap"], "fetch"), _fetch_handler(refresh), main_inputs, main_outputs, api_name="attention_fetch",
+             gpu=False, api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+    endpoint([view_heads.input, w["statistic"].input], refresh, main_inputs,
              main_outputs, api_name="attention_refresh", gpu=False, api_visibility="private",
              trigger_mode="always_last", show_progress="minimal")
     # The picker's info is written on page load and whenever the model changes: fit the widgets then.

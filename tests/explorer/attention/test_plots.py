@@ -290,10 +290,11 @@ def test_png_is_a_valid_image_of_the_cells() -> None:
     dark, light = attention_export.colors(np.array([1.0, 0.0]))
     assert (pixels[0:4, 0:4] == dark).all() and (pixels[0:4, 4:8] == light).all()
     assert (pixels[-1, -1] == dark).all()
-    # every pixel: its cell's colour on the heatmap's scale, whose ends are the scale's own colours
+    # every pixel: its cell's colour as the canvas draws it (the weight at its uint8 level) on the heatmap's
+    # scale, whose ends are the scale's own colours
     attn = _maps(1, 1)[0, 0]
     pixels = _png_pixels(attention_export.heatmap_png(attn, cell=3))
-    expected = np.repeat(np.repeat(attention_export.colors(attn), 3, axis=0), 3, axis=1)
+    expected = np.repeat(np.repeat(attention_export.colors(np.rint(attn * 255) / 255), 3, axis=0), 3, axis=1)
     np.testing.assert_array_equal(pixels, expected)
     ends = attention_export.colors(np.array([0.0, 1.0]))
     assert [tuple(c) for c in ends] == [ImageColor.getrgb(attention_plots.COLORSCALE[0][1]),

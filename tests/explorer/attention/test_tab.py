@@ -30,7 +30,7 @@ from engine.probes.inference import ablate_heads  # noqa: E402
 from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
 from engine.training.runs.state import write_checkpoint  # noqa: E402
 from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
-from explorer import model_picker  # noqa: E402
+from explorer import browser_arrays, model_picker  # noqa: E402
 from explorer.attention import actions as attention_actions  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402
 from explorer.attention import sections as attention_sections  # noqa: E402
@@ -248,14 +248,22 @@ def test_api_names(client: Client) -> None:
     assert not any(name.startswith("/attention_") and name not in API for name in endpoints)  # helpers stay private
 
 
-def test_attention_endpoint(client: Client) -> None:
+def test_attention_endpoint(client: Client, services: Services) -> None:
+    """The canvas views' values, decoded as the browser decodes them, are the engine's maps to the uint8
+    encoding's precision; the model view's grid is the engine's maps pooled; the statistics are a Plotly figure."""
     heat, head_view, model_view, stats_plot, table, summary = _attention(client, pair=PAIR, layer=1, head=2)
-    assert heat["type"] == "plotly"
-    payload = json.loads(heat["plot"])
-    assert payload["config"]["toImageButtonOptions"]["filename"] == "attention-L1-H2"
-    assert payload["layout"]["title"]["text"].startswith("Layer 1, head 2")
-    assert payload["layout"]["xaxis"]["ticktext"][:3] == ["[CLS]", "the", "cat"]
-    assert all(p["type"] == "plotly" for p in (head_view, model_view, stats_plot))
+    expected = attention(services.model("default"), TEXT, PAIR, 64)             # the tab caps 128 at the model's 64
+    assert heat["tokens"][:3] == ["[CLS]", "the", "cat"] and (heat["layer"], heat["head"]) == (0, 2)
+    assert heat["map_layers"] == [0, 1] and heat["map_heads"] == [0, 1, 2, 3]   # a short input: every map at once
+    maps = browser_arrays.decode(heat["maps"])
+    assert np.abs(maps - expected.attentions).max() <= browser_arrays.precision(heat["maps"])
+    assert head_view["id"] == heat["id"] == model_view["id"] and head_view["heads"] == [0, 1, 2, 3]
+    grid = browser_arrays.decode(model_view["grid"])
+    assert model_view["block"] == 1 and np.abs(grid - expected.attentions).max() <= 1 / 510 + 1e-6
+    stats = browser_arrays.decode(heat["stats"])                                 # (L, nh, statistics)
+    np.testing.assert_allclose(stats[..., heat["stat_names"].index("entropy")], expected.stats.entropy, rtol=2e-3)
+    assert stats_plot["type"] == "plotly"
+    assert json.loads(stats_plot["plot"])["config"]["toImageButtonOptions"]["filename"] == "head-statistics-entropy"
     assert table["headers"] == attention_tab.TABLE_COLUMNS and len(table["data"]) == 8
     assert "Layer 1, head 2" in summary
 

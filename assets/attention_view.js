@@ -1,0 +1,366 @@
+/* The Attention tab's canvas views: heatmap, head view, model view (explorer/attention/canvas.py sends the data;
+   docs/design/browser-views.md). Defined once per page; each gr.HTML view calls mount(kind, element, props,
+   trigger, watch). The heatmap's value holds the maps (uint8, value = q * scale / 255); the head view and the
+   model view refer to them by id. The layer and head come from the tab's sliders (#attention-layer,
+   #attention-head): a change the browser holds the maps for redraws here, with no request; else the heatmap
+   fires "fetch" and the server answers with that layer's maps. */
+(() => {
+  if (window.BertAttentionViews) return;
+  const RED = "#dc2626";
+  const store = { entries: {}, current: null };
+  const views = [];
+  let sliders = { layer: null, head: null };
+  let pending = null;
+
+  function bytes(b64) {
+    const text = atob(b64);
+    const out = new Uint8Array(text.length);
+    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+    return out;
+  }
+  function half(bits) {                      // IEEE float16 -> number
+    const s = bits & 0x8000 ? -1 : 1, e = (bits >> 10) & 0x1f, f = bits & 0x3ff;
+    if (e === 0) return s * f * 2 ** -24;
+    if (e === 31) return f ? NaN : s * Infinity;
+    return s * (1 + f / 1024) * 2 ** (e - 15);
+  }
+  function decode(p) {                       // {dtype, shape, scale, data} -> {shape, get(flatIndex), raw}
+    const raw = bytes(p.data);
+    if (p.dtype === "uint8") {
+      const step = Math.fround(Math.fround(p.scale) / 255);
+      return { shape: p.shape, raw, step, get: (i) => Math.fround(raw[i] * step) };
+    }
+    const view = new DataView(raw.buffer);
+    const values = new Float32Array(raw.length / 2);
+    for (let i = 0; i < values.length; i++) values[i] = half(view.getUint16(2 * i, true));
+    return { shape: p.shape, raw: values, get: (i) => values[i] };
+  }
+
+  function put(value) {                      // the heatmap's value: decode once, keep only the newest input
+    const maps = decode(value.maps);
+    store.entries = { [value.id]: { ...value, maps: maps, stats: decode(value.stats) } };
+    store.current = value.id;
+  }
+  const entry = (id) => store.entries[id || store.current] || null;
+  function mapIndex(e, layer, head) {        // flat offset of map (layer, head) in e.maps, or -1
+    const l = e.map_layers.indexOf(layer), h = e.map_heads.indexOf(head);
+    if (l < 0 || h < 0) return -1;
+    const n = e.tokens.length;
+    return (l * e.map_heads.length + h) * n * n;
+  }
+
+  function readSlider(id) {
+    const box = document.querySelector(`#${id} input[type=number]`);
+    const v = box ? Number(box.value) : NaN;
+    return Number.isFinite(v) ? v : null;
+  }
+  function chosen(e) {                       // the engine's (layer, head): the sliders', else the answer's
+    const layer = sliders.layer !== null ? sliders.layer - 1 : e.layer;
+    const head = sliders.head !== null ? sliders.head : e.head;
+    const ok = layer >= 0 && layer < e.num_layers && head >= 0 && head < e.num_heads;
+    return ok ? { layer, head } : { layer: e.layer, head: e.head };
+  }
+  function poll() {                          // typed, dragged, arrow keys or set by the server: all end here
+    const layer = readSlider("attention-layer"), head = readSlider("attention-head");
+    if (layer === sliders.layer && head === sliders.head) return;
+    const first = sliders.layer === null;
+    sliders = { layer, head };
+    if (!first) changed();
+  }
+  function changed() {
+    views.forEach((v) => v.draw());
+    const e = entry();
+    if (!e) return;
+    const { layer, head } = chosen(e);
+    const heatmap = views.find((v) => v.kind === "heatmap");
+    if (!heatmap) return;
+    clearTimeout(pending);
+    pending = setTimeout(() => {             // the last of a quick run of changes asks, once
+      if (mapIndex(e, layer, head) < 0) heatmap.trigger("fetch", { id: e.id });   // not here: that layer's maps
+      if ((document.querySelector(".neuron-summary") || {}).textContent) heatmap.trigger("neuron");  // shown: follow
+    }, 120);
+  }
+  document.addEventListener("input", (ev) => {
+    if (ev.target instanceof Element && ev.target.closest("#attention-layer, #attention-head")) poll();
+  });
+  setInterval(poll, 300);
+  let resizing = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(() => views.forEach((v) => v.draw()), 150);
+  });
+
+  function setSliders(layer, head) {         // a click on the model view picks that layer and head
+    [["attention-layer", layer + 1], ["attention-head", head]].forEach(([id, value]) => {
+      const box = document.querySelector(`#${id} input[type=number]`);
+      if (!box) return;
+      box.value = String(value);
+      box.dispatchEvent(new Event("input", { bubbles: true }));
+    });
+  }
+
+  function theme(el) {
+    const style = getComputedStyle(el);
+    return { text: style.color || "#111827", muted: style.getPropertyValue("--body-text-color-subdued") || "#6b7280" };
+  }
+  function sized(canvas, width, height) {    // a crisp canvas of width x height CSS pixels
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.max(1, Math.round(width * dpr));
+    canvas.height = Math.max(1, Math.round(height * dpr));
+    canvas.style.width = `${width}px`;
+    canvas.style.height = `${height}px`;
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    return ctx;
+  }
+  function image(palette, values, offset, rows, cols, rowStride) {   // uint8 levels -> an offscreen picture
+    const off = document.createElement("canvas");
+    off.width = cols; off.height = rows;
+    const ctx = off.getContext("2d"), img = ctx.createImageData(cols, rows);
+    const rgb = palette.map((c) => [1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16)));
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++) {
+        const q = values[offset + r * rowStride + c], px = 4 * (r * cols + c), [R, G, B] = rgb[q];
+        img.data[px] = R; img.data[px + 1] = G; img.data[px + 2] = B; img.data[px + 3] = 255;
+      }
+    }
+    ctx.putImageData(img, 0, 0);
+    return off;
+  }
+  const short = (t, n) => (t.length > n ? `${t.slice(0, n - 1)}…` : t);
+  const fmt = (v) => v.toFixed(3);
+  const pct = (v) => `${(100 * v).toFixed(v >= 0.1 ? 0 : 1)}%`;
+
+  function statsLine(e, layer, head) {
+    const k = (layer * e.num_heads + head) * e.stat_names.length;
+    const s = Object.fromEntries(e.stat_names.map((n, i) => [n, e.stats.get(k + i)]));
+    return `entropy ${s.entropy.toFixed(2)} nats · [CLS] ${pct(s.cls)} · [SEP] ${pct(s.sep)} · self ${pct(s.self)}`
+      + ` · previous ${pct(s.prev)} · next ${pct(s.next)} · mean distance ${s.distance.toFixed(1)} tokens`;
+  }
+
+  function drawHeatmap(v, e) {
+    const { layer, head } = chosen(e), n = e.tokens.length, at = mapIndex(e, layer, head);
+    v.caption.textContent = `Layer ${layer + 1}, head ${head}: row = query, column = key it looks at`
+      + (at < 0 ? " · loading this layer…" : ` · ${statsLine(e, layer, head)}`);
+    if (at < 0) return false;
+    if (!v.controls.firstChild) {            // the drawing as a PNG, named as the export names it
+      const png = Object.assign(document.createElement("button"), { type: "button", className: "attn-chip",
+        textContent: "PNG" });
+      png.addEventListener("click", () => {
+        const link = Object.assign(document.createElement("a"), { download: `${v.file || "attention"}.png`,
+          href: v.canvas.toDataURL("image/png") });
+        link.click();
+      });
+      v.controls.append(png);
+    }
+    v.file = `attention-L${layer + 1}-H${head}`;
+    const labels = n <= 64, font = 11;
+    const names = e.tokens.map((t, i) => short(`${i}: ${t}`, 14));
+    const ctx0 = v.canvas.getContext("2d");
+    ctx0.font = `${font}px sans-serif`;
+    const room = labels ? Math.min(110, 8 + Math.max(...names.map((t) => ctx0.measureText(t).width))) : 4;
+    const width = Math.max(200, v.root.clientWidth - 4);
+    const cell = Math.max(0.5, Math.min(28, (width - room - 4) / n));
+    const size = cell * n, height = room + size + 4;
+    const ctx = sized(v.canvas, room + size + 4, height), th = theme(v.root);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(image(e.palette, e.maps.raw, at, n, n, n), room, room, size, size);
+    if (labels) {
+      ctx.fillStyle = th.text; ctx.font = `${Math.min(font, Math.max(7, cell - 2))}px sans-serif`;
+      ctx.textAlign = "right"; ctx.textBaseline = "middle";
+      names.forEach((t, i) => ctx.fillText(t, room - 4, room + (i + 0.5) * cell));
+      names.forEach((t, i) => {
+        ctx.save(); ctx.translate(room + (i + 0.5) * cell, room - 4); ctx.rotate(-Math.PI / 2);
+        ctx.textAlign = "left"; ctx.fillText(t, 0, 0); ctx.restore();
+      });
+    }
+    v.geometry = { left: room, top: room, cell, n };
+    v.hover = (x, y) => {
+      const i = Math.floor((y - room) / cell), j = Math.floor((x - room) / cell);
+      if (i < 0 || j < 0 || i >= n || j >= n) return null;
+      const value = e.maps.get(at + i * n + j);
+      return { text: `query ${i}: ${e.tokens[i]} → key ${j}: ${e.tokens[j]} · weight ${fmt(value)}`,
+        data: { query: i, key: j, value } };
+    };
+    return `L${layer + 1}-H${head}`;
+  }
+
+  function drawHeadView(v, e) {
+    const { layer, head } = chosen(e), n = e.tokens.length, val = v.value;
+    const heads = val.heads.filter((h) => mapIndex(e, layer, h) >= 0 && !v.hidden.has(h));
+    const missing = val.heads.filter((h) => mapIndex(e, layer, h) < 0);
+    const win = Math.min(val.window, n);
+    v.start = Math.max(0, Math.min(v.start || 0, n - win));
+    const key = `${val.id}:${n}:${val.heads.join(",")}`;
+    if (v.controlsKey !== key) {             // built once per answer: a slide or a chip click keeps them
+      v.controlsKey = key;
+      v.controls.replaceChildren();
+      if (n > win) {                         // long inputs: a window of tokens the user slides
+        const range = Object.assign(document.createElement("input"), { type: "range", min: 0, max: n - win,
+          value: v.start, className: "attn-window", ariaLabel: "first token shown" });
+        range.addEventListener("input", () => { v.start = Number(range.value); v.draw(); });
+        v.controls.append(range, Object.assign(document.createElement("span"), { className: "attn-window-note" }));
+      }
+      val.heads.forEach((h) => {             // one chip per head: click to hide or show it here
+        const chip = Object.assign(document.createElement("button"), { type: "button", className: "attn-chip",
+          textContent: `${h}`, ariaLabel: `show or hide head ${h}` });
+        chip.dataset.head = String(h);
+        chip.style.borderColor = val.colors[h % val.colors.length];
+        chip.addEventListener("click", () => { v.hidden.has(h) ? v.hidden.delete(h) : v.hidden.add(h); v.draw(); });
+        v.controls.append(chip);
+      });
+    }
+    const note = v.controls.querySelector(".attn-window-note");
+    if (note) note.textContent = `tokens ${v.start}–${v.start + win - 1} of ${n}`;
+    v.controls.querySelectorAll(".attn-chip").forEach((chip) => {
+      chip.style.opacity = v.hidden.has(Number(chip.dataset.head)) ? 0.35 : 1;
+      chip.setAttribute("aria-pressed", String(!v.hidden.has(Number(chip.dataset.head))));
+    });
+    v.caption.textContent = `Layer ${layer + 1}: a thicker, more opaque line is more attention; head ${head}`
+      + " (the chosen head) drawn strongest. Hover a token for its strongest links."
+      + (missing.length ? ` Heads ${missing.join(", ")} are not sent at this length.` : "");
+    const row = 20, top = 22, width = Math.max(260, Math.min(v.root.clientWidth - 4, 720));
+    const ctx = sized(v.canvas, width, top + win * row + 6), th = theme(v.root);
+    ctx.font = "12px sans-serif"; ctx.textBaseline = "middle";
+    const label = Math.min(width * 0.32, 8 + Math.max(...e.tokens.map((t) => ctx.measureText(short(t, 16)).width)));
+    const x0 = label, x1 = width - label, y = (k) => top + (k - v.start + 0.5) * row;
+    ctx.fillStyle = th.text; ctx.textAlign = "left"; ctx.fillText("query (looks)", 0, 9);
+    ctx.textAlign = "right"; ctx.fillText("key (looked at)", width, 9);
+    const focus = v.focus;                   // {side, index} while a token is hovered
+    const order = heads.slice().sort((a, b) => (a === head) - (b === head));
+    for (const h of order) {
+      const at = mapIndex(e, layer, h), strong = h === head || !heads.includes(head);
+      ctx.strokeStyle = val.colors[h % val.colors.length];
+      for (let i = v.start; i < v.start + win; i++) {
+        if (focus && focus.side === "query" && focus.index !== i) continue;
+        for (let j = v.start; j < v.start + win; j++) {
+          if (focus && focus.side === "key" && focus.index !== j) continue;
+          const w = e.maps.get(at + i * n + j);
+          if (w < val.threshold) continue;
+          ctx.globalAlpha = strong ? w : 0.3 * w;
+          ctx.lineWidth = strong ? 1 + 2.5 * w : 0.5 + w;
+          ctx.beginPath(); ctx.moveTo(x0, y(i)); ctx.lineTo(x1, y(j)); ctx.stroke();
+        }
+      }
+    }
+    ctx.globalAlpha = 1; ctx.fillStyle = th.text;
+    for (let k = v.start; k < v.start + win; k++) {
+      const t = short(e.tokens[k], 16);
+      ctx.textAlign = "right"; ctx.fillText(t, x0 - 4, y(k));
+      ctx.textAlign = "left"; ctx.fillText(t, x1 + 4, y(k));
+    }
+    v.geometry = { x0, x1, top, row, start: v.start, win };
+    v.hover = (x, yy) => {
+      const k = v.start + Math.floor((yy - top) / row);
+      const side = x < (x0 + x1) / 2 ? "query" : "key";
+      if (k < v.start || k >= v.start + win || (x > x0 && x < x1)) { v.setFocus(null); return null; }
+      v.setFocus({ side, index: k });
+      const lines = heads.map((h) => {
+        const at = mapIndex(e, layer, h);
+        const links = e.tokens.map((t, j) => [t, e.maps.get(at + (side === "query" ? k * n + j : j * n + k))])
+          .sort((a, b) => b[1] - a[1]).slice(0, 3).map(([t, w]) => `${t} ${fmt(w)}`);
+        return `head ${h}: ${links.join(", ")}`;
+      });
+      return { text: `${side} ${k}: ${e.tokens[k]} ${side === "query" ? "looks at" : "looked at by"} · ${lines.join(" · ")}`,
+        data: { side, index: k } };
+    };
+    return `L${layer + 1}-H${head}-${v.start}`;
+  }
+
+  function drawModelView(v, e) {
+    const { layer, head } = chosen(e), val = v.value, grid = v.grid;
+    const [L, H, P] = val.grid.shape, gap = 3, left = 30, top = 16;
+    const width = Math.max(240, v.root.clientWidth - 4);
+    const tile = Math.max(6, Math.min(72, Math.floor((width - left) / H) - gap));
+    const ctx = sized(v.canvas, left + H * (tile + gap), top + L * (tile + gap)), th = theme(v.root);
+    ctx.imageSmoothingEnabled = false;
+    const pic = image(e.palette, grid.raw, 0, L * H * P, P, P);   // tiles stacked: (L*H*P) x P
+    ctx.fillStyle = th.text; ctx.font = "10px sans-serif"; ctx.textAlign = "center"; ctx.textBaseline = "middle";
+    for (let h = 0; h < H; h++) if (tile >= 14 || h % 2 === 0) ctx.fillText(`H${h}`, left + h * (tile + gap) + tile / 2, 7);
+    for (let l = 0; l < L; l++) {
+      ctx.textAlign = "right"; ctx.fillText(`L${l + 1}`, left - 4, top + l * (tile + gap) + tile / 2);
+      for (let h = 0; h < H; h++) {
+        ctx.drawImage(pic, 0, (l * H + h) * P, P, P, left + h * (tile + gap), top + l * (tile + gap), tile, tile);
+      }
+    }
+    ctx.strokeStyle = RED; ctx.lineWidth = 2;
+    ctx.strokeRect(left + head * (tile + gap) - 1.5, top + layer * (tile + gap) - 1.5, tile + 3, tile + 3);
+    const unit = val.block > 1 ? "block" : "token";
+    v.caption.textContent = `All ${L} layers (rows) × ${H} heads (columns)`
+      + (val.block > 1 ? `, pooled in blocks of ${val.block} tokens` : "") + "; click one to show it large (red frame).";
+    const where = (x, y) => {
+      const h = Math.floor((x - left) / (tile + gap)), l = Math.floor((y - top) / (tile + gap));
+      const dx = x - left - h * (tile + gap), dy = y - top - l * (tile + gap);
+      if (h < 0 || l < 0 || h >= H || l >= L || dx >= tile || dy >= tile) return null;
+      return { l, h, q: Math.floor((dy / tile) * P), k: Math.floor((dx / tile) * P) };
+    };
+    v.click = (x, y) => { const w = where(x, y); if (w) setSliders(w.l, w.h); };
+    v.hover = (x, y) => {
+      const w = where(x, y);
+      if (!w) return null;
+      const value = grid.get(((w.l * H + w.h) * P + w.q) * P + w.k);
+      return { text: `L${w.l + 1} H${w.h} · query ${unit} ${w.q} → key ${unit} ${w.k} · weight ${fmt(value)}`,
+        data: { layer: w.l, head: w.h, query: w.q, key: w.k, value } };
+    };
+    v.geometry = { left, top, tile, gap, P };
+    return `L${layer + 1}-H${head}`;
+  }
+
+  function mount(kind, element, props, trigger, watch) {
+    const root = element.querySelector(".attn-view");
+    const v = { kind, root, trigger, value: null, hidden: new Set(), start: 0, focus: null,
+      caption: root.querySelector(".attn-caption"), controls: root.querySelector(".attn-controls"),
+      canvas: root.querySelector("canvas"), tip: root.querySelector(".attn-tip"), draws: 0 };
+    v.setFocus = (f) => {
+      const same = JSON.stringify(f) === JSON.stringify(v.focus);
+      v.focus = f;
+      if (!same) v.draw();
+    };
+    v.draw = () => {
+      const val = v.value, e = val && entry(val.id);
+      if (!val || !e || e.id !== val.id) {
+        sized(v.canvas, 1, 1); v.caption.textContent = ""; v.controls.replaceChildren(); v.controlsKey = null;
+        v.hover = null; delete root.dataset.drawn; v.tip.classList.remove("shown");
+        return;
+      }
+      if (kind === "model_view" && v.gridFor !== val.grid.data) { v.grid = decode(val.grid); v.gridFor = val.grid.data; }
+      const drawn = kind === "heatmap" ? drawHeatmap(v, e) : kind === "head_view" ? drawHeadView(v, e) : drawModelView(v, e);
+      v.draws += 1;
+      root.dataset.draws = String(v.draws);
+      v.canvas.setAttribute("aria-label", v.caption.textContent);
+      if (drawn) root.dataset.drawn = drawn; else delete root.dataset.drawn;
+    };
+    const update = () => {
+      const val = props.value && typeof props.value === "object" ? props.value : null;
+      v.value = val; v.hidden.clear(); v.start = 0; v.focus = null;
+      if (val && kind === "heatmap") put(val);
+      if (kind === "heatmap") views.forEach((o) => o.draw()); else v.draw();
+    };
+    const point = (ev) => {
+      const r = v.canvas.getBoundingClientRect();
+      return [ev.clientX - r.left, ev.clientY - r.top];
+    };
+    v.canvas.addEventListener("mousemove", (ev) => {
+      const found = v.hover && v.hover(...point(ev));
+      if (!found) { v.tip.classList.remove("shown"); return; }
+      v.tip.textContent = found.text;
+      Object.entries(found.data).forEach(([k, x]) => { v.tip.dataset[k] = String(x); });
+      const [x, y] = point(ev);
+      v.tip.style.left = `${Math.max(0, Math.min(x + 12, root.clientWidth - 260))}px`;
+      v.tip.style.top = `${y + v.canvas.offsetTop + 14}px`;
+      v.tip.classList.add("shown");
+    });
+    v.canvas.addEventListener("mouseleave", () => {
+      v.tip.classList.remove("shown");
+      if (kind === "head_view") v.setFocus(null);
+    });
+    v.canvas.addEventListener("click", (ev) => v.click && v.click(...point(ev)));
+    views.push(v);
+    watch("value", update);
+    update();
+    poll();
+  }
+
+  window.BertAttentionViews = { mount, decode, store, views };
+})();

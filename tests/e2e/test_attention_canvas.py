@@ -1,0 +1,200 @@
+"""The Attention tab's canvas views in a real chromium, in the light and the dark theme and at phone width
+(390 px): the first example draws the heatmap, head view and model view; a typed layer and head redraw all
+three with **no network request** (the browser holds every layer's maps for a short input); hovering a cell
+shows the engine's weight to the uint8 encoding's precision (1/510); a click on the model view picks that
+layer and head; the caption reads on the page's background in both themes and the views fit a phone."""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from engine.probes.inference import attention
+from explorer.attention.sections import EXAMPLES
+from explorer.browser_arrays import LEVELS
+from support.browser_helpers import ARTIFACTS, TIMEOUT_MS, no_error_toast, open_tab, run_first_example, served_app
+
+LOOKS = ("light", "dark", "phone")
+PHONE = {"width": 390, "height": 844}
+PRECISION = 1.0 / (2 * LEVELS) + 1e-6          # uint8 with scale 1.0
+SERVED: dict = {}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with served_app(tmp_path_factory.mktemp("canvas-runs")) as (url, services):
+        SERVED["services"] = services
+        yield url
+
+
+@pytest.fixture(params=LOOKS)
+def page(request: pytest.FixtureRequest, browser: Browser, served: str) -> Iterator[Page]:
+    page = browser.new_page(viewport=PHONE if request.param == "phone" else {"width": 1360, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(served + ("?__theme=dark" if request.param == "dark" else ""))
+    expect(page.locator(".model-info").last).to_contain_text("Heads:")
+    page.look = request.param                                   # type: ignore[attr-defined]
+    yield page
+    page.close()
+
+
+def view(panel, kind: str):
+    return panel.locator(f".attention-{kind} .attn-view").first
+
+
+def type_number(panel, elem_id: str, value: int) -> None:
+    box = panel.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def engine_maps() -> np.ndarray:
+    text, pair = EXAMPLES[0]
+    return attention(SERVED["services"].model("default"), text, pair or None, 128).attentions   # (L, nh, S, S)
+
+
+def sent(page: Page, requests: list[str]) -> list[str]:
+    """The requests but the page's timers' polls (the model picker's list, every 5 s) and the event stream
+    that carries their answers."""
+    config = page.evaluate("() => window.gradio_config")
+    ticks = {d["id"] for d in config["dependencies"] if d["targets"] and all(t[1] == "tick" for t in d["targets"])}
+    polls = [r for r in requests if "/queue/join" in r and json.loads(r.split(" ", 1)[1])["fn_index"] in ticks]
+    return [r for r in requests if r not in polls and "/queue/data" not in r]
+
+
+def painted(canvas) -> int:
+    """How many of the canvas's pixels are not transparent."""
+    return canvas.evaluate("""c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }""")
+
+
+def hover_cell(page: Page, panel, query: int, key: int) -> float:
+    """Hover the heatmap's cell (query, key); the tooltip's value."""
+    heat = view(panel, "heatmap")
+    heat.locator("canvas").scroll_into_view_if_needed()
+    geometry = page.evaluate("() => window.BertAttentionViews.views.find(v => v.kind === 'heatmap').geometry")
+    box = heat.locator("canvas").bounding_box()
+    x = box["x"] + geometry["left"] + (key + 0.5) * geometry["cell"]
+    y = box["y"] + geometry["top"] + (query + 0.5) * geometry["cell"]
+    page.mouse.move(x, y)
+    tip = heat.locator(".attn-tip")
+    expect(tip).to_have_class("attn-tip shown")
+    assert (int(tip.get_attribute("data-query")), int(tip.get_attribute("data-key"))) == (query, key)
+    return float(tip.get_attribute("data-value"))
+
+
+def test_the_views_draw_follow_the_sliders_without_a_request_and_hover_the_engines_numbers(page: Page) -> None:
+    panel = open_tab(page, "Attention")
+    run_first_example(panel)                                  # "The cat sat on the mat because it was tired."
+    heat, heads, grid = (view(panel, kind) for kind in ("heatmap", "head-view", "model-view"))
+    expect(heat).to_have_attribute("data-drawn", "L1-H0")
+    expect(grid).to_have_attribute("data-drawn", "L1-H0")
+    expect(heads).to_have_attribute("data-drawn", "L1-H0-0")
+    assert all(painted(v.locator("canvas")) > 500 for v in (heat, heads, grid))
+    maps = engine_maps()
+    assert abs(hover_cell(page, panel, 3, 1) - maps[0, 0, 3, 1]) <= PRECISION
+
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(f"{request.url} {request.post_data}"))
+    type_number(panel, "attention-layer", 3)
+    type_number(panel, "attention-head", 2)
+    for v in (heat, grid):
+        expect(v).to_have_attribute("data-drawn", "L3-H2")
+    expect(heads).to_have_attribute("data-drawn", "L3-H2-0")
+    expect(heat.locator(".attn-caption")).to_contain_text("Layer 3, head 2")
+    for query, key in ((0, 0), (4, 2), (len(maps[0, 0]) - 1, 5)):
+        assert abs(hover_cell(page, panel, query, key) - maps[2, 2, query, key]) <= PRECISION
+    page.wait_for_timeout(500)
+    assert sent(page, requests) == [], requests              # drawn from the maps the page already held
+
+    tile = page.evaluate("() => window.BertAttentionViews.views.find(v => v.kind === 'model_view').geometry")
+    grid.locator("canvas").scroll_into_view_if_needed()
+    box = grid.locator("canvas").bounding_box()               # a click on layer 2, head 1 of the model view
+    page.mouse.click(box["x"] + tile["left"] + 1 * (tile["tile"] + tile["gap"]) + tile["tile"] / 2,
+                     box["y"] + tile["top"] + 1 * (tile["tile"] + tile["gap"]) + tile["tile"] / 2)
+    expect(heat).to_have_attribute("data-drawn", "L2-H1")
+    expect(panel.locator("#attention-layer input[type=number]")).to_have_value("2")
+    assert sent(page, requests) == [], requests
+    no_error_toast(page)
+
+    caption = heat.locator(".attn-caption")                   # the words read on the page in either theme
+    colour = caption.evaluate("e => getComputedStyle(e).color")
+    bright = sum(int(c) for c in colour[colour.index("(") + 1:colour.index(")")].split(",")[:3]) / 3
+    assert (bright > 150) if page.look == "dark" else (bright < 120), (page.look, colour)   # type: ignore[attr-defined]
+    width = page.viewport_size["width"]
+    for v in (heat, heads, grid):                              # nothing wider than the screen
+        right = v.locator("canvas").bounding_box()
+        assert right["x"] + right["width"] <= width + 1, (page.look, right)  # type: ignore[attr-defined]
+    page.screenshot(path=str(ARTIFACTS / f"attention-canvas-{page.look}.png"),  # type: ignore[attr-defined]
+                    full_page=True)
+
+
+LONG_TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog watched it from the door."] * 14)
+
+
+def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(browser: Browser, served: str) -> None:
+    """At 256 tokens the default model's maps (6 x 12 x 256²) exceed what one answer sends: the chosen layer's
+    come, a head change in that layer stays in the browser, a layer change asks once (the ``fetch`` event);
+    the head view shows a window of tokens that the user slides, with no request; the answer to the fetch
+    carries that layer's maps only (the model view keeps the grid it holds)."""
+    page = browser.new_page(viewport={"width": 1360, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(served)
+        expect(page.locator(".model-info").last).to_contain_text("Heads:")
+        panel = open_tab(page, "Attention")
+        panel.get_by_label("Text", exact=True).fill(LONG_TEXT)
+        length = panel.get_by_label("Max length", exact=False).first.locator(
+            "xpath=ancestor::div[contains(@class,'block')][1]").locator("input[type=number]")
+        length.fill("256")
+        length.press("Enter")
+        panel.get_by_role("button", name="Show attention").click()
+        heat, heads = view(panel, "heatmap"), view(panel, "head-view")
+        expect(heat).to_have_attribute("data-drawn", "L1-H0")
+        expect(heads.locator(".attn-controls")).to_contain_text("tokens 0–39 of 256")
+        requests: list[str] = []
+        page.on("request", lambda request: requests.append(f"{request.url} {request.post_data}"))
+        heads.locator("input.attn-window").fill("100")                     # slide the window: drawn here
+        expect(heads).to_have_attribute("data-drawn", "L1-H0-100")
+        chip = heads.locator(".attn-chip[data-head='3']")                  # hide head 3 here: drawn here
+        chip.click()
+        expect(chip).to_have_attribute("aria-pressed", "false")
+        type_number(panel, "attention-head", 4)                            # the same layer: drawn here
+        expect(heat).to_have_attribute("data-drawn", "L1-H4")
+        page.wait_for_timeout(500)
+        assert sent(page, requests) == [], requests
+        type_number(panel, "attention-layer", 2)                           # another layer: asked for once
+        expect(heat).to_have_attribute("data-drawn", "L2-H4")
+        expect(view(panel, "model-view")).to_have_attribute("data-drawn", "L2-H4")   # its grid kept, not resent
+        asked = [r for r in sent(page, requests) if "/queue/join" in r]
+        assert len(asked) == 1, asked
+        text_maps = attention(SERVED["services"].model("default"), LONG_TEXT, None, 256).attentions
+        assert abs(hover_cell(page, panel, 200, 3) - text_maps[1, 4, 200, 3]) <= PRECISION
+        no_error_toast(page)
+    finally:
+        page.close()
+
+
+def test_the_neuron_view_follows_a_head_changed_in_the_browser(browser: Browser, served: str) -> None:
+    """Once shown, the neuron view follows the head the canvas views show (the heatmap's ``neuron`` event)."""
+    page = browser.new_page(viewport={"width": 1360, "height": 1000})
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(served)
+        expect(page.locator(".model-info").last).to_contain_text("Heads:")
+        panel = open_tab(page, "Attention")
+        run_first_example(panel)
+        expect(view(panel, "heatmap")).to_have_attribute("data-drawn", "L1-H0")
+        panel.get_by_text("Neuron view: the numbers behind one row of the heatmap").click()
+        panel.get_by_role("button", name="Show the neuron view").click()
+        summary = panel.locator(".neuron-summary").last
+        expect(summary).to_contain_text("Layer 1, head 0, query 0")
+        type_number(panel, "attention-head", 5)
+        expect(view(panel, "heatmap")).to_have_attribute("data-drawn", "L1-H5")
+        expect(summary).to_contain_text("Layer 1, head 5, query 0")
+        no_error_toast(page)
+    finally:
+        page.close()

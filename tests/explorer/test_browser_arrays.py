@@ -1,0 +1,72 @@
+"""explorer/browser_arrays.py: an array encoded for the browser decodes (as the browser decodes it) to the
+values within the encoding's precision, refuses what it cannot carry, and what the Attention handler sends
+decodes to the engine's own numbers."""
+from __future__ import annotations
+
+import base64
+
+import numpy as np
+import pytest
+
+from engine.probes.inference import attention
+from explorer import browser_arrays
+from explorer.attention import tab as attention_tab
+from support.probing_helpers import make_services
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.mark.parametrize("shape", [(0,), (7,), (3, 5), (2, 3, 4, 4)])
+def test_uint8_round_trips_within_half_a_step(shape: tuple[int, ...]) -> None:
+    values = np.random.default_rng(0).random(shape, dtype=np.float32)
+    for scale in (None, 1.0):
+        sent = browser_arrays.encode(values, "uint8", scale=scale)
+        back = browser_arrays.decode(sent)
+        assert back.shape == shape and back.dtype == np.float32 and sent["shape"] == list(shape)
+        assert np.abs(back - values).max(initial=0.0) <= browser_arrays.precision(sent)
+        assert browser_arrays.precision(sent) <= sent["scale"] / 510 + 1e-6
+        assert len(base64.b64decode(sent["data"])) == values.size                # one byte a value
+
+
+def test_uint8_scale_is_the_largest_value_and_ends_are_exact() -> None:
+    sent = browser_arrays.encode(np.array([0.0, 0.5, 2.0]))
+    assert sent["scale"] == 2.0
+    np.testing.assert_array_equal(browser_arrays.decode(sent)[[0, 2]], [0.0, 2.0])
+    zeros = browser_arrays.encode(np.zeros(4))
+    assert zeros["scale"] == 1.0 and not browser_arrays.decode(zeros).any()
+    clipped = browser_arrays.decode(browser_arrays.encode(np.array([0.5, 1.5]), scale=1.0))
+    np.testing.assert_array_equal(clipped, np.float32([128 * np.float32(1 / 255), 1.0]))   # past the scale: its top
+
+
+def test_float16_keeps_the_sign_and_three_digits() -> None:
+    values = np.random.default_rng(1).normal(0, 10, (6, 9)).astype(np.float32)
+    sent = browser_arrays.encode(values, "float16")
+    back = browser_arrays.decode(sent)
+    np.testing.assert_array_equal(back, values.astype(np.float16).astype(np.float32))
+    assert np.abs(back - values).max() <= browser_arrays.precision(sent)
+    assert len(base64.b64decode(sent["data"])) == 2 * values.size
+
+
+@pytest.mark.parametrize("values, dtype, message", [
+    ([0.1, np.nan], "uint8", "finite"),
+    ([1.0, np.inf], "float16", "finite"),
+    ([-0.5, 1.0], "uint8", "values >= 0"),
+    ([1.0], "int8", "unknown encoding"),
+])
+def test_what_it_cannot_carry_is_refused(values: list[float], dtype: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        browser_arrays.encode(np.array(values), dtype)                            # type: ignore[arg-type]
+
+
+def test_what_the_attention_handler_sends_decodes_to_the_engines_maps(tiny_tokenizer) -> None:
+    services = make_services(tiny_tokenizer)
+    text, pair = "the cat sat on the mat", "the dog ran"
+    heat, head_view, model_view, *_ = attention_tab.attention_views(services, "default", text, pair, 2, 1, 64,
+                                                                    [0, 3], "entropy")
+    expected = attention(services.model("default"), text, pair, 64).attentions     # (L, nh, S, S) float32
+    maps = browser_arrays.decode(heat["maps"])
+    assert maps.shape == expected.shape and heat["tokens"][-4:] == ["the", "dog", "ran", "[SEP]"]
+    assert np.abs(maps - expected).max() <= browser_arrays.precision(heat["maps"]) <= 1 / 510 + 1e-6
+    assert (heat["layer"], heat["head"], head_view["heads"]) == (1, 1, [0, 3])
+    grid = browser_arrays.decode(model_view["grid"])
+    assert np.abs(grid - expected).max() <= browser_arrays.precision(model_view["grid"])
