@@ -104,6 +104,18 @@ _ENTRIES = (
                 "from 0% to 100%."),
     Entry("UPOS", "Universal part-of-speech tags: 17 word classes shared by every language in Universal "
                   "Dependencies, e.g. NOUN, VERB, ADP (adposition)."),
+    Entry("dependency head", "The word another word depends on in a sentence's grammar tree (in 'the cat', 'cat' is "
+                             "the head of 'the'); the main verb's head is the root."),
+    Entry("dependency relation", "The kind of link between a word and its dependency head, e.g. det (determiner), "
+                                 "nsubj (subject), obj (object), in the Universal Dependencies names."),
+    Entry("probe", "A small classifier trained on a model's vectors to read something out of them (here, each "
+                   "word's part of speech); what it reads, the vectors hold in a form that simple."),
+    Entry("control task", "A made-up task for a probe in which every word type gets a random but fixed tag; "
+                          "what a probe learns there, it learns by memorising words, not from the model."),
+    Entry("selectivity", "A probe's accuracy on the real task minus its accuracy on the control task: high when "
+                         "the vectors, not the probe's own memory, carry the answer."),
+    Entry("UAS", "Unlabelled attachment score: the share of words whose predicted dependency head is the right "
+                 "word, whatever the relation's name."),
 )
 
 GLOSSARY: dict[str, Entry] = {entry.term.lower(): entry for entry in _ENTRIES}

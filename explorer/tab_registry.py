@@ -27,6 +27,7 @@ from explorer.heads import tab as heads_tab
 from explorer.model_picker import ModelPicker
 from explorer.qa import tab as qa_tab
 from explorer.services import Services
+from explorer.syntax import tab as syntax_tab
 from explorer.tokenize import tab as tokenize_tab
 from explorer.training import tab as training_tab
 from explorer.why import tab as why_tab
@@ -72,6 +73,7 @@ TABS: tuple[Tab, ...] = (
     Tab("QA", "qa", qa_tab),
     Tab("Why", "why", why_tab),                 # which tokens pushed a prediction (attributions)
     Tab("Compare", "compare", compare_tab),     # two models side by side on one input
+    Tab("Syntax", "syntax", syntax_tab),        # heads that follow dependencies, layers that know parts of speech
     Tab("Training", "training", training_tab),
     Tab("Fine-tune", "finetune", finetune_tab),
     Tab("Glossary", "glossary", glossary_tab),   # every word the app uses, one sentence each; last

@@ -30,6 +30,7 @@ REQUIRED = {
     "/answer": ["question", "context"], "/train_start": [], "/train_pause": [], "/train_resume": [], "/train_continue": [],
     "/train_stop": [], "/train_save": [], "/train_status": [], "/finetune_start": [], "/finetune_status": [],
     "/compare": ["text"], "/compare_over_run": ["text"], "/neighbours_index": [], "/neighbours": ["text"],
+    "/syntax_heads": [], "/layer_probe": [], "/syntax_over_training": [],
 }
 NO_MODEL = ("/load_model", "/finetune_status",      # endpoints that take no model (besides /train_*)
             "/compare_over_run")                    # (a run: two of its checkpoints)

@@ -37,6 +37,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
                        which=0, method="integrated_gradients", score="logit", steps=8),
     "/compare": dict(model_a="default", model_b="default", text="the cat [MASK] on the mat.", layer=1, head=0,
                      top_k=3),
+    "/syntax_heads": dict(model="default", sentences=40, data_file=None, relation="det", direction="dependent → head"),
+    "/layer_probe": dict(model="default", sentences=40, data_file=None),
+    "/syntax_over_training": dict(model="default", run="", sentences=40, data_file=None, relations="det, nsubj"),
 }
 
 
@@ -226,6 +229,15 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/compare", dict(head="nan"), exactly("Head (from 0) must be a whole number, got 'nan'.")),
     ("/compare", dict(layer=99), exactly("layer 99 does not exist: this model has 2 layers, numbered 1 to 2 "
                                          "(layer 0 is the embeddings' output)")),
+    # --- /syntax_heads, /layer_probe, /syntax_over_training (the tiny model's 64 positions skip long sentences)
+    ("/syntax_heads", dict(sentences="abc"), r"^Sentences \(.*\) must be a whole number, got 'abc'\.$"),
+    ("/syntax_heads", dict(sentences=10**9), "greater than maximum value 1000"),
+    ("/syntax_heads", dict(sentences=3), "no relation has 10 or more arcs"),
+    ("/syntax_heads", dict(relation="<script>alert(1)</script>"), lambda value: "<script>" not in value[0]),
+    ("/syntax_heads", dict(model="no such model"), "neither a model key.*" + AVAILABLE),
+    ("/layer_probe", dict(sentences=-5), "less than minimum value 2"),
+    ("/syntax_over_training", dict(run="no-such-run"), "has no checkpoints"),
+    ("/syntax_over_training", dict(relations="x" * 5000), lambda value: len(value[0]) < 2000),
 ]
 
 

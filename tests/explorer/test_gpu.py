@@ -29,7 +29,8 @@ from support.probing_helpers import make_services
 PROBING = {"embeddings", "embeddings_over_training", "attention", "attention_refresh", "attention_export",
            "ablate_heads", "attention_over_training", "fill_mask", "fill_mask_over_training", "answer",
            "next_sentence", "classify", "tag_words", "choose", "compare", "compare_over_run", "neighbours_index",
-           "neighbours", "attribute", "neuron_view", "neuron_view_refresh"}
+           "neighbours", "attribute", "neuron_view", "neuron_view_refresh", "syntax_heads", "layer_probe",
+           "syntax_over_training"}
 
 
 class StandInSpaces(types.ModuleType):

@@ -12,7 +12,7 @@ from support.probing_helpers import make_services
 
 ORDER = [("Tokenize", "tokenize"), ("Embeddings", "embeddings"), ("Attention", "attention"),
          ("Fill-mask", "fill_mask"), ("Heads", "heads"), ("QA", "qa"), ("Why", "why"), ("Compare", "compare"),
-         ("Training", "training"), ("Fine-tune", "finetune"), ("Glossary", "glossary")]
+         ("Syntax", "syntax"), ("Training", "training"), ("Fine-tune", "finetune"), ("Glossary", "glossary")]
 
 
 @pytest.fixture(scope="module")
