@@ -12,15 +12,18 @@ from explorer.ui_errors import whole_number
 
 def run_choices(services: Services) -> list[tuple[str, str]]:
     """(label, run name) of every run that can continue (a complete checkpoint short of its total, or a
-    finished run, which can go on with a larger total), newest first; a damaged run is listed too, its label
-    saying what is wrong and what to do (Continue then refuses it with the same reason)."""
-    return [(s.label, s.name) for s in services.get_worker().runs() if s.checkpoints > 0 or s.problems]
+    finished run, which can go on with a larger total, unless it kept only the model: a finished fine-tune),
+    newest first; a damaged run is listed too, its label saying what is wrong and what to do (Continue then
+    refuses it with the same reason)."""
+    return [(s.label, s.name) for s in services.get_worker().runs()
+            if (s.checkpoints > 0 and not s.finished_lean) or s.problems]
 
 
 def continue_run(services: Services, run: str | None, total_steps: Any) -> str:
     """Resume ``run`` (its name; empty: the newest run with steps left) to its own total or to
     ``total_steps`` (0 or empty: keep the run's); the status as Markdown. ValueError (gr.Error for a bad total)
-    says what is wrong."""
+    says what is wrong: a finished fine-tune, which keeps only the model (``keep_optimizer_state="while-running"``),
+    is refused with the engine's one sentence (``finished_lean_refusal``: start a new fine-tune from its checkpoint)."""
     worker = services.get_worker()
     total = None
     if total_steps not in (None, "", 0, 0.0):

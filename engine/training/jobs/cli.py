@@ -18,7 +18,7 @@ import torch
 
 from engine.training.loop.train_result import TrainStatus
 from engine.training.loop import distributed as dist
-from engine.training.loop.config import TrainingConfig
+from engine.training.loop.config import KEEP_OPTIMIZER_STATE, TrainingConfig
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.training.jobs.setup import PreparedJob, default_run_dir, prepare_job
 from engine.training.jobs.task_flags import setting_flags
@@ -27,7 +27,7 @@ from engine.training.runs.resume_rules import check_resume_changes
 from engine.training.runs.run_folder import checkpoint_name
 from engine.training.runs.state import STATE_FILE
 from engine.training.loop.trainer import Trainer, TrainingDiverged
-from engine.training.tasks.registry import task_definition
+from engine.training.tasks.registry import default_keep_optimizer_state, task_definition
 
 EXIT_INTERRUPTED = 130
 # JobSpec / TrainingConfig field -> its flag (messages name the flag the user typed)
@@ -76,8 +76,10 @@ def add_training_arguments(parser: argparse.ArgumentParser, defaults: dict[str, 
         help=f"also checkpoint after this many seconds of training, 0 never (default {d['checkpoint_every_s']:g})")
     add("--keep-last", type=int, help="keep only the newest N checkpoints (default all; each holds the fp32 "
         "weights and, only needed to resume, an optimizer state about twice their size)")
-    add("--keep-optimizer-state", choices=["newest", "all"], help="newest (default): only the newest checkpoint "
-        "keeps the optimizer state a resume needs, the older ones stay models; all: every checkpoint keeps it")
+    add("--keep-optimizer-state", choices=list(KEEP_OPTIMIZER_STATE), help="newest (pretraining's default): only "
+        "the newest checkpoint keeps the optimizer state a resume needs, the older ones stay models; while-running "
+        "(fine-tuning's default): the same until the run finishes, then its last checkpoint keeps only the model "
+        "(a finished run cannot continue: start a new one from it); all: every checkpoint keeps it")
     add("--log-every", type=int, help="log metrics every N steps (default 1)")
     add("--freeze-encoder", action="store_true", default=None,
         help="train only the heads and the pooler; embeddings and encoder layers stay as they are")
@@ -140,7 +142,8 @@ def training_config(args: argparse.Namespace, parser: argparse.ArgumentParser, *
             gradient_accumulation_steps=args.grad_accum, batch_size=args.batch_size, max_seq_length=args.seq_len,
             eval_every=args.eval_every, eval_batches=args.eval_batches, checkpoint_every=args.checkpoint_every,
             checkpoint_every_s=args.checkpoint_every_s, keep_last_checkpoints=args.keep_last,
-            keep_optimizer_state=args.keep_optimizer_state or "newest",
+            keep_optimizer_state=(args.keep_optimizer_state
+                                  or default_keep_optimizer_state(fields.get("task", "pretraining"))),
             log_every=args.log_every, seed=args.seed, device=args.device,
             precision=args.precision, freeze_encoder=bool(args.freeze_encoder), **fields)
     except ValueError as exc:
@@ -309,7 +312,9 @@ def train_with_progress(trainer: Trainer, args: argparse.Namespace, main_process
             say(f"saved {path}")
         say(f"stopped at step {trainer.global_step}; continue with: {command} --resume {trainer.run_dir}")
     else:
-        say(f"done: step {trainer.global_step}; checkpoints in {trainer.run_dir / 'checkpoints'}")
+        lean = (" (the last keeps only the model, --keep-optimizer-state while-running: to train further, start a new "
+                "run from it with --init-from)" if config.keep_optimizer_state == "while-running" else "")
+        say(f"done: step {trainer.global_step}; checkpoints in {trainer.run_dir / 'checkpoints'}{lean}")
     if main_process:
         say(disk_note(trainer.run_dir, config.keep_last_checkpoints))
     if getattr(args, "debug_dump_weights", False):

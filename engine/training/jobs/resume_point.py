@@ -8,7 +8,9 @@ that passes is the resume point; each newer one passed over is named with why, s
 "continuing from step-000100: step-000150 is damaged (...)". No good checkpoint at all is a ``ValueError``
 naming the newest one's damage. An older checkpoint of a lean run (``keep_optimizer_state="newest"``) keeps no
 optimizer state, so it is no resume point: a lean run whose newest checkpoint is damaged cannot continue, and
-says so (its checkpoints still load as start models).
+says so (its checkpoints still load as start models). A finished run with ``keep_optimizer_state="while-running"``
+(a fine-tune's default) kept no optimizer state in its last checkpoint either: it is refused with
+``finished_lean_refusal``'s sentence, which says to start a new fine-tune from that checkpoint.
 """
 from __future__ import annotations
 
@@ -21,9 +23,11 @@ from engine.model.config import BertConfig
 from engine.regular_files import require_regular
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
 from engine.training.loop.config import TrainingConfig
-from engine.training.runs.state import STATE_FILE, has_optimizer_state, read_training_state
+from engine.training.runs.state import (STATE_FILE, finished_lean_refusal, has_optimizer_state, is_finished_lean,
+                                        read_training_state)
 
 NO_OPTIMIZER_STATE = f"{STATE_FILE} keeps no optimizer state (only a run's newest checkpoint does)"
+FINISHED_LEAN = "the run finished and its last checkpoint keeps only the model (keep_optimizer_state while-running)"
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ def checkpoint_problem(path: str | Path) -> str | None:
         TrainingConfig.from_dict(state["config"])
     except Exception as exc:  # noqa: BLE001 - a damaged file fails in many ways; each is "damaged"
         return f"{STATE_FILE} cannot be read" + ("" if isinstance(exc, ValueError) else f" ({type(exc).__name__})")
+    if is_finished_lean(state):             # the last checkpoint of a finished lean run: it cannot go on
+        return FINISHED_LEAN
     if not has_optimizer_state(state):     # an older checkpoint of a lean run: a model, not a resume point
         return NO_OPTIMIZER_STATE
     try:
@@ -76,6 +82,8 @@ def resume_point(run: RunFolder) -> ResumePoint:
         problem = checkpoint_problem(info.path)
         if problem is None:
             return ResumePoint(info, tuple(skipped))
+        if problem == FINISHED_LEAN:         # its end: no older checkpoint continues it either
+            raise ValueError(finished_lean_refusal(run.name, info.name))
         skipped.append((info.name, problem))
     name, why = skipped[0]
     if any(problem == NO_OPTIMIZER_STATE for _, problem in skipped):

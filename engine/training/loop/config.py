@@ -13,7 +13,9 @@ from engine.model.config import BertConfig
 from engine.training.loop.optim import SCHEDULES
 
 PRECISIONS = ("auto", "fp32", "bf16")
-KEEP_OPTIMIZER_STATE = ("newest", "all")   # which checkpoints keep the optimizer state: the newest one, or every one
+# which checkpoints keep the optimizer state: the newest one; the newest one until the run finishes (then none:
+# Hugging Face's save_only_model at the end, a fine-tune's default); or every one
+KEEP_OPTIMIZER_STATE = ("newest", "while-running", "all")
 
 
 def auto_device() -> str:
@@ -33,7 +35,10 @@ class TrainingConfig:
     task of ``engine.training.tasks``: the ``JobSpec`` checks the name, and the ``Trainer`` is handed the task
     object, whose name must be this); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern pretraining only.
     ``freeze_encoder`` trains the heads and the pooler only: the embeddings (with the MLM decoder weight tied
-    to them) and the encoder layers keep their weights.
+    to them) and the encoder layers keep their weights. ``keep_optimizer_state`` says which checkpoints keep the
+    optimizer and scheduler state a resume needs (about twice the fp32 weights): "newest" (older ones stay models),
+    "while-running" (the same until the run finishes; then its last checkpoint keeps only the model, so a finished
+    run cannot continue: docs/design/training.md) or "all".
     """
 
     learning_rate: float = 1e-4
@@ -56,7 +61,8 @@ class TrainingConfig:
     checkpoint_every: int = 500
     checkpoint_every_s: float | None = 300.0  # also after this many seconds of training; 0 or None: by steps only
     keep_last_checkpoints: int | None = None  # None keeps every checkpoint
-    keep_optimizer_state: str = "newest"     # "newest": older checkpoints lose optimizer/scheduler state; "all"
+    keep_optimizer_state: str = "newest"     # "newest": older checkpoints lose optimizer/scheduler state;
+                                             # "while-running": the last one too once the run finishes; "all"
     log_every: int = 1
     seed: int = 0
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"

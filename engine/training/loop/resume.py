@@ -22,7 +22,8 @@ from engine.training.loop.trainer import Trainer
 from engine.training.loop.training_task import TrainData, TrainingTask, restore_data_position
 from engine.training.runs.resume_rules import check_resume_changes
 from engine.training.runs.run_folder import RunFolder
-from engine.training.runs.state import has_optimizer_state, read_training_state, restore_rng, truncate_metrics
+from engine.training.runs.state import (finished_lean_refusal, has_optimizer_state, is_finished_lean,
+                                        read_training_state, restore_rng, truncate_metrics)
 
 
 def resume(source: str | Path, task: TrainingTask, train_data: TrainData, eval_data: TrainData | None = None,
@@ -37,7 +38,7 @@ def resume(source: str | Path, task: TrainingTask, train_data: TrainData, eval_d
     """
     run, checkpoint = RunFolder.locate(source)
     state = read_training_state(checkpoint)
-    check_optimizer_state(state, checkpoint)
+    check_optimizer_state(state, checkpoint, run.name)
     check_resume_changes(set(overrides))
     config = TrainingConfig.from_dict(state["config"]).replace(**overrides)
     loaded = load_directory(checkpoint, "cpu")
@@ -53,8 +54,11 @@ def resume(source: str | Path, task: TrainingTask, train_data: TrainData, eval_d
     return trainer
 
 
-def check_optimizer_state(state: dict[str, Any], checkpoint: Path) -> None:
-    """Refuse, with a sentence, a checkpoint whose optimizer state was dropped (an older one of its run)."""
+def check_optimizer_state(state: dict[str, Any], checkpoint: Path, run: str) -> None:
+    """Refuse, with a sentence, a checkpoint of the run named ``run`` whose optimizer state was dropped: the last one
+    of a finished lean run (``finished_lean_refusal``: start a new fine-tune from it) or an older one of its run."""
+    if is_finished_lean(state):
+        raise ValueError(finished_lean_refusal(run, checkpoint.name))
     if not has_optimizer_state(state):
         raise ValueError(f"{checkpoint.name} keeps no optimizer state (only a run's newest checkpoint does), so the "
                          f"run cannot continue exactly from it; resume from the run's newest checkpoint, or start a "
@@ -63,7 +67,7 @@ def check_optimizer_state(state: dict[str, Any], checkpoint: Path) -> None:
 
 def load_training_state(trainer: Trainer, state: dict[str, Any], checkpoint: Path | None = None) -> None:
     """Restore ``trainer``'s optimizer, scheduler, step, data position, elapsed time and RNG from ``state``."""
-    check_optimizer_state(state, checkpoint or Path("the checkpoint"))
+    check_optimizer_state(state, checkpoint or Path("the checkpoint"), trainer.run.name)
     names = [name for name, _ in trainer.model.named_parameters()]
     if list(state["param_names"]) != names:
         raise ValueError("the checkpoint's optimizer state belongs to a model with different parameters")

@@ -301,21 +301,21 @@ class Trainer:
         self.callbacks.call("on_log", self, kind, record)
 
     # ------------------------------------------------------------------ checkpoints
-    def training_state(self) -> dict[str, Any]:
-        """Everything needed to continue exactly: tensors and plain containers only."""
+    def training_state(self, lean: bool = False) -> dict[str, Any]:
+        """Everything needed to continue exactly (``lean``: but the optimizer and scheduler); plain values only."""
+        optimizer = {} if lean else {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict()}
         return {"format": STATE_FORMAT, "step": self.global_step, "epoch": self.epoch,
                 "batch_index": self.batch_index, "elapsed": self.elapsed,
-                "data_position": data_position(self.train_data, self.epoch),
-                "optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                "data_position": data_position(self.train_data, self.epoch), **optimizer,
                 "rng": capture_rng(), "config": self.config.to_dict(),
                 "param_names": [name for name, _ in self.model.named_parameters()],
                 "data_fingerprint": self.data_fingerprint()}
 
     def save_checkpoint(self, for_time: bool = False) -> Path:
         """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints`` and drop the
-        previous checkpoint saved for time alone; with ``keep_optimizer_state="newest"`` the other checkpoints lose
-        their optimizer and scheduler state (``drop_optimizer_state``). Under DDP only rank 0 writes; every rank
-        returns after it."""
+        previous checkpoint saved for time alone; unless ``keep_optimizer_state="all"`` the other checkpoints lose
+        their optimizer and scheduler state (``drop_optimizer_state``), and under "while-running" the one written
+        at ``total_steps`` never has it. Under DDP only rank 0 writes; every rank returns after it."""
         path = self.run.checkpoint_dir(self.global_step)
         if self.rank != 0:
             dist.barrier()
@@ -325,19 +325,20 @@ class Trainer:
         last_eval = self.last_eval if self.last_eval and self.last_eval["step"] == self.global_step else None
         info = {"step": self.global_step, "epoch": self.epoch, "metrics": self.last_metrics or {},
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
-        write_checkpoint(self.model, self.tokenizer, path, self.training_state(), info)
+        keep = self.config.keep_optimizer_state
+        finished = keep == "while-running" and self.global_step >= self.config.total_steps   # save_only_model
+        write_checkpoint(self.model, self.tokenizer, path, self.training_state(lean=finished), info)
         self.last_checkpoint = path
         stale = self.checkpoint_policy.saved(self.elapsed, path, for_time)
         if stale is not None:
             self.run.remove_checkpoint(stale)
         self.run.prune(self.config.keep_last_checkpoints)
-        if self.config.keep_optimizer_state == "newest":   # the others stay models and start points, not resumable
-            for older in self.run.checkpoints():
-                if older.path != path:
-                    try:
-                        drop_optimizer_state(older.path)
-                    except (OSError, ValueError) as exc:   # a damaged or unwritable older one keeps what it has
-                        logger.warning("could not drop the optimizer state of %s: %s", older.name, exc)
+        if keep != "all":   # the others stay models and start points, not resumable
+            for older in (c for c in self.run.checkpoints() if c.path != path):
+                try:
+                    drop_optimizer_state(older.path)
+                except (OSError, ValueError) as exc:   # a damaged or unwritable older one keeps what it has
+                    logger.warning("could not drop the optimizer state of %s: %s", older.name, exc)
         dist.barrier()
         self.callbacks.call("on_save", self, path)
         return path

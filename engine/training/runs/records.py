@@ -122,6 +122,13 @@ class CheckpointRecord:
             return damage
         return cls(step, epoch, metrics or {}, evaluation, float(created), config, total)
 
+    @property
+    def ends_lean(self) -> bool:
+        """The last checkpoint of a finished run that kept only the model (``keep_optimizer_state="while-running"``,
+        a fine-tune's default): it loads and starts new fine-tunes, but its run cannot continue."""
+        lean = isinstance(self.config, dict) and self.config.get("keep_optimizer_state") == "while-running"
+        return lean and self.step is not None and self.total_steps is not None and self.step >= self.total_steps
+
 
 @dataclass(frozen=True)
 class MetricsLine:

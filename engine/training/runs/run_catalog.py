@@ -39,6 +39,7 @@ class RunSummary:
     problems: tuple[str, ...] = ()   # what is damaged, each a short sentence ("run.json: it is not valid JSON")
     blocked: bool = False            # a problem stops it from continuing (its spec or its folder)
     advice: str = ""                 # what to do about the problems
+    finished_lean: bool = False      # finished, its last checkpoint keeps only the model: it cannot continue
 
     @property
     def resumable(self) -> bool:
@@ -54,6 +55,8 @@ class RunSummary:
                  f"{self.checkpoints} checkpoint{'s' if self.checkpoints != 1 else ''}"]
         if self.corpus:
             parts.append(Path(self.corpus).name)
+        if self.finished_lean:
+            parts.append("finished, model only (fine-tune from it)")
         if self.problems:
             parts.append(f"⚠ damaged: {'; '.join(self.problems)}; {self.advice}")
         return " · ".join(parts)
@@ -82,7 +85,7 @@ def summarize(run: RunFolder, scan: CheckpointScan | None = None) -> RunSummary:
               else "Continue passes over a damaged checkpoint to the newest good one")
     return RunSummary(run.name, run.root, len(found), found[0].step if found else 0, total,
                       record.task, record.corpus, float(modified), tuple(problems), blocked,
-                      advice if problems else "")
+                      advice if problems else "", bool(found) and found[0].ends_lean)
 
 
 def run_summaries(root: str | Path) -> list[RunSummary]:

@@ -68,6 +68,7 @@ class CheckpointInfo:
     total_steps: int | None = None                               # what the run was set to then
     damage: str | None = None                                    # "explorer_state.json: epoch is 'x', ..."
     weights_damage: str | None = None                            # "model.safetensors: incomplete metadata ..."
+    ends_lean: bool = False                                      # a finished run's model-only last checkpoint
 
     @property
     def loadable(self) -> bool:
@@ -335,7 +336,7 @@ def _checkpoint_info(path: Path, step: int) -> CheckpointInfo:
     if record is None:
         return CheckpointInfo(path, step, weights_damage=weights)
     return CheckpointInfo(path, step, record.epoch, record.metrics, record.eval_metrics, record.created,
-                          record.total_steps, weights_damage=weights)
+                          record.total_steps, weights_damage=weights, ends_lean=record.ends_lean)
 
 
 def resolve_checkpoint(source: str | Path) -> Path:

@@ -7,9 +7,10 @@ A checkpoint is ``<run_dir>/checkpoints/step-XXXXXX/`` holding the Hugging Face 
 ``engine.checkpoints.hf_format.save``) plus ``explorer_state.json`` (step, metrics, settings; small,
 for listing) and ``training_state.pt`` (optimizer, scheduler, step, data position, RNG,
 config; only the newest checkpoint of a run keeps the optimizer and scheduler state unless
-``keep_optimizer_state`` is ``"all"``: ``drop_optimizer_state`` rewrites the older ones atomically). The whole directory is assembled under a hidden staging name and renamed in
-at once; ``training_state.pt`` is written last, and a directory without it is never
-listed and never resumed from. Pruned checkpoints are renamed to a hidden name before
+``keep_optimizer_state`` is ``"all"``: ``drop_optimizer_state`` rewrites the older ones atomically; under
+``"while-running"`` a finished run's last checkpoint is written without them too, ``is_finished_lean``). The
+whole directory is assembled under a hidden staging name and renamed in at once; ``training_state.pt`` is
+written last, and a directory without it is never listed and never resumed from. Pruned checkpoints are renamed to a hidden name before
 they are deleted, and leftovers of a writer killed mid-save are cleaned up on listing. ``training_state.pt`` holds only tensors and plain
 containers, so it loads with ``torch.load(weights_only=True)``.
 
@@ -63,6 +64,23 @@ def has_optimizer_state(state: dict[str, Any]) -> bool:
     """Whether a loaded ``training_state.pt`` still holds the optimizer and scheduler (a run's newest
     checkpoint always does; older ones lose them under ``keep_optimizer_state="newest"``)."""
     return "optimizer" in state and "scheduler" in state
+
+
+def is_finished_lean(state: dict[str, Any]) -> bool:
+    """Whether a loaded ``training_state.pt`` is the last checkpoint of a finished run that kept no optimizer state
+    (``keep_optimizer_state="while-running"``: written at ``total_steps`` without it), so the run cannot continue."""
+    config = state.get("config") if isinstance(state.get("config"), dict) else {}
+    step, total = state.get("step"), config.get("total_steps")
+    return (not has_optimizer_state(state) and config.get("keep_optimizer_state") == "while-running"
+            and isinstance(step, int) and isinstance(total, int) and step >= total)
+
+
+def finished_lean_refusal(run: str, checkpoint: str) -> str:
+    """The one sentence that refuses to continue a finished lean run (``is_finished_lean``) and says how to go on."""
+    return (f"the run {run} finished and kept only the model in its last checkpoint, {checkpoint}, not the "
+            f"optimizer state (keep_optimizer_state while-running, a fine-tune's default), so it cannot continue; "
+            f"start a new fine-tune from {checkpoint} instead (pick it as the Fine-tune tab's base model, or pass it "
+            f"to --init-from)")
 
 
 def drop_optimizer_state(checkpoint: str | Path) -> bool:

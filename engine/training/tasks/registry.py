@@ -97,6 +97,14 @@ def finetuning_tasks() -> tuple[str, ...]:
     return tuple(name for name, definition in TRAINING_TASKS.items() if definition.finetuning)
 
 
+def default_keep_optimizer_state(name: str) -> str:
+    """Which checkpoints of a new run of task ``name`` keep the optimizer state unless told (``TrainingConfig.
+    keep_optimizer_state``): a fine-tune ends lean, "while-running" (once it finishes its last checkpoint keeps only
+    the model: Hugging Face's ``save_only_model`` at the end); pretraining keeps "newest" (*Continue a run* with
+    more steps works)."""
+    return "while-running" if is_finetuning(name) else "newest"
+
+
 def tasks_with_field(spec_field: str) -> tuple[str, ...]:
     """The tasks that read ``JobSpec`` field ``spec_field`` (for messages: "mlm_corpus is for task ...")."""
     return tuple(name for name, definition in TRAINING_TASKS.items() if spec_field in definition.spec_fields)

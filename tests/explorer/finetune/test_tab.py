@@ -363,8 +363,9 @@ def test_a_run_on_an_upload_continues_after_the_upload_is_gone(services: Service
     wait_until_ended(services)
     upload = tmp_path / "mine.csv"
     upload.write_bytes(SENTIMENT.read_bytes())
-    finetune_tab.start(services, *form(data_source="upload", data_file=str(upload), steps=2))
-    wait_until_ended(services)
+    spec = make_job(services, *form(data_source="upload", data_file=str(upload), steps=2)).spec
+    services.get_worker().start(spec.replace(training=spec.training_config().replace(keep_optimizer_state="newest")))
+    wait_until_ended(services)                             # "newest": a finished fine-tune that may go on
     worker = services.get_worker()
     run = worker.status().run_dir.name
     assert worker.status().state == "finished" and worker.status().step == 2
@@ -373,3 +374,31 @@ def test_a_run_on_an_upload_continues_after_the_upload_is_gone(services: Service
     wait_until_ended(services)
     st = worker.status()
     assert (st.state, st.step, st.run_dir.name) == ("finished", 4, run), st.message
+
+
+def test_a_finished_fine_tune_keeps_only_the_model_and_continuing_it_says_how_to_go_on(services: Services) -> None:
+    """The tab's run ends lean (``keep_optimizer_state="while-running"``): its folder holds no optimizer state and
+    is at most 2.5x the base model's weights; the Training tab's *Continue a run* refuses it with one sentence
+    naming the checkpoint to start a new fine-tune from, which the form then takes as its base model."""
+    from engine.training.runs.state import finished_lean_refusal, has_optimizer_state, read_training_state
+    from explorer.training.runs import continue_run
+
+    wait_until_ended(services)
+    job = make_job(services, *form(steps=2))
+    assert job.spec.training_config().keep_optimizer_state == "while-running"
+    finetune_tab.start(services, *form(steps=2))
+    wait_until_ended(services)
+    status = services.get_worker().status()
+    assert status.state == "finished" and status.step == 2, status.message
+    run = status.run_dir
+    [checkpoint] = [path.parent for path in run.rglob("model.safetensors")]
+    assert not has_optimizer_state(read_training_state(checkpoint))
+    folder = sum(path.stat().st_size for path in run.rglob("*") if path.is_file())
+    weights = (services.registry().folder("default") / "model.safetensors").stat().st_size
+    assert folder <= 2.5 * weights, (folder, weights)
+    sentence = finished_lean_refusal(run.name, checkpoint.name)
+    with pytest.raises(gr.Error) as refused:
+        friendly_errors(continue_run)(services, run.name, 4)
+    assert refused.value.message == sentence
+    again = make_job(services, *form(model_key=checkpoint_key(checkpoint), steps=2))
+    assert again.spec.init_from == str(checkpoint)

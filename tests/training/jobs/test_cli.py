@@ -156,15 +156,24 @@ def test_the_disk_note_says_what_keep_last_kept(tmp_path):
 
 
 def test_keep_optimizer_state_is_a_flag_of_both_commands_and_may_change_on_resume(tmp_path, capsys):
+    """Both --help list it with its three values; pretraining keeps "newest" (continue with more steps), a
+    fine-tune ends lean ("while-running"), and the flag wins over either."""
     from engine import finetune, pretrain
 
     parser = pretrain.build_parser()
     assert pretrain.spec_from_args(parser.parse_args([]), parser).training_config().keep_optimizer_state == "newest"
     args = parser.parse_args(["--keep-optimizer-state", "all"])
     assert pretrain.spec_from_args(args, parser).training_config().keep_optimizer_state == "all"
+    for command in (pretrain, finetune):
+        shown = " ".join(command.build_parser().format_help().split())
+        assert "--keep-optimizer-state {newest,while-running,all}" in shown
+        assert "newest (pretraining's default)" in shown and "tuning's default): the same until the run finishes, " \
+            "then its last checkpoint keeps only the model (a finished run cannot continue" in shown
     parser = finetune.build_parser()
-    args = parser.parse_args(["--task", "classification", "--data", "assets/examples/sentiment.csv",
-                              "--keep-optimizer-state", "all"])
+    sentiment = ["--task", "classification", "--data", "assets/examples/sentiment.csv"]
+    args = parser.parse_args(sentiment)
+    assert finetune.spec_from_args(args, parser).training_config().keep_optimizer_state == "while-running"
+    args = parser.parse_args([*sentiment, "--keep-optimizer-state", "all"])
     assert finetune.spec_from_args(args, parser).training_config().keep_optimizer_state == "all"
     with pytest.raises(SystemExit):
         parser.parse_args(["--keep-optimizer-state", "some"])
@@ -183,25 +192,64 @@ def test_a_new_run_folder_is_named_by_its_task_and_time():
     assert re.fullmatch(r"runs/classification-\d{8}-\d{6}", default_run_dir("classification").replace("\\", "/"))
 
 
-def test_a_small_fine_tune_keeps_optimizer_state_in_its_newest_checkpoint_only(tmp_path, capsys, threads_back,
-                                                                             tiny_tokenizer):
-    """Three checkpoints: the older two lose their optimizer state and the run folder shrinks by it."""
+def _fine_tune(tmp_path, tokenizer, run, *flags: str) -> int:
+    """A 6-step classification fine-tune of a tiny model (saved once under ``tmp_path/model``) into ``run``."""
     from engine import finetune
     from support.finetune_helpers import classification_rows, save_tiny_model, write_csv
 
-    model = save_tiny_model(tmp_path / "model", tiny_tokenizer)
-    data = write_csv(tmp_path / "classes.csv", classification_rows(16))
+    model = tmp_path / "model"
+    if not model.is_dir():
+        save_tiny_model(model, tokenizer)
+        write_csv(tmp_path / "classes.csv", classification_rows(16))
+    return finetune.main(["--task", "classification", "--data", str(tmp_path / "classes.csv"), "--init-from",
+                          str(model), "--steps", "6", "--batch-size", "4", "--eval-every", "0", "--run-dir", str(run),
+                          "--threads", "1", "--no-progress", *flags])
+
+
+def test_a_small_fine_tune_keeps_optimizer_state_in_its_newest_checkpoint_only_while_it_runs(
+        tmp_path, capsys, threads_back, tiny_tokenizer):
+    """Three checkpoints: "newest" drops the older two's optimizer state and the run folder shrinks by it; the
+    default ("while-running") drops the last one's too once the run finishes; "all" keeps every one."""
     sizes = {}
-    for keep in ("newest", "all"):
+    for keep in ("while-running", "newest", "all"):
         run = tmp_path / keep
-        code = finetune.main(["--task", "classification", "--data", str(data), "--init-from", str(model),
-                              "--steps", "6", "--checkpoint-every", "2", "--batch-size", "4", "--eval-every", "0",
-                              "--keep-optimizer-state", keep, "--run-dir", str(run), "--threads", "1",
-                              "--no-progress"])
+        flags = ["--checkpoint-every", "2"] + ([] if keep == "while-running" else ["--keep-optimizer-state", keep])
+        code = _fine_tune(tmp_path, tiny_tokenizer, run, *flags)
         assert code == 0, capsys.readouterr().err[-2000:]
         states = {c.step: (c.path / "training_state.pt").stat().st_size for c in RunFolder(run).checkpoints()}
         assert list(states) == [6, 4, 2]
         sizes[keep] = (states, sum(p.stat().st_size for p in run.rglob("*") if p.is_file()))
-    (lean, lean_total), (full, full_total) = sizes["newest"], sizes["all"]
+    (ended, ended_total), (lean, lean_total), (full, full_total) = sizes["while-running"], sizes["newest"], sizes["all"]
     assert lean[6] == full[6] and lean[2] * 4 < full[2] and lean[4] * 4 < full[4]
     assert full_total - lean_total > 0.99 * ((full[2] - lean[2]) + (full[4] - lean[4]))   # the rest: same files
+    assert ended[2] == lean[2] and ended[6] * 4 < full[6]
+    assert lean_total - ended_total > 0.99 * (full[6] - ended[6])
+
+
+def test_a_finished_fine_tune_keeps_only_the_model_and_resuming_it_says_how_to_go_on(tmp_path, capsys, threads_back,
+                                                                                     tiny_tokenizer):
+    """The Fine-tune tab's way (a checkpoint at the last step only), with the command line's defaults: the run
+    folder holds no optimizer state and is at most 2.5x the start model's weights; --resume is refused with the
+    sentence, which names the checkpoint to start a new fine-tune from; --init-from that checkpoint works."""
+    from engine import finetune
+    from engine.training.runs.state import finished_lean_refusal, has_optimizer_state, read_training_state
+
+    run = tmp_path / "finished"
+    code = _fine_tune(tmp_path, tiny_tokenizer, run, "--checkpoint-every", "0")
+    err = capsys.readouterr().err
+    assert code == 0, err[-2000:]
+    assert "(the last keeps only the model, --keep-optimizer-state while-running: to train further, start a new run " \
+           "from it with --init-from)" in err
+    [last] = RunFolder(run).checkpoints()
+    assert not has_optimizer_state(read_training_state(last.path))
+    folder = sum(p.stat().st_size for p in run.rglob("*") if p.is_file())
+    weights = (tmp_path / "model" / "model.safetensors").stat().st_size
+    assert folder <= 2.5 * weights, (folder, weights)
+
+    assert finetune.main(["--resume", str(run), "--steps", "8", "--threads", "1", "--no-progress"]) == 2
+    sentence = finished_lean_refusal("finished", "step-000006")
+    assert capsys.readouterr().err.strip().endswith(f"error: {sentence}")
+    code = finetune.main(["--task", "classification", "--data", str(tmp_path / "classes.csv"), "--init-from",
+                          str(last.path), "--steps", "2", "--batch-size", "4", "--eval-every", "0", "--run-dir",
+                          str(tmp_path / "again"), "--threads", "1", "--no-progress"])
+    assert code == 0 and [c.step for c in RunFolder(tmp_path / "again").checkpoints()] == [2]

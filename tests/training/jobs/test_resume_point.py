@@ -1,4 +1,5 @@
-"""Continue passes over a damaged newest checkpoint to the newest good one, and says so (issue 27)."""
+"""Continue passes over a damaged newest checkpoint to the newest good one, and says so (issue 27); a finished lean
+run (``keep_optimizer_state="while-running"``) is refused with one sentence that says how to go on (issue 36)."""
 from __future__ import annotations
 
 import json
@@ -6,10 +7,11 @@ import shutil
 
 import pytest
 
-from engine.training.jobs.resume_point import checkpoint_problem, resume_point
+from engine.training.jobs.setup import prepare_job
+from engine.training.jobs.resume_point import FINISHED_LEAN, checkpoint_problem, resume_point
 from engine.training.runs.run_folder import RunFolder
 from engine.training.tasks.job_spec import JobSpec
-from engine.training.runs.state import drop_optimizer_state, read_metrics
+from engine.training.runs.state import drop_optimizer_state, finished_lean_refusal, read_metrics
 from engine.training.worker.errors import CannotContinueError
 from engine.training.worker.training_worker import TrainingWorker
 
@@ -95,3 +97,33 @@ def test_a_lean_run_whose_newest_checkpoint_is_damaged_cannot_continue_and_says_
                                                   r"is damaged \(model.safetensors cannot be read\) and the older ones "
                                                   r"keep no optimizer state"):
         worker.continue_run("run", total_steps=8)
+
+
+def test_a_finished_lean_run_is_refused_with_the_sentence_and_a_stopped_one_continues(tmp_path) -> None:
+    """"while-running": ended at step 3 of 6 the run continues; finished, it is refused (no older checkpoint is
+    taken instead), with the sentence naming the checkpoint to start a new fine-tune from."""
+    worker = TrainingWorker(tmp_path / "runs")
+    try:
+        spec = JobSpec(dict(total_steps=6, batch_size=4, max_seq_length=32, eval_every=0, checkpoint_every=3,
+                            learning_rate=1e-3, keep_optimizer_state="while-running"), preset="tiny",
+                       corpus="shakespeare", max_documents=20, vocab_size=300, run_dir=str(tmp_path / "runs" / "lean"))
+        worker.start(spec.replace(training=spec.training_config().replace(total_steps=3)))
+        assert worker.join(TIMEOUT) and worker.status().state == "finished"
+        run = RunFolder(tmp_path / "runs" / "lean")
+        assert checkpoint_problem(run.checkpoint_dir(3)) == FINISHED_LEAN
+        sentence = finished_lean_refusal("lean", "step-000003")
+        with pytest.raises(CannotContinueError) as refused:
+            worker.continue_run("lean", total_steps=6)
+        assert str(refused.value) == sentence
+
+        shutil.rmtree(run.root)
+        prepare_job(spec).trainer.train(num_steps=3)          # ended part way (as a stop or a crash leaves it)
+        assert checkpoint_problem(run.checkpoint_dir(3)) is None          # the newest keeps what Continue needs
+        worker.continue_run("lean")
+        assert worker.join(TIMEOUT) and worker.status().state == "finished" and worker.status().step == 6
+        assert checkpoint_problem(run.checkpoint_dir(6)) == FINISHED_LEAN
+        with pytest.raises(ValueError) as refused:
+            resume_point(run)
+        assert str(refused.value) == finished_lean_refusal("lean", "step-000006")
+    finally:
+        worker.close(timeout_s=30)

@@ -1,6 +1,8 @@
 """Lean runs (``TrainingConfig.keep_optimizer_state``): only a run's newest checkpoint keeps the optimizer and
 scheduler state; the older ones stay complete, listed, loadable and start models, and resuming from one is
-refused with a sentence. ``all`` keeps every checkpoint's."""
+refused with a sentence. ``while-running`` does the same until the run finishes, then its last checkpoint keeps
+only the model (continuing it is refused with one sentence; an interrupted run still resumes bit for bit).
+``all`` keeps every checkpoint's."""
 from __future__ import annotations
 
 import shutil
@@ -15,8 +17,10 @@ from engine.training.loop.config import TrainingConfig
 from engine.training.loop.resume import resume
 from engine.training.loop.trainer import Trainer
 from engine.training.runs.resume_rules import RESUMABLE_FIELDS
+from engine.training.runs.run_catalog import summarize
 from engine.training.runs.run_folder import RunFolder
-from engine.training.runs.state import STATE_FILE, drop_optimizer_state, has_optimizer_state, read_training_state
+from engine.training.runs.state import (STATE_FILE, drop_optimizer_state, finished_lean_refusal, has_optimizer_state,
+                                        is_finished_lean, read_training_state)
 from engine.training.tasks import task_for
 from engine.training.tasks.pretraining import build_datasets
 from tests.conftest import WORDS
@@ -56,7 +60,7 @@ def test_the_field_is_resumable_checked_and_defaults_to_newest() -> None:
     assert TrainingConfig().keep_optimizer_state == "newest" and "keep_optimizer_state" in RESUMABLE_FIELDS
     older = {k: v for k, v in config().to_dict().items() if k != "keep_optimizer_state"}
     assert TrainingConfig.from_dict(older).keep_optimizer_state == "newest"
-    with pytest.raises(ValueError, match="keep_optimizer_state must be one of newest, all, got 'some'"):
+    with pytest.raises(ValueError, match="keep_optimizer_state must be one of newest, while-running, all, got 'some'"):
         config(keep_optimizer_state="some")
 
 
@@ -86,9 +90,51 @@ def test_only_the_newest_keeps_optimizer_state_and_the_run_resumes_bit_for_bit(t
     assert [s for s, size in state_sizes(resumed.run_dir).items() if size > sizes[3]] == [12]
 
 
-def test_all_keeps_every_checkpoints_optimizer_state(tmp_path, tiny_tokenizer, make_config):
-    trainer(tmp_path / "run", tiny_tokenizer, make_config, config(keep_optimizer_state="all")).train(num_steps=6)
-    assert all(has_optimizer_state(read_training_state(c.path)) for c in RunFolder(tmp_path / "run").checkpoints())
+def test_all_keeps_every_checkpoints_optimizer_state_to_the_end(tmp_path, tiny_tokenizer, make_config):
+    trainer(tmp_path / "run", tiny_tokenizer, make_config, config(keep_optimizer_state="all")).train()
+    found = RunFolder(tmp_path / "run").checkpoints()
+    assert [c.step for c in found] == [12, 9, 6, 3]
+    assert all(has_optimizer_state(read_training_state(c.path)) for c in found)
+    assert resume(tmp_path / "run", task_for(config()), *build_pair(tiny_tokenizer), total_steps=13).global_step == 12
+
+
+def test_while_running_resumes_bit_for_bit_until_the_run_finishes_then_keeps_only_the_model(tmp_path, tiny_tokenizer,
+                                                                                           make_config):
+    """Interrupted at step 9 the newest checkpoint is resumable and the resumed run ends with the straight run's
+    weights; a finished run keeps no optimizer state anywhere, and continuing it is refused with the sentence."""
+    lean = config(keep_optimizer_state="while-running")
+    straight = trainer(tmp_path / "straight", tiny_tokenizer, make_config, lean)
+    straight.train()
+    run = RunFolder(straight.run_dir)
+    assert [c.step for c in run.checkpoints()] == [12, 9, 6, 3]
+    states = {c.step: read_training_state(c.path) for c in run.checkpoints()}
+    assert not any(has_optimizer_state(state) for state in states.values())
+    assert [s for s, state in states.items() if is_finished_lean(state)] == [12]   # the others: older checkpoints
+    assert states[12]["step"] == 12 and states[12]["rng"] and states[12]["data_fingerprint"]
+    last = run.checkpoint_dir(12)
+    sentence = finished_lean_refusal("straight", "step-000012")
+    for source in (straight.run_dir, last):
+        with pytest.raises(ValueError) as refused:
+            resume(source, task_for(lean), *build_pair(tiny_tokenizer), total_steps=20)
+        assert str(refused.value) == sentence
+    assert sentence.startswith("the run straight finished and kept only the model in its last checkpoint, "
+                               "step-000012, not the optimizer state") and "start a new fine-tune from" in sentence
+    summary = summarize(run)                             # the run lists say so, and Continue does not offer it
+    assert summary.finished_lean and not summary.resumable and "finished, model only" in summary.label
+    assert [c.ends_lean for c in run.checkpoints()] == [True, False, False, False]
+
+    interrupted = trainer(tmp_path / "chunks", tiny_tokenizer, make_config, lean)
+    interrupted.train(num_steps=9)                       # not finished: the newest keeps what a resume needs
+    sizes = state_sizes(interrupted.run_dir)
+    assert [s for s, size in sizes.items() if size > 4 * sizes[3]] == [9]
+    assert state_sizes(straight.run_dir)[12] * 4 < sizes[9]    # the finished one: no optimizer state
+    resumed = resume(tmp_path / "chunks", task_for(lean), *build_pair(tiny_tokenizer))
+    assert resumed.global_step == 9
+    resumed.train()
+    ours = load_directory(resumed.run_dir / "checkpoints" / "step-000012").model.state_dict()
+    theirs = load_directory(last).model.state_dict()
+    assert all(torch.equal(ours[k], theirs[k]) for k in theirs)
+    assert is_finished_lean(read_training_state(resumed.run_dir / "checkpoints" / "step-000012"))
 
 
 def test_dropping_is_atomic_cleans_up_a_killed_rewrite_and_is_done_once(tmp_path, tiny_tokenizer, make_config):
