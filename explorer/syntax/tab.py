@@ -40,7 +40,7 @@ INTRO = (
     "**What it does not prove:** a head that points at heads may use word order or frequent word pairs, not "
     "grammar; a probe can learn on its own (hence the control task), and high accuracy shows the information is "
     "there, not that the model uses it. Few arcs make the best of many heads look good by chance: compare with "
-    "an untrained model (a checkpoint at step 0), which should beat no baseline. The probe view also trains a small "
+    "the picker's *untrained* twin (random weights), which should beat almost no baseline. The probe view also trains a small "
     "attention-only parser (Clark et al.'s reached 77 {uas} on bert-base against 58 for the baseline).\n\n"
     "Attention layers are numbered from 1 and heads from 0 (head *3-8* is layer 3, head 8); probe layers from 0 "
     "(the embeddings' output)."

@@ -54,6 +54,18 @@ TABS = [
 ]
 
 
+def test_the_syntax_tab_scores_the_heads_against_the_bundled_treebank(page: Page) -> None:
+    panel = open_tab(page, "Syntax")
+    sentences = panel.get_by_label(re.compile("^Sentences")).first
+    sentences.fill("40")                                     # the first 40 sentences: a few seconds on 2 cores
+    panel.get_by_role("button", name="Score the heads").click()
+    expect(panel.locator("td", has_text="dependent → head").first).to_be_attached()   # a relation's best head, ...
+    expect(panel.locator(f"{PLOT} .heatmaplayer").first).to_be_attached()  # ... and every head's grid
+    expect(panel.get_by_text("baseline").first).to_be_visible()
+    no_error_toast(page)
+    screenshot(page, "syntax")
+
+
 @pytest.mark.parametrize(("tab", "shows"), TABS, ids=[t for t, _ in TABS])
 def test_each_tab_runs_its_first_example(page: Page, tab: str, shows: list[tuple[str, str | None]]) -> None:
     panel = open_tab(page, tab)
