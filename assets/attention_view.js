@@ -1,7 +1,8 @@
 /* The Attention tab's canvas views: heatmap, head view, model view (explorer/attention/canvas.py sends the data;
    docs/design/browser-views.md). Defined once per page; each gr.HTML view calls mount(kind, element, props,
-   trigger, watch). The heatmap's value holds the maps (uint8, value = q * scale / 255); the head view and the
-   model view refer to them by id. The layer and head come from the tab's sliders (#attention-layer,
+   trigger, watch). The heatmap's value holds the maps (uint8, value = q * scale / 255; deflated when the payload's
+   compression says so, inflated with DecompressionStream); the head view and the model view refer to them by
+   id (the head view's id is null after a heads change: the maps the page holds). The layer and head come from the tab's sliders (#attention-layer,
    #attention-head): a change the browser holds the maps for redraws here, with no request; else the heatmap
    fires "fetch" and the server answers with that layer's maps. */
 (() => {
@@ -24,8 +25,12 @@
     if (e === 31) return f ? NaN : s * Infinity;
     return s * (1 + f / 1024) * 2 ** (e - 15);
   }
-  function decode(p) {                       // {dtype, shape, scale, data} -> {shape, get(flatIndex), raw}
-    const raw = bytes(p.data);
+  async function inflate(raw) {              // zlib-format deflate -> the bytes (the browser's own decoder)
+    const stream = new Blob([raw]).stream().pipeThrough(new DecompressionStream("deflate"));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+  async function decode(p) {                 // {dtype, shape, scale, compression, data} -> {shape, get(i), raw}
+    const raw = p.compression === "deflate" ? await inflate(bytes(p.data)) : bytes(p.data);
     if (p.dtype === "uint8") {
       const step = Math.fround(Math.fround(p.scale) / 255);
       return { shape: p.shape, raw, step, get: (i) => Math.fround(raw[i] * step) };
@@ -36,9 +41,8 @@
     return { shape: p.shape, raw: values, get: (i) => values[i] };
   }
 
-  function put(value) {                      // the heatmap's value: decode once, keep only the newest input
-    const maps = decode(value.maps);
-    store.entries = { [value.id]: { ...value, maps: maps, stats: decode(value.stats) } };
+  function put(value, maps, stats) {         // the heatmap's value, decoded: keep only the newest input
+    store.entries = { [value.id]: { ...value, maps, stats } };
     store.current = value.id;
   }
   const entry = (id) => store.entries[id || store.current] || null;
@@ -79,6 +83,12 @@
       if (mapIndex(e, layer, head) < 0) heatmap.trigger("fetch", { id: e.id });   // not here: that layer's maps
       if ((document.querySelector(".neuron-summary") || {}).textContent) heatmap.trigger("neuron");  // shown: follow
     }, 120);
+  }
+  function fetchHeads(heads) {               // a heads change: ask for the chosen layer's heads the page lacks
+    const e = entry(), heatmap = views.find((v) => v.kind === "heatmap");
+    if (!e || !heatmap) return;
+    const { layer } = chosen(e);
+    if (heads.some((h) => h < e.num_heads && mapIndex(e, layer, h) < 0)) heatmap.trigger("fetch", { id: e.id });
   }
   document.addEventListener("input", (ev) => {
     if (ev.target instanceof Element && ev.target.closest("#attention-layer, #attention-head")) poll();
@@ -319,23 +329,30 @@
     };
     v.draw = () => {
       const val = v.value, e = val && entry(val.id);
-      if (!val || !e || e.id !== val.id) {
+      if (!val || !e || (val.id && e.id !== val.id)) {
         sized(v.canvas, 1, 1); v.caption.textContent = ""; v.controls.replaceChildren(); v.controlsKey = null;
         v.hover = null; delete root.dataset.drawn; v.tip.classList.remove("shown");
         return;
       }
-      if (kind === "model_view" && v.gridFor !== val.grid.data) { v.grid = decode(val.grid); v.gridFor = val.grid.data; }
       const drawn = kind === "heatmap" ? drawHeatmap(v, e) : kind === "head_view" ? drawHeadView(v, e) : drawModelView(v, e);
       v.draws += 1;
       root.dataset.draws = String(v.draws);
       v.canvas.setAttribute("aria-label", v.caption.textContent);
       if (drawn) root.dataset.drawn = drawn; else delete root.dataset.drawn;
     };
-    const update = () => {
-      const val = props.value && typeof props.value === "object" ? props.value : null;
-      v.value = val; v.hidden.clear(); v.start = 0; v.focus = null;
-      if (val && kind === "heatmap") put(val);
+    const update = async () => {             // decode (inflate) first; a newer value arriving meanwhile wins
+      const val = props.value && typeof props.value === "object" ? props.value : null, seq = (v.seq || 0) + 1;
+      v.seq = seq;
+      const decoded = !val ? null : kind === "heatmap" ? await Promise.all([decode(val.maps), decode(val.stats)])
+        : kind === "model_view" ? await decode(val.grid) : null;
+      if (seq !== v.seq) return;
+      const keep = kind === "head_view" && val && v.value && val.id === null;   // a heads change: keep the window
+      v.value = val; v.focus = null;
+      if (!keep) { v.hidden.clear(); v.start = 0; }
+      if (val && kind === "heatmap") put(val, ...decoded);
+      if (kind === "model_view") v.grid = decoded;
       if (kind === "heatmap") views.forEach((o) => o.draw()); else v.draw();
+      if (kind === "head_view" && val && val.id === null) fetchHeads(val.heads);
     };
     const point = (ev) => {
       const r = v.canvas.getBoundingClientRect();

@@ -4,7 +4,9 @@
    route (what a page receives: the maps, the model view's grid, the statistics figure and table), split into
    the heatmap's maps and the model view's grid; and what a layer change costs: 0 bytes when the page holds
    every layer's maps (``explorer.attention.canvas.chosen_maps``), else the answer to its ``fetch`` (the
-   heatmap's value for the new layer: the JSON of that output).
+   heatmap's value for the new layer: the JSON of that output); a *Heads in the head view* change (the head
+   view's value alone) and a *Head statistic* change (the statistics figure alone). Arrays are deflated when
+   that helps (``explorer.browser_arrays``): the maps column says which.
 2. **Browser** (headless chromium through Playwright, the default model): "type a layer + Enter -> redrawn"
    at ``--tokens`` (default 128), the median of ``--repeats`` (>= 5) changes, each timed from before the
    typing to the heatmap's ``data-drawn`` naming the new layer; the reference, in the same run, is the same
@@ -15,7 +17,7 @@
    where every change is fetched.
 
 Usage: python bench/attention_browser.py [--tokens 128] [--repeats 7] [--no-large]
-  (about 3 minutes on 2 cores with the large model).
+  (1-3 minutes on 2 cores with the large model, by the load).
 """
 from __future__ import annotations
 
@@ -55,8 +57,8 @@ def answer(http: httpx.Client, base: str, data: list) -> list:
 
 def payload_rows(http: httpx.Client, base: str, models: dict[str, tuple[int, int]]) -> list[str]:
     """The payload table: first answer, its maps and grid, and a layer change's bytes, per model and length."""
-    lines = ["| model | tokens | first answer KB | maps KB | model-view grid KB | layer change KB |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| model | tokens | first answer KB | maps KB | model-view grid KB | layer change KB | heads change B "
+             "| statistic change KB |", "|---|---|---|---|---|---|---|---|"]
     for key, (layers, heads) in models.items():
         for length in (20, 128, 512):
             text = text_of(length, variant=length + 3 * layers)
@@ -66,9 +68,12 @@ def payload_rows(http: httpx.Client, base: str, models: dict[str, tuple[int, int
             # a fetch for the input the page holds is answered with the heatmap's value alone (the rest skipped)
             change = 0 if held else len(json.dumps(answer(http, base, [key, text, "", 2, 0, length,
                                                                    list(range(heads)), "entropy"])[0][0]))
+            heads_change = len(json.dumps(canvas.head_view_value(range(heads), None)))   # the head view's value alone
+            statistic_change = len(json.dumps(outputs[3]))       # the statistics figure alone (another statistic's)
             lines.append(f"| {key} | {len(heat['tokens'])} | {first / 1e3:.0f} | {len(heat['maps']['data']) / 1e3:.0f} "
-                         f"| {len(grid['grid']['data']) / 1e3:.0f} | {change / 1e3:.0f}"
-                         f"{' (held)' if held else ' (fetch)'} |")
+                         f"({heat['maps'].get('compression', 'none')}) | {len(grid['grid']['data']) / 1e3:.0f} | "
+                         f"{change / 1e3:.0f}{' (held)' if held else ' (fetch)'} | {heads_change} | "
+                         f"{statistic_change / 1e3:.0f} |")
             print(lines[-1], flush=True)
     return lines
 

@@ -83,6 +83,41 @@ def read_inputs(text: str | None, text_pair: str | None) -> tuple[str, str | Non
     return text, pair
 
 
+def view_heads(value: Any, num_heads: int) -> list[int]:
+    """Heads for the head view: all when None, else the checked ones. Heads past this model's last are
+    dropped with a warning (the API's default lists the startup model's heads, and a smaller model, such
+    as a live run's, must still answer); a negative head, or none left, is an error."""
+    if value is None:
+        return list(range(num_heads))
+    try:
+        heads = sorted({int(v) for v in value})
+    except (TypeError, ValueError):
+        raise ValueError(f"heads for the head view must be numbers from 0 to {num_heads - 1}, got {value!r}") from None
+    negative = [h for h in heads if h < 0]
+    kept = [h for h in heads if 0 <= h < num_heads]
+    beyond = [h for h in heads if h >= num_heads]
+    if negative or (beyond and not kept):
+        raise ValueError(f"heads {negative or beyond} do not exist: this model's layers have heads 0 to "
+                         f"{num_heads - 1}")
+    if beyond:
+        gr.Warning(f"This model has heads 0 to {num_heads - 1}; the head view leaves out heads {beyond}.")
+    return kept
+
+
+def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:
+    """Counts and the chosen head's statistics in words; ``layer`` is the engine's index (shown from 1)."""
+    s = result.stats.head(layer, head)
+    lines = [f"**{len(result.tokens)} tokens** · **{result.num_layers} layers × {result.num_heads} heads** · "
+             f"model: {result.source}",
+             f"Layer {shown_layer(layer)}, head {head}: entropy {s['entropy']:.2f} {gloss('nats')} · "
+             f"[CLS] {s['cls']:.0%} · "
+             f"[SEP] {s['sep']:.0%} · self {s['self']:.0%} · previous {s['prev']:.0%} · next {s['next']:.0%} · "
+             f"mean distance {s['distance']:.1f} tokens"]
+    if result.truncated:
+        lines.append(f"⚠️ truncated: {result.num_truncated_tokens} tokens dropped to fit the max length")
+    return "\n\n".join(lines)
+
+
 def ablation_markdown(result: AblationResult) -> str:
     """The loss change in words, and notes."""
     lines = [f"Removed **{len(result.masked_heads)} head(s)**: {pairs_text(result.masked_heads)} (layer:head)"]

@@ -2,13 +2,15 @@
 
 Python prepares, the browser draws (docs/design/browser-views.md). One ``/attention`` answer carries, for
 one input, compact arrays (``explorer.browser_arrays``, uint8 with scale 1.0: within 1/510 of the engine's
-weights) that ``assets/attention_view.js`` draws on ``<canvas>`` elements:
+weights; deflated, mostly-zero maps are 0.1-0.25 of their bytes) that ``assets/attention_view.js`` draws on
+``<canvas>`` elements:
 
 * the **heatmap** value holds the maps: every layer x every head when they fit ``ALL_LAYERS_BUDGET`` values,
   else the chosen layer's heads that fit ``LAYER_BUDGET`` (the chosen head first, then the head view's); plus
   every head's statistics (float16) and the colour table. A layer or head change the browser holds the maps
   for redraws there, with no request; else the view asks the server (the ``fetch`` event);
-* the **head view** value names the heads to draw and refers to the heatmap's maps by ``id``;
+* the **head view** value names the heads to draw and refers to the heatmap's maps by ``id`` (None after a
+  heads change: whatever maps the page holds);
 * the **model view** value holds every layer x head pooled into blocks of tokens (``grid_block``) so the whole
   grid fits ``GRID_BUDGET`` values.
 
@@ -82,7 +84,7 @@ def heatmap_value(result: AttentionResult, layer: int, head: int, view_heads: Se
             "stat_titles": [STAT_TITLES[name] for name in STAT_NAMES], "palette": palette(), "source": result.source}
 
 
-def head_view_value(view_heads: Sequence[int], view_id: str) -> dict[str, Any]:
+def head_view_value(view_heads: Sequence[int], view_id: str | None) -> dict[str, Any]:
     """The head view's value: the heads to draw, their colours, and the maps' ``id`` (the heatmap's)."""
     return {"kind": "head_view", "id": view_id, "heads": [int(h) for h in view_heads],
             "colors": list(HEAD_COLORS), "threshold": HEAD_VIEW_THRESHOLD, "window": HEAD_VIEW_WINDOW}

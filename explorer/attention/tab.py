@@ -19,7 +19,8 @@ from engine.probes.inference import attention, neuron_view
 from explorer.attention import canvas, plots as attention_plots, sections
 from explorer.attention.layers import head_index, shown_layer
 from explorer.attention.actions import (DEFAULT_LENGTH, cached_attention, effective_length, export_files,
-                                        model_shape, over_training, read_inputs, run_ablation)
+                                        model_shape, over_training, read_inputs, run_ablation, summary_markdown,
+                                        view_heads)
 from explorer.attention.sections import EXAMPLES, SHARE_STATS, TABLE_COLUMNS
 from explorer import run_picker
 from explorer.endpoints import endpoint, handler, wire_run
@@ -46,47 +47,12 @@ the layer slider starts at 1. Heads are numbered from 0.
 
 # --- handlers' logic (no Gradio widgets; errors are ValueError / gr.Error) ---------------
 
-def view_heads(value: Any, num_heads: int) -> list[int]:
-    """Heads for the head view: all when None, else the checked ones. Heads past this model's last are
-    dropped with a warning (the API's default lists the startup model's heads, and a smaller model, such
-    as a live run's, must still answer); a negative head, or none left, is an error."""
-    if value is None:
-        return list(range(num_heads))
-    try:
-        heads = sorted({int(v) for v in value})
-    except (TypeError, ValueError):
-        raise ValueError(f"heads for the head view must be numbers from 0 to {num_heads - 1}, got {value!r}") from None
-    negative = [h for h in heads if h < 0]
-    kept = [h for h in heads if 0 <= h < num_heads]
-    beyond = [h for h in heads if h >= num_heads]
-    if negative or (beyond and not kept):
-        raise ValueError(f"heads {negative or beyond} do not exist: this model's layers have heads 0 to "
-                         f"{num_heads - 1}")
-    if beyond:
-        gr.Warning(f"This model has heads 0 to {num_heads - 1}; the head view leaves out heads {beyond}.")
-    return kept
-
-
 def stats_table(result: AttentionResult) -> pd.DataFrame:
     """One row per head: its layer (from 1, as the tab numbers them), head, entropy and distance to 3
     significant digits, and the shares of attention as percentages."""
     rows = [[shown_layer(r["layer"]), r["head"], sig(r["entropy"]), *(percent(r[name]) for name in SHARE_STATS),
              sig(r["distance"])] for r in result.records()]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
-
-
-def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:
-    """Counts and the chosen head's statistics in words; ``layer`` is the engine's index (shown from 1)."""
-    s = result.stats.head(layer, head)
-    lines = [f"**{len(result.tokens)} tokens** · **{result.num_layers} layers × {result.num_heads} heads** · "
-             f"model: {result.source}",
-             f"Layer {shown_layer(layer)}, head {head}: entropy {s['entropy']:.2f} {gloss('nats')} · "
-             f"[CLS] {s['cls']:.0%} · "
-             f"[SEP] {s['sep']:.0%} · self {s['self']:.0%} · previous {s['prev']:.0%} · next {s['next']:.0%} · "
-             f"mean distance {s['distance']:.1f} tokens"]
-    if result.truncated:
-        lines.append(f"⚠️ truncated: {result.num_truncated_tokens} tokens dropped to fit the max length")
-    return "\n\n".join(lines)
 
 
 def _attention_input(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
@@ -130,9 +96,13 @@ def attention_views(services: Services, model_key: str | None, text: str | None,
     statistics heatmap (no frame: the browser moves the chosen head without asking), the table and a summary."""
     result, index, head, chosen, statistic, view_id = _attention_input(services, model_key, text, text_pair, layer,
                                                                        head, max_length, heads, statistic)
-    return (*canvas.values(result, index, head, chosen, view_id),
-            attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic]),
+    return (*canvas.values(result, index, head, chosen, view_id), statistic_figure(result, statistic),
             stats_table(result), summary_markdown(result, index, head))
+
+
+def statistic_figure(result: AttentionResult, statistic: str) -> go.Figure:
+    """The statistics heatmap of ``statistic`` (no frame: the browser moves the chosen head without asking)."""
+    return attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic])
 
 
 def with_png_name(fig: go.Figure, stem: str) -> PlotData:
@@ -165,7 +135,8 @@ def _initial_shape(services: Services, key: str | None) -> tuple[int, int]:
 # --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
 
 def _main_handlers(services: Services) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """The tab's main action (one handler for its three triggers) and the redraw that reruns it."""
+    """The tab's main action (one handler for its three triggers) and the *Head statistic* change's redraw (the
+    statistics heatmap alone, from the cached forward: the page holds the rest)."""
     def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
             heads: list[int], statistic: str) -> tuple[Any, ...]:
         """Attention maps of every head for a text (and optional pair).
@@ -187,28 +158,39 @@ def _main_handlers(services: Services) -> tuple[Callable[..., Any], Callable[...
                                                         max_length, heads, statistic)
         return (*views, with_png_name(stats, f"head-statistics-{statistic or 'entropy'}"), table, summary)
 
-    run = handler(run, "attention")           # made once: the three triggers and the redraw below call it
+    def statistic_changed(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
+                          heads: list[int], statistic: str) -> Any:
+        if not text or not str(text).strip():
+            return gr.skip()                                # nothing typed yet: leave the figure alone
+        result, *_, statistic, _ = _attention_input(services, model_key, text, text_pair, layer, head, max_length,
+                                                    heads, statistic)
+        return with_png_name(statistic_figure(result, statistic), f"head-statistics-{statistic}")
 
-    def refresh(*args: Any) -> tuple[Any, ...]:
-        if not args[1] or not str(args[1]).strip():
-            return tuple(gr.skip() for _ in range(6))        # nothing typed yet: leave the views alone
-        return run(*args)
-
-    return run, refresh
+    return handler(run, "attention"), handler(statistic_changed, "attention_refresh")
 
 
-def _fetch_handler(refresh: Callable[..., Any]) -> Callable[..., Any]:
-    """The canvas views' ``fetch`` of a layer they lack: ``refresh``'s answer, only the heatmap's value when the
-    event names the input the page holds (``canvas.input_id``)."""
+def _view_handlers(services: Services) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The canvas views' ``fetch`` of a layer they lack (only the heatmap's value when the event names the input
+    the page holds, ``canvas.input_id``) and a *Heads in the head view* change (the head view's value alone, its
+    ``id`` None: the browser draws it from the maps it holds)."""
     def fetch(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
               heads: list[int], statistic: str, evt: gr.EventData) -> tuple[Any, ...]:
-        answer = refresh(model_key, text, text_pair, layer, head, max_length, heads, statistic)
-        held = (getattr(evt, "_data", None) or {}).get("id")
-        if held is not None and isinstance(answer[0], dict) and answer[0].get("id") == held:
-            return (answer[0], *(gr.skip() for _ in answer[1:]))    # the same input: only the new layer's maps
-        return answer
+        if not text or not str(text).strip():
+            return tuple(gr.skip() for _ in range(6))
+        result, index, head, chosen, statistic, view_id = _attention_input(services, model_key, text, text_pair,
+                                                                           layer, head, max_length, heads, statistic)
+        if (getattr(evt, "_data", None) or {}).get("id") == view_id:   # the same input: the new layer's maps only
+            return (canvas.heatmap_value(result, index, head, chosen, view_id), *(gr.skip() for _ in range(5)))
+        return (*canvas.values(result, index, head, chosen, view_id),
+                with_png_name(statistic_figure(result, statistic), f"head-statistics-{statistic}"),
+                stats_table(result), summary_markdown(result, index, head))
 
-    return fetch
+    def heads_changed(model_key: str, heads: list[int]) -> dict[str, Any]:
+        with services.probing():
+            num_heads = model_shape(services.model(model_key))[1]
+        return canvas.head_view_value(view_heads(heads, num_heads), None)
+
+    return handler(fetch, "attention_fetch"), handler(heads_changed, "attention_heads", gpu=False)
 
 
 def _ablate_handler(services: Services) -> Callable[..., Any]:
@@ -312,7 +294,8 @@ WIDGETS = ("text", "pair", "layer", "head", "length", "button", "view_heads", "s
 
 def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     """Declare the tab's events on its widgets ``w`` (in the order the API lists them)."""
-    run, refresh = _main_handlers(services)
+    run, statistic_changed = _main_handlers(services)
+    fetch, heads_changed = _view_handlers(services)
     layer, head, view_heads, length = w["layer"], w["head"], w["view_heads"], w["length"]
     text, pair, heads_text = w["text"], w["pair"], w["heads_text"]
     main_inputs = [picker.dropdown, text, pair, layer, head, length, view_heads, w["statistic"]]
@@ -323,11 +306,13 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
         w["neuron"]["follow"](event)                      # the neuron view's query choices: this input's tokens
     # The canvas views follow the layer and head in the browser, whatever moved the sliders, from the maps they
     # hold (no request); when they lack a layer's maps the heatmap fires `fetch` (assets/attention_view.js).
-    endpoint(canvas.event(w["heatmap"], "fetch"), _fetch_handler(refresh), main_inputs, main_outputs, api_name="attention_fetch",
-             gpu=False, api_visibility="private", trigger_mode="always_last", show_progress="minimal")
-    endpoint([view_heads.input, w["statistic"].input], refresh, main_inputs,
-             main_outputs, api_name="attention_refresh", gpu=False, api_visibility="private",
-             trigger_mode="always_last", show_progress="minimal")
+    endpoint(canvas.event(w["heatmap"], "fetch"), fetch, main_inputs, main_outputs, api_name="attention_fetch",
+             api_visibility="private", trigger_mode="always_last", show_progress="minimal")
+    # The head view's heads and the statistic: only what changed is sent (the page holds the maps).
+    endpoint(view_heads.input, heads_changed, [picker.dropdown, view_heads], [w["head_view"]],
+             api_name="attention_heads", api_visibility="private", trigger_mode="always_last", show_progress="hidden")
+    endpoint(w["statistic"].input, statistic_changed, main_inputs, [w["stats_plot"]], api_name="attention_refresh",
+             api_visibility="private", trigger_mode="always_last", show_progress="minimal")
     # The picker's info is written on page load and whenever the model changes: fit the widgets then.
     # Only after it: a second fit on the dropdown's own change raced this one and sent the old layer
     # against the new, smaller maximum ("Value 6 is greater than maximum value 2" in the browser).

@@ -65,6 +65,12 @@ def sent(page: Page, requests: list[str]) -> list[str]:
     return [r for r in requests if r not in polls and "/queue/data" not in r]
 
 
+def called(page: Page, requests: list[str]) -> list[str]:
+    """The api names of the events the page called among ``requests`` (as :func:`sent` filters them)."""
+    names = {d["id"]: d.get("api_name") for d in page.evaluate("() => window.gradio_config")["dependencies"]}
+    return [names.get(json.loads(r.split(" ", 1)[1])["fn_index"]) for r in sent(page, requests) if "/queue/join" in r]
+
+
 def painted(canvas) -> int:
     """How many of the canvas's pixels are not transparent."""
     return canvas.evaluate("""c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
@@ -137,9 +143,11 @@ LONG_TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog 
 
 def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(browser: Browser, served: str) -> None:
     """At 256 tokens the default model's maps (6 x 12 x 256²) exceed what one answer sends: the chosen layer's
-    come, a head change in that layer stays in the browser, a layer change asks once (the ``fetch`` event);
-    the head view shows a window of tokens that the user slides, with no request; the answer to the fetch
-    carries that layer's maps only (the model view keeps the grid it holds)."""
+    come (deflated), a head change in that layer stays in the browser, a layer change asks once (the ``fetch``
+    event); the head view shows a window of tokens that the user slides, with no request; the answer to the
+    fetch carries that layer's maps only (the model view keeps the grid it holds). A *Heads in the head view*
+    change asks ``attention_heads`` alone and the heatmap is not redrawn (no maps came); a *Head statistic*
+    change asks ``attention_refresh`` alone."""
     page = browser.new_page(viewport={"width": 1360, "height": 1000})
     page.set_default_timeout(TIMEOUT_MS)
     try:
@@ -173,6 +181,27 @@ def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(browser
         assert len(asked) == 1, asked
         text_maps = attention(SERVED["services"].model("default"), LONG_TEXT, None, 256).attentions
         assert abs(hover_cell(page, panel, 200, 3) - text_maps[1, 4, 200, 3]) <= PRECISION
+        assert page.evaluate("() => window.BertAttentionViews.store.entries")   # inflated from the deflated maps
+
+        requests.clear()                                                   # a heads change: the head view alone
+        draws = heat.get_attribute("data-draws")
+        panel.get_by_role("combobox", name="Heads in the head view").click()
+        page.get_by_role("option", name="3", exact=True).click()           # deselect head 3
+        page.keyboard.press("Escape")
+        expect(heads.locator(".attn-chip")).to_have_count(11)
+        expect(heads.locator(".attn-chip[data-head='3']")).to_have_count(0)
+        expect(heads).to_have_attribute("data-drawn", "L2-H4-100")                # the window it had
+        page.wait_for_timeout(500)
+        assert set(called(page, requests)) == {"attention_heads"}, called(page, requests)   # the click, the close
+        assert heat.get_attribute("data-draws") == draws                  # the maps were not sent again
+
+        requests.clear()                                                   # a statistic change: its figure alone
+        panel.get_by_role("combobox", name="Head statistic").click()
+        page.get_by_role("option", name="share to [SEP]", exact=True).click()
+        expect(panel.locator(".js-plotly-plot").filter(has_text="share to [SEP]").first).to_be_attached()
+        page.wait_for_timeout(500)
+        assert set(called(page, requests)) == {"attention_refresh"}, called(page, requests)
+        assert heat.get_attribute("data-draws") == draws
         no_error_toast(page)
     finally:
         page.close()

@@ -4,6 +4,7 @@ decodes to the engine's own numbers."""
 from __future__ import annotations
 
 import base64
+import zlib
 
 import numpy as np
 import pytest
@@ -25,7 +26,8 @@ def test_uint8_round_trips_within_half_a_step(shape: tuple[int, ...]) -> None:
         assert back.shape == shape and back.dtype == np.float32 and sent["shape"] == list(shape)
         assert np.abs(back - values).max(initial=0.0) <= browser_arrays.precision(sent)
         assert browser_arrays.precision(sent) <= sent["scale"] / 510 + 1e-6
-        assert len(base64.b64decode(sent["data"])) == values.size                # one byte a value
+        raw = base64.b64decode(sent["data"])                                     # one byte a value
+        assert len(zlib.decompress(raw) if sent["compression"] == "deflate" else raw) == values.size
 
 
 def test_uint8_scale_is_the_largest_value_and_ends_are_exact() -> None:
@@ -44,7 +46,36 @@ def test_float16_keeps_the_sign_and_three_digits() -> None:
     back = browser_arrays.decode(sent)
     np.testing.assert_array_equal(back, values.astype(np.float16).astype(np.float32))
     assert np.abs(back - values).max() <= browser_arrays.precision(sent)
-    assert len(base64.b64decode(sent["data"])) == 2 * values.size
+    assert sent["compression"] == "none" and len(base64.b64decode(sent["data"])) == 2 * values.size   # small
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16"])
+def test_a_peaked_array_is_deflated_and_reads_back_the_same(dtype: str) -> None:
+    """Mostly-zero rows (what attention maps are) go deflated: the same numbers back, far fewer bytes; the same
+    array sent uncompressed decodes to the identical values."""
+    rng = np.random.default_rng(2)
+    values = np.zeros((8, 64, 64), np.float32)
+    values[..., 0] = rng.random((8, 64))                                           # a [CLS] column
+    values[:, np.arange(64), np.arange(64)] = rng.random((8, 64))                  # and the diagonal
+    packed = browser_arrays.encode(values, dtype)                                 # type: ignore[arg-type]
+    plain = browser_arrays.encode(values, dtype, compress=False)                  # type: ignore[arg-type]
+    assert (packed["compression"], plain["compression"]) == ("deflate", "none")
+    np.testing.assert_array_equal(browser_arrays.decode(packed), browser_arrays.decode(plain))
+    assert np.abs(browser_arrays.decode(packed) - values).max() <= browser_arrays.precision(packed)
+    assert browser_arrays.size(packed) < 0.1 * browser_arrays.size(plain)
+    assert zlib.decompress(base64.b64decode(packed["data"])) == base64.b64decode(plain["data"])   # zlib format
+
+
+def test_noise_and_small_arrays_go_as_they_are() -> None:
+    noise = np.random.default_rng(3).random(4096, dtype=np.float32)               # 8 random bits a byte
+    assert browser_arrays.encode(noise)["compression"] == "none"
+    assert browser_arrays.encode(np.zeros(100))["compression"] == "none"          # under DEFLATE_MIN_BYTES
+    assert browser_arrays.encode(np.zeros(4096))["compression"] == "deflate"
+    legacy = browser_arrays.encode(np.arange(4.0), compress=False)
+    del legacy["compression"]                                                     # a payload that does not say
+    np.testing.assert_allclose(browser_arrays.decode(legacy), np.arange(4.0), atol=3 / 510 + 1e-6)
+    with pytest.raises(ValueError, match="unknown compression"):
+        browser_arrays.decode({**legacy, "compression": "brotli"})
 
 
 @pytest.mark.parametrize("values, dtype, message", [
@@ -70,3 +101,4 @@ def test_what_the_attention_handler_sends_decodes_to_the_engines_maps(tiny_token
     assert (heat["layer"], heat["head"], head_view["heads"]) == (1, 1, [0, 3])
     grid = browser_arrays.decode(model_view["grid"])
     assert np.abs(grid - expected).max() <= browser_arrays.precision(model_view["grid"])
+    assert heat["maps"]["compression"] == "deflate"                      # what the browser inflates

@@ -3,6 +3,7 @@ that the drawn colours are the exported ones, and the script each view runs."""
 from __future__ import annotations
 
 import io
+import json
 
 import gradio as gr
 import numpy as np
@@ -50,7 +51,7 @@ def test_a_drawn_cell_is_the_colour_of_its_exported_pixel(tiny_tokenizer) -> Non
     result = attention(loaded, "the cat sat on the mat", "the dog ran", 64)
     heat = canvas.heatmap_value(result, 1, 3, [], "x")
     n = len(heat["tokens"])
-    levels = np.frombuffer(__import__("base64").b64decode(heat["maps"]["data"]), np.uint8).reshape(2, 4, n, n)[1, 3]
+    levels = np.rint(browser_arrays.decode(heat["maps"]) * 255).astype(np.uint8).reshape(2, 4, n, n)[1, 3]
     png = np.asarray(Image.open(io.BytesIO(export.heatmap_png(result.attentions[1, 3], cell=1))).convert("RGB"))
     painted = np.array([[int(heat["palette"][q][k:k + 2], 16) for k in (1, 3, 5)] for q in levels.ravel()])
     np.testing.assert_array_equal(png.reshape(-1, 3), painted)
@@ -102,8 +103,8 @@ def test_a_fetch_for_the_input_the_page_holds_sends_only_the_new_layers_maps(tin
 
     monkeypatch.setattr(canvas, "ALL_LAYERS_BUDGET", 0)                  # every input sends one layer
     services = make_services(tiny_tokenizer)
-    run, refresh = attention_tab._main_handlers(services)
-    fetch = attention_tab._fetch_handler(refresh)
+    run, _ = attention_tab._main_handlers(services)
+    fetch, _ = attention_tab._view_handlers(services)
     text = "the cat sat on the mat"
     first = run("default", text, "", 1, 0, 64, [0, 1], "entropy")
     assert first[0]["map_layers"] == [0]
@@ -112,3 +113,55 @@ def test_a_fetch_for_the_input_the_page_holds_sends_only_the_new_layers_maps(tin
     assert all(part == gr.skip() for part in answer[1:])
     other = fetch("default", text + " again", "", 2, 3, 64, [0, 1], "entropy", gr.EventData(None, {"id": first[0]["id"]}))
     assert other[0]["id"] != first[0]["id"] and other[2]["id"] == other[0]["id"] and "tokens" in other[5]
+
+
+def test_a_heads_or_statistic_change_sends_no_maps(tiny_tokenizer) -> None:
+    """The head view's heads come back alone (``id`` None: drawn from the maps the page holds), a statistic
+    change is the statistics figure alone; neither carries an array of maps."""
+    from explorer.attention import tab as attention_tab
+
+    services = make_services(tiny_tokenizer)
+    run, statistic_changed = attention_tab._main_handlers(services)
+    _, heads_changed = attention_tab._view_handlers(services)
+    value = heads_changed("default", [3, 1, 9])                              # head 9: not in this model
+    assert value == canvas.head_view_value([1, 3], None) and len(json.dumps(value)) < 1_000
+    figure = statistic_changed("default", "the cat sat on the mat", "", 1, 0, 64, [0], "sep")
+    assert '"maps"' not in figure.plot and '"z"' in figure.plot and len(figure.plot) < 50_000
+    assert statistic_changed("default", "", "", 1, 0, 64, [0], "sep") == gr.skip()
+
+
+def long_model(tiny_tokenizer, make_config):
+    """Services whose ``default`` is a small random model that takes 512 tokens (2 layers x 4 heads)."""
+    from engine.checkpoints.hf_format import LoadedModel
+    from engine.model.heads import BertWithHeads
+    from explorer.model_registry import ModelRegistry
+    from explorer.services import Services
+    from support.reference import randomize_
+
+    import torch
+    torch.manual_seed(0)
+    model = randomize_(BertWithHeads(make_config(max_position_embeddings=512), heads=("mlm",)), 0, scale=0.3).eval()
+    registry = ModelRegistry(runs_root=None, default_dir=None)
+    registry.pin("default", LoadedModel(model, tiny_tokenizer, model.config, "tiny model, 512 positions"))
+    return Services(tokenizer=tiny_tokenizer, models=registry)
+
+
+def test_at_512_tokens_a_first_answer_and_a_fetched_layer_fit_their_byte_goals(tiny_tokenizer, make_config) -> None:
+    """Issue 34's goals, in bytes of JSON: a first answer's three views <= 1.5 MB, the answer to a ``fetch`` of
+    another layer <= 300 KB (three 512 x 512 maps: 786 KB of uint8, deflated), and the maps still decode to the
+    engine's within 1/510."""
+    from explorer.attention import tab as attention_tab
+
+    services = long_model(tiny_tokenizer, make_config)
+    run, _ = attention_tab._main_handlers(services)
+    fetch, _ = attention_tab._view_handlers(services)
+    text = " ".join(["the cat sat on the mat because it was tired"] * 60)
+    first = run("default", text, "", 1, 0, 512, [0, 1, 2, 3], "entropy")
+    heat = first[0]
+    assert len(heat["tokens"]) == 512 and heat["map_layers"] == [0] and len(heat["map_heads"]) == 3
+    assert sum(len(json.dumps(v)) for v in first[:3]) <= 1_500_000
+    change = fetch("default", text, "", 2, 1, 512, [0, 1, 2, 3], "entropy", gr.EventData(None, {"id": heat["id"]}))
+    assert change[0]["map_layers"] == [1] and all(part == gr.skip() for part in change[1:])
+    assert len(json.dumps(change[0])) <= 300_000
+    expected = attention(services.model("default"), text, None, 512).attentions[1][change[0]["map_heads"]]
+    assert np.abs(browser_arrays.decode(change[0]["maps"])[0] - expected).max() <= 1 / 510 + 1e-6
