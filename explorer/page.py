@@ -70,10 +70,14 @@ def build_app(services: Services | None = None) -> gr.Blocks:
         with gr.Column(elem_id="app-header"):
             gr.Markdown(f"# {TITLE}\n{DESCRIPTION}\n\n{HEADER_HELP.format(example=gloss('WordPiece'))}")
         picker = model_picker.build(services)
-        with gr.Tabs(elem_id="main-tabs"):
+        built: dict[str, dict] = {}                     # each tab's widgets by name, by tab id
+        with gr.Tabs(elem_id="main-tabs") as tabs:
             for tab in TABS:
                 with gr.Tab(tab.title, id=tab.id):
-                    tab.build(services, picker)
+                    built[tab.id] = tab.build(services, picker) or {}
+        for tab in TABS:                                # links between tabs (a module's optional ``link``)
+            if hasattr(tab.module, "link"):
+                tab.module.link(built, tabs)
         model_picker.wire_page_load(demo, services, picker)
         demo.load(None, js=JS, api_visibility="private")    # the page script; no request to the server
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.

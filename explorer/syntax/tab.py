@@ -20,7 +20,7 @@ from explorer.endpoints import endpoint, handler
 from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
-from explorer.syntax import views
+from explorer.syntax import links, views
 from explorer.syntax.views import MAX_SENTENCES, MAX_UPLOAD_MB, TABLE_COLUMNS
 
 DEFAULT_SENTENCES = 200
@@ -186,6 +186,11 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
                                                       w["relations"]],
              [w["over_note"], w["over_chart"], w["over_json"]], api_name="syntax_over_training", heavy=True,
              show_progress="full")
+
+
+def link(built: dict[str, dict[str, Any]], tabs: Any) -> None:
+    """Cross-tab links, once every tab is built: a best-head row opens the Attention tab on its head."""
+    links.wire(built["syntax"]["table"], tabs, built["attention"])
 
 
 def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]:

@@ -84,7 +84,7 @@ def best_head_table(scores: HeadScores) -> pd.DataFrame:
     """One row per relation: its best head (over both directions) beside the fixed-offset baseline."""
     rows = [[row["relation"], row["count"], f"{row['layer']}-{row['head']}", row["direction"],
              f"{row['accuracy']:.1%}", f"{row['baseline']:.1%} ({row['offset']:+d})",
-             f"{row['margin'] * 100:+.1f} pt", row["example"][:160]] for row in scores.best_heads()]
+             f"{row['margin'] * 100:+.1f} pt", row["example"]] for row in scores.best_heads()]
     return pd.DataFrame(rows, columns=TABLE_COLUMNS)
 
 

@@ -64,6 +64,13 @@ def test_the_syntax_tab_scores_the_heads_against_the_bundled_treebank(page: Page
     expect(panel.get_by_text("baseline").first).to_be_visible()
     no_error_toast(page)
     screenshot(page, "syntax")
+    layer, head = re.search(r"best head (\d+)-(\d+)", panel.locator(".prose, .md").filter(
+        has_text="arcs): best head").first.inner_text()).groups()     # det's best head: layer from 1, head from 0
+    cell = panel.locator(".cell-wrap span").filter(has_text=re.compile(r"^\s*det\s*$")).first   # the det row
+    cell.click()                                                     # a row opens its head in the Attention tab
+    attention = page.locator("[role=tabpanel]:visible").first
+    expect(attention.locator(".attn-caption").first).to_contain_text(f"Layer {layer}, head {head}")
+    no_error_toast(page)
 
 
 @pytest.mark.parametrize(("tab", "shows"), TABS, ids=[t for t, _ in TABS])
