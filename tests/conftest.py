@@ -6,6 +6,7 @@ import ipaddress
 import os
 import socket
 import tempfile
+from pathlib import Path
 
 # Before anything imports huggingface_hub (it reads these once): tests that switch the hub "on" against
 # a fake endpoint must not leave telemetry queued for huggingface.co (the load test's guard saw it).
@@ -105,3 +106,33 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+# The quick selection, `python -m pytest -m quick` (issue 36): the core for day-to-day work, meant for 3 minutes on
+# 2 idle cores (measured times: CONTRIBUTING "Running the tests"). Left out by folder, file or test name: what serves the whole app
+# over HTTP or drives a browser, starts other processes (torchrun, SIGKILLs, the docs' snippets) or rehearses the
+# GPU session. CI runs everything; a new test is quick unless it lands in one of these.
+NOT_QUICK_FOLDERS = {"app", "bench", "chaos", "e2e", "scripts"}
+NOT_QUICK_FILES = {"test_multinode.py", "test_engine_docs.py"}
+NOT_QUICK_NAMES = ("torchrun", "sigkill", "ddp", "killed", "test_cli_")
+TESTS = Path(__file__).resolve().parent
+
+
+def _left_out(path: Path) -> bool:
+    """Whether a folder or file under tests/ is outside the quick selection."""
+    parts = Path(path).resolve().relative_to(TESTS).parts
+    return bool(parts) and (parts[0] in NOT_QUICK_FOLDERS or parts[-1] in NOT_QUICK_FILES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the quick selection (``-m quick``); see ``NOT_QUICK_*``."""
+    for item in items:
+        if not (_left_out(item.path) or any(word in item.name for word in NOT_QUICK_NAMES)):
+            item.add_marker(pytest.mark.quick)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With exactly ``-m quick``, the left-out folders and files are not even imported (half the collection)."""
+    if config.getoption("markexpr", "") != "quick" or TESTS not in Path(collection_path).resolve().parents:
+        return None
+    return True if _left_out(collection_path) else None

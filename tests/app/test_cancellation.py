@@ -3,8 +3,8 @@
 The served app, with attribution made slow on purpose (one integration point per forward pass, 0.2 s each:
 300 steps take a minute): three ``/attribute`` calls cancelled from ``gradio_client`` leave no engine work
 running within seconds (``engine.cancellation.running()``), the two that waited never start, and
-``/tokenize`` answers at once while heavy work runs and waits. A client that goes away (its event stream
-closed) stops its work the same way.
+``/tokenize`` answers while heavy work runs and waits (before any of it ends: no clock). A client that goes
+away (its event stream closed) stops its work the same way.
 """
 from __future__ import annotations
 
@@ -29,9 +29,10 @@ from support.probing_helpers import make_services  # noqa: E402
 MASKED = "the cat [MASK] on the mat."
 STEP_S = 0.2                 # one forward pass of the slowed attribution
 STEPS = 300                  # 300 forward passes: a minute per call if nothing stops it
-STOP_WITHIN_S = 5.0
+STOP_WITHIN_S = 30.0         # a generous bound for a loaded machine; done < STEPS is what shows it stopped
 HEAVY = {"attribute", "neighbours_index", "compare", "compare_over_run", "attention_over_training",
-         "embeddings_over_training", "fill_mask_over_training", "ablate_heads"}
+         "embeddings_over_training", "fill_mask_over_training", "ablate_heads",
+         "syntax_heads", "layer_probe", "syntax_over_training"}
 ATTRIBUTE = dict(model_key="default", task="fill_mask", text=MASKED, steps=STEPS, api_name="/attribute")
 
 
@@ -83,10 +84,9 @@ def test_cancelled_heavy_calls_stop_and_light_calls_keep_answering(served, forwa
     jobs = [served.submit(**ATTRIBUTE) for _ in range(3)]
     _wait(lambda: forwards[0] >= 2, 30)                     # the first one computes
     assert cancellation.running() == 1                      # heavy work runs one at a time; two wait
-    started = time.monotonic()
     html, summary, table, plot = served.predict("default", "the cat sat", "", 32, api_name="/tokenize")
-    assert time.monotonic() - started < 5.0 and "cat" in html   # a light call is not queued behind them
-    assert cancellation.running() == 1
+    assert "cat" in html                                    # answered while the heavy three still run and wait:
+    assert cancellation.running() == 1 and not any(job.done() for job in jobs)     # not queued behind them
     for job in jobs:
         job.cancel()
     stopped_in = _wait(lambda: cancellation.running() == 0, STOP_WITHIN_S)

@@ -66,12 +66,16 @@ def served() -> Iterator[dict[str, Any]]:
     services = Services(tokenizer=tokenizer, max_length=128, worker=worker, models=registry,
                         access=AccessPolicy(public=True, admin_token="correct horse"))
     demo = app.create_app(services, {"EXPLORER_PUBLIC": "1"})
+    # One HTTP client for the module's ~600 calls: a new one per call (httpx.post) builds an SSL context each
+    # time, ~45 ms of CPU, which made the forged-path test take 260 s on a loaded machine.
+    http = httpx.Client(timeout=120)
     try:
         launch(demo, **app.launch_options({"EXPLORER_RUNS_DIR": str(runs)}))
-        config = httpx.get(f"{demo.local_url}config", timeout=60).json()
+        config = http.get(f"{demo.local_url}config").json()
         values = {c["id"]: c.get("props", {}).get("value") for c in config["components"]}
-        yield dict(root=root, runs=runs, demo=demo, base=f"{demo.local_url}gradio_api", values=values)
+        yield dict(root=root, runs=runs, demo=demo, base=f"{demo.local_url}gradio_api", values=values, http=http)
     finally:
+        http.close()
         demo.close()
         worker.close(timeout_s=30)
         shutil.rmtree(root, ignore_errors=True)
@@ -81,15 +85,15 @@ def call(served: dict[str, Any], fn_index: int, data: list[Any], event_data: Any
          session: str | None = None) -> tuple[str, Any]:
     """Run event ``fn_index`` as the page would, in ``session`` (a session that never loaded the page; a new
     one when not given): ("ok", outputs) or ("error", message)."""
-    session, base = session or uuid.uuid4().hex, served["base"]
+    session, base, http = session or uuid.uuid4().hex, served["base"], served["http"]
     body = {"data": data, "fn_index": fn_index, "session_hash": session, "event_data": event_data}
     if not served["demo"].fns[fn_index].queue:                       # the page runs these without the queue
-        response = httpx.post(f"{base}/run/predict", json=body, timeout=120)
+        response = http.post(f"{base}/run/predict", json=body)
         answer = response.json()
         return ("ok", answer["data"]) if response.status_code == 200 else ("error", answer.get("error"))
-    joined = httpx.post(f"{base}/queue/join", json={**body, "trigger_id": None}, timeout=120)
+    joined = http.post(f"{base}/queue/join", json={**body, "trigger_id": None})
     assert joined.status_code == 200, joined.text
-    with httpx.stream("GET", f"{base}/queue/data", params={"session_hash": session}, timeout=120) as stream:
+    with http.stream("GET", f"{base}/queue/data", params={"session_hash": session}) as stream:
         for line in stream.iter_lines():
             message = json.loads(line[5:]) if line.startswith("data:") else {}
             if message.get("msg") == "process_completed":
@@ -144,7 +148,7 @@ def test_gradio_runs_a_private_event_for_a_session_that_never_loaded_the_page(se
     assert demo.fns[index].api_visibility == "private"
     status, (info,) = call(served, index, ["default"])
     assert status == "ok" and "**default**" in info                  # answered, to a stranger
-    by_name = httpx.post(f"{served['base']}/call/model_info", json={"data": ["default"]}, timeout=60)
+    by_name = served["http"].post(f"{served['base']}/call/model_info", json={"data": ["default"]})
     assert by_name.status_code == 200 and "event_id" in by_name.json()
     with pytest.raises(ValueError, match="model_info"):              # only gradio_client holds back
         Client(demo.local_url, verbose=False).predict("default", api_name="/model_info")
@@ -155,7 +159,7 @@ def test_queued_events_are_served_through_the_queue_only(served) -> None:
     queued = [i for i, fn in demo.fns.items() if fn.queue and fn.api_name in ("model_info", "tokenize", "attribute")]
     assert len(queued) == 3
     for index in queued:
-        response = httpx.post(f"{base}/run/predict", json={"data": [], "fn_index": index}, timeout=60)
+        response = served["http"].post(f"{base}/run/predict", json={"data": [], "fn_index": index})
         assert response.status_code == 404 and "join the queue" in response.text
     direct = next(i for i, fn in demo.fns.items() if fn.api_name == "attribute_form")     # declared queue=False
     assert not demo.fns[direct].queue and call(served, direct, page_values(served, demo.fns[direct]))[0] == "ok"

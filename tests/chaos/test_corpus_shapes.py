@@ -34,7 +34,7 @@ def test_symlink_loops_end_and_each_file_is_listed_once(tmp_path):
     started = time.monotonic()
     by_glob = resolve_corpus(str(root / "**" / "*.txt"))
     by_folder = resolve_corpus(str(root))
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 60          # generous for a loaded machine: a loop that blows up takes far longer
     assert [p.relative_to(root).as_posix() for p in by_glob.files] == ["sub/a.txt"]
     assert by_folder.files == by_glob.files
 
