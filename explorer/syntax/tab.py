@@ -21,6 +21,7 @@ from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services
 from explorer.syntax import links, views
+from explorer.syntax.treebanks import BUNDLED, treebank_choices
 from explorer.syntax.views import MAX_SENTENCES, MAX_UPLOAD_MB, TABLE_COLUMNS
 
 DEFAULT_SENTENCES = 200
@@ -52,7 +53,7 @@ INTRO = (
 def _handlers(services: Services) -> dict[str, Callable[..., Any]]:
     """The three endpoints' handlers (their parameters and docstrings are the API)."""
     def syntax_heads(model_key: str, sentences: float = DEFAULT_SENTENCES, data_file: str | None = None,
-                     relation: str = "det", direction: str = DIRECTIONS[0]) -> tuple[Any, ...]:
+                     relation: str = "det", direction: str = DIRECTIONS[0], treebank: str = BUNDLED) -> tuple[Any, ...]:
         """Score every attention head against every dependency relation.
 
         Args:
@@ -61,28 +62,32 @@ def _handlers(services: Services) -> dict[str, Callable[..., Any]]:
             data_file: a CoNLL-U file; none for the bundled sample (UD English EWT, 300 sentences).
             relation: the relation drawn as a layers x heads grid (e.g. "det", "nsubj", "obj").
             direction: "dependent → head" (the word attends to its head) or "head → dependent".
+            treebank: "bundled" (the sample) or a CoNLL-U file the server keeps, "server:<name>" (an upload wins).
         Returns:
             a summary, the relations x heads heatmap, the chosen relation's layers x heads grid, the best head
             per relation with its fixed-offset baseline, and every accuracy as JSON (layers from 1, heads from 0).
         """
-        return views.heads_view(services, model_key, sentences, data_file, relation, direction)
+        return views.heads_view(services, model_key, sentences, data_file, relation, direction, treebank)
 
-    def layer_probe(model_key: str, sentences: float = DEFAULT_SENTENCES, data_file: str | None = None) -> tuple[Any, ...]:
+    def layer_probe(model_key: str, sentences: float = DEFAULT_SENTENCES, data_file: str | None = None,
+                    treebank: str = BUNDLED) -> tuple[Any, ...]:
         """Probe each layer for parts of speech (UPOS), beside the control task.
 
         Args:
             model_key: the model (e.g. "default").
             sentences: how many sentences of the data to use, from the first (2 to 1000); a quarter is held out.
             data_file: a CoNLL-U file; none for the bundled sample.
+            treebank: "bundled" (the sample) or a CoNLL-U file the server keeps, "server:<name>" (an upload wins).
         Returns:
             a summary (with the attention-only parser's held-out UAS beside the fixed-offset baseline), the
             accuracy / control accuracy / selectivity chart by layer (0 = the embeddings' output), and the same
             numbers as JSON ("attention_parser": uas, baseline_uas, baseline_offset).
         """
-        return views.probe_view(services, model_key, sentences, data_file)
+        return views.probe_view(services, model_key, sentences, data_file, treebank)
 
     def syntax_over_training(model_key: str, run: str = run_picker.AUTO, sentences: float = OVER_TRAINING_SENTENCES,
-                             data_file: str | None = None, relations: str = DEFAULT_RELATIONS) -> tuple[Any, ...]:
+                             data_file: str | None = None, relations: str = DEFAULT_RELATIONS,
+                             treebank: str = BUNDLED) -> tuple[Any, ...]:
         """The best head per relation and the probe's selectivity at up to six checkpoints of a run.
 
         Args:
@@ -91,23 +96,31 @@ def _handlers(services: Services) -> dict[str, Callable[..., Any]]:
             sentences: how many sentences of the data to use (2 to 1000).
             data_file: a CoNLL-U file; none for the bundled sample.
             relations: the relations to draw, comma-separated (e.g. "det, nsubj, obj").
+            treebank: "bundled" (the sample) or a CoNLL-U file the server keeps, "server:<name>" (an upload wins).
         Returns:
             a note naming the run and checkpoints, the lines over steps, and each checkpoint's numbers as JSON.
         """
-        return views.over_training_view(services, model_key, run, sentences, data_file, relations)
+        return views.over_training_view(services, model_key, run, sentences, data_file, relations, treebank)
 
     return {"heads": handler(syntax_heads, "syntax_heads", heavy=True),
             "probe": handler(layer_probe, "layer_probe", heavy=True), "over": syntax_over_training}
 
 
 def _inputs() -> dict[str, Any]:
-    """The data (sentences, upload) shared by the three views."""
+    """The data (sentences, a treebank on the server or the bundled sample, an upload) shared by the three views."""
     with gr.Row():
-        sentences = gr.Number(DEFAULT_SENTENCES, label=f"Sentences (the first ones of the data, 2 to {MAX_SENTENCES})",
-                              precision=0, minimum=2, maximum=MAX_SENTENCES)
+        with gr.Column():
+            sentences = gr.Number(DEFAULT_SENTENCES, label=f"Sentences (the first ones of the data, 2 to "
+                                  f"{MAX_SENTENCES})", precision=0, minimum=2, maximum=MAX_SENTENCES)
+            treebank = gr.Dropdown(treebank_choices(), value=BUNDLED, label="Treebank", interactive=True,
+                                   allow_custom_value=True,     # a file added after start; the handler checks it
+                                   info="the bundled sample, or a CoNLL-U file the server keeps (an upload wins)")
         data_file = gr.File(label=f"Your CoNLL-U file (optional, UTF-8, at most {MAX_UPLOAD_MB} MB; none: the "
-                                  "bundled sample)", type="filepath", file_types=[".conllu", ".conll", ".txt"])
-    return {"sentences": sentences, "data_file": data_file}
+                                  "treebank above)", type="filepath", file_types=[".conllu", ".conll", ".txt"])
+    # a file the admin adds after start is offered the next time the list is opened
+    treebank.focus(lambda: gr.Dropdown(choices=treebank_choices()), None, treebank, api_visibility="private",
+                   queue=False, show_progress="hidden")
+    return {"sentences": sentences, "data_file": data_file, "treebank": treebank}
 
 
 def _heads_section() -> dict[str, Any]:
@@ -172,7 +185,7 @@ HEADS_OUTPUTS = ("heads_summary", "overview", "grid", "table", "heads_json")
 def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     """Declare the tab's events (in the order the API lists them)."""
     served = _handlers(services)
-    heads_inputs = [picker.dropdown, w["sentences"], w["data_file"], w["relation"], w["direction"]]
+    heads_inputs = [picker.dropdown, w["sentences"], w["data_file"], w["relation"], w["direction"], w["treebank"]]
     heads_outputs = [w[name] for name in HEADS_OUTPUTS]
     endpoint(w["heads_button"].click, served["heads"], heads_inputs, heads_outputs, api_name="syntax_heads",
              show_progress="full")
@@ -180,10 +193,10 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     endpoint([w["relation"].input, w["direction"].input], served["heads"], heads_inputs, heads_outputs,
              api_name="syntax_heads_redraw", api_visibility="private", show_progress="minimal",
              trigger_mode="always_last")
-    endpoint(w["probe_button"].click, served["probe"], [picker.dropdown, w["sentences"], w["data_file"]],
+    endpoint(w["probe_button"].click, served["probe"], [picker.dropdown, w["sentences"], w["data_file"], w["treebank"]],
              [w["probe_summary"], w["probe_chart"], w["probe_json"]], api_name="layer_probe", show_progress="full")
     endpoint(w["over_button"].click, served["over"], [picker.dropdown, w["run"], w["over_sentences"], w["data_file"],
-                                                      w["relations"]],
+                                                      w["relations"], w["treebank"]],
              [w["over_note"], w["over_chart"], w["over_json"]], api_name="syntax_over_training", heavy=True,
              show_progress="full")
 

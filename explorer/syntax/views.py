@@ -27,6 +27,7 @@ from explorer.model_registry import evenly_spaced
 from explorer.run_picker import run_note
 from explorer.services import Services
 from explorer.syntax import plots
+from explorer.syntax.treebanks import treebank_path
 from explorer.ui_errors import whole_number
 
 SAMPLE_NAME = "the bundled sample (UD English EWT, 300 sentences)"
@@ -44,21 +45,31 @@ def upload_path(value: Any) -> Path | None:
     return None if value is None or value == "" else Path(str(value))
 
 
-def sentences_for(data_file: Any, count: Any) -> tuple[list[DependencySentence], str]:
-    """The first ``count`` sentences of the upload (or of the bundled sample) and the data's name as shown;
-    ``gr.Error`` with one sentence when the file cannot be used."""
+def sentences_for(data_file: Any, count: Any, treebank: str | None = None) -> tuple[list[DependencySentence], str]:
+    """The first ``count`` sentences of the upload, else of the server treebank ``treebank`` (``server:<name>``),
+    else of the bundled sample, and the data's name as shown; ``gr.Error`` with one sentence when the file cannot
+    be used."""
     count = whole_number(count, "Sentences", 2, MAX_SENTENCES)
     path = upload_path(data_file)
-    if path is None:
-        return read_sample()[:count], SAMPLE_NAME
-    name = path.name
+    on_server = path is None
+    if on_server:
+        try:
+            path = treebank_path(treebank)
+        except ValueError as exc:
+            raise gr.Error(str(exc), print_exception=False) from None
+        if path is None:
+            return read_sample()[:count], SAMPLE_NAME
+        name = str(treebank).strip()                 # the key, never the server path
+    else:
+        name = path.name
     if path.suffix.lower() not in (".conllu", ".conll", ".txt"):
-        raise gr.Error(f"{name} is not a CoNLL-U file: upload a .conllu file (ten tab-separated columns per word).",
+        raise gr.Error(f"{name} is not a CoNLL-U file: use a .conllu file (ten tab-separated columns per word).",
                        print_exception=False)
     try:
         sentences = read_conllu(path, MAX_UPLOAD_MB * 2**20)
     except FileNotFoundError:
-        raise gr.Error(f"{name} did not arrive (the upload is gone); upload it again.", print_exception=False) from None
+        gone = "is gone from the server" if on_server else "did not arrive (the upload is gone); upload it again"
+        raise gr.Error(f"{name} {gone}.", print_exception=False) from None
     except ValueError as exc:
         raise gr.Error(str(exc).replace(str(path), name), print_exception=False) from None
     return sentences[:count], name
@@ -104,7 +115,7 @@ def heads_summary(scores: HeadScores, relation: str, direction: str, data: str) 
 
 
 def heads_view(services: Services, model_key: str | None, sentences: Any, data_file: Any, relation: str | None,
-               direction: str | None) -> tuple[Any, ...]:
+               direction: str | None, treebank: str | None = None) -> tuple[Any, ...]:
     """Summary, every head × relation heatmap, the chosen relation's layers × heads grid, the best-head table
     and the plain JSON."""
     direction = direction or DIRECTIONS[0]
@@ -112,7 +123,7 @@ def heads_view(services: Services, model_key: str | None, sentences: Any, data_f
         check_direction(direction)
     except ValueError as exc:
         raise gr.Error(str(exc), print_exception=False) from None
-    chosen, name = sentences_for(data_file, sentences)
+    chosen, name = sentences_for(data_file, sentences, treebank)
     with services.probing():
         features = features_for(services, services.model(model_key), chosen)
         scores = head_scores(features)
@@ -140,9 +151,10 @@ def probe_summary(result: LayerProbeResult, data: str) -> str:
         f"{result.majority:.1%}."])
 
 
-def probe_view(services: Services, model_key: str | None, sentences: Any, data_file: Any) -> tuple[Any, ...]:
+def probe_view(services: Services, model_key: str | None, sentences: Any, data_file: Any,
+               treebank: str | None = None) -> tuple[Any, ...]:
     """Summary, the accuracy / control / selectivity chart by layer and the plain JSON."""
-    chosen, name = sentences_for(data_file, sentences)
+    chosen, name = sentences_for(data_file, sentences, treebank)
     with services.probing():
         loaded = services.model(model_key)
         features = features_for(services, loaded, chosen)
@@ -157,9 +169,9 @@ def probe_view(services: Services, model_key: str | None, sentences: Any, data_f
 
 
 def over_training_view(services: Services, model_key: str | None, run: str | None, sentences: Any,
-                       data_file: Any, relations: str | None) -> tuple[Any, ...]:
+                       data_file: Any, relations: str | None, treebank: str | None = None) -> tuple[Any, ...]:
     """Up to ``MAX_CHECKPOINTS`` checkpoints of the run: a note, the lines over steps and the plain JSON."""
-    chosen, name = sentences_for(data_file, sentences)
+    chosen, name = sentences_for(data_file, sentences, treebank)
     registry = services.registry()
     choices = registry.run_checkpoints(model_key, run or None)
     if not choices:

@@ -97,6 +97,23 @@ def test_an_uploaded_conllu_file_is_read(client, tmp_path) -> None:
     assert "mine.conllu" in summary and numbers["num_sentences"] + len(numbers["skipped"]) == 30
 
 
+def test_a_treebank_the_server_keeps_is_read_by_its_key(client, tmp_path, monkeypatch) -> None:
+    folder = tmp_path / "corpora"
+    folder.mkdir()
+    sample = read_sample()
+    (folder / "ewt-part.conllu").write_text("\n\n".join(
+        "\n".join(f"{i + 1}\t{w}\t_\t{u}\t_\t_\t{h}\t{r}\t_\t_" for i, (w, u, h, r) in
+                  enumerate(zip(s.words, s.upos, s.heads, s.relations))) for s in sample[5:25]) + "\n", encoding="utf-8")
+    monkeypatch.setenv("EXPLORER_CORPUS_DIRS", str(folder))
+    summary, *_, numbers = client.predict("default", 20, None, "det", DIRECTIONS[0], "server:ewt-part.conllu",
+                                          api_name="/syntax_heads")
+    assert "server:ewt-part.conllu" in summary and str(folder) not in summary
+    assert numbers["num_sentences"] + len(numbers["skipped"]) == 20
+    outcome = call(client, "default", 20, None, "det", DIRECTIONS[0], str(folder / "ewt-part.conllu"),
+                   api_name="/syntax_heads")                                   # a server path is no key
+    expect_error(outcome, "There is no treebank .* on the server; choose one of: bundled, server:ewt-part.conllu")
+
+
 @pytest.mark.parametrize("content, name, message", [
     ("1\tthe\t_\tDET\t_\t_\t2\tdet\n", "bad.conllu", r"bad\.conllu, line 1 has 8 tab-separated column"),
     ("1\tthe\tthe\tDET\t_\t_\t5\tdet\t_\t_\n2\tcat\tcat\tNOUN\t_\t_\t0\troot\t_\t_\n", "heads.conllu",
@@ -173,6 +190,6 @@ def test_a_server_path_is_not_read(client, tmp_path) -> None:
     secret = tmp_path / "secret.conllu"
     secret.write_text("1\tword\t_\tTOPSECRET\t_\t_\t0\troot\t_\t_\n", encoding="utf-8")   # read: the tag is quoted
     body = json.dumps({"data": ["default", COUNT, {"path": str(secret), "meta": {"_type": "gradio.FileData"}},
-                                "det", DIRECTIONS[0]]})
+                                "det", DIRECTIONS[0], "bundled"]})
     outcome = call_raw(client, "/syntax_heads", body)
     assert outcome.error is not None and "TOPSECRET" not in outcome.error and str(tmp_path) not in outcome.error
