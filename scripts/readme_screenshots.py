@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_HEIGHT = 1900
 SCALE = 0.75
 WALK_TABS = ("tokenize", "embeddings", "attention", "neuron-view", "fill-mask", "qa", "training", "why")
-OWN_NAMES = ("compare", "neighbours", "finetune", "finetune-pos", "finetune-choice", "heads-classify", "heads-tag",
+OWN_NAMES = ("compare", "neighbours", "syntax", "finetune", "finetune-pos", "finetune-choice", "heads-classify", "heads-tag",
              "heads-choose", "phone-tabs-light", "phone-glossary-dark")
 
 
