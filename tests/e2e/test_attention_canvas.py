@@ -5,6 +5,7 @@ shows the engine's weight to the uint8 encoding's precision (1/510); a click on 
 layer and head; the caption reads on the page's background in both themes and the views fit a phone."""
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
 
@@ -19,6 +20,7 @@ from support.browser_helpers import ARTIFACTS, TIMEOUT_MS, no_error_toast, open_
 
 LOOKS = ("light", "dark", "phone")
 PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1360, "height": 1000}
 PRECISION = 1.0 / (2 * LEVELS) + 1e-6          # uint8 with scale 1.0
 SERVED: dict = {}
 
@@ -30,15 +32,32 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
+@contextlib.contextmanager
+def opened(browser: Browser, url: str, viewport: dict[str, int] = DESKTOP) -> Iterator[Page]:
+    """A page on ``url``, the model picker filled in, closed afterwards."""
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(url)
+        expect(page.locator(".model-info").last).to_contain_text("Heads:")
+        yield page
+    finally:
+        page.close()
+
+
 @pytest.fixture(params=LOOKS)
 def page(request: pytest.FixtureRequest, browser: Browser, served: str) -> Iterator[Page]:
-    page = browser.new_page(viewport=PHONE if request.param == "phone" else {"width": 1360, "height": 1000})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(served + ("?__theme=dark" if request.param == "dark" else ""))
-    expect(page.locator(".model-info").last).to_contain_text("Heads:")
-    page.look = request.param                                   # type: ignore[attr-defined]
-    yield page
-    page.close()
+    with opened(browser, served + ("?__theme=dark" if request.param == "dark" else ""),
+                PHONE if request.param == "phone" else DESKTOP) as page:
+        page.look = request.param                               # type: ignore[attr-defined]
+        yield page
+
+
+@pytest.fixture
+def desktop(browser: Browser, served: str) -> Iterator[Page]:
+    """One light page at 1,360 px."""
+    with opened(browser, served) as page:
+        yield page
 
 
 def view(panel, kind: str):
@@ -141,89 +160,77 @@ def test_the_views_draw_follow_the_sliders_without_a_request_and_hover_the_engin
 LONG_TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog watched it from the door."] * 14)
 
 
-def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(browser: Browser, served: str) -> None:
+def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(desktop: Page) -> None:
     """At 256 tokens the default model's maps (6 x 12 x 256²) exceed what one answer sends: the chosen layer's
     come (deflated), a head change in that layer stays in the browser, a layer change asks once (the ``fetch``
     event); the head view shows a window of tokens that the user slides, with no request; the answer to the
     fetch carries that layer's maps only (the model view keeps the grid it holds). A *Heads in the head view*
     change asks ``attention_heads`` alone and the heatmap is not redrawn (no maps came); a *Head statistic*
     change asks ``attention_refresh`` alone."""
-    page = browser.new_page(viewport={"width": 1360, "height": 1000})
-    page.set_default_timeout(TIMEOUT_MS)
-    try:
-        page.goto(served)
-        expect(page.locator(".model-info").last).to_contain_text("Heads:")
-        panel = open_tab(page, "Attention")
-        panel.get_by_label("Text", exact=True).fill(LONG_TEXT)
-        length = panel.get_by_label("Max length", exact=False).first.locator(
-            "xpath=ancestor::div[contains(@class,'block')][1]").locator("input[type=number]")
-        length.fill("256")
-        length.press("Enter")
-        panel.get_by_role("button", name="Show attention").click()
-        heat, heads = view(panel, "heatmap"), view(panel, "head-view")
-        expect(heat).to_have_attribute("data-drawn", "L1-H0")
-        expect(heads.locator(".attn-controls")).to_contain_text("tokens 0–39 of 256")
-        requests: list[str] = []
-        page.on("request", lambda request: requests.append(f"{request.url} {request.post_data}"))
-        heads.locator("input.attn-window").fill("100")                     # slide the window: drawn here
-        expect(heads).to_have_attribute("data-drawn", "L1-H0-100")
-        chip = heads.locator(".attn-chip[data-head='3']")                  # hide head 3 here: drawn here
-        chip.click()
-        expect(chip).to_have_attribute("aria-pressed", "false")
-        type_number(panel, "attention-head", 4)                            # the same layer: drawn here
-        expect(heat).to_have_attribute("data-drawn", "L1-H4")
-        page.wait_for_timeout(500)
-        assert sent(page, requests) == [], requests
-        type_number(panel, "attention-layer", 2)                           # another layer: asked for once
-        expect(heat).to_have_attribute("data-drawn", "L2-H4")
-        expect(view(panel, "model-view")).to_have_attribute("data-drawn", "L2-H4")   # its grid kept, not resent
-        asked = [r for r in sent(page, requests) if "/queue/join" in r]
-        assert len(asked) == 1, asked
-        text_maps = attention(SERVED["services"].model("default"), LONG_TEXT, None, 256).attentions
-        assert abs(hover_cell(page, panel, 200, 3) - text_maps[1, 4, 200, 3]) <= PRECISION
-        assert page.evaluate("() => window.BertAttentionViews.store.entries")   # inflated from the deflated maps
+    page = desktop
+    panel = open_tab(page, "Attention")
+    panel.get_by_label("Text", exact=True).fill(LONG_TEXT)
+    length = panel.get_by_label("Max length", exact=False).first.locator(
+        "xpath=ancestor::div[contains(@class,'block')][1]").locator("input[type=number]")
+    length.fill("256")
+    length.press("Enter")
+    panel.get_by_role("button", name="Show attention").click()
+    heat, heads = view(panel, "heatmap"), view(panel, "head-view")
+    expect(heat).to_have_attribute("data-drawn", "L1-H0")
+    expect(heads.locator(".attn-controls")).to_contain_text("tokens 0–39 of 256")
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(f"{request.url} {request.post_data}"))
+    heads.locator("input.attn-window").fill("100")                     # slide the window: drawn here
+    expect(heads).to_have_attribute("data-drawn", "L1-H0-100")
+    chip = heads.locator(".attn-chip[data-head='3']")                  # hide head 3 here: drawn here
+    chip.click()
+    expect(chip).to_have_attribute("aria-pressed", "false")
+    type_number(panel, "attention-head", 4)                            # the same layer: drawn here
+    expect(heat).to_have_attribute("data-drawn", "L1-H4")
+    page.wait_for_timeout(500)
+    assert sent(page, requests) == [], requests
+    type_number(panel, "attention-layer", 2)                           # another layer: asked for once
+    expect(heat).to_have_attribute("data-drawn", "L2-H4")
+    expect(view(panel, "model-view")).to_have_attribute("data-drawn", "L2-H4")   # its grid kept, not resent
+    asked = [r for r in sent(page, requests) if "/queue/join" in r]
+    assert len(asked) == 1, asked
+    text_maps = attention(SERVED["services"].model("default"), LONG_TEXT, None, 256).attentions
+    assert abs(hover_cell(page, panel, 200, 3) - text_maps[1, 4, 200, 3]) <= PRECISION
+    assert page.evaluate("() => window.BertAttentionViews.store.entries")   # inflated from the deflated maps
 
-        requests.clear()                                                   # a heads change: the head view alone
-        draws = heat.get_attribute("data-draws")
-        panel.get_by_role("combobox", name="Heads in the head view").click()
-        page.get_by_role("option", name="3", exact=True).click()           # deselect head 3
-        page.keyboard.press("Escape")
-        expect(heads.locator(".attn-chip")).to_have_count(11)
-        expect(heads.locator(".attn-chip[data-head='3']")).to_have_count(0)
-        expect(heads).to_have_attribute("data-drawn", "L2-H4-100")                # the window it had
-        page.wait_for_timeout(500)
-        assert set(called(page, requests)) == {"attention_heads"}, called(page, requests)   # the click, the close
-        assert heat.get_attribute("data-draws") == draws                  # the maps were not sent again
+    requests.clear()                                                   # a heads change: the head view alone
+    draws = heat.get_attribute("data-draws")
+    panel.get_by_role("combobox", name="Heads in the head view").click()
+    page.get_by_role("option", name="3", exact=True).click()           # deselect head 3
+    page.keyboard.press("Escape")
+    expect(heads.locator(".attn-chip")).to_have_count(11)
+    expect(heads.locator(".attn-chip[data-head='3']")).to_have_count(0)
+    expect(heads).to_have_attribute("data-drawn", "L2-H4-100")                # the window it had
+    page.wait_for_timeout(500)
+    assert set(called(page, requests)) == {"attention_heads"}, called(page, requests)   # the click, the close
+    assert heat.get_attribute("data-draws") == draws                  # the maps were not sent again
 
-        requests.clear()                                                   # a statistic change: its figure alone
-        panel.get_by_role("combobox", name="Head statistic").click()
-        page.get_by_role("option", name="share to [SEP]", exact=True).click()
-        expect(panel.locator(".js-plotly-plot").filter(has_text="share to [SEP]").first).to_be_attached()
-        page.wait_for_timeout(500)
-        assert set(called(page, requests)) == {"attention_refresh"}, called(page, requests)
-        assert heat.get_attribute("data-draws") == draws
-        no_error_toast(page)
-    finally:
-        page.close()
+    requests.clear()                                                   # a statistic change: its figure alone
+    panel.get_by_role("combobox", name="Head statistic").click()
+    page.get_by_role("option", name="share to [SEP]", exact=True).click()
+    expect(panel.locator(".js-plotly-plot").filter(has_text="share to [SEP]").first).to_be_attached()
+    page.wait_for_timeout(500)
+    assert set(called(page, requests)) == {"attention_refresh"}, called(page, requests)
+    assert heat.get_attribute("data-draws") == draws
+    no_error_toast(page)
 
 
-def test_the_neuron_view_follows_a_head_changed_in_the_browser(browser: Browser, served: str) -> None:
+def test_the_neuron_view_follows_a_head_changed_in_the_browser(desktop: Page) -> None:
     """Once shown, the neuron view follows the head the canvas views show (the heatmap's ``neuron`` event)."""
-    page = browser.new_page(viewport={"width": 1360, "height": 1000})
-    page.set_default_timeout(TIMEOUT_MS)
-    try:
-        page.goto(served)
-        expect(page.locator(".model-info").last).to_contain_text("Heads:")
-        panel = open_tab(page, "Attention")
-        run_first_example(panel)
-        expect(view(panel, "heatmap")).to_have_attribute("data-drawn", "L1-H0")
-        panel.get_by_text("Neuron view: the numbers behind one row of the heatmap").click()
-        panel.get_by_role("button", name="Show the neuron view").click()
-        summary = panel.locator(".neuron-summary").last
-        expect(summary).to_contain_text("Layer 1, head 0, query 0")
-        type_number(panel, "attention-head", 5)
-        expect(view(panel, "heatmap")).to_have_attribute("data-drawn", "L1-H5")
-        expect(summary).to_contain_text("Layer 1, head 5, query 0")
-        no_error_toast(page)
-    finally:
-        page.close()
+    page = desktop
+    panel = open_tab(page, "Attention")
+    run_first_example(panel)
+    expect(view(panel, "heatmap")).to_have_attribute("data-drawn", "L1-H0")
+    panel.get_by_text("Neuron view: the numbers behind one row of the heatmap").click()
+    panel.get_by_role("button", name="Show the neuron view").click()
+    summary = panel.locator(".neuron-summary").last
+    expect(summary).to_contain_text("Layer 1, head 0, query 0")
+    type_number(panel, "attention-head", 5)
+    expect(view(panel, "heatmap")).to_have_attribute("data-drawn", "L1-H5")
+    expect(summary).to_contain_text("Layer 1, head 5, query 0")
+    no_error_toast(page)

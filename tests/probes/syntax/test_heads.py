@@ -10,6 +10,7 @@ from engine.probes.syntax.features import SentenceFeatures
 from engine.probes.syntax.heads import (
     DEP_TO_HEAD, HEAD_TO_DEP, head_scores, most_attended, offset_hits, offset_order, relation_counts,
 )
+from support.syntax_maps import gold_map
 
 # the(det -> cat) cat(nsubj -> sat) sat(root) .(punct -> sat)
 THE_CAT = DependencySentence(("the", "cat", "sat", "."), (2, 3, 0, 3), ("det", "nsubj", "root", "punct"),
@@ -89,13 +90,7 @@ def test_a_head_that_always_looks_at_the_gold_head_scores_100(make_config) -> No
     from engine.probes.syntax.conllu import read_sample
 
     sentences = read_sample()[:40]
-    maps = []
-    for s in sentences:
-        m = np.full((len(s), len(s)), 0.01)
-        for i, h in enumerate(s.heads):
-            if h:
-                m[i, h - 1] = 0.5
-        maps.append(np.stack([m, m.T])[None])                          # head 1: the transpose
+    maps = [np.stack([gold_map(s), gold_map(s).T])[None] for s in sentences]     # head 1: the transpose
     scores = head_scores(features(sentences, maps), min_count=5)
     assert (scores.accuracy[DEP_TO_HEAD][:, 0, 0] == 1).all()
     assert all(row["accuracy"] == 1 for row in scores.best_heads(DEP_TO_HEAD))

@@ -8,6 +8,7 @@ import pytest
 from engine.probes.syntax.conllu import read_sample
 from engine.probes.syntax.features import SentenceFeatures
 from engine.probes.syntax.parser import attention_parser, best_offset, pair_features
+from support.syntax_maps import gold_map
 
 
 def test_pair_features_hold_each_heads_attention_both_ways() -> None:
@@ -22,10 +23,7 @@ def gold_features(sentences, noise_head: bool) -> SentenceFeatures:
     rng = np.random.default_rng(0)
     maps = []
     for s in sentences:
-        gold = np.full((len(s), len(s)), 0.01)
-        for i, h in enumerate(s.heads):
-            if h:
-                gold[i, h - 1] = 0.5
+        gold = gold_map(s)
         second = rng.random((len(s), len(s))) if noise_head else gold
         maps.append(np.stack([gold, second])[None].astype(np.float32))            # (1, 2, W, W)
     return SentenceFeatures("gold", list(sentences), maps, [np.zeros((1, len(s), 2)) for s in sentences], 1, 2)
