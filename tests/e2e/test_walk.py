@@ -17,10 +17,19 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
-
-from support.browser_helpers import (ARTIFACTS, PLOT, TIMEOUT_MS, check_figures_follow_the_theme,
-                                     check_titles_fit_the_screen, contrast, no_error_toast, open_tab, run_first_example,
-                                     served_app)
+from support.browser_helpers import (
+    ARTIFACTS,
+    PLOT,
+    TIMEOUT_MS,
+    check_figures_follow_the_theme,
+    check_titles_fit_the_screen,
+    choose_option,
+    contrast,
+    no_error_toast,
+    open_tab,
+    run_first_example,
+    served_app,
+)
 from support.cli_helpers import run_cli
 from support.probing_helpers import write_run
 
@@ -341,8 +350,7 @@ def test_the_run_browser_overlays_two_runs(page: Page) -> None:
     panel = open_tab(page, "Training")
     page.get_by_text("Run browser: reopen any run", exact=False).first.click()
     for label, run in (("Run", "walk-a"), ("Compare with (optional)", "walk-b")):
-        panel.get_by_label(label, exact=True).click()
-        page.get_by_role("option").filter(has_text=run).first.click()
+        choose_option(page, panel.get_by_label(label, exact=True), run)    # its list may be redrawn meanwhile
     legends = panel.locator(f"{PLOT} .legendtext")
     expect(legends.filter(has_text="walk-a").first).to_be_attached(timeout=60_000)   # both, in the run browser
     expect(legends.filter(has_text="walk-b").first).to_be_attached()

@@ -96,6 +96,20 @@ def run_first_example(panel) -> None:
     panel.locator("tr.tr-body").first.locator("td").first.click()
 
 
+def choose_option(page: Page, field, text: str, attempts: int = 4) -> None:
+    """Open the dropdown ``field`` and pick the option containing ``text``, until the field shows it. A list the
+    server redraws (a timer's tick sends new choices) can move the options under the click: pick again then."""
+    for _ in range(attempts):
+        field.click()
+        option = page.get_by_role("option").filter(has_text=text).first
+        expect(option).to_be_visible()
+        option.click()
+        page.wait_for_timeout(300)
+        if text in field.input_value():
+            return
+    raise AssertionError(f"the dropdown shows {field.input_value()!r}, not an option with {text!r}")
+
+
 def no_error_toast(page: Page) -> None:
     """No error toast is showing."""
     errors = page.locator(".toast-body.error")
