@@ -13,33 +13,7 @@
   let sliders = { layer: null, head: null };
   let pending = null;
 
-  function bytes(b64) {
-    const text = atob(b64);
-    const out = new Uint8Array(text.length);
-    for (let i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
-    return out;
-  }
-  function half(bits) {                      // IEEE float16 -> number
-    const s = bits & 0x8000 ? -1 : 1, e = (bits >> 10) & 0x1f, f = bits & 0x3ff;
-    if (e === 0) return s * f * 2 ** -24;
-    if (e === 31) return f ? NaN : s * Infinity;
-    return s * (1 + f / 1024) * 2 ** (e - 15);
-  }
-  async function inflate(raw) {              // zlib-format deflate -> the bytes (the browser's own decoder)
-    const stream = new Blob([raw]).stream().pipeThrough(new DecompressionStream("deflate"));
-    return new Uint8Array(await new Response(stream).arrayBuffer());
-  }
-  async function decode(p) {                 // {dtype, shape, scale, compression, data} -> {shape, get(i), raw}
-    const raw = p.compression === "deflate" ? await inflate(bytes(p.data)) : bytes(p.data);
-    if (p.dtype === "uint8") {
-      const step = Math.fround(Math.fround(p.scale) / 255);
-      return { shape: p.shape, raw, step, get: (i) => Math.fround(raw[i] * step) };
-    }
-    const view = new DataView(raw.buffer);
-    const values = new Float32Array(raw.length / 2);
-    for (let i = 0; i < values.length; i++) values[i] = half(view.getUint16(2 * i, true));
-    return { shape: p.shape, raw: values, get: (i) => values[i] };
-  }
+  const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
 
   function put(value, maps, stats) {         // the heatmap's value, decoded: keep only the newest input
     store.entries = { [value.id]: { ...value, maps, stats } };
@@ -343,8 +317,14 @@
     const update = async () => {             // decode (inflate) first; a newer value arriving meanwhile wins
       const val = props.value && typeof props.value === "object" ? props.value : null, seq = (v.seq || 0) + 1;
       v.seq = seq;
-      const decoded = !val ? null : kind === "heatmap" ? await Promise.all([decode(val.maps), decode(val.stats)])
-        : kind === "model_view" ? await decode(val.grid) : null;
+      let decoded = null;
+      try {
+        decoded = !val ? null : kind === "heatmap" ? await Promise.all([decode(val.maps), decode(val.stats)])
+          : kind === "model_view" ? await decode(val.grid) : null;
+      } catch (err) {                        // e.g. no DecompressionStream: say so in the view, draw nothing
+        if (seq === v.seq) { v.value = null; v.draw(); v.caption.textContent = String(err.message || err); }
+        return;
+      }
       if (seq !== v.seq) return;
       const keep = kind === "head_view" && val && v.value && val.id === null;   // a heads change: keep the window
       v.value = val; v.focus = null;

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import zlib
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -29,6 +30,7 @@ Compression = Literal["deflate", "none"]
 LEVELS = 255                   # uint8 steps between 0 and ``scale``
 DEFLATE_MIN_BYTES = 1024       # smaller arrays go as they are (deflate's header and the browser's await cost more)
 DEFLATE_LEVEL = 6              # zlib's default: 0.12 of a 512-token map in ~20 ms; level 9 saves 10% more at 20x the time
+SCRIPT = Path(__file__).resolve().parents[1] / "assets" / "browser_arrays.js"   # the browser's decode
 DEFLATE_GAIN = 0.9             # deflated only when at most this fraction of the raw bytes
 
 
@@ -99,3 +101,9 @@ def precision(payload: dict[str, Any]) -> float:
 def size(payload: dict[str, Any]) -> int:
     """Bytes of the base64 text the browser receives for this array (after deflate, when deflated)."""
     return len(payload["data"])
+
+
+def script() -> str:
+    """The browser's decoder (``window.BertArrays.decode(payload)`` → ``{shape, raw, get(i)}``, defined once per
+    page): a canvas view puts it before its own script in ``js_on_load``."""
+    return SCRIPT.read_text(encoding="utf-8")

@@ -31,6 +31,7 @@ from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from explorer.attention.export import colors
 from explorer.attention.plots import HEAD_COLORS, HEAD_VIEW_THRESHOLD, pool_map
+from explorer import browser_arrays
 from explorer.browser_arrays import LEVELS, encode
 
 ALL_LAYERS_BUDGET = 1_200_000   # map values (bytes in uint8) sent at once when every layer fits
@@ -127,7 +128,7 @@ def script(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown view {kind!r}")
     source = SCRIPT.read_text(encoding="utf-8")
-    return f"{source}\nwindow.BertAttentionViews.mount({kind!r}, element, props, trigger, watch);"
+    return f"{browser_arrays.script()}\n{source}\nwindow.BertAttentionViews.mount({kind!r}, element, props, trigger, watch);"
 
 
 def component(kind: str, label: str) -> Any:
