@@ -39,12 +39,10 @@ def test_loads_offline_with_mlm_nsp_and_qa_heads(default) -> None:
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("Nice to [MASK] you.", "meet"),
     ("The capital of France is [MASK].", "paris"),
     ("Paris is the capital of [MASK].", "france"),
     ("The United [MASK] of America.", "states"),
     ("He was born in London, [MASK].", "england"),
-    ("She drank a cup of [MASK] with milk.", "tea"),
     ("The [MASK] barked at the cat.", "dog"),
 ])
 def test_fill_mask_examples_have_the_expected_word_in_the_top_5(default, text: str, expected: str) -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from engine.checkpoints.hf_format import LoadedModel, load
 from engine.probes import inference
+from engine.probes.squad_metric import normalize_answer
 from explorer.compare import plots as compare_plots
 from explorer.compare import tab as compare_tab
 from explorer.model_registry import ModelRegistry
@@ -40,7 +41,8 @@ def test_fill_mask_first_example_is_filled_right_and_the_misses_come_later(model
 
 def test_qa_first_example_finds_the_right_span(model: LoadedModel) -> None:
     question, context = QA_EXAMPLES[0]
-    assert inference.answer(model, question, context)["answer"] == "a nice puppet"
+    found = inference.answer(model, question, context)["answer"]
+    assert normalize_answer(found) == normalize_answer("a nice puppet"), found   # SQuAD exact match (it may keep the ".")
 
 
 def test_why_first_example_explains_a_right_guess(model: LoadedModel) -> None:
