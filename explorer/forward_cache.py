@@ -4,13 +4,15 @@ The store itself is ``engine.probes.forward_cache.ForwardCache`` (plain data, no
 reads ``EXPLORER_FORWARD_CACHE_MB`` (default 512; ``0`` keeps nothing) and names the visitor of the request
 being served (``gr.Request.session_hash``, read from Gradio's request context, so no endpoint's parameters
 change); outside a request (Python, the demo warm-up) the visitor is ``""``. Each visitor keeps at most
-``ENTRIES_PER_VISITOR`` inputs. Design: docs/design/forward-cache.md.
+``ENTRIES_PER_VISITOR`` inputs. ``cached`` computes on a miss; ``lookup`` and ``keep`` are its two halves, for a tab
+that keeps only part of what its first call returns (QA keeps its windows' logits). Design:
+docs/design/forward-cache.md.
 """
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Hashable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from engine.probes.forward_cache import ForwardCache
 from explorer.model_settings import env_amount
@@ -45,3 +47,13 @@ def visitor() -> str:
 def cached(cache: ForwardCache, model: object, key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()``'s result for ``key`` on ``model``, computed once per visitor while it stays in ``cache``."""
     return cache.get_or_compute(visitor(), model, key, compute)
+
+
+def lookup(cache: ForwardCache, model: object, key: Hashable) -> Any | None:
+    """What the visitor of this request keeps for ``key`` on ``model``, else None."""
+    return cache.get(visitor(), model, key)
+
+
+def keep(cache: ForwardCache, model: object, key: Hashable, value: Any) -> bool:
+    """Keep ``value`` for ``key`` on ``model`` for this request's visitor; False when it alone passes the bound."""
+    return cache.put(visitor(), model, key, value)

@@ -293,9 +293,25 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
     encodings = loaded.tokenizer.encode_qa_windows(question, context, max_seq_len, doc_stride,
                                                    max_question_len=num_question)   # never cut, as the pipeline
     start_logits, end_logits = _run_qa_head(loaded, encodings)                    # (W, S) each
+    return answer_from_logits(loaded, question, context, encodings,
+                              [start_logits[i, :len(enc.input_ids)] for i, enc in enumerate(encodings)],
+                              [end_logits[i, :len(enc.input_ids)] for i, enc in enumerate(encodings)],
+                              top_k, max_answer_len, max_seq_len, doc_stride, handle_impossible_answer,
+                              align_to_words)
+
+
+def answer_from_logits(loaded: LoadedModel, question: str, context: str, encodings: list[Encoding],
+                       start_logits: list[np.ndarray], end_logits: list[np.ndarray], top_k: int,
+                       max_answer_len: int, max_seq_len: int, doc_stride: int,
+                       handle_impossible_answer: bool = False, align_to_words: bool = True) -> QAResult:
+    """``answer_details``'s result from windows whose logits are known (one ``(S_w,)`` start and end array per
+    window of ``encodings``), with no model run: each window's spans, merged across windows and ranked. The
+    explorer keeps a first call's logits and answers a *Top-k* or *Max answer length* change with this."""
+    if not len(encodings) == len(start_logits) == len(end_logits):
+        raise ValueError(f"{len(encodings)} windows but {len(start_logits)} / {len(end_logits)} logit rows")
     pre_k = candidate_count(top_k, align_to_words)
-    windows = [_window(i, enc, context, start_logits[i, :len(enc.input_ids)], end_logits[i, :len(enc.input_ids)],
-                       _p_mask(enc, loaded.tokenizer.cls_token_id), pre_k, max_answer_len, align_to_words)
+    windows = [_window(i, enc, context, start_logits[i], end_logits[i], _p_mask(enc, loaded.tokenizer.cls_token_id),
+                       pre_k, max_answer_len, align_to_words)
                for i, enc in enumerate(encodings)]
 
     spans = merge_candidates(windows)

@@ -14,11 +14,10 @@ from engine import cancellation
 from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
-from engine.probes.joint_fill import joint_fill
 from explorer.formatting import percent
 from explorer.glossary import gloss
 from explorer.model_registry import ModelChoice, evenly_spaced
-from explorer.fill_mask import plots as fill_mask_plots
+from explorer.fill_mask import kept, plots as fill_mask_plots
 from explorer.fill_mask.results import highlighted_fill, joint_markdown, summary_markdown
 from explorer import run_picker
 from explorer.endpoints import endpoint, wire_run
@@ -27,7 +26,7 @@ from explorer.run_picker import run_note
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 
-MAX_TOP_K = 50
+MAX_TOP_K = kept.KEPT_TOP_K     # 50: every Top-k reads the guesses kept per input
 DEFAULT_TOP_K = 5
 MAX_MASKS = 20
 MAX_CHECKPOINTS = 6          # checkpoints probed over training (evenly spaced, first and last included)
@@ -125,12 +124,13 @@ def predictions_plot(result: FillMaskResult, mask_token: str) -> go.Figure:
 
 def fill(services: Services, model_key: str | None, text: str | None, top_k: Any,
          targets: str | None) -> tuple[go.Figure, Any, list[tuple[str, str | None]], str, str]:
-    """Validate, run ``inference.fill_mask_details`` (and ``joint_fill`` with several masks) and build the five
-    outputs: chart, pipeline JSON, per-mask top guesses, summary, joint fill Markdown ("" with one mask)."""
+    """Validate, run ``inference.fill_mask_details`` (and ``joint_fill`` with several masks) once per input
+    (``explorer/fill_mask/kept.py``: a Top-k change reads the kept guesses) and build the five outputs: chart,
+    pipeline JSON, per-mask top guesses, summary, joint fill Markdown ("" with one mask)."""
     with services.probing():
         loaded, text, k, words = _prepare(services, model_key, text, top_k, targets)
-        result = inference.fill_mask_details(loaded, text, k, words)
-        joint = joint_fill(loaded, text) if len(result.masks) > 1 else None
+        result = kept.fill_details(services, loaded, text, k, words)            # a Top-k change runs no model
+        joint = kept.joint_details(services, loaded, text) if len(result.masks) > 1 else None
     mask_token = mask_token_of(loaded)
     for warning in result.warnings:
         gr.Warning(warning)

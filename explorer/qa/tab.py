@@ -15,7 +15,7 @@ from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, 
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded, sig
 from explorer.glossary import gloss
-from explorer.qa import plots as qa_plots
+from explorer.qa import kept, plots as qa_plots
 from explorer.model_picker import ModelPicker
 from explorer.qa.examples import EXAMPLES
 from explorer.services import Services
@@ -218,7 +218,8 @@ def fit_lengths(services: Services, model_key: str | None, max_seq_len: Any, doc
 def answer_question(services: Services, model_key: str | None, question: str | None, context: str | None,
                     top_k: Any, max_answer_len: Any, max_seq_len: Any, doc_stride: Any,
                     handle_impossible_answer: bool) -> tuple[Any, ...]:
-    """Validate, run ``inference.answer_details`` and build the six outputs."""
+    """Validate, run ``inference.answer_details`` once per input (``explorer/qa/kept.py``: a Top-k, max answer
+    length or allow-no-answer change picks from the kept logits) and build the six outputs."""
     question = require_text(question, "question", "Type a question.")
     context = require_text(context, "context", "Paste a context: the text that holds the answer.")
     with services.probing():
@@ -227,8 +228,8 @@ def answer_question(services: Services, model_key: str | None, question: str | N
         k, answer_len, seq_len, stride = check_settings(top_k, max_answer_len, max_seq_len, doc_stride,
                                                         loaded.config.max_position_embeddings)
         try:
-            result = inference.answer_details(loaded, question, context, k, answer_len, seq_len, stride,
-                                              handle_impossible_answer=bool(handle_impossible_answer))
+            result = kept.answer_details(services, loaded, question, context, k, answer_len, seq_len, stride,
+                                         bool(handle_impossible_answer))     # settings changes run no model
         except QuestionTooLong as e:
             raise gr.Error(f"The question is {e.tokens} tokens long, which leaves no room for the context: with max "
                            f"sequence length {e.max_seq_len} and doc stride {e.doc_stride} it may have at most "

@@ -16,6 +16,7 @@ from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES,
 from engine.probes.attribution_targets import NoSuchIndex
 from engine.probes.inference import attribute
 from explorer.formatting import percent
+from explorer.forward_cache import cached
 from explorer.heads.common import missing_head_message
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
@@ -148,7 +149,9 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
                        target: Any = "", which: Any = 0, method: Any = "integrated_gradients", score: Any = "logit",
                        steps: Any = DEFAULT_STEPS, progress: Callable[[float], None] | None = None
                        ) -> tuple[str, str, go.Figure, dict[str, Any]]:
-    """Check the form, explain the prediction, and return the summary, coloured tokens, top-token bars and JSON."""
+    """Check the form, explain the prediction, and return the summary, coloured tokens, top-token bars and JSON.
+    The attribution is kept per visitor in the forward cache under every setting it depends on (method, score,
+    target, which, steps: each is another computation), so only the very same request reads it back."""
     task, text, pair, target, which, method, score, steps = check_form(task, text, text_pair, target, which, method,
                                                                        score, steps)
     with services.probing():
@@ -157,8 +160,10 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
         if head not in loaded.heads:
             raise gr.Error(_missing_head(loaded, head), print_exception=False)
         try:
-            result = attribute(loaded, task, text, pair, target=target, which=which, method=method, n_steps=steps,
-                               score=score, progress=progress)
+            result = cached(services.forward_cache, loaded.model,          # the same request again runs no model
+                            ("attribution", task, text, pair, target, which, method, score, steps),
+                            lambda: attribute(loaded, task, text, pair, target=target, which=which, method=method,
+                                              n_steps=steps, score=score, progress=progress))
         except NoSuchIndex as missing:
             raise gr.Error(which_message(missing), print_exception=False) from None
     title = "Tokens that pushed it most" + ("<br>(together: the change from the baseline)"   # two short lines

@@ -73,6 +73,21 @@ def test_the_visitor_is_the_requests_session() -> None:
         LocalContext.request.reset(token)
 
 
+def test_lookup_and_keep_are_per_visitor_and_per_model(services: Services) -> None:
+    cache, model = services.forward_cache, services.model("default").model
+    kept = {"logits": np.arange(4, dtype=np.float32)}
+    assert forward_cache.lookup(cache, model, ("qa", "q", "c")) is None
+    assert forward_cache.keep(cache, model, ("qa", "q", "c"), kept)
+    assert forward_cache.lookup(cache, model, ("qa", "q", "c")) is kept
+    assert forward_cache.lookup(cache, object(), ("qa", "q", "c")) is None        # another model object
+    token = LocalContext.request.set(gr.Request(session_hash="someone-else"))
+    try:
+        assert forward_cache.lookup(cache, model, ("qa", "q", "c")) is None    # another visitor
+    finally:
+        LocalContext.request.reset(token)
+    assert not forward_cache.keep(forward_cache.cache_from_env({"EXPLORER_FORWARD_CACHE_MB": "0"}), model, "k", kept)
+
+
 def test_attention_runs_the_model_once_per_input(services: Services) -> None:
     run, refresh = attention_tab._main_handlers(services)
     forwards = Forwards(services.model("default"))

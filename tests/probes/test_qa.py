@@ -18,7 +18,7 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import SpanOutput
-from engine.probes.qa import QAResult, QuestionTooLong, answer, answer_details, question_limit
+from engine.probes.qa import QAResult, QuestionTooLong, answer, answer_details, answer_from_logits, question_limit
 from engine.text.tokenizer import WordPieceTokenizer
 from support.qa_reference import reference_postprocess
 
@@ -163,6 +163,25 @@ def test_answers_equal_the_pipeline_on_a_long_context(loaded, hf_tokenizer, top_
     got = answer(loaded, "where did the cat sit?", context, top_k=top_k, max_seq_len=48, doc_stride=16,
                  handle_impossible_answer=impossible, align_to_words=align_to_words)
     assert details.answers == expected and got == (expected[0] if len(expected) == 1 else expected)
+
+
+@pytest.mark.parametrize(("top_k", "max_answer_len", "impossible"), [(1, 15, False), (5, 3, True), (20, 30, False)])
+def test_answers_from_kept_logits_equal_a_fresh_run_with_those_settings(loaded, top_k, max_answer_len, impossible):
+    """The explorer answers a settings change from a first call's logits: the same answers, spans and windows."""
+    context = long_context(260, seed=7)
+    first = answer_details(loaded, QUESTION, context, max_seq_len=48, doc_stride=16)
+    encodings = loaded.tokenizer.encode_qa_windows(QUESTION, context, 48, 16,
+                                                   max_question_len=len(first.question_tokens))
+    starts = [np.asarray(w.logits[0], np.float32) for w in first.windows]
+    ends = [np.asarray(w.logits[1], np.float32) for w in first.windows]
+    kept = answer_from_logits(loaded, QUESTION, context, encodings, starts, ends, top_k, max_answer_len, 48, 16,
+                              handle_impossible_answer=impossible)
+    fresh = answer_details(loaded, QUESTION, context, top_k=top_k, max_answer_len=max_answer_len, max_seq_len=48,
+                           doc_stride=16, handle_impossible_answer=impossible)
+    assert kept.answers == fresh.answers and kept.null_score == fresh.null_score
+    assert [w.candidates for w in kept.windows] == [w.candidates for w in fresh.windows]
+    with pytest.raises(ValueError, match="windows"):
+        answer_from_logits(loaded, QUESTION, context, encodings, starts[:-1], ends, 1, 15, 48, 16)
 
 
 @pytest.mark.parametrize("context,max_seq_len,doc_stride", [(CONTEXT, None, None), (CONTEXT, 16, 4),

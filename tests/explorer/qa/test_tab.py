@@ -26,6 +26,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 from engine.model.outputs import SpanOutput  # noqa: E402
 from engine.probes import inference  # noqa: E402
+from engine.probes.forward_cache import ForwardCache  # noqa: E402
 from explorer.qa import examples as qa_examples  # noqa: E402
 from explorer.formatting import percent, rounded, sig  # noqa: E402
 from explorer.qa import tab  # noqa: E402
@@ -143,8 +144,11 @@ def test_long_context_has_several_windows(services) -> None:
     assert f"**{len(details.windows)} windows**" in summary
 
 
-def _table_logits(monkeypatch, loaded, start: dict[str, float], end: dict[str, float]) -> None:
-    """Start/end logits that depend on the token alone (0 unless listed)."""
+def _table_logits(monkeypatch, services: Services, start: dict[str, float], end: dict[str, float]) -> None:
+    """Start/end logits that depend on the token alone (0 unless listed). The model is changed in place, which
+    the app never does (a reloaded model is a new object), so it gets a forward cache of its own."""
+    loaded = services.model("default")
+    monkeypatch.setattr(services, "forward_cache", ForwardCache())
     vocab = loaded.tokenizer.get_vocab()
     tables = [torch.zeros(loaded.config.vocab_size), torch.zeros(loaded.config.vocab_size)]
     for table, values in zip(tables, (start, end)):
@@ -159,7 +163,7 @@ def _table_logits(monkeypatch, loaded, start: dict[str, float], end: dict[str, f
 
 def test_null_score_shown_and_whether_it_won(services, monkeypatch) -> None:
     loaded = services.model("default")
-    _table_logits(monkeypatch, loaded, start={"[CLS]": 9.0, "cat": 2.0}, end={"[CLS]": 9.0, "mat": 2.0})
+    _table_logits(monkeypatch, services, start={"[CLS]": 9.0, "cat": 2.0}, end={"[CLS]": 9.0, "mat": 2.0})
     highlights, answers, table, _, _, summary = run(services, top_k=2, impossible=True)
     assert pipeline_part(answers[0]) == {"score": answers[0]["score"], "start": 0, "end": 0, "answer": ""}
     assert answers[0]["probability"] == answers[0]["score"] and answers[0]["places"] == []     # the null answer
@@ -174,7 +178,7 @@ def test_null_score_shown_and_whether_it_won(services, monkeypatch) -> None:
     assert answers["answer"] != ""
     assert f"**The model prefers no answer**: null {percent(details.null_score)} vs best span " in summary
     assert "; tick 'Allow no answer' to accept it." in summary
-    _table_logits(monkeypatch, loaded, start={"[CLS]": -5.0, "cat": 4.0}, end={"[CLS]": -5.0, "mat": 4.0})
+    _table_logits(monkeypatch, services, start={"[CLS]": -5.0, "cat": 4.0}, end={"[CLS]": -5.0, "mat": 4.0})
     _, answers, _, _, _, summary = run(services, top_k=1, impossible=True)
     assert answers["answer"] == "cat sat on the mat" and "**A span wins**" in summary
     _, _, _, _, _, summary = run(services, top_k=1, impossible=False)
@@ -182,8 +186,7 @@ def test_null_score_shown_and_whether_it_won(services, monkeypatch) -> None:
 
 
 def test_merged_and_empty_answers_are_explained(services, monkeypatch) -> None:
-    loaded = services.model("default")
-    _table_logits(monkeypatch, loaded, start={"cat": 8.0}, end={"cat": 8.0})
+    _table_logits(monkeypatch, services, start={"cat": 8.0}, end={"cat": 8.0})
     context = " ".join(["the cat sat on the mat."] * 6)                  # "cat" in every overlapping window
     highlights, answers, table, probs, windows, summary = run(services, context=context, top_k=2, max_seq_len=24,
                                                               doc_stride=8)
@@ -204,7 +207,7 @@ def test_merged_and_empty_answers_are_explained(services, monkeypatch) -> None:
 def test_an_answer_read_by_overlapping_windows_shows_its_own_probability(services, monkeypatch) -> None:
     """Issue 28: "score 196%, found 4 times" for one answer that overlapping windows read again."""
     loaded = services.model("default")
-    _table_logits(monkeypatch, loaded, start={"cat": 8.0}, end={"cat": 8.0})
+    _table_logits(monkeypatch, services, start={"cat": 8.0}, end={"cat": 8.0})
     filler = "the dog ran in the house. a bird sang in the tree."
     context = f"{filler} {filler} the cat sat on the mat. {filler} {filler}"        # one "cat", mid-text
     outputs = run(services, context=context, top_k=2, max_seq_len=24, doc_stride=8)
