@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
 import torch
 
 from engine import cancellation
@@ -215,16 +216,28 @@ def _encode(loaded: LoadedModel, text: str, text_pair: str | None):
     return encoding, positions
 
 
-def _run(loaded: LoadedModel, text: str, top_k: int, targets: str | Sequence[str] | None,
-         text_pair: str | None) -> tuple[FillMaskResult, torch.Tensor]:
-    """Compute a :class:`FillMaskResult` and the full (M, V) probabilities at the masks."""
-    _check_top_k(top_k)
+def fill_mask_logits(loaded: LoadedModel, text: str, text_pair: str | None = None) -> np.ndarray:
+    """The MLM head's logits at each mask of ``text``, ``(M, V)`` float32 numpy in text order: the one model run
+    behind any *Top-k* or *targets* (:func:`fill_mask_from_logits`)."""
     loaded.require_head("mlm")
     encoding, positions = _encode(loaded, text, text_pair)
-    tokenizer = loaded.tokenizer
-    warnings: list[str] = []
-    infos, target_ids = _resolve_targets(loaded, targets, warnings) if targets is not None else (None, None)
+    return _mask_logits(loaded, encoding, positions).cpu().numpy()
 
+
+def fill_mask_from_logits(loaded: LoadedModel, text: str, logits: np.ndarray, top_k: int = 5,
+                          targets: str | Sequence[str] | None = None,
+                          text_pair: str | None = None) -> FillMaskResult:
+    """:func:`fill_mask_details` from logits :func:`fill_mask_logits` gave for the same text, with no model run."""
+    _check_top_k(top_k)
+    encoding, positions = _encode(loaded, text, text_pair)
+    if logits.shape != (len(positions), loaded.config.vocab_size):
+        raise ValueError(f"logits of shape {logits.shape} for {len(positions)} masks and a vocabulary of "
+                         f"{loaded.config.vocab_size}")
+    return _build(loaded, text, text_pair, encoding, positions, torch.from_numpy(logits), top_k, targets)[0]
+
+
+def _mask_logits(loaded: LoadedModel, encoding, positions: list[int]) -> torch.Tensor:
+    """One forward: the MLM logits at ``positions``, (M, V) float32."""
     model = loaded.model
     device = next(model.parameters()).device
     input_ids = torch.tensor([encoding.input_ids], device=device)              # (1, S)
@@ -235,7 +248,29 @@ def _run(loaded: LoadedModel, text: str, top_k: int, targets: str | Sequence[str
     with torch.inference_mode():
         mlm = model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
                     mlm_positions=at_masks, compute=("mlm",)).mlm
-        logits = mlm.logits.float()                                             # (M, V), masks in text order
+        return mlm.logits.float()                                               # (M, V), masks in text order
+
+
+def _run(loaded: LoadedModel, text: str, top_k: int, targets: str | Sequence[str] | None,
+         text_pair: str | None) -> tuple[FillMaskResult, torch.Tensor]:
+    """Compute a :class:`FillMaskResult` and the full (M, V) probabilities at the masks."""
+    _check_top_k(top_k)
+    loaded.require_head("mlm")
+    encoding, positions = _encode(loaded, text, text_pair)
+    if targets is not None:
+        _resolve_targets(loaded, targets, [])                                  # bad targets fail before the run
+    return _build(loaded, text, text_pair, encoding, positions, _mask_logits(loaded, encoding, positions), top_k,
+                  targets)
+
+
+def _build(loaded: LoadedModel, text: str, text_pair: str | None, encoding, positions: list[int],
+           logits: torch.Tensor, top_k: int, targets: str | Sequence[str] | None,
+           ) -> tuple[FillMaskResult, torch.Tensor]:
+    """The result from the (M, V) logits at the masks: softmax, top-k or the targets' ranks, the sequences."""
+    tokenizer = loaded.tokenizer
+    warnings: list[str] = []
+    infos, target_ids = _resolve_targets(loaded, targets, warnings) if targets is not None else (None, None)
+    with torch.inference_mode():
         probs = logits.softmax(dim=-1)                                          # (M, V)
         entropy = -(probs * torch.log(probs.clamp_min(1e-30))).sum(-1)          # (M,)
         vocab_size = probs.shape[-1]

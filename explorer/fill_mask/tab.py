@@ -26,7 +26,7 @@ from explorer.run_picker import run_note
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 
-MAX_TOP_K = kept.KEPT_TOP_K     # 50: every Top-k reads the guesses kept per input
+MAX_TOP_K = kept.MAX_TOP_K      # 50; every Top-k and targets are ranked from the logits kept per text
 DEFAULT_TOP_K = 5
 MAX_MASKS = 20
 MAX_CHECKPOINTS = 6          # checkpoints probed over training (evenly spaced, first and last included)
@@ -125,11 +125,11 @@ def predictions_plot(result: FillMaskResult, mask_token: str) -> go.Figure:
 def fill(services: Services, model_key: str | None, text: str | None, top_k: Any,
          targets: str | None) -> tuple[go.Figure, Any, list[tuple[str, str | None]], str, str]:
     """Validate, run ``inference.fill_mask_details`` (and ``joint_fill`` with several masks) once per input
-    (``explorer/fill_mask/kept.py``: a Top-k change reads the kept guesses) and build the five outputs: chart,
+    (``explorer/fill_mask/kept.py``: Top-k or targets changes read the kept logits) and build the five outputs: chart,
     pipeline JSON, per-mask top guesses, summary, joint fill Markdown ("" with one mask)."""
     with services.probing():
         loaded, text, k, words = _prepare(services, model_key, text, top_k, targets)
-        result = kept.fill_details(services, loaded, text, k, words)            # a Top-k change runs no model
+        result = kept.fill_details(services, loaded, text, k, words)    # a Top-k or targets change: no model
         joint = kept.joint_details(services, loaded, text) if len(result.masks) > 1 else None
     mask_token = mask_token_of(loaded)
     for warning in result.warnings:

@@ -1,5 +1,5 @@
-"""explorer/fill_mask/kept.py: the Fill-mask tab runs the model once per (text, targets); a Top-k change reads
-the kept guesses and answers exactly what a fresh engine run gives. Forwards are counted with a hook on the
+"""explorer/fill_mask/kept.py: the Fill-mask tab runs the model once per text; a Top-k or targets change reads
+the kept logits and answers exactly what a fresh engine run gives. Forwards are counted with a hook on the
 encoder (the real model runs)."""
 from __future__ import annotations
 
@@ -47,10 +47,6 @@ def services(tiny_tokenizer) -> Services:
     return Services(tokenizer=tiny_tokenizer, models=registry)
 
 
-def test_the_tabs_largest_top_k_is_what_is_kept() -> None:
-    assert tab.MAX_TOP_K == kept.KEPT_TOP_K == 50
-
-
 def test_a_top_k_change_runs_no_model_and_equals_a_fresh_run(services: Services) -> None:
     loaded = services.model("default")
     forwards = Forwards(loaded)
@@ -64,16 +60,18 @@ def test_a_top_k_change_runs_no_model_and_equals_a_fresh_run(services: Services)
         assert kept.fill_details(services, loaded, ONE, k, None) == fresh
 
 
-def test_targets_are_part_of_the_key_and_a_top_k_change_under_them_runs_no_model(services: Services) -> None:
+def test_a_targets_change_runs_no_model_and_equals_a_fresh_run(services: Services) -> None:
     loaded = services.model("default")
     forwards = Forwards(loaded)
-    tab.fill(services, "default", ONE, 5, "dog, cat, sat")
-    tab.fill(services, "default", ONE, 2, "dog, cat, sat")
-    assert forwards.count == 1
-    _, results, *_ = tab.fill(services, "default", ONE, 2, "dog, cat, sat")
-    assert results == inference.fill_mask(loaded, ONE, 2, ["dog", "cat", "sat"]) and len(results) == 2
-    tab.fill(services, "default", ONE, 2, "dog")           # other targets: another question, one forward
-    assert forwards.count == 1 + 1 + 1
+    tab.fill(services, "default", ONE, 5, "")
+    for k, targets in ((5, "dog, cat, sat"), (2, "dog, cat, sat"), (2, "dog"), (3, "zzzqx, cat")):
+        before = forwards.count
+        _, results, *_ = tab.fill(services, "default", ONE, k, targets)
+        words = [w.strip() for w in targets.split(",")]
+        shown = kept.fill_details(services, loaded, ONE, k, words)
+        assert forwards.count == before                    # ranked from the kept logits, unknown words too
+        assert results == inference.fill_mask(loaded, ONE, k, words)
+        assert shown == inference.fill_mask_details(loaded, ONE, k, words)
 
 
 def test_the_joint_fill_is_kept_per_text(services: Services) -> None:
@@ -98,10 +96,9 @@ def test_a_text_or_model_change_runs_the_model_again(services: Services, tiny_to
     assert again.count == 1
 
 
-def test_a_top_k_over_the_vocabulary_goes_to_the_engine(services: Services, tiny_tokenizer) -> None:
+def test_a_top_k_over_the_vocabulary_warns_as_the_engine_does(services: Services, tiny_tokenizer) -> None:
     small = BertWithHeads(tiny_config(vocab_size=20), heads=("mlm",)).eval()
     loaded = LoadedModel(randomize_(small, 2, scale=0.3), tiny_tokenizer, small.config, "tiny, 20 ids")
-    assert kept.kept_top_k(loaded) == 20
     text = "a b [MASK] c d"                                # ids under 20
     result = kept.fill_details(services, loaded, text, 30, None)
     assert result.top_k == 20 and any("larger than the vocabulary" in w for w in result.warnings)
