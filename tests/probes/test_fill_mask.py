@@ -9,6 +9,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
+import numpy as np
 import pytest
 import torch
 import transformers
@@ -17,7 +18,7 @@ import engine
 from engine.checkpoints.hf_format import ASSETS, LoadedModel
 from engine.model.config import BertConfig
 from engine.probes.fill_mask import (FillMaskResult, checkpoint_step, fill_mask, fill_mask_details,
-                              fill_mask_over_checkpoints)
+                                     fill_mask_from_logits, fill_mask_logits, fill_mask_over_checkpoints)
 from engine.model.heads import BertWithHeads
 from support.reference import randomize_
 
@@ -96,6 +97,21 @@ CASES = {
 def test_matches_the_transformers_pipeline(case, loaded, reference):
     text, kwargs = CASES[case]
     assert_same(fill_mask(loaded, text, **kwargs), reference(text, **kwargs))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_results_from_kept_logits_equal_a_fresh_run(case, loaded):
+    """Any Top-k and targets from one run's logits (the explorer keeps them per text): the same result."""
+    text, kwargs = CASES[case]
+    logits = fill_mask_logits(loaded, text)
+    assert logits.dtype == np.float32 and logits.shape == (text.count("[MASK]"), loaded.config.vocab_size)
+    assert fill_mask_from_logits(loaded, text, logits, **kwargs) == fill_mask_details(loaded, text, **kwargs)
+
+
+def test_logits_of_another_text_are_refused(loaded):
+    logits = fill_mask_logits(loaded, "The [MASK] sat on the [MASK].")
+    with pytest.raises(ValueError, match="masks"):
+        fill_mask_from_logits(loaded, "Nice to [MASK] you.", logits)
 
 
 def test_multi_mask_sequences_keep_the_other_masks_and_specials(loaded):
