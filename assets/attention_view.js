@@ -47,15 +47,17 @@
   }
   function changed() {
     views.forEach((v) => v.draw());
-    const e = entry();
-    if (!e) return;
-    const { layer, head } = chosen(e);
-    const heatmap = views.find((v) => v.kind === "heatmap");
+    const e = entry(), heatmap = views.find((v) => v.kind === "heatmap");
     if (!heatmap) return;
     clearTimeout(pending);
     pending = setTimeout(() => {             // the last of a quick run of changes asks, once
-      if (mapIndex(e, layer, head) < 0) heatmap.trigger("fetch", { id: e.id });   // not here: that layer's maps
-      if ((document.querySelector(".neuron-summary") || {}).textContent) heatmap.trigger("neuron");  // shown: follow
+      if (e) {
+        const { layer, head } = chosen(e);
+        if (mapIndex(e, layer, head) < 0) heatmap.trigger("fetch", { id: e.id });   // not here: that layer's maps
+      }
+      // the neuron view (assets/neuron_view.js), when shown and lacking this head's vectors: {id} it holds
+      const neuron = window.BertNeuronView && window.BertNeuronView.wants();
+      if (neuron) heatmap.trigger("neuron", neuron);
     }, 120);
   }
   function fetchHeads(heads) {               // a heads change: ask for the chosen layer's heads the page lacks

@@ -134,7 +134,7 @@ def script(kind: str) -> str:
 def component(kind: str, label: str) -> Any:
     """The ``gr.HTML`` of one view (``kind`` in ``KINDS``), labelled ``label``, whose value is a dict (the API says
     so); the heatmap's fires ``fetch`` when the browser lacks a layer's maps and ``neuron`` when the neuron view
-    must follow a change."""
+    lacks the chosen head's vectors (``window.BertNeuronView.wants()``, assets/neuron_view.js)."""
     import gradio as gr                                   # only here: the builders above import without Gradio
 
     class CanvasView(gr.HTML):

@@ -1,6 +1,8 @@
 """The Attention tab's *Neuron view* (bertviz's idea): for the tab's layer and head and a chosen query token,
 the query vector, every key vector, their element-wise products, the scaled dot products and the softmax --
-the numbers that make that token's row of the heatmap."""
+the numbers that make that token's row of the heatmap. The page draws them on a canvas from every token's query
+and key vectors (``neuron_canvas``: float16, sent once per input and head); a click picks the query token there,
+with no request. :func:`show_neuron_view` keeps the Plotly figures for Python callers."""
 from __future__ import annotations
 
 import re
@@ -10,9 +12,10 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.probes.attention import encode_input
-from engine.probes.neuron_view import NeuronView, neuron_inputs, neuron_view_of
-from explorer.attention import neuron_plots
+from engine.probes.neuron_view import NeuronInputs, NeuronView, neuron_inputs, neuron_view_of
+from explorer.attention import neuron_canvas, neuron_plots
 from explorer.attention.actions import effective_length, model_shape, read_inputs
+from explorer.attention.canvas import input_id
 from explorer.attention.layers import head_index, shown_layer
 from explorer.endpoints import endpoint, handler
 from explorer.formatting import sig
@@ -29,7 +32,8 @@ One row of the heatmap, number by number, for the layer and head chosen above. T
 token into a **query** *q* and a **key** *k* (each as long as the head size). The query token's score
 for key *j* is the sum of **q ⊙ k<sub>j</sub>** (element by element) divided by √head size; the
 **{softmax}** of these scores is the token's row of the heatmap: where it looks. Layers are numbered from 1
-(layer 0 is the embeddings' output, which has no attention) and heads from 0.
+(layer 0 is the embeddings' output, which has no attention) and heads from 0. In the drawing, click a token
+(or use the arrow keys) to make it the query, and hover any cell for its number.
 """.format(softmax=gloss("softmax", "softmax"))
 _LEADING_NUMBER = re.compile(r"^\s*(-?\d+)")
 
@@ -58,18 +62,27 @@ def summary_markdown(view: NeuronView) -> str:
     return "\n\n".join(lines)
 
 
-def show_neuron_view(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
-                     layer: Any, head: Any, max_length: Any, query: Any) -> tuple[str, go.Figure, go.Figure]:
-    """The summary, the vectors figure and the scores figure for one query token of one head."""
+def _neuron_input(services: Services, model_key: str | None, text: str | None, text_pair: str | None, layer: Any,
+                  head: Any, max_length: Any) -> tuple[NeuronInputs, int, int, str]:
+    """(the input's queries and keys, the engine's layer index, the head, the views' ``id`` of the input), read
+    from the forward cache (one forward per input)."""
     text, pair = read_inputs(text, text_pair)
-    position = parse_query(query)
     with services.probing():
         loaded = services.model(model_key)
         index, head = head_index(*model_shape(loaded), layer, head)
         length = effective_length(services, loaded, max_length)
         inputs = cached(services.forward_cache, loaded.model, ("neuron", text, pair, length),
-                        lambda: neuron_inputs(loaded, text, pair, length))     # one forward per input
-        view = neuron_view_of(inputs, index, head, position)
+                        lambda: neuron_inputs(loaded, text, pair, length))
+    return inputs, index, head, input_id(loaded.model, text, pair, length)
+
+
+def show_neuron_view(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                     layer: Any, head: Any, max_length: Any, query: Any) -> tuple[str, go.Figure, go.Figure]:
+    """The summary, the vectors figure and the scores figure (Plotly) for one query token of one head: the
+    neuron view for Python callers (the page draws :func:`show_neuron_canvas`'s value)."""
+    position = parse_query(query)
+    inputs, index, head, _ = _neuron_input(services, model_key, text, text_pair, layer, head, max_length)
+    view = neuron_view_of(inputs, index, head, position)
     name = f"{view.query}: {view.tokens[view.query]}"
     vectors = neuron_plots.vectors_figure(view.tokens, view.query, view.query_vector, view.key_vectors, view.products,
                                           view.masked, title=f"Layer {shown_layer(index)}, head {head}: query {name}")
@@ -93,25 +106,46 @@ def query_choices(services: Services, model_key: str | None, text: str | None, t
                      value=position if 0 <= position < len(tokens) else 0)
 
 
+def show_neuron_canvas(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                       layer: Any, head: Any, max_length: Any, query: Any) -> dict[str, Any]:
+    """The neuron view's value (``neuron_canvas.value``) for one input, head and query token (checked), with
+    the chosen row in words as ``summary``."""
+    position = parse_query(query)
+    inputs, index, head, view_id = _neuron_input(services, model_key, text, text_pair, layer, head, max_length)
+    view = neuron_view_of(inputs, index, head, position)                # checks the query; the summary's numbers
+    return neuron_canvas.value(inputs, index, head, view.query, view_id, summary=summary_markdown(view))
+
+
+def fetch_neuron_canvas(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
+                        layer: Any, head: Any, max_length: Any, held: str | None) -> Any:
+    """A layer or head the page lacks: that head's vectors alone when ``held`` (the ``id`` the page holds) is
+    this input's, else the whole value (the text changed); the page keeps its query token (``query`` None)."""
+    if not text or not str(text).strip():
+        return gr.skip()
+    inputs, index, head, view_id = _neuron_input(services, model_key, text, text_pair, layer, head, max_length)
+    heads = [(index, head)] if held == view_id else None
+    return neuron_canvas.value(inputs, index, head, None, view_id, heads=heads)
+
+
 def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: Any, head: Any,
           length: Any, follow_head: Any) -> dict[str, Any]:
     """The *Neuron view* accordion (inside the current layout), reading the tab's text, layer, head and length;
-    ``follow_head`` (the heatmap's ``neuron`` event, fired in the browser once the view is shown) redraws it
-    for a new layer or head."""
+    ``follow_head`` (the heatmap's ``neuron`` event, fired in the browser when the neuron view lacks the vectors
+    of the chosen layer and head) fetches them."""
     with gr.Accordion("Neuron view: the numbers behind one row of the heatmap", open=False):
         gr.Markdown(NOTE)
         with gr.Row():
             # Custom values: an API caller (a new session) names a position the build-time choices lack.
+            # The view follows a pick here in the browser (elem_id), with no request.
             query = gr.Dropdown(choices=[("0: [CLS]", 0)], value=0, allow_custom_value=True, scale=3,
-                                label="Query token (its row of the heatmap)")
+                                label="Query token (its row of the heatmap)", elem_id="neuron-query")
             button = gr.Button("Show the neuron view", scale=1)
-        summary = gr.Markdown(elem_classes=["neuron-summary"])
-        vectors = gr.Plot(label="Query, keys and their element-wise products (hidden dimensions across)")
-        scores = gr.Plot(label="Scaled dot products and their softmax")
+        view = neuron_canvas.component("Query, keys, their element-wise products, the scores and their softmax "
+                                       "(click a token to make it the query)")
 
     def run(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
-            query: Any = 0) -> tuple[Any, ...]:
-        """The numbers behind one row of one head's attention map (bertviz's neuron view).
+            query: Any = 0) -> dict[str, Any]:
+        """The numbers behind one row of one head's attention map (bertviz's neuron view), for the browser to draw.
 
         Args:
             model_key: the model picker's key ('default', 'checkpoint:<run>/<step-dir>', ...).
@@ -122,25 +156,22 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
             max_length: longest sequence in tokens, specials included.
             query: the query token's position (0 = [CLS]).
         Returns:
-            a summary, the query / key / product vectors as heatmaps, and the scaled dot products with their
-            softmax as bars.
+            a dict: `tokens`, `layer` (the engine's index: layer - 1), `head`, `query`, `head_size`, `scale`
+            (1/√head_size), `summary` (the row in words), `heads` ([layer index, head] pairs) and `queries` /
+            `keys`: arrays (len(heads), tokens, head_size) in float16, read with
+            `explorer.browser_arrays.decode` (docs/design/browser-views.md).
         """
-        return show_neuron_view(services, model_key, text, text_pair, layer, head, max_length, query)
+        return show_neuron_canvas(services, model_key, text, text_pair, layer, head, max_length, query)
 
-    run = handler(run, API_NAME)              # made once: the button and the redraw below both call it
-
-    def refresh(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
-                query: Any, shown: str) -> tuple[Any, ...]:
-        if not shown or not text or not str(text).strip():
-            return gr.skip(), gr.skip(), gr.skip()          # nothing shown yet: stay closed and cheap
-        return run(model_key, text, text_pair, layer, head, max_length, query)
+    def fetch(model_key: str, text: str, text_pair: str, layer: float, head: float, max_length: float,
+              evt: gr.EventData) -> Any:
+        held = (getattr(evt, "_data", None) or {}).get("id")
+        return fetch_neuron_canvas(services, model_key, text, text_pair, layer, head, max_length, held)
 
     inputs = [picker.dropdown, text, pair, layer, head, length, query]
-    outputs = [summary, vectors, scores]
-    endpoint(button.click, run, inputs, outputs, api_name=API_NAME, show_progress="minimal")
-    endpoint([query.input, follow_head], refresh, [*inputs, summary], outputs, gpu=False,
-             api_name=f"{API_NAME}_refresh", api_visibility="private", trigger_mode="always_last",
-             show_progress="minimal")
+    endpoint(button.click, run, inputs, [view], api_name=API_NAME, show_progress="minimal")
+    endpoint(follow_head, fetch, inputs[:-1], [view], api_name=f"{API_NAME}_refresh", api_visibility="private",
+             trigger_mode="always_last", show_progress="minimal")
 
     def choices(model_key: str, text: str, text_pair: str, max_length: float, current: Any) -> Any:
         return query_choices(services, model_key, text, text_pair, max_length, current)
@@ -150,5 +181,4 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
         event.success(choices, inputs=[picker.dropdown, text, pair, length, query], outputs=[query],
                       api_visibility="private", show_progress="hidden", queue=False)
 
-    return {"query": query, "button": button, "summary": summary, "vectors": vectors, "scores": scores,
-            "follow": follow}
+    return {"query": query, "button": button, "view": view, "follow": follow}

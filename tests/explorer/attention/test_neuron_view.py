@@ -1,5 +1,6 @@
-"""The Attention tab's neuron view: its figures (pure builders), its handler (equal to
-``engine.probes.neuron_view``), the query choices that follow the tab's tokens, and ``/neuron_view`` served."""
+"""The Attention tab's neuron view: its Plotly figures (pure builders, for Python callers), its handlers (equal to
+``engine.probes.neuron_view``), the query choices that follow the tab's tokens, and ``/neuron_view`` served (the
+canvas's value: tests/explorer/attention/test_neuron_canvas.py)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from gradio_client import Client
 from support.app_helpers import serve
 from engine.probes.attention import attention
 from engine.probes.neuron_view import neuron_view
-from explorer.attention import neuron_plots, neuron_tab
+from explorer.attention import neuron_canvas, neuron_plots, neuron_tab
 from explorer.attention import tab as attention_tab
 from explorer.ui_errors import friendly_errors
 from support.probing_helpers import make_services, small_app
@@ -90,9 +91,10 @@ def test_the_query_is_read_from_the_dropdown_or_the_api(value, expected) -> None
     (1, 0, "cat", "The query token \\(0 = \\[CLS\\]\\) must be a whole number, got 'cat'"),
     (1, 0, True, "must be a whole number, got True"),
 ])
-def test_bad_layer_head_or_query_is_a_clear_error(services, layer, head, query, match) -> None:
+@pytest.mark.parametrize("show", [neuron_tab.show_neuron_canvas, neuron_tab.show_neuron_view])
+def test_bad_layer_head_or_query_is_a_clear_error(services, show, layer, head, query, match) -> None:
     with pytest.raises(gr.Error, match=match):
-        friendly_errors(neuron_tab.show_neuron_view)(services, "default", TEXT, None, layer, head, 64, query)
+        friendly_errors(show)(services, "default", TEXT, None, layer, head, 64, query)
 
 
 def test_the_query_choices_are_the_tabs_tokens(services) -> None:
@@ -109,15 +111,19 @@ def client(services) -> Iterator[Client]:
 
 
 def test_served_neuron_view_gives_the_engines_numbers(client, services) -> None:
-    summary, vectors, scores = client.predict(model_key="default", text=TEXT, text_pair="", layer=1, head=1,
-                                              max_length=64, query=2, api_name="/neuron_view")
+    """``/neuron_view`` answers one dict: the summary and every token's q and k (float16, decodable)."""
+    value = client.predict(model_key="default", text=TEXT, text_pair="", layer=1, head=1, max_length=64, query=2,
+                           api_name="/neuron_view")
     view = neuron_view(services.model("default"), TEXT, None, 0, 1, 2, 64)      # the engine's first layer: index 0
-    assert summary.startswith("**Layer 1, head 1, query 2 `cat`**")
+    assert value["summary"].startswith("**Layer 1, head 1, query 2 `cat`**")
+    assert (value["layer"], value["head"], value["query"], value["tokens"]) == (0, 1, 2, view.tokens)
+    queries, keys = neuron_canvas.vectors(value, 0, 1)
+    np.testing.assert_allclose(queries[2], view.query_vector, rtol=2.0 ** -11, atol=1e-7)
+    np.testing.assert_allclose(keys, view.key_vectors, rtol=2.0 ** -11, atol=1e-7)
     endpoints = client.view_api(return_format="dict", print_info=False)["named_endpoints"]
     assert [p["parameter_name"] for p in endpoints["/neuron_view"]["parameters"]] == [
         "model_key", "text", "text_pair", "layer", "head", "max_length", "query"]
     assert "/neuron_view_refresh" not in endpoints
-    assert vectors is not None and scores is not None and view.weights.sum() == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(Exception, match="query token 99 does not exist"):
         client.predict(model_key="default", text=TEXT, text_pair="", layer=1, head=1, max_length=64, query=99,
                        api_name="/neuron_view")
