@@ -60,7 +60,8 @@ def component_norms(tokens: Sequence[str], norms: Mapping[str, Sequence[float]],
 
 
 def dimensions_heatmap(tokens: Sequence[str], values: np.ndarray, component: str = "output") -> go.Figure:
-    """Rows = tokens (by position, top to bottom), columns = hidden dimensions, diverging colours at 0."""
+    """Rows = tokens (by position, top to bottom), columns = hidden dimensions, diverging colours at 0 (the tab
+    draws this map on canvas, ``explorer.embeddings.canvas``; this figure is for Python callers)."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 2 or values.shape[0] != len(tokens):
         raise ValueError(f"values must be (tokens, hidden) = ({len(tokens)}, H), got {values.shape}")
@@ -85,7 +86,8 @@ def dimensions_heatmap(tokens: Sequence[str], values: np.ndarray, component: str
 
 
 def position_similarity_heatmap(matrix: np.ndarray, title: str | None = None) -> go.Figure:
-    """The P x P cosine similarity of learned position embeddings (-1 blue .. 1 red)."""
+    """The P x P cosine similarity of learned position embeddings (-1 blue .. 1 red); the tab draws it on canvas
+    (``explorer.embeddings.canvas``), this figure is for Python callers."""
     matrix = np.asarray(matrix, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
         raise ValueError(f"the similarity matrix must be square, got {matrix.shape}")

@@ -9,7 +9,7 @@ import gradio as gr
 
 from engine.probes.embeddings import COMPONENTS
 from explorer import run_picker
-from explorer.embeddings import plots as eplots
+from explorer.embeddings import canvas, plots as eplots
 from explorer.services import Services
 
 ALL_TOKENS = "all"
@@ -47,7 +47,8 @@ def inputs(num_layers: int) -> dict[str, Any]:
             # in a browser it is narrowed to the picked model's 0..L (see the tab's fit_layers).
             layer = gr.Slider(0, max(num_layers, MAX_LAYERS), value=num_layers, step=1,
                               label=f"Layer for the contextual view ({LAYER_NOTE})")
-            component = gr.Radio(COMPONENT_CHOICES, value="output", label="Component for the dimensions heatmap")
+            component = gr.Radio(COMPONENT_CHOICES, value="output", label="Component for the dimensions heatmap",
+                                 elem_id="embeddings-component")   # the canvas view reads it (embeddings_view.js)
             token = gr.Dropdown(token_choices([]), value=FIRST_WORD, label="Nearest neighbours of",
                                 allow_custom_value=True, interactive=True)
             button = gr.Button("Show embeddings", variant="primary")
@@ -55,14 +56,15 @@ def inputs(num_layers: int) -> dict[str, Any]:
 
 
 def views(text: Any, pair: Any) -> dict[str, Any]:
-    """The examples, the summary, the figures, the neighbours table and the result's state."""
+    """The examples, the summary, the figures (the two maps are canvas views), the neighbours table and the
+    result's state."""
     examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples", cache_examples=False,
                            api_name="embeddings_example", api_visibility="private")
     summary = gr.Markdown(elem_classes=["embeddings-summary"])
     norms = gr.Plot(label="Component norms per token")
-    heatmap = gr.Plot(label="Hidden dimensions")
+    heatmap = canvas.component("dimensions", "Hidden dimensions")          # drawn in the browser
     with gr.Row():
-        position_sim = gr.Plot(label="Position similarity")
+        position_sim = canvas.component("similarity", "Position similarity")
         position_pca = gr.Plot(label="Position PCA")
     with gr.Row():
         contextual_pca = gr.Plot(label="Contextual PCA")

@@ -13,12 +13,13 @@ from engine.probes.embeddings import COMPONENTS, EmbeddingsResult, at_layer, emb
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
-from explorer.embeddings import corpus_neighbours
+from explorer.embeddings import canvas, corpus_neighbours
 from explorer.embeddings import plots as eplots, sections
 from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSITIONS, EXAMPLES, FIRST_WORD,
                                           OVER_TRAINING_POSITIONS, token_choices)
 from explorer.model_picker import ModelPicker
 from explorer import run_picker
+from explorer.attention.canvas import event
 from explorer.endpoints import endpoint, handler, wire_run
 from explorer.glossary import LAYER_RULE, gloss
 from explorer.run_picker import run_note
@@ -117,14 +118,19 @@ def summary_markdown(result: EmbeddingsResult) -> str:
     return "\n\n".join(lines)
 
 
-def heatmap_figure(result: EmbeddingsResult | None, component: str) -> go.Figure:
-    """The dimensions heatmap of one component (validated)."""
+def check_component(component: str) -> str:
+    """``component`` when it is one of ``COMPONENTS``; else a one-sentence ``gr.Error``."""
     if component not in COMPONENTS:
         raise gr.Error(f"Unknown component {component!r}; choose one of {', '.join(COMPONENTS)}.",
                        print_exception=False)
-    if result is None:
-        return empty_figure("Press “Show embeddings” first")
-    return eplots.dimensions_heatmap(result.tokens, result.component(component), component)
+    return component
+
+
+def heatmap_value(result: EmbeddingsResult | None, component: str, only: Sequence[str] | None = None) -> Any:
+    """The hidden-dimensions canvas view's value (``explorer.embeddings.canvas``) for one component (validated);
+    ``gr.skip()`` before any result."""
+    check_component(component)
+    return gr.skip() if result is None else canvas.dimensions_value(result, component, only)
 
 
 def show_embeddings(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
@@ -134,9 +140,7 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
     pair = text_pair if text_pair and text_pair.strip() else None
     if pair is not None:
         check_length(pair, "text pair")
-    if component not in COMPONENTS:
-        raise gr.Error(f"Unknown component {component!r}; choose one of {', '.join(COMPONENTS)}.",
-                       print_exception=False)
+    check_component(component)
     with services.probing():
         loaded = services.model(model_key)
         index = parse_layer(layer, loaded.config.num_hidden_layers)
@@ -148,8 +152,8 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
     return (
         summary_markdown(result),
         eplots.component_norms(result.tokens, result.norms),
-        heatmap_figure(result, component),
-        eplots.position_similarity_heatmap(result.position_similarity),
+        heatmap_value(result, component),
+        canvas.similarity_value(result.position_similarity),
         eplots.position_pca_scatter(result.position_pca, result.position_pca_variance),
         eplots.contextual_pca_scatter(result.tokens, result.segments, result.contextual_pca, result.layer,
                                       result.contextual_pca_variance),
@@ -230,32 +234,40 @@ def _main_handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...]], 
             component: heatmap component: word, position, segment, sum or output.
             token: 'first' for the text's first word, 'all' for every token's neighbours, or a token position.
         Returns:
-            summary, norms, dimensions heatmap, position similarity, position PCA, contextual PCA,
-            segment difference, neighbours table, token choice.
+            summary, norms, dimensions heatmap and position similarity (canvas views' values: dicts of arrays,
+            decode with explorer.embeddings.canvas.decoded), position PCA, contextual PCA, segment difference,
+            neighbours table, token choice.
         """
         return show_embeddings(services, model_key, text, text_pair, layer, component, token)
 
     run = handler(run, "embeddings")          # made once: the three triggers and the redraw below call it
 
-    def refresh(*args: Any) -> tuple[Any, ...]:
-        if not args[1] or not str(args[1]).strip():
+    def refresh(*inputs: Any, held: EmbeddingsResult | None = None) -> tuple[Any, ...]:
+        if len(inputs) > 6:                         # the main inputs, then the result the page shows (its state)
+            *inputs, held = inputs
+        if not inputs[1] or not str(inputs[1]).strip():
             return tuple(gr.skip() for _ in range(len(SHOWN) + 2))   # nothing typed yet: leave the views alone
-        return run(*args)
+        out = run(*inputs)
+        if held is None or canvas.result_id(held) != canvas.result_id(out[-1]):
+            return out                              # another input (or model): every view
+        keep = [name in LAYER_VIEWS for name in SHOWN] + [False, True]   # the token choice stays, the state moves
+        return tuple(value if kept else gr.skip() for value, kept in zip(out, keep))
 
     return run, refresh
 
 
 def _redraw_handlers() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """Redraw the heatmap for another component and the neighbours for another token, from the kept result."""
-    def rerender_heatmap(component: str, result: EmbeddingsResult | None) -> go.Figure:
-        return heatmap_figure(result, component)
+    """The dimensions view's ``fetch`` (a component the page lacks) and the neighbours for another token, both
+    from the kept result (no model run)."""
+    def fetch_component(component: str, result: EmbeddingsResult | None) -> Any:
+        return heatmap_value(result, component, only=[component])
 
     def refilter(token: str, result: EmbeddingsResult | None) -> Any:
         if result is None:
             return gr.skip()
         return neighbour_frame(result, chosen_position(token, result))
 
-    return rerender_heatmap, refilter
+    return fetch_component, refilter
 
 
 def _over_training_handler(services: Services) -> Callable[..., tuple[str, go.Figure]]:
@@ -299,6 +311,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
 WIDGETS = ("text", "pair", "layer", "component", "token", "button", "summary", "norms", "heatmap",
            "position_similarity", "position_pca", "contextual_pca", "segment_difference", "table", "state",
            "positions", "over_button", "over_message", "over_plot", "corpus")      # what :func:`build` returns
+LAYER_VIEWS = ("summary", "contextual_pca")   # what a layer change on the same input redraws (the rest stays)
 SHOWN = ("summary", "norms", "heatmap", "position_similarity", "position_pca", "contextual_pca",
          "segment_difference", "table")                                          # the main action's views
 
@@ -314,12 +327,13 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     # The summary and the contextual PCA follow the layer whatever moved it: a drag, the arrow keys, a number
     # typed into the box (Enter or not), or a refit to a new model (as the Attention tab's layer does). While
     # the slider is dragged, only the last value queues; with no text yet, nothing runs.
-    endpoint(layer.change, refresh, main_inputs, [*shown, token, state], api_name="embeddings_refresh", gpu=False,
+    endpoint(layer.change, refresh, [*main_inputs, state], [*shown, token, state], api_name="embeddings_refresh", gpu=False,
              clear=[*shown, state], api_visibility="private", trigger_mode="always_last", show_progress="minimal")
-    rerender_heatmap, refilter = _redraw_handlers()
+    fetch_component, refilter = _redraw_handlers()
     redraw: dict[str, Any] = dict(gpu=False, clear=False, api_visibility="private", show_progress="hidden")
-    endpoint(component.input, rerender_heatmap, [component, state], [w["heatmap"]], api_name="rerender_heatmap",
-             **redraw)
+    # A component change the page holds is drawn there; else its view fires "fetch" for that component alone.
+    endpoint(event(w["heatmap"], "fetch"), fetch_component, [component, state], [w["heatmap"]],
+             api_name="embeddings_component", **redraw)
     endpoint(token.input, refilter, [token, state], [w["table"]], api_name="refilter", **redraw)
     endpoint(w["over_button"].click, _over_training_handler(services), [picker.dropdown, w["positions"],
              w["over_run"]], [w["over_message"], w["over_plot"]], api_name="embeddings_over_training",

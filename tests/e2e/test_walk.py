@@ -183,7 +183,8 @@ def test_tokenize_shows_the_pieces_the_model_sees(page: Page) -> None:
 
 
 # (tab, a selector its first example must draw)
-TABS = [("Tokenize", ".wp-strip"), ("Embeddings", f"{PLOT} .heatmaplayer"), ("Attention", f"{PLOT} .heatmaplayer"),
+TABS = [("Tokenize", ".wp-strip"), ("Embeddings", ".embeddings-dimensions .emb-view[data-drawn]"),
+        ("Attention", f"{PLOT} .heatmaplayer"),
         ("Fill-mask", f"{PLOT} .barlayer"), ("QA", f"{PLOT} .barlayer, {PLOT} .scatterlayer .trace"),
         ("Why", ".why-tokens .wt")]
 

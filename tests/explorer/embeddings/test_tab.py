@@ -11,6 +11,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import gradio as gr  # noqa: E402
+import numpy as np  # noqa: E402
 import plotly.graph_objects as go  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
@@ -20,12 +21,14 @@ from gradio_client.exceptions import AppError  # noqa: E402
 from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
-from engine.probes.embeddings import EmbeddingsResult  # noqa: E402
+from engine.probes.embeddings import COMPONENTS, EmbeddingsResult  # noqa: E402
+from engine.probes.inference import embeddings  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
 from engine.training.runs.state import write_checkpoint  # noqa: E402
 from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer import model_picker  # noqa: E402
+from explorer.embeddings import canvas as embeddings_canvas  # noqa: E402
 from explorer.embeddings import plots as embeddings_plots  # noqa: E402
 from explorer.embeddings import sections as embeddings_sections  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
@@ -83,12 +86,13 @@ def test_show_embeddings_builds_every_output(services: Services) -> None:
     out = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word", "all")
     summary, norms, heatmap, pos_sim, pos_pca, ctx_pca, seg, table, token, result = out
     assert isinstance(result, EmbeddingsResult) and result.layer == 1
-    assert all(isinstance(f, go.Figure) for f in (norms, heatmap, pos_sim, pos_pca, ctx_pca, seg))
+    assert all(isinstance(f, go.Figure) for f in (norms, pos_pca, ctx_pca, seg))
+    assert (heatmap["kind"], heatmap["component"], pos_sim["kind"]) == ("dimensions", "word", "similarity")
     assert "**12 tokens** (A: 6, B: 3, special: 3)" in summary and "layer 1 of 2" in summary
     assert "`the` at positions 1 and 5" in summary and "max difference" in summary
     assert list(table.columns) == embeddings_plots.NEIGHBOUR_COLUMNS and len(table) == 12 * 8
     assert token["value"] == "all" and token["choices"][2] == ("0: [CLS]", "0")
-    assert "word" in heatmap.layout.title.text
+    assert "word" in heatmap["titles"]["word"] and heatmap["rows"][1] == "1: the"
 
 
 def test_summary_flags_a_mismatch_and_truncation(services: Services) -> None:
@@ -132,16 +136,26 @@ def test_the_layer_control_redraws_what_it_controls(services: Services) -> None:
     assert len(changes) == 1 and changes[0].api_name == "embeddings_refresh"
     refresh = changes[0]
     assert [block._id for block in refresh.inputs] == [picker.dropdown._id, text._id, widgets["pair"]._id, layer._id,
-                                                       widgets["component"]._id, widgets["token"]._id]
+                                                       widgets["component"]._id, widgets["token"]._id,
+                                                       widgets["state"]._id]
     shown = [widgets[name]._id for name in embeddings_tab.SHOWN] + [widgets["token"]._id, widgets["state"]._id]
     assert [block._id for block in refresh.outputs] == shown and refresh.trigger_mode == "always_last"
-    skipped = refresh.fn("default", "  ", "", 2, "output", "all")
+    skipped = refresh.fn("default", "  ", "", 2, "output", "all", None)
     assert len(skipped) == len(shown) and all(value == gr.skip() for value in skipped)
+    held = None
     for index in (0, 2):
-        summary, *_, contextual, _, _, _, result = refresh.fn("default", *PAIR, index, "output", "all")
+        out = refresh.fn("default", *PAIR, index, "output", "all", held)
+        summary, *_, contextual, _, _, _, result = out
         where = "the embedding output (layer 0)" if index == 0 else "layer 2 of 2"
         assert result.layer == index and f"contextual view at {where}" in summary
         assert contextual.layout.title.text.endswith("the embedding output" if index == 0 else "layer 2")
+        # the first call (no result held) sends every view; the layer change on the same input only what moves
+        sent = [name for name, value in zip([*embeddings_tab.SHOWN, "token"], out)
+                if not (isinstance(value, dict) and value == gr.skip())]
+        assert sent == (["summary", "contextual_pca"] if held is not None else [*embeddings_tab.SHOWN, "token"])
+        held = result
+    other = refresh.fn("default", "the dog ran", "", 1, "output", "all", held)    # another input: every view
+    assert other[2]["kind"] == "dimensions" and other[2]["rows"][1] == "1: the"
 
 
 @pytest.mark.parametrize("layer, message", [(3, "Layer must be a whole number from 0 to 2, got 3"),
@@ -160,7 +174,9 @@ def test_headless_encoder_works(services: Services) -> None:
 def test_heatmap_component_is_validated(services: Services) -> None:
     with pytest.raises(gr.Error, match="Unknown component"):
         embeddings_tab.show_embeddings(services, "default", "the cat", "", 1, "nope", "all")
-    assert "first" in embeddings_tab.heatmap_figure(None, "word").layout.annotations[0].text
+    assert embeddings_tab.heatmap_value(None, "word") == gr.skip()           # nothing shown yet: nothing to send
+    with pytest.raises(gr.Error, match="Unknown component"):
+        embeddings_tab.heatmap_value(None, "nope")
 
 
 def test_evenly_spaced_keeps_first_and_last() -> None:
@@ -207,12 +223,18 @@ def test_api_names(client: Client) -> None:
     assert params == ["model_key", "text", "text_pair", "layer", "component", "token"]
 
 
-def test_embeddings_through_the_client(client: Client) -> None:
+def test_embeddings_through_the_client(client: Client, services: Services) -> None:
     out = _embed(client, *PAIR, layer=1, token="3")
     summary, norms, heatmap, pos_sim, pos_pca, ctx_pca, seg, table, token = out
     assert "**12 tokens**" in summary and "layer 1 of 2" in summary
-    for plot in (norms, heatmap, pos_sim, pos_pca, ctx_pca, seg):
+    for plot in (norms, pos_pca, ctx_pca, seg):
         assert plot["type"] == "plotly"
+    assert heatmap["kind"] == "dimensions" and pos_sim["kind"] == "similarity"      # canvas views' values (dicts)
+    engine = embeddings(services.model("default"), *PAIR)                       # the arrays survive the JSON
+    for name in COMPONENTS:
+        entry = heatmap["maps"][name]
+        assert np.abs(embeddings_canvas.decoded(entry) - engine.component(name)).max() <= \
+            embeddings_canvas.map_precision(entry)
     assert table["headers"] == embeddings_plots.NEIGHBOUR_COLUMNS
     assert {row[0] for row in table["data"]} == {3} and len(table["data"]) == 8
     assert token["value"] == "3" and ["3: sat", "3"] in token["choices"]   # the dropdown update
