@@ -51,9 +51,13 @@ def plotly_requests(page) -> list[dict]:
 
     def finished(request) -> None:
         if "plotly" in request.url.lower():
-            response = request.response()
-            body = len(response.body()) if response is not None else 0
-            seen.append({"url": request.url, "bytes": body, "at": time.perf_counter()})
+            at = time.perf_counter()
+            try:
+                response = request.response()
+                body = len(response.body()) if response is not None else 0
+            except Exception:                   # noqa: BLE001 (the page closed meanwhile: the size is unknown)
+                body = 0
+            seen.append({"url": request.url, "bytes": body, "at": at})
     page.on("requestfinished", finished)
     return seen
 
