@@ -19,7 +19,6 @@ Pure functions (no Gradio) but for :func:`component`, which makes the ``gr.HTML`
 from __future__ import annotations
 
 import hashlib
-import types
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from explorer.attention.export import colors
 from explorer.attention.plots import HEAD_COLORS, HEAD_VIEW_THRESHOLD, pool_map
-from explorer import browser_arrays
+from explorer.canvas_view import canvas_html, view_script
 from explorer.browser_arrays import LEVELS, encode
 
 ALL_LAYERS_BUDGET = 1_200_000   # map values (bytes in uint8) sent at once when every layer fits
@@ -127,29 +126,12 @@ def script(kind: str) -> str:
     """``js_on_load`` for one view: the shared script (defined once per page), then this view's mount."""
     if kind not in KINDS:
         raise ValueError(f"unknown view {kind!r}")
-    source = SCRIPT.read_text(encoding="utf-8")
-    return f"{browser_arrays.script()}\n{source}\nwindow.BertAttentionViews.mount({kind!r}, element, props, trigger, watch);"
+    return view_script(SCRIPT, f"window.BertAttentionViews.mount({kind!r}, element, props, trigger, watch);")
 
 
 def component(kind: str, label: str) -> Any:
     """The ``gr.HTML`` of one view (``kind`` in ``KINDS``), labelled ``label``, whose value is a dict (the API says
     so); the heatmap's fires ``fetch`` when the browser lacks a layer's maps and ``neuron`` when the neuron view
     lacks the chosen head's vectors (``window.BertNeuronView.wants()``, assets/neuron_view.js)."""
-    import gradio as gr                                   # only here: the builders above import without Gradio
-
-    class CanvasView(gr.HTML):
-        def api_info(self) -> dict[str, Any]:
-            return {"type": "object", "description": f"the {kind.replace('_', ' ')}'s arrays "
-                                                      "(docs/design/browser-views.md)"}
-
-    return CanvasView(value=None, label=label, show_label=True, html_template=template(kind),
-                      js_on_load=script(kind), elem_classes=["attention-canvas", f"attention-{kind.replace('_', '-')}"],
-                      container=True)
-
-
-def event(view: Any, name: str) -> Any:
-    """The listener of the custom event ``name`` that ``view``'s script fires (``fetch``, ``neuron``), bound to
-    ``view`` as Gradio's own listeners are, so ``gr.on`` and ``endpoint`` take it in a list of triggers."""
-    from gradio.events import EventListener
-
-    return types.MethodType(EventListener(event_name=name).listener, view)
+    return canvas_html(label, template(kind), script(kind), f"the {kind.replace('_', ' ')}'s arrays",
+                       ["attention-canvas", f"attention-{kind.replace('_', '-')}"])

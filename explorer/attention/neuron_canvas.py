@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from engine.probes.neuron_view import NeuronInputs
+from explorer.canvas_view import canvas_html, view_script
 from explorer import browser_arrays
 from explorer.browser_arrays import encode
 
@@ -82,18 +83,10 @@ TEMPLATE = ('<div class="neuron-view" data-kind="neuron"><div class="neuron-capt
 
 def script() -> str:
     """``js_on_load``: the arrays' decoder, the neuron view's script (each defined once per page), its mount."""
-    source = SCRIPT.read_text(encoding="utf-8")
-    return f"{browser_arrays.script()}\n{source}\nwindow.BertNeuronView.mount(element, props, trigger, watch);"
+    return view_script(SCRIPT, "window.BertNeuronView.mount(element, props, trigger, watch);")
 
 
 def component(label: str) -> Any:
     """The neuron view's ``gr.HTML`` (a static template the script draws in), whose value is a dict."""
-    import gradio as gr                                   # only here: the builders above import without Gradio
-
-    class NeuronCanvas(gr.HTML):
-        def api_info(self) -> dict[str, Any]:
-            return {"type": "object", "description": "the neuron view's query and key vectors, float16 "
-                                                      "(docs/design/browser-views.md)"}
-
-    return NeuronCanvas(value=None, label=label, show_label=True, html_template=TEMPLATE, js_on_load=script(),
-                        elem_classes=["neuron-canvas-view"], container=True)
+    return canvas_html(label, TEMPLATE, script(), "the neuron view's query and key vectors, float16",
+                       ["neuron-canvas-view"])

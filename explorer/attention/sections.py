@@ -9,6 +9,7 @@ import gradio as gr
 
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from explorer import run_picker
+from explorer import canvas_view
 from explorer.attention import canvas, neuron_tab
 from explorer.attention.actions import DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH
 from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL
@@ -84,7 +85,7 @@ def views(services: Services, picker: ModelPicker, fields: dict[str, Any], num_h
                                      multiselect=True, allow_custom_value=True, label="Heads in the head view")
             head_view = canvas.component("head_view", "Head view (one colour per head; the chosen head drawn strongest)")
     neuron = neuron_tab.build(services, picker, text, pair, fields["layer"], fields["head"], fields["length"],
-                              canvas.event(heatmap, "neuron"))        # the chosen head's row, in numbers
+                              canvas_view.event(heatmap, "neuron"))        # the chosen head's row, in numbers
     model_view = canvas.component("model_view", "Model view: every layer (rows) × head (columns)")
     statistic = gr.Dropdown(choices=STAT_CHOICES, value="entropy", label="Head statistic")
     with gr.Row():

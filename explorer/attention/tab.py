@@ -16,6 +16,7 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
+from explorer import canvas_view
 from explorer.attention import canvas, plots as attention_plots, sections
 from explorer.attention.layers import head_index, shown_layer
 from explorer.attention.actions import (DEFAULT_LENGTH, cached_attention, effective_length, export_files,
@@ -306,7 +307,7 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
         w["neuron"]["follow"](event)                      # the neuron view's query choices: this input's tokens
     # The canvas views follow the layer and head in the browser, whatever moved the sliders, from the maps they
     # hold (no request); when they lack a layer's maps the heatmap fires `fetch` (assets/attention_view.js).
-    endpoint(canvas.event(w["heatmap"], "fetch"), fetch, main_inputs, main_outputs, api_name="attention_fetch",
+    endpoint(canvas_view.event(w["heatmap"], "fetch"), fetch, main_inputs, main_outputs, api_name="attention_fetch",
              api_visibility="private", trigger_mode="always_last", show_progress="minimal")
     # The head view's heads and the statistic: only what changed is sent (the page holds the maps).
     endpoint(view_heads.input, heads_changed, [picker.dropdown, view_heads], [w["head_view"]],

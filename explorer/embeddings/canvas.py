@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
+from explorer.canvas_view import canvas_html, view_script
 from explorer import browser_arrays
 from explorer.browser_arrays import LEVELS, encode
 from explorer.embeddings.plots import COMPONENT_LABELS
@@ -138,19 +139,11 @@ def script(kind: str) -> str:
     view's mount."""
     if kind not in KINDS:
         raise ValueError(f"unknown view {kind!r}")
-    source = SCRIPT.read_text(encoding="utf-8")
-    return f"{browser_arrays.script()}\n{source}\nwindow.BertEmbeddingsViews.mount({kind!r}, element, props, trigger, watch);"
+    return view_script(SCRIPT, f"window.BertEmbeddingsViews.mount({kind!r}, element, props, trigger, watch);")
 
 
 def component(kind: str, label: str) -> Any:
     """The ``gr.HTML`` of one view (``kind`` in ``KINDS``) whose value is a dict (the API says so); the dimensions
     view fires ``fetch`` when the page lacks the chosen component's map."""
-    import gradio as gr                                   # only here: the builders above import without Gradio
-
-    class CanvasView(gr.HTML):
-        def api_info(self) -> dict[str, Any]:
-            return {"type": "object", "description": f"the {kind} map's arrays (docs/design/browser-views.md)"}
-
-    return CanvasView(value=None, label=label, show_label=True, html_template=template(kind),
-                      js_on_load=script(kind), elem_classes=["embeddings-canvas", f"embeddings-{kind}"],
-                      container=True, min_width=MIN_WIDTH)
+    return canvas_html(label, template(kind), script(kind), f"the {kind} map's arrays",
+                       ["embeddings-canvas", f"embeddings-{kind}"], min_width=MIN_WIDTH)

@@ -19,7 +19,7 @@ from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSI
                                           OVER_TRAINING_POSITIONS, token_choices)
 from explorer.model_picker import ModelPicker
 from explorer import run_picker
-from explorer.attention.canvas import event
+from explorer.canvas_view import event
 from explorer.endpoints import endpoint, handler, wire_run
 from explorer.glossary import LAYER_RULE, gloss
 from explorer.run_picker import run_note

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from engine.probes.inference import attention
-from explorer import browser_arrays
+from explorer import browser_arrays, canvas_view
 from explorer.attention import canvas, export
 from explorer.attention.plots import pool_map
 from support.probing_helpers import make_services
@@ -71,7 +71,7 @@ def test_the_fetch_event_wires_like_a_gradio_listener() -> None:
     with gr.Blocks() as demo:
         view = canvas.component("heatmap", "Heatmap")
         out = gr.Textbox()
-        gr.on([canvas.event(view, "fetch")], lambda: "asked", inputs=None, outputs=out, api_name="fetched")
+        gr.on([canvas_view.event(view, "fetch")], lambda: "asked", inputs=None, outputs=out, api_name="fetched")
     targets = [d["targets"] for d in demo.get_config_file()["dependencies"]]
     assert [(view._id, "fetch")] in [[tuple(t) for t in ts] for ts in targets]
 

@@ -1,0 +1,39 @@
+"""One canvas view in the page (docs/design/browser-views.md): a Gradio 6 ``gr.HTML`` with a static template that
+its script draws in, whose value is a JSON dict of arrays (``explorer/browser_arrays.py``). The Attention views,
+the neuron view and the Embeddings maps are built with these two functions; what each draws is its own script's.
+"""
+from __future__ import annotations
+
+import types
+from pathlib import Path
+from typing import Any
+
+from explorer import browser_arrays
+
+
+def view_script(source: Path, mount: str) -> str:
+    """``js_on_load``: the arrays' decoder and the view's script (each defines itself once per page), then
+    ``mount`` (a call such as ``window.BertNeuronView.mount(element, props, trigger, watch);``)."""
+    return f"{browser_arrays.script()}\n{source.read_text(encoding='utf-8')}\n{mount}"
+
+
+def canvas_html(label: str, template: str, script: str, description: str, elem_classes: list[str],
+                **options: Any) -> Any:
+    """The view's ``gr.HTML``: labelled ``label``, static ``template``, ``script`` as ``js_on_load``, no value
+    until an answer comes; the API describes its value as an object (``description``)."""
+    import gradio as gr                                   # only here: the view modules import without Gradio
+
+    class CanvasView(gr.HTML):
+        def api_info(self) -> dict[str, Any]:
+            return {"type": "object", "description": f"{description} (docs/design/browser-views.md)"}
+
+    return CanvasView(value=None, label=label, show_label=True, html_template=template, js_on_load=script,
+                      elem_classes=elem_classes, container=True, **options)
+
+
+def event(view: Any, name: str) -> Any:
+    """The listener of the custom event ``name`` that ``view``'s script fires (``trigger(name)``), bound to
+    ``view`` as Gradio's own listeners are, so ``gr.on`` and ``endpoint`` take it in a list of triggers."""
+    from gradio.events import EventListener
+
+    return types.MethodType(EventListener(event_name=name).listener, view)
