@@ -59,7 +59,7 @@ def test_the_syntax_tab_scores_the_heads_against_the_bundled_treebank(page: Page
     sentences = panel.get_by_label(re.compile("^Sentences")).first
     sentences.fill("40")                                     # the first 40 sentences: a few seconds on 2 cores
     panel.get_by_role("button", name="Score the heads").click()
-    expect(panel.locator("td", has_text="dependent → head").first).to_be_attached()   # a relation's best head, ...
+    expect(panel.get_by_role("gridcell", name="dependent → head").first).to_be_attached()   # a best head, ...
     expect(panel.locator(f"{PLOT} .heatmaplayer").first).to_be_attached()  # ... and every head's grid
     expect(panel.get_by_text("baseline").first).to_be_visible()
     no_error_toast(page)
