@@ -14,6 +14,7 @@
   let pending = null;
 
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
+  const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
 
   function put(value, maps, stats) {         // the heatmap's value, decoded: keep only the newest input
     store.entries = { [value.id]: { ...value, maps, stats } };
@@ -89,32 +90,10 @@
     const style = getComputedStyle(el);
     return { text: style.color || "#111827", muted: style.getPropertyValue("--body-text-color-subdued") || "#6b7280" };
   }
-  function sized(canvas, width, height) {    // a crisp canvas of width x height CSS pixels
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.max(1, Math.round(width * dpr));
-    canvas.height = Math.max(1, Math.round(height * dpr));
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    return ctx;
-  }
   function image(palette, values, offset, rows, cols, rowStride) {   // uint8 levels -> an offscreen picture
-    const off = document.createElement("canvas");
-    off.width = cols; off.height = rows;
-    const ctx = off.getContext("2d"), img = ctx.createImageData(cols, rows);
     const rgb = palette.map((c) => [1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16)));
-    for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < cols; c++) {
-        const q = values[offset + r * rowStride + c], px = 4 * (r * cols + c), [R, G, B] = rgb[q];
-        img.data[px] = R; img.data[px + 1] = G; img.data[px + 2] = B; img.data[px + 3] = 255;
-      }
-    }
-    ctx.putImageData(img, 0, 0);
-    return off;
+    return picture(rows, cols, (r, c) => rgb[values[offset + r * rowStride + c]]);
   }
-  const short = (t, n) => (t.length > n ? `${t.slice(0, n - 1)}…` : t);
   const fmt = (v) => v.toFixed(3);
   const pct = (v) => `${(100 * v).toFixed(v >= 0.1 ? 0 : 1)}%`;
 
@@ -131,14 +110,7 @@
       + (at < 0 ? " · loading this layer…" : ` · ${statsLine(e, layer, head)}`);
     if (at < 0) return false;
     if (!v.controls.firstChild) {            // the drawing as a PNG, named as the export names it
-      const png = Object.assign(document.createElement("button"), { type: "button", className: "attn-chip",
-        textContent: "PNG" });
-      png.addEventListener("click", () => {
-        const link = Object.assign(document.createElement("a"), { download: `${v.file || "attention"}.png`,
-          href: v.canvas.toDataURL("image/png") });
-        link.click();
-      });
-      v.controls.append(png);
+      v.controls.append(pngButton(v.canvas, () => v.file || "attention", "attn-chip"));
     }
     v.file = `attention-L${layer + 1}-H${head}`;
     const labels = n <= 64, font = 11;

@@ -9,6 +9,7 @@
   if (window.BertEmbeddingsViews) return;
   const views = [];
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
+  const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
 
   function chosenComponent() {               // the radio's checked value, null when none is found
     const box = document.querySelector("#embeddings-component input[type=radio]:checked");
@@ -26,42 +27,15 @@
   });
   setInterval(poll, 300);
 
-  function sized(canvas, width, height) {    // a crisp canvas of width x height CSS pixels
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.max(1, Math.round(width * dpr));
-    canvas.height = Math.max(1, Math.round(height * dpr));
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    return ctx;
-  }
   const level = (v, limit) => Math.max(0, Math.min(255, Math.round(((v + limit) / (2 * limit)) * 255)));
-  function picture(rgb, m, rows, cols) {     // values -> an offscreen picture, one pixel a value
-    const off = document.createElement("canvas");
-    off.width = cols; off.height = rows;
-    const ctx = off.getContext("2d"), img = ctx.createImageData(cols, rows);
-    for (let i = 0; i < rows * cols; i++) {
-      const [R, G, B] = rgb[level(m.offset + m.values.get(i), m.limit)];
-      img.data[4 * i] = R; img.data[4 * i + 1] = G; img.data[4 * i + 2] = B; img.data[4 * i + 3] = 255;
-    }
-    ctx.putImageData(img, 0, 0);
-    return off;
+  function mapPicture(rgb, m, rows, cols) {  // values -> an offscreen picture, one pixel a value
+    return picture(rows, cols, (r, c) => rgb[level(m.offset + m.values.get(r * cols + c), m.limit)]);
   }
-  const short = (t, n) => (t.length > n ? `${t.slice(0, n - 1)}…` : t);
   const digits = (precision) => Math.max(3, Math.min(5, Math.ceil(-Math.log10(Math.max(precision, 1e-9)))));
 
-  function pngButton(v) {                    // the drawing as a PNG: the file is the canvas itself
+  function addPng(v) {                       // the drawing as a PNG: the file is the canvas itself
     if (v.controls.firstChild) return;
-    const png = Object.assign(document.createElement("button"), { type: "button", className: "emb-chip",
-      textContent: "PNG", ariaLabel: "save the map as a PNG" });
-    png.addEventListener("click", () => {
-      const link = Object.assign(document.createElement("a"), { download: `${v.file}.png`,
-        href: v.canvas.toDataURL("image/png") });
-      link.click();
-    });
-    v.controls.append(png);
+    v.controls.append(pngButton(v.canvas, () => v.file, "emb-chip", "save the map as a PNG"));
   }
 
   function drawMap(v, e, name) {
@@ -69,7 +43,7 @@
     v.caption.textContent = `${e.titles[name] || name}: row = ${e.row_title}, column = ${e.column_title}`
       + (m ? `; colours clip at ±${m.limit.toPrecision(3)}` : " · loading this component…");
     if (!m) return false;
-    pngButton(v);
+    addPng(v);
     v.file = e.kind === "dimensions" ? `${e.file}-${name}` : e.file;
     const style = getComputedStyle(v.root), text = style.color || "#111827", font = 11;
     const ctx0 = v.canvas.getContext("2d");
@@ -83,7 +57,7 @@
     const ctx = sized(v.canvas, Math.ceil(room + mapW + 8), Math.ceil(top + mapH + bar));
     const rgb = e.palette.map((c) => [1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16)));
     ctx.imageSmoothingEnabled = false;
-    ctx.drawImage(picture(rgb, m, rows, cols), room, top, mapW, mapH);
+    ctx.drawImage(mapPicture(rgb, m, rows, cols), room, top, mapW, mapH);
     ctx.fillStyle = text; ctx.font = `${font}px sans-serif`;
     ctx.textAlign = "right"; ctx.textBaseline = "middle";
     const rowStep = Math.ceil(12 / ch);      // a label every rowStep rows, so they never overlap

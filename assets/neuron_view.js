@@ -8,6 +8,7 @@
 (() => {
   if (window.BertNeuronView) return;
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
+  const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
   const NEG = [37, 99, 235], MID = [241, 245, 249], POS = [220, 38, 38], WEIGHT = "#2171b5";
   const store = { id: null, meta: null, heads: {} };   // heads["layer:head"] = {q, k}: Float32Array (S * hd)
   const views = [];
@@ -58,35 +59,13 @@
     resizing = setTimeout(() => views.forEach((v) => v.draw()), 150);
   });
 
-  function sized(canvas, width, height) {    // a crisp canvas of width x height CSS pixels
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.max(1, Math.round(width * dpr));
-    canvas.height = Math.max(1, Math.round(height * dpr));
-    canvas.style.width = `${width}px`;
-    canvas.style.height = `${height}px`;
-    const ctx = canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    return ctx;
-  }
   function colour(x) {                       // x in [-1, 1] -> blue, pale, red (centred on 0)
     const t = Math.max(-1, Math.min(1, x)), end = t < 0 ? NEG : POS, a = Math.abs(t);
     return MID.map((c, i) => Math.round(c + (end[i] - c) * a));
   }
   function image(values, offset, rows, cols, range) {   // signed values -> an offscreen picture, one pixel each
-    const off = document.createElement("canvas");
-    off.width = cols; off.height = rows;
-    const ctx = off.getContext("2d"), img = ctx.createImageData(cols, rows);
-    for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < cols; c++) {
-        const [R, G, B] = colour(values[offset + r * cols + c] / range), px = 4 * (r * cols + c);
-        img.data[px] = R; img.data[px + 1] = G; img.data[px + 2] = B; img.data[px + 3] = 255;
-      }
-    }
-    ctx.putImageData(img, 0, 0);
-    return off;
+    return picture(rows, cols, (r, c) => colour(values[offset + r * cols + c] / range));
   }
-  const short = (t, n) => (t.length > n ? `${t.slice(0, n - 1)}…` : t);
   const fmt = (x) => (Math.abs(x) >= 1e4 || (x !== 0 && Math.abs(x) < 1e-3) ? x.toExponential(3) : x.toFixed(4));
 
   function rowOf(m, hv, i) {                 // query i: products (S x hd), scores and softmax weights (S)
@@ -120,14 +99,7 @@
       range.addEventListener("input", () => { v.start = Number(range.value); v.draw(); });
       v.controls.append(range, Object.assign(document.createElement("span"), { className: "neuron-window-note" }));
     }
-    const png = Object.assign(document.createElement("button"), { type: "button", className: "attn-chip neuron-png",
-      textContent: "PNG" });
-    png.addEventListener("click", () => {
-      const link = Object.assign(document.createElement("a"), { download: `${v.file || "neuron-view"}.png`,
-        href: v.canvas.toDataURL("image/png") });
-      link.click();
-    });
-    v.controls.append(png);
+    v.controls.append(pngButton(v.canvas, () => v.file || "neuron-view", "attn-chip neuron-png"));
   }
 
   function drawView(v) {

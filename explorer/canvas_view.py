@@ -10,11 +10,15 @@ from typing import Any
 
 from explorer import browser_arrays
 
+TOOLS = Path(__file__).resolve().parents[1] / "assets" / "canvas_tools.js"     # window.BertCanvas
+
 
 def view_script(source: Path, mount: str) -> str:
-    """``js_on_load``: the arrays' decoder and the view's script (each defines itself once per page), then
-    ``mount`` (a call such as ``window.BertNeuronView.mount(element, props, trigger, watch);``)."""
-    return f"{browser_arrays.script()}\n{source.read_text(encoding='utf-8')}\n{mount}"
+    """``js_on_load``: the arrays' decoder, the drawing tools (``assets/canvas_tools.js``) and the view's script
+    (each defines itself once per page), then ``mount`` (a call such as
+    ``window.BertNeuronView.mount(element, props, trigger, watch);``)."""
+    return (f"{browser_arrays.script()}\n{TOOLS.read_text(encoding='utf-8')}\n{source.read_text(encoding='utf-8')}"
+            f"\n{mount}")
 
 
 def canvas_html(label: str, template: str, script: str, description: str, elem_classes: list[str],
