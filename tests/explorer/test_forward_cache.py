@@ -12,9 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from gradio.context import LocalContext  # noqa: E402
 
-from conftest import tiny_config  # noqa: E402
 from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
-from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes.attention import attention  # noqa: E402
 from engine.probes.embeddings import embeddings  # noqa: E402
 from engine.probes.neuron_view import neuron_view  # noqa: E402
@@ -22,9 +20,8 @@ from explorer import forward_cache  # noqa: E402
 from explorer.attention import neuron_tab, tab as attention_tab  # noqa: E402
 from explorer.attention.actions import export_files  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
-from explorer.model_registry import ModelRegistry  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from support.reference import randomize_  # noqa: E402
+from support.forward_counting import Forwards, pinned_services, tiny_loaded  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -32,26 +29,14 @@ TEXT, OTHER = "the cat sat on the mat", "a dog ran in the park"
 
 
 def _loaded(tokenizer, seed: int = 0) -> LoadedModel:
-    model = randomize_(BertWithHeads(tiny_config(), heads=("mlm",)), seed, scale=0.3).eval()
-    return LoadedModel(model, tokenizer, model.config, f"tiny model {seed}")
+    return tiny_loaded(tokenizer, ("mlm",), seed)
 
 
-class Forwards:
-    """Counts the encoder's forward calls of one model (a forward hook: the real model runs)."""
-
-    def __init__(self, loaded: LoadedModel) -> None:
-        self.count = 0
-        self.handle = loaded.model.bert.register_forward_hook(lambda *_: self._seen())
-
-    def _seen(self) -> None:
-        self.count += 1
 
 
 @pytest.fixture()
 def services(tiny_tokenizer) -> Services:
-    registry = ModelRegistry(default_dir=None)
-    registry.pin("default", _loaded(tiny_tokenizer))
-    return Services(tokenizer=tiny_tokenizer, models=registry)
+    return pinned_services(tiny_tokenizer, _loaded(tiny_tokenizer))
 
 
 def test_the_setting_reads_megabytes_and_keeps_the_default_when_unreadable() -> None:

@@ -15,8 +15,8 @@ from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from engine.probes.joint_fill import joint_fill  # noqa: E402
 from explorer.fill_mask import kept, tab  # noqa: E402
-from explorer.model_registry import ModelRegistry  # noqa: E402
 from explorer.services import Services  # noqa: E402
+from support.forward_counting import Forwards, pinned_services, tiny_loaded  # noqa: E402
 from support.reference import randomize_  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -24,27 +24,15 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 ONE, TWO = "the cat [MASK] on the mat.", "the [MASK] sat on the [MASK]."
 
 
-class Forwards:
-    """Counts the encoder's forward calls of one model."""
-
-    def __init__(self, loaded: LoadedModel) -> None:
-        self.count = 0
-        loaded.model.bert.register_forward_hook(lambda *_: self._seen())
-
-    def _seen(self) -> None:
-        self.count += 1
 
 
 def _loaded(tokenizer, seed: int = 0) -> LoadedModel:
-    model = randomize_(BertWithHeads(tiny_config(), heads=("mlm",)), seed, scale=0.3).eval()
-    return LoadedModel(model, tokenizer, model.config, f"tiny model {seed}")
+    return tiny_loaded(tokenizer, ("mlm",), seed)
 
 
 @pytest.fixture()
 def services(tiny_tokenizer) -> Services:
-    registry = ModelRegistry(default_dir=None)
-    registry.pin("default", _loaded(tiny_tokenizer))
-    return Services(tokenizer=tiny_tokenizer, models=registry)
+    return pinned_services(tiny_tokenizer, _loaded(tiny_tokenizer))
 
 
 def test_a_top_k_change_runs_no_model_and_equals_a_fresh_run(services: Services) -> None:

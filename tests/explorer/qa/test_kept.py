@@ -10,14 +10,11 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from conftest import tiny_config  # noqa: E402
 from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
-from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes import inference  # noqa: E402
-from explorer.model_registry import ModelRegistry  # noqa: E402
 from explorer.qa import kept, tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
-from support.reference import randomize_  # noqa: E402
+from support.forward_counting import Forwards, pinned_services, tiny_loaded  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -26,27 +23,15 @@ CONTEXT = "the cat sat on the mat. the dog ran in the house. a bird sang in the 
 LONG = " ".join([CONTEXT] * 6)                  # several windows of 48 tokens
 
 
-class Forwards:
-    """Counts the encoder's forward calls of one model."""
-
-    def __init__(self, loaded: LoadedModel) -> None:
-        self.count = 0
-        loaded.model.bert.register_forward_hook(lambda *_: self._seen())
-
-    def _seen(self) -> None:
-        self.count += 1
 
 
 def _loaded(tokenizer, seed: int = 0) -> LoadedModel:
-    model = randomize_(BertWithHeads(tiny_config(), heads=("qa",)), seed, scale=0.3).eval()
-    return LoadedModel(model, tokenizer, model.config, f"tiny QA model {seed}")
+    return tiny_loaded(tokenizer, ("qa",), seed)
 
 
 @pytest.fixture()
 def services(tiny_tokenizer) -> Services:
-    registry = ModelRegistry(default_dir=None)
-    registry.pin("default", _loaded(tiny_tokenizer))
-    return Services(tokenizer=tiny_tokenizer, models=registry)
+    return pinned_services(tiny_tokenizer, _loaded(tiny_tokenizer))
 
 
 def _answer(services: Services, context: str, top_k: int = 1, answer_len: int = 15, seq_len: int = 48,

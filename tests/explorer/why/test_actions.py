@@ -6,41 +6,26 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import tiny_config
 from engine.checkpoints.hf_format import LoadedModel
-from engine.model.heads import BertWithHeads
 from engine.probes.attribution import attribute
-from explorer.model_registry import ModelRegistry
 from explorer.services import Services
 from explorer.why import actions
-from support.reference import randomize_
+from support.forward_counting import Forwards, pinned_services, tiny_loaded
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 MASKED = "the cat [MASK] on the mat."
 
 
-class Forwards:
-    """Counts the encoder's forward calls of one model."""
-
-    def __init__(self, loaded: LoadedModel) -> None:
-        self.count = 0
-        loaded.model.bert.register_forward_hook(lambda *_: self._seen())
-
-    def _seen(self) -> None:
-        self.count += 1
 
 
 def _loaded(tokenizer, seed: int = 0) -> LoadedModel:
-    model = randomize_(BertWithHeads(tiny_config(), heads=("mlm",)), seed, scale=0.3).eval()
-    return LoadedModel(model, tokenizer, model.config, f"tiny model {seed}")
+    return tiny_loaded(tokenizer, ("mlm",), seed)
 
 
 @pytest.fixture()
 def services(tiny_tokenizer) -> Services:
-    registry = ModelRegistry(default_dir=None)
-    registry.pin("default", _loaded(tiny_tokenizer))
-    return Services(tokenizer=tiny_tokenizer, models=registry)
+    return pinned_services(tiny_tokenizer, _loaded(tiny_tokenizer))
 
 
 def _explain(services: Services, **changes) -> tuple:
