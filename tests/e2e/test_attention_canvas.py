@@ -5,59 +5,17 @@ shows the engine's weight to the uint8 encoding's precision (1/510); a click on 
 layer and head; the caption reads on the page's background in both themes and the views fit a phone."""
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from engine.probes.inference import attention
 from explorer.attention.sections import EXAMPLES
 from explorer.browser_arrays import LEVELS
-from support.browser_helpers import ARTIFACTS, TIMEOUT_MS, no_error_toast, open_tab, run_first_example, served_app
+from support.browser_helpers import ARTIFACTS, no_error_toast, open_tab, run_first_example
 
-LOOKS = ("light", "dark", "phone")
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1360, "height": 1000}
 PRECISION = 1.0 / (2 * LEVELS) + 1e-6          # uint8 with scale 1.0
-SERVED: dict = {}
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with served_app(tmp_path_factory.mktemp("canvas-runs")) as (url, services):
-        SERVED["services"] = services
-        yield url
-
-
-@contextlib.contextmanager
-def opened(browser: Browser, url: str, viewport: dict[str, int] = DESKTOP) -> Iterator[Page]:
-    """A page on ``url``, the model picker filled in, closed afterwards."""
-    page = browser.new_page(viewport=viewport)
-    page.set_default_timeout(TIMEOUT_MS)
-    try:
-        page.goto(url)
-        expect(page.locator(".model-info").last).to_contain_text("Heads:")
-        yield page
-    finally:
-        page.close()
-
-
-@pytest.fixture(params=LOOKS)
-def page(request: pytest.FixtureRequest, browser: Browser, served: str) -> Iterator[Page]:
-    with opened(browser, served + ("?__theme=dark" if request.param == "dark" else ""),
-                PHONE if request.param == "phone" else DESKTOP) as page:
-        page.look = request.param                               # type: ignore[attr-defined]
-        yield page
-
-
-@pytest.fixture
-def desktop(browser: Browser, served: str) -> Iterator[Page]:
-    """One light page at 1,360 px."""
-    with opened(browser, served) as page:
-        yield page
 
 
 def view(panel, kind: str):
@@ -70,9 +28,9 @@ def type_number(panel, elem_id: str, value: int) -> None:
     box.press("Enter")
 
 
-def engine_maps() -> np.ndarray:
+def engine_maps(model) -> np.ndarray:
     text, pair = EXAMPLES[0]
-    return attention(SERVED["services"].model("default"), text, pair or None, 128).attentions   # (L, nh, S, S)
+    return attention(model, text, pair or None, 128).attentions   # (L, nh, S, S)
 
 
 def sent(page: Page, requests: list[str]) -> list[str]:
@@ -111,7 +69,8 @@ def hover_cell(page: Page, panel, query: int, key: int) -> float:
     return float(tip.get_attribute("data-value"))
 
 
-def test_the_views_draw_follow_the_sliders_without_a_request_and_hover_the_engines_numbers(page: Page) -> None:
+def test_the_views_draw_follow_the_sliders_without_a_request_and_hover_the_engines_numbers(
+        page: Page, default_model) -> None:
     panel = open_tab(page, "Attention")
     run_first_example(panel)                                  # "The cat sat on the mat because it was tired."
     heat, heads, grid = (view(panel, kind) for kind in ("heatmap", "head-view", "model-view"))
@@ -119,7 +78,7 @@ def test_the_views_draw_follow_the_sliders_without_a_request_and_hover_the_engin
     expect(grid).to_have_attribute("data-drawn", "L1-H0")
     expect(heads).to_have_attribute("data-drawn", "L1-H0-0")
     assert all(painted(v.locator("canvas")) > 500 for v in (heat, heads, grid))
-    maps = engine_maps()
+    maps = engine_maps(default_model)
     assert abs(hover_cell(page, panel, 3, 1) - maps[0, 0, 3, 1]) <= PRECISION
 
     requests: list[str] = []
@@ -160,7 +119,7 @@ def test_the_views_draw_follow_the_sliders_without_a_request_and_hover_the_engin
 LONG_TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog watched it from the door."] * 14)
 
 
-def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(desktop: Page) -> None:
+def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(desktop: Page, default_model) -> None:
     """At 256 tokens the default model's maps (6 x 12 x 256²) exceed what one answer sends: the chosen layer's
     come (deflated), a head change in that layer stays in the browser, a layer change asks once (the ``fetch``
     event); the head view shows a window of tokens that the user slides, with no request; the answer to the
@@ -194,7 +153,7 @@ def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(desktop
     expect(view(panel, "model-view")).to_have_attribute("data-drawn", "L2-H4")   # its grid kept, not resent
     asked = [r for r in sent(page, requests) if "/queue/join" in r]
     assert len(asked) == 1, asked
-    text_maps = attention(SERVED["services"].model("default"), LONG_TEXT, None, 256).attentions
+    text_maps = attention(default_model, LONG_TEXT, None, 256).attentions
     assert abs(hover_cell(page, panel, 200, 3) - text_maps[1, 4, 200, 3]) <= PRECISION
     assert page.evaluate("() => window.BertAttentionViews.store.entries")   # inflated from the deflated maps
 

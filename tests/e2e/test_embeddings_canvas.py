@@ -5,10 +5,8 @@ holds is drawn with **no network request**, a layer change redraws the summary b
 drawing, its cells the colour the engine's value maps to; a component the page lacks is fetched once."""
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -18,49 +16,17 @@ from playwright.sync_api import Browser, Page, expect
 from engine.probes.inference import embeddings
 from explorer.embeddings import canvas
 from explorer.embeddings.sections import EXAMPLES
-from support.browser_helpers import ARTIFACTS, TIMEOUT_MS, no_error_toast, open_tab, run_first_example, served_app
+from support.browser_helpers import ARTIFACTS, no_error_toast, open_tab, opened, run_first_example
 
-LOOKS = ("light", "dark", "phone")
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1360, "height": 1000}
-SERVED: dict = {}
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with served_app(tmp_path_factory.mktemp("emb-canvas-runs")) as (url, services):
-        SERVED["services"] = services
-        yield url
-
-
-@contextlib.contextmanager
-def opened(browser: Browser, url: str, viewport: dict[str, int] = DESKTOP) -> Iterator[Page]:
-    """A page on ``url``, the model picker filled in, closed afterwards."""
-    page = browser.new_page(viewport=viewport, accept_downloads=True)
-    page.set_default_timeout(TIMEOUT_MS)
-    try:
-        page.goto(url)
-        expect(page.locator(".model-info").last).to_contain_text("Heads:")
-        yield page
-    finally:
-        page.close()
-
-
-@pytest.fixture(params=LOOKS)
-def page(request: pytest.FixtureRequest, browser: Browser, served: str) -> Iterator[Page]:
-    with opened(browser, served + ("?__theme=dark" if request.param == "dark" else ""),
-                PHONE if request.param == "phone" else DESKTOP) as page:
-        page.look = request.param                               # type: ignore[attr-defined]
-        yield page
 
 
 def view(panel, kind: str):
     return panel.locator(f".embeddings-{kind} .emb-view").first
 
 
-def engine_result():
+def engine_result(model):
     text, pair = EXAMPLES[0]
-    return embeddings(SERVED["services"].model("default"), text, pair or None)
+    return embeddings(model, text, pair or None)
 
 
 def called(page: Page, requests: list[str]) -> list[str]:
@@ -91,13 +57,14 @@ def pick(panel, label: str) -> None:
     panel.locator("#embeddings-component").get_by_label(label, exact=True).check()
 
 
-def test_the_maps_draw_follow_the_component_without_a_request_and_hover_the_engines_values(page: Page) -> None:
+def test_the_maps_draw_follow_the_component_without_a_request_and_hover_the_engines_values(
+        page: Page, default_model) -> None:
     panel = open_tab(page, "Embeddings")
     run_first_example(panel)                                  # "Who was Jim Henson?" / "Jim Henson was a nice puppet"
     dims, sims = view(panel, "dimensions"), view(panel, "similarity")
     expect(dims).to_have_attribute("data-drawn", "output")
     expect(sims).to_have_attribute("data-drawn", "cosine")
-    result = engine_result()
+    result = engine_result(default_model)
     spread = lambda a: (float(a.max()) - float(a.min())) / 510 + 1e-5     # noqa: E731 - uint8 of v - min
     value, geometry = hover(page, dims, 3, 17)
     assert abs(value - result.output[3, 17]) <= spread(result.output)
@@ -145,13 +112,13 @@ def test_the_maps_draw_follow_the_component_without_a_request_and_hover_the_engi
                     full_page=True)
 
 
-def test_a_component_the_page_lacks_is_fetched_once(browser: Browser, served: str,
+def test_a_component_the_page_lacks_is_fetched_once(browser: Browser, app_served, default_model,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """With the budget at 0 every answer carries the chosen component alone (as bert-large at 512 tokens does): a
     new component is asked for once (``embeddings_component``, answered from the kept result), and the ones the
     page then holds are drawn with no request."""
     monkeypatch.setattr(canvas, "ALL_COMPONENTS_BUDGET", 0)
-    with opened(browser, served) as page:
+    with opened(browser, app_served.url) as page:
         panel = open_tab(page, "Embeddings")
         run_first_example(panel)
         dims = view(panel, "dimensions")
@@ -160,7 +127,7 @@ def test_a_component_the_page_lacks_is_fetched_once(browser: Browser, served: st
         page.on("request", lambda request: requests.append(f"{request.url} {request.post_data}"))
         pick(panel, "segment (token type)")
         expect(dims).to_have_attribute("data-drawn", "segment")
-        result = engine_result()
+        result = engine_result(default_model)
         spread = (float(result.segment.max()) - float(result.segment.min())) / 510 + 1e-5
         assert abs(hover(page, dims, 4, 7)[0] - result.segment[4, 7]) <= spread
         assert called(page, requests) == ["embeddings_component"], requests

@@ -5,59 +5,19 @@ hovering shows the engine's numbers to the float16 encoding's precision; a long 
 tokens the user slides, and a head the page lacks is asked for once; *PNG* saves what is drawn."""
 from __future__ import annotations
 
-import contextlib
 import io
 import math
-from collections.abc import Iterator
 
 import numpy as np
-import pytest
 from PIL import Image
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from engine.probes.neuron_view import neuron_view
 from explorer.attention.sections import EXAMPLES
-from support.browser_helpers import ARTIFACTS, TIMEOUT_MS, no_error_toast, open_tab, run_first_example, served_app
+from support.browser_helpers import ARTIFACTS, no_error_toast, open_tab, run_first_example
 
-LOOKS = ("light", "dark", "phone")
-PHONE = {"width": 390, "height": 844}
-DESKTOP = {"width": 1360, "height": 1000}
 HALF = 2.0 ** -11                               # float16's relative rounding
-SERVED: dict = {}
 LONG_TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog watched it from the door."] * 14)
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with served_app(tmp_path_factory.mktemp("neuron-runs")) as (url, services):
-        SERVED["services"] = services
-        yield url
-
-
-@contextlib.contextmanager
-def opened(browser: Browser, url: str, viewport: dict[str, int] = DESKTOP) -> Iterator[Page]:
-    page = browser.new_page(viewport=viewport, accept_downloads=True)
-    page.set_default_timeout(TIMEOUT_MS)
-    try:
-        page.goto(url)
-        expect(page.locator(".model-info").last).to_contain_text("Heads:")
-        yield page
-    finally:
-        page.close()
-
-
-@pytest.fixture(params=LOOKS)
-def page(request: pytest.FixtureRequest, browser: Browser, served: str) -> Iterator[Page]:
-    with opened(browser, served + ("?__theme=dark" if request.param == "dark" else ""),
-                PHONE if request.param == "phone" else DESKTOP) as page:
-        page.look = request.param                               # type: ignore[attr-defined]
-        yield page
-
-
-@pytest.fixture
-def desktop(browser: Browser, served: str) -> Iterator[Page]:
-    with opened(browser, served) as page:
-        yield page
 
 
 def type_number(panel, elem_id: str, value: int) -> None:
@@ -115,10 +75,10 @@ def hover(page: Page, root, part: str, key: int, dim: int = 0) -> dict[str, str]
     return data
 
 
-def check_row(page: Page, root, text: str, pair: str | None, length: int, layer: int, head: int, query: int,
-              keys: tuple[int, ...]) -> None:
+def check_row(page: Page, model, root, text: str, pair: str | None, length: int, layer: int, head: int,
+              query: int, keys: tuple[int, ...]) -> None:
     """Hovered k, q ⊙ k, scores and weights equal the engine's to float16's precision."""
-    view = neuron_view(SERVED["services"].model("default"), text, pair, layer, head, query, length)
+    view = neuron_view(model, text, pair, layer, head, query, length)
     big = float(np.abs(view.query_vector).max()) * float(np.abs(view.key_vectors).max())
     score_error = float((np.abs(view.query_vector) @ np.abs(view.key_vectors).T).max()) / math.sqrt(
         view.head_size) * 2.02 * HALF + 1e-5
@@ -131,7 +91,8 @@ def check_row(page: Page, root, text: str, pair: str | None, length: int, layer:
         assert abs(float(hover(page, root, "weight", key)["value"]) - view.weights[key]) <= math.expm1(2 * score_error)
 
 
-def test_a_click_picks_the_query_a_head_change_redraws_and_hover_shows_the_engines_numbers(page: Page) -> None:
+def test_a_click_picks_the_query_a_head_change_redraws_and_hover_shows_the_engines_numbers(
+        page: Page, default_model) -> None:
     panel = open_tab(page, "Attention")
     run_first_example(panel)                                  # "The cat sat on the mat because it was tired."
     text, pair = EXAMPLES[0]
@@ -142,11 +103,11 @@ def test_a_click_picks_the_query_a_head_change_redraws_and_hover_shows_the_engin
     click_token(page, root, 3)                                # "sat": the query, drawn here
     expect(root).to_have_attribute("data-drawn", "L1-H0-Q3-0")
     expect(root.locator(".neuron-caption")).to_contain_text("query 3 sat")
-    check_row(page, root, text, pair or None, 128, 0, 0, 3, (0, 3, 7))
+    check_row(page, default_model, root, text, pair or None, 128, 0, 0, 3, (0, 3, 7))
     type_number(panel, "attention-layer", 2)                  # a head the page holds: drawn here
     type_number(panel, "attention-head", 5)
     expect(root).to_have_attribute("data-drawn", "L2-H5-Q3-0")
-    check_row(page, root, text, pair or None, 128, 1, 5, 3, (1, 4))
+    check_row(page, default_model, root, text, pair or None, 128, 1, 5, 3, (1, 4))
     root.locator("canvas").focus()
     page.keyboard.press("ArrowDown")                          # the arrow keys move the query
     expect(root).to_have_attribute("data-drawn", "L2-H5-Q4-0")
@@ -164,7 +125,7 @@ def test_a_click_picks_the_query_a_head_change_redraws_and_hover_shows_the_engin
     root.screenshot(path=str(ARTIFACTS / f"neuron-canvas-{page.look}.png"))  # type: ignore[attr-defined]
 
 
-def test_a_long_input_windows_the_keys_and_asks_once_for_a_head_it_lacks(desktop: Page) -> None:
+def test_a_long_input_windows_the_keys_and_asks_once_for_a_head_it_lacks(desktop: Page, default_model) -> None:
     """At 256 tokens the default model's vectors (6 x 12 heads) exceed what one answer sends: the chosen head's
     come; sliding the window and picking a query stay in the browser, another head is asked for once
     (``neuron_view_refresh``) and a head the page then holds is not asked again. *PNG* saves the drawing."""
@@ -188,7 +149,7 @@ def test_a_long_input_windows_the_keys_and_asks_once_for_a_head_it_lacks(desktop
     type_number(panel, "attention-head", 4)                   # not held: asked for once, this head alone
     expect(root).to_have_attribute("data-drawn", "L1-H4-Q120-100")
     assert joined(page, requests).count("neuron_view_refresh") == 1, joined(page, requests)
-    check_row(page, root, LONG_TEXT, None, 256, 0, 4, 120, (100, 120, 139))
+    check_row(page, default_model, root, LONG_TEXT, None, 256, 0, 4, 120, (100, 120, 139))
     requests.clear()
     type_number(panel, "attention-head", 0)                   # held since the first answer
     expect(root).to_have_attribute("data-drawn", "L1-H0-Q120-100")

@@ -23,6 +23,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 TIMEOUT_MS = 60_000                       # a 2-core CPU shared with a training run is slow
 PLOT = ".js-plotly-plot"
+LOOKS = ("light", "dark", "phone")       # the canvas tests' looks: two themes on a desktop, a phone
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1360, "height": 1000}
 expect.set_options(timeout=TIMEOUT_MS)
 
 
@@ -81,6 +84,24 @@ def served_app(runs_root: Path) -> Iterator[tuple[str, Any]]:
     finally:
         if services.worker is not None:
             services.worker.close()
+
+
+def url_and_viewport(url: str, look: str) -> tuple[str, dict[str, int]]:
+    """The page address and the viewport of ``look`` (``LOOKS``): the dark theme by its URL, a phone's width."""
+    return url + ("?__theme=dark" if look == "dark" else ""), PHONE if look == "phone" else DESKTOP
+
+
+@contextlib.contextmanager
+def opened(browser: Browser, url: str, viewport: dict[str, int] = DESKTOP) -> Iterator[Page]:
+    """A page on ``url`` (downloads accepted), the model picker filled in, closed afterwards."""
+    page = browser.new_page(viewport=viewport, accept_downloads=True)
+    page.set_default_timeout(TIMEOUT_MS)
+    try:
+        page.goto(url)
+        expect(page.locator(".model-info").last).to_contain_text("Heads:")
+        yield page
+    finally:
+        page.close()
 
 
 def open_tab(page: Page, name: str):
