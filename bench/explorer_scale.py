@@ -148,8 +148,8 @@ def report(rows: list[tuple[str, int, str, dict[str, float]]]) -> list[str]:
     return lines
 
 
-def add_large(services: Services) -> tuple[int, int]:
-    """Pin a random bert-large-sized model (MLM and NSP heads) as ``large``; its (layers, heads)."""
+def add_large(services: Services, heads: tuple[str, ...] = ("mlm", "nsp")) -> tuple[int, int]:
+    """Pin a random bert-large-sized model with ``heads`` as ``large``; its (layers, heads)."""
     import torch
 
     from engine.checkpoints.hf_format import LoadedModel
@@ -158,7 +158,7 @@ def add_large(services: Services) -> tuple[int, int]:
 
     torch.manual_seed(0)
     config = BertConfig(vocab_size=services.tokenizer.vocab_size, **LARGE)
-    model = BertWithHeads(config, heads=("mlm", "nsp")).eval()
+    model = BertWithHeads(config, heads=heads).eval()
     services.registry().pin("large", LoadedModel(model, services.tokenizer, config, "random bert-large shape"))
     return config.num_hidden_layers, config.num_attention_heads
 

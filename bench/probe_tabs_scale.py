@@ -40,9 +40,8 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from bench.explorer_scale import LARGE, text_of  # noqa: E402
+from bench.explorer_scale import add_large, text_of  # noqa: E402
 from bench.ui_latency import bench_services, serve  # noqa: E402
-from explorer.services import Services  # noqa: E402
 
 LENGTHS = (20, 512)
 SESSION = "probe-tabs-scale-bench"
@@ -152,19 +151,6 @@ def report(rows: list[tuple[str, int, str, list[tuple]]]) -> list[str]:
     return lines
 
 
-def add_large(services: Services) -> None:
-    """Pin a random bert-large-sized model with MLM, NSP and QA heads as ``large``."""
-    import torch
-
-    from engine.checkpoints.hf_format import LoadedModel
-    from engine.model.config import BertConfig
-    from engine.model.heads import BertWithHeads
-
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=services.tokenizer.vocab_size, **LARGE)
-    model = BertWithHeads(config, heads=("mlm", "nsp", "qa")).eval()
-    services.registry().pin("large", LoadedModel(model, services.tokenizer, config, "random bert-large shape"))
-
 
 def main() -> None:
     import torch
@@ -190,7 +176,7 @@ def main() -> None:
                 caller.call("/noop", ["x"])
                 for key in args.models.split(","):
                     if key == "large":
-                        add_large(services)
+                        add_large(services, ("mlm", "nsp", "qa"))
                     lengths = (20,) if args.quick and key == "large" else LENGTHS
                     rows += run_model(caller, key, rounds, lengths)
         finally:
