@@ -235,7 +235,8 @@
       }
       if (seq !== v.seq) return;
       if (!val) { store.meta = null; store.heads = {}; store.id = null; v.draw(); return; }
-      if (val.id !== store.id) { store.heads = {}; store.id = val.id; v.start = 0; }
+      const same = val.id === store.id;       // the same input again (another head, or a late answer)
+      if (!same) { store.heads = {}; store.id = val.id; v.start = 0; }
       store.meta = val;
       const [qs, ks] = decoded, [n, S, hd] = val.queries.shape, size = S * hd;
       for (let h = 0; h < n; h++) {
@@ -243,7 +244,8 @@
         store.heads[`${l}:${hh}`] = { q: qs.raw.subarray(h * size, (h + 1) * size),
           k: ks.raw.subarray(h * size, (h + 1) * size) };
       }
-      if (val.query !== null && val.query !== undefined) v.pick(val.query);
+      const asked = val.query !== null && val.query !== undefined && !(same && val.query === v.query);
+      if (asked) v.pick(val.query);               // a query already shown keeps the user's window
       else v.pick(v.query < S ? v.query : 0);
     };
     const point = (ev) => {
