@@ -4,21 +4,34 @@
    compression says so, inflated with DecompressionStream); the head view and the model view refer to them by
    id (the head view's id is null after a heads change: the maps the page holds). The layer and head come from the tab's sliders (#attention-layer,
    #attention-head): a change the browser holds the maps for redraws here, with no request; else the heatmap
-   fires "fetch" and the server answers with that layer's maps. */
+   fires "fetch" and the server answers with that layer's maps.
+   Late answers (docs/design/browser-views.md, "Late answers"): the layer, the head, the head view's window and
+   hidden heads are the user's; an answer for the input shown only brings maps (never resets them); an answer
+   for another input older than the one shown (its "asked") is dropped. */
 (() => {
   if (window.BertAttentionViews) return;
   const RED = "#dc2626";
   const store = { entries: {}, current: null };
   const views = [];
   let sliders = { layer: null, head: null };
-  let pending = null;
+  const pending = {};                        // a timer each: after a change, after an answer
 
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
   const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
 
   function put(value, maps, stats) {         // the heatmap's value, decoded: keep only the newest input
-    store.entries = { [value.id]: { ...value, maps, stats } };
+    const held = entry(), asked = Number(value.asked) || 0;
+    if (held && held.id === value.id && asked < held.asked) {   // older, same input: only for maps the page lacks
+      const { layer, head } = chosen(held);
+      if (mapIndex(held, layer, head) >= 0) return;
+    }
+    store.entries = { [value.id]: { ...value, maps, stats, asked: Math.max(asked, held && held.id === value.id
+      ? held.asked : 0) } };
     store.current = value.id;
+  }
+  function stale(value) {                    // an answer for another input, older than the one shown
+    const held = entry();
+    return Boolean(value && held && value.id && value.id !== held.id && (Number(value.asked) || 0) < held.asked);
   }
   const entry = (id) => store.entries[id || store.current] || null;
   function mapIndex(e, layer, head) {        // flat offset of map (layer, head) in e.maps, or -1
@@ -48,14 +61,24 @@
   }
   function changed() {
     views.forEach((v) => v.draw());
-    const e = entry(), heatmap = views.find((v) => v.kind === "heatmap");
+    want(false);
+  }
+  let wanted = null;                         // the last "id:layer:head" an answer made the page ask for
+  function want(afterAnswer) {               // ask for what the chosen layer and head lack, once after a quick run
+    const heatmap = views.find((v) => v.kind === "heatmap");
     if (!heatmap) return;
-    clearTimeout(pending);
-    pending = setTimeout(() => {             // the last of a quick run of changes asks, once
+    clearTimeout(pending[afterAnswer]);
+    pending[afterAnswer] = setTimeout(() => {   // the last of a quick run of changes asks, once
+      const e = entry();
       if (e) {
-        const { layer, head } = chosen(e);
-        if (mapIndex(e, layer, head) < 0) heatmap.trigger("fetch", { id: e.id });   // not here: that layer's maps
+        const { layer, head } = chosen(e), key = `${e.id}:${layer}:${head}`;
+        // not here: that layer's maps (after an answer, once: an answer that still lacks them asks no more)
+        if (mapIndex(e, layer, head) < 0 && !(afterAnswer && key === wanted)) {
+          if (afterAnswer) wanted = key;
+          heatmap.trigger("fetch", { id: e.id });
+        }
       }
+      if (afterAnswer) return;
       // the neuron view (assets/neuron_view.js), when shown and lacking this head's vectors: {id} it holds
       const neuron = window.BertNeuronView && window.BertNeuronView.wants();
       if (neuron) heatmap.trigger("neuron", neuron);
@@ -300,12 +323,15 @@
         return;
       }
       if (seq !== v.seq) return;
-      const keep = kind === "head_view" && val && v.value && val.id === null;   // a heads change: keep the window
+      if (kind !== "heatmap" ? stale(val) && v.value : stale(val)) return;   // another input, older: dropped
+      const shown = v.value && (v.value.id || store.current);
+      const keep = val && v.value && (val.id === null || val.id === shown);   // the same input: the user's window
       v.value = val; v.focus = null;
       if (!keep) { v.hidden.clear(); v.start = 0; }
+      if (val) { v.answers = (v.answers || 0) + 1; root.dataset.answers = String(v.answers); }
       if (val && kind === "heatmap") put(val, ...decoded);
       if (kind === "model_view") v.grid = decoded;
-      if (kind === "heatmap") views.forEach((o) => o.draw()); else v.draw();
+      if (kind === "heatmap") { views.forEach((o) => o.draw()); want(true); } else v.draw();
       if (kind === "head_view" && val && val.id === null) fetchHeads(val.heads);
     };
     const point = (ev) => {

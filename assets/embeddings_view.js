@@ -2,9 +2,10 @@
    (positions x positions). explorer/embeddings/canvas.py sends the data; docs/design/browser-views.md ("The
    Embeddings tab's maps"). Defined once per page; each gr.HTML view calls mount(kind, element, props, trigger,
    watch). A value holds maps by name ({offset, limit, data}: the browser reads offset + decode(data)); a value
-   with the id of the one held adds its maps to it (a fetched component), another id replaces it. The dimensions
-   view follows the tab's component radio (#embeddings-component): a component it holds is drawn here with no
-   request; else it fires "fetch" once and the server answers with that component alone. */
+   with the id of the one held adds its maps to it (a fetched component), another id replaces it unless it is
+   older than the one held (its "asked": docs/design/browser-views.md, "Late answers"). The dimensions view
+   follows the tab's component radio (#embeddings-component), the user's: a component it holds is drawn here with
+   no request; else it fires "fetch" once and the server answers with that component alone. */
 (() => {
   if (window.BertEmbeddingsViews) return;
   const views = [];
@@ -90,7 +91,7 @@
 
   function mount(kind, element, props, trigger, watch) {
     const root = element.querySelector(".emb-view");
-    const v = { kind, root, trigger, entry: null, pending: null, asked: null, draws: 0,
+    const v = { kind, root, trigger, entry: null, pending: null, asked: null, draws: 0, answers: 0,
       caption: root.querySelector(".emb-caption"), controls: root.querySelector(".emb-controls"),
       canvas: root.querySelector("canvas"), tip: root.querySelector(".emb-tip") };
     const name = () => (kind === "dimensions" ? component || (v.entry && v.entry.component) : "cosine");
@@ -136,10 +137,14 @@
         return;
       }
       if (seq !== v.seq) return;
+      const asked = val ? Number(val.asked) || 0 : 0;
+      if (val && v.entry && v.entry.id !== val.id && asked < v.entry.askedAt) return;   // another input, older
       v.error = "";
       if (!val) v.entry = null;
-      else if (v.entry && v.entry.id === val.id) v.entry = { ...v.entry, ...val, maps: { ...v.entry.maps, ...maps } };
-      else { v.entry = { ...val, maps }; v.asked = null; }
+      else if (v.entry && v.entry.id === val.id) {       // the same input: its maps added (data the page lacks)
+        v.entry = { ...v.entry, ...val, maps: { ...v.entry.maps, ...maps }, askedAt: Math.max(v.entry.askedAt, asked) };
+      } else { v.entry = { ...val, maps, askedAt: asked }; v.asked = null; }
+      if (val) { v.answers += 1; root.dataset.answers = String(v.answers); }
       v.changed();
     };
     const point = (ev) => {

@@ -4,15 +4,27 @@
    of a short input: for the query token the user picks (a click on a token, the arrow keys, or the tab's query
    dropdown) this script computes q ⊙ k_j, the scores Σ(q ⊙ k_j)/√d and their softmax, and draws them, with no
    request. The layer and head follow the tab's sliders (#attention-layer, #attention-head); when the page lacks
-   that head, assets/attention_view.js asks wants() and fires the heatmap's "neuron" event. */
+   that head, assets/attention_view.js asks wants() and fires the heatmap's "neuron" event.
+   Late answers (docs/design/browser-views.md, "Late answers"): the query token and the key window are the
+   user's. An answer only brings vectors; its query is taken only as the answer to the user's latest "Show the
+   neuron view" (#neuron-show) asked after their last pick here, once; an answer for another input older than the
+   one shown (its "asked") is dropped. */
 (() => {
   if (window.BertNeuronView) return;
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
   const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
   const NEG = [37, 99, 235], MID = [241, 245, 249], POS = [220, 38, 38], WEIGHT = "#2171b5";
-  const store = { id: null, meta: null, heads: {} };   // heads["layer:head"] = {q, k}: Float32Array (S * hd)
+  const store = { id: null, meta: null, heads: {}, asked: 0 };   // heads["layer:head"] = {q, k}: Float32Array (S * hd)
   const views = [];
-  let seen = "";
+  let seen = "", dropdownAt = null;          // the dropdown's last position, as polled
+  let clock = 0, askedAt = 0, touchedAt = 0; // page order: the last "Show" click, the last touch of the dropdown
+  const tick = () => ++clock;
+  document.addEventListener("click", (ev) => {
+    if (ev.target instanceof Element && ev.target.closest("#neuron-show")) askedAt = tick();
+  }, true);
+  ["pointerdown", "keydown"].forEach((name) => document.addEventListener(name, (ev) => {
+    if (ev.target instanceof Element && ev.target.closest("#neuron-query")) touchedAt = tick();
+  }, true));
 
   function number(selector) {
     const box = document.querySelector(selector);
@@ -38,14 +50,13 @@
   }
   function poll() {                          // sliders and the dropdown, however they moved: redraw here
     const l = number("#attention-layer input[type=number]"), h = number("#attention-head input[type=number]");
-    const box = document.querySelector("#neuron-query input"), text = box ? box.value : "";
-    const now = `${l}|${h}|${text}`;
+    const q = dropdownQuery(), now = `${l}|${h}|${q}`;
     if (now === seen) return;
-    const queryMoved = !seen.endsWith(`|${text}`);
-    seen = now;
-    const q = dropdownQuery();
-    views.forEach((v) => {
-      if (queryMoved && q !== null && store.meta && q < store.meta.tokens.length) v.pick(q);
+    const queryMoved = q !== dropdownAt;     // its position, not its text ("3" and "3: sat" are one pick)
+    seen = now; dropdownAt = q;
+    views.forEach((v) => {                   // a move the server made (new choices) is no pick of the user's
+      const picked = queryMoved && q !== null && touchedAt > v.pickedAt;
+      if (picked && store.meta && q < store.meta.tokens.length) v.pick(q);
       else v.draw();
     });
   }
@@ -96,7 +107,7 @@
     if (S > win) {
       const range = Object.assign(document.createElement("input"), { type: "range", min: 0, max: S - win,
         value: v.start, className: "neuron-window", ariaLabel: "first key token shown" });
-      range.addEventListener("input", () => { v.start = Number(range.value); v.draw(); });
+      range.addEventListener("input", () => { v.start = Number(range.value); v.pickedAt = tick(); v.draw(); });
       v.controls.append(range, Object.assign(document.createElement("span"), { className: "neuron-window-note" }));
     }
     v.controls.append(pngButton(v.canvas, () => v.file || "neuron-view", "attn-chip neuron-png"));
@@ -201,7 +212,8 @@
 
   function mount(element, props, trigger, watch) {
     const root = element.querySelector(".neuron-view");
-    const v = { root, trigger, query: 0, start: 0, draws: 0, caption: root.querySelector(".neuron-caption"),
+    const v = { root, trigger, query: 0, start: 0, draws: 0, answers: 0, pickedAt: 0, usedAsk: 0,
+      caption: root.querySelector(".neuron-caption"),
       controls: root.querySelector(".neuron-controls"), canvas: root.querySelector("canvas"),
       tip: root.querySelector(".neuron-tip") };
     v.draw = () => {
@@ -216,13 +228,14 @@
       v.canvas.setAttribute("aria-label", v.caption.textContent);
       if (drawn) root.dataset.drawn = drawn; else delete root.dataset.drawn;
     };
-    v.pick = (j) => {                        // make token j the query, keeping it inside the window
+    v.show = (j) => {                        // make token j the query, keeping it inside the window
       if (!store.meta) return;
       const S = store.meta.tokens.length, win = Math.min(store.meta.window, S);
       v.query = Math.max(0, Math.min(S - 1, j));
       if (v.query < v.start || v.query >= v.start + win) v.start = Math.max(0, v.query - Math.floor(win / 2));
       v.draw();
     };
+    v.pick = (j) => { v.pickedAt = tick(); v.show(j); };   // the user's pick (click, arrow keys, dropdown)
     const update = async () => {             // decode first; a newer value arriving meanwhile wins
       const val = props.value && typeof props.value === "object" ? props.value : null, seq = (v.seq || 0) + 1;
       v.seq = seq;
@@ -234,9 +247,11 @@
         return;
       }
       if (seq !== v.seq) return;
-      if (!val) { store.meta = null; store.heads = {}; store.id = null; v.draw(); return; }
-      const same = val.id === store.id;       // the same input again (another head, or a late answer)
-      if (!same) { store.heads = {}; store.id = val.id; v.start = 0; }
+      if (!val) { store.meta = null; store.heads = {}; store.id = null; store.asked = 0; v.draw(); return; }
+      const same = val.id === store.id, asked = Number(val.asked) || 0;   // same: another head, or again
+      if (!same && store.meta && asked < store.asked) return;   // another input, older than the one shown
+      if (!same) { store.heads = {}; store.id = val.id; store.asked = asked; }
+      store.asked = Math.max(store.asked, asked);
       store.meta = val;
       const [qs, ks] = decoded, [n, S, hd] = val.queries.shape, size = S * hd;
       for (let h = 0; h < n; h++) {
@@ -244,9 +259,12 @@
         store.heads[`${l}:${hh}`] = { q: qs.raw.subarray(h * size, (h + 1) * size),
           k: ks.raw.subarray(h * size, (h + 1) * size) };
       }
-      const asked = val.query !== null && val.query !== undefined && !(same && val.query === v.query);
-      if (asked) v.pick(val.query);               // a query already shown keeps the user's window
-      else v.pick(v.query < S ? v.query : 0);
+      v.answers += 1;
+      root.dataset.answers = String(v.answers);
+      // its query only answers the user's latest "Show", asked after their last pick here, and only once
+      const answersAsk = askedAt > v.pickedAt && askedAt > v.usedAsk;
+      if (val.query !== null && val.query !== undefined && answersAsk) { v.usedAsk = askedAt; v.show(val.query); }
+      else { if (v.query >= S) v.query = 0; v.draw(); }   // the user's query and window, kept
     };
     const point = (ev) => {
       const r = v.canvas.getBoundingClientRect();

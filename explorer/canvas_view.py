@@ -4,13 +4,51 @@ the neuron view and the Embeddings maps are built with these two functions; what
 """
 from __future__ import annotations
 
+import functools
+import threading
+import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from explorer import browser_arrays
 
 TOOLS = Path(__file__).resolve().parents[1] / "assets" / "canvas_tools.js"     # window.BertCanvas
+KINDS = frozenset({"maps", "head_view", "model_view", "neuron", "dimensions", "similarity"})   # the views' values
+
+_last_asked = 0
+_asked_lock = threading.Lock()
+
+
+def asked_now() -> int:
+    """A number that grows with every call in this process and across restarts (wall-clock nanoseconds, made
+    strictly increasing): when the server began a request whose answer is a canvas value."""
+    global _last_asked
+    with _asked_lock:
+        _last_asked = max(time.time_ns(), _last_asked + 1)
+        return _last_asked
+
+
+def stamp(answer: Any, asked: int) -> Any:
+    """``answer`` (one output or a tuple of them) with ``asked`` written into every canvas value it holds
+    (a dict whose ``kind`` is in ``KINDS``): the page drops an answer for another input that is older than the
+    one it shows (docs/design/browser-views.md, *Late answers*). Anything else passes as it is."""
+    for value in answer if isinstance(answer, (tuple, list)) else (answer,):
+        if isinstance(value, dict) and value.get("kind") in KINDS and "id" in value:
+            value["asked"] = asked
+    return answer
+
+
+def stamped(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` whose canvas values carry ``asked``, taken when the call began (not when it ended: a slow answer
+    begun first stays the older one). :func:`explorer.endpoints.handler` applies it to every handler."""
+    @functools.wraps(fn)
+    def served(*args: Any, **kwargs: Any) -> Any:
+        asked = asked_now()
+        return stamp(fn(*args, **kwargs), asked)
+
+    return served
 
 
 def view_script(source: Path, mount: str) -> str:

@@ -36,6 +36,7 @@ from typing import Any
 import gradio as gr
 
 from explorer import gpu as gpu_module
+from explorer.canvas_view import stamped
 from explorer.cancellable import stop_on_cancel
 from explorer.heavy_limits import gated
 from explorer.ui_errors import friendly_errors
@@ -49,8 +50,9 @@ def handler(fn: Callable[..., Any], api_name: str, *, gpu: bool = True,
             duration: int | None = None, heavy: bool = False) -> Callable[..., Any]:
     """``fn`` ready to serve ``api_name``: on the GPU when ``gpu`` (at most ``duration`` seconds on ZeroGPU,
     when given), its errors translated for a person, named ``api_name``; ``heavy``: run in its turn at the heavy
-    gate, and stopped between engine steps once its request is cancelled. Apply once per function."""
-    inner = gpu_module.on_gpu(fn, duration=duration) if gpu else fn
+    gate, and stopped between engine steps once its request is cancelled; the canvas values it returns carry
+    when it began (``canvas_view.stamped``). Apply once per function."""
+    inner = gpu_module.on_gpu(stamped(fn), duration=duration) if gpu else stamped(fn)
     wrapped = gated(stop_on_cancel(inner, friendly_errors)) if heavy else friendly_errors(inner)
     wrapped.__name__ = api_name            # the wrapper's own name: the config's and the MCP tool's name
     setattr(wrapped, HANDLER_MARK, True)

@@ -139,7 +139,7 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
             # The view follows a pick here in the browser (elem_id), with no request.
             query = gr.Dropdown(choices=[("0: [CLS]", 0)], value=0, allow_custom_value=True, scale=3,
                                 label="Query token (its row of the heatmap)", elem_id="neuron-query")
-            button = gr.Button("Show the neuron view", scale=1)
+            button = gr.Button("Show the neuron view", scale=1, elem_id="neuron-show")   # the page's ask
         view = neuron_canvas.component("Query, keys, their element-wise products, the scores and their softmax "
                                        "(click a token to make it the query)")
 
