@@ -40,6 +40,7 @@ Every setting is an environment variable (README "Configuration" says more):
   EXPLORER_HEAVY_PER_CLIENT   how many requests run and wait
   EXPLORER_MAX_UPLOAD_MB, EXPLORER_MAX_HUB_MB, EXPLORER_MAX_MODEL_PARAMS   size caps
   EXPLORER_FORWARD_CACHE_MB   memory for the kept model forwards a layer or head change redraws from (default 512)
+  EXPLORER_MAX_SESSIONS       visitors' sessions kept in memory, ~1 MB each (default 1000; public mode 200)
   GRADIO_SERVER_NAME, GRADIO_SERVER_PORT   host and port (default 127.0.0.1 and 7860; --host, --port win)
   HF_HUB_OFFLINE=0            let the app download hub models (default 1: offline)
 """
@@ -92,6 +93,7 @@ from engine.data.token_cache import cache_root  # noqa: E402
 from explorer import heavy_limits, warmup  # noqa: E402
 from explorer.page import CSS, THEME, build_app  # noqa: E402
 from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag, env_int  # noqa: E402
+from explorer.sessions import session_capacity  # noqa: E402
 from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
 CONCURRENCY_ENV = "EXPLORER_CONCURRENCY"    # concurrent requests per event
@@ -131,11 +133,11 @@ def blocked_paths(runs_dir: Path) -> list[str]:
 
 
 def launch_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Keyword arguments for ``launch()``: no share link, upload cap, no allowed paths, the runs folder blocked,
-    and 0.0.0.0 on a Hugging Face Space (``SPACE_ID`` set) unless GRADIO_SERVER_NAME says otherwise."""
+    """Keyword arguments for ``launch()``: no share link, the sessions Gradio keeps (``EXPLORER_MAX_SESSIONS``),
+    upload cap, no allowed paths, the runs folder blocked, and 0.0.0.0 on a Hugging Face Space (``SPACE_ID`` set) unless GRADIO_SERVER_NAME says otherwise."""
     env = os.environ if environ is None else environ
     options: dict[str, Any] = {
-        "theme": THEME, "css": CSS, "share": False,
+        "theme": THEME, "css": CSS, "share": False, "state_session_capacity": session_capacity(env),
         "max_file_size": _positive_int(env, MAX_UPLOAD_ENV, DEFAULT_MAX_UPLOAD_MB) * 1024 * 1024,
         "allowed_paths": [], "blocked_paths": blocked_paths(Path(env.get("EXPLORER_RUNS_DIR") or "runs")),
     }

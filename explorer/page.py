@@ -11,7 +11,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from explorer import model_picker
+from explorer import model_picker, sessions
 from explorer.glossary import gloss
 from explorer.services import Services, default_services
 from explorer.tab_registry import TABS
@@ -80,6 +80,7 @@ def build_app(services: Services | None = None) -> gr.Blocks:
                 tab.module.link(built, tabs)
         model_picker.wire_page_load(demo, services, picker)
         demo.load(None, js=JS, api_visibility="private")    # the page script; no request to the server
+        sessions.install(demo, services)                    # a closed page gives back its kept forwards
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
         gr.api(noop, api_name="noop", api_visibility="undocumented")
     check_number_inputs(demo)          # "Layer must be a whole number, got 'abc'.", not Gradio's empty error

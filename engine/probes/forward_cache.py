@@ -137,6 +137,14 @@ class ForwardCache:
         self.put(visitor, model, key, value)
         return value
 
+    def forget(self, visitor: str) -> int:
+        """Drop every entry of ``visitor`` (its page closed); how many went."""
+        with self._lock:
+            mine = [s for s, e in self._entries.items() if e.visitor == visitor]
+            for slot in mine:
+                self._drop(slot)
+        return len(mine)
+
     def clear(self) -> None:
         """Forget everything."""
         with self._lock:

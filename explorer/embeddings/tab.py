@@ -9,12 +9,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.checkpoints.hf_format import LoadedModel
-from engine.probes.embeddings import COMPONENTS, EmbeddingsResult, at_layer, embeddings_forward
+from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.model_registry import ModelChoice
 from explorer.model_registry import evenly_spaced as spread
-from explorer.embeddings import canvas, corpus_neighbours
+from explorer.embeddings import canvas, corpus_neighbours, shown
 from explorer.embeddings import plots as eplots, sections
+from explorer.embeddings.shown import ShownInput
 from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSITIONS, EXAMPLES, FIRST_WORD,
                                           OVER_TRAINING_POSITIONS, token_choices)
 from explorer.model_picker import ModelPicker
@@ -23,7 +24,6 @@ from explorer.canvas_view import event
 from explorer.endpoints import endpoint, handler, wire_run
 from explorer.glossary import LAYER_RULE, gloss
 from explorer.run_picker import run_note
-from explorer.forward_cache import cached
 from explorer.plots import empty_figure
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
@@ -71,11 +71,6 @@ def chosen_position(value: Any, result: EmbeddingsResult) -> int | None:
     if str(value if value is not None else "").strip().lower() in (FIRST_WORD, "first word of the text"):
         return first_word(result.segments)
     return parse_token(value, len(result.tokens))
-
-
-def parse_layer(layer: float | int | None, num_layers: int) -> int:
-    """The slider's value as a layer index 0..num_layers (None = last)."""
-    return num_layers if layer is None else whole_number(layer, "Layer", 0, num_layers)
 
 
 def neighbour_frame(result: EmbeddingsResult, position: int | None) -> pd.DataFrame:
@@ -135,19 +130,15 @@ def heatmap_value(result: EmbeddingsResult | None, component: str, only: Sequenc
 
 def show_embeddings(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
                     layer: float | int | None, component: str, token: Any) -> tuple[Any, ...]:
-    """Validate input, run the engine and build every output of the tab (last: the result for gr.State)."""
+    """Validate input, run the engine and build every output of the tab (last: the small key the page's
+    ``gr.State`` keeps, ``shown.ShownInput``)."""
     text = require_text(text, empty_message=EMPTY_MESSAGE)
     pair = text_pair if text_pair and text_pair.strip() else None
     if pair is not None:
         check_length(pair, "text pair")
     check_component(component)
     with services.probing():
-        loaded = services.model(model_key)
-        index = parse_layer(layer, loaded.config.num_hidden_layers)
-        max_length = min(loaded.config.max_position_embeddings, services.max_length)
-        forward = cached(services.forward_cache, loaded.model, ("embeddings", text, pair, max_length),
-                         lambda: embeddings_forward(loaded, text, pair, layer=index, max_length=max_length))
-        result = at_layer(forward, index)            # a layer change reads the kept forward: no model run
+        result, kept = shown.compute(services, model_key, text, pair, layer)
     position = chosen_position(token, result)
     return (
         summary_markdown(result),
@@ -161,7 +152,7 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
                                        result.segment_cosine),
         neighbour_frame(result, position),
         gr.update(choices=token_choices(result.tokens), value=ALL_TOKENS if position is None else str(position)),
-        result,
+        kept,
     )
 
 
@@ -242,13 +233,13 @@ def _main_handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...]], 
 
     run = handler(run, "embeddings")          # made once: the three triggers and the redraw below call it
 
-    def refresh(*inputs: Any, held: EmbeddingsResult | None = None) -> tuple[Any, ...]:
-        if len(inputs) > 6:                         # the main inputs, then the result the page shows (its state)
+    def refresh(*inputs: Any, held: ShownInput | None = None) -> tuple[Any, ...]:
+        if len(inputs) > 6:                         # the main inputs, then what the page shows (its state)
             *inputs, held = inputs
         if not inputs[1] or not str(inputs[1]).strip():
             return tuple(gr.skip() for _ in range(len(SHOWN) + 2))   # nothing typed yet: leave the views alone
         out = run(*inputs)
-        if held is None or canvas.result_id(held) != canvas.result_id(out[-1]):
+        if not isinstance(held, ShownInput) or held.result_id != out[-1].result_id:
             return out                              # another input (or model): every view
         keep = [name in LAYER_VIEWS for name in SHOWN] + [False, True]   # the token choice stays, the state moves
         return tuple(value if kept else gr.skip() for value, kept in zip(out, keep))
@@ -256,13 +247,15 @@ def _main_handlers(services: Services) -> tuple[Callable[..., tuple[Any, ...]], 
     return run, refresh
 
 
-def _redraw_handlers() -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _redraw_handlers(services: Services) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The dimensions view's ``fetch`` (a component the page lacks) and the neighbours for another token, both
-    from the kept result (no model run)."""
-    def fetch_component(component: str, result: EmbeddingsResult | None) -> Any:
-        return heatmap_value(result, component, only=[component])
+    from the result the page's key names (the forward cache: no model run while it keeps it)."""
+    def fetch_component(component: str, held: ShownInput | None) -> Any:
+        check_component(component)
+        return heatmap_value(shown.result_of(services, held), component, only=[component])
 
-    def refilter(token: str, result: EmbeddingsResult | None) -> Any:
+    def refilter(token: str, held: ShownInput | None) -> Any:
+        result = shown.result_of(services, held)
         if result is None:
             return gr.skip()
         return neighbour_frame(result, chosen_position(token, result))
@@ -329,8 +322,8 @@ def _wire(services: Services, picker: ModelPicker, w: dict[str, Any]) -> None:
     # the slider is dragged, only the last value queues; with no text yet, nothing runs.
     endpoint(layer.change, refresh, [*main_inputs, state], [*shown, token, state], api_name="embeddings_refresh", gpu=False,
              clear=[*shown, state], api_visibility="private", trigger_mode="always_last", show_progress="minimal")
-    fetch_component, refilter = _redraw_handlers()
-    redraw: dict[str, Any] = dict(gpu=False, clear=False, api_visibility="private", show_progress="hidden")
+    fetch_component, refilter = _redraw_handlers(services)
+    redraw: dict[str, Any] = dict(clear=False, api_visibility="private", show_progress="hidden")
     # A component change the page holds is drawn there; else its view fires "fetch" for that component alone.
     endpoint(event(w["heatmap"], "fetch"), fetch_component, [component, state], [w["heatmap"]],
              api_name="embeddings_component", **redraw)

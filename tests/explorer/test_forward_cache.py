@@ -20,6 +20,7 @@ from explorer import forward_cache  # noqa: E402
 from explorer.attention import neuron_tab, tab as attention_tab  # noqa: E402
 from explorer.attention.actions import export_files  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
+from explorer.embeddings.shown import result_of
 from explorer.services import Services  # noqa: E402
 from support.forward_counting import Forwards, pinned_services, tiny_loaded  # noqa: E402
 
@@ -141,8 +142,8 @@ def test_the_embeddings_layer_change_runs_no_model(services: Services) -> None:
     for layer in (0, 1, 2):
         outputs = refresh("default", TEXT + " the cat", "", layer, "output", "all")
         assert forwards.count == 1
-        result, expected = outputs[-1], embeddings(loaded, TEXT + " the cat", None, layer=layer,
-                                                   max_length=64)
+        result = result_of(services, outputs[-1])                                   # the page's key: cached
+        expected = embeddings(loaded, TEXT + " the cat", None, layer=layer, max_length=64)
         np.testing.assert_array_equal(result.contextual, expected.contextual)
         np.testing.assert_array_equal(result.contextual_pca, expected.contextual_pca)
         assert [r.contextual_cosine for r in result.repeats] == [r.contextual_cosine for r in expected.repeats]

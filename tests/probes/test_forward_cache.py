@@ -103,3 +103,14 @@ def test_bad_bounds_are_refused() -> None:
         ForwardCache(max_bytes=-1)
     with pytest.raises(ValueError):
         ForwardCache(per_visitor=0)
+
+
+def test_forgetting_a_visitor_frees_its_entries_and_keeps_everyone_elses() -> None:
+    """A page that closed (``explorer.sessions``): its entries and their bytes go, another visitor's stay."""
+    cache, model = ForwardCache(max_bytes=10 * MB), Model()
+    for key in ("a", "b"):
+        cache.put("closed", model, key, block(1))
+    cache.put("open", model, "a", block(2))
+    assert cache.forget("closed") == 2 and cache.forget("nobody") == 0
+    assert cache.get("closed", model, "a") is None and cache.get("open", model, "a") is not None
+    assert 2 * MB <= cache.nbytes < 3 * MB and len(cache) == 1

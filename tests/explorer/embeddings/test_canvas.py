@@ -15,6 +15,7 @@ from engine.probes.inference import embeddings
 from explorer.browser_arrays import LEVELS, decode
 from explorer.embeddings import canvas
 from explorer.embeddings import tab as embeddings_tab
+from support.forward_counting import Forwards
 from support.probing_helpers import make_services, tab_app
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -88,13 +89,19 @@ def test_a_component_change_asks_only_for_what_the_page_lacks_from_the_kept_resu
     assert fetch.api_name == "embeddings_component" and fetch.api_visibility == "private"
     assert [b._id for b in fetch.inputs] == [radio._id, widgets["state"]._id]
     assert [b._id for b in fetch.outputs] == [view._id]
-    answer = fetch.fn("segment", result)
+    *_, kept = embeddings_tab.show_embeddings(services, "default", *PAIR, None, "output", "all")
+    counted = Forwards(services.model("default"))
+    answer = fetch.fn("segment", kept)                                   # the page's key: no arrays kept per page
+    assert counted.count == 0                                            # found again in the forward cache
     assert list(answer["maps"]) == ["segment"] and answer["id"] == canvas.result_id(result)
     assert np.abs(canvas.decoded(answer["maps"]["segment"]) - result.segment).max() <= \
         canvas.map_precision(answer["maps"]["segment"])
+    services.forward_cache.clear()                                       # let go (other visitors, the bound)
+    again = fetch.fn("segment", kept)                                    # computed again, the same numbers
+    assert counted.count == 1 and again["id"] == answer["id"] and again["maps"] == answer["maps"]
     assert fetch.fn("segment", None) == gr.skip()                        # nothing shown yet
     with pytest.raises(gr.Error, match="Unknown component"):
-        fetch.fn("../etc", result)
+        fetch.fn("../etc", kept)
 
 
 def test_each_view_runs_the_shared_decoder_and_its_mount() -> None:

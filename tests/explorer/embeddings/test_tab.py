@@ -32,6 +32,7 @@ from explorer.embeddings import canvas as embeddings_canvas  # noqa: E402
 from explorer.embeddings import plots as embeddings_plots  # noqa: E402
 from explorer.embeddings import sections as embeddings_sections  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
+from explorer.embeddings.shown import ShownInput, parse_layer, result_of  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.reference import randomize_  # noqa: E402
 
@@ -84,7 +85,9 @@ def client(services: Services) -> Iterator[Client]:
 
 def test_show_embeddings_builds_every_output(services: Services) -> None:
     out = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word", "all")
-    summary, norms, heatmap, pos_sim, pos_pca, ctx_pca, seg, table, token, result = out
+    summary, norms, heatmap, pos_sim, pos_pca, ctx_pca, seg, table, token, kept = out
+    assert isinstance(kept, ShownInput) and kept.layer == 1 and kept.result_id == heatmap["id"]   # a key, no arrays
+    result = result_of(services, kept)
     assert isinstance(result, EmbeddingsResult) and result.layer == 1
     assert all(isinstance(f, go.Figure) for f in (norms, pos_pca, ctx_pca, seg))
     assert (heatmap["kind"], heatmap["component"], pos_sim["kind"]) == ("dimensions", "word", "similarity")
@@ -96,7 +99,8 @@ def test_show_embeddings_builds_every_output(services: Services) -> None:
 
 
 def test_summary_flags_a_mismatch_and_truncation(services: Services) -> None:
-    *_, result = embeddings_tab.show_embeddings(services, "default", " ".join(["the cat"] * 40), "", 1, "word", "all")
+    *_, kept = embeddings_tab.show_embeddings(services, "default", " ".join(["the cat"] * 40), "", 1, "word", "all")
+    result = result_of(services, kept)
     summary = embeddings_tab.summary_markdown(result)
     assert "truncated" in summary and "max length 64" in summary and "equals the model's own" in summary
     odd = dataclasses.replace(result, output_max_diff=0.3)
@@ -104,7 +108,8 @@ def test_summary_flags_a_mismatch_and_truncation(services: Services) -> None:
 
 
 def test_token_choice_filters_neighbours(services: Services) -> None:
-    *_, table, token, result = embeddings_tab.show_embeddings(services, "default", "the cat", "", None, "output", "2")
+    *_, table, token, kept = embeddings_tab.show_embeddings(services, "default", "the cat", "", None, "output", "2")
+    result = result_of(services, kept)
     assert set(table["position"]) == {2} and set(table["token"]) == {"cat"} and token["value"] == "2"
     assert result.layer == result.num_layers                                  # None = last layer
     with pytest.warns(UserWarning, match="not in this input"):
@@ -117,8 +122,9 @@ def test_token_choice_filters_neighbours(services: Services) -> None:
 def test_the_neighbours_open_on_the_first_word_not_cls(services: Services) -> None:
     """The token choice's default is the text's first word: its neighbours, not [CLS]'s, and the dropdown names it."""
     assert embeddings_sections.token_choices(["[CLS]"])[0] == ("First word of the text", embeddings_sections.FIRST_WORD)
-    *_, table, token, result = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word",
+    *_, table, token, kept = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word",
                                                                embeddings_sections.FIRST_WORD)
+    result = result_of(services, kept)
     assert result.tokens[:2] == ["[CLS]", "the"] and set(table["position"]) == {1} and set(table["token"]) == {"the"}
     assert token["value"] == "1"
     assert embeddings_tab.first_word(["special", "special", "A"]) == 2 and embeddings_tab.first_word(["special"]) is None
@@ -145,7 +151,8 @@ def test_the_layer_control_redraws_what_it_controls(services: Services) -> None:
     held = None
     for index in (0, 2):
         out = refresh.fn("default", *PAIR, index, "output", "all", held)
-        summary, *_, contextual, _, _, _, result = out
+        summary, *_, contextual, _, _, _, kept = out
+        result = result_of(services, kept)
         where = "the embedding output (layer 0)" if index == 0 else "layer 2 of 2"
         assert result.layer == index and f"contextual view at {where}" in summary
         assert contextual.layout.title.text.endswith("the embedding output" if index == 0 else "layer 2")
@@ -153,7 +160,7 @@ def test_the_layer_control_redraws_what_it_controls(services: Services) -> None:
         sent = [name for name, value in zip([*embeddings_tab.SHOWN, "token"], out)
                 if not (isinstance(value, dict) and value == gr.skip())]
         assert sent == (["summary", "contextual_pca"] if held is not None else [*embeddings_tab.SHOWN, "token"])
-        held = result
+        held = kept
     other = refresh.fn("default", "the dog ran", "", 1, "output", "all", held)    # another input: every view
     assert other[2]["kind"] == "dimensions" and other[2]["rows"][1] == "1: the"
 
@@ -162,12 +169,13 @@ def test_the_layer_control_redraws_what_it_controls(services: Services) -> None:
                                             (-1, "from 0 to 2, got -1"), (1.5, "whole number")])
 def test_parse_layer(layer: float, message: str) -> None:
     with pytest.raises(gr.Error, match=message):
-        embeddings_tab.parse_layer(layer, 2)
-    assert embeddings_tab.parse_layer(2.0, 2) == 2 and embeddings_tab.parse_layer(None, 2) == 2
+        parse_layer(layer, 2)
+    assert parse_layer(2.0, 2) == 2 and parse_layer(None, 2) == 2
 
 
 def test_headless_encoder_works(services: Services) -> None:
-    *_, result = embeddings_tab.show_embeddings(services, "encoder", "the dog", "", 0, "sum", "all")
+    *_, kept = embeddings_tab.show_embeddings(services, "encoder", "the dog", "", 0, "sum", "all")
+    result = result_of(services, kept)
     assert result.source == "tiny encoder" and result.layer == 0
 
 
