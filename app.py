@@ -90,6 +90,7 @@ from gradio import utils as gr_utils  # noqa: E402
 
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR  # noqa: E402
 from engine.data.token_cache import cache_root  # noqa: E402
+from engine.folder_listing import configured_folder  # noqa: E402
 from explorer import heavy_limits, warmup  # noqa: E402
 from explorer.page import CSS, THEME, build_app  # noqa: E402
 from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag, env_int  # noqa: E402
@@ -125,9 +126,9 @@ def blocked_paths(runs_dir: Path) -> list[str]:
     and copied into that cache when the Training tab offers it (docs/design/security.md). A runs folder that
     holds the temp folder or Gradio's cache is not blocked (that would block every upload and download);
     nothing serves it then either."""
-    runs = runs_dir.expanduser().resolve()
+    runs = configured_folder(runs_dir)                 # a symlink loop: blocked as given, never raising
     needed = [Path(tempfile.gettempdir()), Path(gr_utils.get_upload_folder()), Path(gr_utils.get_cache_folder())]
-    if any(runs == d or runs in d.parents for d in (p.expanduser().resolve() for p in needed)):
+    if any(runs == d or runs in d.parents for d in (configured_folder(p) for p in needed)):
         return []
     return [str(runs)]
 
@@ -188,8 +189,8 @@ def startup_summary(services: Services, url: str) -> str:
         mode = "public: training and local models need the admin token"
     else:
         mode = f"public: training is off ({ADMIN_TOKEN_ENV} is not set)"
-    rows = [("default model", model), ("runs folder", str(runs.expanduser().resolve())),
-            ("token cache", str(cache_root().expanduser().resolve())), ("mode", mode),
+    rows = [("default model", model), ("runs folder", str(configured_folder(runs))),
+            ("token cache", str(configured_folder(cache_root()))), ("mode", mode),
             ("settings", 'environment variables: --help lists them, README "Configuration" explains them')]
     return "\n".join([f"BERT Explorer {package_version()} at {url}", *(f"  {name:<15}{value}" for name, value in rows)])
 

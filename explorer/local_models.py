@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from engine.folder_listing import configured_folder, links_leaving
 from explorer.model_key import ModelKey
 
 
@@ -38,22 +39,27 @@ def _inside(path: Path, roots: tuple[Path, ...]) -> Path | None:
 
 def allowed_local(text: str, roots: tuple[Path, ...]) -> Path:
     """The resolved folder ``text`` names, when it lies inside one of ``roots`` (resolved) and no file in it
-    links outside them. ValueError when outside, FileNotFoundError when there is no such folder."""
-    path = Path(text).expanduser().resolve()
+    links outside them. ValueError when outside, FileNotFoundError when there is no such folder (or its name
+    is a symlink loop). A loop, a dangling link or a pipe inside the folder leads nowhere: not refused here
+    (``engine.folder_listing``), and every reader refuses what is not a regular file."""
+    try:
+        path = Path(text).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError):      # a symlink loop (RuntimeError on Python 3.11)
+        raise FileNotFoundError(f"There is no model folder at {text}.") from None
     if _inside(path, roots) is None:
         shown = ", ".join(display(r) for r in roots) or "none configured (set EXPLORER_MODEL_DIRS)"
         raise ValueError(f"Local models must be inside the allowed model folders: {shown}.")
     if not is_dir(path):
         raise FileNotFoundError(f"There is no model folder at {text}.")
     try:
-        items = list(path.iterdir())
+        next(iter(path.iterdir()), None)             # can it be listed? (the entries are listed safely below)
     except OSError as exc:                           # unreadable: say so, naming the folder by its key only
         reason = (exc.strerror or type(exc).__name__).lower()
         raise ValueError(f"The model folder {short_key(path, roots)} cannot be read ({reason}).") from None
-    for item in items:                               # a file symlinked out of the allowed folders
-        if item.is_symlink() and _inside(item.resolve(), roots) is None:
-            raise ValueError(f"{item.name} in {text} links outside the allowed model folders; "
-                             "refusing to read it.")
+    leaving = links_leaving(path, roots)             # a file symlinked out of the allowed folders
+    if leaving:
+        raise ValueError(f"{leaving[0]} in {text} links outside the allowed model folders; "
+                         "refusing to read it.")
     return path
 
 
@@ -79,7 +85,7 @@ class LocalFolders:
     @property
     def roots(self) -> tuple[Path, ...]:
         """The allowed folders and the runs folder, resolved."""
-        return self.allowed + ((self.runs_root.resolve(),) if self.runs_root is not None else ())
+        return self.allowed + ((configured_folder(self.runs_root),) if self.runs_root is not None else ())
 
     def holds(self, text: str) -> bool:
         """Whether ``text`` is a folder inside the allowed folders (one elsewhere reads as a hub id: no oracle)."""

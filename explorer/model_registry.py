@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.folder_listing import configured_folder
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
 from engine.checkpoints.model_fit import ModelTooLargeError, config_check
@@ -108,7 +109,7 @@ class ModelRegistry:
         self.max_parameters = max_model_parameters() if max_parameters is None else max_parameters
         self.runs_root = Path(runs_root) if runs_root is not None else None
         self.worker = worker
-        self.allowed_dirs = tuple(Path(d).resolve() for d in allowed_dirs)
+        self.allowed_dirs = tuple(configured_folder(d) for d in allowed_dirs)   # a loop offers nothing, never raises
         self.default_dir = Path(default_dir) if default_dir is not None else None
         if default_hub is not None and not hub.is_hub_id(default_hub):
             raise ValueError(f"{default_hub!r} is not a hub model id; expected the form 'owner/name'")

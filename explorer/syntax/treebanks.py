@@ -4,13 +4,15 @@ beside the bundled sample and an upload, named to clients by a short key, never 
 The folders are the Training tab's (``EXPLORER_CORPUS_DIRS``, default ``corpora``:
 ``explorer.training.server_corpora.corpus_roots``). Each ``.conllu`` / ``.conll`` file directly inside one is a
 treebank with the key ``server:<file name>`` (the first folder wins a name); a hidden file, or a symlink that
-leads outside the allowed folders, is not offered. The list is read again at every request, so a file added
+leads outside its folder, is not offered; a symlink loop, a dangling link, an unreadable entry or a named pipe is
+skipped (``engine.folder_listing``). The list is read again at every request, so a file added
 after start is offered at once. No Gradio here.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
+from engine.folder_listing import list_entries
 from explorer.training.server_corpora import CORPUS_DIRS_ENV, PREFIX, corpus_roots
 
 BUNDLED = "bundled"                          # the key of the bundled UD sample
@@ -19,21 +21,12 @@ SUFFIXES = (".conllu", ".conll")
 
 
 def server_treebanks(roots: tuple[Path, ...] | None = None) -> dict[str, Path]:
-    """``server:<name>`` -> the file's resolved path, for every CoNLL-U file in the allowed folders."""
+    """``server:<name>`` -> the file's resolved path, for every CoNLL-U file in the allowed folders (listed by
+    ``engine.folder_listing``: a loop, a dangling link, a pipe or an unreadable entry is skipped, never raised)."""
     found: dict[str, Path] = {}
     for root in corpus_roots() if roots is None else roots:
-        try:
-            entries = sorted(root.iterdir())
-        except OSError:                      # a missing or unreadable folder offers nothing
-            continue
-        for entry in entries:
-            try:
-                target = entry.resolve()
-                usable = target.is_file() and entry.suffix.lower() in SUFFIXES
-            except (OSError, ValueError):
-                continue
-            if usable and root in target.parents and not entry.name.startswith("."):
-                found.setdefault(PREFIX + entry.name, target)
+        for entry in list_entries(root, suffixes=SUFFIXES):
+            found.setdefault(PREFIX + entry.name, entry.target)
     return found
 
 

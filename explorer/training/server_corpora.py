@@ -5,8 +5,9 @@ tab beside the built-in corpus, named to clients by a short key, never by their 
 (``.txt``, ``.md``, ``.jsonl``, ``.parquet``, ``.arrow``) or folder directly inside one is a corpus with
 the key ``server:<name>`` (the first root wins a name). A corpus of any size trains, as on the command line:
 it is tokenised once into the token cache (``engine.data.token_cache``) and read memory-mapped after. A
-symlink that leads outside the allowed folders is not offered, and a folder holding one at any depth is refused
-when a run would read it. No Gradio here.
+symlink that leads outside its folder is not offered, and a folder holding one at any depth is refused when a
+run would read it; a symlink loop, a dangling link, an unreadable entry or a named pipe is skipped
+(``engine.folder_listing``). No Gradio here.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import os
 from pathlib import Path
 
 from engine.data.corpus_sources import FILE_SUFFIXES
+from engine.folder_listing import configured_folder, list_entries
 
 CORPUS_DIRS_ENV = "EXPLORER_CORPUS_DIRS"
 DEFAULT_CORPUS_DIRS = ("corpora",)
@@ -24,25 +26,17 @@ def corpus_roots() -> tuple[Path, ...]:
     """The allowed corpus folders (resolved): ``$EXPLORER_CORPUS_DIRS`` or ``corpora``."""
     raw = os.environ.get(CORPUS_DIRS_ENV)
     names = [p for p in raw.split(os.pathsep) if p.strip()] if raw else list(DEFAULT_CORPUS_DIRS)
-    return tuple(Path(p).expanduser().resolve() for p in names)
+    return tuple(configured_folder(p) for p in names)
 
 
 def server_corpora(roots: tuple[Path, ...] | None = None) -> dict[str, Path]:
-    """``server:<name>`` -> the corpus's path, for every file or folder in the allowed folders."""
+    """``server:<name>`` -> the corpus's path, for every file or folder in the allowed folders (listed by
+    ``engine.folder_listing``: a loop, a dangling link, a pipe or an unreadable entry is skipped, never raised)."""
     found: dict[str, Path] = {}
     for root in corpus_roots() if roots is None else roots:
-        try:
-            entries = sorted(root.iterdir())
-        except OSError:                       # a folder that is missing or cannot be read offers nothing
-            continue
-        for entry in entries:
-            try:
-                target = entry.resolve()
-                usable = target.is_dir() or (target.is_file() and target.suffix.lower() in FILE_SUFFIXES)
-            except (OSError, ValueError):
-                continue
-            if usable and root in (target, *target.parents) and not entry.name.startswith("."):
-                found.setdefault(PREFIX + entry.name, target)
+        for entry in list_entries(root, folders=True, suffixes=FILE_SUFFIXES):
+            if entry.is_dir or entry.target.suffix.lower() in FILE_SUFFIXES:     # a file is read by its target's kind
+                found.setdefault(PREFIX + entry.name, entry.target)
     return found
 
 
