@@ -165,7 +165,8 @@ def describe(job: PreparedJob) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; 0 finished, 1 diverged, 2 bad arguments or data, 130 interrupted."""
+    """Run the command line; 0 finished, 1 diverged, 2 bad arguments or data, 74 a disk fault (full or read-only:
+    one sentence on stderr naming the folder), 130 interrupted."""
     parser = build_parser()
     args = parser.parse_args(argv)
     return cli.run_main(args, parser, spec_from_args(args, parser), describe, "python -m engine.finetune")

@@ -19,7 +19,9 @@ A corpus is tokenised once, with a progress bar, into the token cache ($BERT_ENG
 ~/.cache/bert-explorer); every later run on the same corpus and tokenizer reads it memory-mapped.
 
 Ctrl-C finishes the current step, writes a checkpoint and exits (code 130); a second
-Ctrl-C aborts at once. Bad arguments exit with code 2 and a one-line reason.
+Ctrl-C aborts at once. Bad arguments exit with code 2 and a one-line reason. A write the disk refuses (full,
+read-only, not writable) exits with code 74 and one sentence naming the folder, the fault and the step; the last
+good checkpoint is kept, and ``--resume`` continues from it.
 ``--freeze-encoder`` re-fits the heads only (e.g. MLM/NSP after QA fine-tuning moved the
 encoder); heads of ``--init-from`` that pretraining does not use (QA, classification) are kept.
 """

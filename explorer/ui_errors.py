@@ -10,13 +10,17 @@ from typing import Any, TypeVar
 
 import gradio as gr
 
+from engine.disk_faults import DiskFault
+
 log = logging.getLogger("explorer")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_TEXT_CHARS = 100_000
-# Failures whose message is written for the user: bad input, a missing file or model, no network.
-USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError, TimeoutError)
+# Failures whose message is written for the user: bad input, a missing file or model, no network, a full or
+# read-only disk (``DiskFault``: one sentence).
+USER_ERRORS = (ValueError, FileNotFoundError, NotADirectoryError, ConnectionError, PermissionError, TimeoutError,
+               DiskFault)
 _CLASS_NAME = re.compile(r"\b[A-Z][A-Za-z]*(?:Error|Exception)\b:?\s*")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # An absolute server path inside a message (POSIX or Windows): shown as "…/<last part>".

@@ -2,12 +2,12 @@
 
 ``load(source)`` accepts the bundled default, a directory (ours or any HF BERT), or a
 hub id. ``save(...)`` writes ``config.json`` + ``model.safetensors`` + tokenizer files
-atomically (temporary directory, fsync, rename), loadable by ``transformers``.
+atomically (temporary directory, fsync, rename), loadable by ``transformers``; a write the disk refuses (full, read-only)
+is a ``DiskFault`` (``engine.disk_faults``) and leaves whatever was at the target name unchanged.
 Untrusted weights never go through pickle: safetensors, or ``torch.load(weights_only=True)``.
 """
 from __future__ import annotations
 
-import errno
 import os
 import re
 import shutil
@@ -22,6 +22,7 @@ import torch
 from safetensors.torch import save_file
 
 from engine.checkpoints import hub
+from engine.disk_faults import disk_fault, make_folder
 from engine.checkpoints.model_fit import (
     DEFAULT_MAX_PARAMETERS, build_on_meta, check_config_size, check_fits, config_check, materialise,
 )
@@ -47,20 +48,6 @@ THIS_HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
 def work_tag() -> str:
     """``PID-hHOST``: what a work name says about its writer (``recover_interrupted_writes`` reads it)."""
     return f"{os.getpid()}-h{THIS_HOST}"
-
-
-class CheckpointWriteError(OSError):
-    """A model or checkpoint directory could not be written (disk full, read-only folder, no
-    permission); whatever was at the target name before is unchanged. ``str()`` is a readable
-    sentence; ``errno`` is the underlying one."""
-
-    def __init__(self, directory: Path, cause: OSError) -> None:
-        super().__init__(cause.errno, f"could not write {directory}: {describe_os_error(cause)}; "
-                                      f"nothing at {directory.name} was changed")
-        self.directory = directory
-
-    def __str__(self) -> str:
-        return str(self.strerror)
 
 
 @dataclass
@@ -214,7 +201,7 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
         config = config.replace(id2label={i: f"LABEL_{i}" for i in range(num_labels)})
     staging: Path | None = None
     try:
-        directory.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(directory.parent)
         recover_interrupted_writes(directory.parent, only=directory.name)   # a crashed earlier write of it
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-{work_tag()}-", dir=directory.parent))
         staging.chmod(0o755)  # mkdtemp makes it private; a model directory is an ordinary folder
@@ -228,25 +215,13 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
         _fsync_tree(staging)
         _replace_directory(staging, directory)
     except BaseException as exc:
-        if staging is not None:
+        fault = disk_fault(exc, directory.parent, f"writing the model folder {directory.name}")  # before the rmtree:
+        if staging is not None:                            # its partial files are what shows a full disk
             shutil.rmtree(staging, ignore_errors=True)
-        if isinstance(exc, OSError) and not isinstance(exc, CheckpointWriteError):
-            raise CheckpointWriteError(directory, exc) from exc
-        raise
+        if fault is None or fault is exc:
+            raise
+        raise fault from exc
     return directory
-
-
-def describe_os_error(exc: OSError) -> str:
-    """A short sentence for a failed write: disk full, read-only file system, permission denied, ..."""
-    where = f" ({exc.filename})" if getattr(exc, "filename", None) else ""
-    reasons = {errno.ENOSPC: "the disk is full (no space left on device)",
-               errno.EDQUOT: "the disk quota is exhausted",
-               errno.EROFS: "the folder is on a read-only file system",
-               errno.EACCES: "permission denied: the folder is not writable",
-               errno.EPERM: "the operation is not permitted in that folder"}
-    if exc.errno in reasons:
-        return reasons[exc.errno] + where
-    return (exc.strerror or str(exc) or type(exc).__name__) + where
 
 
 def recover_interrupted_writes(folder: str | Path, only: str | None = None) -> list[Path]:

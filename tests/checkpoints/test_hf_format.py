@@ -14,6 +14,7 @@ from safetensors.torch import load_file
 
 import engine
 import engine.checkpoints.hf_format as checkpoints
+from engine.disk_faults import DiskFault
 from support.checkpoint_helpers import (
     ALL_HEADS, HF_CLASSES, LABELLED_CLASSES, THREE_LABELS, assert_strict, compare, edit_config, hf_load, ours_model, read_output,
     siblings,
@@ -386,13 +387,17 @@ def test_work_names_of_another_host_are_never_touched(tmp_path):
     assert checkpoints.work_tag() == f"{os.getpid()}-h{checkpoints.THIS_HOST}"
 
 
-@pytest.mark.parametrize("errno_, reason", [(28, "the disk is full"), (30, "the folder is on a read-only file system")])
+@pytest.mark.parametrize("errno_, reason", [
+    (28, "The disk holding {} is full (no space left on device) while writing the model folder new: free space."),
+    (30, "The folder {} is on a read-only file system while writing the model folder new: make it writable or "
+         "choose another folder.")])
 def test_write_errors_say_what_happened(monkeypatch, make_config, tmp_path, errno_, reason):
     def refuse(*args, **kwargs):
         raise OSError(errno_, os.strerror(errno_))
 
     monkeypatch.setattr(checkpoints, "save_file", refuse)
-    with pytest.raises(checkpoints.CheckpointWriteError, match=f"could not write .*new: {reason}") as caught:
+    with pytest.raises(DiskFault) as caught:
         engine.save(ours_model(make_config(), ()), None, tmp_path / "new")
+    assert str(caught.value) == reason.format(tmp_path)
     assert caught.value.errno == errno_ and isinstance(caught.value, OSError)
     assert list(tmp_path.iterdir()) == []

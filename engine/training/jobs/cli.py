@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import torch
 
+from engine.disk_faults import DiskFault
 from engine.training.loop.train_result import TrainStatus
 from engine.training.loop import distributed as dist
 from engine.training.loop.config import KEEP_OPTIMIZER_STATE, TrainingConfig
@@ -30,6 +31,7 @@ from engine.training.loop.trainer import Trainer, TrainingDiverged
 from engine.training.tasks.registry import default_keep_optimizer_state, task_definition
 
 EXIT_INTERRUPTED = 130
+EXIT_DISK_FAULT = 74          # sysexits' EX_IOERR: a write the disk refused (full, read-only: a DiskFault)
 # JobSpec / TrainingConfig field -> its flag (messages name the flag the user typed)
 FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--warmup",
          "gradient_accumulation_steps": "--grad-accum", "batch_size": "--batch-size",
@@ -200,7 +202,8 @@ def fmt(value: Any, spec: str) -> str:
 def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: JobSpec,
              started: Callable[[PreparedJob], str], command: str) -> int:
     """Join torchrun's process group, prepare the job (``prepare_job``; its ValueError, FileNotFoundError
-    or RuntimeError exits 2 as a usage error), print ``started(job)`` and train."""
+    or RuntimeError exits 2 as a usage error), print ``started(job)`` and train. A ``DiskFault`` (full or
+    read-only disk) prints its sentence and exits ``EXIT_DISK_FAULT``."""
     if args.threads:
         torch.set_num_threads(args.threads)
     device = dist.init_from_env(spec.training_config().device)
@@ -234,6 +237,9 @@ def run_main(args: argparse.Namespace, parser: argparse.ArgumentParser, spec: Jo
             return 2
         say(started(job))
         return train_with_progress(job.trainer, args, main_process, say, command)
+    except DiskFault as fault:       # a full or read-only disk: its one sentence, no traceback
+        say(fault.sentence(f"continue with {command} --resume {fault.folder}" if fault.kept is not None else None))
+        return EXIT_DISK_FAULT
     finally:
         dist.cleanup()
 

@@ -1,29 +1,26 @@
-"""The training loop: pretraining (MLM + NSP) and fine-tuning (QA, classification) steps,
-held-out evaluation, checkpoints, exact resume.
+"""The training loop: pretraining (MLM + NSP) and fine-tuning steps, evaluation, checkpoints, exact resume.
 
 What is trained is a ``TrainingTask`` (``engine.training.loop.training_task``; the task objects live in
 ``engine.training.tasks``, and whoever builds the trainer hands it one): its heads, batch weighting, loss and
 metrics; everything else is here and shared. Continuing a run is ``engine.training.loop.resume``.
-``Trainer.step()`` runs one optimizer step over ``gradient_accumulation_steps``
-micro-batches and returns its metrics; ``train()`` loops, evaluating, logging to
-``<run_dir>/metrics.jsonl`` and checkpointing at the configured intervals. Code outside the
-loop sees and steers it through callbacks (``engine.training.loop.callbacks``: should_stop, step,
-batch, evaluate, save, log; the worker pauses, stops and yields to interactive requests
-through them) and through the ``lock`` the trainer holds around each step and evaluation.
-Nothing here prints: metrics are returned, passed to the callbacks and appended to
-``metrics.jsonl``.
+``Trainer.step()`` runs one optimizer step over ``gradient_accumulation_steps`` micro-batches and returns its
+metrics; ``train()`` loops, evaluating, logging to ``<run_dir>/metrics.jsonl`` and checkpointing at the configured
+intervals. Code outside the loop sees and steers it through callbacks (``engine.training.loop.callbacks``:
+should_stop, step, batch, evaluate, save, log; the worker pauses, stops and yields to interactive requests through
+them) and through the ``lock`` the trainer holds around each step and evaluation. Nothing here prints: metrics are
+returned, passed to the callbacks and appended to ``metrics.jsonl``.
 
-Under torchrun (N > 1 processes) the model is wrapped in DistributedDataParallel; rank r reads
-micro-batch ``k * N + r`` of the identically built dataset; losses are weighted by the task's global
-counts, so N processes compute the gradient one process would; only rank 0 logs and writes
-checkpoints. See ``engine.training.loop.distributed`` and docs/design/distributed.md.
+Under torchrun (N > 1 processes) the model is wrapped in DistributedDataParallel; rank r reads micro-batch
+``k * N + r`` of the identically built dataset; losses are weighted by the task's global counts, so N processes
+compute the gradient one process would; only rank 0 logs and writes checkpoints. See
+``engine.training.loop.distributed`` and docs/design/distributed.md.
 
-Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss scaling
-is needed for bf16. A NaN/inf loss or gradient norm applies no update and raises
-``TrainingDiverged``; checkpoints already written stay as they are. With
-``config.freeze_encoder`` the embeddings and encoder layers get no gradient and are not
-given to the optimizer (``engine.training.loop.freezing.freeze_encoder``); heads the task does not run, and
-an unused pooler, never are (``freeze_unused``): they are saved as they came.
+Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss scaling is needed for bf16. A NaN/inf
+loss or gradient norm applies no update and raises ``TrainingDiverged``; checkpoints already written stay as they
+are. A checkpoint or ``metrics.jsonl`` write the disk refuses raises a ``DiskFault`` naming the run folder, the step
+and the last good checkpoint (``engine.disk_faults.run_writes``). With ``config.freeze_encoder`` the embeddings and
+encoder layers get no gradient and are not given to the optimizer (``engine.training.loop.freezing.freeze_encoder``);
+heads the task does not run, and an unused pooler, never are (``freeze_unused``): they are saved as they came.
 """
 from __future__ import annotations
 
@@ -35,6 +32,7 @@ from typing import Any, Callable, ContextManager, Sequence
 
 import torch
 
+from engine.disk_faults import make_folder, run_writes
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import CallbackList, FunctionCallback, TrainerCallback
 from engine.training.loop.checkpoint_policy import CheckpointPolicy
@@ -98,7 +96,7 @@ class Trainer:
         self._params = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.run_dir = Path(run_dir)
         self.run = RunFolder(run_dir)
-        self.run.checkpoints_dir.mkdir(parents=True, exist_ok=True)
+        make_folder(self.run.checkpoints_dir)
         self.global_step = 0
         self.epoch, self.batch_index = 0, 0        # data position: the next micro-batch to read
         self.elapsed = 0.0                         # seconds spent in training steps, over all sessions
@@ -297,7 +295,8 @@ class Trainer:
         """Append a record to ``metrics.jsonl`` and hand it to the callbacks (main process only)."""
         if self.rank != 0:
             return
-        append_metrics(self.run.metrics_path, {"kind": kind, **record})
+        with run_writes(self.run_dir, "appending to metrics.jsonl", self.global_step, self.last_checkpoint):
+            append_metrics(self.run.metrics_path, {"kind": kind, **record})
         self.callbacks.call("on_log", self, kind, record)
 
     # ------------------------------------------------------------------ checkpoints
@@ -327,7 +326,9 @@ class Trainer:
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
         keep = self.config.keep_optimizer_state
         finished = keep == "while-running" and self.global_step >= self.config.total_steps   # save_only_model
-        write_checkpoint(self.model, self.tokenizer, path, self.training_state(lean=finished), info)
+        with run_writes(self.run_dir, f"writing the checkpoint of step {self.global_step}", self.global_step,
+                        self.last_checkpoint):      # the step being saved; the last good checkpoint is kept
+            write_checkpoint(self.model, self.tokenizer, path, self.training_state(lean=finished), info)
         self.last_checkpoint = path
         stale = self.checkpoint_policy.saved(self.elapsed, path, for_time)
         if stale is not None:

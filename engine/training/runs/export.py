@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.model_card import CardFacts, model_card
+from engine.disk_faults import make_folder, writing
 from engine.regular_files import is_regular, open_regular, read_bytes
 from engine.text.builtin_corpus import BUILTIN_CORPORA
 from engine.training.runs.fs_checks import weights_problem
@@ -76,30 +77,32 @@ def card_facts(checkpoint: str | Path) -> CardFacts:
 def export_zip(checkpoint: str | Path, destination: str | Path) -> Path:
     """Write ``<destination>/<run>-<step>.zip`` (the model's files and its card); the zip's path.
 
-    FileNotFoundError when the checkpoint is gone or incomplete."""
+    FileNotFoundError when the checkpoint is gone or incomplete; a ``DiskFault`` (``engine.disk_faults``) when
+    ``destination``'s disk is full or read-only (no partial zip is left)."""
     checkpoint = Path(checkpoint)
     if not is_complete(checkpoint):
         raise FileNotFoundError(f"the checkpoint {checkpoint.name} is gone or incomplete; pick another one")
     problem = weights_problem(checkpoint)
     if problem is not None:
         raise ValueError(f"the checkpoint {checkpoint.name} is damaged: {problem}; pick another one")
-    destination = Path(destination)
-    destination.mkdir(parents=True, exist_ok=True)
+    destination = make_folder(destination)
     target = destination / f"{RunFolder.of_checkpoint(checkpoint).name}-{checkpoint.name}.zip"
     # each request writes its own file and renames it into place: concurrent picks of one checkpoint never
     # share a half-written file, and the zip at ``target`` is always a whole one
     partial = target.with_name(f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.part")
     try:
-        with zipfile.ZipFile(partial, "w") as archive:
-            for name in EXPORTED_FILES:
-                path = checkpoint / name
-                if is_regular(path):       # weights do not compress; text does
-                    info = zipfile.ZipInfo.from_file(path, name)
-                    info.compress_type = zipfile.ZIP_STORED if name.endswith(".safetensors") else zipfile.ZIP_DEFLATED
-                    with open_regular(path) as source, archive.open(info, "w", force_zip64=True) as sink:
-                        shutil.copyfileobj(source, sink, 1 << 20)
-            archive.writestr(CARD_FILE, model_card(card_facts(checkpoint)), compress_type=zipfile.ZIP_DEFLATED)
-        os.replace(partial, target)
+        with writing(destination, f"writing the export {target.name}"):   # a full or read-only disk: a DiskFault
+            with zipfile.ZipFile(partial, "w") as archive:
+                for name in EXPORTED_FILES:
+                    path = checkpoint / name
+                    if is_regular(path):       # weights do not compress; text does
+                        info = zipfile.ZipInfo.from_file(path, name)
+                        info.compress_type = (zipfile.ZIP_STORED if name.endswith(".safetensors")
+                                              else zipfile.ZIP_DEFLATED)
+                        with open_regular(path) as source, archive.open(info, "w", force_zip64=True) as sink:
+                            shutil.copyfileobj(source, sink, 1 << 20)
+                archive.writestr(CARD_FILE, model_card(card_facts(checkpoint)), compress_type=zipfile.ZIP_DEFLATED)
+            os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
     return target

@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.hf_format import recover_interrupted_writes, work_tag
+from engine.disk_faults import make_folder, writing
+from engine.folder_listing import list_entries
 from engine.regular_files import read_bytes, reason
 from engine.training.runs.fs_checks import is_dir, is_file, weights_problem, why
 from engine.training.runs.legacy import LEGACY_SPEC_FILE
@@ -163,9 +165,8 @@ class RunFolder:
         """Keep ``text`` (format ``txt`` or ``jsonl``) as the run's copy, written atomically as UTF-8 bytes
         exactly as given; the file name to record (relative to the run folder)."""
         name = CORPUS_FILES[fmt]
-        self.root.mkdir(parents=True, exist_ok=True)
-        staging = self.root / f".{name}.tmp-{work_tag()}"
-        with open(staging, "wb") as handle:
+        staging = make_folder(self.root) / f".{name}.tmp-{work_tag()}"
+        with writing(self.root, f"writing {name}"), open(staging, "wb") as handle:
             handle.write(text.encode("utf-8"))
             handle.flush()
             os.fsync(handle.fileno())
@@ -203,32 +204,28 @@ class RunFolder:
 
     @classmethod
     def runs_under(cls, root: str | Path, unreadable: bool = False) -> list["RunFolder"]:
-        """Every run folder directly under ``root`` (none when it cannot be read; never raises). With
+        """Every run folder directly under ``root`` (none when it cannot be read; never raises): its folders as
+        ``list_entries`` lists them (a loop, a dangling link, a pipe or a link out of ``root`` is skipped). With
         ``unreadable`` also every folder the server cannot look into (it may be a run: listed as damaged)."""
-        try:
-            entries = sorted(os.scandir(root), key=lambda e: e.name)
-        except (OSError, ValueError):
-            return []
         found = []
-        for entry in entries:
-            path = Path(entry.path)
+        for entry in list_entries(root, files=False, folders=True):
             try:
-                if (path / CHECKPOINTS_DIR).is_dir():
-                    found.append(cls(path))
-            except (OSError, ValueError):           # the folder itself cannot be read
-                if unreadable and not entry.name.startswith(".") and is_dir(path):
-                    found.append(cls(path))
+                if (entry.path / CHECKPOINTS_DIR).is_dir():
+                    found.append(cls(entry.path))
+            except (OSError, RuntimeError, ValueError):    # the folder itself cannot be read
+                if unreadable:
+                    found.append(cls(entry.path))
         return found
 
     @classmethod
     def create_unique(cls, root: str | Path, name: str) -> "RunFolder":
         """Claim a new folder ``root/name`` (or ``name-2``, ``name-3``, ... when taken); OSError if it cannot."""
-        root = Path(root)
-        root.mkdir(parents=True, exist_ok=True)
+        root = make_folder(root)
         for suffix in itertools.count(1):
             path = root / (name if suffix == 1 else f"{name}-{suffix}")
             try:
-                path.mkdir()          # atomic: two quick starts never share a folder
+                with writing(root, f"creating the run folder {path.name}"):
+                    path.mkdir()          # atomic: two quick starts never share a folder
                 return cls(path)
             except FileExistsError:
                 continue
@@ -299,9 +296,9 @@ class RunFolder:
 
     # ------------------------------------------------------------------ the spec
     def write_spec(self, record: dict[str, Any]) -> None:
-        """Write ``run.json`` (the job spec as plain JSON)."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.spec_path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
+        """Write ``run.json`` (the job spec as plain JSON); a disk fault is a ``DiskFault``."""
+        with writing(make_folder(self.root), f"writing {self.spec_path.name}"):
+            self.spec_path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
 
     def read_spec(self) -> dict[str, Any]:
         """The run's spec record ({} when it has none, or only a damaged one: ``spec_record`` says which)."""

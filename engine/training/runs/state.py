@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from engine.checkpoints.hf_format import save, work_tag
+from engine.disk_faults import writing
 from engine.regular_files import open_regular, read_bytes, reason
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
@@ -55,7 +56,8 @@ def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None,
     """
     def write_state(staging: Path) -> None:
         (staging / INFO_FILE).write_text(json.dumps(info, indent=1, default=_json_default) + "\n", encoding="utf-8")
-        torch.save(state, staging / STATE_FILE)  # its presence marks a resumable checkpoint
+        with open(staging / STATE_FILE, "wb") as handle:   # its presence marks a resumable checkpoint; through a
+            torch.save(state, handle)                     # handle, torch's write error keeps the OSError as context
 
     return save(model, tokenizer, directory, extra=write_state)
 
@@ -96,11 +98,12 @@ def drop_optimizer_state(checkpoint: str | Path) -> bool:
     lean = {key: value for key, value in state.items() if key not in ("optimizer", "scheduler")}
     temp = path.with_name(f".{path.name}.tmp-{work_tag()}")
     try:
-        with open(temp, "wb") as handle:
-            torch.save(lean, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
+        with writing(path.parent, f"rewriting {STATE_FILE} without the optimizer state"):
+            with open(temp, "wb") as handle:
+                torch.save(lean, handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, path)
     finally:
         temp.unlink(missing_ok=True)
     return True
@@ -182,9 +185,10 @@ def set_seed(seed: int) -> None:
 
 # ---------------------------------------------------------------------------- metrics.jsonl
 def append_metrics(path: str | Path, record: dict[str, Any]) -> None:
-    """Append one JSON object as one line and flush it."""
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, default=_json_default) + "\n")
+    """Append one JSON object as one line and flush it; a disk fault is a ``DiskFault``."""
+    line = json.dumps(record, default=_json_default) + "\n"
+    with writing(Path(path).parent, f"appending to {Path(path).name}"), open(path, "a", encoding="utf-8") as handle:
+        handle.write(line)
         handle.flush()
 
 
@@ -239,11 +243,15 @@ def truncate_metrics(path: str | Path, step: int) -> None:
         return
     kept = [r for r in read_metrics(path) if r.get("step", 0) <= step]   # steps are checked ints
     temp = path.with_name(f".{path.name}.tmp-{work_tag()}")
-    with open(temp, "w", encoding="utf-8") as handle:
-        handle.writelines(json.dumps(r, default=_json_default) + "\n" for r in kept)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+    try:
+        with writing(path.parent, f"rewriting {path.name}"):
+            with open(temp, "w", encoding="utf-8") as handle:
+                handle.writelines(json.dumps(r, default=_json_default) + "\n" for r in kept)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
 
 
 def _json_default(value: Any) -> Any:

@@ -38,6 +38,20 @@ class WorkerCallback(TrainerCallback):
 
     def __init__(self, shared: SharedState, run: LiveRun) -> None:
         self.shared, self.run = shared, run
+        self.stepping = False            # inside ``Trainer.step`` (its global_step not yet counted up)
+
+    def on_step_begin(self, trainer: Trainer) -> None:
+        self.stepping = True
+
+    def on_step_end(self, trainer: Trainer, metrics: dict[str, Any]) -> None:
+        self.stepping = False
+
+    def failing_step(self, trainer: Trainer | None) -> int:
+        """The step a failure happened in: the one being trained, or, after it (logging, evaluating, saving),
+        the one just trained; never ``total_steps + 1``."""
+        if trainer is None:
+            return self.run.step
+        return trainer.global_step + 1 if self.stepping else trainer.global_step
 
     # ------------------------------------------------------------------ records
     def on_log(self, trainer: Trainer, kind: str, record: dict[str, Any]) -> None:

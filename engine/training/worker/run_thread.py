@@ -4,8 +4,10 @@
 command lines), registers a ``WorkerCallback`` on the trainer and gives it the worker's model
 lock (held around every step and evaluation, so snapshots see consistent weights). Any
 exception ends the run as ``failed`` (or ``diverged`` for a NaN/inf loss) with a one-line
-message; a checkpoint that cannot be written (disk full, read-only folder) says so and names the
-last complete checkpoint, which is left as it was.
+message; a write the disk refuses (full, read-only folder: a ``DiskFault``, ``engine.disk_faults``) ends it
+with that fault's one sentence, which names the run folder, the step being saved and the last good checkpoint,
+left as it was. A failure names the step it happened in (the step being trained, or the one just trained
+while it is logged, evaluated or saved: ``WorkerCallback.failing_step``).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import traceback as traceback_module
 from typing import Any
 
 from engine.training.loop.train_result import TrainStatus
-from engine.checkpoints.hf_format import CheckpointWriteError
+from engine.disk_faults import DiskFault
 from engine.training.jobs.pretraining_data import WARNING_PREFIX
 from engine.training.jobs.setup import prepare_job
 from engine.training.runs.run_folder import checkpoint_name
@@ -25,6 +27,7 @@ from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import MAX_RECORDS, LiveRun, SharedState
 
 logger = logging.getLogger("engine.training.worker.training_worker")
+CONTINUE_HINT = "continue the run under *Continue a run*"     # what a disk fault's sentence says to do next
 
 
 class RunThread:
@@ -73,17 +76,14 @@ class RunThread:
             logger.warning("training run %d diverged: %s", run.run_id, exc)
             self.finish(RunState.DIVERGED, str(exc), error=f"{type(exc).__name__}: {exc}",
                         last_checkpoint=exc.last_checkpoint)
-        except CheckpointWriteError as exc:
-            logger.error("training run %d could not write a checkpoint: %s", run.run_id, exc)
-            with cond:
-                last = run.last_checkpoint if run.last_checkpoint is not None and run.last_checkpoint.exists() else None
-            kept = (f"the last complete checkpoint, {last.name}, is intact" if last is not None
-                    else "no checkpoint was saved before it")
-            self.finish(RunState.FAILED, f"the run stopped at step {run.step}: {exc}; {kept}",
-                        error=f"checkpoint not saved: {exc}", traceback=traceback_module.format_exc())
+        except DiskFault as exc:       # a full or read-only disk: one sentence; the last good checkpoint is kept
+            logger.error("training run %d: %s (%s)", run.run_id, exc, exc.errno_name)
+            self.finish(RunState.FAILED, exc.sentence(CONTINUE_HINT if exc.kept is not None else None),
+                        error=f"{exc.errno_name}: {exc}", traceback=traceback_module.format_exc(),
+                        last_checkpoint=exc.kept)
         except BaseException as exc:  # noqa: BLE001 - any crash must end in "failed", never kill the app
             error = f"{type(exc).__name__}: {exc}"
-            where = f"at step {run.step + 1}" if training else "while preparing"
+            where = f"at step {self.callback.failing_step(run.trainer)}" if training else "while preparing"
             logger.error("training run %d failed %s", run.run_id, where, exc_info=True)
             self.finish(RunState.FAILED, f"the run failed {where}: {error}", error=error,
                         traceback=traceback_module.format_exc())

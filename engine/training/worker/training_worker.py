@@ -27,7 +27,7 @@ condition.
 
 Faults: a run folder that cannot be created (read-only or full disk) makes ``start`` raise
 a ``RunFolderError`` (a ``ValueError``) that says so; a "save now" that cannot be written raises the
-``CheckpointWriteError`` (an ``OSError``) to its caller while the run goes on; an
+``DiskFault`` (an ``OSError``, ``engine.disk_faults``) to its caller while the run goes on; an
 exception on the training thread ends the run as ``failed`` with a one-line message.
 
 Nothing here prints; messages go to the ``logging`` module. No UI code here.
@@ -43,7 +43,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from engine.checkpoints.hf_format import LoadedModel, describe_os_error
+from engine.checkpoints.hf_format import LoadedModel
+from engine.disk_faults import DiskFault, make_folder
 from engine.data.batch_view import describe_batch
 from engine.model.heads import BertWithHeads
 from engine.training.tasks.eval_examples import EvalExamples
@@ -94,8 +95,9 @@ class TrainingWorker:
             run_id = next(self._ids)
             try:
                 run_dir = self._run_dir(spec)
-            except OSError as exc:             # read-only or full data folder: say so, start nothing
-                raise RunFolderError(f"cannot create the run folder: {describe_os_error(exc)}") from None
+            except OSError as exc:             # read-only or full data folder: say so (a DiskFault's sentence)
+                raise RunFolderError(str(exc) if isinstance(exc, DiskFault) else
+                                     f"cannot create the run folder: {exc.strerror or exc}") from None
             run = LiveRun(run_id, spec, config, run_dir, started=self._shared.clock())
             run.notice = notice
             self._shared.run = run
@@ -167,7 +169,7 @@ class TrainingWorker:
 
         None if ``timeout_s`` passed first (the save still happens). ``NoRunError`` when no run
         is training (none started, still preparing, or ended), ``RunEndedError`` when it failed before saving;
-        ``CheckpointWriteError`` (an ``OSError``) when the checkpoint could not be written
+        ``DiskFault`` (an ``OSError``, one sentence) when the checkpoint could not be written
         (disk full, read-only folder): the run goes on and older checkpoints are untouched.
         """
         deadline = time.monotonic() + timeout_s
@@ -324,8 +326,7 @@ class TrainingWorker:
         if spec.resume_from is not None:
             return Path(spec.run_dir) if spec.run_dir is not None else RunFolder.locate(spec.resume_from)[0].root
         if spec.run_dir is not None:
-            Path(spec.run_dir).mkdir(parents=True, exist_ok=True)
-            return Path(spec.run_dir)
+            return make_folder(spec.run_dir)
         return RunFolder.create_unique(self.runs_root, run_name(spec.task)).root
 
     def _status_locked(self) -> WorkerStatus:

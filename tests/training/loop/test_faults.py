@@ -342,8 +342,8 @@ def test_read_only_runs_folder_refuses_to_start_with_a_clear_message(client, ser
     before = sorted(os.listdir(root))
     unwritable(root, monkeypatch, errno.EROFS)
     try:
-        with pytest.raises(AppError, match="cannot create the run folder: (the folder is on a read-only file system|"
-                                           "permission denied: the folder is not writable)"):
+        with pytest.raises(AppError, match="The folder …/runs[^ ]* (is on a read-only file system|is not writable "
+                                           r"\(permission denied\)) while creating the run folder pretraining-"):
             client.predict(*FAST, api_name="/train_start")
     finally:
         root.chmod(0o755)
@@ -366,12 +366,13 @@ def test_checkpoint_into_a_full_or_read_only_folder(client, services, monkeypatc
             Path(filename).write_bytes(b"\0" * 1000)
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), filename)
         monkeypatch.setattr(checkpoints, "save_file", full)
-        reason = "the disk is full"
+        reason = r"The disk holding …/[^ ]+ is full \(no space left on device\)"
     else:
         unwritable(folder, monkeypatch, errno.EROFS)
-        reason = "(the folder is on a read-only file system|permission denied: the folder is not writable)"
+        reason = r"The folder …/[^ ]+ (is on a read-only file system|is not writable \(permission denied\))"
     try:
-        with pytest.raises(AppError, match=f"could not write .*step-\\d+: {reason}"):
+        with pytest.raises(AppError, match=f"{reason} while writing the checkpoint of step \\d+; the last good "
+                                           f"checkpoint, step \\d+, is kept"):
             client.predict(api_name="/train_save")
         step = services.get_worker().status().step
         wait_step(services, step + 2)                        # a failed "save now" does not end the run
@@ -380,8 +381,9 @@ def test_checkpoint_into_a_full_or_read_only_folder(client, services, monkeypatc
         text = wait_status(client, "failed", "stopped", "finished")
     finally:
         folder.chmod(0o755)
-    assert text.startswith("**failed**") and re.search(f"could not write .*: {reason}", text), text
-    assert f"the last complete checkpoint, {saved.name}, is intact" in text and "Traceback" not in text
+    assert text.startswith("**failed**") and re.search(f"{reason} while writing the checkpoint of step", text), text
+    assert f"the last good checkpoint, step {int(saved.name.split('-')[1])}, is kept" in text
+    assert "Continue a run" in text and "Traceback" not in text
     monkeypatch.undo()
     assert sorted(os.listdir(folder)) == [saved.name]        # no staging folder left behind
     assert files(saved) == before and load_directory(saved).tokenizer is not None
