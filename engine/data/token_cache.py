@@ -9,7 +9,8 @@ milliseconds. A missing store is built streaming: documents are read in chunks o
 ``num_proc`` worker processes for a corpus of ``PARALLEL_FROM_CHARS`` or more, known by its size or, when
 the size is unknown, only once that much has been read: a spawned worker re-imports the caller's main
 module, seconds for the app; results written in order, at most two chunks per worker in flight), appended to a ``.partial`` folder and renamed into place when complete,
-so a crash or cancel never leaves a store that looks finished. A damaged store is rebuilt.
+so a crash or cancel never leaves a store that looks finished. A damaged entry of any kind (store, count,
+vocabulary) is set aside and made again (``engine.data.cache_entries``).
 
 ``trained_vocabulary`` streams the same way into ``WordPieceTokenizer.train`` (the ``tokenizers``
 trainer counts words; memory grows with the vocabulary of the text, not its size) and caches the
@@ -27,7 +28,6 @@ import contextlib
 import errno
 import hashlib
 import json
-import logging
 import multiprocessing
 import os
 import shutil
@@ -40,7 +40,12 @@ import numpy as np
 
 from engine.data.corpus_sources import CorpusSource, DocumentText
 from engine.regular_files import read_text
-from engine.data.token_store import META_FILE, DamagedStore, StoreWriter, TokenStore, encode_documents
+from engine.data.cache_entries import (
+    PARTIAL, DamagedEntry, read_entry, regular_files, sweep_dead_partials, usable_folder,
+)
+from engine.data.token_store import (
+    DOCUMENTS_FILE, META_FILE, SENTENCES_FILE, TOKENS_FILE, StoreWriter, TokenStore, encode_documents,
+)
 from engine.text.sentences import split_sentences
 from engine.text.tokenizer import WordPieceTokenizer
 
@@ -49,9 +54,7 @@ CHUNK_CHARS = 1 << 18               # ~256 KB of text per encoded chunk (a fract
 REPORT_EVERY_DOCUMENTS = 32         # ... and at most this many documents: a pass reports after every chunk
 PARALLEL_FROM_CHARS = 16 << 20      # corpora at least this large are encoded by worker processes
 SPLITTER_VERSION = 1                # bump when sentence splitting changes what a store holds
-PARTIAL = ".partial-"               # <key>.partial-<pid>-<tag>: a store or vocabulary being written
 MAX_DOCUMENTS_UNKNOWN_SIZE = 10**9  # a cached count above this, for a source of unknown size, is damage
-logger = logging.getLogger(__name__)
 
 Progress = Callable[[int, "int | None"], Any]   # (characters read, total or None); False cancels
 
@@ -78,32 +81,37 @@ def _key(*parts: Any) -> str:
 def prepared_store(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sentence_tokens: int | None,
                    max_documents: int | None = None, cache: Path | None = None, num_proc: int | None = None,
                    on_progress: Progress | None = None) -> TokenStore:
-    """The corpus's tokens from the cache, tokenising it first when they are not there (or are damaged)."""
-    folder = (cache or cache_root()) / "corpora" / _key(
+    """The corpus's tokens from the cache, tokenising it first when they are not there (a damaged store is set
+    aside, ``engine.data.cache_entries``; one that cannot be is worked around in memory)."""
+    cache = cache or cache_root()
+    corpora = usable_folder(cache, "corpora")
+    folder = (corpora or cache / "corpora") / _key(
         "store", source.fingerprint(), max_documents, tokenizer_fingerprint(tokenizer), max_sentence_tokens,
         SPLITTER_VERSION)
     sweep_dead_partials(folder.parent)
-    if folder.exists() or folder.is_symlink():
-        try:
-            return TokenStore.open(folder)
-        except DamagedStore as exc:          # damaged, changed or never finished: rebuilt, and said so
-            logger.warning("the cached tokens of %s in %s are damaged (%s); tokenising the corpus again",
-                           source.name, folder, exc)
-            _remove(folder)
+    again = f"tokenising the corpus again ({source.name})"
+    store, writable = read_entry(folder, cache, "folder", _open_store, again) if corpora else (None, False)
+    meta = {"source": source.name, "kind": source.kind, "max_documents": max_documents,
+            "max_sentence_tokens": max_sentence_tokens, "tokenizer": tokenizer_fingerprint(tokenizer)}
+    if store is not None:
+        return store
+    chunks = _encoded_chunks(source, tokenizer, max_sentence_tokens, max_documents, num_proc, on_progress, cache)
+    if not writable:                         # a damaged entry stuck in place: this run keeps its tokens in memory
+        parts = list(chunks)
+        return TokenStore.from_arrays(*(np.concatenate([part[i] for part in parts] or [np.zeros(0, np.int64)])
+                                        for i in range(3)), tokenizer.vocab_size, meta)
     partial = folder.with_name(f"{folder.name}{PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     try:
         with _writing(folder.parent):
             writer = StoreWriter(partial, tokenizer.vocab_size)
         try:
-            for arrays in _encoded_chunks(source, tokenizer, max_sentence_tokens, max_documents, num_proc,
-                                          on_progress, cache):
+            for arrays in chunks:
                 with _writing(folder.parent):
                     writer.add(*arrays)
         finally:
             writer.abandon()
         with _writing(folder.parent):
-            writer.finish({"source": source.name, "kind": source.kind, "max_documents": max_documents,
-                           "max_sentence_tokens": max_sentence_tokens, "tokenizer": tokenizer_fingerprint(tokenizer)})
+            writer.finish(meta)
             try:
                 partial.rename(folder)
             except OSError:                  # another process finished the same store first
@@ -111,6 +119,12 @@ def prepared_store(source: CorpusSource, tokenizer: WordPieceTokenizer, max_sent
                     raise
     finally:
         shutil.rmtree(partial, ignore_errors=True)
+    return TokenStore.open(folder)
+
+
+def _open_store(folder: Path) -> TokenStore:
+    """``TokenStore.open`` of a store folder whose files are regular files (no symlink out of the cache)."""
+    regular_files(folder, (META_FILE, TOKENS_FILE, SENTENCES_FILE, DOCUMENTS_FILE))
     return TokenStore.open(folder)
 
 
@@ -129,41 +143,6 @@ def _writing(folder: Path) -> Iterator[None]:
                   errno.EEXIST: "a file is in the way of a folder"}.get(exc.errno, exc.strerror or str(exc))
         raise CacheUnwritable(f"the token cache cannot be written in {folder} ({reason}); set {CACHE_ENV} to a "
                               "writable folder") from None
-
-
-def sweep_dead_partials(parent: Path) -> list[Path]:
-    """Remove the ``<key>.partial-<pid>-<tag>`` folders of writers that are no longer running on this machine
-    (a ``kill -9`` during a build leaves one); returns what was removed."""
-    removed = []
-    try:
-        entries = list(parent.iterdir()) if parent.is_dir() else []
-    except OSError:
-        return removed
-    for entry in entries:
-        name, _, rest = entry.name.partition(PARTIAL)
-        pid = rest.split("-", 1)[0]
-        if name and pid.isdigit() and not _alive(int(pid)):
-            _remove(entry)
-            removed.append(entry)
-    return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:                          # it exists but belongs to someone else
-        return True
-    return True
-
-
-def _remove(path: Path) -> None:
-    """A folder, file or link removed, whatever it is (a store folder may have been replaced by anything)."""
-    if path.is_symlink() or path.is_file():
-        path.unlink(missing_ok=True)
-    else:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def text_chars(text: DocumentText) -> int:
@@ -195,7 +174,7 @@ def corpus_chars(source: CorpusSource, max_documents: int | None = None, cache: 
     memory (given documents, the built-in corpus), a cached count's, or the files' bytes when all are read."""
     if source.kind in ("documents", "builtin"):
         return sum(text_chars(text) for text in source.texts(max_documents))
-    cached = _cached_count(source, max_documents, cache)
+    cached = _cached_count(source, max_documents, cache)[0]
     if cached is not None and cached[1] is not None:
         return cached[1]
     return source.total_bytes if source.kind == "files" and max_documents is None else None
@@ -266,7 +245,7 @@ def count_documents(source: CorpusSource, max_documents: int | None = None, cach
                     on_progress: Progress | None = None) -> int:
     """How many documents with text the corpus has (the first ``max_documents``); cached, with the characters
     a pass reads (``corpus_chars`` gives later passes that total)."""
-    cached = _cached_count(source, max_documents, cache)
+    cached, writable = _cached_count(source, max_documents, cache)
     if cached is not None:
         return cached[0]
     count = chars = 0
@@ -274,11 +253,12 @@ def count_documents(source: CorpusSource, max_documents: int | None = None, cach
         count += len(chunk)
         chars += sum(text_chars(text) for text in chunk)
     path = _count_path(source, max_documents, cache)
-    with _writing(path.parent):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        partial.write_text(json.dumps({"documents": count, "characters": chars}), encoding="utf-8")
-        partial.replace(path)
+    if writable:
+        with _writing(path.parent):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+            partial.write_text(json.dumps({"documents": count, "characters": chars}), encoding="utf-8")
+            partial.replace(path)
     return count
 
 
@@ -287,17 +267,31 @@ def _count_path(source: CorpusSource, max_documents: int | None, cache: Path | N
 
 
 def _cached_count(source: CorpusSource, max_documents: int | None, cache: Path | None,
-                  ) -> tuple[int, int | None] | None:
-    """(documents, characters or None for an older entry) of a cached count; None when absent or damaged."""
-    total = source.total_bytes
+                  ) -> tuple[tuple[int, int | None] | None, bool]:
+    """((documents, characters or None for an older entry) or None when absent or set aside, whether a count may
+    be written): ``read_entry`` of ``counts/<key>.json``."""
+    cache = cache or cache_root()
+    if usable_folder(cache, "counts") is None:
+        return None, False
+    return read_entry(_count_path(source, max_documents, cache), cache, "file",
+                      lambda path: _read_count(path, source.total_bytes), f"counting the corpus again ({source.name})")
+
+
+def _read_count(path: Path, total: int | None) -> tuple[int, int | None]:
+    """A count file's numbers; ``DamagedEntry`` (or the reader's error) saying what is wrong with it."""
     try:
-        entry = json.loads(read_text(_count_path(source, max_documents, cache), 4096))
-        count, chars = entry["documents"], entry.get("characters")
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
-        return None
-    if type(count) is not int or not 0 <= count <= (total if total is not None else MAX_DOCUMENTS_UNKNOWN_SIZE):
-        return None                          # a document holds at least one byte: a larger count is damage
-    return count, chars if type(chars) is int and chars >= count else None
+        entry = json.loads(read_text(path, 4096))
+    except json.JSONDecodeError as exc:
+        raise DamagedEntry(f"it is not valid JSON ({exc.msg})") from None
+    if not isinstance(entry, dict):
+        raise DamagedEntry("it is not a JSON object")
+    count, chars = entry.get("documents"), entry.get("characters", 0)
+    limit = total if total is not None else MAX_DOCUMENTS_UNKNOWN_SIZE      # a document holds at least one byte
+    if type(count) is not int or not 0 <= count <= limit:
+        raise DamagedEntry(f"its document count {str(count)[:40]} is not a whole number from 0 to {limit:,}")
+    if type(chars) is not int or (chars < count and "characters" in entry):
+        raise DamagedEntry(f"its character count {str(chars)[:40]} is not a whole number of at least {count:,}")
+    return count, entry.get("characters")
 
 
 def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int, lowercase: bool,
@@ -305,14 +299,15 @@ def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int
                        cache: Path | None = None, on_progress: Progress | None = None) -> WordPieceTokenizer:
     """A WordPiece vocabulary trained on the corpus's documents but those numbered in ``held_out``; cached."""
     skip = np.zeros(0, np.int64) if held_out is None else np.unique(np.asarray(held_out, np.int64))
-    folder = (cache or cache_root()) / "vocabularies" / _key(
+    cache = cache or cache_root()
+    vocabularies = usable_folder(cache, "vocabularies")
+    folder = (vocabularies or cache / "vocabularies") / _key(
         "vocabulary", source.fingerprint(), max_documents, hashlib.sha256(skip.tobytes()).hexdigest(),
         vocab_size, min_frequency, lowercase, SPLITTER_VERSION)
-    if (folder / "tokenizer.json").exists():
-        try:
-            return WordPieceTokenizer.from_file(folder)
-        except (OSError, ValueError):
-            shutil.rmtree(folder, ignore_errors=True)
+    found, writable = read_entry(folder, cache, "folder", _open_vocabulary, f"training the vocabulary again "
+                                 f"({source.name})") if vocabularies else (None, False)
+    if found is not None:
+        return found
     skipped = set(skip.tolist())
 
     def texts() -> Iterator[str]:       # whole documents: the trainer splits words itself, sentences do not matter
@@ -324,6 +319,8 @@ def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int
 
     tokenizer = WordPieceTokenizer.train(texts(), vocab_size=vocab_size, min_frequency=min_frequency,
                                          lowercase=lowercase)
+    if not writable:
+        return tokenizer
     partial = folder.with_name(f"{folder.name}{PARTIAL}{os.getpid()}-{uuid.uuid4().hex[:8]}")
     with _writing(folder.parent):
         tokenizer.save(partial)
@@ -332,6 +329,12 @@ def trained_vocabulary(source: CorpusSource, vocab_size: int, min_frequency: int
     except OSError:
         shutil.rmtree(partial, ignore_errors=True)
     return tokenizer
+
+
+def _open_vocabulary(folder: Path) -> WordPieceTokenizer:
+    """The cached vocabulary of a folder, whose ``tokenizer.json`` must be a regular file."""
+    regular_files(folder, ["tokenizer.json"])
+    return WordPieceTokenizer.from_file(folder / "tokenizer.json")
 
 
 def _numbered(chunks: Iterable[list[DocumentText]]) -> Iterator[tuple[int, list[DocumentText]]]:

@@ -13,7 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from engine.data.token_cache import CacheUnwritable, count_documents, prepared_store, sweep_dead_partials
+from engine.data.cache_entries import sweep_dead_partials
+from engine.data.token_cache import CacheUnwritable, count_documents, prepared_store
 from engine.data.corpus_sources import resolve_corpus
 from engine.data.token_store import META_FILE, SENTENCES_FILE, TOKENS_FILE, DamagedStore, StoreWriter, TokenStore
 
