@@ -4,6 +4,9 @@ Private mode (the default) lets everyone do everything, as on your own machine. 
 (``EXPLORER_PUBLIC=1``, for a Space or a live demo) keeps probing open to all but puts the
 training controls and loading models from local folders behind an admin token
 (``EXPLORER_ADMIN_TOKEN``). Public mode without a token disables those controls entirely.
+
+The configured token has its surrounding whitespace stripped (a secrets file or ``echo`` leaves a trailing
+newline); a token given by a visitor is compared exactly as typed, byte for byte, with ``hmac.compare_digest``.
 """
 from __future__ import annotations
 
@@ -48,7 +51,8 @@ class AccessPolicy:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AccessPolicy:
-        """The policy that ``EXPLORER_PUBLIC`` and ``EXPLORER_ADMIN_TOKEN`` describe."""
+        """The policy that ``EXPLORER_PUBLIC`` and ``EXPLORER_ADMIN_TOKEN`` describe (the token stripped of
+        surrounding whitespace: an operator's trailing newline is no part of it)."""
         env = os.environ if environ is None else environ
         return cls(public=env_flag(PUBLIC_ENV, env), admin_token=env.get(ADMIN_TOKEN_ENV, "").strip())
 
@@ -63,12 +67,13 @@ class AccessPolicy:
         return not self.public or bool(self.admin_token)
 
     def is_admin(self, token: str | None) -> bool:
-        """True in private mode, or when ``token`` equals the admin token (constant-time compare)."""
+        """True in private mode, or when ``token`` is exactly the admin token: no stripping, so ``' secret'`` or
+        ``'secret\\n'`` is refused; compared as UTF-8 bytes in constant time. An empty token never passes."""
         if not self.public:
             return True
-        if not self.admin_token or not token:
+        if not self.admin_token or not isinstance(token, str) or not token:
             return False
-        return hmac.compare_digest(token.strip().encode("utf-8"), self.admin_token.encode("utf-8"))
+        return hmac.compare_digest(_utf8(token), _utf8(self.admin_token))
 
     def require_admin(self, token: str | None, action: str = "use the training controls") -> None:
         """Raise ``gr.Error`` (with a message saying what to do) unless the caller may ``action``."""
@@ -77,7 +82,8 @@ class AccessPolicy:
         if not self.admin_token:
             raise gr.Error(f"This is a public instance: you cannot {action} here. The operator has not set "
                            f"{ADMIN_TOKEN_ENV}, so these controls are switched off.", print_exception=False)
-        what = "No admin token was given" if not (token or "").strip() else "The admin token is wrong"
+        given = isinstance(token, str) and bool(token.strip())
+        what = "The admin token is wrong" if given else "No admin token was given"
         raise gr.Error(f"{what}: on this public instance only the admin may {action}. "
                        "Enter the token in the 'Admin token' box.", print_exception=False)
 
@@ -89,3 +95,8 @@ class AccessPolicy:
             return ("🔒 **Public instance:** training is switched off here (no admin token is configured). "
                     "Probe the bundled model and the existing checkpoints in the other tabs.")
         return "🔒 **Public instance:** the training controls need the admin token."
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8 (lone surrogates, which a request or the environment may carry, encoded as they are)."""
+    return text.encode("utf-8", "surrogatepass")

@@ -37,6 +37,7 @@ EMPTY_MESSAGE = "Type a sentence to see where each token looks."
 
 EXPORT_FOLDER = "bert-explorer-exports"         # inside the temp dir of the moment (Gradio serves only from there)
 EXPORT_MAX_AGE_S = 3600.0
+MAX_NAMED = 20                  # wrong heads named in a refusal (then "…")
 
 
 def new_export_folder(root: Path | None = None, max_age_s: float = EXPORT_MAX_AGE_S) -> str:
@@ -86,22 +87,27 @@ def read_inputs(text: str | None, text_pair: str | None) -> tuple[str, str | Non
 def view_heads(value: Any, num_heads: int) -> list[int]:
     """Heads for the head view: all when None, else the checked ones. Heads past this model's last are
     dropped with a warning (the API's default lists the startup model's heads, and a smaller model, such
-    as a live run's, must still answer); a negative head, or none left, is an error."""
+    as a live run's, must still answer); a negative head, or none left, is an error naming every wrong head."""
     if value is None:
         return list(range(num_heads))
     try:
         heads = sorted({int(v) for v in value})
-    except (TypeError, ValueError):
-        raise ValueError(f"heads for the head view must be numbers from 0 to {num_heads - 1}, got {value!r}") from None
-    negative = [h for h in heads if h < 0]
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"heads for the head view must be numbers from 0 to {num_heads - 1}, "
+                         f"got {str(value)[:80]!r}") from None
     kept = [h for h in heads if 0 <= h < num_heads]
+    wrong = [h for h in heads if not 0 <= h < num_heads]
     beyond = [h for h in heads if h >= num_heads]
-    if negative or (beyond and not kept):
-        raise ValueError(f"heads {negative or beyond} do not exist: this model's layers have heads 0 to "
-                         f"{num_heads - 1}")
+    if (wrong and wrong[0] < 0) or (beyond and not kept):
+        raise ValueError(f"heads {_named(wrong)} do not exist: this model's layers have heads 0 to {num_heads - 1}")
     if beyond:
-        gr.Warning(f"This model has heads 0 to {num_heads - 1}; the head view leaves out heads {beyond}.")
+        gr.Warning(f"This model has heads 0 to {num_heads - 1}; the head view leaves out heads {_named(beyond)}.")
     return kept
+
+
+def _named(heads: list[int]) -> str:
+    """``[-1, 99]``: the first ``MAX_NAMED`` heads as a list, "…" after them when there are more."""
+    return "[" + ", ".join(str(h) for h in heads[:MAX_NAMED]) + (", …]" if len(heads) > MAX_NAMED else "]")
 
 
 def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:

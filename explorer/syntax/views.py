@@ -7,6 +7,7 @@ kept there too. Over training, each checkpoint's point is kept by ``engine.probe
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import pandas as pd
 from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence, fingerprint, read_conllu, read_sample
 from engine.probes.syntax.features import SentenceFeatures, sentence_features
-from engine.probes.syntax.heads import DIRECTIONS, HeadScores, check_direction, head_scores
+from engine.probes.syntax.heads import DIRECTIONS, MIN_COUNT, HeadScores, check_direction, head_scores
 from engine.probes.syntax.layer_probe import LayerProbeResult, layer_probe
 from engine.probes.syntax.over_training import CheckpointRef, syntax_over_checkpoints
 from engine.probes.syntax.parser import attention_parser
@@ -114,6 +115,19 @@ def heads_summary(scores: HeadScores, relation: str, direction: str, data: str) 
     return "  \n".join(lines)
 
 
+def chosen_relation(relation: str | None, known: Sequence[str], data: str) -> str:
+    """``relation`` when the data scored it; none given: ``det`` (else the most frequent relation); anything else
+    is a ``gr.Error`` listing the relations the data has enough arcs of."""
+    if relation is None or (isinstance(relation, str) and not relation.strip()):
+        return "det" if "det" in known else known[0]
+    if relation in known:
+        return relation
+    plain = isinstance(relation, str) and re.fullmatch(r"[A-Za-z_:]{1,40}", relation)
+    shown = repr(relation) if plain else "That relation"                 # no markup or megabytes echoed
+    raise gr.Error(f"{shown} is not a relation scored on {data}: pick one of {', '.join(known)} (the relations "
+                   f"with at least {MIN_COUNT} arcs there).", print_exception=False)
+
+
 def heads_view(services: Services, model_key: str | None, sentences: Any, data_file: Any, relation: str | None,
                direction: str | None, treebank: str | None = None) -> tuple[Any, ...]:
     """Summary, every head × relation heatmap, the chosen relation's layers × heads grid, the best-head table
@@ -127,8 +141,7 @@ def heads_view(services: Services, model_key: str | None, sentences: Any, data_f
     with services.probing():
         features = features_for(services, services.model(model_key), chosen)
         scores = head_scores(features)
-    relation = relation if relation in scores.relations else ("det" if "det" in scores.relations
-                                                                else scores.relations[0])
+    relation = chosen_relation(relation, scores.relations, name)
     r = scores.relations.index(relation)
     return (heads_summary(scores, relation, direction, data_line(name, features)),
             plots.relations_overview(scores.accuracy[direction], scores.relations, scores.counts.tolist(),

@@ -3,9 +3,12 @@ no larger than the device's 16 MiB a file, with a manifest of SHA-256 sums; and 
 joined again into the model folder.
 
 ``manifest.json``: ``{"format", "archive": {"bytes", "sha256"}, "parts": [{"name", "bytes", "sha256"}],
-"files": [{"name", "bytes", "sha256"}], "heads"}``. Joining trusts nothing in the parts: every part is a
-regular file whose size and hash match, the joined archive's hash matches, and the tar may hold only the listed
-plain files (no links, no folders, no ``..``), each with its size and hash.
+"files": [{"name", "bytes", "sha256"}], "heads"}``. Joining trusts nothing in the parts: a manifest may list only
+the files an fp16 HF export has (``EXPORT_FILES``: config.json, safetensors weights and their shard index, the
+tokenizer files, the model card), so a rewritten, re-hashed manifest carrying a pickle (``.bin``, ``.pt``,
+``.pkl``) or any other file is refused before a part is read; every part is a regular file whose size and hash
+match, the joined archive's hash matches, and the tar may hold only the listed plain files (no links, no folders,
+no ``..``), each with its size and hash.
 """
 from __future__ import annotations
 
@@ -15,10 +18,12 @@ import json
 import shutil
 import tarfile
 import tempfile
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from engine.checkpoints.hf_format import save
+from engine.checkpoints.hub import HUB_FILES
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from scripts.export_default_model import compute_in_fp32, to_half
@@ -30,6 +35,7 @@ PART_PREFIX = "model.tar.part-"
 PART_BYTES = 16 * 2**20 - 4096     # under the device's 16 MiB per file
 MAX_PARTS = 4                      # 8 files come back: these, the manifest, the summary, the log and the metrics
 MAX_MODEL_BYTES = MAX_PARTS * PART_BYTES
+EXPORT_FILES = (*HUB_FILES, "README.md")   # what the loader reads (no pickled weights), and the model card
 ROOT_MODEL = Path(__file__).resolve().parents[2] / "assets" / "default-model"   # what the session trains
 
 
@@ -101,7 +107,19 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         name = entry.get("name") if isinstance(entry, dict) else None
         if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith("."):
             raise ValueError(f"{MANIFEST} names a file it must not: {name!r}")
+    check_export_files([entry["name"] for entry in manifest["files"]])
     return manifest
+
+
+def check_export_files(names: list[str]) -> None:
+    """ValueError unless ``names`` are only files of an fp16 HF export (``EXPORT_FILES``): a pickle
+    (``pytorch_model.bin``, ``.pt``, ``.pkl``) or anything else the loader would not read is refused by name."""
+    others = sorted(n for n in names if not any(fnmatchcase(n, pattern) for pattern in EXPORT_FILES))
+    if others:
+        shown = ", ".join(repr(n[:60]) for n in others[:5]) + (" …" if len(others) > 5 else "")
+        raise ValueError(f"the archive would hold {shown}, which the model loader does not read (pickled weights "
+                         "or another file): a model comes back only as config.json, safetensors weights (with "
+                         "their shard index), the tokenizer files and README.md")
 
 
 def joined_archive(folder: Path, manifest: dict[str, Any]) -> bytes:

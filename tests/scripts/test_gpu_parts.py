@@ -6,12 +6,14 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+from pathlib import Path
 
 import pytest
 import torch
 
 from engine.checkpoints.hf_format import load_directory
 from engine.model.heads import BertWithHeads
+import scripts.gpu_assemble as assemble
 from scripts.gpu import parts
 
 
@@ -81,4 +83,56 @@ def test_an_archive_with_a_link_is_refused(tmp_path):
     (tmp_path / parts.MANIFEST).write_text(json.dumps(manifest))
     with pytest.raises(ValueError, match="not a plain file"):
         parts.join_parts(tmp_path, tmp_path / "model")
+    assert not (tmp_path / "model").exists()
+
+
+def export_with(tmp_path: Path, make_config, tiny_tokenizer, extra: dict[str, bytes]) -> Path:
+    """Parts and a consistent, freshly hashed manifest of an fp16 export with ``extra`` files added beside it."""
+    folder, out = tmp_path / "export", tmp_path / "parts"
+    out.mkdir()
+    parts.export_fp16(BertWithHeads(make_config(), heads=("mlm",)), tiny_tokenizer, folder)
+    for name, data in extra.items():
+        (folder / name).write_bytes(data)
+    parts.write_parts(folder, out, ("mlm",), part_bytes=20_000)
+    return out
+
+
+def pickled() -> bytes:
+    buffer = io.BytesIO()
+    torch.save({"weight": torch.zeros(2)}, buffer)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("name", ["pytorch_model.bin", "training_args.bin", "model.pt", "optimizer.pkl", "model.ckpt",
+                                  "modeling_bert.py", "model.safetensors.bak", "README.txt"])
+def test_a_rehashed_archive_carrying_a_file_the_loader_does_not_read_is_refused(tmp_path, make_config,
+                                                                               tiny_tokenizer, name):
+    out = export_with(tmp_path, make_config, tiny_tokenizer, {name: pickled()})
+    assert name in {f["name"] for f in json.loads((out / parts.MANIFEST).read_text())["files"]}
+    for part in out.glob(f"{parts.PART_PREFIX}*"):
+        part.unlink()                                      # refused before a part is read
+    with pytest.raises(ValueError, match=f"the archive would hold '{name}', which the model loader does not read"):
+        parts.join_parts(out, tmp_path / "model")
+    assert not (tmp_path / "model").exists()
+
+
+def test_the_files_of_an_export_and_a_sharded_one_pass(tmp_path, make_config, tiny_tokenizer):
+    card = {"README.md": b"# model card\n"}
+    out = export_with(tmp_path, make_config, tiny_tokenizer, card)
+    parts.join_parts(out, tmp_path / "model")
+    assert load_directory(tmp_path / "model").heads == ("mlm",) and (tmp_path / "model" / "README.md").exists()
+    parts.check_export_files(["config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                              "model-00002-of-00002.safetensors", "vocab.txt", "tokenizer.json",
+                              "tokenizer_config.json", "special_tokens_map.json", "README.md"])
+
+
+def test_the_assembler_refuses_a_pickle_with_one_sentence(tmp_path, make_config, tiny_tokenizer, capsys):
+    out = export_with(tmp_path, make_config, tiny_tokenizer, {"pytorch_model.bin": pickled()})
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("wiki_heldout.jsonl", "squad_heldout.json"):
+        (data / name).write_text("")
+    assert assemble.main(["--parts", str(out), "--out", str(tmp_path / "model"), "--data", str(data)]) == 2
+    said = capsys.readouterr().err
+    assert "cannot be joined: the archive would hold 'pytorch_model.bin', which the model loader does not read" in said
     assert not (tmp_path / "model").exists()

@@ -5,7 +5,9 @@ word line; ``#`` lines are comments (``# text = ...`` kept); a blank line ends a
 (ID ``1-2``) is a surface form whose words follow on their own lines, so it is skipped; an empty node (ID
 ``3.1``, enhanced graphs only) is skipped. Relations keep their universal part (``nmod:poss`` -> ``nmod``).
 A file is untrusted: read as a regular file under a size cap (``engine.regular_files``), and any line that
-breaks a rule raises a ``ValueError`` sentence naming the line.
+breaks a rule raises a ``ValueError`` sentence naming the line. Numbers (ID, HEAD, the ends of a multiword range,
+an empty node's ID) are ASCII digits, at most ``MAX_ID_DIGITS`` of them, checked before ``int()``; a multiword
+range must end inside its sentence.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ SAMPLE_PATH = Path(__file__).resolve().parents[3] / "assets" / "ud" / "en_ewt-sa
 MAX_FILE_BYTES = 16 * 2**20          # a CoNLL-U file larger than this is refused
 MAX_SENTENCES = 5_000                # more sentences than this are refused (the probes run them all)
 MAX_WORDS = 200                      # words per sentence
+MAX_ID_DIGITS = 6                    # an ID or HEAD longer than this is refused before it is read as a number
 UPOS_TAGS = ("ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON", "PROPN",
              "PUNCT", "SCONJ", "SYM", "VERB", "X")
 
@@ -90,6 +93,7 @@ def _sentence(block: Sequence[tuple[int, str]], name: str) -> DependencySentence
     heads: list[int] = []
     relations: list[str] = []
     upos: list[str] = []
+    ranges: list[tuple[int, str, str]] = []            # (last word, ID, where) of each multiword token
     first = 0
     for number, line in block:
         where = f"{name}, line {number}"
@@ -104,9 +108,11 @@ def _sentence(block: Sequence[tuple[int, str]], name: str) -> DependencySentence
                              "(ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)")
         word_id = columns[0]
         if "-" in word_id or "." in word_id:
-            _check_skipped_id(word_id, len(words), where)
+            end = _check_skipped_id(word_id, len(words), where)
+            if end is not None:
+                ranges.append((end, word_id, where))
             continue                                   # a multiword token's surface form, or an empty node
-        if not word_id.isdigit() or int(word_id) != len(words) + 1:
+        if _number(word_id) != len(words) + 1:
             raise ValueError(f"{where}: word ID {word_id[:20]!r} should be {len(words) + 1} (IDs count 1, 2, 3, ... "
                              "in each sentence)")
         form, tag, head, deprel = columns[1], columns[3], columns[6], columns[7]
@@ -115,7 +121,7 @@ def _sentence(block: Sequence[tuple[int, str]], name: str) -> DependencySentence
         if tag not in UPOS_TAGS:
             raise ValueError(f"{where}: {tag[:20]!r} is not a universal part-of-speech tag (UPOS is one of "
                              f"{', '.join(UPOS_TAGS)})")
-        if not head.isdigit():
+        if _number(head) is None:
             raise ValueError(f"{where}: the HEAD of word {word_id} is {head[:20]!r}; it must be a word ID of the "
                              "sentence or 0 for the root")
         if not deprel or deprel == "_":
@@ -130,23 +136,38 @@ def _sentence(block: Sequence[tuple[int, str]], name: str) -> DependencySentence
         raise ValueError(f"{where} has no word lines")
     if len(words) > MAX_WORDS:
         raise ValueError(f"{where} has {len(words)} words; at most {MAX_WORDS} are read")
+    for end, word_id, line_where in ranges:
+        if end > len(words):
+            raise ValueError(f"{line_where}: the multiword token {word_id!r} ends at word {end}, but the sentence "
+                             f"has {len(words)} words")
     _check_tree(heads, relations, where)
     return DependencySentence(tuple(words), tuple(heads), tuple(relations), tuple(upos),
                               sent_id=comments.get("sent_id", ""), text=comments.get("text", ""), line=first,
                               extra=comments)
 
 
-def _check_skipped_id(word_id: str, seen: int, where: str) -> None:
-    """A multiword range ``a-b`` (``a`` the next word, ``a < b``) or an empty node ``n.m`` (``n`` the last word)."""
+def _number(text: str) -> int | None:
+    """``text`` as a whole number when it is 1 to ``MAX_ID_DIGITS`` ASCII digits, else None (never ``int()`` of
+    thousands of digits, nor of other scripts' digits)."""
+    if 0 < len(text) <= MAX_ID_DIGITS and text.isascii() and text.isdigit():
+        return int(text)
+    return None
+
+
+def _check_skipped_id(word_id: str, seen: int, where: str) -> int | None:
+    """A multiword range ``a-b`` (``a`` the next word, ``a < b``: returns ``b``, checked against the sentence once
+    it is read) or an empty node ``n.m`` (``n`` the last word: returns None)."""
     if "-" in word_id:
-        low, _, high = word_id.partition("-")
-        if not (low.isdigit() and high.isdigit() and int(low) == seen + 1 and int(high) > int(low)):
+        start, _, end = word_id.partition("-")
+        low, high = _number(start), _number(end)
+        if low is None or high is None or low != seen + 1 or high <= low:
             raise ValueError(f"{where}: {word_id[:20]!r} is not a multiword token range starting at the next word "
                              f"({seen + 1}-N)")
-        return
+        return high
     whole, _, part = word_id.partition(".")
-    if not (whole.isdigit() and part.isdigit() and int(whole) == seen):
+    if _number(whole) != seen or _number(part) is None:
         raise ValueError(f"{where}: {word_id[:20]!r} is not an empty node ID after word {seen} ({seen}.1, ...)")
+    return None
 
 
 def _check_tree(heads: Sequence[int], relations: Sequence[str], where: str) -> None:

@@ -25,6 +25,7 @@ from engine.training.loop.callbacks import TrainerCallback
 from engine.training.runs.run_names import run_name
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.data.token_cache import CorpusCancelled, Progress as CorpusProgress
+from engine.data.token_store import TokenStore
 from engine.training.jobs.pretraining_data import (
     corpus_tokens, corpus_vocabulary, job_source, pretraining_data, same_vocabulary_everywhere,
 )
@@ -112,7 +113,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
         tokenizer = corpus_vocabulary(spec, source, config, step, reading)
     same_vocabulary_everywhere(tokenizer)
     step(f"tokenising {source.name} (once; later runs read the cache)")
-    store = corpus_tokens(spec, source, tokenizer, config, reading)
+    store = same_store_everywhere(corpus_tokens(spec, source, tokenizer, config, reading))
     train_data, eval_data = pretraining_data(spec, config, tokenizer, store)
     step(f"planning pretraining instances from {train_data.num_documents:,} documents")
     check_one_batch(train_data, config)
@@ -157,7 +158,7 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
     step("rebuilding the training data")
     definition = job.definition
     if not definition.finetuning:       # the same store, split (the run's seed) and datasets as the original run
-        store = corpus_tokens(job, job_source(job), tokenizer, config, reading)
+        store = same_store_everywhere(corpus_tokens(job, job_source(job), tokenizer, config, reading))
         train_data, eval_data = pretraining_data(job, config, tokenizer, store)
     else:
         labelled = HEADS[definition.heads[0]].labelled
@@ -173,6 +174,14 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
         folder.write_spec({**folder.read_spec(), "report_to": job.report_to})
     return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),
                        checkpoint)
+
+
+def same_store_everywhere(store: TokenStore) -> TokenStore:
+    """``store`` when every rank's token store has its content hash (ValueError naming both ranks and hashes
+    otherwise: nodes with other corpus files, or caches made from them, would train on mixed data)."""
+    dist.same_everywhere(store.content_hash, "token stores (content hashes)",
+                         "give every node the same corpus file and settings")
+    return store
 
 
 def _reporting(hooks: dict[str, Any], spec: JobSpec, run_dir: str | Path) -> dict[str, Any]:

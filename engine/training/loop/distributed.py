@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -130,3 +131,27 @@ def broadcast_object(value: Any) -> Any:
     holder = [value if rank() == 0 else None]
     dist.broadcast_object_list(holder, src=0)
     return holder[0]
+
+
+def gather_object(value: Any) -> list[Any]:
+    """Every process's ``value``, in rank order (pickled; for small things); ``[value]`` when single-process."""
+    if not is_distributed():
+        return [value]
+    gathered: list[Any] = [None] * world_size()
+    dist.all_gather_object(gathered, value)
+    return gathered
+
+
+def first_difference(values: Sequence[Any]) -> int | None:
+    """The first rank whose value differs from rank 0's, or None when every rank holds the same."""
+    return next((r for r, value in enumerate(values) if value != values[0]), None)
+
+
+def same_everywhere(value: str, what: str, advice: str) -> None:
+    """ValueError, on every rank alike, when some rank's ``value`` (a fingerprint of ``what``) differs from rank
+    0's: one sentence naming both ranks and both values, then ``advice``. Single-process: nothing to check."""
+    values = gather_object(value)
+    other = first_difference(values)
+    if other is not None:
+        raise ValueError(f"rank 0 and rank {other} hold different {what} ({values[0]} on rank 0, {values[other]} on "
+                         f"rank {other}), so they would train on mixed data: {advice}")

@@ -132,6 +132,7 @@ def test_a_bad_upload_is_one_sentence(client, tmp_path, content, name, message) 
     (("default", 1), "at least 2|minimum"),
     (("nope", COUNT), "Models available now"),
     (("default", COUNT, None, "det", "sideways"), "not in the list of choices"),       # Gradio's own check
+    (("default", COUNT, None, "nonexistent"), "'nonexistent' is not a relation scored on .*: pick one of .*det"),
 ])
 def test_bad_input_is_one_sentence(client, args, message) -> None:
     expect_error(call(client, *args, api_name="/syntax_heads"), message)
@@ -146,8 +147,14 @@ def test_the_handlers_own_checks(services) -> None:
         views.sentences_for("/tmp/notes.pdf", COUNT)
     with pytest.raises(gr.Error, match=r"gone\.conllu did not arrive"):
         views.sentences_for({"path": "/nonexistent/gone.conllu"}, COUNT)
-    summary = views.heads_view(services, "default", COUNT, None, "no-such-relation", DIRECTIONS[0])[0]
-    assert "**det**" in summary                                    # an unknown relation: det is drawn
+    for unknown, shown in (("nonexistent", "'nonexistent'"), ("<b>x</b>", "That relation"), (["det"], "That relation")):
+        with pytest.raises(gr.Error) as raised:
+            views.heads_view(services, "default", COUNT, None, unknown, DIRECTIONS[0])
+        assert raised.value.message.startswith(f"{shown} is not a relation scored on the bundled sample")
+        known = head_scores(sentence_features(services.model("default"), read_sample()[:COUNT])).relations
+        assert f"pick one of {', '.join(known)} (the relations with at least 10 arcs there)" in raised.value.message
+    for none_given in (None, "", "  "):                             # nothing chosen: det is drawn
+        assert "**det**" in views.heads_view(services, "default", COUNT, None, none_given, DIRECTIONS[0])[0]
 
 
 def test_over_training_walks_the_runs_checkpoints_and_caches_them(client, services) -> None:
