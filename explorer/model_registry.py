@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from engine.model.families.registry import check_in_the_tabs, load_config
 from engine.folder_listing import configured_folder
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
@@ -26,6 +27,7 @@ from engine.training.runs.run_catalog import checkpoints_newest_first
 from engine.checks import is_finite_number
 from explorer.local_models import LocalFolders, is_dir as _is_dir
 from explorer.model_key import DEFAULT, LIVE, UNTRAINED, KeyKind, ModelKey, usable_run_name
+from explorer.run_choice import RunChoice
 from explorer.model_settings import max_hub_bytes, max_model_parameters
 
 if TYPE_CHECKING:
@@ -48,23 +50,6 @@ class ModelChoice:
     kind: str                       # "default" | "live" | "checkpoint" | "local" | "hub"
     step: int | None = None         # training step, for checkpoints
     run: str = ""                   # the run's name, for checkpoints
-
-
-@dataclass(frozen=True)
-class RunChoice:
-    """A training run as the over-training views offer it: its name and the steps of its checkpoints."""
-
-    name: str
-    checkpoints: int
-    first_step: int
-    last_step: int
-
-    @property
-    def label(self) -> str:
-        """"run-a · 5 checkpoints, steps 100–500"."""
-        if self.checkpoints == 1:
-            return f"{self.name} · 1 checkpoint, step {self.last_step}"
-        return f"{self.name} · {self.checkpoints} checkpoints, steps {self.first_step}–{self.last_step}"
 
 
 def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoice]:
@@ -231,7 +216,7 @@ class ModelRegistry:
             return loaded.config
         if key == DEFAULT and self.default_hub is None and self.has_default():
             try:
-                return BertConfig.load(self.default_dir)
+                return load_config(self.default_dir)
             except (OSError, ValueError):
                 return None
         return None
@@ -318,12 +303,14 @@ class ModelRegistry:
         source = (f"default (hub {self.default_hub})" if self.default_hub else "default") if key == DEFAULT \
             else f"{key.kind} {key.reference}"
         try:
-            return load_directory(self.folder(key), self.device, source=source, max_parameters=self.max_parameters)
+            loaded = load_directory(self.folder(key), self.device, source=source, max_parameters=self.max_parameters)
         except ModelTooLargeError as exc:
             raise ModelTooLargeError(f"{exc} (the limit is EXPLORER_MAX_MODEL_PARAMS)") from None
         except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:   # unreadable: say so, no server path
             what = (exc.strerror or type(exc).__name__).lower() + (f": {Path(exc.filename).name}" if exc.filename else "")
             raise ValueError(f"The model {key} cannot be read ({what}).") from None
+        check_in_the_tabs(loaded.config, str(key))      # RoBERTa & co.: the engine reads them, the tabs not yet
+        return loaded
 
     def _download(self, repo_id: str) -> Path:
         """``hub.download`` under the app's cap; the message names the setting that raises it."""

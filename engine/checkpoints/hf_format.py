@@ -28,6 +28,7 @@ from engine.checkpoints.model_fit import (
 )
 from engine.checkpoints.weight_files import read_weights
 from engine.model.config import BertConfig
+from engine.model.families.registry import load_config, save_config, state_to_ours, state_to_theirs
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.checkpoints.key_mapping import (
@@ -121,12 +122,14 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"no model directory at {directory}")
-    config = BertConfig.load(directory)
+    config = load_config(directory)                     # any family's config.json (engine/model/families)
     check_config_size(config, max_parameters, str(directory))
     try:
-        shapes, ignored = normalise_keys(read_weights(directory, meta=True), config.architectures)
+        ours, dropped = state_to_ours(read_weights(directory, meta=True), config)    # the family's names -> ours
+        shapes, ignored = normalise_keys(ours, config.architectures)
     except ValueError as exc:
         raise ValueError(_naming(directory, exc)) from None
+    ignored = dropped + ignored
     heads, has_pooler = detect_heads(shapes)
     for spec in (HEADS[h] for h in heads if HEADS[h].labelled and f"{HEADS[h].prefix}weight" in shapes):
         num_labels = shapes[f"{spec.prefix}weight"].shape[0]
@@ -141,7 +144,7 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
         raise ValueError(_naming(directory, exc)) from None
     check_fits(model, shapes, max_parameters, str(directory))
     tokenizer = _load_tokenizer(directory, config)
-    state, _ = normalise_keys(read_weights(directory), config.architectures)
+    state, _ = normalise_keys(state_to_ours(read_weights(directory), config)[0], config.architectures)
     if {k: v.shape for k, v in state.items()} != {k: v.shape for k, v in shapes.items()}:
         raise ValueError(f"{directory}: the weight files changed while the model was loading; try again")
     materialise(model, {k: v.float() if v.is_floating_point() else v for k, v in state.items()})
@@ -183,7 +186,7 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
     explicit = bool(architectures)
     architectures = list(architectures or architectures_for(model.heads))
     state = {k: v.detach().to("cpu", torch.float32).contiguous().clone() for k, v in model.state_dict().items()}
-    exported = export_state(state, architectures)
+    exported = state_to_theirs(export_state(state, architectures), model.config, bare=architectures == ["BertModel"])
     classes = hf_classes()
     for name in architectures:
         needed, pooler = classes[name]        # the class's heads; whether its encoder has the pooler
@@ -207,7 +210,7 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
         staging.chmod(0o755)  # mkdtemp makes it private; a model directory is an ordinary folder
         save_file(exported, str(staging / "model.safetensors"), metadata={"format": "pt"})
         (staging / "model.safetensors").chmod(0o644)   # safetensors creates it owner-only
-        config.save(staging)
+        save_config(config, staging)                    # the family's config.json
         if tokenizer is not None:
             tokenizer.save(staging)
         if extra is not None:

@@ -20,6 +20,7 @@ from torch import nn
 
 from engine.checkpoints.key_mapping import hf_key
 from engine.model.config import BertConfig
+from engine.model.families.registry import family_of, load_config
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 
@@ -39,9 +40,11 @@ def count_text(count: int) -> str:
 def config_size_lower_bound(config: BertConfig) -> int:
     """At least how many parameters ``config`` implies: the embeddings and the layers' weight matrices (no
     biases, no heads), in Python integers, so an absurd config cannot overflow or allocate anything."""
-    hidden, inner = config.hidden_size, config.intermediate_size
-    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * hidden
-    return embeddings + config.num_hidden_layers * (4 * hidden * hidden + 2 * hidden * inner)
+    hidden, inner, width = config.hidden_size, config.intermediate_size, config.embedding_width
+    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * width
+    projection = width * hidden if config.embedding_size is not None else 0      # ALBERT, ELECTRA
+    modules = config.num_hidden_groups or config.num_hidden_layers               # ALBERT's layers share groups
+    return embeddings + projection + modules * (4 * hidden * hidden + 2 * hidden * inner)
 
 
 def check_config_size(config: BertConfig, max_parameters: int, where: str) -> None:
@@ -54,7 +57,7 @@ def check_config_size(config: BertConfig, max_parameters: int, where: str) -> No
 
 def config_check(max_parameters: int, where: str) -> Callable[[Path], None]:
     """A check of a ``config.json`` file alone (``hub.download`` runs it before fetching any weights)."""
-    return lambda path: check_config_size(BertConfig.load(path), max_parameters, where)
+    return lambda path: check_config_size(load_config(path), max_parameters, where)
 
 
 def build_on_meta(config: BertConfig, heads: tuple[str, ...], add_pooling_layer: bool) -> BertWithHeads:
@@ -78,9 +81,11 @@ def check_fits(model: BertWithHeads, state: dict[str, torch.Tensor], max_paramet
     counts = f" (config.json implies {count_text(implied)} parameters, the weight files hold {count_text(held)})"
     missing = sorted(expected.keys() - state.keys())
     if missing:
-        shown = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
-        raise ValueError(f"{where}: the weights are incomplete for a {model.config.num_hidden_layers}-layer BERT; "
-                         f"missing {shown}{counts}")
+        family = family_of(model.config.model_type)
+        names = [family.renames.to_theirs(key) or key for key in missing[:6]]          # as the family's files name them
+        shown = ", ".join(names) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        raise ValueError(f"{where}: the weights are incomplete for a {model.config.num_hidden_layers}-layer "
+                         f"{family.name}; missing {shown}{counts}")
     unexpected = sorted(state.keys() - expected.keys())
     if unexpected:
         raise ValueError(f"{where}: weights do not fit config.json (e.g. more layers than "

@@ -38,6 +38,11 @@ class BertConfig:
     classifier_dropout: float | None = None
     id2label: dict[int, str] = field(default_factory=lambda: {0: "LABEL_0", 1: "LABEL_1"})
     architectures: list[str] | None = None
+    # What a family changes in the shared parts (engine/model/families; BERT keeps every default):
+    model_type: str = "bert"                 # the family's config.json model_type
+    embedding_size: int | None = None        # ALBERT, ELECTRA: embeddings this wide, projected to hidden_size
+    num_hidden_groups: int | None = None     # ALBERT: the layers share the weights of this many groups
+    position_offset: int = 0                 # RoBERTa, XLM-R: positions count from pad_token_id + 1 (not written)
 
     def __post_init__(self) -> None:
         # JSON object keys are strings; normalise id2label to int keys.
@@ -59,6 +64,16 @@ class BertConfig:
         return {v: k for k, v in self.id2label.items()}
 
     @property
+    def embedding_width(self) -> int:
+        """Width of the embeddings (E): ``embedding_size`` when the family factorises them, else H."""
+        return self.embedding_size or self.hidden_size
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input the position embeddings cover: ``max_position_embeddings`` less the offset."""
+        return self.max_position_embeddings - self.position_offset
+
+    @property
     def head_size(self) -> int:
         """Width of one attention head (hd)."""
         return self.hidden_size // self.num_attention_heads
@@ -67,12 +82,23 @@ class BertConfig:
         """Raise ``ValueError`` with a readable message if the values cannot make a BERT."""
         positive = (
             "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-            "intermediate_size", "max_position_embeddings", "type_vocab_size",
+            "intermediate_size", "max_position_embeddings",
         )
         for name in positive:
             value = getattr(self, name)
             if not is_int(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not is_int(self.type_vocab_size) or self.type_vocab_size < 0:     # 0: no segment embeddings
+            raise ValueError(f"type_vocab_size must be 0 or a positive integer, got {self.type_vocab_size!r}")
+        for name in ("embedding_size", "num_hidden_groups"):
+            value = getattr(self, name)
+            if value is not None and (not is_int(value) or value <= 0):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.num_hidden_groups is not None and self.num_hidden_layers % self.num_hidden_groups:
+            raise ValueError(f"num_hidden_layers ({self.num_hidden_layers}) must be a multiple of num_hidden_groups "
+                             f"({self.num_hidden_groups}): each group serves the same number of layers")
+        if not is_int(self.position_offset) or not 0 <= self.position_offset < self.max_position_embeddings:
+            raise ValueError(f"position_offset must be in [0, max_position_embeddings), got {self.position_offset!r}")
         if self.hidden_size % self.num_attention_heads != 0:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
@@ -101,6 +127,8 @@ class BertConfig:
     def to_dict(self) -> dict[str, Any]:
         """The ``config.json`` content (``model_type: bert``) ``transformers`` reads."""
         data = dataclasses.asdict(self)
+        for name in ("embedding_size", "num_hidden_groups", "position_offset"):   # the families' own, written by them
+            del data[name]
         data["id2label"] = {str(k): v for k, v in self.id2label.items()}
         data["label2id"] = self.label2id
         data["model_type"] = "bert"
@@ -114,14 +142,14 @@ class BertConfig:
     def from_dict(cls, data: dict[str, Any]) -> "BertConfig":
         """Build from a ``config.json`` dict; unknown HF fields are ignored, wrong model types refused."""
         model_type = data.get("model_type", "bert")
-        if model_type != "bert":
-            raise ValueError(f"config.json has model_type {model_type!r}; only 'bert' models are supported")
+        if model_type != "bert":          # the other families: engine.model.families.config_from_dict
+            raise ValueError(f"config.json has model_type {model_type!r}, not 'bert'")
         pos = data.get("position_embedding_type", "absolute")
         if pos != "absolute":
             raise ValueError(f"position_embedding_type {pos!r} is not supported (only 'absolute')")
         if data.get("is_decoder"):
             raise ValueError("decoder (causal) BERT configs are not supported; this app explores encoders")
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = {f.name for f in dataclasses.fields(cls)} - {"embedding_size", "num_hidden_groups", "position_offset"}
         kwargs = {k: v for k, v in data.items() if k in names}
         if "id2label" not in kwargs and isinstance(data.get("num_labels"), int) and data["num_labels"] > 0:
             kwargs["id2label"] = {i: f"LABEL_{i}" for i in range(data["num_labels"])}

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.model.config import BertConfig
+from engine.model.embeddings import BertEmbeddings
 from engine.model.inference_cache import InferenceCached, forget_inference_caches
 from engine.model.outputs import EncoderOutput
 
@@ -38,37 +39,6 @@ def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dt
         return None
     keep = attention_mask[:, None, None, :].to(dtype)  # (B, 1, 1, S)
     return (1.0 - keep) * torch.finfo(dtype).min
-
-
-class BertEmbeddings(nn.Module):
-    """LayerNorm(word + position + token type) followed by dropout."""
-
-    def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
-
-    def parts(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-              position_ids: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The three summands (word, position, token type), each (B, S, H), before LayerNorm."""
-        _, seq_len = input_ids.shape
-        if seq_len > self.position_embeddings.num_embeddings:
-            raise ValueError(f"sequence of {seq_len} tokens is longer than max_position_embeddings "
-                             f"({self.position_embeddings.num_embeddings})")
-        if position_ids is None:
-            position_ids = torch.arange(seq_len, device=input_ids.device)[None, :]  # (1, S)
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        return (self.word_embeddings(input_ids), self.position_embeddings(position_ids),
-                self.token_type_embeddings(token_type_ids))
-
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        word, position, token_type = self.parts(input_ids, token_type_ids, position_ids)
-        return self.dropout(self.LayerNorm(word + token_type + position))  # (B, S, H)
 
 
 class AttentionWeights(NamedTuple):
@@ -238,9 +208,18 @@ class BertLayer(InferenceCached):
 
 
 class BertEncoder(nn.Module):
+    """The layers' modules: one per layer, or (ALBERT) one per group of layers that share their weights."""
+
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
-        self.layer = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        groups = config.num_hidden_groups
+        self.layer = nn.ModuleList(BertLayer(config) for _ in range(groups or config.num_hidden_layers))
+        per_group = config.num_hidden_layers // groups if groups else 1
+        self.order = [index // per_group for index in range(config.num_hidden_layers)]   # layer -> its module
+
+    def layers(self) -> list[BertLayer]:
+        """The module each layer runs, in order (a shared one repeats)."""
+        return [self.layer[i] for i in self.order]
 
 
 class BertPooler(nn.Module):
@@ -274,6 +253,9 @@ class BertModel(nn.Module):
         super().__init__()
         self.config = config
         self.embeddings = BertEmbeddings(config)
+        # ALBERT, ELECTRA: embeddings of width E, projected to H before the first layer
+        self.embeddings_project = (nn.Linear(config.embedding_size, config.hidden_size)
+                                   if config.embedding_size is not None else None)
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
@@ -293,7 +275,9 @@ class BertModel(nn.Module):
         given, is handed each layer's probes (``(index, {"probs": ..., ...})``, each (B, nh, S, ...)) as they are
         made, and they are not collected: the outputs' attentions, queries, keys and scores are then empty
         tuples, and no more than one layer's maps is held at a time."""
-        hidden = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, S, H)
+        hidden = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, S, E)
+        if self.embeddings_project is not None:
+            hidden = self.embeddings_project(hidden)                        # (B, S, H)
         mask = additive_attention_mask(attention_mask, hidden.dtype)        # (B, 1, 1, S) or None
         head_mask = normalise_head_mask(head_mask, self.config)
         if head_mask is not None:
@@ -303,7 +287,7 @@ class BertModel(nn.Module):
         collected: dict[str, list[torch.Tensor]] = {"probs": [], "scores": [], "queries": [], "keys": []}
         # only what the caller asked for is held across layers (each of probs and scores is L x (B, nh, S, S))
         wanted = ({"probs"} if output_attentions else set()) | ({"scores", "queries", "keys"} if output_qk else set())
-        for index, layer in enumerate(self.encoder.layer):
+        for index, layer in enumerate(self.encoder.layers()):
             layer_head_mask = None if head_mask is None else head_mask[index]
             hidden, probes = layer(hidden, mask, layer_head_mask, explicit)
             if on_layer is not None:

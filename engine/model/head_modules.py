@@ -11,13 +11,14 @@ from engine.model.encoder import activation
 
 
 class BertPredictionHeadTransform(nn.Module):
-    """dense -> activation -> LayerNorm, applied before the vocabulary projection."""
+    """dense -> activation -> LayerNorm, applied before the vocabulary projection (H -> E: the embeddings' width)."""
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        width = config.embedding_width                 # H; E where the family factorises its embeddings
+        self.dense = nn.Linear(config.hidden_size, width)
         self.act = activation(config.hidden_act)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.LayerNorm = nn.LayerNorm(width, eps=config.layer_norm_eps)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.LayerNorm(self.act(self.dense(hidden)))
@@ -29,7 +30,7 @@ class BertLMPredictionHead(nn.Module):
     def __init__(self, config: BertConfig, word_embeddings: nn.Embedding) -> None:
         super().__init__()
         self.transform = BertPredictionHeadTransform(config)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.decoder = nn.Linear(config.embedding_width, config.vocab_size, bias=False)
         self.decoder.weight = word_embeddings.weight  # tied: same Parameter, same storage
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 

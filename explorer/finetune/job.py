@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.model.config import BertConfig
+from engine.model.families.registry import load_config
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.tasks.registry import default_keep_optimizer_state
 from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, parse_labels
@@ -79,7 +79,7 @@ def make_job(services: Services, model_key: str | None, task: str, source: str, 
                    eval_fraction=held_out, max_file_bytes=MAX_UPLOAD_BYTES, **row.spec_fields(seq), **fields,
                    report_to=log_to.report_to(report_to), task_settings=row.settings(seq))
     spec.validate()
-    positions = BertConfig.load(Path(folder)).max_position_embeddings
+    positions = load_config(Path(folder)).max_position_embeddings
     if seq > positions:
         raise ValueError(f"Sequence length {seq} is longer than the base model's {positions} positions; choose "
                          f"at most {positions}.")

@@ -193,8 +193,13 @@ def test_corrupt_bin(saved):
 
 
 def test_not_a_bert_config(saved):
+    """A BERT's weights under a RoBERTa config.json are read as a RoBERTa's: named as RoBERTa names them, missing;
+    a family this app does not read is refused naming those it does."""
     edit_config(saved, model_type="roberta")
-    with pytest.raises(ValueError, match="roberta"):
+    with pytest.raises(ValueError, match=r"incomplete for a 2-layer RoBERTa; missing roberta\.embeddings\."):
+        engine.load(saved)
+    edit_config(saved, model_type="gpt2")
+    with pytest.raises(ValueError, match="model_type 'gpt2', a family this app does not read; it reads BERT"):
         engine.load(saved)
 
 

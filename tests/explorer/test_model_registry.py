@@ -193,11 +193,15 @@ def test_inference_device_refuses_nonsense(bad) -> None:
 def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> None:
     import explorer.model_registry as registry_module
     seen = []
+    from types import SimpleNamespace
+
+    from engine.model.config import BertConfig
+    model = SimpleNamespace(config=BertConfig())                  # a stand-in LoadedModel of a BERT
     monkeypatch.setattr(registry_module, "load_directory",
-                        lambda directory, device="cpu", source=None, **_: seen.append((Path(directory), device)) or "m")
+                        lambda directory, device="cpu", source=None, **_: seen.append((Path(directory), device)) or model)
     (tmp_path / "config.json").write_text("{}")
     registry = ModelRegistry(runs_root=tmp_path / "runs", default_dir=tmp_path, device="cuda:0")
-    assert registry.get("default") == "m"
+    assert registry.get("default") is model
     assert seen == [(tmp_path, "cuda:0")]
 
 
@@ -315,3 +319,17 @@ def test_describe_says_where_to_try_fine_tuned_heads_and_names_their_labels(tiny
     assert "multiple choice (Heads › Choose)" in describe(LoadedModel(chooser, tiny_tokenizer, chooser.config, "mc"))
     plain = tiny_model(1, heads=("mlm", "nsp"))
     assert "add one in the **Fine-tune** tab" in describe(LoadedModel(plain, tiny_tokenizer, plain.config, "base"))
+
+
+def test_a_family_the_tabs_do_not_read_yet_is_refused_with_a_sentence(tmp_path) -> None:
+    """A RoBERTa in an allowed folder: the engine reads it (tests/model/test_families.py), the picker says the tabs
+    read BERT models only so far, naming the family, instead of failing later inside a tab."""
+    import transformers
+
+    folder = tmp_path / "models" / "roberta"
+    config = transformers.RobertaConfig(vocab_size=60, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                        intermediate_size=32, max_position_embeddings=20)
+    transformers.RobertaForMaskedLM(config).save_pretrained(folder)
+    registry = ModelRegistry(allowed_dirs=(tmp_path / "models",), default_dir=None)
+    with pytest.raises(ValueError, match=r"is a RoBERTa model: it loads in the engine .* tabs read BERT models only"):
+        registry.get(f"local:{folder}")

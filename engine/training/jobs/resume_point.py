@@ -19,7 +19,7 @@ from pathlib import Path
 
 from safetensors import safe_open
 
-from engine.model.config import BertConfig
+from engine.model.families.registry import load_config
 from engine.regular_files import require_regular
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
 from engine.training.loop.config import TrainingConfig
@@ -60,7 +60,7 @@ def checkpoint_problem(path: str | Path) -> str | None:
     if not has_optimizer_state(state):     # an older checkpoint of a lean run: a model, not a resume point
         return NO_OPTIMIZER_STATE
     try:
-        BertConfig.load(path / "config.json")
+        load_config(path / "config.json")
     except Exception:  # noqa: BLE001
         return "config.json is not a model configuration"
     try:

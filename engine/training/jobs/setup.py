@@ -17,7 +17,7 @@ from pathlib import Path
 import time
 from typing import Any, Callable, ContextManager, Sequence
 
-from engine.model.config import BertConfig
+from engine.model.families.registry import load_config
 from engine.model.head_specs import HEADS
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
@@ -162,7 +162,7 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
         train_data, eval_data = pretraining_data(job, config, tokenizer, store)
     else:
         labelled = HEADS[definition.heads[0]].labelled
-        id2label = BertConfig.load(checkpoint).id2label if labelled else None
+        id2label = load_config(checkpoint).id2label if labelled else None
         train_data, eval_data, _ = definition.data(job, config, tokenizer, id2label, step)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
     trainer = resume(checkpoint, definition.make(config), train_data, eval_data, run_dir=job.run_dir,

@@ -1,0 +1,149 @@
+"""The BERT family at the door (docs/design/families.md): a random model of each family, saved by ``transformers``
+in its own layout (fp32 and fp16, whole and sharded), loads through ``engine.load`` and gives transformers'
+hidden states, attention maps and head logits (eager attention, fp32) within 1e-5, on a padded batch; our export
+loads back into the family's own transformers class with nothing missing or unexpected and the same logits.
+Awkward configurations: ALBERT with several layer groups and E != H, ELECTRA with E < H, RoBERTa's positions
+after the padding id (max_position_embeddings = tokens + 2), XLM-R's larger vocabulary, DistilBERT without
+segments."""
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers
+
+from engine.checkpoints.hf_format import load
+from engine.model.families.registry import FAMILIES, config_from_dict, family_of
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+TOL = 1e-5
+SHAPE = dict(hidden_size=32, num_hidden_layers=4, num_attention_heads=4, intermediate_size=48)
+
+# (name, transformers config, the masked-LM class, the other task classes read)
+CASES = {
+    "roberta": (transformers.RobertaConfig(vocab_size=120, max_position_embeddings=26, **SHAPE),
+                transformers.RobertaForMaskedLM,
+                (transformers.RobertaForQuestionAnswering, transformers.RobertaForTokenClassification)),
+    "xlm-roberta": (transformers.XLMRobertaConfig(vocab_size=900, max_position_embeddings=40, **SHAPE),
+                    transformers.XLMRobertaForMaskedLM, (transformers.XLMRobertaForQuestionAnswering,)),
+    "distilbert": (transformers.DistilBertConfig(vocab_size=120, dim=32, n_layers=3, n_heads=4, hidden_dim=48,
+                                                 max_position_embeddings=40),
+                   transformers.DistilBertForMaskedLM,
+                   (transformers.DistilBertForQuestionAnswering, transformers.DistilBertForTokenClassification)),
+    "electra": (transformers.ElectraConfig(vocab_size=120, embedding_size=16, max_position_embeddings=40, **SHAPE),
+                transformers.ElectraForMaskedLM,
+                (transformers.ElectraForQuestionAnswering, transformers.ElectraForTokenClassification)),
+    "albert": (transformers.AlbertConfig(vocab_size=120, embedding_size=16, num_hidden_groups=2,
+                                         max_position_embeddings=40, **SHAPE),
+               transformers.AlbertForMaskedLM,
+               (transformers.AlbertForQuestionAnswering, transformers.AlbertForSequenceClassification)),
+}
+
+
+def randomized(cls, config, seed: int = 0) -> torch.nn.Module:
+    """``cls(config)`` in eager attention with every parameter drawn at random (LayerNorms too)."""
+    torch.manual_seed(seed)
+    config._attn_implementation = "eager"
+    model = cls(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.normal_(0.0, 0.3)
+    return model
+
+
+def padded_batch(config, seq_len: int = 24) -> dict[str, torch.Tensor]:
+    """Two rows: one full (``seq_len`` tokens), one padded after 9; ids avoid the padding id."""
+    pad = config.pad_token_id
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(3, config.vocab_size, (2, seq_len), generator=generator)
+    ids[ids == pad] = pad + 1
+    mask = torch.ones_like(ids)
+    ids[1, 9:], mask[1, 9:] = pad, 0
+    return {"input_ids": ids, "attention_mask": mask}
+
+
+def outputs(model, inputs, ours: bool):
+    """(hidden states, attentions, the head's logits) of one model on ``inputs``."""
+    with torch.no_grad():
+        out = model(**inputs, output_hidden_states=True, output_attentions=True)
+    if ours:
+        encoder, head = out.encoder, next(r for r in (out.mlm, out.qa, out.token_classifier, out.classifier) if r)
+        logits = head.logits if hasattr(head, "logits") else torch.stack((head.start_logits, head.end_logits))
+        return encoder.hidden_states, encoder.attentions, logits
+    logits = out.logits if hasattr(out, "logits") else torch.stack((out.start_logits, out.end_logits))
+    return out.hidden_states, out.attentions, logits
+
+
+def assert_same(ours, theirs, keep: torch.Tensor) -> None:
+    """Every hidden state, attention map and logit within ``TOL`` (padding positions of hidden states and logits
+    left out: they are computed from nothing)."""
+    (h1, a1, l1), (h2, a2, l2) = ours, theirs
+    assert len(h1) == len(h2) and len(a1) == len(a2)
+    rows = keep.bool()
+    for x, y in zip(h1, h2):
+        assert (x[rows] - y[rows]).abs().max() <= TOL
+    for x, y in zip(a1, a2):
+        assert (x - y).abs().max() <= TOL
+    l1, l2 = (l.float() for l in (l1, l2))
+    if l1.dim() == 3 and l1.shape[:2] == rows.shape:
+        l1, l2 = l1[rows], l2[rows]
+    assert (l1 - l2).abs().max() <= TOL * max(1.0, float(l2.abs().max()))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_family_loads_and_matches_transformers_then_exports_back(name, tmp_path):
+    config, mlm_class, _ = CASES[name]
+    theirs = randomized(mlm_class, config)
+    theirs.save_pretrained(tmp_path / "theirs")
+    loaded = load(tmp_path / "theirs")
+    assert loaded.config.model_type == name and family_of(name) is FAMILIES[name]
+    assert loaded.heads == ("mlm",) and loaded.ignored_keys == []
+    inputs = padded_batch(config)
+    expected = outputs(theirs, inputs, ours=False)
+    assert_same(outputs(loaded.model, inputs, ours=True), expected, inputs["attention_mask"])
+
+    loaded.save(tmp_path / "ours")                             # our export, in the family's layout
+    back, info = mlm_class.from_pretrained(tmp_path / "ours", attn_implementation="eager", output_loading_info=True)
+    assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
+    assert type(back).__name__ == mlm_class.__name__
+    assert_same(outputs(back.eval(), inputs, ours=False), expected, inputs["attention_mask"])
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_familys_task_heads_match_transformers(name, tmp_path):
+    config, _, classes = CASES[name]
+    for index, cls in enumerate(classes):
+        theirs = randomized(cls, config, seed=index + 1)
+        theirs.save_pretrained(tmp_path / cls.__name__)
+        loaded = load(tmp_path / cls.__name__)
+        inputs = padded_batch(config)
+        assert_same(outputs(loaded.model, inputs, ours=True), outputs(theirs, inputs, ours=False),
+                    inputs["attention_mask"])
+
+
+@pytest.mark.parametrize("name", ["roberta", "albert"])
+def test_fp16_and_sharded_files_load_to_the_same_numbers(name, tmp_path):
+    """Saved in float16 in shards of 20 KB: read and widened to fp32, the numbers of the fp16 weights."""
+    config, mlm_class, _ = CASES[name]
+    theirs = randomized(mlm_class, config).half()
+    theirs.save_pretrained(tmp_path / "half", max_shard_size="20KB")
+    assert len(list((tmp_path / "half").glob("*.safetensors"))) > 1
+    loaded = load(tmp_path / "half")
+    theirs = theirs.float()
+    inputs = padded_batch(config)
+    assert_same(outputs(loaded.model, inputs, ours=True), outputs(theirs, inputs, ours=False),
+                inputs["attention_mask"])
+
+
+def test_heads_not_read_yet_are_dropped_by_name_and_odd_configs_refused(tmp_path):
+    """A RoBERTa sequence classifier: its encoder loads, its head's keys are listed as ignored; an ALBERT with
+    two inner layers a group, a sinusoidal DistilBERT and an unknown family are refused with a sentence."""
+    config = CASES["roberta"][0]
+    randomized(transformers.RobertaForSequenceClassification, config).save_pretrained(tmp_path / "classifier")
+    loaded = load(tmp_path / "classifier")
+    assert loaded.heads == () and any(k.startswith("classifier.out_proj") for k in loaded.ignored_keys)
+    with pytest.raises(ValueError, match="inner_group_num"):
+        config_from_dict({"model_type": "albert", "inner_group_num": 2, "hidden_size": 32, "num_attention_heads": 4})
+    with pytest.raises(ValueError, match="sinusoidal"):
+        config_from_dict({"model_type": "distilbert", "sinusoidal_pos_embds": True})
+    with pytest.raises(ValueError, match="model_type 'gpt2'.*RoBERTa \\('roberta'\\)"):
+        config_from_dict({"model_type": "gpt2"})
