@@ -1,90 +1,88 @@
-"""WordPiece tokenization over the Hugging Face `tokenizers` library.
+"""Tokenization over the Hugging Face `tokenizers` library: BERT's WordPiece, and any ``tokenizer.json``.
 
-`WordPieceTokenizer` wraps a ``tokenizers.Tokenizer`` set up exactly like BERT's
-(BertNormalizer, BertPreTokenizer, WordPiece model, ``[CLS] A [SEP] B [SEP]``
-post-processor, WordPiece decoder). It trains, loads and saves Hugging Face
-compatible files, encodes into plain-list `Encoding`s, and `explain()`s one input
-for the Tokenize tab (see `token_explain`). Nothing here hand-writes WordPiece.
+`WordPieceTokenizer` wraps a ``tokenizers.Tokenizer``. A WordPiece one is set up exactly like
+BERT's (BertNormalizer, BertPreTokenizer, WordPiece model, ``[CLS] A [SEP] B [SEP]`` post-processor,
+WordPiece decoder); any other model kind (byte-level BPE as RoBERTa's, Unigram as XLM-R's or ALBERT's)
+keeps its file's own normalizer, pre-tokenizer, decoder and post-processor. Special tokens are found by
+role (``special_roles``). It trains, loads and saves Hugging Face compatible files, encodes into
+plain-list `Encoding`s, and `explain()`s one input for the Tokenize tab (see `token_explain`).
+Nothing here hand-writes a tokenization algorithm.
 """
 from __future__ import annotations
 
 import json
 import threading
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
 from engine.checks import require_int
 from engine.regular_files import read_text
 from engine.text.encoding import Encoding
+from engine.text.piece_display import display_piece, is_byte_level
+from engine.text.special_roles import (
+    BERT_TOKENS, ROLES, configured_tokens, layout_template, read_tokenizer_config, resolve_roles,
+)
 from engine.text.token_explain import Explanation, describe
 from engine.text.vocabulary import (
-    MAX_INPUT_CHARS_PER_WORD, SPECIAL_TOKENS, bert_normalizer, check_text,
-    train_vocabulary,
+    MAX_INPUT_CHARS_PER_WORD, MAX_VOCAB_BYTES, SPECIAL_TOKENS, bert_normalizer, check_text, install_bert_layout,
+    lowercases, read_vocab_txt, train_vocabulary,
 )
 
 MODEL_MAX_LENGTH = 512
-MAX_VOCAB_BYTES = 64 << 20
 _TRUNCATION_STRATEGIES = ("longest_first", "only_first", "only_second")
-_SPECIAL_KEYS = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token")
-
-
-def _read_vocab_txt(path: Path) -> dict[str, int]:
-    """Parse a ``vocab.txt`` the way ``transformers`` does (line number = id); a regular file, size-capped."""
-    try:
-        lines = read_text(path, MAX_VOCAB_BYTES).splitlines(keepends=True)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not a UTF-8 vocab.txt file: {exc}") from None
-    return {line.rstrip("\n"): i for i, line in enumerate(lines)}
-
-
-def _lowercase_of(backend: Tokenizer) -> bool:
-    """Whether the backend's normalizer lowercases (read from its JSON form)."""
-    norm = json.loads(backend.to_str()).get("normalizer") or {}
-    parts = norm.get("normalizers", [norm]) if norm.get("type") == "Sequence" else [norm]
-    return any(p.get("type") == "Lowercase" or (p.get("type") == "BertNormalizer" and p.get("lowercase"))
-               for p in parts)
 
 
 class WordPieceTokenizer:
-    """A BERT WordPiece tokenizer (``tokenizers.Tokenizer`` inside), HF-file compatible."""
+    """A tokenizer (``tokenizers.Tokenizer`` inside), HF-file compatible: BERT's WordPiece or any tokenizer.json."""
 
-    def __init__(self, backend: Tokenizer, lowercase: bool | None = None) -> None:
-        """Adopt ``backend`` (a WordPiece ``tokenizers.Tokenizer``; modified in place).
+    def __init__(self, backend: Tokenizer, lowercase: bool | None = None,
+                 special_tokens: Mapping[str, str | None] | None = None) -> None:
+        """Adopt ``backend`` (a ``tokenizers.Tokenizer``; modified in place).
 
-        The BERT post-processor is always installed; a missing normalizer, pre-tokenizer
-        or decoder gets BERT's; padding and truncation are switched off on the backend.
+        ``special_tokens`` maps roles (``special_roles.ROLES``) to tokens, as a folder's
+        ``tokenizer_config.json`` names them; other roles come from the post-processor, else BERT's names.
+        A WordPiece backend needs the five BERT roles and always gets the BERT post-processor (a missing
+        normalizer, pre-tokenizer or decoder gets BERT's); any other model keeps its file's pipeline, and
+        the role tokens it lacks are None. Padding and truncation are switched off on the backend.
         """
         if not isinstance(backend, Tokenizer):
             raise TypeError(f"backend must be a tokenizers.Tokenizer, got {type(backend).__name__}")
-        if not isinstance(backend.model, models.WordPiece):
-            raise ValueError(f"expected a WordPiece model, got {type(backend.model).__name__}")
+        described = json.loads(backend.to_str())
+        self.is_wordpiece: bool = isinstance(backend.model, models.WordPiece)
         vocab = backend.get_vocab(with_added_tokens=True)
-        missing = [t for t in SPECIAL_TOKENS if t not in vocab]
-        if missing:
-            raise ValueError(f"vocabulary lacks the special token(s) {', '.join(missing)}")
-        if backend.normalizer is None:
-            backend.normalizer = bert_normalizer(True if lowercase is None else lowercase)
-        if backend.pre_tokenizer is None:
-            backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-        if backend.decoder is None:
-            backend.decoder = decoders.WordPiece(prefix="##")
-        backend.post_processor = processors.TemplateProcessing(
-            single="[CLS]:0 $A:0 [SEP]:0",
-            pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-            special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
-        )
-        backend.add_special_tokens(list(SPECIAL_TOKENS))
+        configured = dict(special_tokens or {})
+        roles = resolve_roles(configured, None if self.is_wordpiece else described.get("post_processor"), vocab)
+        if self.is_wordpiece:
+            roles.update({r: configured.get(r) or BERT_TOKENS[r] for r in BERT_TOKENS})
+            install_bert_layout(backend, roles, lowercase)
+            if lowercase is None:
+                described = json.loads(backend.to_str())
+        else:   # the named tokens become special, as transformers makes them (their own flags where already added)
+            added = {str(t) for t in backend.get_added_tokens_decoder().values()}
+            backend.add_special_tokens([AddedToken(t, special=True) for t in dict.fromkeys(roles.values())
+                                        if t is not None and t not in added])
         backend.no_truncation()
         backend.no_padding()
         self._backend = backend
-        self.lowercase: bool = _lowercase_of(backend) if lowercase is None else bool(lowercase)
-        self.pad_token_id: int = vocab["[PAD]"]
-        self.unk_token_id: int = vocab["[UNK]"]
-        self.cls_token_id: int = vocab["[CLS]"]
-        self.sep_token_id: int = vocab["[SEP]"]
-        self.mask_token_id: int = vocab["[MASK]"]
+        self.lowercase: bool = bool(lowercase) if lowercase is not None and self.is_wordpiece else lowercases(described)
+        self.byte_level: bool = is_byte_level(described)
+        self.roles: dict[str, str | None] = roles
+        ids = {role: None if token is None else backend.token_to_id(token) for role, token in roles.items()}
+        self.cls_token: str | None = roles["cls"]
+        self.sep_token: str | None = roles["sep"]
+        self.mask_token: str | None = roles["mask"]
+        self.pad_token: str | None = roles["pad"]
+        self.unk_token: str | None = roles["unk"]
+        self.pad_token_id: int | None = ids["pad"]
+        self.unk_token_id: int | None = ids["unk"]
+        self.cls_token_id: int | None = ids["cls"]
+        self.sep_token_id: int | None = ids["sep"]
+        self.mask_token_id: int | None = ids["mask"]
+        self._role_ids = ids
+        self._templates = {pair: layout_template(backend, pair) for pair in (False, True)}
+        self._added: frozenset[str] | None = None
         self._trunc_backend: Tokenizer | None = None   # clone with truncation on, used under _lock
         self._lock = threading.Lock()
 
@@ -106,7 +104,7 @@ class WordPieceTokenizer:
             path = Path(vocab)
             if not path.is_file():
                 raise FileNotFoundError(f"vocabulary file not found: {path}")
-            vocab = _read_vocab_txt(path)
+            vocab = read_vocab_txt(path)
         if not isinstance(vocab, dict):
             raise TypeError(f"vocab must be a path or a dict, got {type(vocab).__name__}")
         missing = [t for t in SPECIAL_TOKENS if t not in vocab]
@@ -136,14 +134,9 @@ class WordPieceTokenizer:
                 backend = Tokenizer.from_str(text)
             except Exception as exc:  # the Rust side raises plain Exception
                 raise ValueError(f"{path} is not a valid tokenizer.json: {exc}") from None
-            return cls(backend)
-        lowercase = True
-        config = path.parent / "tokenizer_config.json"
-        if config.is_file():
-            try:
-                lowercase = bool(json.loads(read_text(config, MAX_VOCAB_BYTES)).get("do_lower_case", True))
-            except (ValueError, AttributeError):
-                raise ValueError(f"{config} is not valid JSON") from None
+            config = read_tokenizer_config(path.parent)    # special tokens by role, from the files beside it
+            return cls(backend, special_tokens=configured_tokens(config, f"{path.parent / 'tokenizer_config.json'}"))
+        lowercase = bool(read_tokenizer_config(path.parent).get("do_lower_case", True))
         return cls.from_vocab(path, lowercase=lowercase)
 
     @classmethod
@@ -158,25 +151,27 @@ class WordPieceTokenizer:
         return tokenizer
 
     def save(self, directory: str | Path) -> list[Path]:
-        """Write ``vocab.txt``, ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``."""
+        """Write ``vocab.txt``, ``tokenizer.json``, ``tokenizer_config.json``, ``special_tokens_map.json``
+        (no ``vocab.txt`` for a non-WordPiece tokenizer, whose config names the generic fast tokenizer class)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        by_id = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
-        if [i for _, i in by_id] != list(range(len(by_id))):
-            raise ValueError("vocabulary ids are not contiguous from 0; cannot write vocab.txt")
-        specials = dict(zip(_SPECIAL_KEYS, SPECIAL_TOKENS))
-        config = {
-            "do_lower_case": self.lowercase, "tokenize_chinese_chars": True, "strip_accents": None,
-            "tokenizer_class": "BertTokenizer", "model_max_length": MODEL_MAX_LENGTH,
-            "clean_up_tokenization_spaces": False, **specials,
-        }
-        paths = [directory / n for n in ("vocab.txt", "tokenizer.json", "tokenizer_config.json",
-                                         "special_tokens_map.json")]
-        paths[0].write_text("".join(f"{tok}\n" for tok, _ in by_id), encoding="utf-8")
-        self._backend.save(str(paths[1]))
-        paths[2].write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-        paths[3].write_text(json.dumps(specials, indent=2) + "\n", encoding="utf-8")
-        return paths
+        specials = {f"{role}_token": self.roles[role] for role in (BERT_TOKENS if self.is_wordpiece else ROLES)
+                    if self.roles[role] is not None}
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": MODEL_MAX_LENGTH,
+                  "clean_up_tokenization_spaces": False, **specials}
+        names = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
+        if self.is_wordpiece:
+            by_id = sorted(self.get_vocab().items(), key=lambda kv: kv[1])
+            if [i for _, i in by_id] != list(range(len(by_id))):
+                raise ValueError("vocabulary ids are not contiguous from 0; cannot write vocab.txt")
+            config = {"do_lower_case": self.lowercase, "tokenize_chinese_chars": True, "strip_accents": None,
+                      **config, "tokenizer_class": "BertTokenizer"}
+            names.insert(0, "vocab.txt")
+            (directory / "vocab.txt").write_text("".join(f"{tok}\n" for tok, _ in by_id), encoding="utf-8")
+        self._backend.save(str(directory / "tokenizer.json"))
+        (directory / "tokenizer_config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+        (directory / "special_tokens_map.json").write_text(json.dumps(specials, indent=2) + "\n", encoding="utf-8")
+        return [directory / name for name in names]
 
     # --- vocabulary ---
     def get_vocab(self) -> dict[str, int]:
@@ -195,8 +190,35 @@ class WordPieceTokenizer:
         return self._backend.token_to_id(token)
 
     def special_ids(self) -> set[int]:
-        """Ids of [PAD], [UNK], [CLS], [SEP], [MASK]."""
-        return {self.pad_token_id, self.unk_token_id, self.cls_token_id, self.sep_token_id, self.mask_token_id}
+        """Ids of the role tokens this tokenizer has (BERT: [PAD], [UNK], [CLS], [SEP], [MASK])."""
+        return {i for i in self._role_ids.values() if i is not None}
+
+    def require_token_id(self, role: str) -> int:
+        """The id of the token for ``role`` (``special_roles.ROLES``); ValueError in one sentence if it has none."""
+        if role not in ROLES:
+            raise ValueError(f"unknown special-token role {role!r}; the roles are {', '.join(ROLES)}")
+        token_id = self._role_ids[role]
+        if token_id is None:
+            raise ValueError(f"this tokenizer has no {role} token (its files name none in its vocabulary), "
+                             f"so it cannot do what needs one")
+        return token_id
+
+    def display_piece(self, piece: str) -> str:
+        """``piece`` as shown to a reader (``piece_display.display_piece``): byte-level pieces decoded, a
+        word start shown as ``▁``; special and added tokens, WordPiece and SentencePiece pieces as they are."""
+        if not self.byte_level or piece in self._added_tokens():
+            return piece
+        return display_piece(piece, byte_level=True)
+
+    def _added_tokens(self) -> frozenset[str]:
+        if self._added is None:
+            self._added = frozenset(str(t) for t in self._backend.get_added_tokens_decoder().values())
+        return self._added
+
+    def _num_specials(self, pair: bool) -> int:
+        """How many special tokens the post-processor adds to a single text or a pair."""
+        processor = self._backend.post_processor
+        return 0 if processor is None else processor.num_special_tokens_to_add(pair)
 
     # --- encoding ---
     def _check_args(self, text: str, text_pair: str | None, max_length: int, truncation: bool) -> None:
@@ -205,7 +227,7 @@ class WordPieceTokenizer:
             check_text(text_pair, "text_pair")
         text_pair = text_pair or None
         require_int(max_length, "max_length")
-        minimum = 4 if text_pair is not None else 3
+        minimum = self._num_specials(text_pair is not None) + 1
         if truncation and max_length < minimum:
             raise ValueError(f"max_length={max_length} is too small: need >= {minimum} for "
                              f"{'a text pair' if text_pair is not None else 'a single text'} "
@@ -242,11 +264,15 @@ class WordPieceTokenizer:
                 final[i] = enc
         return [(self._to_encoding(e, len(f.ids) - len(e.ids)), f) for e, f in zip(final, full)]
 
-    @staticmethod
-    def _to_encoding(e, dropped: int) -> Encoding:
+    def _tokens(self, e) -> list[str]:
+        """``e``'s pieces, an unknown one as the unk token (a Unigram model names it by its source text)."""
+        unk = self.unk_token_id
+        return [self.unk_token if i == unk else t for t, i in zip(e.tokens, e.ids)] if unk is not None else e.tokens
+
+    def _to_encoding(self, e, dropped: int) -> Encoding:
         return Encoding(
             input_ids=list(e.ids), token_type_ids=list(e.type_ids), attention_mask=list(e.attention_mask),
-            tokens=list(e.tokens), offsets=[tuple(o) for o in e.offsets],
+            tokens=list(self._tokens(e)), offsets=[tuple(o) for o in e.offsets],
             special_tokens_mask=list(e.special_tokens_mask), word_ids=list(e.word_ids),
             sequence_ids=list(e.sequence_ids), truncated=dropped > 0, num_truncated_tokens=dropped,
         )
@@ -268,21 +294,35 @@ class WordPieceTokenizer:
         return [enc for enc, _ in self._encode_many(pairs, max_length, True, "longest_first")]
 
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str:
-        """Ids back to text (``##`` pieces joined)."""
+        """Ids back to text (with the file's decoder: ``##`` pieces joined, bytes decoded, ``▁`` a space)."""
         return self._backend.decode([int(i) for i in ids], skip_special_tokens=skip_special_tokens)
 
     def explain(self, text: str, text_pair: str | None = None, max_length: int = 512) -> Explanation:
         """Encode and describe one input for the Tokenize tab (rows, counts, layout, what truncation cut)."""
         (enc, full), = self._encode_many([(text, text_pair)], max_length, True, "longest_first")
-        return describe(enc, full, text, text_pair or None, max_length, self.unk_token_id)
+        return describe(enc, full, text, text_pair or None, max_length, self.unk_token_id,
+                        template=self._templates[bool(text_pair)], display=self.display_piece,
+                        continuation_prefix="##" if self.is_wordpiece else None, full_tokens=self._tokens(full))
+
+    def cut_question(self, question: str, max_question_len: int) -> str:
+        """``question``, or its longest prefix cut at a piece's end whose pieces are its first ones and at most
+        ``max_question_len`` (WordPiece: exactly that many; a byte-level piece may end inside a character)."""
+        asked = self._backend.encode(question, add_special_tokens=False)
+        for count in range(max_question_len, 0, -1) if len(asked.ids) > max_question_len else ():
+            prefix = question[:asked.offsets[count - 1][1]]
+            ids = self._backend.encode(prefix, add_special_tokens=False).ids
+            if len(ids) <= max_question_len and ids == asked.ids[:len(ids)]:
+                return prefix
+        return question if len(asked.ids) <= max_question_len else ""
 
     def encode_qa_windows(self, question: str, context: str, max_seq_len: int = 384, doc_stride: int = 128,
                           max_question_len: int = 64) -> list[Encoding]:
-        """``[CLS] question [SEP] context-window [SEP]`` windows, as the QA pipeline encodes them.
+        """``[CLS] question [SEP] context-window [SEP]`` windows (the post-processor's pair layout, e.g.
+        RoBERTa's ``<s> question </s></s> context-window </s>``), as the QA pipeline encodes them.
 
         The library truncates the context only ("only_second") and returns the overflow as
         further windows, consecutive windows sharing ``doc_stride`` context tokens. The
-        question is first cut to ``max_question_len`` tokens (at a token's character end).
+        question is first cut to ``max_question_len`` tokens (``cut_question``).
         Offsets of context tokens index ``context``. Raises ValueError when the question
         leaves no room for the context or ``doc_stride`` >= the context room of a window.
         """
@@ -293,18 +333,18 @@ class WordPieceTokenizer:
             require_int(value, name)
         if max_question_len < 1 or doc_stride < 0:
             raise ValueError(f"need max_question_len >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
-        asked = self._backend.encode(question, add_special_tokens=False)
-        if len(asked.ids) > max_question_len:
-            question = question[:asked.offsets[max_question_len - 1][1]]  # same first pieces (greedy WordPiece)
-        num_question = min(len(asked.ids), max_question_len)
-        room = max_seq_len - num_question - 3                              # context tokens per window
+        question = self.cut_question(question, max_question_len)
+        num_question = len(self._backend.encode(question, add_special_tokens=False).ids)
+        num_specials = self._num_specials(True)
+        room = max_seq_len - num_question - num_specials                   # context tokens per window
         if room < 1:
             raise ValueError(f"the question takes {num_question} tokens, which leaves no room for the context "
                              f"in max_seq_len={max_seq_len}; shorten the question or raise max_seq_len")
         num_context = len(self._backend.encode(context, add_special_tokens=False).ids)
         if num_context > room and doc_stride >= room:
             raise ValueError(f"doc_stride ({doc_stride}) must be smaller than the {room} context tokens a window "
-                             f"holds (max_seq_len {max_seq_len} - {num_question} question tokens - 3 specials)")
+                             f"holds (max_seq_len {max_seq_len} - {num_question} question tokens - "
+                             f"{num_specials} specials)")
         with self._lock:
             if self._trunc_backend is None:
                 self._trunc_backend = Tokenizer.from_str(self._backend.to_str())

@@ -1,18 +1,62 @@
-"""Training a WordPiece vocabulary with the ``tokenizers`` trainer, set up as BERT's, with ids in one fixed order."""
+"""BERT's WordPiece set-up: ``vocab.txt`` read as ``transformers`` reads it, a backend given BERT's layout, and
+a vocabulary trained with the ``tokenizers`` trainer, set up as BERT's, with ids in one fixed order."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+from engine.regular_files import read_text
+from engine.text.special_roles import BERT_TOKENS
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 MAX_INPUT_CHARS_PER_WORD = 100
+MAX_VOCAB_BYTES = 64 << 20
 
 
 def bert_normalizer(lowercase: bool) -> normalizers.BertNormalizer:
     """BERT's normalizer: clean text, CJK characters spaced, accents stripped when lower-casing."""
     return normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
                                       lowercase=lowercase)
+
+
+def read_vocab_txt(path: Path) -> dict[str, int]:
+    """Parse a ``vocab.txt`` the way ``transformers`` does (line number = id); a regular file, size-capped."""
+    try:
+        lines = read_text(path, MAX_VOCAB_BYTES).splitlines(keepends=True)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not a UTF-8 vocab.txt file: {exc}") from None
+    return {line.rstrip("\n"): i for i, line in enumerate(lines)}
+
+
+def lowercases(described: dict) -> bool:
+    """Whether a tokenizer's normalizer lowercases (read from its JSON form)."""
+    norm = described.get("normalizer") or {}
+    parts = norm.get("normalizers", [norm]) if norm.get("type") == "Sequence" else [norm]
+    return any(p.get("type") == "Lowercase" or (p.get("type") == "BertNormalizer" and p.get("lowercase"))
+               for p in parts)
+
+
+def install_bert_layout(backend: Tokenizer, roles: dict[str, str | None], lowercase: bool | None) -> None:
+    """A WordPiece backend set up as BERT's: the five roles required, the ``[CLS] A [SEP] B [SEP]``
+    post-processor over the cls and sep tokens, BERT's normalizer/pre-tokenizer/decoder where missing."""
+    vocab = backend.get_vocab(with_added_tokens=True)
+    missing = [str(roles[r]) for r in BERT_TOKENS if roles[r] not in vocab]
+    if missing:
+        raise ValueError(f"vocabulary lacks the special token(s) {', '.join(missing)}")
+    if backend.normalizer is None:
+        backend.normalizer = bert_normalizer(True if lowercase is None else lowercase)
+    if backend.pre_tokenizer is None:
+        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    if backend.decoder is None:
+        backend.decoder = decoders.WordPiece(prefix="##")
+    cls, sep = roles["cls"], roles["sep"]
+    backend.post_processor = processors.TemplateProcessing(
+        single=f"{cls}:0 $A:0 {sep}:0", pair=f"{cls}:0 $A:0 {sep}:0 $B:1 {sep}:1",
+        special_tokens=[(cls, vocab[cls]), (sep, vocab[sep])],
+    )
+    backend.add_special_tokens([roles[r] for r in BERT_TOKENS])
 
 
 def check_text(value: object, name: str) -> None:

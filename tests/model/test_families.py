@@ -147,3 +147,31 @@ def test_heads_not_read_yet_are_dropped_by_name_and_odd_configs_refused(tmp_path
         config_from_dict({"model_type": "distilbert", "sinusoidal_pos_embds": True})
     with pytest.raises(ValueError, match="model_type 'gpt2'.*RoBERTa \\('roberta'\\)"):
         config_from_dict({"model_type": "gpt2"})
+
+
+TOKENIZERS = {"roberta": "roberta", "xlm-roberta": "xlmr", "albert": "albert", "distilbert": "distilbert"}
+
+
+@pytest.mark.parametrize("name", list(TOKENIZERS))
+def test_a_folder_with_its_own_tokenizer_loads_and_reads_text_as_transformers_does(name, tmp_path):
+    """A family's folder as people hold it (weights and the family's tokenizer, ``support/family_tokenizers.py``):
+    ``engine.load`` reads both; our encoding of a pair is transformers' and the model's logits on it theirs."""
+    from support.family_tokenizers import build
+
+    folder = build(TOKENIZERS[name], tmp_path / name)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    config, mlm_class, _ = CASES[name]
+    config = type(config)(**{**config.to_dict(), "vocab_size": len(tokenizer), "pad_token_id": tokenizer.pad_token_id,
+                             "max_position_embeddings": 64})
+    randomized(mlm_class, config).save_pretrained(folder)
+    loaded = load(folder)
+    text, pair = "The café in Zürich served crème brûlée.", "Paris is the capital of France."
+    ours = loaded.tokenizer.encode(text, pair, max_length=48)
+    theirs = tokenizer(text, pair, truncation=True, max_length=48)
+    assert ours.input_ids == theirs["input_ids"]
+    assert loaded.tokenizer.mask_token == tokenizer.mask_token and loaded.tokenizer.cls_token == tokenizer.cls_token
+    ids = torch.tensor([ours.input_ids])
+    with torch.no_grad():
+        expected = randomized(mlm_class, config)(input_ids=ids).logits
+        got = loaded.model(input_ids=ids).mlm.logits
+    assert (got - expected).abs().max() <= TOL * max(1.0, float(expected.abs().max()))
