@@ -147,6 +147,12 @@ def test_heads_not_read_yet_are_dropped_by_name_and_odd_configs_refused(tmp_path
         config_from_dict({"model_type": "distilbert", "sinusoidal_pos_embds": True})
     with pytest.raises(ValueError, match="model_type 'gpt2'.*RoBERTa \\('roberta'\\)"):
         config_from_dict({"model_type": "gpt2"})
+    with pytest.raises(ValueError, match=r"pad_token_id \(600\) leaves no positions"):
+        config_from_dict({"model_type": "roberta", "vocab_size": 1000, "pad_token_id": 600,
+                          "max_position_embeddings": 514})
+    with pytest.raises(ValueError, match="num_hidden_layers \\(4\\) must be a multiple of num_hidden_groups"):
+        config_from_dict({"model_type": "albert", "num_hidden_layers": 4, "num_hidden_groups": 3,
+                          "hidden_size": 32, "num_attention_heads": 4})
 
 
 TOKENIZERS = {"roberta": "roberta", "xlm-roberta": "xlmr", "albert": "albert", "distilbert": "distilbert"}
@@ -175,3 +181,15 @@ def test_a_folder_with_its_own_tokenizer_loads_and_reads_text_as_transformers_do
         expected = randomized(mlm_class, config)(input_ids=ids).logits
         got = loaded.model(input_ids=ids).mlm.logits
     assert (got - expected).abs().max() <= TOL * max(1.0, float(expected.abs().max()))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("field, value", [("architectures", [3]), ("architectures", "x"), ("hidden_size", "abc"),
+                                          ("pad_token_id", -4), ("id2label", "x"), ("vocab_size", 10**30),
+                                          ("num_hidden_groups", 0), ("embedding_size", -1), ("dim", None)])
+def test_a_damaged_config_of_any_family_is_a_value_error_never_a_crash(family, field, value):
+    """Whatever a family's config.json holds, reading it gives a config or one ``ValueError`` sentence."""
+    try:
+        config_from_dict({"model_type": family, field: value})
+    except ValueError as error:
+        assert str(error) and "Traceback" not in str(error)

@@ -77,6 +77,8 @@ class Family:
         a class whose head this project does not read for the family is left out."""
         if names is None:
             return None
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ValueError(f"config.json's architectures must be a list of class names, got {str(names)[:80]}")
         suffixes = [n[len(self.class_stem):] for n in names if n.startswith(self.class_stem)]
         return [f"Bert{s}" for s in suffixes if s in self.classes]
 

@@ -22,10 +22,12 @@ RENAMES = Renames((
 
 
 def _config(data: dict[str, Any]) -> BertConfig:
-    pad = data.get("pad_token_id", 1)
-    return bert_named_config({"pad_token_id": 1, "type_vocab_size": 1, "layer_norm_eps": 1e-5, **data},
-                             ROBERTA if data.get("model_type") == "roberta" else XLM_R,
-                             position_offset=(pad if isinstance(pad, int) else 1) + 1)
+    data = {"pad_token_id": 1, "type_vocab_size": 1, "layer_norm_eps": 1e-5, **data}
+    config = bert_named_config(data, ROBERTA if data.get("model_type") == "roberta" else XLM_R)
+    if config.pad_token_id + 1 >= config.max_position_embeddings:
+        raise ValueError(f"pad_token_id ({config.pad_token_id}) leaves no positions: this family counts positions "
+                         f"from pad_token_id + 1, and max_position_embeddings is {config.max_position_embeddings}")
+    return config.replace(position_offset=config.pad_token_id + 1)
 
 
 def _to_hf(config: BertConfig) -> dict[str, Any]:
