@@ -24,9 +24,9 @@ from safetensors.torch import save_file
 from engine.checkpoints import hub
 from engine.disk_faults import disk_fault, make_folder
 from engine.checkpoints.model_fit import (
-    DEFAULT_MAX_PARAMETERS, build_on_meta, check_config_size, check_fits, config_check, materialise,
+    DEFAULT_MAX_PARAMETERS, build_on_meta, check_config_size, check_fits, config_check, fill,
 )
-from engine.checkpoints.weight_files import read_weights
+from engine.checkpoints.weight_files import each_tensor, read_weights
 from engine.model.config import BertConfig
 from engine.model.families.registry import load_config, save_config, state_to_ours, state_to_theirs
 from engine.model.head_specs import HEADS
@@ -125,7 +125,8 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     config = load_config(directory)                     # any family's config.json (engine/model/families)
     check_config_size(config, max_parameters, str(directory))
     try:
-        ours, dropped = state_to_ours(read_weights(directory, meta=True), config)    # the family's names -> ours
+        headers = read_weights(directory, meta=True)
+        ours, dropped = state_to_ours(headers, config)                   # the family's names -> ours
         shapes, ignored = normalise_keys(ours, config.architectures)
     except ValueError as exc:
         raise ValueError(_naming(directory, exc)) from None
@@ -144,10 +145,9 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
         raise ValueError(_naming(directory, exc)) from None
     check_fits(model, shapes, max_parameters, str(directory))
     tokenizer = _load_tokenizer(directory, config)
-    state, _ = normalise_keys(state_to_ours(read_weights(directory), config)[0], config.architectures)
-    if {k: v.shape for k, v in state.items()} != {k: v.shape for k, v in shapes.items()}:
-        raise ValueError(f"{directory}: the weight files changed while the model was loading; try again")
-    materialise(model, {k: v.float() if v.is_floating_point() else v for k, v in state.items()})
+    file_key = {id(tensor): key for key, tensor in headers.items()}      # the renaming moved the headers' tensors
+    names = {file_key[id(tensor)]: key for key, tensor in shapes.items()}
+    fill(model, each_tensor(directory, names), shapes, str(directory))   # tensor by tensor, into fp32
     model.to(device).eval()
     return LoadedModel(model, tokenizer, config, source or str(directory), directory, ignored)
 

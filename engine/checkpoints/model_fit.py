@@ -7,13 +7,15 @@ before it says the weights do not fit. So loading goes: a lower bound of the con
 (:func:`check_config_size`, plain integers, nothing built); the model built on the ``meta`` device
 (:func:`build_on_meta`: shapes, no storage); the weight files' headers compared with it, key by key and shape
 by shape, and its exact size against the cap (:func:`check_fits`); and only then the weights read and put in
-place as they are (:func:`materialise`, ``load_state_dict(assign=True)``): no second copy, no random
-initialisation of a model that is overwritten anyway.
+place one tensor at a time (:func:`fill`: empty fp32 storage, each file tensor copied into it as it is read,
+``weight_files.each_tensor``): no second copy of the model, no random initialisation of one that is
+overwritten anyway. Loading a bert-large-sized fp16 folder peaks at about 1.1x its fp32 weights
+(``bench/load_peak.py``).
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Mapping
 
 import torch
 from torch import nn
@@ -99,23 +101,46 @@ def check_fits(model: BertWithHeads, state: dict[str, torch.Tensor], max_paramet
                                  f"{count_text(max_parameters)}")
 
 
-def materialise(model: BertWithHeads, state: dict[str, torch.Tensor]) -> BertWithHeads:
-    """Put copies of the checked tensors of ``state`` into the meta-device ``model`` and tie
-    again what was tied (the MLM decoder to the word embeddings). ``ValueError`` if anything stays on meta."""
-    first: dict[int, str] = {}
-    aliases: list[tuple[str, str]] = []
-    for name, parameter in model.named_parameters(remove_duplicate=False):
-        if id(parameter) in first:
-            aliases.append((name, first[id(parameter)]))
-        else:
-            first[id(parameter)] = name
-    # Each parameter gets storage of its own, as a freshly built model has: assigned as read (views of the file's
-    # buffer) a resumed run trained to other bits than the uninterrupted one (tests/training/jobs/test_given_text.py).
-    model.load_state_dict({k: v.clone() for k, v in state.items()}, strict=False, assign=True)
-    for alias, owner in aliases:
-        module_path, _, leaf = alias.rpartition(".")
-        setattr(model.get_submodule(module_path), leaf, model.get_parameter(owner))
+def fill(model: BertWithHeads, tensors: Iterable[tuple[str, torch.Tensor]], shapes: Mapping[str, torch.Tensor],
+         where: str) -> BertWithHeads:
+    """Put the weights into the meta-device ``model``, one tensor at a time: every parameter (and buffer) first
+    gets empty CPU storage of its own, fp32 for floating point (a tied one stays one Parameter: the MLM decoder
+    weight *is* the word embeddings'), then each ``(our key, tensor)`` of ``tensors`` is copied into its place
+    as it comes (``copy_`` converts fp16 or bf16 to fp32 in place: no second copy of the model). ``shapes``
+    (our key -> the headers' meta tensor) is what ``check_fits`` checked; a tensor of another shape, or a key
+    that never comes, means the files changed after that check: ``ValueError``. ``ValueError`` too if anything
+    stays on meta."""
+    _allocate(model)
+    places = model.state_dict(keep_vars=True)
+    pending = {key: tuple(tensor.shape) for key, tensor in shapes.items()}
+    changed = f"{where}: the weight files changed while the model was loading; try again"
+    with torch.no_grad():
+        for key, tensor in tensors:
+            if key not in places or pending.pop(key, None) != tuple(tensor.shape):
+                raise ValueError(changed)
+            places[key].copy_(tensor)
+            del tensor                                   # before the next one is read
+    if pending:
+        raise ValueError(changed)
     left = [name for name, tensor in [*model.named_parameters(), *model.named_buffers()] if tensor.is_meta]
     if left:
         raise ValueError(f"the weights left {', '.join(left[:6])} without values")
     return model
+
+
+def _allocate(model: nn.Module) -> None:
+    """Every meta parameter and buffer of ``model`` replaced by an uninitialised CPU tensor of its shape (fp32 when
+    floating point), each a storage of its own (tests/training/jobs/test_given_text.py: views of a shared buffer
+    trained to other bits); a Parameter several modules hold (tied) is replaced by one new Parameter in all."""
+    made: dict[int, torch.Tensor] = {}
+    for kind in ("parameters", "buffers"):
+        for name, tensor in list(getattr(model, f"named_{kind}")(remove_duplicate=False)):
+            if not tensor.is_meta:
+                continue
+            if id(tensor) not in made:
+                empty = torch.empty(tensor.shape, device="cpu",
+                                    dtype=torch.float32 if tensor.is_floating_point() else tensor.dtype)
+                made[id(tensor)] = (nn.Parameter(empty, requires_grad=tensor.requires_grad)
+                                    if isinstance(tensor, nn.Parameter) else empty)
+            module_path, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(module_path), leaf, made[id(tensor)])

@@ -127,14 +127,12 @@ def test_weight_files_changed_between_the_check_and_the_read_are_refused(saved, 
     import engine.checkpoints.hf_format as hf_format
     from engine.checkpoints import weight_files
 
-    real = weight_files.read_weights
+    real = weight_files.each_tensor
 
-    def swap(directory, meta=False):
-        state = real(directory, meta)
-        if not meta:   # the data read sees a file with another shape than the header read did
-            state["bert.pooler.dense.bias"] = torch.zeros(3)
-        return state
+    def swap(directory, names):
+        for name, tensor in real(directory, names):   # the data read sees another shape than the header read did
+            yield name, torch.zeros(3) if name == "bert.pooler.dense.bias" else tensor
 
-    monkeypatch.setattr(hf_format, "read_weights", swap)
+    monkeypatch.setattr(hf_format, "each_tensor", swap)
     with pytest.raises(ValueError, match="changed while the model was loading"):
         load_directory(saved)
