@@ -1,9 +1,12 @@
 """Extractive-QA training features from SQuAD v1.1-format JSON, as Hugging Face's ``run_qa.py`` builds them.
 
 Each question is encoded with its context as ``[CLS] question [SEP] context-window [SEP]``
-windows (``WordPieceTokenizer.encode_qa_windows``: the context alone is truncated, windows
-overlap by ``doc_stride`` tokens, the question is cut to ``max_question_len``: the very
-windows the QA pipeline scores). The first answer's character span becomes token positions
+windows (``WordPieceTokenizer.encode_qa_windows``, by the tokenizer's post-processor: RoBERTa's
+``<s> question </s></s> context-window </s>``; the context alone is truncated, windows overlap by
+``doc_stride`` tokens, the question is cut to ``max_question_len`` by ``cut_question``: the very
+windows the QA pipeline scores). Segment ids are the tokenizer's own (a feature's second segment
+starts at its first type id 1), but none for RoBERTa's and XLM-R's ``</s></s>`` layout, as transformers
+passes none to those models (``segment_ids.separated_once``). The first answer's character span becomes token positions
 in every window: the last context token starting at or before the answer's first character
 and the first context token ending at or after its last one. A window that does not hold
 the whole answer (and an impossible SQuAD 2.0 question) is labelled start = end = 0, [CLS].
@@ -24,6 +27,7 @@ from tokenizers import Tokenizer
 from engine.checks import is_int
 from engine.data.data_files import read_data_text
 from engine.data.features import FeatureDataset
+from engine.text.segment_ids import separated_once
 from engine.text.tokenizer import WordPieceTokenizer
 
 
@@ -128,14 +132,15 @@ def _label(offsets: Sequence[tuple[int, int]], sequence_ids: Sequence[int | None
     return start, max(start, end)
 
 
-def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int) -> None:
-    """``ValueError`` unless every question fits with room for a context window longer than the stride."""
-    room = max_seq_len - max_question_len - 3
+def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int, specials: int = 3) -> None:
+    """``ValueError`` unless every question fits with room for a context window longer than the stride
+    (``specials``: the special tokens of a window, BERT's 3 or RoBERTa's 4)."""
+    room = max_seq_len - max_question_len - specials
     if max_question_len < 1 or doc_stride < 0:
         raise ValueError(f"max_question_len must be >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
     if room <= doc_stride:
         raise ValueError(f"doc_stride ({doc_stride}) must be smaller than the context room of a window: "
-                         f"max_seq_len {max_seq_len} - max_question_len {max_question_len} - 3 specials = {room}")
+                         f"max_seq_len {max_seq_len} - max_question_len {max_question_len} - {specials} specials = {room}")
 
 
 class QAFeatureDataset(FeatureDataset):
@@ -167,7 +172,9 @@ def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenize
     The windows are ``encode_qa_windows``'s (a test holds them equal), encoded ``chunk``
     questions at a time with the library's batch encoder: one pass over each context, in parallel.
     """
-    check_lengths(max_seq_len, doc_stride, max_question_len)
+    processor = tokenizer.backend.post_processor
+    check_lengths(max_seq_len, doc_stride, max_question_len,
+                  0 if processor is None else processor.num_special_tokens_to_add(True))
     if not examples:
         raise ValueError("no questions to build QA features from")
     backend = tokenizer.backend
@@ -178,20 +185,21 @@ def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenize
     segments: list[int] = []
     targets: list[tuple[int, int]] = []
     owners: list[int] = []
+    segmented = separated_once(tokenizer)
     for first in range(0, len(examples), chunk):
         part = examples[first:first + chunk]
         questions = [e.question for e in part]
         for i, asked in enumerate(backend.encode_batch(questions, add_special_tokens=False)):
-            if len(asked.ids) > max_question_len:      # cut at a token's end, as encode_qa_windows
-                questions[i] = questions[i][:asked.offsets[max_question_len - 1][1]]
+            if len(asked.ids) > max_question_len:      # cut at a piece's end, as encode_qa_windows
+                questions[i] = tokenizer.cut_question(questions[i], max_question_len)
         encoded = windowed.encode_batch(list(zip(questions, [e.context for e in part])))
         for offset, (example, whole) in enumerate(zip(part, encoded)):
             span = example.answer_span
             for window in (whole, *whole.overflowing):
-                sequence_ids = window.sequence_ids
+                type_ids = window.type_ids if segmented else []     # the tokenizer's segments, or one
                 rows.append(np.asarray(window.ids, dtype=np.int32))
-                segments.append(sequence_ids.index(1) if 1 in sequence_ids else len(sequence_ids))
-                targets.append(_label(window.offsets, sequence_ids, span))
+                segments.append(type_ids.index(1) if 1 in type_ids else len(window.ids))
+                targets.append(_label(window.offsets, window.sequence_ids, span))
                 owners.append(first + offset)
         if progress is not None:
             progress(min(first + chunk, len(examples)), len(examples))

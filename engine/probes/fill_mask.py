@@ -1,4 +1,8 @@
-"""Fill-mask: top-k predictions for every ``[MASK]``, shaped like the ``transformers`` pipeline.
+"""Fill-mask: top-k predictions for every mask, shaped like the ``transformers`` pipeline, for every family.
+
+A text may write the mask as ``[MASK]`` or as the model's own mask token (found by role: RoBERTa's and
+XLM-R's ``<mask>``, whose left space the token absorbs as in ``"... is <mask>."``); ``[MASK]`` is rewritten
+to it before encoding. Segment ids go in only where transformers passes them (``segment_ids.uses_segment_ids``), and the longest input is ``config.max_tokens``.
 
 ``fill_mask(loaded, text)`` returns exactly what ``pipeline("fill-mask")`` returns on the
 same weights: for one mask a list of ``{"score", "token", "token_str", "sequence"}``; for
@@ -37,10 +41,12 @@ import torch
 from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel, load
 from engine.checks import require_int
+from engine.text.segment_ids import uses_segment_ids
 
 logger = logging.getLogger(__name__)
 
 _STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d+)$", re.IGNORECASE)
+BERT_MASK = "[MASK]"            # what the app's examples and users type; any family reads it as its mask
 
 
 @dataclass
@@ -60,13 +66,14 @@ class MaskPrediction:
     index: int                   # which mask (0-based, in text order)
     position: int                # its position among the input tokens (with [CLS] at 0)
     token_ids: list[int]
-    tokens: list[str]            # vocabulary pieces, e.g. "##ing"
+    tokens: list[str]            # vocabulary pieces, e.g. "##ing" or RoBERTa's "Ġcapital"
     token_strs: list[str]        # decoded, as the pipeline's ``token_str``
     scores: list[float]          # probabilities over the whole vocabulary
     sequences: list[str]         # the input with this prediction filled in (pipeline's ``sequence``)
     entropy: float               # of the full distribution at this mask, in nats
     target_probabilities: dict[str, float] = field(default_factory=dict)  # requested target -> probability
     tracked: dict[str, float] = field(default_factory=dict)  # token -> probability (filled by the checkpoint probe)
+    display_tokens: list[str] = field(default_factory=list)  # the pieces as shown (``display_piece``: "▁capital")
 
 
 @dataclass
@@ -137,8 +144,8 @@ def fill_mask_over_checkpoints(sources: Sequence[str | Path | LoadedModel], text
     for _, result, probs, tokenizer in runs:
         for mask in result.masks:
             ids = {piece: tokenizer.token_to_id(piece) for piece in union[mask.index]}
-            mask.tracked = {piece: float(probs[mask.index, i]) if i is not None and i < probs.shape[1] else 0.0
-                            for piece, i in ids.items()}
+            mask.tracked = {tokenizer.display_piece(piece): float(probs[mask.index, i])
+                            if i is not None and i < probs.shape[1] else 0.0 for piece, i in ids.items()}
     return [(label, result) for label, result, _, _ in runs]
 
 
@@ -197,22 +204,34 @@ def _resolve_targets(loaded: LoadedModel, targets: str | Sequence[str],
     return infos, list({info.token_id for info in infos})  # set order, exactly as the pipeline
 
 
+def model_mask_text(tokenizer, text: str | None) -> str | None:
+    """``text`` with each ``[MASK]`` written as the model's own mask token (RoBERTa's ``<mask>``), so either
+    spelling is the mask; a family whose mask token is ``[MASK]`` (BERT, ALBERT) reads ``text`` unchanged."""
+    mask = tokenizer.mask_token
+    if not text or mask is None or mask == BERT_MASK:
+        return text
+    return text.replace(BERT_MASK, mask)
+
+
 def _encode(loaded: LoadedModel, text: str, text_pair: str | None):
     tokenizer = loaded.require_tokenizer("so it cannot fill in masks")
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text.strip():
         raise ValueError("text is empty: write a sentence with a [MASK] token, e.g. 'Nice to [MASK] you.'")
-    mask = tokenizer.id_to_token(tokenizer.mask_token_id)
-    limit = loaded.config.max_position_embeddings
-    encoding = tokenizer.encode(text, text_pair or None, max_length=limit, truncation=False)
+    mask_id = tokenizer.require_token_id("mask")
+    mask = tokenizer.mask_token
+    limit = loaded.config.max_tokens
+    encoding = tokenizer.encode(model_mask_text(tokenizer, text), model_mask_text(tokenizer, text_pair) or None,
+                                max_length=limit, truncation=False)
     if len(encoding.input_ids) > limit:
         raise ValueError(f"the input is {len(encoding.input_ids)} tokens long but this model takes at most "
                          f"{limit} (special tokens included); shorten the text")
-    positions = [i for i, t in enumerate(encoding.input_ids) if t == tokenizer.mask_token_id]
+    positions = [i for i, t in enumerate(encoding.input_ids) if t == mask_id]
     if not positions:
-        raise ValueError(f"no mask token found: add at least one {mask} token to the text (the model's mask "
-                         f"token is {mask}, written exactly so, e.g. 'Nice to {mask} you.')")
+        spelled = BERT_MASK if mask == BERT_MASK else f"{BERT_MASK} (or {mask})"
+        raise ValueError(f"no mask token found: add at least one {spelled} token to the text (the model's mask "
+                         f"token is {mask}, written exactly so, e.g. 'Nice to {BERT_MASK} you.')")
     return encoding, positions
 
 
@@ -241,7 +260,8 @@ def _mask_logits(loaded: LoadedModel, encoding, positions: list[int]) -> torch.T
     model = loaded.model
     device = next(model.parameters()).device
     input_ids = torch.tensor([encoding.input_ids], device=device)              # (1, S)
-    token_type_ids = torch.tensor([encoding.token_type_ids], device=device)    # (1, S)
+    token_type_ids = (torch.tensor([encoding.token_type_ids], device=device)   # (1, S); none without segments
+                      if uses_segment_ids(loaded.config, loaded.tokenizer) else None)
     attention_mask = torch.ones_like(input_ids)                                # (1, S)
     at_masks = torch.zeros_like(input_ids, dtype=torch.bool)                   # (1, S): run the MLM head only here
     at_masks[0, positions] = True
@@ -299,6 +319,7 @@ def _build(loaded: LoadedModel, text: str, text_pair: str | None, encoding, posi
         masks.append(MaskPrediction(
             index=m, position=position, token_ids=ids,
             tokens=[_piece(tokenizer, i) for i in ids],
+            display_tokens=[tokenizer.display_piece(_piece(tokenizer, i)) for i in ids],
             token_strs=[tokenizer.decode([i], skip_special_tokens=False) for i in ids],
             scores=values[m].tolist(), sequences=sequences, entropy=float(entropy[m]),
             target_probabilities={info.text: float(probs[m, info.token_id]) for info in infos or ()},

@@ -32,12 +32,13 @@ __all__ += ["attribute", "Attribution", "neuron_view", "NeuronView"]
 
 
 def tokenize(loaded: LoadedModel, text: str, text_pair: str | None = None, max_length: int | None = None) -> Explanation:
-    """WordPiece pieces, ids, type ids, offsets and counts for the Tokenize tab.
+    """Pieces, ids, type ids, offsets and counts for the Tokenize tab (any family's tokenizer).
 
-    ``max_length`` defaults to the model's ``max_position_embeddings``.
+    ``max_length`` defaults to the model's usable length, ``config.max_tokens`` (its positions less RoBERTa's
+    offset).
     """
     tokenizer = loaded.require_tokenizer()
-    limit = loaded.config.max_position_embeddings
+    limit = loaded.config.max_tokens
     max_length = limit if max_length is None else max_length
     if max_length > limit:
         raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")

@@ -1,9 +1,11 @@
 """Extractive question answering, exactly as ``transformers``' v4 ``QuestionAnsweringPipeline``
 with a fast tokenizer (docs/design/qa.md).
 
-`answer` / `answer_details` encode ``[CLS] question [SEP] context part [SEP]`` windows (the
+`answer` / `answer_details` encode ``[CLS] question [SEP] context part [SEP]`` windows, by the
+tokenizer's roles and post-processor (RoBERTa's ``<s> question </s></s> context part </s>``; the
 context alone is truncated, consecutive windows share ``doc_stride`` context tokens, the
-question is never cut), run the QA head on all windows in one batch, pick each window's
+question is never cut; at most ``config.max_tokens`` tokens; segment ids only as transformers
+passes them, ``segment_ids.uses_segment_ids``), run the QA head on all windows in one batch, pick each window's
 candidates with `engine.probes.qa_spans.select_spans` and merge them as the pipeline's
 ``postprocess`` does:
 
@@ -29,10 +31,11 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_int
 from engine.probes.qa_spans import candidate_count, check_counts, select_spans
 from engine.text.encoding import Encoding
+from engine.text.segment_ids import uses_segment_ids
 
 DEFAULT_MAX_SEQ_LEN = 384
 DEFAULT_DOC_STRIDE = 128
-SPECIAL_TOKENS = 3             # [CLS] question [SEP] context [SEP]
+SPECIAL_TOKENS = 3             # BERT's [CLS] question [SEP] context [SEP]; a tokenizer's own count: pair_specials
 
 
 class QuestionTooLong(ValueError):
@@ -95,7 +98,7 @@ class QASpan:
 
 @dataclass
 class QAWindow:
-    """One ``[CLS] question [SEP] context part [SEP]`` window and its probabilities."""
+    """One ``[CLS] question [SEP] context part [SEP]`` window (by the tokenizer's layout) and its probabilities."""
 
     index: int
     tokens: list[str]                      # the whole window, specials included
@@ -150,7 +153,7 @@ class QAResult:
 
 
 def _p_mask(window: Encoding, cls_token_id: int) -> list[int]:
-    """1 for tokens that cannot be in an answer; context tokens and every [CLS] get 0."""
+    """1 for tokens that cannot be in an answer; context tokens and every cls-role token ([CLS], <s>) get 0."""
     return [0 if seq == 1 or tid == cls_token_id else 1 for seq, tid in zip(window.sequence_ids, window.input_ids)]
 
 
@@ -181,15 +184,17 @@ def _check_inputs(question: Any, context: Any, top_k: int, max_answer_len: int) 
 
 
 def _lengths(loaded: LoadedModel, max_seq_len: int | None, doc_stride: int | None) -> tuple[int, int]:
-    """The pipeline's defaults: max_seq_len min(384, model max), doc_stride min(max_seq_len // 2, 128)."""
-    limit = loaded.config.max_position_embeddings
+    """The pipeline's defaults: max_seq_len min(384, model max), doc_stride min(max_seq_len // 2, 128); the
+    model's max is ``config.max_tokens`` (its positions less RoBERTa's offset)."""
+    limit = loaded.config.max_tokens
     if max_seq_len is None:
         max_seq_len = min(DEFAULT_MAX_SEQ_LEN, limit)
     if not is_int(max_seq_len) or max_seq_len < 4:
         raise ValueError(f"max_seq_len must be an int >= 4, got {max_seq_len!r}")
     if max_seq_len > limit:
-        raise ValueError(f"max_seq_len ({max_seq_len}) is larger than the model's "
-                         f"max_position_embeddings ({limit})")
+        offset = loaded.config.max_position_embeddings - limit
+        raise ValueError(f"max_seq_len ({max_seq_len}) is larger than the model's max_position_embeddings "
+                         + (f"({limit})" if not offset else f"less its position offset ({limit})"))
     if doc_stride is None:
         doc_stride = min(max_seq_len // 2, DEFAULT_DOC_STRIDE)
     if not is_int(doc_stride) or doc_stride < 0:
@@ -200,18 +205,28 @@ def _lengths(loaded: LoadedModel, max_seq_len: int | None, doc_stride: int | Non
     return max_seq_len, doc_stride
 
 
-def question_limit(max_seq_len: int, doc_stride: int) -> int:
-    """The longest question (in tokens) whose windows still hold ``doc_stride + 1`` context tokens."""
-    return max_seq_len - SPECIAL_TOKENS - doc_stride - 1
+def pair_specials(tokenizer) -> int:
+    """How many special tokens the tokenizer's post-processor puts around a question and a context (BERT 3,
+    RoBERTa's ``<s> q </s></s> c </s>`` 4)."""
+    processor = tokenizer.backend.post_processor
+    return 0 if processor is None else processor.num_special_tokens_to_add(True)
 
 
-def _check_question_fits(num_question: int, num_context: int, max_seq_len: int, doc_stride: int) -> None:
+def question_limit(max_seq_len: int, doc_stride: int, specials: int = SPECIAL_TOKENS) -> int:
+    """The longest question (in tokens) whose windows still hold ``doc_stride + 1`` context tokens, with
+    ``specials`` special tokens in a window (`pair_specials`)."""
+    return max_seq_len - specials - doc_stride - 1
+
+
+def _check_question_fits(num_question: int, num_context: int, max_seq_len: int, doc_stride: int,
+                         specials: int = SPECIAL_TOKENS) -> None:
     """Raise `QuestionTooLong` where the fast tokenizer fails: the context must be cut into
     windows, and a window has no room for more than ``doc_stride`` context tokens."""
-    if num_question + num_context + SPECIAL_TOKENS <= max_seq_len:
+    if num_question + num_context + specials <= max_seq_len:
         return                                              # one window, nothing is truncated
-    if num_question > question_limit(max_seq_len, doc_stride):
-        raise QuestionTooLong(num_question, max(question_limit(max_seq_len, doc_stride), 0), max_seq_len, doc_stride)
+    limit = question_limit(max_seq_len, doc_stride, specials)
+    if num_question > limit:
+        raise QuestionTooLong(num_question, max(limit, 0), max_seq_len, doc_stride)
 
 
 def _run_qa_head(loaded: LoadedModel, windows: list[Encoding]) -> tuple[np.ndarray, np.ndarray]:
@@ -225,7 +240,8 @@ def _run_qa_head(loaded: LoadedModel, windows: list[Encoding]) -> tuple[np.ndarr
 
     input_ids = padded([w.input_ids for w in windows], pad)                 # (W, S)
     attention_mask = padded([w.attention_mask for w in windows], 0)         # (W, S)
-    token_type_ids = padded([w.token_type_ids for w in windows], 0)         # (W, S)
+    token_type_ids = (padded([w.token_type_ids for w in windows], 0)        # (W, S); none without segments
+                      if uses_segment_ids(loaded.config, loaded.tokenizer) else None)
     with torch.inference_mode():
         span = loaded.model(input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
                             compute=("qa",)).qa
@@ -289,7 +305,7 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
     num_context = len(backend.encode(context, add_special_tokens=False).ids)
     if num_context == 0:
         raise ValueError("the context has no tokens after normalisation; give a context with text")
-    _check_question_fits(num_question, num_context, max_seq_len, doc_stride)
+    _check_question_fits(num_question, num_context, max_seq_len, doc_stride, pair_specials(loaded.tokenizer))
     encodings = loaded.tokenizer.encode_qa_windows(question, context, max_seq_len, doc_stride,
                                                    max_question_len=num_question)   # never cut, as the pipeline
     start_logits, end_logits = _run_qa_head(loaded, encodings)                    # (W, S) each
