@@ -63,7 +63,7 @@ class Freezer:
 
     def install(self) -> None:
         real_mkdtemp, real_save_file, real_fsync_tree = tempfile.mkdtemp, checkpoints.save_file, checkpoints._fsync_tree
-        real_config_save, real_tok_save, real_torch_save = BertConfig.save, WordPieceTokenizer.save, torch.save
+        real_config_save, real_tok_save, real_torch_save = checkpoints.save_config, WordPieceTokenizer.save, torch.save
         real_rename, real_rmtree = os.rename, shutil.rmtree
 
         def mkdtemp(*args, **kwargs):
@@ -92,9 +92,11 @@ class Freezer:
 
         def torch_save(obj, f, *args, **kwargs):
             result = real_torch_save(obj, f, *args, **kwargs)
-            if isinstance(f, (str, Path)) and Path(f).name == STATE_FILE and self.phase == "state-torn" \
-                    and self.left <= 0:
-                os.truncate(f, os.path.getsize(f) // 2)
+            name = f if isinstance(f, (str, Path)) else getattr(f, "name", "")   # a path, or a file written through
+            if name and Path(name).name == STATE_FILE and self.phase == "state-torn" and self.left <= 0:
+                if not isinstance(f, (str, Path)):
+                    f.flush()
+                os.truncate(name, os.path.getsize(name) // 2)
                 self.at("state-torn")
             return result
 
@@ -120,7 +122,7 @@ class Freezer:
             return real_rmtree(path, *args, **kwargs)
 
         tempfile.mkdtemp, checkpoints.save_file, checkpoints._fsync_tree = mkdtemp, save_file, fsync_tree
-        BertConfig.save, WordPieceTokenizer.save, torch.save = config_save, tok_save, torch_save
+        checkpoints.save_config, WordPieceTokenizer.save, torch.save = config_save, tok_save, torch_save
         os.rename, shutil.rmtree = rename, rmtree
 
 
