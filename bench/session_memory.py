@@ -29,14 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-WORDS = ("the", "cat", "sat", "on", "mat", "dog", "ran", "in", "park", "a", "big", "red", "house", "with",
-         "blue", "door", "and", "old", "man", "saw")
-
-
-def text_of(tokens: int, variant: int) -> str:
-    """About ``tokens`` word pieces with the specials (one common word = one piece); ``variant`` makes it new."""
-    return " ".join(WORDS[(7 * i + variant) % len(WORDS)] for i in range(tokens - 2))
-
+from bench.explorer_scale import text_of  # noqa: E402  (the same texts: one common word = one piece)
 
 def rss_mb() -> float:
     """This process's resident memory now (MB), after a garbage collection."""

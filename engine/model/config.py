@@ -163,23 +163,30 @@ class BertConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> "BertConfig":
-        """Read a ``config.json`` file (or the one inside a directory)."""
-        path = Path(path)
-        if path.is_dir():
-            path = path / "config.json"
-        try:
-            data = json.loads(read_bytes(path, MAX_CONFIG_BYTES))     # a regular file, size-capped
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no config.json at {path}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise ValueError(f"{path} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ValueError(f"{path} must hold a JSON object")
-        return cls.from_dict(data)
+        """Read a BERT's ``config.json`` file (or the one inside a directory); any family's:
+        ``engine.model.families.registry.load_config``."""
+        return cls.from_dict(read_config_json(path))
 
     def replace(self, **changes: Any) -> "BertConfig":
         """A validated copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+
+def read_config_json(path: str | Path) -> dict[str, Any]:
+    """The JSON object of a ``config.json`` file (or the one inside a directory): a regular file, size-capped;
+    ``FileNotFoundError`` / ``ValueError`` naming it."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+    try:
+        data = json.loads(read_bytes(path, MAX_CONFIG_BYTES))     # a regular file, size-capped
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no config.json at {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        raise ValueError(f"{path} is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} must hold a JSON object")
+    return data
 
 
 # (layers, hidden, heads, intermediate): the sizes of Turc et al.'s compact BERTs and the paper's two.

@@ -129,10 +129,22 @@ def test_runs_list_the_good_run_and_skip_the_bad_entries(tmp_path, monkeypatch) 
             find_run(runs, name)
 
 
-def test_the_app_builds_and_loads_a_treebank_with_loops_in_its_corpus_folder(tmp_path, monkeypatch) -> None:
+def built_app(tmp_path: Path, corpora: Path, monkeypatch):
+    """The app built (not launched) with ``corpora`` as its corpus folder, ``tmp_path``'s models and runs."""
     import app
     from explorer.services import default_services
 
+    monkeypatch.setenv(CORPUS_DIRS_ENV, str(corpora))
+    monkeypatch.setenv("EXPLORER_MODEL_DIRS", str(tmp_path / "models"))
+    monkeypatch.chdir(tmp_path)
+    services = default_services(runs_root=tmp_path / "runs")
+    try:
+        return app.create_app(services)
+    finally:
+        services.get_worker().close(timeout_s=30)
+
+
+def test_the_app_builds_and_loads_a_treebank_with_loops_in_its_corpus_folder(tmp_path, monkeypatch) -> None:
     corpora = tmp_path / "corpora"
     poison(corpora, ".conllu", monkeypatch)
     (corpora / "c.txt").symlink_to("d.txt")
@@ -141,14 +153,7 @@ def test_the_app_builds_and_loads_a_treebank_with_loops_in_its_corpus_folder(tmp
     (corpora / "good.txt").write_text("One. Two.\n", encoding="utf-8")
     poison(tmp_path / "runs", "", monkeypatch)
     poison(tmp_path / "models", "", monkeypatch)
-    monkeypatch.setenv(CORPUS_DIRS_ENV, str(corpora))
-    monkeypatch.setenv("EXPLORER_MODEL_DIRS", str(tmp_path / "models"))
-    monkeypatch.chdir(tmp_path)
-    services = default_services(runs_root=tmp_path / "runs")
-    try:
-        demo = app.create_app(services)
-    finally:
-        services.get_worker().close(timeout_s=30)
+    demo = built_app(tmp_path, corpora, monkeypatch)
     offered = {value for block in demo.blocks.values() if type(block).__name__ == "Dropdown"
                for _, value in (block.choices or [])}
     assert {"server:good.conllu", "server:good.txt"} <= offered
@@ -161,18 +166,10 @@ def test_the_app_starts_when_a_configured_folder_is_itself_a_symlink_loop(tmp_pa
     builds, its launch options block the runs folder as given, and the folders offer nothing."""
     import app
     from explorer.model_registry import ModelRegistry
-    from explorer.services import default_services
 
     for name in ("models", "corpora", "runs"):
         (tmp_path / name).symlink_to(name)                       # a self-loop
-    monkeypatch.setenv(CORPUS_DIRS_ENV, str(tmp_path / "corpora"))
-    monkeypatch.setenv("EXPLORER_MODEL_DIRS", str(tmp_path / "models"))
-    monkeypatch.chdir(tmp_path)
-    services = default_services(runs_root=tmp_path / "runs")
-    try:
-        demo = app.create_app(services)
-    finally:
-        services.get_worker().close(timeout_s=30)
+    demo = built_app(tmp_path, tmp_path / "corpora", monkeypatch)
     assert demo.blocks and server_treebanks() == {} and server_corpora() == {}
     assert app.launch_options({"EXPLORER_RUNS_DIR": str(tmp_path / "runs")})["blocked_paths"] == [str(tmp_path / "runs")]
     registry = ModelRegistry(runs_root=tmp_path / "runs", allowed_dirs=(tmp_path / "models",), default_dir=None)

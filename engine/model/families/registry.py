@@ -10,14 +10,13 @@ from typing import Any
 
 import torch
 
-from engine.model.config import MAX_CONFIG_BYTES, BertConfig
+from engine.model.config import BertConfig, read_config_json
 from engine.model.families.albert import ALBERT
 from engine.model.families.bert import BERT
 from engine.model.families.distilbert import DISTILBERT
 from engine.model.families.electra import ELECTRA
 from engine.model.families.family import Family
 from engine.model.families.roberta import ROBERTA, XLM_R
-from engine.regular_files import read_bytes
 
 _ALL = (BERT, ROBERTA, XLM_R, DISTILBERT, ELECTRA, ALBERT)
 FAMILIES: dict[str, Family] = {model_type: family for family in _ALL for model_type in family.model_types}
@@ -55,18 +54,7 @@ def save_config(config: BertConfig, directory: str | Path) -> Path:
 
 def load_config(path: str | Path) -> BertConfig:
     """Read a ``config.json`` (or the one inside a directory) of any family: a regular file, size-capped."""
-    path = Path(path)
-    if path.is_dir():
-        path = path / "config.json"
-    try:
-        data = json.loads(read_bytes(path, MAX_CONFIG_BYTES))
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no config.json at {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise ValueError(f"{path} is not valid JSON: {exc}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} must hold a JSON object")
-    return config_from_dict(data)
+    return config_from_dict(read_config_json(path))
 
 
 def state_to_ours(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[str, torch.Tensor], list[str]]:
