@@ -23,6 +23,7 @@ from engine.model.config import BertConfig
 from engine.probes.fill_mask import checkpoint_step
 from engine.probes.head_stats import STAT_NAMES, HeadStats, check_positions, layer_statistics
 from engine.text.encoding import Encoding
+from engine.text.segment_ids import uses_segment_ids
 
 
 @dataclass
@@ -122,8 +123,8 @@ def model_inputs(loaded: LoadedModel, encoding: Encoding) -> tuple[torch.Tensor,
     device = next(loaded.model.parameters()).device
     ids = torch.tensor([encoding.input_ids], device=device)                 # (1, S)
     types = torch.tensor([encoding.token_type_ids], device=device)          # (1, S)
-    if types.numel() and int(types.max()) >= loaded.config.type_vocab_size:
-        types = torch.zeros_like(types)  # a model with one segment type reads a pair as one segment
+    if not uses_segment_ids(loaded.config, loaded.tokenizer):
+        types = torch.zeros_like(types)  # a model that takes no segment ids reads a pair as one segment
     return ids, types
 
 

@@ -26,6 +26,7 @@ from engine.probes.next_sentence import LABELS as NSP_LABELS
 from engine.probes.qa import answer_details
 from engine.probes.tag import tag_details
 from engine.text.encoding import Encoding
+from engine.text.segment_ids import uses_segment_ids
 
 QA_MASKED_LOGIT = -10000.0     # the QA pipeline's value for positions that cannot be in an answer
 
@@ -62,9 +63,9 @@ class Target:
 def _row(loaded: LoadedModel, input_ids: Sequence[int], token_type_ids: Sequence[int]
          ) -> tuple[torch.Tensor, torch.Tensor]:
     """``attention_mask`` and ``token_type_ids`` (1, S) of one unpadded row on the model's device (type ids 0
-    for a model with one segment type, as ``head_inputs.batch_tensors``)."""
+    for a model that takes none, ``segment_ids.uses_segment_ids``, as ``head_inputs.batch_tensors``)."""
     device = next(loaded.model.parameters()).device
-    types = list(token_type_ids) if loaded.config.type_vocab_size >= 2 else [0] * len(input_ids)
+    types = list(token_type_ids) if uses_segment_ids(loaded.config, loaded.tokenizer) else [0] * len(input_ids)
     return (torch.ones((1, len(input_ids)), dtype=torch.long, device=device),     # (1, S)
             torch.tensor([types], device=device))                                  # (1, S)
 

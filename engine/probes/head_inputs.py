@@ -12,6 +12,7 @@ import torch
 
 from engine.checkpoints.hf_format import LoadedModel
 from engine.text.encoding import Encoding
+from engine.text.segment_ids import uses_segment_ids
 
 
 def check_text(value: object, name: str, example: str) -> str:
@@ -50,8 +51,8 @@ def batch_tensors(loaded: LoadedModel, encodings: Sequence[Encoding]) -> dict[st
     ids = [e.input_ids + [pad] * (length - len(e.input_ids)) for e in encodings]
     mask = [[1] * len(e.input_ids) + [0] * (length - len(e.input_ids)) for e in encodings]
     types = [e.token_type_ids + [0] * (length - len(e.input_ids)) for e in encodings]
-    if loaded.config.type_vocab_size < 2:
-        types = [[0] * length for _ in encodings]     # a model with one segment type reads a pair as one segment
+    if not uses_segment_ids(loaded.config, loaded.tokenizer):
+        types = [[0] * length for _ in encodings]     # a model that takes no segment ids reads a pair as one segment
     return {"input_ids": torch.tensor(ids, device=device),             # (N, S)
             "attention_mask": torch.tensor(mask, device=device),       # (N, S)
             "token_type_ids": torch.tensor(types, device=device)}      # (N, S)
