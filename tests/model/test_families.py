@@ -134,6 +134,23 @@ def test_fp16_and_sharded_files_load_to_the_same_numbers(name, tmp_path):
                 inputs["attention_mask"])
 
 
+def test_a_berts_weights_under_another_familys_config_are_named_as_that_family_names_them(tmp_path):
+    """A BERT folder whose config.json says RoBERTa is read as a RoBERTa: its weights are missing, named as RoBERTa's
+    files name them; a family no module reads is refused naming those read."""
+    import json
+
+    randomized(transformers.BertForMaskedLM, transformers.BertConfig(vocab_size=120, max_position_embeddings=40,
+                                                                     **{**SHAPE, "num_hidden_layers": 2})
+               ).save_pretrained(tmp_path)
+    data = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**data, "model_type": "roberta"}))
+    with pytest.raises(ValueError, match=r"incomplete for a 2-layer RoBERTa; missing roberta\.embeddings\."):
+        load(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({**data, "model_type": "gpt2"}))
+    with pytest.raises(ValueError, match="model_type 'gpt2', a family this app does not read; it reads BERT"):
+        load(tmp_path)
+
+
 def test_heads_not_read_yet_are_dropped_by_name_and_odd_configs_refused(tmp_path):
     """A RoBERTa sequence classifier: its encoder loads, its head's keys are listed as ignored; an ALBERT with
     two inner layers a group, a sinusoidal DistilBERT and an unknown family are refused with a sentence."""
