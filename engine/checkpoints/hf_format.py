@@ -30,7 +30,7 @@ from engine.checkpoints.weight_files import each_tensor, read_weights
 from engine.model.config import BertConfig
 from engine.model.families.registry import load_config, save_config, state_to_ours, state_to_theirs
 from engine.model.head_specs import HEADS
-from engine.model.heads import BertWithHeads
+from engine.model.heads import BertWithHeads, head_specs_for
 from engine.checkpoints.key_mapping import (
     architectures_for, classes_that_load, detect_heads, export_state, hf_classes, normalise_keys,
 )
@@ -68,13 +68,15 @@ class LoadedModel:
 
     @property
     def missing_heads(self) -> tuple[str, ...]:
-        return tuple(h for h in HEADS if h not in self.model.heads)
+        return tuple(h for h in self.model.specs if h not in self.model.heads)
 
     def require_head(self, head: str) -> None:
         """Raise a readable ``ValueError`` ("this model has no QA head") if ``head`` is absent."""
         if head not in self.model.heads:
-            raise ValueError(f"this model has no {HEADS[head].noun} head ({self.source}); "
-                             f"it has: {', '.join(HEADS[h].noun for h in self.heads) or 'no heads'}")
+            specs = self.model.specs                    # the heads its family reads
+            spec = specs.get(head) or HEADS.get(head)
+            raise ValueError(f"this model has no {spec.noun if spec else head} head ({self.source}); "
+                             f"it has: {', '.join(specs[h].noun for h in self.heads) or 'no heads'}")
 
     def require_tokenizer(self, then: str = "so it cannot read text") -> WordPieceTokenizer:
         """The tokenizer, or a ``ValueError`` "this model (<source>) has no tokenizer files (vocab.txt or
@@ -123,20 +125,21 @@ def load_directory(directory: str | Path, device: str | torch.device = "cpu", so
     if not directory.is_dir():
         raise FileNotFoundError(f"no model directory at {directory}")
     config = load_config(directory)                     # any family's config.json (engine/model/families)
+    specs = head_specs_for(config)                      # the heads its family reads
     check_config_size(config, max_parameters, str(directory))
     try:
         headers = read_weights(directory, meta=True)
         ours, dropped = state_to_ours(headers, config)                   # the family's names -> ours
-        shapes, ignored = normalise_keys(ours, config.architectures)
+        shapes, ignored = normalise_keys(ours, config.architectures, specs)
     except ValueError as exc:
         raise ValueError(_naming(directory, exc)) from None
     ignored = dropped + ignored
-    heads, has_pooler = detect_heads(shapes)
-    for spec in (HEADS[h] for h in heads if HEADS[h].labelled and f"{HEADS[h].prefix}weight" in shapes):
+    heads, has_pooler = detect_heads(shapes, specs)
+    for spec in (specs[h] for h in heads if specs[h].labelled and f"{specs[h].prefix}weight" in shapes):
         num_labels = shapes[f"{spec.prefix}weight"].shape[0]
         if num_labels != config.num_labels:
             config = config.replace(id2label={i: f"LABEL_{i}" for i in range(num_labels)})
-    pooled = [HEADS[h].noun for h in heads if HEADS[h].pooled]
+    pooled = [specs[h].noun for h in heads if specs[h].pooled]
     if pooled and not has_pooler:
         raise ValueError(f"{directory}: the checkpoint has a {' and a '.join(pooled)} head but no pooler weights")
     try:
@@ -184,17 +187,19 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
     """
     directory = Path(directory)
     explicit = bool(architectures)
-    architectures = list(architectures or architectures_for(model.heads))
+    specs = model.specs                                 # the heads its family reads
+    architectures = list(architectures or architectures_for(model.heads, specs))
     state = {k: v.detach().to("cpu", torch.float32).contiguous().clone() for k, v in model.state_dict().items()}
-    exported = state_to_theirs(export_state(state, architectures), model.config, bare=architectures == ["BertModel"])
-    classes = hf_classes()
+    exported = state_to_theirs(export_state(state, architectures, specs), model.config,
+                               bare=architectures == ["BertModel"])
+    classes = hf_classes(specs)
     for name in architectures:
         needed, pooler = classes[name]        # the class's heads; whether its encoder has the pooler
         absent = [h for h in needed if h not in model.heads]
         if absent or (pooler and not model.has_pooler):
             raise ValueError(f"cannot export as {name}: the model lacks "
-                             f"{', '.join(HEADS[h].noun for h in absent) or 'the pooler'}")
-    named, unfit, num_labels = classes_that_load(architectures, model.config.num_labels)
+                             f"{', '.join(specs[h].noun for h in absent) or 'the pooler'}")
+    named, unfit, num_labels = classes_that_load(architectures, model.config.num_labels, specs)
     if unfit and explicit:
         raise ValueError(f"cannot export as {unfit[0]} beside a {num_labels}-label classifier: transformers sizes "
                          f"both heads by num_labels, so one config.json cannot serve them both")

@@ -23,7 +23,6 @@ from torch import nn
 from engine.checkpoints.key_mapping import hf_key
 from engine.model.config import BertConfig
 from engine.model.families.registry import family_of, load_config
-from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 
 DEFAULT_MAX_PARAMETERS = 2_000_000_000
@@ -43,7 +42,12 @@ def config_size_lower_bound(config: BertConfig) -> int:
     """At least how many parameters ``config`` implies: the embeddings and the layers' weight matrices (no
     biases, no heads), in Python integers, so an absurd config cannot overflow or allocate anything."""
     hidden, inner, width = config.hidden_size, config.intermediate_size, config.embedding_width
-    embeddings = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * width
+    # no absolute position table where the family's options say so (DeBERTa's position_biased_input false,
+    # ModernBERT's rotary positions)
+    options = config.family_options
+    tableless = options.get("position_biased_input") is False or "global_rope_theta" in options
+    positions = 0 if tableless else config.max_position_embeddings
+    embeddings = (config.vocab_size + positions + config.type_vocab_size) * width
     projection = width * hidden if config.embedding_size is not None else 0      # ALBERT, ELECTRA
     modules = config.num_hidden_groups or config.num_hidden_layers               # ALBERT's layers share groups
     return embeddings + projection + modules * (4 * hidden * hidden + 2 * hidden * inner)
@@ -77,7 +81,7 @@ def check_fits(model: BertWithHeads, state: dict[str, torch.Tensor], max_paramet
     """``ValueError`` unless ``state`` (our key names; meta tensors will do) holds exactly the tensors of
     ``model`` (built from config.json) with their shapes; ``ModelTooLargeError`` when the model has more
     than ``max_parameters`` parameters. The tied MLM decoder weight is the embeddings' and is not stored."""
-    tied = {HEADS[h].prefix + key for h in model.heads for key in HEADS[h].tied}
+    tied = {model.specs[h].prefix + key for h in model.heads for key in model.specs[h].tied}
     expected = {k: t for k, t in model.state_dict().items() if k not in tied}
     implied, held = parameter_count(model), sum(t.numel() for t in state.values())
     counts = f" (config.json implies {count_text(implied)} parameters, the weight files hold {count_text(held)})"

@@ -15,6 +15,8 @@ from engine.checks import is_finite_number, is_int
 from engine.regular_files import read_bytes
 
 MAX_CONFIG_BYTES = 4 << 20
+# fields a family sets (engine/model/families); BERT's config.json never carries them
+FAMILY_FIELDS = ("embedding_size", "num_hidden_groups", "position_offset", "family_options")
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish", "tanh")
 
 
@@ -43,6 +45,9 @@ class BertConfig:
     embedding_size: int | None = None        # ALBERT, ELECTRA: embeddings this wide, projected to hidden_size
     num_hidden_groups: int | None = None     # ALBERT: the layers share the weights of this many groups
     position_offset: int = 0                 # RoBERTa, XLM-R: positions count from pad_token_id + 1 (not written)
+    # A family's own hyper-parameters under transformers' names (ModernBERT's ``global_rope_theta``, DeBERTa's
+    # ``position_buckets``), read and validated by its module; never written by ``to_dict`` (the family writes them)
+    family_options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # JSON object keys are strings; normalise id2label to int keys.
@@ -122,12 +127,14 @@ class BertConfig:
             raise ValueError(f"pad_token_id must be in [0, vocab_size), got {self.pad_token_id!r}")
         if not self.id2label:
             raise ValueError("id2label must name at least one class")
+        if not isinstance(self.family_options, dict):
+            raise ValueError(f"family_options must be a dict, got {type(self.family_options).__name__}")
 
     # ---- Hugging Face config.json -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The ``config.json`` content (``model_type: bert``) ``transformers`` reads."""
         data = dataclasses.asdict(self)
-        for name in ("embedding_size", "num_hidden_groups", "position_offset"):   # the families' own, written by them
+        for name in FAMILY_FIELDS:                  # the families' own, written by them
             del data[name]
         data["id2label"] = {str(k): v for k, v in self.id2label.items()}
         data["label2id"] = self.label2id
@@ -149,7 +156,7 @@ class BertConfig:
             raise ValueError(f"position_embedding_type {pos!r} is not supported (only 'absolute')")
         if data.get("is_decoder"):
             raise ValueError("decoder (causal) BERT configs are not supported; this app explores encoders")
-        names = {f.name for f in dataclasses.fields(cls)} - {"embedding_size", "num_hidden_groups", "position_offset"}
+        names = {f.name for f in dataclasses.fields(cls)} - set(FAMILY_FIELDS)
         kwargs = {k: v for k, v in data.items() if k in names}
         if "id2label" not in kwargs and isinstance(data.get("num_labels"), int) and data["num_labels"] > 0:
             kwargs["id2label"] = {i: f"LABEL_{i}" for i in range(data["num_labels"])}

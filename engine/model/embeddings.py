@@ -59,7 +59,11 @@ class BertEmbeddings(nn.Module):
             token_type = self.token_type_embeddings(token_type_ids)
         return word, self.position_embeddings(position_ids), token_type
 
+    def finish(self, summed: torch.Tensor) -> torch.Tensor:
+        """The embedding output of the summands' sum (B, S, E), dropout aside: its LayerNorm."""
+        return self.LayerNorm(summed)
+
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 position_ids: torch.Tensor | None = None) -> torch.Tensor:
         word, position, token_type = self.parts(input_ids, token_type_ids, position_ids)
-        return self.dropout(self.LayerNorm(word + token_type + position))  # (B, S, E)
+        return self.dropout(self.finish(word + token_type + position))  # (B, S, E)

@@ -18,7 +18,7 @@ from torch import nn
 from engine.model.config import BertConfig
 from engine.model.embeddings import BertEmbeddings
 from engine.model.inference_cache import InferenceCached, forget_inference_caches
-from engine.model.outputs import EncoderOutput
+from engine.model.outputs import EncoderOutput, LayerCollector
 
 
 def activation(name: str):
@@ -282,31 +282,12 @@ class BertModel(nn.Module):
         head_mask = normalise_head_mask(head_mask, self.config)
         if head_mask is not None:
             head_mask = head_mask.to(hidden.device)
-        explicit = output_attentions or output_qk
-        all_hidden = [hidden] if output_hidden_states else None
-        collected: dict[str, list[torch.Tensor]] = {"probs": [], "scores": [], "queries": [], "keys": []}
-        # only what the caller asked for is held across layers (each of probs and scores is L x (B, nh, S, S))
-        wanted = ({"probs"} if output_attentions else set()) | ({"scores", "queries", "keys"} if output_qk else set())
+        layers = LayerCollector(hidden, output_attentions, output_qk, output_hidden_states, on_layer)
         for index, layer in enumerate(self.encoder.layers()):
             layer_head_mask = None if head_mask is None else head_mask[index]
-            hidden, probes = layer(hidden, mask, layer_head_mask, explicit)
-            if on_layer is not None:
-                on_layer(index, probes)                                  # handed over, not held
-            else:
-                for name, value in probes.items():
-                    if name in wanted:
-                        collected[name].append(value)
-            if all_hidden is not None:
-                all_hidden.append(hidden)
-        return EncoderOutput(
-            last_hidden_state=hidden,
-            pooler_output=self.pooler(hidden) if self.pooler is not None else None,
-            hidden_states=tuple(all_hidden) if all_hidden is not None else None,
-            attentions=tuple(collected["probs"]) if output_attentions else None,
-            queries=tuple(collected["queries"]) if output_qk else None,
-            keys=tuple(collected["keys"]) if output_qk else None,
-            attention_scores=tuple(collected["scores"]) if output_qk else None,
-        )
+            hidden, probes = layer(hidden, mask, layer_head_mask, layers.explicit)
+            layers.add(index, hidden, probes)
+        return layers.output(hidden, self.pooler(hidden) if self.pooler is not None else None)
 
 
 @torch.no_grad()
@@ -323,7 +304,8 @@ def init_bert_weights(module: nn.Module, initializer_range: float) -> None:
                 sub.weight[sub.padding_idx].zero_()
         elif isinstance(sub, nn.LayerNorm):
             sub.weight.fill_(1.0)
-            sub.bias.zero_()
+            if sub.bias is not None:                # ModernBERT's norms may have none
+                sub.bias.zero_()
     for sub in module.modules():  # last: a tied MLM decoder (a Linear) re-draws the whole embedding matrix
         if isinstance(sub, nn.Embedding) and sub.padding_idx is not None:
             sub.weight[sub.padding_idx].zero_()

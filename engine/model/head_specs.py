@@ -18,6 +18,12 @@ table of heads.
 Hugging Face stores the sequence-, token-classification and multiple-choice modules all as
 ``classifier``; heads with the same ``hf_prefix`` cannot share a model (one checkpoint cannot
 hold both), and ``config.json``'s ``architectures`` says whose a checkpoint's keys are.
+
+``HEADS`` is BERT's table. A model family may declare heads of its own (``Family.heads``, the specs in
+``engine.model.family_heads``): a spec named as a registered head is the family's variant of it (RoBERTa's
+sequence classifier reads the first token, not the pooler), another name a head only that family has (ELECTRA's
+replaced-token detection). A model's table is ``heads.head_specs_for(config)``; the functions here that take
+``specs`` read that table (default: ``HEADS``).
 """
 from __future__ import annotations
 
@@ -40,6 +46,7 @@ class HeadInput:
     pooled: torch.Tensor | None       # (B, H) (or (B*C, H)) pooled [CLS] vectors; None without the pooler
     choices: int | None               # C for (B, C, S) input, else None
     targets: Mapping[str, Any]        # the forward call's label arguments by name (labels, class_labels, ...)
+    attention_mask: torch.Tensor | None = None   # (B, S) (or (B*C, S)) 1 = a token, 0 = padding; None: no padding
 
 
 Form = tuple[str, str, str, str, str, str]
@@ -127,17 +134,19 @@ def unregister_head(name: str) -> None:
     del HEADS[name]
 
 
-def shared_key_groups(heads: tuple[str, ...] | list[str]) -> list[list[str]]:
-    """Groups of two or more of ``heads`` that transformers stores under the same prefix (``classifier.``)."""
+def shared_key_groups(heads: tuple[str, ...] | list[str], specs: Mapping[str, HeadSpec] = HEADS) -> list[list[str]]:
+    """Groups of two or more of ``heads`` that transformers stores under the same prefix (``classifier.``);
+    ``specs``: the model's table of heads (a family's, ``heads.head_specs_for``)."""
     groups: dict[str, list[str]] = {}
-    for name in (h for h in HEADS if h in heads):
-        groups.setdefault(HEADS[name].hf_prefix, []).append(name)
+    for name in (h for h in specs if h in heads):
+        groups.setdefault(specs[name].hf_prefix, []).append(name)
     return [group for group in groups.values() if len(group) > 1]
 
 
-def target_arguments() -> tuple[str, ...]:
-    """Every forward() keyword argument a registered head reads (``HeadSpec.targets``), in registry order."""
-    return tuple(dict.fromkeys(name for spec in HEADS.values() for name in spec.targets))
+def target_arguments(specs: Mapping[str, HeadSpec] = HEADS) -> tuple[str, ...]:
+    """Every forward() keyword argument a head of ``specs`` (default: the registered ones) reads
+    (``HeadSpec.targets``), in registry order."""
+    return tuple(dict.fromkeys(name for spec in specs.values() for name in spec.targets))
 
 
 def attribution_targets() -> dict[str, tuple[str, AttributionSpec]]:

@@ -1,8 +1,9 @@
 """The model that carries any subset of the task heads, on top of the encoder.
 
 What each head is (its module, keys, transformers class, whether it reads the pooled [CLS] vector
-or is sized by ``num_labels``) is its ``HeadSpec`` in ``engine.model.head_specs.HEADS``; this module
-builds the registered heads a model asks for and runs them. The built-in heads and their Hugging
+or is sized by ``num_labels``) is its ``HeadSpec`` in ``engine.model.head_specs.HEADS`` (for a model of
+another family, ``head_specs_for``: its variants and heads of its own, ``engine.model.family_heads``); this
+module builds the heads a model asks for and runs them. The built-in heads and their Hugging
 Face parameter names:
   mlm         cls.predictions.{transform.dense, transform.LayerNorm, bias}; decoder tied to word embeddings
   nsp         cls.seq_relationship
@@ -32,13 +33,22 @@ from torch import nn
 
 from engine.model.config import BertConfig
 from engine.model.encoder import BertModel, init_bert_weights
-from engine.model.head_specs import HEADS, HeadInput, shared_key_groups, target_arguments
+from engine.model.families.registry import family_of
+from engine.model.head_specs import HEADS, HeadInput, HeadSpec, shared_key_groups, target_arguments
 from engine.model.outputs import (
     ClassificationOutput, HeadsOutput, MaskedLMOutput, MultipleChoiceOutput, NextSentenceOutput, SpanOutput,
     TokenClassificationOutput,
 )
 
 IGNORE_INDEX = -100
+
+
+def head_specs_for(config: BertConfig) -> dict[str, HeadSpec]:
+    """The heads a model of ``config``'s family can carry, by name, in canonical order: ``HEADS``, each replaced
+    by the family's variant of it where the family declares one (``Family.heads``), then the family's own."""
+    own = {spec.name: spec for spec in family_of(config.model_type).heads}
+    table = {name: own.pop(name, spec) for name, spec in HEADS.items()}
+    return {**table, **own}
 
 
 class BertWithHeads(nn.Module):
@@ -53,25 +63,29 @@ class BertWithHeads(nn.Module):
     def __init__(self, config: BertConfig, heads: tuple[str, ...] | list[str] = ("mlm", "nsp"),
                  add_pooling_layer: bool | None = None) -> None:
         super().__init__()
-        unknown = set(heads) - set(HEADS)
+        self.specs = head_specs_for(config)      # the heads its family reads: BERT's, the family's variants and own
+        unknown = set(heads) - set(self.specs)
         if unknown:
-            raise ValueError(f"unknown heads {sorted(unknown)}; choose from {tuple(HEADS)}")
-        clash = shared_key_groups(tuple(heads))
+            raise ValueError(f"unknown heads {sorted(unknown)}; choose from {tuple(self.specs)}")
+        clash = shared_key_groups(tuple(heads), self.specs)
         if clash:
             raise ValueError(f"a model carries at most one of the heads {', '.join(clash[0])}: transformers calls "
-                             f"each of them '{HEADS[clash[0][0]].hf_prefix.rstrip('.')}', so one checkpoint cannot "
-                             "hold two")
+                             f"each of them '{self.specs[clash[0][0]].hf_prefix.rstrip('.')}', so one checkpoint "
+                             "cannot hold two")
         self.config = config
-        self.heads = tuple(h for h in HEADS if h in heads)
-        pooled = [HEADS[h].noun for h in self.heads if HEADS[h].pooled]
+        self.heads = tuple(h for h in self.specs if h in heads)
+        pooled = [self.specs[h].noun for h in self.heads if self.specs[h].pooled]
         if add_pooling_layer is None:
             add_pooling_layer = bool(pooled) or not heads
         if not add_pooling_layer and pooled:
             raise ValueError(f"the {' and '.join(pooled)} head{'s need' if len(pooled) > 1 else ' needs'} "
                              "the pooler")
-        self.bert = BertModel(config, add_pooling_layer=add_pooling_layer)
+        family = family_of(config.model_type)
+        build_base = family.build_base                              # a family whose layers are not BERT's
+        self.bert = (build_base(config, add_pooling_layer) if build_base is not None
+                     else BertModel(config, add_pooling_layer=add_pooling_layer))
         for name in self.heads:     # in registry order: the modules (and their random init) keep one order
-            spec = HEADS[name]
+            spec = self.specs[name]
             if spec.dropout and "dropout" not in dict(self.named_children()):
                 # as transformers: classifier_dropout, else hidden_dropout_prob, before the classifier
                 dropout = (config.classifier_dropout if config.classifier_dropout is not None
@@ -94,18 +108,18 @@ class BertWithHeads(nn.Module):
         """The module of ``head`` (``ValueError`` when the model has no such head)."""
         if head not in self.heads:
             raise ValueError(f"this model has no {head} head; it has: {', '.join(self.heads) or 'no heads'}")
-        return self.get_submodule(HEADS[head].module)
+        return self.get_submodule(self.specs[head].module)
 
     def head_parameters(self, head: str) -> list[nn.Parameter]:
         """The parameters of ``head`` itself: what trains with it (a tied weight belongs to its owner)."""
-        return HEADS[head].trainable(self.head_module(head))
+        return self.specs[head].trainable(self.head_module(head))
 
     def init_weights(self) -> None:
         """BERT initialisation of every parameter, then each head's own (the MLM bias zero); keeps the decoder tied."""
         init_bert_weights(self, self.config.initializer_range)
         for name in self.heads:
-            if HEADS[name].init is not None:
-                HEADS[name].init(self.head_module(name))
+            if self.specs[name].init is not None:
+                self.specs[name].init(self.head_module(name))
 
     @property
     def has_pooler(self) -> bool:
@@ -150,7 +164,7 @@ class BertWithHeads(nn.Module):
         ``targets``: the labels of a registered head that declares its own (``HeadSpec.targets``), by name;
         any other keyword raises ``TypeError`` naming it.
         """
-        unknown = sorted(set(targets) - set(target_arguments()))
+        unknown = sorted(set(targets) - set(target_arguments(self.specs)))
         if unknown:
             raise TypeError(f"BertWithHeads.forward() got unexpected keyword argument(s) {', '.join(unknown)}: no "
                             "registered head reads them (HeadSpec.targets)")
@@ -167,10 +181,11 @@ class BertWithHeads(nn.Module):
         x = HeadInput(hidden, pooled, choices, dict(
             labels=labels, next_sentence_label=next_sentence_label, start_positions=start_positions,
             end_positions=end_positions, class_labels=class_labels, token_labels=token_labels,
-            choice_labels=choice_labels, sparse_mlm=sparse_mlm, mlm_positions=mlm_positions, **targets))
+            choice_labels=choice_labels, sparse_mlm=sparse_mlm, mlm_positions=mlm_positions, **targets),
+            attention_mask)
         losses = []
         for name in compute:
-            result = HEADS[name].run(self, x)
+            result = self.specs[name].run(self, x)
             out.set_result(name, result)
             if getattr(result, "loss", None) is not None:
                 losses.append(result.loss)
@@ -180,7 +195,7 @@ class BertWithHeads(nn.Module):
 
     def _heads_to_compute(self, compute: tuple[str, ...] | None, choice_input: bool) -> tuple[str, ...]:
         """The heads a pass runs: those asked for that the model has; multiple choice iff the input is (B, C, S)."""
-        choice_heads = [h for h in self.heads if HEADS[h].choice_input]
+        choice_heads = [h for h in self.heads if self.specs[h].choice_input]
         if compute is None:
             wanted = tuple(h for h in self.heads if (h in choice_heads) == choice_input)
         else:

@@ -16,6 +16,7 @@ N masked positions, C choices. A loss is ``None`` when no labels were given.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,47 @@ class EncoderOutput:
     queries: tuple[torch.Tensor, ...] | None = None         # L of (B, nh, S, hd); output_qk
     keys: tuple[torch.Tensor, ...] | None = None            # L of (B, nh, S, hd); output_qk
     attention_scores: tuple[torch.Tensor, ...] | None = None  # L of (B, nh, S, S), pre-softmax, masked; output_qk
+
+
+class LayerCollector:
+    """What a base model's forward gathers from its layers, the same for every family: each layer's probes
+    (``{"probs", "scores", "queries", "keys"}``) kept when asked for (``output_attentions``: probs; ``output_qk``:
+    the rest), or handed to ``on_layer`` and not held; the hidden states after each layer when asked for."""
+
+    def __init__(self, first: torch.Tensor, output_attentions: bool, output_qk: bool, output_hidden_states: bool,
+                 on_layer: Callable[[int, dict[str, torch.Tensor]], None] | None) -> None:
+        self.output_attentions, self.output_qk, self.on_layer = output_attentions, output_qk, on_layer
+        self.hidden: list[torch.Tensor] | None = [first] if output_hidden_states else None   # (B, S, H) each
+        self.wanted = ({"probs"} if output_attentions else set()) | ({"scores", "queries", "keys"} if output_qk
+                                                                     else set())
+        self.collected: dict[str, list[torch.Tensor]] = {"probs": [], "scores": [], "queries": [], "keys": []}
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the layers must take the explicit attention path (probabilities, scores, queries, keys)."""
+        return self.output_attentions or self.output_qk
+
+    def add(self, index: int, hidden: torch.Tensor, probes: dict[str, torch.Tensor]) -> None:
+        """Layer ``index``'s output (B, S, H) and probes."""
+        if self.on_layer is not None:
+            self.on_layer(index, probes)                                 # handed over, not held
+        else:
+            for name, value in probes.items():
+                if name in self.wanted:
+                    self.collected[name].append(value)
+        if self.hidden is not None:
+            self.hidden.append(hidden)
+
+    def output(self, last: torch.Tensor, pooled: torch.Tensor | None) -> EncoderOutput:
+        """The ``EncoderOutput`` of the last hidden state (B, S, H) and the pooled output (B, H) or None."""
+        return EncoderOutput(
+            last_hidden_state=last, pooler_output=pooled,
+            hidden_states=tuple(self.hidden) if self.hidden is not None else None,
+            attentions=tuple(self.collected["probs"]) if self.output_attentions else None,
+            queries=tuple(self.collected["queries"]) if self.output_qk else None,
+            keys=tuple(self.collected["keys"]) if self.output_qk else None,
+            attention_scores=tuple(self.collected["scores"]) if self.output_qk else None,
+        )
 
 
 @dataclass

@@ -9,7 +9,7 @@ import transformers
 
 from engine.model.config import PRESETS, SUPPORTED_ACTIVATIONS, BertConfig, preset
 
-FAMILY_FIELDS = ("model_type", "embedding_size", "num_hidden_groups", "position_offset")   # the families' own
+FAMILY_FIELDS = ("model_type", "embedding_size", "num_hidden_groups", "position_offset", "family_options")  # families'
 FIELDS = [f.name for f in dataclasses.fields(BertConfig) if f.name not in FAMILY_FIELDS]
 
 

@@ -13,6 +13,7 @@ import transformers
 
 from engine.checkpoints.hf_format import load
 from engine.model.families.registry import FAMILIES, config_from_dict, family_of
+from support.reference import randomized
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TOL = 1e-5
@@ -38,16 +39,6 @@ CASES = {
                (transformers.AlbertForQuestionAnswering, transformers.AlbertForSequenceClassification)),
 }
 
-
-def randomized(cls, config, seed: int = 0) -> torch.nn.Module:
-    """``cls(config)`` in eager attention with every parameter drawn at random (LayerNorms too)."""
-    torch.manual_seed(seed)
-    config._attn_implementation = "eager"
-    model = cls(config).eval()
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.normal_(0.0, 0.3)
-    return model
 
 
 def padded_batch(config, seq_len: int = 24) -> dict[str, torch.Tensor]:
@@ -152,12 +143,16 @@ def test_a_berts_weights_under_another_familys_config_are_named_as_that_family_n
 
 
 def test_heads_not_read_yet_are_dropped_by_name_and_odd_configs_refused(tmp_path):
-    """A RoBERTa sequence classifier: its encoder loads, its head's keys are listed as ignored; an ALBERT with
-    two inner layers a group, a sinusoidal DistilBERT and an unknown family are refused with a sentence."""
+    """A key no head reads (one added to a RoBERTa's file): the model loads, the key is listed as ignored; an ALBERT
+    with two inner layers a group, a sinusoidal DistilBERT and an unknown family are refused with a sentence."""
+    from safetensors.torch import load_file, save_file
+
     config = CASES["roberta"][0]
-    randomized(transformers.RobertaForSequenceClassification, config).save_pretrained(tmp_path / "classifier")
-    loaded = load(tmp_path / "classifier")
-    assert loaded.heads == () and any(k.startswith("classifier.out_proj") for k in loaded.ignored_keys)
+    randomized(transformers.RobertaForMaskedLM, config).save_pretrained(tmp_path / "extra")
+    weights = tmp_path / "extra" / "model.safetensors"
+    save_file({**load_file(weights), "unread_head.weight": torch.zeros(2, 32)}, weights, metadata={"format": "pt"})
+    loaded = load(tmp_path / "extra")
+    assert loaded.heads == ("mlm",) and loaded.ignored_keys == ["unread_head.weight"]
     with pytest.raises(ValueError, match="inner_group_num"):
         config_from_dict({"model_type": "albert", "inner_group_num": 2, "hidden_size": 32, "num_attention_heads": 4})
     with pytest.raises(ValueError, match="sinusoidal"):

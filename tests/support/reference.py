@@ -159,3 +159,15 @@ def assert_tied(model: BertWithHeads) -> None:
     embeddings = model.bert.embeddings.word_embeddings.weight
     assert decoder is embeddings
     assert decoder.data_ptr() == embeddings.data_ptr()
+
+
+def randomized(cls: type, config, seed: int = 0) -> torch.nn.Module:
+    """A transformers model ``cls(config)`` in eager attention, every parameter drawn at random with std 0.3 (the
+    norms too): peaked, distinct outputs for the families' parity tests."""
+    torch.manual_seed(seed)
+    config._attn_implementation = "eager"
+    model = cls(config).eval()
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.normal_(0.0, 0.3)
+    return model

@@ -2,14 +2,16 @@
 (``embedding_hidden_mapping_in``), and layers that share their weights: ``num_hidden_groups`` groups, layer i
 running group ``i // (num_hidden_layers / num_hidden_groups)`` (``BertEncoder.order``). Each layer is BERT's
 post-LN layer under other names (``attention.dense``, ``ffn``, ``ffn_output``, ``full_layer_layer_norm``). Its
-masked-LM head maps to E (``predictions``). The sentence-order head (``sop_classifier``) is not read yet.
-Groups of several inner layers (``inner_group_num`` > 1) are refused."""
+masked-LM head maps to E (``predictions``). Its sentence-order head (``sop_classifier.classifier``, dropout before
+it) is its own, in the slot of BERT's next-sentence head (``family_heads.SENTENCE_ORDER``): ``AlbertForPreTraining``
+is ``BertForPreTraining``'s layout. Groups of several inner layers (``inner_group_num`` > 1) are refused."""
 from __future__ import annotations
 
 from typing import Any
 
 from engine.model.config import BertConfig
 from engine.model.families.family import Family, Renames, bert_named_config, bert_named_dict
+from engine.model.family_heads import SENTENCE_ORDER
 
 LAYER, OURS = "albert.encoder.albert_layer_groups.{n}.albert_layers.0.", "bert.encoder.layer.{n}."
 RENAMES = Renames((
@@ -29,7 +31,7 @@ RENAMES = Renames((
     ("predictions.dense.", "cls.predictions.transform.dense."),
     ("predictions.LayerNorm.", "cls.predictions.transform.LayerNorm."),
     ("predictions.bias", "cls.predictions.bias"),
-    ("sop_classifier.", None),                                        # sentence-order prediction: not read yet
+    ("sop_classifier.classifier.", "cls.seq_relationship."),          # sentence order, in the NSP head's place
 ))
 
 
@@ -55,4 +57,4 @@ def _to_hf(config: BertConfig) -> dict[str, Any]:
 ALBERT = Family(name="ALBERT", model_types=("albert",), class_stem="Albert", config_from_hf=_config,
                 config_to_hf=_to_hf, renames=RENAMES, base_prefix="albert.",
                 classes=("ForMaskedLM", "ForQuestionAnswering", "ForTokenClassification", "ForSequenceClassification",
-                         "Model"))
+                         "ForMultipleChoice", "ForPreTraining", "Model"), heads=(SENTENCE_ORDER,))

@@ -7,4 +7,4 @@ from engine.model.config import BertConfig
 from engine.model.families.family import Family
 
 BERT = Family(name="BERT", model_types=("bert",), class_stem="Bert", config_from_hf=BertConfig.from_dict,
-              config_to_hf=BertConfig.to_dict, in_the_tabs=True)
+              config_to_hf=BertConfig.to_dict)

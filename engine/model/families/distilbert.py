@@ -1,13 +1,17 @@
 """DistilBERT (Sanh et al., 2019): BERT's post-LN layers with other names (``q_lin``, ``sa_layer_norm``,
 ``ffn.lin1``, ...), six of them by default, no segment embeddings (``type_vocab_size`` 0), no pooler, and its own
-``config.json`` field names (``dim``, ``n_layers``, ``hidden_dim``, ...). The sequence-classification head
-(``pre_classifier`` + ReLU on the first token, then ``classifier``) is not read yet."""
+``config.json`` field names (``dim``, ``n_layers``, ``hidden_dim``, ...). Its sequence-classification and
+multiple-choice heads are its own (``family_heads.first_token_scorer``): ``pre_classifier`` (H -> H), ReLU and
+dropout (``seq_classif_dropout``) on the first token, then ``classifier``; ``pre_classifier`` is read as a part of
+the head that owns ``classifier``."""
 from __future__ import annotations
 
 from typing import Any
 
 from engine.model.config import BertConfig
 from engine.model.families.family import Family, Renames
+from engine.model.family_heads import first_token_scorer
+from engine.model.head_modules import classifier_dropout
 
 LAYER, OURS = "distilbert.transformer.layer.{n}.", "bert.encoder.layer.{n}."
 RENAMES = Renames((
@@ -24,7 +28,7 @@ RENAMES = Renames((
     ("vocab_layer_norm.", "cls.predictions.transform.LayerNorm."),
     ("vocab_projector.weight", "cls.predictions.decoder.weight"),     # tied to the word embeddings
     ("vocab_projector.bias", "cls.predictions.bias"),
-    ("pre_classifier.", None),                                        # sequence classification: not read yet
+    ("pre_classifier.", "classifier.pre_classifier."),               # key_mapping: classifier -> the head's own
 ))
 # DistilBERT's config.json name -> BertConfig's
 NAMES = {"dim": "hidden_size", "n_layers": "num_hidden_layers", "n_heads": "num_attention_heads",
@@ -55,6 +59,10 @@ def _to_hf(config: BertConfig) -> dict[str, Any]:
     return out
 
 
-DISTILBERT = Family(name="DistilBERT", model_types=("distilbert",), class_stem="DistilBert", config_from_hf=_config,
-                    config_to_hf=_to_hf, renames=RENAMES, base_prefix="distilbert.",
-                    drops_with=(("pre_classifier.", "classifier."),))
+DISTILBERT = Family(
+    name="DistilBERT", model_types=("distilbert",), class_stem="DistilBert", config_from_hf=_config,
+    config_to_hf=_to_hf, renames=RENAMES, base_prefix="distilbert.",
+    classes=("ForMaskedLM", "ForQuestionAnswering", "ForTokenClassification", "ForSequenceClassification",
+             "ForMultipleChoice", "Model"),
+    heads=tuple(first_token_scorer(head, "pre_classifier", "relu", classifier_dropout)
+                for head in ("classifier", "multiple_choice")))

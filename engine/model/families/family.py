@@ -10,8 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch import nn
 
 from engine.model.config import BertConfig
+from engine.model.head_specs import HeadSpec
 
 NUMBER = "{n}"                      # a layer or group number in a template: the same on both sides
 
@@ -70,7 +72,22 @@ class Family:
     # (a prefix, another): when a key starts with the first, keys starting with the second are dropped too (a head
     # not read yet whose last layer has a name a read head uses: DistilBERT's pre_classifier + classifier)
     drops_with: tuple[tuple[str, str], ...] = ()
-    in_the_tabs: bool = False       # whether the explorer's tabs read this family yet (BERT; the others come next)
+    in_the_tabs: bool = True        # whether the explorer's tabs read this family (a new family may wait: False)
+    # The base model when the family's layers are not BERT's (ModernBERT, DeBERTa): ``(config, add_pooling_layer)``
+    # -> a module taking ``BertModel.forward``'s arguments and returning its ``EncoderOutput`` (attention maps from
+    # every layer), with ``.config``, ``.pooler`` (None or a module) and ``.embeddings.word_embeddings``.
+    # None: the shared ``BertModel``.
+    build_base: Callable[[BertConfig, bool], nn.Module] | None = None
+    # How far each layer's tokens see: per layer, tokens on each side, or None for every token (ModernBERT's local
+    # window); None here: every layer of the family sees every token
+    attention_reach: Callable[[BertConfig], tuple[int | None, ...]] | None = None
+    # The family's own heads (``HeadSpec``s, ``engine.model.family_heads``): one named as a shared head is the
+    # family's variant of it (RoBERTa's sequence classifier reads the first token, no pooler), another name a head
+    # only this family has (ELECTRA's replaced-token detection); ``heads.head_specs_for`` makes a model's table.
+    heads: tuple[HeadSpec, ...] = ()
+    # Key prefixes (transformers' layout) that ``config``'s model does not have though its files may hold them, as
+    # transformers' ``_keys_to_ignore_on_load_unexpected``: dropped on reading (DeBERTa's unused position table)
+    unused_keys: Callable[[BertConfig], tuple[str, ...]] | None = None
 
     def architectures_to_ours(self, names: list[str] | None) -> list[str] | None:
         """transformers class names of this family as BERT's (``RobertaForMaskedLM`` -> ``BertForMaskedLM``);
@@ -88,9 +105,11 @@ class Family:
             return None
         return [self.class_stem + n[len("Bert"):] for n in names if n.startswith("Bert")]
 
-    def state_to_ours(self, state: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], list[str]]:
+    def state_to_ours(self, state: dict[str, torch.Tensor], architectures: list[str] | None = None
+                      ) -> tuple[dict[str, torch.Tensor], list[str]]:
         """A state dict of transformers' layout in the shared one (BERT's names, ``bert.`` prefix for a bare base
-        model's keys too), and the keys dropped. BERT's own layouts pass as they are (``key_mapping`` reads them)."""
+        model's keys too), and the keys dropped. BERT's own layouts pass as they are (``key_mapping`` reads them).
+        ``architectures`` (config.json's, as BERT's class names) is for a family whose keys depend on the class."""
         if not self.renames.pairs:
             return dict(state), []
         out: dict[str, torch.Tensor] = {}

@@ -13,12 +13,14 @@ import torch
 from engine.model.config import BertConfig, read_config_json
 from engine.model.families.albert import ALBERT
 from engine.model.families.bert import BERT
+from engine.model.families.deberta import DEBERTA
 from engine.model.families.distilbert import DISTILBERT
 from engine.model.families.electra import ELECTRA
 from engine.model.families.family import Family
+from engine.model.families.modernbert import MODERNBERT
 from engine.model.families.roberta import ROBERTA, XLM_R
 
-_ALL = (BERT, ROBERTA, XLM_R, DISTILBERT, ELECTRA, ALBERT)
+_ALL = (BERT, ROBERTA, XLM_R, DISTILBERT, ELECTRA, ALBERT, DEBERTA, MODERNBERT)
 FAMILIES: dict[str, Family] = {model_type: family for family in _ALL for model_type in family.model_types}
 
 
@@ -59,7 +61,11 @@ def load_config(path: str | Path) -> BertConfig:
 
 def state_to_ours(state: dict[str, torch.Tensor], config: BertConfig) -> tuple[dict[str, torch.Tensor], list[str]]:
     """A checkpoint's state dict of ``config``'s family in the shared layout, and the keys dropped."""
-    return family_of(config.model_type).state_to_ours(state)
+    family = family_of(config.model_type)
+    unused = family.unused_keys(config) if family.unused_keys is not None else ()
+    kept = {k: v for k, v in state.items() if not k.startswith(unused)} if unused else state
+    ours, dropped = family.state_to_ours(kept, config.architectures)
+    return ours, [k for k in state if k not in kept] + dropped
 
 
 def state_to_theirs(state: dict[str, torch.Tensor], config: BertConfig, bare: bool) -> dict[str, torch.Tensor]:
@@ -71,5 +77,14 @@ def check_in_the_tabs(config: BertConfig, name: str) -> None:
     """A ``ValueError`` sentence when the explorer's tabs do not read ``config``'s family yet (``name``: the model)."""
     family = family_of(config.model_type)
     if not family.in_the_tabs:
+        readable = ", ".join(dict.fromkeys(f.name for f in FAMILIES.values() if f.in_the_tabs))
         raise ValueError(f"{name} is a {family.name} model: it loads in the engine (engine.load, as transformers "
-                         "computes it), but the tabs read BERT models only so far (docs/design/families.md).")
+                         f"computes it), but the tabs do not read this family yet; they read {readable} models "
+                         "(docs/design/families.md).")
+
+
+def attention_reach(config: BertConfig) -> tuple[int | None, ...]:
+    """Per layer, how many tokens on each side a token attends to, or None for every token (ModernBERT's local
+    layers see a window; every other family's layers, everything)."""
+    reach = family_of(config.model_type).attention_reach
+    return reach(config) if reach is not None else (None,) * config.num_hidden_layers

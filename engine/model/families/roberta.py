@@ -1,13 +1,15 @@
 """RoBERTa (Liu et al., 2019) and XLM-R (Conneau et al., 2020): BERT's layers under ``roberta.``; what differs is
 the position embeddings, counted from ``pad_token_id + 1`` with padding skipped (``position_offset``), a single
-segment (``type_vocab_size`` 1), and the masked-LM head's names (``lm_head``). The sequence-classification head
-(``classifier.dense`` / ``out_proj`` on the first token, no pooler) is not read yet: its keys are dropped."""
+segment (``type_vocab_size`` 1), and the masked-LM head's names (``lm_head``). Its sequence-classification head is
+its own (``family_heads.first_token_classifier``: ``classifier.dense``, tanh, ``classifier.out_proj`` on the first
+token, no pooler); multiple choice is BERT's (the pooler, then ``classifier``)."""
 from __future__ import annotations
 
 from typing import Any
 
 from engine.model.config import BertConfig
 from engine.model.families.family import Family, Renames, bert_named_config, bert_named_dict
+from engine.model.family_heads import first_token_classifier
 
 RENAMES = Renames((
     ("lm_head.dense.", "cls.predictions.transform.dense."),
@@ -15,8 +17,6 @@ RENAMES = Renames((
     ("lm_head.decoder.weight", "cls.predictions.decoder.weight"),     # tied to the word embeddings
     ("lm_head.decoder.bias", None),                                   # the same tensor as lm_head.bias
     ("lm_head.bias", "cls.predictions.bias"),
-    ("classifier.dense.", None),                                      # sequence classification: not read yet
-    ("classifier.out_proj.", None),
     ("roberta.", "bert."),
 ))
 
@@ -35,7 +35,10 @@ def _to_hf(config: BertConfig) -> dict[str, Any]:
     return bert_named_dict(config, family, bos_token_id=0, eos_token_id=2)
 
 
+CLASSES = ("ForMaskedLM", "ForQuestionAnswering", "ForTokenClassification", "ForSequenceClassification",
+           "ForMultipleChoice", "Model")
+OWN_HEADS = (first_token_classifier("tanh"),)          # its sequence classifier
 ROBERTA = Family(name="RoBERTa", model_types=("roberta",), class_stem="Roberta", config_from_hf=_config,
-                 config_to_hf=_to_hf, renames=RENAMES, base_prefix="roberta.")
+                 config_to_hf=_to_hf, renames=RENAMES, base_prefix="roberta.", classes=CLASSES, heads=OWN_HEADS)
 XLM_R = Family(name="XLM-R", model_types=("xlm-roberta",), class_stem="XLMRoberta", config_from_hf=_config,
-               config_to_hf=_to_hf, renames=RENAMES, base_prefix="roberta.")
+               config_to_hf=_to_hf, renames=RENAMES, base_prefix="roberta.", classes=CLASSES, heads=OWN_HEADS)
