@@ -1,5 +1,5 @@
-"""``python -m engine.finetune``: fine-tune a BERT for extractive QA, sequence or token classification, or
-multiple choice.
+"""``python -m engine.finetune``: fine-tune a BERT-family model (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA, ALBERT)
+for extractive QA, sequence or token classification, or multiple choice.
 
 The arguments become a ``JobSpec`` (``engine.training.tasks.job_spec``) and ``prepare_job`` makes the trainer:
 the same ``Trainer`` as pretraining (the task is ``config.task``), the same checkpoints, resume,
@@ -7,7 +7,7 @@ Ctrl-C handling and torchrun support as ``engine.pretrain``.
 
 * ``--task qa``: SQuAD v1.1-format JSON; question + context windows (``--seq-len`` 384,
   ``--doc-stride`` 128, ``--max-question-len`` 64) labelled with the answer's token span,
-  [CLS] when a window does not hold it (``engine.data.qa_features``).
+  the first token ([CLS], <s>) when a window does not hold it (``engine.data.qa_features``).
 * ``--task qa_mlm``: QA as above, and every step also trains the masked-LM (+ NSP) heads and
   the encoder on a batch of ``--mlm-corpus`` text (``--mlm-seq-len`` 128, ``--mlm-batch-size``
   sequences, by default ``--batch-size``), so fill-mask does not degrade while the model learns
@@ -25,9 +25,10 @@ Ctrl-C handling and torchrun support as ``engine.pretrain``.
   Shakespeare, or a .txt/.md/.jsonl file; ``engine.data.next_sentence_choice``).
 
 The model starts from ``--init-from`` (the bundled ``default``, a run's checkpoint or an HF
-directory); the task's head is added freshly initialised when the model lacks it, and every
-head it has is kept and saved (e.g. MLM + NSP + QA in one checkpoint). ``--freeze-encoder``
-trains the heads and the pooler only.
+directory of any family the engine reads); the task's head is added freshly initialised when the model lacks it,
+and every head it has is kept and saved (e.g. MLM + NSP + QA in one checkpoint) in the family's own layout. A task
+whose head the family lacks (NSP for a RoBERTa) is refused in one sentence before any data is read
+(``engine.training.tasks.start_model``). ``--freeze-encoder`` trains the heads and the pooler only.
 
 Examples::
 
@@ -98,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--eval-data", metavar="FILE", help="held-out data in the same format")
     add("--eval-fraction", type=float, help="without --eval-data: hold this fraction of --data out (default 0.1)")
     add("--init-from", metavar="MODEL_DIR",
-        help="'default' (bundled, the default), a run or checkpoint directory, or an HF BERT directory")
+        help="'default' (bundled, the default), a run or checkpoint directory, or a Hugging Face model directory "
+        "(BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA or ALBERT)")
     add("--doc-stride", type=int, help="qa: context tokens shared by consecutive windows (default 128)")
     add("--max-question-len", type=int, help="qa: questions are cut to this many tokens (default 64)")
     add("--max-examples", type=int, help="use only the first N questions / examples of each file")

@@ -19,8 +19,9 @@ import numpy as np
 
 from engine.checks import is_int
 from engine.data.data_files import csv_errors, csv_reader, read_data_text, shown_columns
-from engine.data.features import FeatureDataset
+from engine.data.features import FeatureDataset, second_text_start
 from engine.data.labels import check_known
+from engine.text.segment_ids import separated_once
 from engine.text.tokenizer import WordPieceTokenizer
 
 
@@ -98,14 +99,17 @@ def _example(record: dict[str, Any], line: int, path: Path) -> ClassificationExa
 
 def build_classification_dataset(examples: Sequence[ClassificationExample], tokenizer: WordPieceTokenizer,
                                  label2id: dict[str, int], max_seq_length: int, batch_size: int, seed: int = 0,
-                                 shuffle: bool = True) -> FeatureDataset:
-    """``[CLS] text [SEP] (pair [SEP])`` features, truncated longest-first, as a ``FeatureDataset``."""
+                                 shuffle: bool = True, segment_ids: bool | None = None) -> FeatureDataset:
+    """Features in the tokenizer's template (BERT: ``[CLS] text [SEP] (pair [SEP])``), truncated longest-first, as a
+    ``FeatureDataset``; ``segment_ids`` (default: the tokenizer's pair layout takes them, ``separated_once``)
+    marks the pair's second text in the type ids."""
     if not examples:
         raise ValueError("no examples to build classification features from")
     check_known([e.label for e in examples], label2id, [f"line {e.line}" for e in examples])
     encodings = tokenizer.encode_batch([(e.text, e.text_pair) for e in examples], max_length=max_seq_length)
     rows = [np.asarray(enc.input_ids, dtype=np.int32) for enc in encodings]
-    segments = [enc.token_type_ids.index(1) if 1 in enc.token_type_ids else len(enc.input_ids) for enc in encodings]
+    segments = [second_text_start(enc.sequence_ids) for enc in encodings]
     targets = np.asarray([label2id[e.label] for e in examples], dtype=np.int64)
     return FeatureDataset("classification", rows, segments, targets, max_seq_length, batch_size,
-                          tokenizer.pad_token_id, seed, shuffle)
+                          tokenizer.pad_token_id, seed, shuffle,
+                          segment_ids=separated_once(tokenizer) if segment_ids is None else segment_ids)

@@ -1,10 +1,12 @@
 """Fine-tuning data: tokenized features batched in a seeded order, and held-out splits.
 
 A ``FeatureDataset`` holds one row of token ids per feature (a QA window, a sentence
-(pair) or a tagged sentence), where its second segment starts, and its integer targets
-(start/end positions, a class id, or one label per token with -100 where unlabelled, kept
-as an (N, max_seq_length) array). Multiple choice (several rows per example) is
-``engine.data.multiple_choice.ChoiceDataset``, a subclass. Epoch ``e`` visits the features in ``random.Random(f"{seed}:{e}")`` order
+(pair) or a tagged sentence), where its second segment starts (the first token of the second text, by the
+tokenizer's sequence ids), and its integer targets (start/end positions, a class id, or one label per token
+with -100 where unlabelled, kept as an (N, max_seq_length) array). ``segment_ids`` says whether a batch's
+type ids mark the second segment (1 from its start) or are all 0, for a model that reads no segment ids
+(``engine.text.segment_ids.uses_segment_ids``: RoBERTa, XLM-R, DistilBERT). Multiple choice (several rows per
+example) is ``engine.data.multiple_choice.ChoiceDataset``, a subclass. Epoch ``e`` visits the features in ``random.Random(f"{seed}:{e}")`` order
 (held-out data in file order), so batch ``(e, k)`` can be rebuilt exactly on resume. Rows
 are padded to the longest in their batch.
 """
@@ -31,9 +33,9 @@ class FinetuneBatch:
     """A padded fine-tuning micro-batch; the targets of the other task are None."""
 
     input_ids: torch.Tensor                      # (B, S)
-    token_type_ids: torch.Tensor                 # (B, S)
+    token_type_ids: torch.Tensor                 # (B, S) 1 on the second segment; all 0 without segment_ids
     attention_mask: torch.Tensor                 # (B, S)
-    start_positions: torch.Tensor | None = None  # (B,) QA: answer start token, 0 ([CLS]) when not in the window
+    start_positions: torch.Tensor | None = None  # (B,) QA: answer start token, 0 (first token) if not in window
     end_positions: torch.Tensor | None = None    # (B,)
     class_labels: torch.Tensor | None = None     # (B,) classification: class id
     token_labels: torch.Tensor | None = None     # (B, S) token classification: label id, -100 where unlabelled
@@ -59,7 +61,7 @@ class FeatureDataset:
 
     def __init__(self, task: str, rows: Sequence[np.ndarray], segment_starts: Sequence[int], targets: np.ndarray,
                  max_seq_length: int, batch_size: int, pad_token_id: int = 0, seed: int = 0,
-                 shuffle: bool = True, example_index: Sequence[int] | None = None) -> None:
+                 shuffle: bool = True, example_index: Sequence[int] | None = None, segment_ids: bool = True) -> None:
         if task not in TARGETS:
             raise ValueError(f"unknown fine-tuning task {task!r}; choose one of {', '.join(TARGETS)}")
         if batch_size < 1:
@@ -79,8 +81,14 @@ class FeatureDataset:
         self.segment_starts = np.asarray(segment_starts, dtype=np.int64)
         self.targets = targets
         self.example_index = np.asarray(example_index if example_index is not None else range(len(rows)))
+        self.segment_ids = segment_ids
         self._order: tuple[int, list[int]] | None = None
         self._fingerprint: str | None = None
+
+    def without_segment_ids(self) -> None:
+        """From now on every batch's type ids are 0 (the second segment unmarked): for a model that reads none."""
+        self.segment_ids = False
+        self._fingerprint = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -116,7 +124,7 @@ class FeatureDataset:
         for r, i in enumerate(indices):
             input_ids[r, :len(self.rows[i])] = torch.from_numpy(self.rows[i].astype(np.int64))
         attention_mask[positions < lengths] = 1
-        token_type_ids = ((positions >= starts) & (positions < lengths)).long()              # (B, S)
+        token_type_ids = ((positions >= starts) & (positions < lengths) & self.segment_ids).long()   # (B, S)
         targets = torch.as_tensor(self.targets[list(indices)])                               # (B, K)
         if self.task in PER_TOKEN:
             named = {TARGETS[self.task][0]: targets[:, :width].contiguous()}                 # (B, S)
@@ -133,8 +141,17 @@ class FeatureDataset:
                 digest.update(row.tobytes() + b"|")
             digest.update(self.segment_starts.tobytes())
             digest.update(np.ascontiguousarray(self.targets).tobytes())
+            if not self.segment_ids:
+                digest.update(b"|one segment")
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
+
+
+def second_text_start(sequence_ids: Sequence[int | None]) -> int:
+    """Where a feature's second text starts: its first token of sequence id 1 (whatever special tokens the
+    tokenizer's pair template puts before it); the feature's length when it has one text."""
+    ids = list(sequence_ids)
+    return ids.index(1) if 1 in ids else len(ids)
 
 
 def split_held_out(items: Sequence[T], fraction: float, seed: int,

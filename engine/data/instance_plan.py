@@ -33,11 +33,15 @@ PLAN_COLUMNS = 5      # a_start, a_end, b_start, b_end, is_random_next
 
 @dataclass
 class Instance:
-    """One pretraining example before [CLS]/[SEP] are added; ``tokens_b`` empty without NSP."""
+    """One pretraining example before its special tokens are added; ``tokens_b`` empty without NSP.
+    ``starts_a`` / ``starts_b``: where a sentence other than the segment's first begins in it (whole-word masking
+    starts a word there)."""
 
     tokens_a: list[int]
     tokens_b: list[int]
     is_random_next: bool
+    starts_a: tuple[int, ...] = ()
+    starts_b: tuple[int, ...] = ()
 
 
 def check_lengths(max_seq_length: int, nsp: bool) -> None:
@@ -77,8 +81,13 @@ def plan_instances(store: TokenStore, pool: np.ndarray, positions: Sequence[int]
 
 
 def materialise(store: TokenStore, rows: np.ndarray) -> list[Instance]:
-    """The instances of plan rows, their token ids read from the store."""
-    return [Instance(store.token_ids(a0, a1), store.token_ids(b0, b1), bool(label))
+    """The instances of plan rows, their token ids read from the store, with where their sentences begin."""
+    starts = store.sentence_starts
+
+    def inside(first: int, end: int) -> tuple[int, ...]:
+        low, high = np.searchsorted(starts, first, side="right"), np.searchsorted(starts, end, side="left")
+        return tuple(int(s) - first for s in starts[low:high])
+    return [Instance(store.token_ids(a0, a1), store.token_ids(b0, b1), bool(label), inside(a0, a1), inside(b0, b1))
             for a0, a1, b0, b1, label in rows.tolist()]
 
 

@@ -1,10 +1,11 @@
-"""Dynamic MLM masking: choose positions, then 80% [MASK] / 10% random / 10% unchanged.
+"""Dynamic MLM masking: choose positions, then 80% the mask token / 10% random / 10% unchanged.
 
 Masking follows ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens`` and
 is redone every time a batch is collated (dynamic masking, as RoBERTa): each eligible
-position is chosen with probability ``mlm_probability``; of the chosen, 80% become
-[MASK], 10% a random non-special token, 10% stay; labels hold the original id at chosen
-positions and -100 elsewhere.
+position is chosen with probability ``mlm_probability``; of the chosen, 80% become the
+tokenizer's mask token (BERT's [MASK], RoBERTa's <mask>), 10% a random non-special token, 10% stay;
+labels hold the original id at chosen positions and -100 elsewhere. Whole-word masking chooses words
+instead of pieces, the words as the vocabulary's kind marks them (``whole_word_ids_from``).
 """
 from __future__ import annotations
 
@@ -65,7 +66,8 @@ def mask_tokens_detailed(
 
     - Each position with ``special_tokens_mask == 0`` is chosen with probability
       ``mlm_probability`` (Bernoulli, as ``transformers``), so the expected rate is exact.
-    - ``whole_word_ids`` (B, S): a word index per position (negative = no word). A word is
+    - ``whole_word_ids`` (B, S): a word index per position (negative = no word), whatever the
+      vocabulary's kind marks as words (``whole_word_ids_from``). A word is
       chosen with probability ``mlm_probability`` and then all its pieces are; the expected
       fraction of chosen tokens is still ``mlm_probability``. Word indices must be unique
       within a row (segment B's words numbered after A's); see ``whole_word_ids_from``.
@@ -135,14 +137,18 @@ def _allowed_random_ids(input_ids: torch.Tensor, special: torch.Tensor, vocab_si
 
 
 def whole_word_ids_from(input_ids: torch.Tensor, special_tokens_mask: torch.Tensor,
-                        continuation: torch.Tensor) -> torch.Tensor:
-    """Word index per position (B, S) from a per-vocabulary "is a ##piece" mask (V,); -1 at specials.
+                        continuation: torch.Tensor, word_starts: torch.Tensor | None = None) -> torch.Tensor:
+    """Word index per position (B, S) from a per-vocabulary "continues the word before it" mask (V,) (by the
+    vocabulary's kind: ``engine.text.words.continues_word``); -1 at specials.
 
-    A piece that is not a continuation starts a new word; a continuation right after a
-    special token (truncated word) gets a word of its own.
+    A piece that is not a continuation starts a new word; so does a position marked in ``word_starts`` (B, S)
+    (where a sentence begins: a byte-level vocabulary writes a text's first word without its word-start mark),
+    and a continuation right after a special token (a truncated word) gets a word of its own.
     """
     special = special_tokens_mask.bool()                                  # (B, S)
     starts = ~continuation.to(input_ids.device)[input_ids] | special      # (B, S)
+    if word_starts is not None:
+        starts |= word_starts.to(device=input_ids.device, dtype=torch.bool)   # (B, S)
     starts[:, 0] = True
     words = starts.long().cumsum(dim=1) - 1                               # (B, S)
     return words.masked_fill(special, -1)

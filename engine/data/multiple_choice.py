@@ -5,9 +5,10 @@ layout; N = 2..5, from the header; other columns are ignored). ``label`` is the 
 right choice, 0..N-1. SWAG's own files work too: ``sent1`` is the context and each choice is
 ``sent2`` followed by ``ending0`` .. ``ending3``, as ``transformers``' ``run_swag.py`` builds them.
 
-**Features**: each example becomes N rows ``[CLS] context [SEP] choice [SEP]`` (truncated
-longest-first to ``max_seq_length``), type ids 0 then 1; a batch is (B, C, S), padded to its
-longest row, for ``BertWithHeads``' multiple-choice head (``BertForMultipleChoice``).
+**Features**: each example becomes N rows, the context and one choice as a pair in the tokenizer's template
+(BERT: ``[CLS] context [SEP] choice [SEP]``; truncated longest-first to ``max_seq_length``), type ids 0 then 1
+where the model reads segment ids (else all 0); a batch is (B, C, S), padded to its longest row, for
+``BertWithHeads``' multiple-choice head (``BertForMultipleChoice``).
 """
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ import numpy as np
 import torch
 
 from engine.data.data_files import csv_errors, csv_reader, read_data_text, shown_columns
-from engine.data.features import FeatureDataset, FinetuneBatch
+from engine.data.features import FeatureDataset, FinetuneBatch, second_text_start
+from engine.text.segment_ids import separated_once
 from engine.text.tokenizer import WordPieceTokenizer
 
 MIN_CHOICES, MAX_CHOICES = 2, 5
@@ -107,7 +109,7 @@ class ChoiceDataset(FeatureDataset):
 
     def __init__(self, rows: Sequence[Sequence[np.ndarray]], segment_starts: Sequence[Sequence[int]],
                  labels: Sequence[int], max_seq_length: int, batch_size: int, pad_token_id: int = 0, seed: int = 0,
-                 shuffle: bool = True) -> None:
+                 shuffle: bool = True, segment_ids: bool = True) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if not rows:
@@ -125,6 +127,7 @@ class ChoiceDataset(FeatureDataset):
         self.segment_starts = np.asarray(segment_starts, dtype=np.int64)      # (N, C)
         self.targets = np.asarray(labels, dtype=np.int64).reshape(-1, 1)      # (N, 1)
         self.example_index = np.arange(len(rows))
+        self.segment_ids = segment_ids
         self._order = None
         self._fingerprint = None
 
@@ -141,7 +144,7 @@ class ChoiceDataset(FeatureDataset):
                 input_ids[b, c, :len(row)] = torch.from_numpy(row.astype(np.int64))
         positions = torch.arange(width).view(1, 1, -1)                                         # (1, 1, S)
         attention_mask = (positions < lengths).long()                                          # (B, C, S)
-        token_type_ids = ((positions >= starts) & (positions < lengths)).long()                # (B, C, S)
+        token_type_ids = ((positions >= starts) & (positions < lengths) & self.segment_ids).long()   # (B, C, S)
         labels = torch.as_tensor(self.targets[list(indices), 0])                               # (B,)
         return FinetuneBatch(input_ids, token_type_ids, attention_mask, choice_labels=labels)
 
@@ -155,13 +158,17 @@ class ChoiceDataset(FeatureDataset):
                     digest.update(row.tobytes() + b"|")
             digest.update(self.segment_starts.tobytes())
             digest.update(np.ascontiguousarray(self.targets).tobytes())
+            if not self.segment_ids:
+                digest.update(b"|one segment")
             self._fingerprint = digest.hexdigest()
         return self._fingerprint
 
 
 def build_choice_dataset(examples: Sequence[ChoiceExample], tokenizer: WordPieceTokenizer, max_seq_length: int,
-                         batch_size: int, seed: int = 0, shuffle: bool = True) -> ChoiceDataset:
-    """``[CLS] context [SEP] choice [SEP]`` rows for every choice of every example, as a ``ChoiceDataset``."""
+                         batch_size: int, seed: int = 0, shuffle: bool = True,
+                         segment_ids: bool | None = None) -> ChoiceDataset:
+    """A (context, choice) pair row for every choice of every example, as a ``ChoiceDataset``; ``segment_ids``
+    (default: the tokenizer's pair layout takes them, ``separated_once``) marks each choice in the type ids."""
     if not examples:
         raise ValueError("no examples to build multiple-choice features from")
     counts = {len(e.choices) for e in examples}
@@ -174,7 +181,8 @@ def build_choice_dataset(examples: Sequence[ChoiceExample], tokenizer: WordPiece
                                        max_length=max_seq_length)
     rows = [[np.asarray(enc.input_ids, dtype=np.int32) for enc in encodings[i * count:(i + 1) * count]]
             for i in range(len(examples))]
-    starts = [[enc.token_type_ids.index(1) if 1 in enc.token_type_ids else len(enc.input_ids)
-               for enc in encodings[i * count:(i + 1) * count]] for i in range(len(examples))]
+    starts = [[second_text_start(enc.sequence_ids) for enc in encodings[i * count:(i + 1) * count]]
+              for i in range(len(examples))]
     return ChoiceDataset(rows, starts, [e.label for e in examples], max_seq_length, batch_size,
-                         tokenizer.pad_token_id, seed, shuffle)
+                         tokenizer.pad_token_id, seed, shuffle,
+                         separated_once(tokenizer) if segment_ids is None else segment_ids)

@@ -25,6 +25,7 @@ from engine.data.instance_plan import Instance, check_lengths, materialise, plan
 from engine.data.masking import IGNORE_INDEX, mask_tokens_detailed, whole_word_ids_from
 from engine.data.token_store import TokenStore
 from engine.text.tokenizer import WordPieceTokenizer
+from engine.text.words import continues_word, marks_word_starts
 
 BLOCK_TOKENS = 1 << 22          # ~4M tokens (~17 MB of English) of documents planned and shuffled together
 _PLANS_KEPT = 4                 # planned blocks kept in memory (the batches of N processes straddle few)
@@ -41,19 +42,19 @@ class VocabSpec:
     sep_token_id: int
     mask_token_id: int
     random_token_ids: torch.Tensor         # (R,) ids a random replacement may take (no specials)
-    continuation: torch.Tensor | None = None  # (V,) bool, True for "##" pieces; for whole-word masking
+    continuation: torch.Tensor | None = None  # (V,) bool: continues a word (WordPiece "##x"; "x" after "Ġ"/"▁")
+    sentences_start_words: bool = False       # a sentence's first piece starts a word, marked or not (byte-level)
 
     @classmethod
     def from_tokenizer(cls, tokenizer: WordPieceTokenizer) -> "VocabSpec":
-        """Special ids from the tokenizer; random replacements exclude all five special tokens."""
+        """Special ids from the tokenizer (by role); random replacements exclude every role token; which pieces
+        continue a word, by the vocabulary's kind (``engine.text.words.continues_word``)."""
         size = tokenizer.vocab_size
         keep = torch.ones(size, dtype=torch.bool)
         keep[sorted(tokenizer.special_ids())] = False
-        continuation = torch.zeros(size, dtype=torch.bool)
-        for token, index in tokenizer.get_vocab().items():
-            continuation[index] = token.startswith("##")
+        continuation = torch.tensor(continues_word(tokenizer), dtype=torch.bool)         # (V,)
         return cls(size, tokenizer.pad_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id,
-                   tokenizer.mask_token_id, keep.nonzero().flatten(), continuation)
+                   tokenizer.mask_token_id, keep.nonzero().flatten(), continuation, marks_word_starts(tokenizer))
 
 
 @dataclass
@@ -61,9 +62,9 @@ class Batch:
     """A collated, masked batch: (B, S) tensors and the (B,) NSP label."""
 
     input_ids: torch.Tensor            # (B, S) after masking
-    token_type_ids: torch.Tensor       # (B, S) 0 for [CLS] A [SEP], 1 for B [SEP], 0 at padding
+    token_type_ids: torch.Tensor       # (B, S) 0 for cls A sep, 1 for B sep, 0 at padding
     attention_mask: torch.Tensor       # (B, S) 1 for real tokens, 0 for padding
-    special_tokens_mask: torch.Tensor  # (B, S) 1 for [CLS], [SEP] and padding
+    special_tokens_mask: torch.Tensor  # (B, S) 1 for the cls and sep tokens and padding
     labels: torch.Tensor               # (B, S) original id at masked positions, -100 elsewhere
     next_sentence_label: torch.Tensor  # (B,) 0 IsNext, 1 NotNext, -100 for single segments (no NSP)
     mask_kind: torch.Tensor            # (B, S) KIND_NONE / KIND_MASK / KIND_RANDOM / KIND_KEPT
@@ -93,10 +94,11 @@ class Batch:
 def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: float = 0.15,
             generator: torch.Generator | None = None, whole_word: bool = False,
             pad_to: int | None = None) -> Batch:
-    """``[CLS] A [SEP] B [SEP]`` (or ``[CLS] A [SEP]``) per instance, padded, freshly masked.
+    """``cls A sep B sep`` (or ``cls A sep``) per instance, with the tokenizer's cls and sep tokens (by role:
+    BERT's [CLS] / [SEP], RoBERTa's <s> / </s>), padded, freshly masked.
 
     Pads to the longest row, or to ``pad_to`` when given. Every call draws new masks from
-    ``generator`` (dynamic masking).
+    ``generator`` (dynamic masking); whole-word masking starts a word at each sentence's start too.
     """
     if not instances:
         raise ValueError("cannot collate an empty list of instances")
@@ -131,7 +133,13 @@ def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: fl
     if whole_word:
         if vocab.continuation is None:
             raise ValueError("whole-word masking needs VocabSpec.continuation (use VocabSpec.from_tokenizer)")
-        words = whole_word_ids_from(input_ids, special, vocab.continuation)              # (B, S)
+        sentence_starts = torch.zeros((len(rows), width), dtype=torch.bool)               # (B, S)
+        for r, inst in enumerate(instances if vocab.sentences_start_words else ()):
+            for start in inst.starts_a:
+                sentence_starts[r, 1 + start] = True
+            for start in inst.starts_b:
+                sentence_starts[r, 2 + len(inst.tokens_a) + start] = True
+        words = whole_word_ids_from(input_ids, special, vocab.continuation, sentence_starts)   # (B, S)
     masked = mask_tokens_detailed(input_ids, special, vocab.vocab_size, vocab.mask_token_id, mlm_probability,
                                   generator, words, vocab.random_token_ids)
     return Batch(masked.input_ids, token_type_ids, attention_mask, special, masked.labels, nsp_label,

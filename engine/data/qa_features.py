@@ -1,15 +1,16 @@
 """Extractive-QA training features from SQuAD v1.1-format JSON, as Hugging Face's ``run_qa.py`` builds them.
 
-Each question is encoded with its context as ``[CLS] question [SEP] context-window [SEP]``
-windows (``WordPieceTokenizer.encode_qa_windows``, by the tokenizer's post-processor: RoBERTa's
-``<s> question </s></s> context-window </s>``; the context alone is truncated, windows overlap by
-``doc_stride`` tokens, the question is cut to ``max_question_len`` by ``cut_question``: the very
-windows the QA pipeline scores). Segment ids are the tokenizer's own (a feature's second segment
-starts at its first type id 1), but none for RoBERTa's and XLM-R's ``</s></s>`` layout, as transformers
-passes none to those models (``segment_ids.separated_once``). The first answer's character span becomes token positions
-in every window: the last context token starting at or before the answer's first character
-and the first context token ending at or after its last one. A window that does not hold
-the whole answer (and an impossible SQuAD 2.0 question) is labelled start = end = 0, [CLS].
+Each question is encoded with its context in windows of the tokenizer's pair template (BERT's
+``[CLS] question [SEP] context-window [SEP]``, RoBERTa's ``<s> question </s></s> context-window </s>``:
+``WordPieceTokenizer.encode_qa_windows``; the context alone is truncated, windows overlap by ``doc_stride``
+tokens, the question is cut to ``max_question_len`` by ``cut_question``: the very windows the QA pipeline
+scores). A window leaves room for as many special tokens as the template adds (``num_special_tokens``: 3 for
+BERT, 4 for RoBERTa). A feature's second segment starts at the context's first token (its sequence ids);
+it is marked in the type ids unless the tokenizer's layout takes none (RoBERTa's and XLM-R's ``</s></s>``,
+to which transformers passes none: ``segment_ids.separated_once``). The first answer's character span becomes
+token positions in every window: the last context token starting at or before the answer's first character
+and the first context token ending at or after its last one. A window that does not hold the whole answer
+(and an impossible SQuAD 2.0 question) is labelled start = end = 0, the template's first token.
 
 Answers whose ``answer_start`` does not point at their ``text`` in the context are skipped
 (and counted); a question left without answers is dropped.
@@ -26,7 +27,7 @@ from tokenizers import Tokenizer
 
 from engine.checks import is_int
 from engine.data.data_files import read_data_text
-from engine.data.features import FeatureDataset
+from engine.data.features import FeatureDataset, second_text_start
 from engine.text.segment_ids import separated_once
 from engine.text.tokenizer import WordPieceTokenizer
 
@@ -120,7 +121,7 @@ def _read_question(qa: Any, context: str, title: str, where: str, result: SquadD
 def _label(offsets: Sequence[tuple[int, int]], sequence_ids: Sequence[int | None],
            span: tuple[int, int] | None) -> tuple[int, int]:
     """Token (start, end) of the character ``span`` [start, end) in a window (its ``offsets`` and ``sequence_ids``);
-    (0, 0), the [CLS] label, when the span is not all inside the window's context or there is none."""
+    (0, 0), the no-answer label, when the span is not all inside the window's context or there is none."""
     context = [i for i, seq in enumerate(sequence_ids) if seq == 1]
     if span is None or not context:
         return 0, 0
@@ -132,15 +133,17 @@ def _label(offsets: Sequence[tuple[int, int]], sequence_ids: Sequence[int | None
     return start, max(start, end)
 
 
-def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int, specials: int = 3) -> None:
-    """``ValueError`` unless every question fits with room for a context window longer than the stride
-    (``specials``: the special tokens of a window, BERT's 3 or RoBERTa's 4)."""
+def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int, specials: int) -> None:
+    """``ValueError`` unless every question fits with room for a context window longer than the stride;
+    ``specials``: the special tokens of a window, the tokenizer's ``num_special_tokens(pair=True)`` (BERT's 3,
+    RoBERTa's 4; 0 checks what holds for any template, before the tokenizer is known)."""
     room = max_seq_len - max_question_len - specials
     if max_question_len < 1 or doc_stride < 0:
         raise ValueError(f"max_question_len must be >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
     if room <= doc_stride:
+        less = f" - {specials} special tokens of the tokenizer's pair template" if specials else ""
         raise ValueError(f"doc_stride ({doc_stride}) must be smaller than the context room of a window: "
-                         f"max_seq_len {max_seq_len} - max_question_len {max_question_len} - {specials} specials = {room}")
+                         f"max_seq_len {max_seq_len} - max_question_len {max_question_len}{less} = {room}")
 
 
 class QAFeatureDataset(FeatureDataset):
@@ -151,9 +154,9 @@ class QAFeatureDataset(FeatureDataset):
     def __init__(self, rows: Sequence[np.ndarray], segment_starts: Sequence[int], targets: np.ndarray,
                  max_seq_length: int, batch_size: int, pad_token_id: int, seed: int, shuffle: bool,
                  example_index: Sequence[int], *, examples: list[QAExample], doc_stride: int,
-                 max_question_len: int) -> None:
+                 max_question_len: int, segment_ids: bool = True) -> None:
         super().__init__("qa", rows, segment_starts, targets, max_seq_length, batch_size, pad_token_id, seed,
-                         shuffle, example_index)
+                         shuffle, example_index, segment_ids)
         self.examples, self.doc_stride, self.max_question_len = examples, doc_stride, max_question_len
 
     def questions_of_first(self, features: int) -> list[QAExample]:
@@ -165,16 +168,15 @@ class QAFeatureDataset(FeatureDataset):
 def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenizer, max_seq_len: int,
                      batch_size: int, doc_stride: int = 128, max_question_len: int = 64, seed: int = 0,
                      shuffle: bool = True, progress: Callable[[int, int], None] | None = None,
-                     chunk: int = 2000) -> FeatureDataset:
+                     chunk: int = 2000, segment_ids: bool | None = None) -> FeatureDataset:
     """All windows of all questions as a ``FeatureDataset`` (task "qa"); features keep the index
     of their question (``example_index``). ``progress(done, total)`` follows every ``chunk`` questions.
+    ``segment_ids`` (default: the tokenizer's pair layout takes them) marks the context in the type ids.
 
     The windows are ``encode_qa_windows``'s (a test holds them equal), encoded ``chunk``
     questions at a time with the library's batch encoder: one pass over each context, in parallel.
     """
-    processor = tokenizer.backend.post_processor
-    check_lengths(max_seq_len, doc_stride, max_question_len,
-                  0 if processor is None else processor.num_special_tokens_to_add(True))
+    check_lengths(max_seq_len, doc_stride, max_question_len, tokenizer.num_special_tokens(True))
     if not examples:
         raise ValueError("no questions to build QA features from")
     backend = tokenizer.backend
@@ -185,7 +187,6 @@ def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenize
     segments: list[int] = []
     targets: list[tuple[int, int]] = []
     owners: list[int] = []
-    segmented = separated_once(tokenizer)
     for first in range(0, len(examples), chunk):
         part = examples[first:first + chunk]
         questions = [e.question for e in part]
@@ -196,13 +197,13 @@ def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenize
         for offset, (example, whole) in enumerate(zip(part, encoded)):
             span = example.answer_span
             for window in (whole, *whole.overflowing):
-                type_ids = window.type_ids if segmented else []     # the tokenizer's segments, or one
                 rows.append(np.asarray(window.ids, dtype=np.int32))
-                segments.append(type_ids.index(1) if 1 in type_ids else len(window.ids))
+                segments.append(second_text_start(window.sequence_ids))
                 targets.append(_label(window.offsets, window.sequence_ids, span))
                 owners.append(first + offset)
         if progress is not None:
             progress(min(first + chunk, len(examples)), len(examples))
     return QAFeatureDataset(rows, segments, np.asarray(targets, dtype=np.int64), max_seq_len, batch_size,
                             tokenizer.pad_token_id, seed, shuffle, owners, examples=list(examples),
-                            doc_stride=doc_stride, max_question_len=max_question_len)
+                            doc_stride=doc_stride, max_question_len=max_question_len,
+                            segment_ids=separated_once(tokenizer) if segment_ids is None else segment_ids)

@@ -1,9 +1,11 @@
 """Token-classification features: tagged words -> word pieces with one label per word.
 
 **The alignment rule** (as ``transformers``' ``run_ner.py`` with ``label_all_tokens=False``): the
-words are encoded as pre-split input (``[CLS] w1 w2 ... [SEP]``, each word cut into its word
-pieces by the model's own WordPiece tokenizer); a word's label goes on its **first piece**, and
-its later pieces, ``[CLS]``, ``[SEP]`` and padding get -100, which the loss and the metrics skip.
+words are encoded as pre-split input in the tokenizer's single-text template (BERT: ``[CLS] w1 w2 ... [SEP]``),
+each word cut into pieces by the model's own tokenizer as it would be inside a sentence (a byte-level one with
+the space before the word, as ``run_ner.py``'s ``add_prefix_space=True``: ``engine.text.words``); a word's label
+goes on its **first piece**, and its later pieces, the special tokens and padding get -100, which the loss and
+the metrics skip.
 A sentence longer than ``max_seq_length`` pieces is cut; its words past the cut have no label.
 A word the tokenizer turns into no piece at all (only characters it drops) is unlabelled too.
 """
@@ -12,12 +14,12 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import numpy as np
-from tokenizers import Tokenizer
 
 from engine.data.features import IGNORE_INDEX, FeatureDataset
 from engine.data.labels import check_known
 from engine.data.tagged_text import TaggedSentence
 from engine.text.tokenizer import WordPieceTokenizer
+from engine.text.words import pre_split_encoder
 
 
 def align_labels(word_ids: Sequence[int | None], word_labels: Sequence[int]) -> list[int]:
@@ -39,8 +41,7 @@ def build_token_dataset(sentences: Sequence[TaggedSentence], tokenizer: WordPiec
         raise ValueError("no sentences to build token-classification features from")
     check_known([tag for s in sentences for tag in s.tags], label2id,
                 [s.where for s in sentences for _ in s.tags])
-    encoder = Tokenizer.from_str(tokenizer.backend.to_str())   # a private copy: truncation is a tokenizer setting
-    encoder.no_padding()
+    encoder = pre_split_encoder(tokenizer)     # a private copy: truncation is a tokenizer setting
     encoder.enable_truncation(max_seq_length)
     encodings = encoder.encode_batch([s.words for s in sentences], is_pretokenized=True)
     rows: list[np.ndarray] = []

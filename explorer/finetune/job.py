@@ -2,10 +2,12 @@
 
 The base model is the picker's key, turned into the folder the engine starts from as ``--init-from``
 takes it (``ModelRegistry.folder``: the default model's folder, a checkpoint's, an allowed local folder,
-a hub download). The task's row (``explorer.finetune.tasks``) fills in what the form does not ask: the
-QA window sizes; a bundled example without a file adds its ``JobSpec`` fields (multiple choice's built-in
-next-sentence data: ``data=None``, ``corpus``, ``num_choices``, ``max_documents``). Evaluation runs about 8
-times a run on at most 10 held-out batches; a checkpoint is written at the last step (and on *Stop* or
+a hub download), of any family the engine reads; before a run starts, its family must have the task's head
+and its positions and tokenizer must fit the lengths (``engine.training.tasks.start_model``), each refusal one
+sentence. The task's row (``explorer.finetune.tasks``) fills in what the form does not ask: the QA window sizes;
+a bundled example without a file adds its ``JobSpec`` fields (multiple choice's built-in next-sentence data:
+``data=None``, ``corpus``, ``num_choices``, ``max_documents``). Evaluation runs about 8 times a run on at most 10
+held-out batches; a checkpoint is written at the last step (and on *Stop* or
 *Save checkpoint now*, and after 5 minutes of training), since a checkpoint of the default model with its
 optimizer state is ~275 MB. A fine-tune ends lean (``keep_optimizer_state="while-running"``, the engine's default
 for a fine-tuning task): once it finishes, its last checkpoint keeps only the model (~92 MB), so the run folder
@@ -21,6 +23,7 @@ from typing import Any
 from engine.model.families.registry import load_config
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.tasks.registry import default_keep_optimizer_state
+from engine.training.tasks.start_model import check_start_model, folder_tokenizer
 from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, parse_labels
 from explorer.finetune.tasks import DataCheck, task_row
 from explorer import log_to
@@ -78,9 +81,10 @@ def make_job(services: Services, model_key: str | None, task: str, source: str, 
     spec = JobSpec(training, init_from=str(folder), data=None if data_path is None else str(data_path),
                    eval_fraction=held_out, max_file_bytes=MAX_UPLOAD_BYTES, **row.spec_fields(seq), **fields,
                    report_to=log_to.report_to(report_to), task_settings=row.settings(seq))
-    spec.validate()
-    positions = load_config(Path(folder)).max_position_embeddings
-    if seq > positions:
-        raise ValueError(f"Sequence length {seq} is longer than the base model's {positions} positions; choose "
-                         f"at most {positions}.")
+    config = spec.validate()
+    model = load_config(Path(folder))
+    if seq > model.max_tokens:          # its positions, less those its family skips (RoBERTa's offset)
+        raise ValueError(f"Sequence length {seq} is longer than the base model's {model.max_tokens} positions; "
+                         f"choose at most {model.max_tokens}.")
+    check_start_model(spec, config, model, folder_tokenizer(folder), f"The base model ({model_key or 'default'})")
     return FinetuneJob(spec, data_name, check)

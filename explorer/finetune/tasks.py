@@ -131,8 +131,8 @@ FINETUNE_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
         definition=MULTIPLE_CHOICE, label="Choose the right ending",
         formats=("**CSV** with a header naming `context`, `choice0` .. `choiceN-1` (2 to 5 choices, numbered from 0) "
                  "and `label`, the number of the right choice (0 to N-1); other columns are ignored. Each choice is "
-                 "read after its context as `[CLS] context [SEP] choice [SEP]`. UTF-8. Or no file: the built-in "
-                 "*which of 4 sentences comes next?* made from Shakespeare's plays."),
+                 "read after its context as a text pair (BERT: `[CLS] context [SEP] choice [SEP]`). UTF-8. Or no "
+                 "file: the built-in *which of 4 sentences comes next?* made from Shakespeare's plays."),
         extensions=(".csv",),
         examples=(BundledExample("choices.csv", EXAMPLES_DIR / "choices.csv",
                                  note="`choices.csv`: 40 everyday situations with 4 endings, one sensible "

@@ -169,10 +169,10 @@ def test_squad_file_missing(box: Sandbox) -> None:
 # --- window lengths and hyperparameters ---------------------------------------------------
 
 @pytest.mark.parametrize("call,match", [
-    (lambda tok: check_lengths(64, 64, 16), "doc_stride \\(64\\) must be smaller than the context room"),
-    (lambda tok: check_lengths(64, 500, 16), "doc_stride \\(500\\) must be smaller"),
-    (lambda tok: check_lengths(32, 8, 64), "must be smaller than the context room"),   # question fills it
-    (lambda tok: check_lengths(64, -1, 16), "doc_stride >= 0"),
+    (lambda tok: check_lengths(64, 64, 16, tok.num_special_tokens(True)), "doc_stride \\(64\\) must be smaller than the context room"),
+    (lambda tok: check_lengths(64, 500, 16, tok.num_special_tokens(True)), "doc_stride \\(500\\) must be smaller"),
+    (lambda tok: check_lengths(32, 8, 64, tok.num_special_tokens(True)), "must be smaller than the context room"),   # question fills it
+    (lambda tok: check_lengths(64, -1, 16, tok.num_special_tokens(True)), "doc_stride >= 0"),
     (lambda tok: build_qa_dataset([], tok, 64, 2, 16, 16), "no questions"),
     (lambda tok: preset("tiny", num_attention_heads=3), "must be divisible by num_attention_heads"),
     (lambda tok: JobSpec(model_overrides={"hidden_size": 130, "num_attention_heads": 4}).validate(),

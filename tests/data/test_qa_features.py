@@ -211,9 +211,14 @@ def test_dataset_batches_hold_windows_and_positions(tiny_tokenizer, tmp_path):
     assert torch.equal(data.batch(3, 1).input_ids, data.batch(3, 1).input_ids)
 
 
-def test_lengths_are_checked():
-    check_lengths(384, 128, 64)
+def test_lengths_are_checked(tiny_tokenizer):
+    specials = tiny_tokenizer.num_special_tokens(True)                    # BERT's [CLS] A [SEP] B [SEP]: 3
+    assert specials == 3
+    check_lengths(384, 128, 64, specials)
     with pytest.raises(ValueError, match="doc_stride \\(128\\) must be smaller"):
-        check_lengths(128, 128, 64)
+        check_lengths(128, 128, 64, specials)
     with pytest.raises(ValueError, match="max_question_len must be >= 1"):
-        check_lengths(128, 16, 0)
+        check_lengths(128, 16, 0, specials)
+    with pytest.raises(ValueError, match="- 3 special tokens of the tokenizer's pair template = 60"):
+        check_lengths(128, 60, 65, specials)
+    check_lengths(128, 60, 65, 0)             # before the tokenizer is known: 63 tokens of room

@@ -5,14 +5,13 @@ multiple_choice (they share transformers' ``classifier`` keys), so fine-tuning o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 
 from engine.checkpoints.hf_format import LoadedModel, load
 from engine.model.config import preset
-from engine.model.head_specs import HEADS
-from engine.model.heads import BertWithHeads
+from engine.model.heads import BertWithHeads, head_specs_for
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_spec import JobSpec
@@ -56,36 +55,40 @@ def pretraining_model(spec: JobSpec, config: TrainingConfig, tokenizer: WordPiec
                          f"{loaded.config.vocab_size} embeddings; use its own tokenizer")
     config.check_model(loaded.config)
     model = BertWithHeads(loaded.config.replace(**dropout),
-                          heads=tuple(h for h in HEADS if h in heads or h in loaded.heads))
+                          heads=tuple(h for h in head_specs_for(loaded.config) if h in heads or h in loaded.heads))
     return _copy_weights(loaded, model)
 
 
 def finetuning_model(loaded: LoadedModel, task: str, id2label: dict[int, str] | None = None, seed: int = 0,
-                     log: Log = lambda message: None) -> BertWithHeads:
+                     log: Log = lambda message: None, runs: Sequence[str] | None = None) -> BertWithHeads:
     """``loaded``'s encoder and heads plus the task's head: freshly initialised when it lacks it, or when
     its classifier has other labels than ``id2label``. A classifier head of another kind (classifier,
     token_classifier, multiple_choice) is dropped, as one model carries only one. The pooler stays
-    when a remaining head reads it (NSP, classification, multiple choice)."""
-    needed = task_definition(task).heads       # the first is the one it trains (added fresh or replaced)
-    head = needed[0]
+    when a remaining head reads it (BERT's NSP, classification, multiple choice; not RoBERTa's first-token
+    classifier): the heads are the family's own (``heads.head_specs_for``). ``runs``: the heads the task runs
+    for its settings (``TrainingTask.heads``: ``qa_mlm`` without NSP adds no NSP head); default all it names."""
+    defined = task_definition(task).heads      # the first is the one it trains (added fresh or replaced)
+    head = defined[0]
+    needed = tuple(h for h in defined if runs is None or h in runs or h == head)
+    specs = head_specs_for(loaded.config)      # the model family's heads: BERT's, or its variants of them
     # a head transformers stores under the same keys as the task's (classifier.*) cannot stay beside it
-    dropped = [h for h in loaded.heads if h != head and HEADS[h].hf_prefix == HEADS[head].hf_prefix]
-    heads = tuple(h for h in HEADS if (h in loaded.heads and h not in dropped) or h in needed)
+    dropped = [h for h in loaded.heads if h != head and specs[h].hf_prefix == specs[head].hf_prefix]
+    heads = tuple(h for h in specs if (h in loaded.heads and h not in dropped) or h in needed)
     config = loaded.config
     fresh = head not in loaded.heads
-    if HEADS[head].labelled and id2label is not None and config.id2label != id2label:
+    if specs[head].labelled and id2label is not None and config.id2label != id2label:
         if not fresh:
             log(f"replacing the {head} head of {loaded.source} (labels {list(config.id2label.values())}) "
                 f"with a new one for {list(id2label.values())}")
         fresh, config = True, config.replace(id2label=dict(id2label))
-    elif not HEADS[head].labelled and fresh and any(HEADS[h].labelled for h in dropped):   # e.g. multiple choice
+    elif not specs[head].labelled and fresh and any(specs[h].labelled for h in dropped):   # e.g. multiple choice
         config = config.replace(id2label={0: "LABEL_0", 1: "LABEL_1"})   # transformers' default: no labels
     if dropped:
         log(f"dropping the {', '.join(dropped)} head of {loaded.source}: a model carries one classifier head, "
             f"and this job trains a {head} head")
     torch.manual_seed(seed)
-    model = BertWithHeads(config, heads=heads, add_pooling_layer=any(HEADS[h].pooled for h in heads))
-    _copy_weights(loaded, model, HEADS[head].prefix if fresh else None)
+    model = BertWithHeads(config, heads=heads, add_pooling_layer=any(specs[h].pooled for h in heads))
+    _copy_weights(loaded, model, specs[head].prefix if fresh else None)
     if fresh:
         log(f"added a freshly initialised {head} head to {loaded.source} (heads: {', '.join(heads)})")
     return model

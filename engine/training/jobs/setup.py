@@ -17,8 +17,11 @@ from pathlib import Path
 import time
 from typing import Any, Callable, ContextManager, Sequence
 
+from engine.data.features import FeatureDataset
+from engine.model.config import BertConfig
 from engine.model.families.registry import load_config
 from engine.model.head_specs import HEADS
+from engine.text.segment_ids import uses_segment_ids
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
@@ -30,6 +33,7 @@ from engine.training.jobs.pretraining_data import (
     corpus_tokens, corpus_vocabulary, job_source, pretraining_data, same_vocabulary_everywhere,
 )
 from engine.training.tasks.job_documents import check_one_batch
+from engine.training.tasks.start_model import check_heads, check_start_model
 from engine.training.jobs.models import finetuning_model, load_start_model, pretraining_model
 from engine.training.jobs.stage_progress import Clock, StageProgress
 from engine.training.loop.report_to import report_callbacks
@@ -105,6 +109,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     if spec.init_from is not None:
         step(f"loading {spec.init_from}")
         loaded = load_start_model(spec)
+        check_heads(loaded.config, config, spec.init_from)        # e.g. NSP on a family without it
     if spec.tokenizer is not None:
         tokenizer = WordPieceTokenizer.from_file(spec.tokenizer)
     elif loaded is not None:
@@ -130,18 +135,20 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     config = spec.training_config()
     step(f"loading {spec.model_source}")
     loaded = load_start_model(spec)
-    loaded.require_tokenizer("so it cannot be fine-tuned")
-    config.check_model(loaded.config)
+    tokenizer = loaded.require_tokenizer("so it cannot be fine-tuned")
+    check_start_model(spec, config, loaded.config, tokenizer, str(spec.model_source))
     step(f"reading {spec.data or 'the corpus'}")
     definition = spec.definition
     head = definition.heads[0]
     known = loaded.config.id2label if HEADS[head].labelled and head in loaded.heads else None
-    train_data, eval_data, id2label = definition.data(spec, config, loaded.tokenizer, None, step, known)
+    train_data, eval_data, id2label = definition.data(spec, config, tokenizer, None, step, known)
+    as_the_model_reads(loaded.config, tokenizer, train_data, eval_data)
     step("building the model")
-    model = finetuning_model(loaded, config.task, id2label, config.seed, step)
+    task = definition.make(config)
+    model = finetuning_model(loaded, config.task, id2label, config.seed, step, task.heads(config))
     run_dir = spec.run_dir or default_run_dir(config.task)
     trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, run_dir,
-                      **_reporting(hooks, spec, run_dir), task=definition.make(config))
+                      **_reporting(hooks, spec, run_dir), task=task)
     _record(spec, trainer, loaded.tokenizer)
     return PreparedJob(trainer, spec, loaded.tokenizer, train_data)
 
@@ -162,8 +169,9 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
         train_data, eval_data = pretraining_data(job, config, tokenizer, store)
     else:
         labelled = HEADS[definition.heads[0]].labelled
-        id2label = load_config(checkpoint).id2label if labelled else None
-        train_data, eval_data, _ = definition.data(job, config, tokenizer, id2label, step)
+        model = load_config(checkpoint)
+        train_data, eval_data, _ = definition.data(job, config, tokenizer, model.id2label if labelled else None, step)
+        as_the_model_reads(model, tokenizer, train_data, eval_data)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
     trainer = resume(checkpoint, definition.make(config), train_data, eval_data, run_dir=job.run_dir,
                      **_reporting(hooks, job, job.run_dir), **changes)
@@ -174,6 +182,17 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
         folder.write_spec({**folder.read_spec(), "report_to": job.report_to})
     return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),
                        checkpoint)
+
+
+def as_the_model_reads(model: BertConfig, tokenizer: WordPieceTokenizer, *datasets: Any) -> None:
+    """Fine-tuning features (QA's too in ``qa_mlm``'s joint data) read as one segment when a model of ``model``
+    takes no segment ids (``segment_ids.uses_segment_ids``: RoBERTa, XLM-R, DistilBERT, as transformers feeds them)."""
+    if uses_segment_ids(model, tokenizer):
+        return
+    for data in datasets:
+        for part in (data, getattr(data, "qa", None)):
+            if isinstance(part, FeatureDataset):
+                part.without_segment_ids()
 
 
 def same_store_everywhere(store: TokenStore) -> TokenStore:

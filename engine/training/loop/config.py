@@ -129,10 +129,14 @@ class TrainingConfig:
         return round(self.warmup_ratio * self.total_steps)
 
     def check_model(self, model_config: BertConfig) -> None:
-        """Raise ``ValueError`` if the model cannot take sequences of ``max_seq_length``."""
-        if self.max_seq_length > model_config.max_position_embeddings:
-            raise ValueError(f"max_seq_length ({self.max_seq_length}) is longer than the model's "
-                             f"max_position_embeddings ({model_config.max_position_embeddings})")
+        """Raise ``ValueError`` if the model cannot take sequences of ``max_seq_length``: its ``max_tokens``
+        (``max_position_embeddings`` less the positions its family skips, RoBERTa's padding offset)."""
+        limit = model_config.max_tokens
+        if self.max_seq_length > limit:
+            skipped = model_config.max_position_embeddings - limit
+            less = f" less the {skipped} its family skips" if skipped else ""
+            raise ValueError(f"max_seq_length ({self.max_seq_length}) is longer than the model's {limit} positions "
+                             f"(max_position_embeddings {model_config.max_position_embeddings}{less})")
 
     def resolve_device(self) -> torch.device:
         """The device to train on; ``auto`` is CUDA when available, else the CPU."""

@@ -6,7 +6,7 @@ first ``EVAL_EXAMPLES`` features of the run's held-out data and returns one ``Ex
 feature: the input as the model read it (decoded from its token ids), the expected and the predicted
 answer, the model's probability for its prediction, and whether it is right. "Right" is what the
 task's own metric counts (``engine.training.tasks``): classification, the arg-max class; QA, the
-arg-max start *and* the arg-max end equal the labelled span (``span_acc``), [CLS] when the window
+arg-max start *and* the arg-max end equal the labelled span (``span_acc``), the first token when the window
 does not hold the answer; multiple choice, the top-scored choice is the labelled one (``accuracy``).
 
 Token classification is scored by word (``accuracy`` over labelled words) and predicted by sentence: a
@@ -81,9 +81,10 @@ class EvalExamples:
 
 
 def _segments(tokenizer: WordPieceTokenizer, row: np.ndarray, segment_start: int) -> tuple[str, str]:
-    """The text of segment A and of segment B (empty when there is none) of ``[CLS] A [SEP] (B [SEP])``."""
-    first = tokenizer.decode(row[:segment_start].tolist())
-    second = tokenizer.decode(row[segment_start:].tolist()) if segment_start < len(row) else ""
+    """The text of the first and of the second text (empty when there is none) of a feature in the tokenizer's
+    template (BERT: ``[CLS] A [SEP] (B [SEP])``; its special tokens are skipped)."""
+    first = tokenizer.decode(row[:segment_start].tolist()).strip()
+    second = tokenizer.decode(row[segment_start:].tolist()).strip() if segment_start < len(row) else ""
     return first, second
 
 
@@ -123,7 +124,7 @@ def predict_span(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: Fe
             return NO_ANSWER
         if s == 0 or e == 0 or e < s:
             return f"(no span: start {s}, end {e})"
-        return tokenizer.decode(row[s:e + 1].tolist())
+        return tokenizer.decode(row[s:e + 1].tolist()).strip()     # a byte-level span starts with its space
 
     found = []
     for r, i in enumerate(indices):
@@ -155,10 +156,10 @@ def predict_tags(model: torch.nn.Module, tokenizer: WordPieceTokenizer, data: Fe
         row = data.rows[i]
         labels = data.targets[i, :len(row)]                                # (S_i,) -100 where unlabelled
         starts = [int(p) for p in np.flatnonzero(labels != IGNORE_INDEX)]
-        ends = starts[1:] + [len(row) - 1]                                 # a word runs to the next one or [SEP]
+        ends = starts[1:] + [len(row)]            # a word runs to the next one (decoding skips the special tokens)
         words, gold, guess, mistakes, p = [], [], [], [], 1.0
         for position, (start, end) in enumerate(zip(starts, ends)):
-            word = tokenizer.decode(row[start:end].tolist())
+            word = tokenizer.decode(row[start:end].tolist()).strip()
             want, got = int(labels[start]), int(predicted[r, start])
             want_name, got_name = names.get(want, str(want)), names.get(got, str(got))
             words.append(word)

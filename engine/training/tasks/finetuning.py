@@ -6,8 +6,8 @@ feature of the accumulated step, as one big batch would give.
 * QA: loss = (CE(start) + CE(end)) / 2 as ``BertForQuestionAnswering``; metrics ``qa_loss``,
   ``start_acc``, ``end_acc`` (argmax = the labelled token) and ``span_acc`` (both right); evaluations
   add SQuAD ``exact_match`` and ``f1`` of the answer texts (``engine.training.tasks.squad_evaluation``).
-* Classification: cross-entropy on the pooled output (``BertForSequenceClassification``);
-  metrics ``classification_loss`` and ``accuracy``.
+* Classification: cross-entropy on the family's classification head (``BertForSequenceClassification``'s reads the
+  pooled first token, RoBERTa's the first token itself); metrics ``classification_loss`` and ``accuracy``.
 
 ``QA`` and ``CLASSIFICATION`` are their ``TaskDefinition``s (``engine.training.tasks.registry``).
 """
@@ -60,7 +60,7 @@ class _FeatureTask(TrainingTask):
 
 
 class QATask(_FeatureTask):
-    """Start/end positions of the answer span (0, [CLS], when the window does not hold it)."""
+    """Start/end positions of the answer span (0, the first token, when the window does not hold it)."""
 
     name, head = "qa", "qa"
     stat_names = ("qa_loss_sum", "start_correct", "end_correct", "span_correct")
@@ -96,7 +96,7 @@ class QATask(_FeatureTask):
 
 
 class ClassificationTask(_FeatureTask):
-    """A class per text (pair) from the pooled [CLS] vector."""
+    """A class per text (pair) from the family's classification head (BERT: the pooled first token)."""
 
     name, head = "classification", "classifier"
     stat_names = ("classification_loss_sum", "correct")

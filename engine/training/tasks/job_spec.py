@@ -260,9 +260,9 @@ class JobSpec:
                 check_size(path, self.max_file_bytes)
         if self.mlm_seq_len is not None and self.mlm_seq_len < 8:
             raise ValueError(f"{n('mlm_seq_len')} must be >= 8, got {self.mlm_seq_len}")
-        if "doc_stride" in own:                    # QA windows
-            try:
-                check_lengths(config.max_seq_length, self.doc_stride, self.max_question_len)
+        if "doc_stride" in own:    # QA windows, before the tokenizer is known: its specials are counted later
+            try:                   # (engine.training.tasks.start_model, from the tokenizer's pair template)
+                check_lengths(config.max_seq_length, self.doc_stride, self.max_question_len, specials=0)
             except ValueError as exc:
                 message = str(exc)
                 for old, name in (("max_seq_len", "max_seq_length"), ("doc_stride", "doc_stride"),

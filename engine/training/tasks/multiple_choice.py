@@ -1,7 +1,8 @@
 """Multiple choice as a ``TrainingTask``: which of C choices is right, as ``BertForMultipleChoice``.
 
-Each example is C rows ``[CLS] context [SEP] choice [SEP]`` (input (B, C, S)); the pooled [CLS]
-vector of each row scores it, and the loss is the cross-entropy over the C scores. A micro-batch
+Each example is C rows, the context and a choice as a pair in the tokenizer's template (BERT:
+``[CLS] context [SEP] choice [SEP]``; input (B, C, S)); the family's multiple-choice head scores each row (BERT:
+from its pooled first token), and the loss is the cross-entropy over the C scores. A micro-batch
 weighs by its examples. Metrics: ``multiple_choice_loss`` and ``accuracy`` (the top-scored choice
 is the right one; chance is 1/C).
 """
@@ -21,7 +22,7 @@ from engine.training.tasks.registry import TaskDefinition
 
 
 class MultipleChoiceTask(_FeatureTask):
-    """One score per choice from its pooled [CLS] vector; softmax over the choices."""
+    """One score per choice from the family's multiple-choice head; softmax over the choices."""
 
     name, head = "multiple_choice", "multiple_choice"
     stat_names = ("multiple_choice_loss_sum", "correct")

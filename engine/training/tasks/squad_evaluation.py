@@ -47,14 +47,6 @@ class HeldOutAnswer:
     null_odds: float         # ln(null score / best span score); +inf when no span can be formed
 
 
-def cut_question(tokenizer: WordPieceTokenizer, question: str, max_question_len: int) -> str:
-    """``question`` cut to its first ``max_question_len`` tokens, at a token's end (as the features are)."""
-    asked = tokenizer.backend.encode(question, add_special_tokens=False)
-    if len(asked.ids) <= max_question_len:
-        return question
-    return question[:asked.offsets[max_question_len - 1][1]]
-
-
 def answer_held_out(model: torch.nn.Module, tokenizer: WordPieceTokenizer, examples: Sequence[QAExample],
                     max_seq_len: int, doc_stride: int, max_question_len: int,
                     max_answer_len: int = MAX_ANSWER_LEN) -> list[HeldOutAnswer]:
@@ -62,7 +54,7 @@ def answer_held_out(model: torch.nn.Module, tokenizer: WordPieceTokenizer, examp
     loaded = LoadedModel(model, tokenizer, model.config, source="the model in training")
     answers = []
     for example in examples:
-        found = answer_details(loaded, cut_question(tokenizer, example.question, max_question_len), example.context,
+        found = answer_details(loaded, tokenizer.cut_question(example.question, max_question_len), example.context,
                                top_k=1, max_answer_len=max_answer_len, max_seq_len=max_seq_len,
                                doc_stride=doc_stride, handle_impossible_answer=False)
         text = found.answers[0]["answer"] if found.answers else ""

@@ -93,7 +93,7 @@ def test_bad_lr_exits_2_with_message():
 
 @pytest.mark.parametrize("args, message", [
     (["--batch-size", "0"], "--batch-size must be an integer >= 1"),
-    (["--seq-len", "1000"], "--seq-len (1000) is longer than the model's max_position_embeddings (512)"),
+    (["--seq-len", "1000"], "--seq-len (1000) is longer than the model's 512 positions (max_position_embeddings 512)"),
     (["--steps", "10", "--warmup", "20"], "--warmup (20) is more than total_steps"),
     (["--mlm-probability", "1.5"], "--mlm-probability must be a number in"),
     (["--preset", "huge"], "invalid choice: 'huge'"),

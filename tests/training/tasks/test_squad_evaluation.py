@@ -17,7 +17,7 @@ from engine.probes.qa import answer, answer_details
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import prepare_job
-from engine.training.tasks.squad_evaluation import answer_held_out, cut_question, squad_scores
+from engine.training.tasks.squad_evaluation import answer_held_out, squad_scores
 from support.finetune_helpers import save_tiny_model, write_squad
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -88,10 +88,10 @@ def test_null_odds_are_the_reference_scripts_logit_difference_in_one_window(file
 
 def test_a_long_question_is_cut_as_the_features_cut_it(tiny_tokenizer) -> None:
     question = "what was the cat " * 10
-    cut = cut_question(tiny_tokenizer, question, 4)
+    cut = tiny_tokenizer.cut_question(question, 4)        # what answer_held_out asks, as the features do
     assert tiny_tokenizer.backend.encode(cut, add_special_tokens=False).tokens == \
         tiny_tokenizer.backend.encode(question, add_special_tokens=False).tokens[:4]
-    assert cut_question(tiny_tokenizer, "what was it ?", 16) == "what was it ?"
+    assert tiny_tokenizer.cut_question("what was it ?", 16) == "what was it ?"
 
 
 def test_v1_runs_report_exact_match_and_f1_of_their_answers(files) -> None:
