@@ -22,22 +22,27 @@ def layer_names(count: int) -> list[str]:
     return [f"layer {i}" + (" (embeddings)" if i == 0 else "") for i in range(count)]
 
 
-def similarity_figure(cka: Sequence[float], cosine: Sequence[float] | None, label_a: str, label_b: str) -> go.Figure:
-    """Per layer, linear CKA (and the mean token cosine when given) of model A's and model B's
-    representation of the input: 1 = the same up to rotation and scale."""
+def similarity_figure(cka: Sequence[float], cosine: Sequence[float] | None, label_a: str, label_b: str,
+                      names: Sequence[str] | None = None, unit: str = "token") -> go.Figure:
+    """Per layer, linear CKA (and the mean ``unit`` cosine when given: "token", or "word" when the models were
+    aligned by words) of model A's and model B's representation of the input: 1 = the same up to rotation and
+    scale. ``names``: one x label per point when the layers are pairs (A's layer with B's at the same relative
+    depth), else "layer 0 (embeddings)", "layer 1", …"""
     if not len(cka):
         return empty_figure("No layers to compare")
-    names = layer_names(len(cka))
+    x_title = ("A's layer with B's at the same relative depth (layer 0 = the embeddings' output)" if names else
+               "layer output (layer 0 = the embeddings' output)")
+    names = list(names) if names else layer_names(len(cka))
     traces = [dict(type="scatter", x=names, y=[float(v) for v in cka], name="linear CKA", mode="lines+markers",
                    line=dict(color=CKA_COLOR, width=2),
                    hovertemplate="%{x}<br>linear CKA %{y:.3f}<extra></extra>")]
     if cosine is not None:
-        traces.append(dict(type="scatter", x=names, y=[float(v) for v in cosine], name="mean token cosine",
+        traces.append(dict(type="scatter", x=names, y=[float(v) for v in cosine], name=f"mean {unit} cosine",
                            mode="lines+markers", line=dict(color=COSINE_COLOR, width=2, dash="dot"),
                            hovertemplate="%{x}<br>mean cosine %{y:.3f}<extra></extra>"))
     return figure(traces, title=dict(text=f"How alike the layers are: A ({label_a}) vs B ({label_b})"), height=320,
                   margin=dict(l=50, r=20, t=60, b=60), yaxis=dict(title=dict(text="similarity"), range=[-0.05, 1.05]),
-                  xaxis=dict(title=dict(text="layer output (layer 0 = the embeddings' output)")),
+                  xaxis=dict(title=dict(text=x_title)),
                   legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1), hovermode="x unified")
 
 

@@ -19,6 +19,7 @@ from engine.probes.compare import ModelComparison, compare_models
 from explorer import run_picker
 from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL, head_index
 from explorer.compare import plots
+from explorer.compare.alignment import alignment_note, depth_summary, pair_names
 from explorer.compare.notes import untrained_mlm_note
 from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import percent, sig
@@ -37,7 +38,9 @@ INTRO = ("Put **two models side by side** on one input: two checkpoints of your 
          "its fine-tuned copy, a model you loaded. **Linear {cka}** says how alike their representations of "
          "this input are at each layer (1 = the same up to rotation and scale); the attention of one head is "
          "drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the change "
-         "(probabilities, the {softmax} of the {logit}s, as percentages). The two models must share a tokenizer. "
+         "(probabilities, the {softmax} of the {logit}s, as percentages). Models whose tokenizers differ (BERT and "
+         "RoBERTa, a model and its distilled copy) are lined up **by words**: each word's vector is the mean of its "
+         "pieces', and the fillers are compared by the word they write. "
          "Before you train a run, B is the default model's *untrained twin* (the same network with fresh random "
          "weights): what pretraining changed. Comparing a model with itself gives CKA 1 at every layer and B − A "
          "zero, which is how *the same* looks."
@@ -67,16 +70,25 @@ def short_name(source: str, limit: int = 36) -> str:
 def filler_table(comparison: ModelComparison) -> pd.DataFrame:
     """One row per filler of each mask: both probabilities, the change and both ranks."""
     rows = [[m.index + 1, f.token, percent(f.prob_a), percent(f.prob_b),
-             ("+" if f.change >= 0 else "−") + percent(abs(f.change)), f.rank_a, f.rank_b]
+             ("+" if f.change >= 0 else "−") + percent(abs(f.change)), _rank(f.rank_a), _rank(f.rank_b)]
             for m in comparison.masks for f in m.fillers]
     return pd.DataFrame(rows, columns=FILLER_COLUMNS)
 
 
+def _rank(rank: int | None) -> int | str:
+    """A rank as listed: "—" for a word the model's vocabulary cannot write as one piece."""
+    return "—" if rank is None else rank
+
+
 def summary_markdown(comparison: ModelComparison, layer: int, head: int, notes: Sequence[str] = ()) -> str:
-    """Which models, how many tokens, where the layers differ most, each mask's top filler in both and, when
-    there are masks, ``notes`` on them (a model whose masked-LM head was not trained). ``layer`` is the
-    attention layer as shown (from 1)."""
-    lines = [f"**A** `{comparison.source_a}` · **B** `{comparison.source_b}` · {len(comparison.tokens)} tokens"]
+    """Which models, how many tokens (or aligned words, and how they were aligned), where the layers differ most,
+    each mask's top filler in both and, when there are masks, ``notes`` on them (a model whose masked-LM head was
+    not trained). ``layer`` is the attention layer as shown (from 1)."""
+    unit = "tokens" if comparison.alignment is None else "words"
+    lines = [f"**A** `{comparison.source_a}` · **B** `{comparison.source_b}` · {len(comparison.tokens)} {unit}"]
+    aligned = alignment_note(comparison)
+    if aligned:
+        lines.append(aligned)
     diagonal = comparison.same_depth_cka
     if diagonal is not None:
         names = plots.layer_names(len(diagonal))
@@ -89,7 +101,7 @@ def summary_markdown(comparison: ModelComparison, layer: int, head: int, notes: 
                          f"least alike at **{names[low]}** "
                          f"({sig(float(diagonal[low]))}).")
     else:
-        lines.append("The models have different depths: see every layer pair in the CKA heatmap.")
+        lines.append(depth_summary(comparison))
     for mask in comparison.masks:
         best_a = max(mask.fillers, key=lambda f: f.prob_a)
         best_b = max(mask.fillers, key=lambda f: f.prob_b)
@@ -119,8 +131,11 @@ def predict(services: Services, key_a: str | None, key_b: str | None, text: str 
     index, head = head_index(depth, heads, layer, head)           # ValueError names the valid range, from 1
     map_a, map_b, difference = comparison.attention_maps(index, head)
     label_a, label_b = short_name(comparison.source_a), short_name(comparison.source_b)
-    line = (plots.similarity_figure(comparison.same_depth_cka, comparison.cosine, label_a, label_b)
-            if comparison.same_depth_cka is not None else plots.cka_heatmap(comparison.cka, label_a, label_b))
+    unit = "token" if comparison.alignment is None else "word"
+    line = (plots.similarity_figure(comparison.same_depth_cka, comparison.cosine, label_a, label_b, unit=unit)
+            if comparison.same_depth_cka is not None else
+            plots.similarity_figure(comparison.matched_cka, None, label_a, label_b,
+                                    names=pair_names(comparison.layer_pairs)))
     return (summary_markdown(comparison, layer, head, notes), filler_table(comparison), line,
             plots.cka_heatmap(comparison.cka, label_a, label_b),
             plots.attention_pair_figure(map_a, map_b, difference, comparison.tokens, layer, head, label_a, label_b))
@@ -195,13 +210,15 @@ def _compare_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
 
         Args:
             model_a: a model key (e.g. "default", "checkpoint:<run>/step-000100").
-            model_b: another model key; both must share a tokenizer.
+            model_b: another model key; when the two tokenizers read the text differently, the models are
+                compared by words (the summary says how many).
             text: the input; with [MASK] the fill-mask predictions are compared too.
             layer: the attention layer to draw, from 1 (layer 0 is the embeddings' output, which has no attention).
             head: the attention head to draw, from 0.
             top_k: fillers listed per model and mask (1 to 50).
         Returns:
-            a summary (with a note when a model was fine-tuned for a task and its masked-LM head was not trained),
+            a summary (with a note when the models were aligned by words, and when a model was fine-tuned for a
+            task and its masked-LM head was not trained),
             the fillers of both models (mask, filler, P(A), P(B), change, ranks), linear CKA (and mean cosine) per
             layer from 0 (the embeddings' output) to L, linear CKA of every layer pair, and the head's attention in
             A, in B and B - A.

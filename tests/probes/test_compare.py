@@ -117,10 +117,12 @@ def test_models_of_other_depth_and_width_compare_every_layer_pair(tiny_tokenizer
         comparison.attention_maps(0, 5)
 
 
-def test_models_that_read_the_text_differently_are_refused(tiny_tokenizer) -> None:
+def test_models_that_read_the_text_differently_are_refused_by_tokens(tiny_tokenizer) -> None:
+    """Compared by tokens only (``by_words=False``); by default they are compared by words
+    (tests/probes/test_compare_words.py)."""
     a = loaded(tiny_model(1), tiny_tokenizer, "a")
     other = WordPieceTokenizer.from_vocab({tok: i for i, tok in enumerate(reversed(VOCAB))})
     with pytest.raises(ValueError, match="read this text into different tokens .* share a tokenizer"):
-        compare_models(a, loaded(tiny_model(2), other, "other"), TEXT)
+        compare_models(a, loaded(tiny_model(2), other, "other"), TEXT, by_words=False)
     with pytest.raises(ValueError, match="text is empty"):
         compare_models(a, a, "   ")

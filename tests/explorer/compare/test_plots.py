@@ -38,3 +38,13 @@ def test_attention_pair_shows_both_maps_and_a_centred_difference() -> None:
     assert (first.xaxis, second.xaxis, difference.xaxis) == ("x", "x2", "x3")
     assert [a.text for a in fig.layout.annotations] == ["A: A", "B: B", "B − A"]
     assert "Layer 1, head 2" in fig.layout.title.text
+
+
+def test_similarity_line_over_layer_pairs_and_word_cosine() -> None:
+    """Two depths: the points are layer pairs at the same relative depth; aligned by words: a word cosine."""
+    pairs = ["A layer 0 · B layer 0", "A layer 1 · B layer 2"]
+    [cka] = plots.similarity_figure([1.0, 0.4], None, "A", "B", names=pairs).data
+    fig = plots.similarity_figure([1.0, 0.4], None, "A", "B", names=pairs)
+    assert list(cka.x) == pairs and "same relative depth" in fig.layout.xaxis.title.text
+    words = plots.similarity_figure([1.0, 0.4], [0.9, 0.3], "A", "B", unit="word")
+    assert words.data[1].name == "mean word cosine" and list(words.data[0].x) == ["layer 0 (embeddings)", "layer 1"]
