@@ -1,5 +1,5 @@
 """Heads tab: try each task head of the picked model. One tab with an inner tab per head (*Next sentence*,
-*Classify*, *Tag words*, *Choose*), so the app's tab row stays short; QA keeps its own tab.
+*Classify*, *Tag words*, *Choose*, *Replaced tokens*), so the app's tab row stays short; QA keeps its own tab.
 
 Each section says above its inputs whether the picked model has its head (refreshed when the picker
 changes), and a model without it gets one sentence naming the head and how to get one.
@@ -15,8 +15,9 @@ from engine.checkpoints.hf_format import LoadedModel
 from engine.probes.choose import choose as run_choose
 from engine.probes.classify import classify_details
 from engine.probes.next_sentence import next_sentence as run_next_sentence
+from engine.probes.replaced_tokens import replaced_tokens as run_replaced_tokens
 from engine.probes.tag import tag_details
-from explorer.heads import choose, classify, next_sentence, tag
+from explorer.heads import choose, classify, next_sentence, replaced_tokens, tag
 from explorer.glossary import gloss
 from explorer.heads.common import head_status
 from explorer.model_picker import ModelPicker
@@ -24,13 +25,14 @@ from explorer.services import Services
 
 # (inner tab title, id, section module) in the order shown: Next sentence first, the default model has its head.
 SECTIONS = (("Next sentence", "heads_next_sentence", next_sentence), ("Classify", "heads_classify", classify),
-            ("Tag words", "heads_tag_words", tag), ("Choose", "heads_choose", choose))
+            ("Tag words", "heads_tag_words", tag), ("Choose", "heads_choose", choose),
+            ("Replaced tokens", "heads_replaced_tokens", replaced_tokens))
 
 INTRO = f"""\
 BERT is pretrained once and then **{gloss("fine-tune", "fine-tuned")} with one small head per task**. Each inner tab
 tries one head on the model picked above. The bundled default model has the pretraining heads
 (masked LM, next sentence) and a QA head; fine-tune it in the Fine-tune tab for the others,
-then pick the result in the model picker.
+then pick the result in the model picker (*Replaced tokens* needs an ELECTRA discriminator).
 """
 
 
@@ -68,4 +70,7 @@ def example_calls(loaded: LoadedModel) -> list[tuple[str, Callable[[], object]]]
     if choose.HEAD in loaded.heads:
         calls += [(f"choose {i}", lambda c=c, o=o: run_choose(loaded, c, choose.parse_choices(o)))
                   for i, (c, o) in enumerate(choose.EXAMPLES)]
+    if replaced_tokens.HEAD in loaded.heads:
+        calls += [(f"replaced_tokens {i}", lambda t=t: run_replaced_tokens(loaded, t))
+                  for i, (t,) in enumerate(replaced_tokens.EXAMPLES)]
     return calls

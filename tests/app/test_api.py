@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # endpoint -> the inputs a caller must give; everything else has a default
 REQUIRED = {
     "/next_sentence": ["sentence_a", "sentence_b"], "/classify": ["text"], "/choose": ["context", "choices"], "/tag_words": ["text"],
+    "/replaced_tokens": ["text"],
     "/load_model": ["source_text"], "/tokenize": ["text"], "/embeddings": ["text"], "/embeddings_over_training": [],
     "/attention": ["text"], "/ablate_heads": ["text", "heads"], "/attention_export": ["text"],
     "/attention_over_training": ["text"], "/neuron_view": ["text"], "/attribute": ["text"], "/fill_mask": ["text"],
