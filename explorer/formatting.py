@@ -1,10 +1,12 @@
-"""How numbers read in the UI: probabilities as percentages, everything else to 3 significant digits.
+"""How numbers and text read in the UI: probabilities as percentages, everything else to 3 significant digits;
+tokens and typed text in Markdown shown as they are (``code``, ``plain_markdown``: RoBERTa's ``<mask>`` is no tag).
 
 One place for it, so every tab prints a score the same way (never ``0.12345678901234567``).
 """
 from __future__ import annotations
 
 import math
+import re
 
 SIGNIFICANT = 3
 SMALLEST_PERCENT = 0.001   # below this many percent a probability prints as "<0.001%"
@@ -50,3 +52,16 @@ def rounded(value: float, digits: int = SIGNIFICANT) -> float:
     if not math.isfinite(value) or value == 0:
         return value
     return round(value, digits - 1 - int(math.floor(math.log10(abs(value)))))
+
+
+def code(text: str) -> str:
+    """``text`` as inline Markdown code, whatever backticks it holds: a token such as ``<mask>`` shows as it is."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` with Markdown's special characters escaped, so it shows as typed."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)

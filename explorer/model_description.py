@@ -2,16 +2,25 @@
 the fine-tuned ones, with their labels) and the heads it lacks."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from engine.checkpoints.hf_format import LoadedModel
+from engine.checkpoints.model_fit import count_text
 from engine.model.config import BertConfig
-from engine.model.head_specs import HEADS
+from engine.model.families.registry import family_of
+from engine.model.head_specs import HEADS, HeadSpec
 
 MAX_NAMED_LABELS = 6
 
 
-def _tried_in(head: str, config: BertConfig) -> str:
+def specs_of(loaded: LoadedModel) -> Mapping[str, HeadSpec]:
+    """The model's own head table (``BertWithHeads.specs``: BERT's heads, a family's variants and its own heads,
+    such as ELECTRA's replaced-token detection); BERT's ``HEADS`` for a model without one."""
+    return getattr(loaded.model, "specs", HEADS)
+
+
+def _tried_in(spec: HeadSpec, config: BertConfig) -> str:
     """`` (Heads › Tag words; 17 labels: NOUN, VERB, …)`` for a fine-tuned head, "" for the others."""
-    spec = HEADS[head]
     if spec.tried_in is None:
         return ""
     where = spec.tried_in
@@ -22,19 +31,26 @@ def _tried_in(head: str, config: BertConfig) -> str:
     return f" ({where}; {len(labels)} labels: {named})"
 
 
+def family_and_size(loaded: LoadedModel) -> str:
+    """The model's family and parameter count, as the picker names it: "RoBERTa, 1.2M parameters"."""
+    params = sum(p.numel() for p in loaded.model.parameters())
+    return f"{family_of(loaded.config.model_type).name}, {count_text(params)} parameters"
+
+
 def describe(loaded: LoadedModel) -> str:
     """Markdown: where the model comes from, its size, and which heads it has (and lacks)."""
     c = loaded.config
     params = sum(p.numel() for p in loaded.model.parameters())
-    have = ", ".join(HEADS[h].title + _tried_in(h, c) for h in HEADS if h in loaded.heads) or "none (encoder only)"
-    lines = [f"**{loaded.source}** · {params / 1e6:.1f}M parameters · {c.num_hidden_layers} layers × "
-             f"{c.num_attention_heads} heads · hidden {c.hidden_size} · vocabulary {c.vocab_size:,} · "
-             f"{c.max_position_embeddings} positions", f"Heads: {have}."]
+    specs = specs_of(loaded)
+    have = ", ".join(s.title + _tried_in(s, c) for h, s in specs.items() if h in loaded.heads) or "none (encoder only)"
+    lines = [f"**{loaded.source}** · {family_of(c.model_type).name} · {count_text(params)} parameters · "
+             f"{c.num_hidden_layers} layers × {c.num_attention_heads} heads · hidden {c.hidden_size} · "
+             f"vocabulary {c.vocab_size:,} · {c.max_tokens} positions", f"Heads: {have}."]
     # the heads with a tab of their own (no tried_in) are named when missing; the fine-tuned ones are not
     missing = [s.title for s in HEADS.values() if s.tried_in is None and s.name not in loaded.heads]
     if missing:
         lines.append(f"No {', no '.join(missing)} head: tabs that need one say so.")
-    if not any(HEADS[h].tried_in for h in loaded.heads):
+    if not any(specs[h].tried_in for h in loaded.heads):
         lines.append("No classification, tagging or multiple-choice head: add one in the **Fine-tune** tab.")
     if loaded.tokenizer is None:
         lines.append("⚠️ No tokenizer files: this model cannot read text.")

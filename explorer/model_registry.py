@@ -26,6 +26,7 @@ from engine.training.runs.run_folder import CheckpointInfo, RunFolder, is_comple
 from engine.training.runs.run_catalog import checkpoints_newest_first
 from engine.checks import is_finite_number
 from explorer.local_models import LocalFolders, is_dir as _is_dir
+from explorer.model_description import family_and_size
 from explorer.model_key import DEFAULT, LIVE, UNTRAINED, KeyKind, ModelKey, usable_run_name
 from explorer.run_choice import RunChoice
 from explorer.model_settings import max_hub_bytes, max_model_parameters
@@ -265,7 +266,8 @@ class ModelRegistry:
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
                 if key.kind in (KeyKind.LOCAL, KeyKind.HUB):                  # local: its key, not its path
-                    self._extra[key] = ModelChoice(key.text, f"{key.kind}: {key.reference}", key.kind.value)
+                    label = f"{key.kind}: {key.reference} ({family_and_size(loaded)})"     # "RoBERTa, 125M"
+                    self._extra[key] = ModelChoice(key.text, label, key.kind.value)
             return loaded
 
     def folder(self, key: str | ModelKey) -> Path:
@@ -309,7 +311,7 @@ class ModelRegistry:
         except (PermissionError, IsADirectoryError, NotADirectoryError) as exc:   # unreadable: say so, no server path
             what = (exc.strerror or type(exc).__name__).lower() + (f": {Path(exc.filename).name}" if exc.filename else "")
             raise ValueError(f"The model {key} cannot be read ({what}).") from None
-        check_in_the_tabs(loaded.config, str(key))      # RoBERTa & co.: the engine reads them, the tabs not yet
+        check_in_the_tabs(loaded.config, str(key))      # a family the tabs do not read yet: one sentence
         return loaded
 
     def _download(self, repo_id: str) -> Path:

@@ -156,7 +156,7 @@ def ablate_heads(loaded: LoadedModel, text: str, text_pair: str | None = None, h
     masked = [(int(layer), int(head)) for layer, head in zip(*np.nonzero(mask < 1))]
     if not masked:
         notes.append("no head is removed: the ablated run equals the baseline")
-    return AblationResult(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+    return AblationResult(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.shown),
                           head_mask=mask, masked_heads=masked, scored_positions=scored,
                           baseline=runs[0], ablated=runs[1], notes=notes)
 

@@ -20,6 +20,7 @@ from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import is_whole_number
 from engine.model.config import BertConfig
+from engine.model.families.registry import attention_reach
 from engine.probes.fill_mask import checkpoint_step
 from engine.probes.head_stats import STAT_NAMES, HeadStats, check_positions, layer_statistics
 from engine.text.encoding import Encoding
@@ -41,6 +42,7 @@ class AttentionResult:
     stats: HeadStats                  # (L, nh) per statistic
     truncated: bool = False
     num_truncated_tokens: int = 0
+    reach: tuple[int | None, ...] = ()  # per layer: tokens seen on each side (ModernBERT's local layers), None: all
 
     @property
     def num_layers(self) -> int:
@@ -102,7 +104,7 @@ def encode_input(loaded: LoadedModel, text: str, text_pair: str | None = None,
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text.strip():
         raise ValueError("text is empty: type a sentence to look at its attention")
-    limit = loaded.config.max_position_embeddings
+    limit = loaded.config.max_tokens
     max_length = limit if max_length is None else _as_index(max_length, "max_length")
     if max_length > limit:
         raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")
@@ -148,11 +150,11 @@ class _Maps:
     def result(self, loaded: LoadedModel, encoding: Encoding, text: str, text_pair: str | None) -> AttentionResult:
         pair = text_pair if text_pair and text_pair.strip() else None
         return AttentionResult(
-            text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+            text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.shown),
             input_ids=list(encoding.input_ids), token_type_ids=list(encoding.token_type_ids),
             special_mask=list(encoding.special_tokens_mask), attentions=self.attentions,
             stats=HeadStats(**self.found), truncated=encoding.truncated,
-            num_truncated_tokens=encoding.num_truncated_tokens,
+            num_truncated_tokens=encoding.num_truncated_tokens, reach=attention_reach(loaded.config),
         )
 
 

@@ -143,7 +143,7 @@ def fill_mask_target(loaded: LoadedModel, text: str, text_pair: str | None = Non
     if wanted:                                                             # one vocabulary token, else refused
         details = fill_mask_details(loaded, text, 1, [target_token(loaded, wanted)], text_pair)
     found = details.masks[m]
-    token_id, piece, position = found.token_ids[0], found.tokens[0], found.position
+    token_id, piece, position = found.token_ids[0], found.display_tokens[0], found.position
     attention_mask, types = _row(loaded, details.input_ids, details.token_type_ids)
     at_mask = torch.zeros_like(attention_mask, dtype=torch.bool)           # (1, S): the MLM head runs only here
     at_mask[0, position] = True
@@ -159,7 +159,7 @@ def fill_mask_target(loaded: LoadedModel, text: str, text_pair: str | None = Non
     return Target(task="fill_mask", head="mlm", tokens=details.tokens, input_ids=details.input_ids,
                   token_type_ids=details.token_type_ids, class_scores=scores, index=token_id, position=position,
                   description=f"{piece!r} at {where}",
-                  prediction=f"{best.tokens[0]!r} (probability {probability_text(best.scores[0])})",
+                  prediction=f"{best.display_tokens[0]!r} (probability {probability_text(best.scores[0])})",
                   warnings=list(details.warnings))
 
 
@@ -207,7 +207,7 @@ def _pooled_target(loaded: LoadedModel, task: str, head: str, encoding: Encoding
         logits = scores(loaded.model, torch.tensor([encoding.input_ids], device=attention_mask.device))[0].float()
     index = label_index(labels, label, default(logits))
     best = int(logits.argmax())
-    return Target(task=task, head=head, tokens=list(encoding.tokens), input_ids=list(encoding.input_ids),
+    return Target(task=task, head=head, tokens=list(encoding.shown), input_ids=list(encoding.input_ids),
                   token_type_ids=list(encoding.token_type_ids), class_scores=scores, index=index, position=None,
                   description=f"{what} {labels[index]!r}", prediction=f"{labels[best]!r}", sigmoid=sigmoid,
                   warnings=warnings or [])
@@ -250,7 +250,7 @@ def tag_target(loaded: LoadedModel, text: str, word: int | None = None, tag: str
         return out.token_classifier.logits[:, position]                   # (N, S, K) -> (N, K)
 
     index = label_index(details.labels, tag, details.labels.index(details.words[w].label))
-    return Target(task="tag", head="token_classifier", tokens=list(encoding.tokens),
+    return Target(task="tag", head="token_classifier", tokens=list(encoding.shown),
                   input_ids=list(encoding.input_ids), token_type_ids=list(encoding.token_type_ids),
                   class_scores=scores, index=index, position=position,
                   description=f"the tag {details.labels[index]!r} of the word {details.words[w].word!r} "
@@ -276,7 +276,7 @@ def choose_target(loaded: LoadedModel, context: str, choices: Sequence[str], cho
         return logits
 
     best = result.best
-    return Target(task="choose", head="multiple_choice", tokens=list(encoding.tokens),
+    return Target(task="choose", head="multiple_choice", tokens=list(encoding.shown),
                   input_ids=list(encoding.input_ids), token_type_ids=list(encoding.token_type_ids),
                   class_scores=scores, index=c, position=None, description=f"choice {c + 1} ({result.choices[c]!r})",
                   prediction=f"choice {best + 1} ({result.choices[best]!r}, probability "

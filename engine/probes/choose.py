@@ -65,5 +65,5 @@ def choose(loaded: LoadedModel, context: str, choices: Sequence[str]) -> ChooseR
         logits = loaded.model(**inputs, compute=("multiple_choice",)).multiple_choice.logits.float()[0]   # (C,)
         probabilities = logits.softmax(-1)                              # (C,)
     return ChooseResult(context=context, choices=choices, source=loaded.source,
-                        tokens=[list(e.tokens) for e in encodings], logits=logits.tolist(),
+                        tokens=[list(e.shown) for e in encodings], logits=logits.tolist(),
                         probabilities=probabilities.tolist())

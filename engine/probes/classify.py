@@ -76,6 +76,6 @@ def classify_details(loaded: LoadedModel, text: str, text_pair: str | None = Non
         single = logits.numel() == 1
         scores = logits.sigmoid() if single else logits.softmax(-1)     # (num_labels,)
     labels = [loaded.config.id2label.get(i, f"LABEL_{i}") for i in range(logits.numel())]
-    return ClassifyResult(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+    return ClassifyResult(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.shown),
                           labels=labels, logits=logits.tolist(), scores=scores.tolist(),
                           function="sigmoid" if single else "softmax")

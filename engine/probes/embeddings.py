@@ -1,26 +1,28 @@
 """The Embeddings view: how word, segment and position embeddings add up, and what they learned.
 
-``embeddings(loaded, text, text_pair)`` encodes ``[CLS] A [SEP] B [SEP]`` and returns an :class:`EmbeddingsResult`
-(numpy only, no tensors) with, per token, the three summands (word, position, segment), their sum before LayerNorm
-and the embedding output after it (equal to the model's own ``hidden_states[0]`` in eval mode); the learned
-position embeddings' cosine-similarity matrix and a 2-D PCA of them; the segment B - A vector; each token's nearest
-vocabulary neighbours by cosine of the input embeddings (one batched matmul over the vocabulary); and a 2-D PCA of
-the tokens' contextual vectors at one layer. ``embeddings_forward`` keeps every layer's hidden states too, so
-``at_layer`` gives another layer's view without a model run. ``embeddings_over_checkpoints(models)`` gives the
-position-similarity matrix per checkpoint, so one sees the position embeddings take shape during training.
+``embeddings(loaded, text, text_pair)`` encodes the text (a pair in the tokenizer's own layout) and returns an
+:class:`EmbeddingsResult` (numpy only, no tensors) with, per token, the summands the family adds (word, position,
+segment; ``components``: no segment row without a token-type table), their sum before LayerNorm and the embedding
+output after it (equal to the model's own ``hidden_states[0]`` in eval mode, after ALBERT's and ELECTRA's
+projection to the hidden width); the learned position embeddings' cosine-similarity matrix and a 2-D PCA of them
+(``position_similarity``: RoBERTa's rows start after its padding id); the segment B - A vector; each token's
+nearest vocabulary neighbours by cosine of the input embeddings (one batched matmul over the vocabulary); and a
+2-D PCA of the tokens' contextual vectors at one layer. ``embeddings_forward`` keeps every layer's hidden states
+too, so ``at_layer`` gives another layer's view without a model run.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from engine import cancellation
 from engine.checkpoints.hf_format import LoadedModel
 from engine.checks import require_int
+from engine.model.embeddings import position_ids_for
+from engine.probes.position_similarity import check_positions, cosine_matrix, position_rows
+from engine.text.segment_ids import uses_segment_ids
 
 COMPONENTS = ("word", "position", "segment", "sum", "output")
 COMPONENT_TITLES = {
@@ -30,7 +32,6 @@ COMPONENT_TITLES = {
     "sum": "sum before LayerNorm",
     "output": "embedding output (after LayerNorm)",
 }
-DEFAULT_POSITIONS = 128
 DEFAULT_NEIGHBOURS = 8
 MAX_NEIGHBOURS = 100
 
@@ -44,16 +45,6 @@ class Repeat:
     output_cosine: float             # cosine of the embedding outputs (word + position + segment, LayerNorm)
     contextual_cosine: float         # cosine of the hidden states at the chosen layer
     cosine_by_layer: list[float]     # cosine of the hidden states at layers 0..L
-
-
-@dataclass
-class PositionSimilarity:
-    """The learned position embeddings' cosine similarities (first ``P`` positions) of one model."""
-
-    label: str
-    matrix: np.ndarray               # (P, P)
-    adjacent: float                  # mean cosine of positions p and p + 1
-    distant: float                   # mean cosine of positions at least P // 2 apart
 
 
 @dataclass
@@ -75,7 +66,7 @@ class EmbeddingsResult:
     output: np.ndarray               # (S, H) LayerNorm(summed): the embedding output
     norms: dict[str, np.ndarray]     # component name (COMPONENTS) -> (S,) L2 norms
     output_max_diff: float           # max |output - the model's own hidden_states[0]|
-    num_positions: int               # P
+    num_positions: int               # P (0 without a position table: ModernBERT, DeBERTa)
     position_similarity: np.ndarray  # (P, P) cosine similarity of the learned position embeddings
     position_pca: np.ndarray         # (P, 2)
     position_pca_variance: np.ndarray  # (2,) explained-variance ratios
@@ -94,7 +85,8 @@ class EmbeddingsResult:
     truncated: bool
     num_truncated_tokens: int
     repeats: list[Repeat] = field(default_factory=list)
-
+    components: tuple[str, ...] = COMPONENTS   # the summands the family adds (no "segment" without segment ids)
+    projected_to: int | None = None  # ALBERT, ELECTRA: the output (E wide) is projected to this width H
     def component(self, name: str) -> np.ndarray:
         """The (S, H) array of one of ``COMPONENTS``."""
         arrays = {"word": self.word, "position": self.position, "segment": self.segment,
@@ -136,39 +128,6 @@ def pca_2d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         coords[:, c] = (centered @ loading).numpy()                        # (N,)
         ratios[c] = float(values[c]) / total
     return coords, ratios
-
-
-def cosine_matrix(x: torch.Tensor) -> torch.Tensor:
-    """(N, D) -> (N, N) cosine similarities (zero rows give 0)."""
-    unit = F.normalize(x.float(), dim=-1)                                  # (N, D)
-    return unit @ unit.T                                                   # (N, N)
-
-
-def position_similarity(loaded: LoadedModel, positions: int | None = None,
-                        label: str | None = None) -> PositionSimilarity:
-    """Cosine similarity of the first ``positions`` learned position embeddings (default up to 128)."""
-    num = _check_positions(loaded, positions)
-    table = loaded.model.bert.embeddings.position_embeddings.weight
-    with torch.inference_mode():
-        matrix = cosine_matrix(table[:num]).cpu().numpy()                  # (P, P)
-    return _summarise_positions(label or loaded.source, matrix)
-
-
-def embeddings_over_checkpoints(models: Sequence[tuple[str, LoadedModel]],
-                                positions: int = 64) -> list[PositionSimilarity]:
-    """The position-similarity matrix of each ``(label, model)``, in the order given; all cover the same first
-    ``P = min(positions, smallest max_position_embeddings)`` positions, so they compare cell by cell."""
-    if not models:
-        raise ValueError("no checkpoints given to compare")
-    require_int(positions, "positions", numpy_ints=True)
-    if positions < 2:
-        raise ValueError(f"positions must be at least 2, got {positions}")
-    num = min([positions] + [m.config.max_position_embeddings for _, m in models])
-    found = []
-    for label, m in models:
-        cancellation.check()                                          # between checkpoints
-        found.append(position_similarity(m, num, label))
-    return found
 
 
 @dataclass
@@ -213,7 +172,7 @@ def embeddings_forward(loaded: LoadedModel, text: str, text_pair: str | None = N
     pair = text_pair if text_pair and text_pair.strip() else None
     num_layers = config.num_hidden_layers
     layer = _check_layer(num_layers if layer is None else layer, num_layers)
-    limit = config.max_position_embeddings
+    limit = config.max_tokens                  # positions less RoBERTa's offset
     max_length = limit if max_length is None else max_length
     require_int(max_length, "max_length", numpy_ints=True)
     if max_length > limit:
@@ -222,45 +181,48 @@ def embeddings_forward(loaded: LoadedModel, text: str, text_pair: str | None = N
     require_int(neighbours, "neighbours", numpy_ints=True)
     if not 1 <= neighbours <= MAX_NEIGHBOURS:
         raise ValueError(f"neighbours must be between 1 and {MAX_NEIGHBOURS}, got {neighbours}")
-    num_positions = _check_positions(loaded, positions)
-    if pair is not None and config.type_vocab_size < 2:
-        raise ValueError("this model has a single segment type, so it cannot take a text pair")
+    num_positions = check_positions(loaded, positions)
 
     encoding = tokenizer.encode(text, pair, max_length=max_length)
     model = loaded.model
     emb = model.bert.embeddings
     device = next(model.parameters()).device
     input_ids = torch.tensor([encoding.input_ids], device=device)              # (1, S)
-    token_type_ids = torch.tensor([encoding.token_type_ids], device=device)    # (1, S)
-    seq_len = input_ids.shape[1]
-    position_ids = torch.arange(seq_len, device=device)[None, :]               # (1, S)
+    segments_in = uses_segment_ids(config, tokenizer)                          # RoBERTa, DistilBERT: zeros / none
+    token_type_ids = (torch.tensor([encoding.token_type_ids], device=device) if segments_in
+                      else torch.zeros_like(input_ids))                         # (1, S)
+    position_ids = position_ids_for(input_ids, config.position_offset, config.pad_token_id)   # (1, S)
     with torch.inference_mode():
-        word, position, segment = emb.parts(input_ids, token_type_ids, position_ids)  # 3 x (1, S, H)
-        summed = word + segment + position                                     # (1, S, H), the forward's order
-        output = emb.LayerNorm(summed)                                         # (1, S, H)
+        word, position, segment = emb.parts(input_ids, token_type_ids, position_ids)  # 3 x (1, S, E)
+        summed = word + segment + position                                     # (1, S, E), the forward's order
+        output = emb.finish(summed)                                            # (1, S, E): LayerNorm(sum)
         encoded = model.bert(input_ids, attention_mask=torch.ones_like(input_ids), token_type_ids=token_type_ids,
                              output_hidden_states=True)
         hidden = torch.stack(encoded.hidden_states)[:, 0].float()              # (L + 1, S, H)
-        output_max_diff = float((output[0] - hidden[0]).abs().max())
+        project = getattr(model.bert, "embeddings_project", None)              # ALBERT, ELECTRA: E -> H
+        entering = project(output) if project is not None else output          # (1, S, H): what layer 1 reads
+        output_max_diff = float((entering[0] - hidden[0]).abs().max())
         parts = {"word": word[0], "position": position[0], "segment": segment[0], "sum": summed[0],
-                 "output": output[0]}                                          # each (S, H)
+                 "output": output[0]}                                          # each (S, E)
         norms = {name: value.float().norm(dim=-1).cpu().numpy() for name, value in parts.items()}  # (S,)
-        pos_sim = cosine_matrix(emb.position_embeddings.weight[:num_positions])  # (P, P)
+        learned = position_rows(loaded, num_positions)                        # (P, E); (0, E): no table
+        pos_sim = cosine_matrix(learned)                                       # (P, P)
         neighbour_ids, neighbour_scores = _neighbours(emb.word_embeddings.weight, input_ids[0], neighbours)
-        seg_diff, seg_norm, seg_cos = _segment_difference(emb.token_type_embeddings.weight)
+        seg_diff, seg_norm, seg_cos = (_segment_difference(emb.token_type_embeddings.weight) if segments_in
+                                       else (None, None, None))
         repeats = _repeats(encoding, hidden, layer, tokenizer)
-        position_pca, position_var = pca_2d(emb.position_embeddings.weight[:num_positions].float().cpu().numpy())
+        position_pca, position_var = pca_2d(learned.float().cpu().numpy())
         contextual = hidden[layer].cpu().numpy()                               # (S, H)
     contextual_pca, contextual_var = pca_2d(contextual)
     neighbour_ids = neighbour_ids.cpu().numpy()
     result = EmbeddingsResult(
-        text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+        text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.shown),
         input_ids=np.asarray(encoding.input_ids, dtype=np.int64),
         token_type_ids=np.asarray(encoding.token_type_ids, dtype=np.int64),
-        position_ids=np.arange(seq_len, dtype=np.int64), segments=_segments(encoding),
+        position_ids=position_ids[0].cpu().numpy().astype(np.int64), segments=_segments(encoding),
         word=_numpy(parts["word"]), position=_numpy(parts["position"]), segment=_numpy(parts["segment"]),
         summed=_numpy(parts["sum"]), output=_numpy(parts["output"]), norms=norms,
-        output_max_diff=output_max_diff, num_positions=num_positions,
+        output_max_diff=output_max_diff, num_positions=learned.shape[0],
         position_similarity=pos_sim.cpu().numpy(), position_pca=position_pca, position_pca_variance=position_var,
         segment_difference=seg_diff, segment_difference_norm=seg_norm, segment_cosine=seg_cos,
         neighbour_ids=neighbour_ids,
@@ -268,7 +230,8 @@ def embeddings_forward(loaded: LoadedModel, text: str, text_pair: str | None = N
         neighbour_scores=neighbour_scores.cpu().numpy(), layer=layer, num_layers=num_layers,
         contextual=contextual, contextual_pca=contextual_pca, contextual_pca_variance=contextual_var,
         max_length=max_length, truncated=encoding.truncated, num_truncated_tokens=encoding.num_truncated_tokens,
-        repeats=repeats,
+        repeats=repeats, components=_components(emb),
+        projected_to=config.hidden_size if project is not None else None,
     )
     return EmbeddingsForward(result, hidden.cpu().numpy())
 
@@ -283,14 +246,12 @@ def _check_layer(layer: int, num_layers: int) -> int:
     return int(layer)
 
 
-def _check_positions(loaded: LoadedModel, positions: int | None) -> int:
-    limit = loaded.config.max_position_embeddings
-    if positions is None:
-        return min(limit, DEFAULT_POSITIONS)
-    require_int(positions, "positions", numpy_ints=True)
-    if not 2 <= positions <= limit:
-        raise ValueError(f"positions must be between 2 and this model's {limit} positions, got {positions}")
-    return int(positions)
+def _components(emb) -> tuple[str, ...]:
+    """The summands this family adds, then the sum and the output: no position row without a position table
+    (ModernBERT's rotary and DeBERTa's relative positions enter inside attention), no segment row without a
+    token-type table (DistilBERT; RoBERTa's one row is a constant vector every token gets)."""
+    tables = {"position": emb.position_embeddings, "segment": emb.token_type_embeddings}
+    return tuple(name for name in COMPONENTS if tables.get(name, True) is not None)
 
 
 def _numpy(x: torch.Tensor) -> np.ndarray:
@@ -298,8 +259,9 @@ def _numpy(x: torch.Tensor) -> np.ndarray:
 
 
 def _segments(encoding) -> list[str]:
-    return ["special" if special else ("A" if type_id == 0 else "B")
-            for special, type_id in zip(encoding.special_tokens_mask, encoding.token_type_ids)]
+    """"A", "B" or "special" per token, by which text it comes from (RoBERTa's tokenizers give no type ids)."""
+    return ["special" if special or sequence is None else ("A" if sequence == 0 else "B")
+            for special, sequence in zip(encoding.special_tokens_mask, encoding.sequence_ids)]
 
 
 def _neighbours(table: torch.Tensor, ids: torch.Tensor, k: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -340,15 +302,6 @@ def _repeats(encoding, hidden: torch.Tensor, layer: int, tokenizer) -> list[Repe
                             output_cosine=float(by_layer[0]), contextual_cosine=float(by_layer[layer]),
                             cosine_by_layer=[float(c) for c in by_layer]))
     return found
-
-
-def _summarise_positions(label: str, matrix: np.ndarray) -> PositionSimilarity:
-    num = matrix.shape[0]
-    adjacent = float(np.diagonal(matrix, offset=1).mean()) if num > 1 else float("nan")
-    gap = np.abs(np.arange(num)[:, None] - np.arange(num)[None, :])            # (P, P)
-    far = matrix[gap >= max(1, num // 2)]
-    return PositionSimilarity(label=label, matrix=matrix, adjacent=adjacent,
-                              distant=float(far.mean()) if far.size else float("nan"))
 
 
 def _piece(tokenizer, token_id: int) -> str:

@@ -326,7 +326,7 @@ def _build(loaded: LoadedModel, text: str, text_pair: str | None, encoding, posi
         ))
     result = FillMaskResult(
         text=text, text_pair=text_pair or None, source=loaded.source, input_ids=list(encoding.input_ids),
-        tokens=list(encoding.tokens), token_type_ids=list(encoding.token_type_ids), mask_positions=positions,
+        tokens=list(encoding.shown), token_type_ids=list(encoding.token_type_ids), mask_positions=positions,
         top_k=top_k, masks=masks, targets=infos, warnings=warnings,
     )
     return result, probs

@@ -32,7 +32,7 @@ def encode_pairs(loaded: LoadedModel, pairs: Sequence[tuple[str, str | None]],
     (named ``names[i]``, default "the input").
     """
     tokenizer = loaded.require_tokenizer()
-    limit = loaded.config.max_position_embeddings
+    limit = loaded.config.max_tokens
     encodings = [tokenizer.encode(text, pair or None, max_length=limit, truncation=False) for text, pair in pairs]
     for i, encoding in enumerate(encodings):
         if len(encoding.input_ids) > limit:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from engine.probes.attention import AttentionResult, CheckpointAttention, attention, attention_over_checkpoints
 from engine.checkpoints.hf_format import LoadedModel
-from engine.probes.embeddings import EmbeddingsResult, PositionSimilarity, embeddings, embeddings_over_checkpoints
+from engine.probes.embeddings import EmbeddingsResult, embeddings
+from engine.probes.position_similarity import PositionSimilarity, embeddings_over_checkpoints
 from engine.probes.fill_mask import FillMaskResult, fill_mask, fill_mask_details, fill_mask_over_checkpoints
 from engine.probes.ablation import AblationResult, ablate_heads
 from engine.probes.qa import QAResult, answer, answer_details

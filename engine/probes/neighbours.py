@@ -100,7 +100,7 @@ def build_index(loaded: LoadedModel, sentences: Sequence[str], layer: int, progr
     if len(sentences) > MAX_SENTENCES:
         raise ValueError(f"the corpus has {len(sentences):,} sentences; an index holds at most {MAX_SENTENCES:,}")
     tokenizer, device = loaded.tokenizer, next(loaded.model.parameters()).device
-    limit = min(MAX_SENTENCE_TOKENS, loaded.config.max_position_embeddings)
+    limit = min(MAX_SENTENCE_TOKENS, loaded.config.max_tokens)
     vectors, sentence_of, position_of, spans, all_tokens = [], [], [], [], []
     for start in range(0, len(sentences), batch_size):
         cancellation.check()                                  # between batches: a cancelled build stops here
@@ -118,7 +118,7 @@ def build_index(loaded: LoadedModel, sentences: Sequence[str], layer: int, progr
             sentence_of += [start + row] * len(keep)
             position_of += keep
             spans += [encoding.offsets[i] for i in keep]
-            all_tokens.append(list(encoding.tokens))
+            all_tokens.append(list(encoding.shown))
         if progress is not None:
             progress(min(start + batch_size, len(sentences)), len(sentences))
     matrix = torch.nn.functional.normalize(torch.cat(vectors), dim=-1)                            # (N, H)
@@ -129,7 +129,7 @@ def build_index(loaded: LoadedModel, sentences: Sequence[str], layer: int, progr
 def query_vector(loaded: LoadedModel, text: str, position: int, layer: int) -> tuple[list[str], torch.Tensor]:
     """The input's pieces and the unit vector of the piece at ``position`` after ``layer``: (H,)."""
     encoding = encode_input(loaded, text)
-    tokens = list(encoding.tokens)
+    tokens = list(encoding.shown)
     if not is_int(position, numpy_ints=True) or not 0 <= position < len(tokens):
         raise ValueError(f"token position must be 0 to {len(tokens) - 1} (the input has {len(tokens)} pieces), "
                          f"got {position!r}")

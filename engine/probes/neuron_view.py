@@ -125,7 +125,7 @@ def neuron_inputs(loaded: LoadedModel, text: str, text_pair: str | None = None,
         loaded.model.bert(ids, attention_mask=torch.ones_like(ids), token_type_ids=types, output_qk=True,
                           on_layer=keep)
     pair = text_pair if text_pair and text_pair.strip() else None
-    return NeuronInputs(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens),
+    return NeuronInputs(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.shown),
                         queries=queries, keys=keys, truncated=encoding.truncated)
 
 
@@ -154,5 +154,5 @@ def neuron_view(loaded: LoadedModel, text: str, text_pair: str | None = None, la
     ids, types = model_inputs(loaded, encoding)                                     # (1, S) each
     found = head_row(loaded.model, ids, torch.ones_like(ids), types, layer, head, query)
     pair = text_pair if text_pair and text_pair.strip() else None
-    return NeuronView(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.tokens), layer=layer,
+    return NeuronView(text=text, text_pair=pair, source=loaded.source, tokens=list(encoding.shown), layer=layer,
                       head=head, query=query, truncated=encoding.truncated, **found)

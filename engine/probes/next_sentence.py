@@ -61,6 +61,6 @@ def next_sentence(loaded: LoadedModel, text: str, text_pair: str) -> NextSentenc
         rows = torch.stack([layer[0, :, 0, :] for layer in out.encoder.attentions])   # L x (nh, S) -> (L, nh, S)
         cls_attention = rows.float().mean(dim=1)                        # (L, S)
     return NextSentenceResult(
-        text=text, text_pair=text_pair, source=loaded.source, tokens=list(encoding.tokens),
+        text=text, text_pair=text_pair, source=loaded.source, tokens=list(encoding.shown),
         token_type_ids=list(encoding.token_type_ids), logits=logits.tolist(), probabilities=probabilities.tolist(),
         cls_attention=cls_attention.cpu().tolist())

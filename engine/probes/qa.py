@@ -258,7 +258,7 @@ def _window(index: int, encoding: Encoding, context: str, start_logits: np.ndarr
         candidates.append(QASpan(score, start, end, context[start:end], index, s, e))
     positions = [p for p, seq in enumerate(encoding.sequence_ids) if seq == 1]
     return QAWindow(
-        index=index, tokens=encoding.tokens, sequence_ids=encoding.sequence_ids, offsets=encoding.offsets,
+        index=index, tokens=encoding.shown, sequence_ids=encoding.sequence_ids, offsets=encoding.offsets,
         context_positions=positions, context_start=encoding.offsets[positions[0]][0],
         context_end=encoding.offsets[positions[-1]][1],
         logits=([float(x) for x in start_logits], [float(x) for x in end_logits]), p_mask=p_mask,
@@ -340,7 +340,7 @@ def answer_from_logits(loaded: LoadedModel, question: str, context: str, encodin
     return QAResult(
         question=question, context=context, answers=[s.as_dict() for s in spans], spans=spans, windows=windows,
         null_score=null_score, best_span_score=best_span_score, impossible=bool(spans) and spans[0].is_null,
-        question_tokens=[t for t, seq in zip(encodings[0].tokens, encodings[0].sequence_ids) if seq == 0],
+        question_tokens=[t for t, seq in zip(encodings[0].shown, encodings[0].sequence_ids) if seq == 0],
         top_k=top_k, max_answer_len=max_answer_len, max_seq_len=max_seq_len, doc_stride=doc_stride,
         handle_impossible_answer=handle_impossible_answer, align_to_words=align_to_words,
         best_span_probability=best_span_probability,

@@ -7,9 +7,11 @@ aggregation_strategy="first")`` returns on the same weights: ``[{"entity_group",
 ``gather_pre_entities``, ``aggregate_words``, ``group_entities``), matched here:
 
 1. **Tokens.** Special tokens are skipped. Each token's scores are the softmax of its logits.
-2. **Words.** A token is a *subword* when its vocabulary piece and the characters it covers differ
-   in length (``"##ing"`` covers ``"ing"``); an ``[UNK]`` token is never a subword and its word is
-   the text it covers. A word is a token and the subwords after it.
+2. **Words.** With a vocabulary that marks continuations (WordPiece's ``##``), a token is a *subword*
+   when its vocabulary piece and the characters it covers differ in length (``"##ing"`` covers
+   ``"ing"``); with one that does not (byte-level BPE, SentencePiece), when neither the character
+   before it nor its first one is a space. An unknown token is never a subword and its word is the
+   text it covers. A word is a token and the subwords after it.
 3. **First.** A word takes the tag and score of its **first** token's best label (the first of equal
    ones); its ``word`` is its pieces decoded (``##`` joined), ``start``/``end`` its characters.
 4. **Groups.** Adjacent words merge into one entity while their tags' types agree (``B-PER`` and
@@ -90,6 +92,7 @@ def tag_details(loaded: LoadedModel, text: str) -> TagResult:
     labels = [loaded.config.id2label.get(i, f"LABEL_{i}") for i in range(probs.shape[-1])]
     tokenizer = loaded.tokenizer
     decode = tokenizer.backend.decoder.decode
+    word_aware = bool(getattr(tokenizer.backend.model, "continuing_subword_prefix", None))   # WordPiece's "##"
     words: list[TagSpan] = []
     positions: list[int] = []
     pieces: list[str] = []
@@ -99,7 +102,8 @@ def tag_details(loaded: LoadedModel, text: str) -> TagResult:
         piece = tokenizer.id_to_token(token_id)
         start, end = encoding.offsets[position]
         covered = text[start:end]
-        subword = len(piece) != len(covered)                                    # rule 2
+        subword = (len(piece) != len(covered) if word_aware                       # rule 2
+                   else start > 0 and " " not in text[start - 1:start + 1])
         if token_id == tokenizer.unk_token_id:
             piece, subword = covered, False
         if subword and words:
@@ -109,7 +113,7 @@ def tag_details(loaded: LoadedModel, text: str) -> TagResult:
         pieces = [piece]
         positions.append(position)
         words.append(TagSpan(labels[int(best_ids[position])], float(best_scores[position]), decode(pieces), start, end))
-    return TagResult(text=text, source=loaded.source, tokens=list(encoding.tokens), labels=labels,
+    return TagResult(text=text, source=loaded.source, tokens=list(encoding.shown), labels=labels,
                      bio=any(label.startswith(("B-", "I-")) for label in labels), words=words,
                      groups=group_words(words, decode), word_positions=positions)
 

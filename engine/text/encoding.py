@@ -1,7 +1,7 @@
 """``Encoding``: what the tokenizer makes of one text or text pair (plain lists, no tensors)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -18,3 +18,6 @@ class Encoding:
     sequence_ids: list[int | None]          # 0 for text, 1 for text_pair, None for specials
     truncated: bool                         # True if tokens were dropped to fit max_length
     num_truncated_tokens: int               # how many were dropped
+    # the pieces as a reader sees them (``Tokenizer.display_piece``: byte-level decoded, ``▁`` a word start);
+    # what every view shows. ``tokens`` stays the vocabulary's own spelling.
+    shown: list[str] = field(default_factory=list)

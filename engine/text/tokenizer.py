@@ -215,8 +215,8 @@ class WordPieceTokenizer:
             self._added = frozenset(str(t) for t in self._backend.get_added_tokens_decoder().values())
         return self._added
 
-    def _num_specials(self, pair: bool) -> int:
-        """How many special tokens the post-processor adds to a single text or a pair."""
+    def num_special_tokens(self, pair: bool) -> int:
+        """How many special tokens the post-processor's template adds to a single text or a pair (BERT 3 a pair)."""
         processor = self._backend.post_processor
         return 0 if processor is None else processor.num_special_tokens_to_add(pair)
 
@@ -227,7 +227,7 @@ class WordPieceTokenizer:
             check_text(text_pair, "text_pair")
         text_pair = text_pair or None
         require_int(max_length, "max_length")
-        minimum = self._num_specials(text_pair is not None) + 1
+        minimum = self.num_special_tokens(text_pair is not None) + 1
         if truncation and max_length < minimum:
             raise ValueError(f"max_length={max_length} is too small: need >= {minimum} for "
                              f"{'a text pair' if text_pair is not None else 'a single text'} "
@@ -270,9 +270,11 @@ class WordPieceTokenizer:
         return [self.unk_token if i == unk else t for t, i in zip(e.tokens, e.ids)] if unk is not None else e.tokens
 
     def _to_encoding(self, e, dropped: int) -> Encoding:
+        tokens = list(self._tokens(e))
         return Encoding(
             input_ids=list(e.ids), token_type_ids=list(e.type_ids), attention_mask=list(e.attention_mask),
-            tokens=list(self._tokens(e)), offsets=[tuple(o) for o in e.offsets],
+            tokens=tokens, offsets=[tuple(o) for o in e.offsets],
+            shown=[self.display_piece(t) for t in tokens] if self.byte_level else list(tokens),
             special_tokens_mask=list(e.special_tokens_mask), word_ids=list(e.word_ids),
             sequence_ids=list(e.sequence_ids), truncated=dropped > 0, num_truncated_tokens=dropped,
         )
@@ -335,7 +337,7 @@ class WordPieceTokenizer:
             raise ValueError(f"need max_question_len >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
         question = self.cut_question(question, max_question_len)
         num_question = len(self._backend.encode(question, add_special_tokens=False).ids)
-        num_specials = self._num_specials(True)
+        num_specials = self.num_special_tokens(True)
         room = max_seq_len - num_question - num_specials                   # context tokens per window
         if room < 1:
             raise ValueError(f"the question takes {num_question} tokens, which leaves no room for the context "

@@ -24,7 +24,7 @@ from explorer.attention import export as attention_export
 from explorer.attention.layers import head_index, heads_text as pairs_text, parse_heads, shown_layer
 from explorer.glossary import LAYER_RULE, gloss
 from explorer.services import Services
-from explorer.formatting import percent
+from explorer.formatting import percent, plain_markdown
 from explorer.forward_cache import cached
 from explorer.ui_errors import check_length, require_text, whole_number
 
@@ -64,7 +64,7 @@ def effective_length(services: Services, loaded: LoadedModel, max_length: Any) -
     """The slider's max length, checked, capped at the model's positions."""
     length = DEFAULT_LENGTH if max_length is None else whole_number(max_length, "Max length", MIN_LENGTH,
                                                                     min(512, services.max_length))
-    return min(length, loaded.config.max_position_embeddings)
+    return min(length, loaded.config.max_tokens)
 
 
 def cached_attention(services: Services, loaded: LoadedModel, text: str, pair: str | None,
@@ -113,12 +113,21 @@ def _named(heads: list[int]) -> str:
 def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:
     """Counts and the chosen head's statistics in words; ``layer`` is the engine's index (shown from 1)."""
     s = result.stats.head(layer, head)
+    specials = [plain_markdown(t) for t, special in zip(result.tokens, result.special_mask) if special]
+    first, last = (specials[0], specials[-1]) if specials else ("[CLS]", "[SEP]")   # by the tokenizer: <s>, </s>
     lines = [f"**{len(result.tokens)} tokens** · **{result.num_layers} layers × {result.num_heads} heads** · "
              f"model: {result.source}",
              f"Layer {shown_layer(layer)}, head {head}: entropy {s['entropy']:.2f} {gloss('nats')} · "
-             f"[CLS] {s['cls']:.0%} · "
-             f"[SEP] {s['sep']:.0%} · self {s['self']:.0%} · previous {s['prev']:.0%} · next {s['next']:.0%} · "
+             f"{first} {s['cls']:.0%} · "
+             f"{last} {s['sep']:.0%} · self {s['self']:.0%} · previous {s['prev']:.0%} · next {s['next']:.0%} · "
              f"mean distance {s['distance']:.1f} tokens"]
+    reach = result.reach[layer] if layer < len(result.reach) else None
+    if any(r is not None for r in result.reach):      # ModernBERT: local layers see a window, global ones all
+        local = [shown_layer(i) for i, r in enumerate(result.reach) if r is not None]
+        lines.append((f"Layer {shown_layer(layer)} is **local**: each token sees the {reach} tokens on each side of it "
+                      "and nothing farther (zeros outside a band along the diagonal)" if reach is not None else
+                      f"Layer {shown_layer(layer)} is **global**: each token sees every token")
+                     + f"; local layers: {', '.join(map(str, local))}.")
     if result.truncated:
         lines.append(f"⚠️ truncated: {result.num_truncated_tokens} tokens dropped to fit the max length")
     return "\n\n".join(lines)

@@ -26,13 +26,22 @@ class ShownInput:
     result_id: str
 
 
+MAX_LAYER = 1000                # a layer number past this is a typing error, not a slider left from another model
+
+
 def parse_layer(layer: float | int | None, num_layers: int) -> int:
     """The layer index 0..num_layers (0 = embedding output); None means the last layer."""
     from explorer.ui_errors import whole_number
 
     if layer is None:
         return num_layers
-    return whole_number(layer, "Layer", 0, num_layers)
+    value = whole_number(layer, "Layer", 0, MAX_LAYER)
+    if value > num_layers:      # a slider still set for the model picked before (it can have more layers)
+        import gradio as gr
+
+        gr.Warning(f"This model has {num_layers} layers: showing the last one ({num_layers}), not {value}.")
+        return num_layers
+    return value
 
 
 def compute(services: Services, model_key: str | None, text: str, pair: str | None,
@@ -41,7 +50,7 @@ def compute(services: Services, model_key: str | None, text: str, pair: str | No
     key the page keeps for it. Call inside ``services.probing()``."""
     loaded = services.model(model_key)
     index = parse_layer(layer, loaded.config.num_hidden_layers)
-    max_length = min(loaded.config.max_position_embeddings, services.max_length)
+    max_length = min(loaded.config.max_tokens, services.max_length)
     forward = cached(services.forward_cache, loaded.model, ("embeddings", text, pair, max_length),
                      lambda: embeddings_forward(loaded, text, pair, layer=index, max_length=max_length))
     result = at_layer(forward, index)            # a layer change reads the kept forward: no model run

@@ -84,16 +84,24 @@ def summary_markdown(result: EmbeddingsResult) -> str:
     counts = {s: result.segments.count(s) for s in ("A", "B", "special")}
     mean = {name: float(values.mean()) for name, values in result.norms.items()}
     where = "the embedding output (layer 0)" if result.layer == 0 else f"layer {result.layer} of {result.num_layers}"
+    summands = [name for name in ("word", "position", "segment") if name in result.components]
+    formula = " + ".join(summands)
+    projected = (f" The embeddings are {result.word.shape[1]} wide; a dense layer projects the output to the hidden "
+                 f"size {result.projected_to} before the first layer." if result.projected_to else "")
     lines = [
         f"**{len(result.tokens)} tokens** (A: {counts['A']}, B: {counts['B']}, special: {counts['special']}) · "
-        f"hidden size {result.word.shape[1]} · contextual view at {where} · model: {result.source}",
-        f"Mean norms: word {mean['word']:.3f} · position {mean['position']:.3f} · segment {mean['segment']:.3f} · "
-        f"sum {mean['sum']:.3f} · after LayerNorm {mean['output']:.3f}. " + (
-            f"Our LayerNorm(word + position + segment) equals the model's own embedding output "
+        f"embedding size {result.word.shape[1]} · contextual view at {where} · model: {result.source}",
+        "Mean norms: " + " · ".join(f"{name} {mean[name]:.3f}" for name in summands) +
+        f" · sum {mean['sum']:.3f} · after LayerNorm {mean['output']:.3f}. " + (
+            f"Our LayerNorm({formula}) equals the model's own embedding output "
             f"(max difference {result.output_max_diff:.1e})." if result.output_max_diff <= 1e-4 else
-            f"⚠️ LayerNorm(word + position + segment) differs from the model's embedding output by up to "
-            f"{result.output_max_diff:.2g} (is the model in training mode, with dropout on?)."),
+            f"⚠️ LayerNorm({formula}) differs from the model's embedding output by up to "
+            f"{result.output_max_diff:.2g} (is the model in training mode, with dropout on?).") + projected,
     ]
+    if "position" not in result.components:
+        lines.append("No position table: this model's positions enter inside attention (ModernBERT turns queries "
+                     "and keys by rotary angles; DeBERTa adds relative-position terms to the scores), so the "
+                     "position views are empty and the Attention tab shows what positions do.")
     if result.segment_difference_norm is not None:
         lines.append(f"Segments: B's embedding is A's plus one learned vector of norm "
                      f"{result.segment_difference_norm:.3f} (cosine of A and B: {result.segment_cosine:.3f}).")
@@ -105,7 +113,7 @@ def summary_markdown(result: EmbeddingsResult) -> str:
     for repeat in result.repeats[:3]:
         p, q = repeat.positions[:2]
         lines.append(f"`{repeat.token}` at positions {p} and {q}: same word embedding; cosine "
-                     f"{repeat.output_cosine:.3f} after adding position/segment and LayerNorm, "
+                     f"{repeat.output_cosine:.3f} after the other summands and the norm, "
                      f"{repeat.contextual_cosine:.3f} at layer {result.layer}.")
     if result.truncated:
         lines.append(f"⚠️ truncated: {result.num_truncated_tokens} tokens dropped at max length "
@@ -125,7 +133,13 @@ def heatmap_value(result: EmbeddingsResult | None, component: str, only: Sequenc
     """The hidden-dimensions canvas view's value (``explorer.embeddings.canvas``) for one component (validated);
     ``gr.skip()`` before any result."""
     check_component(component)
-    return gr.skip() if result is None else canvas.dimensions_value(result, component, only)
+    if result is None:
+        return gr.skip()
+    if component not in result.components:          # DistilBERT: no segment table
+        gr.Warning(f"This model adds no {component} embedding (it adds {', '.join(result.components[:-2])}); "
+                   "showing the embedding output instead.")
+        component = "output"
+    return canvas.dimensions_value(result, component, only)
 
 
 def show_embeddings(services: Services, model_key: str | None, text: str | None, text_pair: str | None,

@@ -2,13 +2,11 @@
 (masks, entropy, target probabilities, warnings) and the joint fill's Markdown. Plain data in, strings out."""
 from __future__ import annotations
 
-import re
 
 from engine.probes.fill_mask import FillMaskResult
 from engine.probes.joint_fill import JointFill
-from explorer.formatting import percent, sig
+from explorer.formatting import code, percent, plain_markdown, sig
 
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~])")
 
 
 def highlighted_fill(text: str, mask_token: str, result: FillMaskResult) -> list[tuple[str, str | None]]:
@@ -32,14 +30,14 @@ def highlighted_fill(text: str, mask_token: str, result: FillMaskResult) -> list
 def summary_markdown(result: FillMaskResult, mask_token: str) -> str:
     """Masks, effective k, entropy per mask, target probabilities and warnings."""
     n = len(result.masks)
-    lines = [f"**{n} {mask_token}** token{'s' if n != 1 else ''} · top-{result.top_k} · "
+    lines = [f"**{n}** {code(mask_token)} token{'s' if n != 1 else ''} · top-{result.top_k} · "
              f"{len(result.tokens)} input tokens · model: {result.source}"]
     entropies = ", ".join(sig(m.entropy) for m in result.masks)
     lines.append(f"Uncertainty (entropy, nats) per mask: {entropies} — lower means a surer guess.")
     for m in result.masks:
         if m.target_probabilities:
-            probs = ", ".join(f"{_code(t)} {percent(p)}" for t, p in m.target_probabilities.items())
-            lines.append(f"{mask_token} {m.index + 1} targets: {probs}")
+            probs = ", ".join(f"{code(t)} {percent(p)}" for t, p in m.target_probabilities.items())
+            lines.append(f"{code(mask_token)} {m.index + 1} targets: {probs}")
     lines += [f"⚠️ {w}" for w in result.warnings]
     return "\n\n".join(lines)
 
@@ -51,7 +49,7 @@ def joint_markdown(joint: JointFill | None, mask_token: str, targets_given: bool
         return ""
     lines = ["**Filled together**: one mask at a time, the surest first; each step sees the words filled "
              "before it.", ""]
-    lines += [f"{s.step}. {mask_token} {s.mask + 1} → {_code(s.token_str or s.token)} {percent(s.score)}"
+    lines += [f"{s.step}. {code(mask_token)} {s.mask + 1} → {code(s.token_str or s.token)} {percent(s.score)}"
               for s in joint.steps]
     lines += ["", f"**{plain_markdown(joint.sequence)}**",
               "", f"{percent(joint.probability)} for this fill in this order (the product of the steps)."]
@@ -60,11 +58,3 @@ def joint_markdown(joint: JointFill | None, mask_token: str, targets_given: bool
     return "\n".join(lines)
 
 
-def plain_markdown(text: str) -> str:
-    """``text`` with Markdown's special characters escaped, so it shows as typed."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-
-
-def _code(text: str) -> str:
-    """``text`` as inline Markdown code, whatever backticks it holds."""
-    return f"`` {text} ``" if "`" in text else f"`{text}`"

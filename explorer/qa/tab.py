@@ -204,7 +204,7 @@ def fit_lengths(services: Services, model_key: str | None, max_seq_len: Any, doc
     """Slider updates that keep max sequence length within the chosen model's positions."""
     try:
         with services.probing():
-            positions = services.model(model_key).config.max_position_embeddings
+            positions = services.model(model_key).config.max_tokens
         seq_len, stride = int(max_seq_len), int(doc_stride)
     except Exception:  # noqa: BLE001 - a picker problem is reported by the picker itself
         return gr.skip(), gr.skip()
@@ -226,7 +226,7 @@ def answer_question(services: Services, model_key: str | None, question: str | N
         loaded = services.model(model_key)
         loaded.require_head("qa")
         k, answer_len, seq_len, stride = check_settings(top_k, max_answer_len, max_seq_len, doc_stride,
-                                                        loaded.config.max_position_embeddings)
+                                                        loaded.config.max_tokens)
         try:
             result = kept.answer_details(services, loaded, question, context, k, answer_len, seq_len, stride,
                                          bool(handle_impossible_answer))     # settings changes run no model

@@ -1,8 +1,9 @@
 """The Tokenize tab's main view: the pieces the model sees, as escaped HTML (pure, no Gradio).
 
 One ``<span class="wp ...">`` per piece, in input order, ``[CLS]``/``[SEP]`` included. Pieces of
-one word sit in one ``wp-word`` group (same colour, no gap, never split over two lines); a ``##``
-piece keeps its ``##``. Classes say what a piece is (styled by ``.wordpieces`` rules in
+one word sit in one ``wp-word`` group (same colour, no gap, never split over two lines); a piece is
+shown as a reader sees it (``TokenRow.shown``: a ``##`` piece keeps its ``##``, a byte-level or SentencePiece
+word start shows ``▁``). Pieces cut by truncation sit right after the last kept piece of their segment. Classes say what a piece is (styled by ``.wordpieces`` rules in
 ``assets/style.css``): ``wp-A``/``wp-B`` its segment, ``wp-w0``..``wp-w5`` its word colour,
 ``wp-special``, ``wp-cont`` (a ``##`` piece), ``wp-unk`` (``[UNK]``, with the text it replaced in a
 ``<sub>``) and ``wp-cut`` (cut by truncation; the model never sees it). Every piece has a ``title``
@@ -28,19 +29,21 @@ def pieces_html(expl: Explanation, unk_token: str = "[UNK]") -> str:
     cut = {seg: [r for r in expl.dropped if r.segment == seg] for seg in "AB"}
     groups: list[str] = []
     run: list[TokenRow] = []        # the content pieces since the last special
-    ends = 0                        # specials seen: the 2nd ends segment A, the 3rd segment B
+
+    def end_of_run() -> None:       # a segment's last kept piece: the pieces cut from it go just after
+        groups.extend(_words(run, unk_token))
+        if run:
+            seg = run[-1].segment
+            groups.extend(_cut(cut.pop(seg, []), expl.num_dropped.get(seg, 0), expl.max_length, unk_token))
+        run.clear()
+
     for row in expl.rows:
         if row.segment != "special":
             run.append(row)
             continue
-        groups += _words(run, unk_token)
-        run = []
-        if 1 <= ends <= 2:          # a segment's [SEP]: the pieces cut from that segment go just before it
-            seg = "AB"[ends - 1]
-            groups += _cut(cut.pop(seg), expl.num_dropped.get(seg, 0), expl.max_length, unk_token)
-        ends += 1
+        end_of_run()
         groups.append(_piece(row, unk_token))
-    groups += _words(run, unk_token)
+    end_of_run()
     for seg, rows in cut.items():   # anything cut but not placed yet
         groups += _cut(rows, expl.num_dropped.get(seg, 0), expl.max_length, unk_token)
     return f'<div class="wp-view">{LEGEND}<div class="wp-strip">{" ".join(groups)}</div></div>'
@@ -90,13 +93,15 @@ def _piece(row: TokenRow, unk_token: str, max_length: int | None = None) -> str:
         classes.append("wp-cut")
     where = (f"cut by truncation (max length {max_length}): the model never sees this piece"
              if cut else f"position {row.index}")
-    lines = [f"{row.token} · {where}", f"id {row.id} · " + (
+    name = row.shown or row.token
+    spelled = f" (vocabulary piece {row.token})" if name != row.token else ""
+    lines = [f"{name}{spelled} · {where}", f"id {row.id} · " + (
         "special token" if row.special else f"segment {row.segment} (type id {row.type_id}), word {row.word_id}")]
     if not row.special:
         lines.append(f"chars {row.start}–{row.end} of text {row.segment}: “{row.text}”")
     if unk:
         lines.append(f"{unk_token}: the vocabulary has no piece for “{row.text}”")
-    body = escape(row.token)
+    body = escape(name)
     if unk:
         body += f'<sub class="wp-src">{escape(row.text)}</sub>'
     return f'<span class="{" ".join(classes)}" title="{escape(chr(10).join(lines), quote=True)}">{body}</span>'

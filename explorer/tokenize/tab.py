@@ -43,7 +43,9 @@ vocabulary cannot spell). A pair is laid out as `[CLS] A [SEP] B [SEP]`: each to
 {gloss("segment")}, type id 0 for `[CLS] A [SEP]` and 1 for `B [SEP]`.
 Below: the pieces exactly as the model sees them (hover one for its position, id and the
 characters it came from), then each position coloured by segment, which is what the segment
-and {gloss("position embedding", "position embeddings")} see.
+and {gloss("position embedding", "position embeddings")} see. Other families split differently: RoBERTa's
+byte-level BPE and XLM-R's and ALBERT's SentencePiece mark where a word *starts* (shown here as `▁`) instead
+of where it continues, and RoBERTa lays a pair out as `<s> A </s></s> B </s>` with no segment ids.
 """
 
 
@@ -75,7 +77,7 @@ def summary_markdown(expl: Explanation) -> str:
 def segment_figure(expl: Explanation) -> go.Figure:
     """The segment/position strip for one explanation."""
     return plots.token_strip(
-        tokens=[r.token for r in expl.rows],
+        tokens=[r.shown or r.token for r in expl.rows],
         segments=[r.segment for r in expl.rows],
         ids=[r.id for r in expl.rows],
         type_ids=[r.type_id for r in expl.rows],
@@ -87,7 +89,7 @@ def tokenizer_for(services: Services, model_key: str | None) -> tuple[WordPieceT
     if not model_key:
         return services.tokenizer, min(512, services.max_length)
     loaded = services.model(model_key)
-    return loaded.require_tokenizer(), min(loaded.config.max_position_embeddings, services.max_length)
+    return loaded.require_tokenizer(), min(loaded.config.max_tokens, services.max_length)
 
 
 def tokenize(

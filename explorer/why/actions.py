@@ -15,9 +15,10 @@ from engine.model.head_specs import HEADS, Form, attribution_targets
 from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, Attribution, target_spec
 from engine.probes.attribution_targets import NoSuchIndex
 from engine.probes.inference import attribute
-from explorer.formatting import percent
+from explorer.formatting import percent, plain_markdown
 from explorer.forward_cache import cached
 from explorer.heads.common import missing_head_message
+from explorer.model_description import specs_of
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 from explorer.why import plots
@@ -125,14 +126,14 @@ def summary_markdown(result: Attribution) -> str:
     a percentage (a probability, or a change of one) or a plain decimal (a logit): never an exponent."""
     what = "probability" if result.score == "probability" else "logit"
     points = result.score == "probability"
-    lines = [f"**Why {result.target}?** Explaining its **{what}** on {len(result.tokens)} tokens · "
-             f"the model predicts {result.prediction} · model: {result.source}"]
+    lines = [f"**Why {plain_markdown(result.target)}?** Explaining its **{what}** on {len(result.tokens)} tokens · "
+             f"the model predicts {plain_markdown(result.prediction)} · model: {result.source}"]
     at_input = shown_score(result.target_score, result.score)
     if result.method == "integrated_gradients":
         difference = result.target_score - result.baseline_score
         at_baseline = shown_score(result.baseline_score, result.score)
         lines.append(f"{what.capitalize()} **{at_input}** at the input, **{at_baseline}** at the baseline "
-                     f"({result.baseline}). The attributions add up to **{shown(result.total, points)}**; the "
+                     f"({plain_markdown(result.baseline)}). The attributions add up to **{shown(result.total, points)}**; the "
                      f"difference is {shown(difference, points)}, so captum's convergence delta is "
                      f"**{shown(result.convergence_delta, points)}** with **{result.n_steps} steps** of integrated "
                      "gradients (Gauss-Legendre).")
@@ -178,6 +179,6 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
 def _missing_head(loaded: Any, head: str) -> str:
     if HEADS[head].how_to_get is not None:
         return missing_head_message(loaded, head)
-    has = ", ".join(HEADS[h].title for h in loaded.heads) or "none (encoder only)"
+    has = ", ".join(specs_of(loaded)[h].title for h in loaded.heads) or "none (encoder only)"
     return (f"The picked model ({loaded.source}) has no {HEADS[head].title} head (its heads: {has}), so it cannot "
             "make this prediction; pick another prediction, or a model with that head in the model picker above.")

@@ -321,15 +321,40 @@ def test_describe_says_where_to_try_fine_tuned_heads_and_names_their_labels(tiny
     assert "add one in the **Fine-tune** tab" in describe(LoadedModel(plain, tiny_tokenizer, plain.config, "base"))
 
 
-def test_a_family_the_tabs_do_not_read_yet_is_refused_with_a_sentence(tmp_path) -> None:
-    """A RoBERTa in an allowed folder: the engine reads it (tests/model/test_families.py), the picker says the tabs
-    read BERT models only so far, naming the family, instead of failing later inside a tab."""
+def _saved_roberta(tmp_path):
     import transformers
 
     folder = tmp_path / "models" / "roberta"
     config = transformers.RobertaConfig(vocab_size=60, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                                         intermediate_size=32, max_position_embeddings=20)
     transformers.RobertaForMaskedLM(config).save_pretrained(folder)
+    return folder
+
+
+def test_another_family_loads_in_the_picker_named_with_its_size(tmp_path) -> None:
+    """A RoBERTa in an allowed folder loads through the picker; its entry names the family and its size, and the
+    description its usable positions (max_position_embeddings less RoBERTa's offset)."""
+    folder = _saved_roberta(tmp_path)
     registry = ModelRegistry(allowed_dirs=(tmp_path / "models",), default_dir=None)
-    with pytest.raises(ValueError, match=r"is a RoBERTa model: it loads in the engine .* tabs read BERT models only"):
+    loaded = registry.get(f"local:{folder}")
+    assert loaded.config.model_type == "roberta"
+    label = next(c.label for c in registry.choices() if c.kind == "local")
+    params = sum(p.numel() for p in loaded.model.parameters())
+    assert label.endswith(f"(RoBERTa, {params:,} parameters)")             # under a million: every digit
+    assert "RoBERTa" in describe(loaded) and "18 positions" in describe(loaded)
+
+
+def test_a_family_the_tabs_do_not_read_is_refused_with_a_sentence(tmp_path, monkeypatch) -> None:
+    """A family marked as not read by the tabs yet (``Family.in_the_tabs``) is refused at the picker, naming the
+    family and those the tabs read, instead of failing later inside a tab."""
+    import dataclasses
+
+    from engine.model.families import registry as families
+
+    folder = _saved_roberta(tmp_path)
+    monkeypatch.setitem(families.FAMILIES, "roberta", dataclasses.replace(families.FAMILIES["roberta"],
+                                                                          in_the_tabs=False))
+    registry = ModelRegistry(allowed_dirs=(tmp_path / "models",), default_dir=None)
+    with pytest.raises(ValueError, match=r"is a RoBERTa model: it loads in the engine .* tabs do not read this "
+                                         r"family yet; they read BERT, XLM-R, DistilBERT"):
         registry.get(f"local:{folder}")

@@ -11,7 +11,8 @@ import transformers
 from conftest import tiny_config
 from engine.probes import inference
 from engine.checkpoints.hf_format import LoadedModel
-from engine.probes.embeddings import COMPONENTS, EmbeddingsResult, embeddings, embeddings_over_checkpoints, pca_2d
+from engine.probes.embeddings import COMPONENTS, EmbeddingsResult, embeddings, pca_2d
+from engine.probes.position_similarity import embeddings_over_checkpoints
 from engine.model.heads import BertWithHeads
 from support.reference import PARITY, hf_copy, randomize_
 
@@ -222,8 +223,10 @@ def test_one_segment_type_model(tiny_tokenizer) -> None:
     single = LoadedModel(model, tiny_tokenizer, model.config, "one segment")
     result = embeddings(single, "the cat")
     assert result.segment_difference is None and result.segment_difference_norm is None
-    with pytest.raises(ValueError, match="single segment"):
-        embeddings(single, "the cat", "the dog")
+    paired = embeddings(single, "the cat", "the dog")      # a pair is read as the model takes it: type ids all 0
+    assert "B" in paired.segments and paired.segment_difference is None and "segment" in paired.components
+    np.testing.assert_allclose(paired.segment, np.broadcast_to(paired.segment[0], paired.segment.shape))
+    assert paired.output_max_diff < 1e-5
 
 
 def test_repeated_words(result) -> None:

@@ -83,8 +83,8 @@ def test_answers_follow_the_pipeline_rules_on_transformers_windows_and_logits(fa
     name, loaded, hf_tokenizer, model = family
     details = answer_details(loaded, question, CONTEXT, max_seq_len=40, doc_stride=12, **kwargs)
     windows = hf_windows(hf_tokenizer, question, CONTEXT, 40, 12)
-    assert len(windows) > 2 and [w.ids for w in windows] == [
-        [hf_tokenizer.convert_tokens_to_ids(t) for t in w.tokens] for w in details.windows]
+    assert len(windows) > 2 and [[loaded.tokenizer.display_piece(t) for t in w.tokens] for w in windows] == \
+        [list(w.tokens) for w in details.windows]              # the same pieces, shown readably (byte-level decoded)
     for window, ours in zip(windows, details.windows):   # transformers' model on what its tokenizer passes
         segments = {"token_type_ids": torch.tensor([window.type_ids])} if name == "albert" else {}
         with torch.no_grad():
@@ -125,16 +125,16 @@ def test_training_features_use_the_familys_windows_segments_and_labels(family):
     windows = tokenizer.encode_qa_windows(example.question, CONTEXT, 40, 12, max_question_len=10)
     assert [list(r) for r in data.rows] == [w.input_ids for w in windows]
     assert all(sum(s == 0 for s in w.sequence_ids) <= 10 for w in windows)   # the question cut to 10 pieces
+    assert data.segment_ids == (name not in ONE_SEGMENT)    # no segment ids, as transformers passes none
     for window, segment, (s, e) in zip(windows, data.segment_starts, data.targets):
-        type_ids = window.token_type_ids
-        if name in ONE_SEGMENT:                             # no segment ids, as transformers passes none
-            assert segment == len(window.input_ids)
-        else:
-            assert segment == type_ids.index(1) == window.sequence_ids.index(1)
+        assert segment == window.sequence_ids.index(1)     # the context starts segment B (marked or not)
+        if name not in ONE_SEGMENT:
+            assert segment == window.token_type_ids.index(1)
         if (s, e) != (0, 0):
             assert window.offsets[s][0] <= start and window.offsets[e][1] >= start + len("Paris")
     assert any(tuple(t) != (0, 0) for t in data.targets)
     batch = data.batch(0, 0)
+    assert bool(batch.token_type_ids.any()) == (name not in ONE_SEGMENT)
     with torch.no_grad():                                   # the features run through the model as they are
         loaded.model(batch.input_ids, attention_mask=batch.attention_mask, token_type_ids=batch.token_type_ids,
                      compute=("qa",))

@@ -83,7 +83,7 @@ def sentence_features(loaded: LoadedModel, sentences: Sequence[DependencySentenc
     skipped: list[tuple[int, str]] = []
     readable: list[int] = []
     for index, (encoding, sentence) in enumerate(zip(encodings, sentences)):
-        reason = why_unreadable(encoding, sentence, config.max_position_embeddings)
+        reason = why_unreadable(encoding, sentence, config.max_tokens)
         if reason is None:
             readable.append(index)
         else:

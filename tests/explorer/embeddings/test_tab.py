@@ -165,12 +165,19 @@ def test_the_layer_control_redraws_what_it_controls(services: Services) -> None:
     assert other[2]["kind"] == "dimensions" and other[2]["rows"][1] == "1: the"
 
 
-@pytest.mark.parametrize("layer, message", [(3, "Layer must be a whole number from 0 to 2, got 3"),
-                                            (-1, "from 0 to 2, got -1"), (1.5, "whole number")])
+@pytest.mark.parametrize("layer, message", [(1001, "Layer must be a whole number from 0 to 1,000, got 1001"),
+                                            (-1, "from 0 to 1,000, got -1"), (1.5, "whole number")])
 def test_parse_layer(layer: float, message: str) -> None:
     with pytest.raises(gr.Error, match=message):
         parse_layer(layer, 2)
     assert parse_layer(2.0, 2) == 2 and parse_layer(None, 2) == 2
+
+
+def test_a_layer_past_the_models_last_shows_the_last_with_a_warning() -> None:
+    """The slider can still hold a layer of the model picked before (6 of the default model when a 2-layer one is
+    loaded): the last layer is shown, and a warning says so, instead of an error."""
+    with pytest.warns(UserWarning, match="This model has 2 layers: showing the last one"):
+        assert parse_layer(6, 2) == 2
 
 
 def test_headless_encoder_works(services: Services) -> None:
@@ -250,7 +257,7 @@ def test_embeddings_through_the_client(client: Client, services: Services) -> No
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(text=""), "Type some text"),
-    (dict(text="the cat", layer=7), "Layer must be a whole number from 0 to 2, got 7"),
+    (dict(text="the cat", layer=-7), "less than minimum value 0"),
     (dict(text="the cat", layer=49), "greater than maximum"),
     (dict(text="the cat", token="cat"), "neither 'all' nor a token position"),
     (dict(text="the cat", model="checkpoint:nope/step-000001"), "does not exist.*Models available now"),

@@ -19,7 +19,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 import engine  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from engine.probes.joint_fill import joint_fill  # noqa: E402
-from explorer.formatting import percent  # noqa: E402
+from explorer.formatting import percent, plain_markdown  # noqa: E402
 from explorer.model_registry import ModelChoice  # noqa: E402
 from explorer.fill_mask import results as fill_results, tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
@@ -62,7 +62,7 @@ def test_one_mask_outputs_equal_the_engine(services) -> None:
                                                for r in results]
     best = results[0]
     assert filled == [("the cat ", None), (best["token_str"], percent(best["score"])), (" on the mat.", None)]
-    assert "**1 [MASK]** token" in summary and "top-5" in summary
+    assert "**1** `[MASK]` token" in summary and "top-5" in summary
     assert joint == ""                                                   # one mask: nothing to fill jointly
     assert fig.data[0].text[0] == percent(best["score"]) and fig.data[0].customdata[0][3] == percent(best["score"])
 
@@ -83,8 +83,8 @@ def test_several_masks_show_the_joint_fill_in_order(services) -> None:
     lines = joint.splitlines()
     assert lines[0].startswith("**Filled together**: one mask at a time, the surest first")
     assert [line for line in lines if " → " in line] == [
-        f"{s.step}. [MASK] {s.mask + 1} → `{s.token_str}` {percent(s.score)}" for s in expected.steps]
-    assert f"**{fill_results.plain_markdown(expected.sequence)}**" in lines
+        f"{s.step}. `[MASK]` {s.mask + 1} → `{s.token_str}` {percent(s.score)}" for s in expected.steps]
+    assert f"**{plain_markdown(expected.sequence)}**" in lines
     assert f"{percent(expected.probability)} for this fill in this order" in joint
     assert "Targets are ignored" not in joint
 
@@ -225,7 +225,7 @@ def test_api_fill_mask(client, services) -> None:
     assert joint == fill_results.joint_markdown(joint_fill(services.model("default"), TWO), "[MASK]")
     assert plot["type"] == "plotly"
     assert [h["class_or_confidence"] for h in filled if h["class_or_confidence"]][0].startswith("1: ")
-    assert "**2 [MASK]** tokens" in summary
+    assert "**2** `[MASK]` tokens" in summary
 
 
 def test_api_fill_mask_over_training(client) -> None:

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from engine.probes.attribution import Attribution
+from explorer.formatting import plain_markdown
 from explorer.why import actions, plots
 from engine.probes.attribution_targets import probability_text
 from explorer.why.numbers import decimal, shown
@@ -33,7 +34,7 @@ def test_a_tiny_probability_reads_as_a_percentage_in_the_summary(method) -> None
     summary = actions.summary_markdown(tiny_attribution(method=method))
     assert not EXPONENT.search(summary), summary
     assert "**0.00123%** at the input" in summary                          # 1.234e-05 as a percentage
-    assert "'sat' (probability 0.0012%)" in summary                         # the engine's words for 1.2e-05
+    assert plain_markdown("'sat' (probability 0.0012%)") in summary      # the engine's words for 1.2e-05
     assert "ℹ️ top_k=99 is larger" in summary                               # the engine's warnings, as they are
     if method == "integrated_gradients":
         assert "**0.0025%** at the baseline" in summary

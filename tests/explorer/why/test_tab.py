@@ -11,6 +11,7 @@ from gradio_client import Client
 from support.app_helpers import serve
 from engine.probes.attribution import attribute
 from engine.probes.attribution_targets import NoSuchIndex
+from explorer.formatting import plain_markdown
 from explorer.ui_errors import friendly_errors
 from explorer.why import actions, tab
 from explorer.why.token_html import attribution_html
@@ -37,9 +38,9 @@ def test_outputs_equal_the_engine(services, method) -> None:
     assert page == attribution_html(expected.tokens, expected.attributions, expected.target_position,
                                     percent_points=True)                # shares of a probability
     assert sorted(bars.data[0].x, key=abs, reverse=True) == list(bars.data[0].x)
-    assert summary.startswith("**Why 'dog' at [MASK] (position 3)?** Explaining its **probability**")
+    assert summary.startswith("**Why " + plain_markdown("'dog' at [MASK] (position 3)") + "?** Explaining its **probability**")
     if method == "integrated_gradients":
-        assert "convergence delta" in summary and "12 steps" in summary and "[PAD] for every token" in summary
+        assert "convergence delta" in summary and "12 steps" in summary and plain_markdown("[PAD] for every token") in summary
     else:
         assert "No baseline" in summary
 
