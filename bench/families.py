@@ -1,7 +1,8 @@
 """Each family's masked-LM forward: ours (``engine.load``) vs transformers' eager and SDPA attention, same weights.
 
-For every family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA base and small, ALBERT) a random base-size model is
-made by ``transformers``, saved with ``save_pretrained`` into a temporary folder and read back three times: by
+For every family (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA base and small, ALBERT, ModernBERT, DeBERTa-v3) a
+random base-size model is made by ``transformers``, saved with ``save_pretrained`` into a temporary folder and read
+back three times: by
 ``engine.load`` and by the family's ``...ForMaskedLM`` class with ``attn_implementation="eager"`` and ``"sdpa"``.
 The logits of the three must agree (max |diff| <= 1e-4, printed) before anything is timed. Then the three
 forwards (fp32 CPU, eval, ``torch.inference_mode()``, 128 tokens, batch 1 and 8) are called in turn, the order
@@ -10,13 +11,16 @@ three alike. The table gives ms per forward and the ratios ours/eager and ours/s
 is ours/eager <= 1.0); the last line repeats the ratios ours/eager.
 Sizes: 12 layers (DistilBERT 6), hidden 768, 12 heads, intermediate 3072, vocabulary 30522, except XLM-R's
 50,000 (its real 250,002 would cost 770 MB a copy and the decoder would dominate the time); ELECTRA base has
-E = H = 768, ELECTRA-small E 128 / H 256 / 4 heads / intermediate 1024; ALBERT E 128, one group of shared layers.
+E = H = 768, ELECTRA-small E 128 / H 256 / 4 heads / intermediate 1024; ALBERT E 128, one group of shared layers;
+ModernBERT-base's GeGLU of 1,152 with a 128-token window (every third layer global); DeBERTa-v3-base's layout (256
+relative-position buckets shared by the layers, no absolute positions).
 Usage: python bench/families.py [--quick] [--threads N] [--families bert,albert] [--rounds-scale X]
 """
 from __future__ import annotations
 
 import argparse
 import gc
+import math
 import statistics
 import sys
 import tempfile
@@ -31,8 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine import load  # noqa: E402
 
-FAMILIES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "electra-small", "albert")
+FAMILIES = ("bert", "roberta", "xlm-roberta", "distilbert", "electra", "electra-small", "albert", "modernbert",
+            "deberta-v3")
 AGREEMENT = 1e-4          # max |diff| of the logits allowed before timing
+NO_SDPA = ("deberta-v3",)  # transformers has no SDPA attention for these: their sdpa columns are "—"
 ROUNDS = {1: 20, 8: 6}    # timing rounds per batch size (each round calls all three models once)
 
 
@@ -103,13 +109,24 @@ def hf_model(family: str, shape: Shape = BASE) -> torch.nn.Module:
     elif family == "albert":
         model = tf.AlbertForMaskedLM(tf.AlbertConfig(**common, embedding_size=shape.embedding,
                                                      num_hidden_groups=1, inner_group_num=1))
+    elif family == "modernbert":          # its base shape: GeGLU of 1152, a window of 128, every third layer global
+        model = tf.ModernBertForMaskedLM(tf.ModernBertConfig(
+            vocab_size=shape.vocab, hidden_size=shape.hidden, num_hidden_layers=shape.layers,
+            num_attention_heads=shape.heads, intermediate_size=1152, max_position_embeddings=shape.positions,
+            pad_token_id=0, bos_token_id=1, eos_token_id=2, cls_token_id=1, sep_token_id=2))
+    elif family == "deberta-v3":          # v3-base's layout: 256 relative buckets, no absolute positions
+        model = tf.DebertaV2ForMaskedLM(tf.DebertaV2Config(
+            **common, relative_attention=True, position_buckets=min(256, shape.positions), max_relative_positions=-1,
+            pos_att_type=["p2c", "c2p"], position_biased_input=False, norm_rel_ebd="layer_norm", share_att_key=True,
+            type_vocab_size=0))
     else:
         raise ValueError(f"unknown family {family!r}; choose from {', '.join(FAMILIES)}")
     return model.eval()
 
 
 def three_models(family: str, shape: Shape, folder: Path) -> tuple[torch.nn.Module, ...]:
-    """(ours, transformers eager, transformers sdpa), all read from one ``save_pretrained`` folder."""
+    """(ours, transformers eager, transformers sdpa or None: ``NO_SDPA``), all read from one ``save_pretrained``
+    folder."""
     torch.manual_seed(0)
     made = hf_model(family, shape)
     made.save_pretrained(folder)
@@ -117,15 +134,17 @@ def three_models(family: str, shape: Shape, folder: Path) -> tuple[torch.nn.Modu
     del made
     ours = load(folder).model.eval()
     eager = cls.from_pretrained(folder, attn_implementation="eager").eval()
-    sdpa = cls.from_pretrained(folder, attn_implementation="sdpa").eval()
+    sdpa = None if family in NO_SDPA else cls.from_pretrained(folder, attn_implementation="sdpa").eval()
     return ours, eager, sdpa
 
 
 def forwards(ours, eager, sdpa, ids: torch.Tensor, mask: torch.Tensor) -> dict[str, Callable[[], torch.Tensor]]:
     """The three masked-LM forwards on ``ids`` (B, S) and ``mask`` (B, S), each returning logits (B, S, V)."""
-    return {"ours": lambda: ours(ids, mask, compute=("mlm",)).mlm.logits,
-            "eager": lambda: eager(input_ids=ids, attention_mask=mask).logits,
-            "sdpa": lambda: sdpa(input_ids=ids, attention_mask=mask).logits}
+    fns = {"ours": lambda: ours(ids, mask, compute=("mlm",)).mlm.logits,
+           "eager": lambda: eager(input_ids=ids, attention_mask=mask).logits}
+    if sdpa is not None:
+        fns["sdpa"] = lambda: sdpa(input_ids=ids, attention_mask=mask).logits
+    return fns
 
 
 def rotating_times(fns: dict[str, Callable[[], object]], rounds: int, warmup: int = 2) -> dict[str, list[float]]:
@@ -160,12 +179,14 @@ def measure(family: str, shape: Shape, batches: dict[int, int], folder: Path, wa
         with torch.inference_mode():
             fns = forwards(ours, eager, sdpa, ids, mask)
             mine = fns["ours"]()
-            diffs = [float((mine - fns[name]()).abs().max()) for name in ("eager", "sdpa")]
-            if max(diffs) > AGREEMENT:
+            diffs = [float((mine - fns[name]()).abs().max()) if name in fns else math.nan
+                     for name in ("eager", "sdpa")]
+            if max(d for d in diffs if not math.isnan(d)) > AGREEMENT:
                 raise AssertionError(f"{family} b={batch}: logits differ from transformers' by {max(diffs):.1e} "
                                      f"(eager, sdpa: {diffs}), more than {AGREEMENT}")
             times = rotating_times(fns, rounds, warmup)
-        rows.append(Row(family, batch, *(statistics.median(times[n]) for n in ("ours", "eager", "sdpa")), *diffs))
+        rows.append(Row(family, batch, *(statistics.median(times[n]) if n in times else math.nan
+                                         for n in ("ours", "eager", "sdpa")), *diffs))
     del ours, eager, sdpa
     gc.collect()
     return rows
@@ -177,9 +198,11 @@ def table(rows: list[Row]) -> list[str]:
              "ratio ours/sdpa | max abs diff (eager, sdpa) |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
+        no_sdpa = math.isnan(r.sdpa)
         lines.append(f"| {r.family} | {r.batch} | {r.ours * 1e3:.1f} | {r.eager * 1e3:.1f} | "
-                     f"**{r.ratio_eager:.2f}** | {r.sdpa * 1e3:.1f} | {r.ratio_sdpa:.2f} | "
-                     f"{r.diff_eager:.1e}, {r.diff_sdpa:.1e} |")
+                     f"**{r.ratio_eager:.2f}** | {'—' if no_sdpa else f'{r.sdpa * 1e3:.1f}'} | "
+                     f"{'—' if no_sdpa else f'{r.ratio_sdpa:.2f}'} | "
+                     f"{r.diff_eager:.1e}, {'—' if no_sdpa else f'{r.diff_sdpa:.1e}'} |")
     lines.append("ratio ours/eager: " + ", ".join(f"{r.family} b={r.batch} {r.ratio_eager:.3f}" for r in rows))
     return lines
 
