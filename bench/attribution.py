@@ -23,7 +23,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.timing import paired_times  # noqa: E402
-from engine.checkpoints.hf_format import LoadedModel, load  # noqa: E402
+from engine.checkpoints.hf_format import load  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.probes.attribution import DEFAULT_STEPS, attribute, make_target, pick, private_view  # noqa: E402
 
 BUDGET_S = 2.0

@@ -152,7 +152,7 @@ def add_large(services: Services, heads: tuple[str, ...] = ("mlm", "nsp")) -> tu
     """Pin a random bert-large-sized model with ``heads`` as ``large``; its (layers, heads)."""
     import torch
 
-    from engine.checkpoints.hf_format import LoadedModel
+    from engine.model.loaded_model import LoadedModel
     from engine.model.config import BertConfig
     from engine.model.heads import BertWithHeads
 

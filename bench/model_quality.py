@@ -28,7 +28,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine.probes import squad_metric  # noqa: E402
-from engine.checkpoints.hf_format import LoadedModel, load  # noqa: E402
+from engine.checkpoints.hf_format import load  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.probes.inference import answer, fill_mask  # noqa: E402
 
 MASK = "[MASK]"

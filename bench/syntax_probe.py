@@ -28,7 +28,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory  # noqa: E402
+from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, load_directory  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes.syntax.conllu import DependencySentence, read_sample  # noqa: E402
 from engine.probes.syntax.features import encode_words, sentence_features  # noqa: E402

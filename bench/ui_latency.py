@@ -259,7 +259,7 @@ def report(latencies: dict[str, Latency], facts: dict[str, Any]) -> list[str]:
 
 def bench_services(model_dir: Path, runs_root: Path) -> tuple[Services, str]:
     """Services serving ``model_dir`` as ``default`` (a random-weight stand-in when it is missing)."""
-    from engine.checkpoints.hf_format import LoadedModel
+    from engine.model.loaded_model import LoadedModel
     from engine.model.config import BertConfig
     from engine.model.heads import BertWithHeads
     from explorer.model_registry import ModelRegistry

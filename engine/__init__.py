@@ -17,7 +17,7 @@ _EXPORTS = {
     "BertConfig": "model.config", "PRESETS": "model.config", "preset": "model.config",
     "BertModel": "model.encoder", "BertWithHeads": "model.heads", "HEADS": "model.head_specs",
     "EncoderOutput": "model.outputs", "HeadsOutput": "model.outputs", "WordPieceTokenizer": "text.tokenizer",
-    "LoadedModel": "checkpoints.hf_format", "load": "checkpoints.hf_format", "save": "checkpoints.hf_format",
+    "LoadedModel": "model.loaded_model", "load": "checkpoints.hf_format", "save": "checkpoints.hf_format",
     "Trainer": "training.loop.trainer", "TrainingConfig": "training.loop.config",
     "TrainingDiverged": "training.loop.trainer",
 }

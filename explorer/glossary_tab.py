@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from explorer.glossary import LAYER_RULE, glossary_markdown
 from explorer.model_picker import ModelPicker
 from explorer.services import Services

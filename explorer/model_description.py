@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checkpoints.model_fit import count_text
 from engine.model.config import BertConfig
 from engine.model.families.registry import family_of

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 from engine.model.families.registry import check_in_the_tabs, load_config
 from engine.folder_listing import configured_folder
 from engine.checkpoints import hub
-from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
+from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, load_directory
+from engine.model.loaded_model import LoadedModel
 from engine.checkpoints.model_fit import ModelTooLargeError, config_check
 from engine.model.config import BertConfig
 from engine.model.untrained import untrained_twin

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.checkpoints import hub
-from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel
+from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR
+from engine.model.loaded_model import LoadedModel
 from explorer.model_key import KeyKind
 from explorer.model_registry import ModelRegistry, UnknownModelError
 from explorer.model_settings import inference_device

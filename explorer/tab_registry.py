@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from explorer import glossary_tab
 from explorer.attention import tab as attention_tab
 from explorer.compare import tab as compare_tab

@@ -10,7 +10,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from explorer.services import Services
 from explorer.tab_registry import TABS
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes import attribution
 from engine.probes.attention import attention_over_checkpoints
 from engine.probes.neighbours import build_index

@@ -31,6 +31,7 @@ from engine.model.config import BertConfig
 from engine.model.families.registry import load_config, save_config, state_to_ours, state_to_theirs
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads, head_specs_for
+from engine.model.loaded_model import LoadedModel
 from engine.checkpoints.key_mapping import (
     architectures_for, classes_that_load, detect_heads, export_state, hf_classes, normalise_keys,
 )
@@ -49,45 +50,6 @@ THIS_HOST = f"{zlib.crc32(socket.gethostname().encode()):08x}"
 def work_tag() -> str:
     """``PID-hHOST``: what a work name says about its writer (``recover_interrupted_writes`` reads it)."""
     return f"{os.getpid()}-h{THIS_HOST}"
-
-
-@dataclass
-class LoadedModel:
-    """A model ready to use: weights, tokenizer, config and what it can do."""
-
-    model: BertWithHeads
-    tokenizer: WordPieceTokenizer | None
-    config: BertConfig
-    source: str
-    path: Path | None = None
-    ignored_keys: list[str] = field(default_factory=list)
-
-    @property
-    def heads(self) -> tuple[str, ...]:
-        return self.model.heads
-
-    @property
-    def missing_heads(self) -> tuple[str, ...]:
-        return tuple(h for h in self.model.specs if h not in self.model.heads)
-
-    def require_head(self, head: str) -> None:
-        """Raise a readable ``ValueError`` ("this model has no QA head") if ``head`` is absent."""
-        if head not in self.model.heads:
-            specs = self.model.specs                    # the heads its family reads
-            spec = specs.get(head) or HEADS.get(head)
-            raise ValueError(f"this model has no {spec.noun if spec else head} head ({self.source}); "
-                             f"it has: {', '.join(specs[h].noun for h in self.heads) or 'no heads'}")
-
-    def require_tokenizer(self, then: str = "so it cannot read text") -> WordPieceTokenizer:
-        """The tokenizer, or a ``ValueError`` "this model (<source>) has no tokenizer files (vocab.txt or
-        tokenizer.json), <then>": ``then`` says what cannot be done without one."""
-        if self.tokenizer is None:
-            raise ValueError(f"this model ({self.source}) has no tokenizer files (vocab.txt or tokenizer.json), "
-                             f"{then}")
-        return self.tokenizer
-
-    def save(self, directory: str | Path, architectures: list[str] | None = None) -> Path:
-        return save(self.model, self.tokenizer, directory, architectures)
 
 
 def load(source: str | Path, device: str | torch.device = "cpu",

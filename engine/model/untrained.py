@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 
 UNTRAINED_SEED = 0

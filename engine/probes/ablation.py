@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from engine.probes.attention import check_head_index, encode_input, model_inputs
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_int
 from engine.model.config import BertConfig
 from engine.model.heads import IGNORE_INDEX

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_whole_number
 from engine.model.config import BertConfig
 from engine.model.families.registry import attention_reach

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_int
 from engine.model.head_specs import AttributionSpec, attribution_targets
 from engine.model.heads import BertWithHeads

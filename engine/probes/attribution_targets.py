@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_int
 from engine.model.heads import BertWithHeads
 from engine.probes.choose import MIN_CHOICES, choose

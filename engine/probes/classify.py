@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_int
 from engine.probes.head_inputs import batch_tensors, check_text, encode_pairs
 

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attention import AttentionResult, attention_result, encode_input, model_inputs
 from engine.probes.fill_mask import BERT_MASK, fill_mask_with_probabilities, model_mask_text
 from engine.probes.word_alignment import WordAlignment, align_words

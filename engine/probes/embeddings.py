@@ -18,7 +18,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import require_int
 from engine.model.embeddings import position_ids_for
 from engine.probes.position_similarity import check_positions, cosine_matrix, position_rows

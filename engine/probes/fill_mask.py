@@ -39,7 +39,8 @@ import numpy as np
 import torch
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel, load
+from engine.checkpoints.hf_format import load
+from engine.model.loaded_model import LoadedModel
 from engine.checks import require_int
 from engine.text.segment_ids import uses_segment_ids
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.text.encoding import Encoding
 from engine.text.segment_ids import uses_segment_ids
 

@@ -6,7 +6,7 @@ dataclasses, numpy arrays or Hugging Face pipeline-shaped dicts; none returns te
 from __future__ import annotations
 
 from engine.probes.attention import AttentionResult, CheckpointAttention, attention, attention_over_checkpoints
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.embeddings import EmbeddingsResult, embeddings
 from engine.probes.position_similarity import PositionSimilarity, embeddings_over_checkpoints
 from engine.probes.fill_mask import FillMaskResult, fill_mask, fill_mask_details, fill_mask_over_checkpoints

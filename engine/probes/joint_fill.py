@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.fill_mask import _encode, _piece
 
 

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_int
 from engine.probes.attention import encode_input, model_inputs
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_whole_number
 from engine.model.heads import BertWithHeads
 from engine.probes.attention import check_head_index, encode_input, model_inputs

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import require_int
 
 DEFAULT_POSITIONS = 128

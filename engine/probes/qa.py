@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checks import is_int
 from engine.probes.qa_spans import candidate_count, check_counts, select_spans
 from engine.text.encoding import Encoding

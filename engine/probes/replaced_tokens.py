@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.head_inputs import batch_tensors, check_text, encode_pairs
 from engine.text.special_roles import ROLES
 

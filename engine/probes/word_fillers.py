@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.fill_mask import fill_mask_with_probabilities
 from engine.probes.word_alignment import WordAlignment
 from engine.text.piece_display import WORD_START

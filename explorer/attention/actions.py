@@ -12,7 +12,7 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.ablation import AblationResult
 from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_TITLES

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from gradio.components.plot import PlotData
 from plotly.io.json import to_json_plotly
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view

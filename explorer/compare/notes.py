@@ -7,7 +7,7 @@ Only what the run records is read (``RunFolder.spec_record``); a model from a pl
 """
 from __future__ import annotations
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.training.runs.run_folder import RunFolder
 from engine.training.runs.records import RunRecord
 from engine.training.tasks.registry import is_finetuning, task_definition

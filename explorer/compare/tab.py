@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.compare import ModelComparison, compare_models
 from explorer import run_picker
 from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL, head_index

@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.model_registry import ModelChoice

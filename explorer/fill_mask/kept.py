@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.fill_mask import FillMaskResult, fill_mask_from_logits, fill_mask_logits
 from engine.probes.joint_fill import JointFill, joint_fill
 from explorer.forward_cache import cached

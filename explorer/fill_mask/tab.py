@@ -12,7 +12,7 @@ import plotly.io as pio
 
 from engine import cancellation
 from engine.probes import inference
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
 from explorer.formatting import percent
 from explorer.glossary import gloss

@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.training.tasks.registry import is_finetuning
 from engine.training.worker.errors import RunActiveError
 from explorer import log_to

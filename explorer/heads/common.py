@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.families.registry import FAMILIES
 from engine.model.head_specs import HEADS, HeadSpec
 from explorer.model_description import specs_of

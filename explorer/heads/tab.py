@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.choose import choose as run_choose
 from engine.probes.classify import classify_details
 from engine.probes.next_sentence import next_sentence as run_next_sentence

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
 from engine.probes.qa import QAResult, answer_from_logits
 from explorer.forward_cache import keep, lookup

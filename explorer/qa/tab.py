@@ -9,7 +9,7 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
 from engine.probes.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QASpan, QuestionTooLong
 from explorer.endpoints import wire_run

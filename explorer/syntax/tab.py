@@ -13,7 +13,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.heads import DIRECTIONS
 from explorer import run_picker
 from explorer.endpoints import endpoint, handler

@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence, fingerprint, read_conllu, read_sample
 from engine.probes.syntax.features import SentenceFeatures, sentence_features
 from engine.probes.syntax.heads import DIRECTIONS, MIN_COUNT, HeadScores, check_direction, head_scores

@@ -8,7 +8,7 @@ import gradio as gr
 import pandas as pd
 import plotly.graph_objects as go
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
 from engine.text.token_explain import Explanation
 from engine.text.tokenizer import WordPieceTokenizer

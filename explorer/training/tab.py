@@ -8,7 +8,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.training.runs.export import export_zip
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.worker.errors import RunActiveError

@@ -6,7 +6,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS
 from engine.probes.inference import attribute
 from explorer.endpoints import endpoint, wire_run

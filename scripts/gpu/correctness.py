@@ -29,7 +29,8 @@ from pathlib import Path
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel, load_directory, save
+from engine.checkpoints.hf_format import load_directory, save
+from engine.model.loaded_model import LoadedModel
 from engine.model.config import BertConfig
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.model_quality import masked_token_accuracy, squad_scores
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 

@@ -14,7 +14,7 @@ import torch
 
 from support.app_helpers import serve
 from conftest import tiny_config
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from support.probing_helpers import make_services
 from support.reference import randomize_

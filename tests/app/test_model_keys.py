@@ -15,7 +15,8 @@ from gradio_client import Client
 
 from support.app_helpers import serve
 from conftest import VOCAB, WORDS, tiny_config
-from engine.checkpoints.hf_format import LoadedModel, save
+from engine.checkpoints.hf_format import save
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.tasks.job_spec import JobSpec

@@ -23,7 +23,7 @@ import app  # noqa: E402
 from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.checkpoints import hf_format as checkpoints  # noqa: E402
-from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from explorer.model_registry import ModelRegistry  # noqa: E402
 from engine.training.worker.training_worker import TrainingWorker  # noqa: E402

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from support.bench_helpers import load_bench_script
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attribution import attribute, make_target
 from support.probing_helpers import tiny_model
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest import tiny_config
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.probes.syntax.conllu import read_sample
 from engine.probes.syntax.features import sentence_features

@@ -9,7 +9,7 @@ import json
 import pytest
 
 import engine
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.checkpoints.key_mapping import classes_that_load, hf_classes
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads

@@ -328,10 +328,10 @@ def test_failed_first_save_leaves_nothing(monkeypatch, make_config, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_loaded_model_save_round_trip(make_config, tiny_tokenizer, inputs, tmp_path):
+def test_a_loaded_model_saved_again_round_trips(make_config, tiny_tokenizer, inputs, tmp_path):
     model = ours_model(make_config(), ALL_HEADS)
     first = engine.load(engine.save(model, tiny_tokenizer, tmp_path / "a"))
-    second = engine.load(first.save(tmp_path / "b"))
+    second = engine.load(engine.save(first.model, first.tokenizer, tmp_path / "b"))
     assert second.heads == ALL_HEADS and second.tokenizer.get_vocab() == tiny_tokenizer.get_vocab()
     with torch.no_grad():
         a, b = model(**inputs), second.model(**inputs)

@@ -47,7 +47,7 @@ def test_tagger_with_pretraining_heads_exports_both_classes(make_config, inputs,
     assert loaded.heads == ("mlm", "nsp", "token_classifier") and loaded.config.id2label == TAGS
     with torch.no_grad():
         assert torch.equal(loaded.model(**inputs).token_classifier.logits, model(**inputs).token_classifier.logits)
-    again = engine.load(loaded.save(tmp_path / "again", ["BertForTokenClassification"]))
+    again = engine.load(engine.save(loaded.model, loaded.tokenizer, tmp_path / "again", ["BertForTokenClassification"]))
     assert again.heads == ("token_classifier",) and not again.model.has_pooler
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.checkpoints.hf_format import LoadedModel, load
+from engine.checkpoints.hf_format import load
+from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
 from engine.probes.squad_metric import normalize_answer
 from explorer.compare import plots as compare_plots

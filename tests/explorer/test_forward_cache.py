@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from gradio.context import LocalContext  # noqa: E402
 
-from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.probes.attention import attention  # noqa: E402
 from engine.probes.embeddings import embeddings  # noqa: E402
 from engine.probes.neuron_view import neuron_view  # noqa: E402

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel, save
+from engine.checkpoints.hf_format import save
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from explorer.model_description import describe
 from explorer.model_key import ModelKey

@@ -100,7 +100,7 @@ def test_a_deberta_loads_and_matches_transformers_then_exports_back(case, tmp_pa
     expected = outputs(theirs, inputs, ours=False)
     assert_same(outputs(loaded.model, inputs, ours=True), expected, inputs["attention_mask"])
 
-    loaded.save(tmp_path / "ours")
+    save(loaded.model, loaded.tokenizer, tmp_path / "ours")
     back, info = transformers.DebertaV2ForMaskedLM.from_pretrained(
         tmp_path / "ours", attn_implementation="eager", output_loading_info=True)
     assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
@@ -126,7 +126,7 @@ def test_each_task_head_matches_transformers_and_exports_back(cls, head, case, t
     inputs = padded_batch(config, choices=3 if head == "multiple_choice" else None)
     expected = outputs(theirs, inputs, ours=False)
     assert_same(outputs(loaded.model, inputs, ours=True), expected, inputs["attention_mask"])
-    loaded.save(tmp_path / "ours")
+    save(loaded.model, loaded.tokenizer, tmp_path / "ours")
     back, info = cls.from_pretrained(tmp_path / "ours", attn_implementation="eager", output_loading_info=True)
     assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
     assert_same(outputs(back.eval(), inputs, ours=False), expected, inputs["attention_mask"])

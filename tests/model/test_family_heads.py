@@ -13,7 +13,7 @@ import pytest
 import torch
 import transformers
 
-from engine.checkpoints.hf_format import load
+from engine.checkpoints.hf_format import load, save
 from engine.model.families.registry import config_from_dict
 from engine.model.heads import BertWithHeads
 from engine.probes.replaced_tokens import replaced_tokens
@@ -68,7 +68,7 @@ def saved_and_loaded(theirs: torch.nn.Module, tmp_path):
 
 def exported(loaded, cls, tmp_path) -> torch.nn.Module:
     """Our export of ``loaded``, loaded by ``cls.from_pretrained``: its class named, nothing missing or unexpected."""
-    loaded.save(tmp_path / "ours")
+    save(loaded.model, loaded.tokenizer, tmp_path / "ours")
     assert json.loads((tmp_path / "ours" / "config.json").read_text())["architectures"] == [cls.__name__]
     back, info = cls.from_pretrained(tmp_path / "ours", attn_implementation="eager", output_loading_info=True)
     assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info

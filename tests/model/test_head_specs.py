@@ -18,6 +18,7 @@ from engine.model.config import BertConfig
 from engine.model.head_specs import (HEADS, JOINT_CLASSES, AttributionSpec, HeadInput, HeadSpec, register_head,
                                      unregister_head)
 from engine.model.heads import BertWithHeads
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attribution import attribute, target_names, target_spec
 from engine.probes.attribution_targets import Target
 from engine.training.loop.freezing import freeze_unused
@@ -49,7 +50,7 @@ def _run_toy(model: BertWithHeads, x: HeadInput) -> ToyOutput:
     return ToyOutput(logits, None if target is None else nn.functional.cross_entropy(logits, target))
 
 
-def toy_target(loaded: hf_format.LoadedModel, text: str, text_pair: str | None, target: str | None,
+def toy_target(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
                which: int | None) -> Target:
     """The toy head's attribution target: score ``which`` (default 0) of the three, for ``text``."""
     encoding = loaded.tokenizer.encode(text)

@@ -97,7 +97,7 @@ def test_a_masked_lm_matches_transformers_padded_or_not_and_exports_back(name, t
         local, glob = expected[1][1][0], expected[1][0][0]                                # (nh, S, S)
         assert float(local[:, far].abs().max()) == 0.0 and float(glob[:, far].abs().min()) > 0.0
 
-    loaded.save(tmp_path / "ours")
+    save(loaded.model, loaded.tokenizer, tmp_path / "ours")
     back, info = transformers.ModernBertForMaskedLM.from_pretrained(tmp_path / "ours", attn_implementation="eager",
                                                                     output_loading_info=True)
     assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
@@ -119,7 +119,7 @@ def test_task_heads_match_transformers_and_export_back(name, cls, tmp_path):
     inputs = batch(padded=True)
     expected = run(theirs, inputs, ours=False)
     assert max(differences(run(loaded.model, inputs, ours=True), expected, inputs["attention_mask"])) <= TOL
-    loaded.save(tmp_path / "ours")
+    save(loaded.model, loaded.tokenizer, tmp_path / "ours")
     back, info = cls.from_pretrained(tmp_path / "ours", attn_implementation="eager", output_loading_info=True)
     assert not any(info[k] for k in ("missing_keys", "unexpected_keys", "mismatched_keys")), info
     assert max(differences(run(back.eval(), inputs, ours=False), expected, inputs["attention_mask"])) <= TOL

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.untrained import untrained_twin
 from support.probing_helpers import tiny_model
 

@@ -10,7 +10,7 @@ import torch
 import transformers
 
 from engine.probes.attention import attention_over_checkpoints, check_head_index
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.fill_mask import fill_mask_details
 from engine.probes.ablation import check_head_mask, head_mask_from_heads, parse_heads
 from engine.probes.head_stats import STAT_NAMES, head_statistics

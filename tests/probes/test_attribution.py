@@ -12,7 +12,7 @@ from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
 from transformers import (BertForMaskedLM, BertForMultipleChoice, BertForNextSentencePrediction,
                           BertForQuestionAnswering, BertForSequenceClassification, BertForTokenClassification)
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attribution import DEFAULT_STEPS, attribute, make_target, private_view
 from engine.probes.attribution_targets import NoSuchIndex, target_token
 from support.heads_helpers import BIO, SENTIMENT, hf_tokenizer, loaded_with

@@ -10,7 +10,7 @@ import pytest
 import torch
 import transformers
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.probes.attention import attention
 from engine.probes.compare import compare_models, hidden_states, linear_cka

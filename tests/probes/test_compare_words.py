@@ -17,7 +17,8 @@ import pytest
 import torch
 import transformers
 
-from engine.checkpoints.hf_format import LoadedModel, load
+from engine.checkpoints.hf_format import load
+from engine.model.loaded_model import LoadedModel
 from engine.probes.compare import MaskComparison, compare_models, hidden_states
 from engine.probes.word_alignment import align_words, original_offsets
 from engine.text.encoding import Encoding

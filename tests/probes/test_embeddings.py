@@ -10,7 +10,7 @@ import transformers
 
 from conftest import tiny_config
 from engine.probes import inference
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult, embeddings, pca_2d
 from engine.probes.position_similarity import embeddings_over_checkpoints
 from engine.model.heads import BertWithHeads

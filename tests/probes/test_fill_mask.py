@@ -15,7 +15,8 @@ import torch
 import transformers
 
 import engine
-from engine.checkpoints.hf_format import ASSETS, LoadedModel
+from engine.checkpoints.hf_format import ASSETS
+from engine.model.loaded_model import LoadedModel
 from engine.model.config import BertConfig
 from engine.probes.fill_mask import (FillMaskResult, checkpoint_step, fill_mask, fill_mask_details,
                                      fill_mask_from_logits, fill_mask_logits, fill_mask_over_checkpoints)

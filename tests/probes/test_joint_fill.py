@@ -14,7 +14,8 @@ import torch
 import transformers
 
 import engine
-from engine.checkpoints.hf_format import ASSETS, LoadedModel
+from engine.checkpoints.hf_format import ASSETS
+from engine.model.loaded_model import LoadedModel
 from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
 from engine.probes.fill_mask import fill_mask_details

@@ -8,7 +8,8 @@ import pytest
 import torch
 import transformers
 
-from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
+from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, load_directory
+from engine.model.loaded_model import LoadedModel
 from engine.probes.neighbours import MAX_SENTENCES, build_index, nearest
 from support.probing_helpers import tiny_model
 from support.reference import hf_copy

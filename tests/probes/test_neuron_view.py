@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import BertModel
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attention import attention
 from engine.probes.neuron_view import head_row, neuron_view
 from support.probing_helpers import tiny_model

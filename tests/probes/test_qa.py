@@ -14,7 +14,7 @@ import pytest
 import torch
 from transformers import BertTokenizerFast
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import SpanOutput

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from conftest import tiny_config
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.model_registry import ModelRegistry

@@ -8,7 +8,7 @@ import torch
 from transformers import BertTokenizerFast
 
 from conftest import tiny_config
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer

@@ -10,7 +10,7 @@ import gradio as gr
 import torch
 
 from conftest import tiny_config
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from explorer.model_registry import ModelRegistry
 from engine.text.tokenizer import WordPieceTokenizer

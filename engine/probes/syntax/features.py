@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence
 
 BATCH_SIZE = 32

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from engine import cancellation
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence, fingerprint
 from engine.probes.syntax.features import sentence_features
 from engine.probes.syntax.heads import DIRECTIONS, HeadScores, head_scores

@@ -9,7 +9,8 @@ from typing import Callable, Sequence
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel, load
+from engine.checkpoints.hf_format import load
+from engine.model.loaded_model import LoadedModel
 from engine.model.config import preset
 from engine.model.heads import BertWithHeads, head_specs_for
 from engine.text.tokenizer import WordPieceTokenizer

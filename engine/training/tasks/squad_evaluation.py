@@ -29,7 +29,7 @@ from typing import Sequence
 
 import torch
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.data.qa_features import QAExample
 from engine.probes import squad_metric
 from engine.probes.qa import answer_details

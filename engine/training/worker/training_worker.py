@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.disk_faults import DiskFault, make_folder
 from engine.data.batch_view import describe_batch
 from engine.model.heads import BertWithHeads

@@ -133,7 +133,7 @@ def test_a_heads_or_statistic_change_sends_no_maps(tiny_tokenizer) -> None:
 
 def long_model(tiny_tokenizer, make_config):
     """Services whose ``default`` is a small random model that takes 512 tokens (2 layers x 4 heads)."""
-    from engine.checkpoints.hf_format import LoadedModel
+    from engine.model.loaded_model import LoadedModel
     from engine.model.heads import BertWithHeads
     from explorer.model_registry import ModelRegistry
     from explorer.services import Services

@@ -23,7 +23,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
-from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes.attention import attention, encode_input  # noqa: E402
 from engine.probes.inference import ablate_heads  # noqa: E402

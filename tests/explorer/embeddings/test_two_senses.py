@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, LoadedModel, load_directory
+from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, load_directory
+from engine.model.loaded_model import LoadedModel
 from engine.probes.neighbours import build_index, nearest
 from explorer.embeddings import corpus_neighbours as cn
 from engine.text.documents import read_documents

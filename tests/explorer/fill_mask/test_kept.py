@@ -10,7 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import pytest  # noqa: E402
 
 from conftest import tiny_config  # noqa: E402
-from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from engine.probes.joint_fill import joint_fill  # noqa: E402

@@ -10,7 +10,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from engine.checkpoints.hf_format import LoadedModel  # noqa: E402
+from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from explorer.qa import kept, tab  # noqa: E402
 from explorer.services import Services  # noqa: E402

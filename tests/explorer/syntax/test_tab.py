@@ -11,7 +11,7 @@ import pytest
 from gradio_client import handle_file
 
 from conftest import tiny_config
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.probes.syntax.conllu import read_conllu, read_sample
 from engine.probes.syntax.features import sentence_features

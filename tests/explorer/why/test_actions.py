@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attribution import attribute
 from explorer.services import Services
 from explorer.why import actions

@@ -7,7 +7,7 @@ import pytest
 import torch
 import transformers
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.probes.syntax.conllu import DependencySentence
 from engine.probes.syntax.features import sentence_features, word_attention

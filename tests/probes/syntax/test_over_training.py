@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from engine.checkpoints.hf_format import LoadedModel
+from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.probes.syntax.conllu import DependencySentence
 from engine.probes.syntax.heads import DIRECTIONS
