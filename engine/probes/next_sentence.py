@@ -5,7 +5,8 @@ runs the NSP head on the pooled [CLS] vector and returns a :class:`NextSentenceR
 logits (index 0 = IsNext, as in the original BERT and ``transformers``), their softmax, and where
 [CLS] looks: each layer's attention row of [CLS], averaged over the heads (the pooled vector the
 head reads is the last layer's [CLS] state). ``to_pipeline()`` gives the scores in the
-``text-classification`` pipeline's shape with ``top_k=None`` (every label, best first).
+``text-classification`` pipeline's shape with ``top_k=None`` (every label, best first). ALBERT's sentence-order
+head sits in the same place (``AlbertForPreTraining``): its outputs are named InOrder / Swapped.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from engine.model.loaded_model import LoadedModel
 from engine.probes.head_inputs import batch_tensors, check_text, encode_pairs
 
 LABELS = ("IsNext", "NotNext")     # the NSP head's two outputs, in order
+ORDER_LABELS = ("InOrder", "Swapped")   # ALBERT's sentence-order head in the same place: 0 in order, 1 swapped
 
 
 @dataclass
@@ -32,6 +34,12 @@ class NextSentenceResult:
     logits: list[float]             # [IsNext, NotNext]
     probabilities: list[float]      # softmax of the logits
     cls_attention: list[list[float]]  # (L, S): row l = layer l's attention from [CLS], mean over heads; sums to 1
+    labels: tuple[str, str] = LABELS  # the head's two outputs: NSP's, or ALBERT's sentence order (ORDER_LABELS)
+
+    @property
+    def is_order(self) -> bool:
+        """Whether the head predicts sentence order (ALBERT), not next sentence (BERT)."""
+        return self.labels == ORDER_LABELS
 
     @property
     def is_next(self) -> float:
@@ -40,7 +48,7 @@ class NextSentenceResult:
 
     def to_pipeline(self) -> list[dict[str, Any]]:
         """``[{"label": "IsNext" | "NotNext", "score"}]``, best first (text-classification, ``top_k=None``)."""
-        rows = [{"label": label, "score": score} for label, score in zip(LABELS, self.probabilities)]
+        rows = [{"label": label, "score": score} for label, score in zip(self.labels, self.probabilities)]
         return sorted(rows, key=lambda row: row["score"], reverse=True)
 
 
@@ -63,4 +71,5 @@ def next_sentence(loaded: LoadedModel, text: str, text_pair: str) -> NextSentenc
     return NextSentenceResult(
         text=text, text_pair=text_pair, source=loaded.source, tokens=list(encoding.shown),
         token_type_ids=list(encoding.token_type_ids), logits=logits.tolist(), probabilities=probabilities.tolist(),
-        cls_attention=cls_attention.cpu().tolist())
+        cls_attention=cls_attention.cpu().tolist(),
+        labels=ORDER_LABELS if loaded.model.specs["nsp"].noun == "sentence-order" else LABELS)

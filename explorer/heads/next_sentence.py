@@ -6,7 +6,7 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.probes.next_sentence import LABELS, NextSentenceResult, next_sentence
+from engine.probes.next_sentence import NextSentenceResult, next_sentence
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.glossary import gloss
@@ -37,6 +37,10 @@ the {gloss("pooler")} and the head read. Segment B is marked in orange under the
 def verdict(result: NextSentenceResult) -> str:
     """One line: P(IsNext) and what the model thinks, in words."""
     p = result.is_next
+    if result.is_order:             # ALBERT: were the two segments swapped?
+        thinks = "comes after A, in order" if p >= 0.5 else "was swapped with A"
+        return (f"**P(InOrder) = {percent(p)}** (ALBERT's sentence-order head): the model thinks B {thinks}. "
+                f"{len(result.tokens)} tokens · model: {result.source}")
     thinks = "follows A" if p >= 0.5 else "does not follow A (a random sentence)"
     return (f"**P(IsNext) = {percent(p)}**: the model thinks B {thinks}. "
             f"{len(result.tokens)} tokens · model: {result.source}")
@@ -55,7 +59,8 @@ def predict(services: Services, model_key: str | None, sentence_a: str | None,
     with services.probing():
         loaded = model_with_head(services, model_key, HEAD)
         result = next_sentence(loaded, sentence_a, sentence_b)
-    bars = plots.probability_bars(list(LABELS), result.probabilities, title="Does B follow A?")
+    bars = plots.probability_bars(list(result.labels), result.probabilities,
+                                  title="Are A and B in order?" if result.is_order else "Does B follow A?")
     attention = plots.cls_attention_figure(result.tokens, result.token_type_ids, result.cls_attention,
                                            title="Attention from [CLS], averaged over heads")
     return verdict(result), bars, attention, pipeline_json(result)
