@@ -12,7 +12,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
-from plotly.colors import qualitative
+from plotly.colors import make_colorscale, qualitative, sequential
+
+# Attention weights in every tab (Attention, Compare, Heads): white to dark blue (ColorBrewer "Blues", nine evenly
+# spaced stops); the SVG/PNG exports use the same stops.
+COLORSCALE: list[list[float | str]] = make_colorscale(sequential.Blues)
 
 # Segment colours shared by every view that colours tokens by segment.
 SEGMENT_COLORS: dict[str, str] = {

@@ -313,14 +313,20 @@ def _inside(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
-def test_the_training_and_fine_tune_tabs_never_import_each_other():
-    """explorer/training and explorer/finetune share their run UI through explorer/runs, which imports neither."""
-    tabs = ("explorer.training", "explorer.finetune")
-    found = [f"{name} -> {target}" for name in GRAPH for target in GRAPH[name]
-             for mine, other in (tabs, tabs[::-1]) if _inside(name, mine) and _inside(target, other)]
-    found += [f"{name} -> {target}" for name in GRAPH if _inside(name, "explorer.runs") for target in GRAPH[name]
-              if any(_inside(target, tab) for tab in tabs)]
-    assert not found, "the tabs import each other (share through explorer.runs): " + "; ".join(found)
+TAB_PACKAGES = sorted(f"explorer.{p.parent.name}" for p in (ROOT / "explorer").glob("*/tab.py"))
+
+
+def test_no_tab_package_imports_another():
+    """A tab shares through the explorer's common modules (``explorer.plots``' colours, ``explorer.layer_numbers``,
+    ``explorer.model_description``, ``explorer.runs``' run UI), never by importing another tab's package; the
+    shared ones import no tab."""
+    assert len(TAB_PACKAGES) >= 10 and "explorer.runs" not in TAB_PACKAGES
+    found = [f"{name} -> {target}" for name in GRAPH for target in GRAPH[name] for mine in TAB_PACKAGES
+             for other in TAB_PACKAGES if other != mine and _inside(name, mine) and _inside(target, other)]
+    found += [f"{name} -> {target}" for name in GRAPH if not any(_inside(name, tab) for tab in TAB_PACKAGES)
+              and name.startswith("explorer.") and name not in ("explorer.page", "explorer.tab_registry")
+              for target in GRAPH[name] if any(_inside(target, tab) for tab in TAB_PACKAGES)]
+    assert not found, "tab packages import each other (share through a common module): " + "; ".join(found)
 
 
 def test_the_explorer_package_holds_no_code():

@@ -11,7 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from explorer.attention.plots import COLORSCALE, compact
+from explorer.attention.plots import compact
+from explorer.plots import COLORSCALE
 from explorer.formatting import percent, sig
 from explorer.plots import category_colors, empty_figure, probability_axis, tick_labels, top_value
 

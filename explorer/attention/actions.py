@@ -21,7 +21,7 @@ from explorer.model_registry import ModelChoice, evenly_spaced
 from explorer.run_picker import run_note
 from explorer.attention import ablation_plots
 from explorer.attention import export as attention_export
-from explorer.attention.layers import head_index, heads_text as pairs_text, parse_heads, shown_layer
+from explorer.layer_numbers import head_index, heads_text as pairs_text, parse_heads, shown_layer
 from explorer.glossary import LAYER_RULE, gloss
 from explorer.services import Services
 from explorer.formatting import percent, plain_markdown

@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 from plotly.colors import unlabel_rgb
 
-from explorer.attention.plots import COLORSCALE
+from explorer.plots import COLORSCALE
 from explorer.browser_arrays import LEVELS
 
 MAX_PNG_SIDE = 2048     # pixels

@@ -16,7 +16,7 @@ from engine.probes.neuron_view import NeuronInputs, NeuronView, neuron_inputs, n
 from explorer.attention import neuron_canvas, neuron_plots
 from explorer.attention.actions import effective_length, model_shape, read_inputs
 from explorer.attention.canvas import input_id
-from explorer.attention.layers import head_index, shown_layer
+from explorer.layer_numbers import head_index, shown_layer
 from explorer.endpoints import endpoint
 from explorer.formatting import sig
 from explorer.forward_cache import cached

@@ -12,14 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import make_colorscale, qualitative, sequential
+from plotly.colors import qualitative
 
-from explorer.attention.layers import shown_layer, shown_layers
+from explorer.layer_numbers import shown_layer, shown_layers
 from explorer.formatting import percent
-from explorer.plots import empty_figure, figure, tick_labels
+from explorer.plots import COLORSCALE, empty_figure, figure, tick_labels
 
-# White to dark blue (ColorBrewer "Blues", nine evenly spaced stops); the SVG/PNG exports use the same stops.
-COLORSCALE: list[list[float | str]] = make_colorscale(sequential.Blues)
 # One colour per head in the head view: d3's category10 (bertviz's palette), then Dark24 colours that
 # read on white and on a dark page alike (cycled beyond 16 heads).
 HEAD_COLORS: list[str] = list(qualitative.D3) + [qualitative.Dark24[i] for i in (9, 10, 6, 23, 15, 17)]
@@ -60,7 +58,7 @@ def _axis(tokens: Sequence[str], title: str, reverse: bool = False) -> dict:
 def attention_heatmap(attn: np.ndarray, tokens: Sequence[str], layer: int, head: int,
                       title: str | None = None) -> go.Figure:
     """One head's (S, S) map: rows = query tokens (top to bottom), columns = key tokens. ``layer`` is the
-    number the title shows (from 1, ``explorer.attention.layers``)."""
+    number the title shows (from 1, ``explorer.layer_numbers``)."""
     attn = _check_map(attn, tokens)
     n = len(tokens)
     if n == 0:

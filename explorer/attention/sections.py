@@ -12,7 +12,7 @@ from explorer import run_picker
 from explorer import canvas_view
 from explorer.attention import canvas, neuron_tab
 from explorer.attention.actions import DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH
-from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL
+from explorer.layer_numbers import HEAD_LABEL, LAYER_LABEL
 from explorer.glossary import gloss
 from explorer.model_picker import ModelPicker
 from explorer.services import Services

@@ -18,7 +18,7 @@ from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
 from explorer import canvas_view
 from explorer.attention import canvas, plots as attention_plots, sections
-from explorer.attention.layers import head_index, shown_layer
+from explorer.layer_numbers import head_index, shown_layer
 from explorer.attention.actions import (DEFAULT_LENGTH, cached_attention, effective_length, export_files,
                                         model_shape, over_training, read_inputs, run_ablation, summary_markdown,
                                         view_heads)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from explorer.attention.plots import COLORSCALE
+from explorer.plots import COLORSCALE
 from explorer.plots import axis_names, empty_figure, figure, subplot_grid, tick_labels
 
 CKA_COLOR, COSINE_COLOR = "#4f6bed", "#f28e2b"

@@ -17,7 +17,7 @@ import pandas as pd
 from engine.model.loaded_model import LoadedModel
 from engine.probes.compare import ModelComparison, compare_models
 from explorer import run_picker
-from explorer.attention.layers import HEAD_LABEL, LAYER_LABEL, head_index
+from explorer.layer_numbers import HEAD_LABEL, LAYER_LABEL, head_index
 from explorer.compare import plots
 from explorer.compare.alignment import alignment_note, depth_summary, pair_names
 from explorer.compare.notes import untrained_mlm_note
@@ -30,7 +30,7 @@ from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number
 
 API_NAME = "compare"
-MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges: explorer.attention.layers
+MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges: explorer.layer_numbers
 EXAMPLES = [["The United [MASK] of America.", 1, 0], ["The cat sat on the [MASK] and purred.", 3, 3],
             ["She went to the bank to deposit her money.", 6, 1]]               # layer (from 1), head (from 0)
 FILLER_COLUMNS = ["mask", "filler", "P(A)", "P(B)", "change", "rank in A", "rank in B"]

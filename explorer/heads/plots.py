@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from explorer.attention.plots import COLORSCALE
+from explorer.plots import COLORSCALE
 from explorer.formatting import percent
 from explorer.plots import SEGMENT_COLORS, empty_figure, figure, percent_tickformat, tick_labels
 

@@ -2,7 +2,7 @@
 beside the bundled sample and an upload, named to clients by a short key, never by their server path.
 
 The folders are the Training tab's (``EXPLORER_CORPUS_DIRS``, default ``corpora``:
-``explorer.training.server_corpora.corpus_roots``). Each ``.conllu`` / ``.conll`` file directly inside one is a
+``explorer.server_corpora.corpus_roots``). Each ``.conllu`` / ``.conll`` file directly inside one is a
 treebank with the key ``server:<file name>`` (the first folder wins a name); a hidden file, or a symlink that
 leads outside its folder, is not offered; a symlink loop, a dangling link, an unreadable entry or a named pipe is
 skipped (``engine.folder_listing``). The list is read again at every request, so a file added
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.folder_listing import list_entries
-from explorer.training.server_corpora import CORPUS_DIRS_ENV, PREFIX, corpus_roots
+from explorer.server_corpora import CORPUS_DIRS_ENV, PREFIX, corpus_roots
 
 BUNDLED = "bundled"                          # the key of the bundled UD sample
 BUNDLED_LABEL = "the bundled sample (UD English EWT)"

@@ -14,7 +14,7 @@ import gradio as gr
 from engine.checkpoints.hf_format import ASSETS
 from engine.text.documents import parse_documents, read_text, text_format
 from engine.training.tasks.job_documents import check_text
-from explorer.training.server_corpora import PREFIX, server_corpora, server_corpus_path
+from explorer.server_corpora import PREFIX, server_corpora, server_corpus_path
 
 SOURCES = [("Built-in corpus", "builtin"), ("Paste text", "text"), ("Upload a file", "file")]
 CORPORA = ["shakespeare"]

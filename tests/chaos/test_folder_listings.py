@@ -16,7 +16,7 @@ from engine.training.runs.run_folder import RunFolder
 from explorer.local_models import LocalFolders
 from explorer.model_key import ModelKey
 from explorer.syntax.treebanks import server_treebanks, treebank_choices, treebank_path
-from explorer.training.server_corpora import CORPUS_DIRS_ENV, server_corpora, server_corpus_path
+from explorer.server_corpora import CORPUS_DIRS_ENV, server_corpora, server_corpus_path
 from explorer.training.text_source import corpus_choices
 
 LINE = "1\tword\t_\tNOUN\t_\t_\t0\troot\t_\t_\n"

@@ -1,8 +1,8 @@
 """The BERT family in a real browser (chromium, Playwright): a RoBERTa and a DistilBERT, saved by ``transformers``
 beside their own tokenizers in an allowed models folder, load through the Load box; the picker and the model's
 description name the family; Tokenize shows RoBERTa's pieces with the visible word-start mark, Attention draws its
-canvas, Embeddings shows the breakdown the family builds (no segment row for DistilBERT), Fill-mask takes
-``[MASK]``, and Compare puts the default BERT against the DistilBERT (different vocabularies, aligned by words).
+canvas, Embeddings shows the breakdown the family builds (no segment row for DistilBERT), Why explains a fill-mask
+guess at ``<mask>``, Fill-mask takes ``[MASK]``, and Compare puts the default BERT against the DistilBERT (different vocabularies, aligned by words).
 Screenshots go to ``test-artifacts/families-<tab>.png``."""
 from __future__ import annotations
 
@@ -81,6 +81,13 @@ def test_a_roberta_walks_the_tabs(page: Page) -> None:
     run_first_example(embeddings)
     expect(embeddings.locator(".embeddings-summary").last).to_contain_text("equals the model's own embedding output")
     no_error_toast(page)
+
+    why = open_tab(page, "Why")
+    run_first_example(why)                                    # fill-mask's "The United [MASK] of America."
+    expect(why.locator(".why-tokens .wt").first).to_be_attached(timeout=60_000)
+    expect(why.locator(".token-summary").last).to_contain_text("<mask>")   # escaped, not eaten as a tag
+    no_error_toast(page)
+    screenshot(page, "why")
 
     fill = open_tab(page, "Fill-mask")
     fill.get_by_label("Text with [MASK] tokens").fill("The capital of France is [MASK].")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from explorer.training.server_corpora import CORPUS_DIRS_ENV, server_corpora, server_corpus_path
+from explorer.server_corpora import CORPUS_DIRS_ENV, server_corpora, server_corpus_path
 from explorer.training.text_source import corpus_choices, text_fields
 
 

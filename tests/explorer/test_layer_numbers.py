@@ -1,10 +1,10 @@
 """The one conversion between the layers a learner sees (from 1; 0 = the embeddings' output) and the engine's
-attention-layer indices (from 0): explorer/attention/layers.py."""
+attention-layer indices (from 0): explorer/layer_numbers.py."""
 from __future__ import annotations
 
 import pytest
 
-from explorer.attention import layers
+from explorer import layer_numbers as layers
 from explorer.glossary import LAYER_RULE
 
 
