@@ -129,7 +129,7 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
     ("/embeddings", dict(text=EMOJI, pair=CJK), OK),
     ("/embeddings", dict(text=ZERO_WIDTH, pair=RTL), OK),
     ("/embeddings", dict(text=CONTROL_ONLY), OK),
-    ("/embeddings", dict(layer=5), "Layer must be a whole number from 0 to 2, got 5"),
+    ("/embeddings", dict(layer=5), OK),                 # a layer left from a deeper model: a warning, the last one
     ("/embeddings", dict(layer=-1), "Layer|minimum"),
     ("/embeddings", dict(layer=10**6), "Layer|maximum"),
     ("/embeddings", dict(component="../../etc"), "component|choices"),
@@ -248,6 +248,14 @@ CASES: list[tuple[str, dict[str, Any], Any]] = [
 def test_hostile_input(served: tuple[Client, Sandbox], case: tuple[str, dict[str, Any], Any]) -> None:
     client, box = served
     run_case(client, box, DEFAULTS, case)
+
+
+def test_warning_for_a_layer_past_the_models_last(served: tuple[Client, Sandbox]) -> None:
+    client, _ = served
+    outcome = call(client, *args("/embeddings", layer=5), api_name="/embeddings")
+    expect_ok(outcome)
+    assert any("This model has 2 layers: showing the last one (2), not 5" in w for w in outcome.warnings), \
+        outcome.warnings
 
 
 def test_warning_for_an_unknown_token_position(served: tuple[Client, Sandbox]) -> None:
