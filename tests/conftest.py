@@ -111,9 +111,13 @@ def one_thread():
 # The quick selection, `python -m pytest -m quick` (issue 36): the core for day-to-day work, meant for 3 minutes on
 # 2 idle cores (measured times: CONTRIBUTING "Running the tests"). Left out by folder, file or test name: what serves the whole app
 # over HTTP or drives a browser, starts other processes (torchrun, SIGKILLs, the docs' snippets) or rehearses the
-# GPU session. CI runs everything; a new test is quick unless it lands in one of these.
+# GPU session, or walks every model family at once. CI runs everything; a new test is quick unless it lands in one of
+# these.
 NOT_QUICK_FOLDERS = {"app", "bench", "chaos", "e2e", "scripts"}
-NOT_QUICK_FILES = {"test_multinode.py", "test_engine_docs.py"}
+NOT_QUICK_FILES = {"test_multinode.py", "test_engine_docs.py",
+                   # every family at once (tokenizers trained, models saved by transformers): CI's, not the core's
+                   "test_finetune_families.py", "test_attention_families.py", "test_tag_families.py",
+                   "test_pipelines_newer_families.py"}
 NOT_QUICK_NAMES = ("torchrun", "sigkill", "ddp", "killed", "test_cli_")
 TESTS = Path(__file__).resolve().parent
 
