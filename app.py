@@ -91,10 +91,11 @@ from gradio import utils as gr_utils  # noqa: E402
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR  # noqa: E402
 from engine.data.token_cache import cache_root  # noqa: E402
 from engine.folder_listing import configured_folder  # noqa: E402
-from explorer import heavy_limits, warmup  # noqa: E402
+from explorer.serving import heavy_limits as heavy_limits  # noqa: E402
+from explorer.serving import warmup as warmup  # noqa: E402
 from explorer.page import CSS, THEME, build_app  # noqa: E402
-from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag, env_int  # noqa: E402
-from explorer.sessions import session_capacity  # noqa: E402
+from explorer.serving.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, env_flag, env_int  # noqa: E402
+from explorer.serving.sessions import session_capacity  # noqa: E402
 from explorer.services import Services, default_services, runs_dir_from_env  # noqa: E402
 
 CONCURRENCY_ENV = "EXPLORER_CONCURRENCY"    # concurrent requests per event
@@ -149,9 +150,9 @@ def launch_options(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
 
 def create_app(services: Services | None = None, environ: Mapping[str, str] | None = None) -> gr.Blocks:
     """Build the app with its queue configured (no launch); default services when none given.
-    Heavy requests wait at the app's heavy gate, not in Gradio's queue (``explorer/heavy_limits.py``: its limits
+    Heavy requests wait at the app's heavy gate, not in Gradio's queue (``explorer/serving/heavy_limits.py``: its limits
     from ``environ``). On a ZeroGPU Space the model-running handlers are ``spaces.GPU`` functions from their
-    definition (``explorer.gpu.on_gpu``)."""
+    definition (``explorer.serving.gpu.on_gpu``)."""
     demo = build_app(services)
     concurrency, max_size = queue_settings(environ)
     # api_open=False: a queued event is served through the queue only (Gradio opens /run/<name> to skip it,

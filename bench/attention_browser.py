@@ -6,7 +6,7 @@
    every layer's maps (``explorer.attention.canvas.chosen_maps``), else the answer to its ``fetch`` (the
    heatmap's value for the new layer: the JSON of that output); a *Heads in the head view* change (the head
    view's value alone) and a *Head statistic* change (the statistics figure alone). Arrays are deflated when
-   that helps (``explorer.browser_arrays``): the maps column says which.
+   that helps (``explorer.views.browser_arrays``): the maps column says which.
 2. **Browser** (headless chromium through Playwright, the default model): "type a layer + Enter -> redrawn"
    at ``--tokens`` (default 128), the median of ``--repeats`` (>= 5) changes, each timed from before the
    typing to the heatmap's ``data-drawn`` naming the new layer; the reference, in the same run, is the same

@@ -43,11 +43,11 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False"); os.environ.setdefaul
 sys.path.insert(0, os.getcwd())
 import torch; mark("import torch")
 import gradio; mark("import gradio")
-import engine.checkpoints.hf_format, explorer.model_registry, engine.text.tokenizer; mark("import engine (registry, checkpoints)")
+import engine.checkpoints.hf_format, explorer.models.registry, engine.text.tokenizer; mark("import engine (registry, checkpoints)")
 import explorer.page, explorer.services; mark("import explorer")
 import app; mark("import app")
 services = explorer.services.default_services(); mark("default_services() (tokenizer, worker, registry)")
-from explorer import model_picker
+from explorer.models import picker as model_picker
 from explorer.attention import tab as attention_tab
 from explorer.embeddings import tab as embeddings_tab
 from explorer.fill_mask import tab as fill_mask_tab

@@ -73,7 +73,7 @@ def grow(sessions: int, tokens: int, public: bool, cache_mb: int, reference: boo
     import httpx
 
     import app
-    from explorer.access import AccessPolicy
+    from explorer.serving.access import AccessPolicy
     from explorer.forward_cache import cache_from_env
     from explorer.services import default_services
 

@@ -262,7 +262,7 @@ def bench_services(model_dir: Path, runs_root: Path) -> tuple[Services, str]:
     from engine.model.loaded_model import LoadedModel
     from engine.model.config import BertConfig
     from engine.model.heads import BertWithHeads
-    from explorer.model_registry import ModelRegistry
+    from explorer.models.registry import ModelRegistry
     from engine.text.tokenizer import WordPieceTokenizer
     from explorer.services import DEFAULT_TOKENIZER_DIR
 

@@ -9,11 +9,11 @@ Each applies, in one place, what every event handler needs:
 * ``clear_on_failure`` (``clear=True``, the default: a failed call empties its outputs; a list empties those
   outputs only; ``False`` keeps them, for a poll or an event whose outputs are its own inputs),
 * ``heavy=True`` for slow work (attribution, the neighbours index, comparisons, over-training views, head
-  ablation): a handler that takes its turn at the app's heavy gate (``explorer/heavy_limits.py``:
+  ablation): a handler that takes its turn at the app's heavy gate (``explorer/serving/heavy_limits.py``:
   ``EXPLORER_HEAVY_CONCURRENCY`` at once, all heavy endpoints together, a bounded line, a per-client limit),
   outside Gradio's queue (its own group, ``concurrency_id="heavy"``, with no Gradio limit), so light endpoints
   keep answering however many heavy requests come; and that stops between engine steps once its request is
-  cancelled or its client is gone (``explorer/cancellable.py``),
+  cancelled or its client is gone (``explorer/serving/cancellable.py``),
 
 and names the handler after its endpoint (the name Gradio's config and its MCP tools show), so no tab writes
 ``fn.__name__ = ...``. The handler's parameters (names and defaults) and docstring are the endpoint's API:
@@ -35,10 +35,10 @@ from typing import Any
 
 import gradio as gr
 
-from explorer import gpu as gpu_module
-from explorer.canvas_view import stamped
-from explorer.cancellable import stop_on_cancel
-from explorer.heavy_limits import gated
+from explorer.serving import gpu as gpu_module
+from explorer.views.canvas_view import stamped
+from explorer.serving.cancellable import stop_on_cancel
+from explorer.serving.heavy_limits import gated
 from explorer.ui_errors import friendly_errors
 
 HANDLER_MARK = "__explorer_handler__"      # set on what :func:`handler` returns

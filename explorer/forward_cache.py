@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 from engine.probes.forward_cache import ForwardCache
-from explorer.model_settings import env_amount
+from explorer.models.settings import env_amount
 
 CACHE_MB_ENV = "EXPLORER_FORWARD_CACHE_MB"
 DEFAULT_CACHE_MB = 512

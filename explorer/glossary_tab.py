@@ -10,7 +10,7 @@ import gradio as gr
 
 from engine.model.loaded_model import LoadedModel
 from explorer.glossary import LAYER_RULE, glossary_markdown
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 
 TAB_TITLE = "Glossary"

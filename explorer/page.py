@@ -11,7 +11,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from explorer import model_picker, sessions
+from explorer.models import picker as model_picker
+
+from explorer.serving import sessions as sessions
 from explorer.glossary import gloss
 from explorer.services import Services, default_services
 from explorer.tab_registry import TABS

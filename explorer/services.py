@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR
 from engine.model.loaded_model import LoadedModel
-from explorer.model_key import KeyKind
-from explorer.model_registry import ModelRegistry, UnknownModelError
-from explorer.model_settings import inference_device
+from explorer.models.keys import KeyKind
+from explorer.models.registry import ModelRegistry, UnknownModelError
+from explorer.models.settings import inference_device
 from engine.text.tokenizer import WordPieceTokenizer
-from explorer.access import AccessPolicy
+from explorer.serving.access import AccessPolicy
 from explorer.forward_cache import cache_from_env
 from engine.probes.forward_cache import ForwardCache
 

@@ -1,5 +1,5 @@
 """The app's tabs, in the order shown: :data:`TABS`, one :class:`Tab` per tab, each naming its title, its id and
-the module that builds it. ``build_app`` opens one ``gr.Tab`` per row, the demo warm-up (``explorer.warmup``)
+the module that builds it. ``build_app`` opens one ``gr.Tab`` per row, the demo warm-up (``explorer.serving.warmup``)
 runs each row's examples, and the README and docs/TABS.md checks read the titles from here.
 
 Every tab module has the same two functions (:class:`TabModule`): ``build(services, picker)`` creates the tab's
@@ -24,7 +24,7 @@ from explorer.embeddings import tab as embeddings_tab
 from explorer.fill_mask import tab as fill_mask_tab
 from explorer.finetune import tab as finetune_tab
 from explorer.heads import tab as heads_tab
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.qa import tab as qa_tab
 from explorer.services import Services
 from explorer.syntax import tab as syntax_tab

@@ -109,7 +109,7 @@ def test_startup_summary_names_the_model_runs_folder_cache_and_mode(tmp_path, mo
 
     import app
     from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR
-    from explorer.access import AccessPolicy
+    from explorer.serving.access import AccessPolicy
     from explorer.services import default_services
 
     monkeypatch.delenv("EXPLORER_DEFAULT_MODEL", raising=False)

@@ -270,13 +270,13 @@ def test_run_states_are_named_in_one_module():
 
 
 def test_model_key_prefixes_are_spelled_in_one_module():
-    """Only ``explorer/model_key.py`` knows how a model key is spelled: no other module holds ``checkpoint:``,
+    """Only ``explorer/models/keys.py`` knows how a model key is spelled: no other module holds ``checkpoint:``,
     ``local:`` or ``hub:`` in a string (docstrings may show keys; a label with a space after the colon, "hub: x",
     is no key). The engine cannot import the explorer, so its loader's label for a hub model, ``hub:<id>``
     (``engine/checkpoints/hf_format.py``), is the one other spelling."""
     import re
 
-    from explorer.model_key import PREFIXED, SEPARATOR, ModelKey
+    from explorer.models.keys import PREFIXED, SEPARATOR, ModelKey
 
     spelled = re.compile(rf"(?<![\w-])(?:{'|'.join(PREFIXED)}){re.escape(SEPARATOR)}(?!\s)")
     assert all(spelled.search(str(ModelKey(kind, "x/y"))) for kind in PREFIXED)        # the check sees every key
@@ -284,7 +284,7 @@ def test_model_key_prefixes_are_spelled_in_one_module():
     allowed = {ROOT / "explorer" / "model_key.py", ROOT / "engine" / "checkpoints" / "hf_format.py"}
     found = [f"{path.relative_to(ROOT)}: {sorted(s for s in string_literals(path) if spelled.search(s))}"
              for path in source_files() if path not in allowed and any(spelled.search(s) for s in string_literals(path))]
-    assert not found, "model-key prefixes spelled outside explorer/model_key.py: " + "; ".join(found)
+    assert not found, "model-key prefixes spelled outside explorer/models/keys.py: " + "; ".join(found)
 
 
 def test_each_task_name_is_spelled_in_at_most_three_source_files():
@@ -318,7 +318,7 @@ TAB_PACKAGES = sorted(f"explorer.{p.parent.name}" for p in (ROOT / "explorer").g
 
 def test_no_tab_package_imports_another():
     """A tab shares through the explorer's common modules (``explorer.plots``' colours, ``explorer.layer_numbers``,
-    ``explorer.model_description``, ``explorer.runs``' run UI), never by importing another tab's package; the
+    ``explorer.models.description``, ``explorer.runs``' run UI), never by importing another tab's package; the
     shared ones import no tab."""
     assert len(TAB_PACKAGES) >= 10 and "explorer.runs" not in TAB_PACKAGES
     found = [f"{name} -> {target}" for name in GRAPH for target in GRAPH[name] for mine in TAB_PACKAGES
@@ -327,6 +327,13 @@ def test_no_tab_package_imports_another():
               and name.startswith("explorer.") and name not in ("explorer.page", "explorer.tab_registry")
               for target in GRAPH[name] if any(_inside(target, tab) for tab in TAB_PACKAGES)]
     assert not found, "tab packages import each other (share through a common module): " + "; ".join(found)
+
+
+def test_the_explorer_top_level_is_a_map():
+    """explorer/ holds its tab packages, a few shared packages (models, serving, views, runs) and at most 14 loose
+    modules: the page, the registry of tabs, the services and what every tab shares."""
+    loose = sorted(p.name for p in (ROOT / "explorer").glob("*.py"))
+    assert len(loose) <= 14, f"{len(loose)} modules at explorer/'s top level: group them by role: {loose}"
 
 
 def test_the_explorer_package_holds_no_code():

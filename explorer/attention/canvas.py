@@ -1,7 +1,7 @@
 """The Attention tab's canvas views (heatmap, head view, model view): what Python sends the browser.
 
 Python prepares, the browser draws (docs/design/browser-views.md). One ``/attention`` answer carries, for
-one input, compact arrays (``explorer.browser_arrays``, uint8 with scale 1.0: within 1/510 of the engine's
+one input, compact arrays (``explorer.views.browser_arrays``, uint8 with scale 1.0: within 1/510 of the engine's
 weights; deflated, mostly-zero maps are 0.1-0.25 of their bytes) that ``assets/attention_view.js`` draws on
 ``<canvas>`` elements:
 
@@ -30,8 +30,8 @@ from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from explorer.attention.export import colors
 from explorer.attention.plots import HEAD_COLORS, HEAD_VIEW_THRESHOLD, pool_map
-from explorer.canvas_view import canvas_html, view_script
-from explorer.browser_arrays import LEVELS, encode
+from explorer.views.canvas_view import canvas_html, view_script
+from explorer.views.browser_arrays import LEVELS, encode
 
 ALL_LAYERS_BUDGET = 1_200_000   # map values (bytes in uint8) sent at once when every layer fits
 LAYER_BUDGET = 800_000          # else: the chosen layer's heads that fit this many values

@@ -21,7 +21,7 @@ from PIL import Image
 from plotly.colors import unlabel_rgb
 
 from explorer.plots import COLORSCALE
-from explorer.browser_arrays import LEVELS
+from explorer.views.browser_arrays import LEVELS
 
 MAX_PNG_SIDE = 2048     # pixels
 SVG_CELL = 18           # pixels per cell in the SVG
@@ -41,7 +41,7 @@ def colors(values: np.ndarray) -> np.ndarray:
 
 def drawn(values: np.ndarray) -> np.ndarray:
     """Weights as the canvas views draw them (``explorer.attention.canvas``): rounded to the uint8 level of
-    ``explorer.browser_arrays`` (scale 1.0), so an exported pixel and a drawn cell are the same colour."""
+    ``explorer.views.browser_arrays`` (scale 1.0), so an exported pixel and a drawn cell are the same colour."""
     v = np.clip(np.nan_to_num(np.asarray(values, dtype=float)), 0.0, 1.0)
     return np.rint(v * LEVELS) / LEVELS
 

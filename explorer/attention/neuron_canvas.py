@@ -2,7 +2,7 @@
 neuron view*).
 
 One answer holds, for one input, every token's query and key vectors of one head -- ``(S, hd)`` each, float16
-(``explorer.browser_arrays``) -- or of every layer x head when they fit ``ALL_HEADS_BUDGET`` values. From them
+(``explorer.views.browser_arrays``) -- or of every layer x head when they fit ``ALL_HEADS_BUDGET`` values. From them
 ``assets/neuron_view.js`` computes, for whichever query token the user clicks, the products q ⊙ k_j, the scaled
 dot products and their softmax, and draws them: picking another query token asks the server nothing, nor does a
 layer or head the page holds; one it lacks comes alone (``fetch`` on the heatmap's ``neuron`` event).
@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from engine.probes.neuron_view import NeuronInputs
-from explorer.canvas_view import canvas_html, view_script
-from explorer import browser_arrays
-from explorer.browser_arrays import encode
+from explorer.views.canvas_view import canvas_html, view_script
+from explorer.views import browser_arrays as browser_arrays
+from explorer.views.browser_arrays import encode
 
 ALL_HEADS_BUDGET = 100_000      # q and k values (float16: 2 bytes each) sent at once when every head fits
 WINDOW = 40                     # the view shows this many key tokens at a time (a window the user slides)

@@ -21,7 +21,7 @@ from explorer.endpoints import endpoint
 from explorer.formatting import sig
 from explorer.forward_cache import cached
 from explorer.glossary import gloss
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import whole_number
 
@@ -159,7 +159,7 @@ def build(services: Services, picker: ModelPicker, text: Any, pair: Any, layer: 
             a dict: `tokens`, `layer` (the engine's index: layer - 1), `head`, `query`, `head_size`, `scale`
             (1/√head_size), `summary` (the row in words), `heads` ([layer index, head] pairs) and `queries` /
             `keys`: arrays (len(heads), tokens, head_size) in float16, read with
-            `explorer.browser_arrays.decode` (docs/design/browser-views.md).
+            `explorer.views.browser_arrays.decode` (docs/design/browser-views.md).
         """
         return show_neuron_canvas(services, model_key, text, text_pair, layer, head, max_length, query)
 

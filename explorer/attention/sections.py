@@ -8,13 +8,13 @@ from typing import Any
 import gradio as gr
 
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
-from explorer import run_picker
-from explorer import canvas_view
+from explorer.runs import run_picker as run_picker
+from explorer.views import canvas_view as canvas_view
 from explorer.attention import canvas, neuron_tab
 from explorer.attention.actions import DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH
 from explorer.layer_numbers import HEAD_LABEL, LAYER_LABEL
 from explorer.glossary import gloss
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 
 MAX_LAYERS, MAX_HEADS = 48, 64  # build-time slider ranges, so API calls on bigger models pass their checks

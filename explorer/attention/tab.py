@@ -16,18 +16,18 @@ from engine.model.loaded_model import LoadedModel
 from engine.probes.attention import AttentionResult
 from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
-from explorer import canvas_view
+from explorer.views import canvas_view as canvas_view
 from explorer.attention import canvas, plots as attention_plots, sections
 from explorer.layer_numbers import head_index, shown_layer
 from explorer.attention.actions import (DEFAULT_LENGTH, cached_attention, effective_length, export_files,
                                         model_shape, over_training, read_inputs, run_ablation, summary_markdown,
                                         view_heads)
 from explorer.attention.sections import EXAMPLES, SHARE_STATS, TABLE_COLUMNS
-from explorer import run_picker
+from explorer.runs import run_picker as run_picker
 from explorer.endpoints import endpoint, handler, wire_run
 from explorer.formatting import percent, sig
 from explorer.glossary import gloss
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 
 DEFAULT_SHAPE = (12, 12)       # layers, heads when the picked model cannot be read at build time

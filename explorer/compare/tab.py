@@ -16,7 +16,7 @@ import pandas as pd
 
 from engine.model.loaded_model import LoadedModel
 from engine.probes.compare import ModelComparison, compare_models
-from explorer import run_picker
+from explorer.runs import run_picker as run_picker
 from explorer.layer_numbers import HEAD_LABEL, LAYER_LABEL, head_index
 from explorer.compare import plots
 from explorer.compare.alignment import alignment_note, depth_summary, pair_names
@@ -24,8 +24,8 @@ from explorer.compare.notes import untrained_mlm_note
 from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import percent, sig
 from explorer.glossary import gloss
-from explorer.model_key import UNTRAINED, KeyKind, ModelKey
-from explorer.model_picker import ModelPicker, dropdown_choices
+from explorer.models.keys import UNTRAINED, KeyKind, ModelKey
+from explorer.models.picker import ModelPicker, dropdown_choices
 from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number
 

@@ -1,7 +1,7 @@
 """The Embeddings tab's canvas views (hidden dimensions, position similarity): what Python sends the browser.
 
 Python prepares, the browser draws (docs/design/browser-views.md, "The Embeddings tab's maps"). One
-``/embeddings`` answer carries, for one input, compact arrays (``explorer.browser_arrays``) that
+``/embeddings`` answer carries, for one input, compact arrays (``explorer.views.browser_arrays``) that
 ``assets/embeddings_view.js`` draws on ``<canvas>`` with a diverging palette:
 
 * the **hidden dimensions** value (S tokens x H dimensions, signed): each component as ``uint8`` of
@@ -26,9 +26,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
-from explorer.canvas_view import canvas_html, view_script
-from explorer import browser_arrays
-from explorer.browser_arrays import LEVELS, encode
+from explorer.views.canvas_view import canvas_html, view_script
+from explorer.views import browser_arrays as browser_arrays
+from explorer.views.browser_arrays import LEVELS, encode
 from explorer.embeddings.plots import COMPONENT_LABELS
 
 ALL_COMPONENTS_BUDGET = 1_200_000   # values: all five components at once when 5 x S x H fits (bundled model: 512 tokens)

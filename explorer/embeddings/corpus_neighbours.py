@@ -27,7 +27,7 @@ from engine.text.sentences import split_sentences
 from explorer.endpoints import endpoint, wire_run
 from explorer.formatting import sig
 from explorer.embeddings.sections import LAYER_NOTE
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 

@@ -11,19 +11,19 @@ import plotly.graph_objects as go
 from engine.model.loaded_model import LoadedModel
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
-from explorer.model_registry import ModelChoice
-from explorer.model_registry import evenly_spaced as spread
+from explorer.models.registry import ModelChoice
+from explorer.models.registry import evenly_spaced as spread
 from explorer.embeddings import canvas, corpus_neighbours, shown
 from explorer.embeddings import plots as eplots, sections
 from explorer.embeddings.shown import ShownInput
 from explorer.embeddings.sections import (ALL_TOKENS, DEFAULT_OVER_TRAINING_POSITIONS, EXAMPLES, FIRST_WORD,
                                           OVER_TRAINING_POSITIONS, token_choices)
-from explorer.model_picker import ModelPicker
-from explorer import run_picker
-from explorer.canvas_view import event
+from explorer.models.picker import ModelPicker
+from explorer.runs import run_picker as run_picker
+from explorer.views.canvas_view import event
 from explorer.endpoints import endpoint, handler, wire_run
 from explorer.glossary import LAYER_RULE, gloss
-from explorer.run_picker import run_note
+from explorer.runs.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
@@ -171,7 +171,7 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
 
 
 def evenly_spaced(choices: Sequence[ModelChoice], limit: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
-    """At most ``limit`` checkpoints, evenly spaced (see ``explorer.model_registry.evenly_spaced``)."""
+    """At most ``limit`` checkpoints, evenly spaced (see ``explorer.models.registry.evenly_spaced``)."""
     return spread(list(choices), limit)
 
 

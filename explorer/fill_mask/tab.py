@@ -16,13 +16,13 @@ from engine.model.loaded_model import LoadedModel
 from engine.probes.fill_mask import FillMaskResult
 from explorer.formatting import percent
 from explorer.glossary import gloss
-from explorer.model_registry import ModelChoice, evenly_spaced
+from explorer.models.registry import ModelChoice, evenly_spaced
 from explorer.fill_mask import kept, plots as fill_mask_plots
 from explorer.fill_mask.results import highlighted_fill, joint_markdown, summary_markdown
-from explorer import run_picker
+from explorer.runs import run_picker as run_picker
 from explorer.endpoints import endpoint, wire_run
-from explorer.model_picker import ModelPicker
-from explorer.run_picker import run_note
+from explorer.models.picker import ModelPicker
+from explorer.runs.run_picker import run_note
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 
@@ -153,7 +153,7 @@ def zoomed_plot(plot: Any, zoom: bool) -> go.Figure | Any:
 
 
 def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
-    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.model_registry.evenly_spaced``)."""
+    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.models.registry.evenly_spaced``)."""
     return evenly_spaced(choices, cap)
 
 

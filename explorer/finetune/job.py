@@ -26,8 +26,8 @@ from engine.training.tasks.registry import default_keep_optimizer_state
 from engine.training.tasks.start_model import check_start_model, folder_tokenizer
 from explorer.finetune.data import MAX_UPLOAD_BYTES, UPLOADS_DIR, chosen_data, parse_labels
 from explorer.finetune.tasks import DataCheck, task_row
-from explorer import log_to
-from explorer.gpu import training_device
+from explorer.serving import log_to as log_to
+from explorer.serving.gpu import training_device
 from explorer.runs.controls import CHECKPOINT_EVERY_S
 from explorer.services import Services
 from explorer.ui_errors import whole_number

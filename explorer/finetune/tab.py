@@ -16,8 +16,8 @@ import gradio as gr
 from engine.model.loaded_model import LoadedModel
 from engine.training.tasks.registry import is_finetuning
 from engine.training.worker.errors import RunActiveError
-from explorer import log_to
-from explorer.access import AccessPolicy
+from explorer.serving import log_to as log_to
+from explorer.serving.access import AccessPolicy
 from explorer.endpoints import endpoint
 from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
 from explorer.finetune.job import make_job
@@ -26,7 +26,7 @@ from explorer.finetune.mistakes import CAPTION, COLUMN_WIDTHS, NOTE_FIRST, PICK_
 from explorer.finetune.status import LOOKING, current_status, finetune_status, steering_state
 from explorer.finetune.tasks import FINETUNE_ROWS, FinetuneTask, task_choices, task_row
 from explorer.glossary import gloss
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.runs.controls import RunControls, acknowledge, run_controls, steering_updates
 from explorer.runs.status import version
@@ -266,7 +266,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     first = task_row(FIRST_TASK)
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     f = _form(first)
-    access = services.access      # public mode: the controls need the admin token (explorer.access)
+    access = services.access      # public mode: the controls need the admin token (explorer.serving.access)
     # Pause, Resume, Stop and Save only where they can act on this tab's run (explorer.runs.controls.allowed)
     controls = run_controls(access, steering_state(services.get_worker().status()))
     live = _live_widgets(services)

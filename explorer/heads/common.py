@@ -4,7 +4,7 @@ from __future__ import annotations
 import gradio as gr
 
 from engine.model.loaded_model import LoadedModel
-from explorer.model_description import missing_head_message, specs_of
+from explorer.models.description import missing_head_message, specs_of
 from explorer.services import Services
 
 

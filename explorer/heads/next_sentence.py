@@ -12,7 +12,7 @@ from explorer.formatting import percent, rounded
 from explorer.glossary import gloss
 from explorer.heads import plots
 from explorer.heads.common import model_with_head
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import require_text
 

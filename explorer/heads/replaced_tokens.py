@@ -12,7 +12,7 @@ from explorer.formatting import code, percent, rounded
 from explorer.glossary import gloss
 from explorer.heads.common import model_with_head
 from explorer.heads.replaced_html import replaced_html
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import require_text
 

@@ -20,7 +20,7 @@ from engine.probes.tag import tag_details
 from explorer.heads import choose, classify, next_sentence, replaced_tokens, tag
 from explorer.glossary import gloss
 from explorer.heads.common import head_status
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 
 # (inner tab title, id, section module) in the order shown: Next sentence first, the default model has its head.

@@ -16,7 +16,7 @@ from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded, sig
 from explorer.glossary import gloss
 from explorer.qa import kept, plots as qa_plots
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.qa.examples import EXAMPLES
 from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number

@@ -14,7 +14,7 @@ from typing import Any
 import gradio as gr
 
 from engine.training.worker.run_state import RunState
-from explorer.access import AccessPolicy
+from explorer.serving.access import AccessPolicy
 
 # Both tabs' runs also save a checkpoint after this much training time, so a crash or a restart of the app
 # loses minutes, not the run (the fine-tune form's runs otherwise checkpoint only at their last step).

@@ -28,7 +28,7 @@ import pandas as pd
 from engine.training.runs.metrics_tail import MetricsHistory, MetricsTail, TailRead
 from engine.training.runs.run_catalog import RunSummary, change_key, find_run, run_names, run_summaries, summarize
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
-from explorer.model_registry import checkpoint_label
+from explorer.models.registry import checkpoint_label
 from explorer.plots import empty_figure
 from explorer.runs.watch_curves import CurveView, RunCurves
 from explorer.runs.watch_plots import FIGURES, browser_figures

@@ -15,10 +15,10 @@ import gradio as gr
 
 from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.heads import DIRECTIONS
-from explorer import run_picker
+from explorer.runs import run_picker as run_picker
 from explorer.endpoints import endpoint, handler
 from explorer.glossary import gloss
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.syntax import links, views
 from explorer.syntax.treebanks import BUNDLED, treebank_choices

@@ -24,8 +24,8 @@ from engine.probes.syntax.over_training import CheckpointRef, syntax_over_checkp
 from engine.probes.syntax.parser import attention_parser
 from explorer.forward_cache import cached
 from explorer.glossary import gloss
-from explorer.model_registry import evenly_spaced
-from explorer.run_picker import run_note
+from explorer.models.registry import evenly_spaced
+from explorer.runs.run_picker import run_note
 from explorer.services import Services
 from explorer.syntax import plots
 from explorer.syntax.treebanks import treebank_path

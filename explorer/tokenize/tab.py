@@ -16,7 +16,7 @@ from explorer import plots
 from explorer.endpoints import wire_run
 from explorer.formatting import percent
 from explorer.glossary import gloss
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.tokenize.pieces import pieces_html
 from explorer.ui_errors import check_length, require_text, whole_number

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.training.worker.errors import RunActiveError
-from explorer.gpu import training_device
+from explorer.serving.gpu import training_device
 from explorer.services import Services
 from explorer.runs.status import status_markdown
 from explorer.ui_errors import whole_number

@@ -19,11 +19,11 @@ from explorer.runs.status import status_markdown, version
 from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
                                            vocabulary_fields)
 from explorer.runs.watch_section import build_watch
-from explorer import log_to
-from explorer.access import AccessPolicy
+from explorer.serving import log_to as log_to
+from explorer.serving.access import AccessPolicy
 from explorer.endpoints import endpoint
-from explorer.gpu import training_device
-from explorer.model_picker import ModelPicker
+from explorer.serving.gpu import training_device
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import whole_number
 from explorer.runs.controls import (CHECKPOINT_EVERY_S, RunControls, acknowledge, run_controls,
@@ -284,7 +284,7 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     own, so it takes no ``picker``: the argument is the one signature of every tab)."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     controls = _settings(services)["controls"]
-    access = services.access  # public mode: the controls need the admin token (explorer.access)
+    access = services.access  # public mode: the controls need the admin token (explorer.serving.access)
     buttons = run_controls(access, services.get_worker().status().state)   # Pause... only where they can act
     again = _continue_section(services, access)
     live = _live_widgets(services)

@@ -17,7 +17,7 @@ from engine.probes.attribution_targets import NoSuchIndex
 from engine.probes.inference import attribute
 from explorer.formatting import percent, plain_markdown
 from explorer.forward_cache import cached
-from explorer.model_description import missing_head_message, specs_of
+from explorer.models.description import missing_head_message, specs_of
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
 from explorer.why import plots

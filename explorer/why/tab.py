@@ -11,7 +11,7 @@ from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS
 from engine.probes.inference import attribute
 from explorer.endpoints import endpoint, wire_run
 from explorer.glossary import gloss
-from explorer.model_picker import ModelPicker
+from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.why.actions import (EXAMPLES, METHOD_CHOICES, SCORE_CHOICES, explain_prediction, form,
                                   form_updates, task_choices)

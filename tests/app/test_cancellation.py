@@ -69,7 +69,7 @@ def served(services: Services, no_internet: list[str]) -> Iterator:
 def test_the_heavy_endpoints_share_one_queue_group_of_their_own(services: Services) -> None:
     import app
 
-    from explorer import heavy_limits
+    from explorer.serving import heavy_limits as heavy_limits
 
     demo = app.create_app(services)
     fns = demo.fns.values()

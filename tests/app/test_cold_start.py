@@ -10,10 +10,10 @@ from types import ModuleType
 
 import pytest
 
-from explorer import model_registry
+from explorer.models import registry as model_registry
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR
 from engine.model.config import BertConfig
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.attention import tab as attention_tab
 from explorer.embeddings import tab as embeddings_tab

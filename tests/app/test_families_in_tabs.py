@@ -17,7 +17,7 @@ from gradio_client import Client
 from support.app_helpers import serve
 from support.saved_families import FAMILIES, save_family_model
 from support.probing_helpers import make_services
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 TEXT = "The quick brown fox jumps over the lazy dog."

@@ -1,6 +1,6 @@
 """Heavy requests cannot crowd out light ones, and one visitor cannot take all the heavy work (issue 27).
 
-Heavy requests wait at the app's heavy gate (``explorer/heavy_limits.py``), not in Gradio's queue: with
+Heavy requests wait at the app's heavy gate (``explorer/serving/heavy_limits.py``), not in Gradio's queue: with
 ``EXPLORER_QUEUE_SIZE=2``, one running and three waiting ``/attribute`` calls leave ``/tokenize`` answering,
 and a fifth heavy call is refused with a sentence saying how many wait. In public mode a visitor (a session)
 may have one heavy request running or waiting; a second is refused, another visitor's is not, and the first
@@ -25,8 +25,8 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 from engine import cancellation  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
-from explorer import heavy_limits  # noqa: E402
-from explorer.heavy_limits import HeavyGate, HeavyLimits  # noqa: E402
+from explorer.serving import heavy_limits as heavy_limits  # noqa: E402
+from explorer.serving.heavy_limits import HeavyGate, HeavyLimits  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.app_helpers import launch, slowed_attribution  # noqa: E402
 from support.probing_helpers import make_services  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 from gradio_client import Client
 
 from engine.model.loaded_model import LoadedModel
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from support.hostile_helpers import (BLANK, EMOJI, EMPTY, TOO_HUGE, Sandbox, call, expect_error, expect_ok, sandbox,
                              serve_app)

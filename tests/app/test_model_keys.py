@@ -21,7 +21,7 @@ from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.worker.training_worker import TrainingWorker
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from support.probing_helpers import write_run
 from support.reference import randomize_
@@ -123,7 +123,7 @@ def test_an_unknown_key_is_refused_with_the_keys_available_now(app_parts) -> Non
 
 def test_a_page_load_lists_the_models_available_now(app_parts, tiny_tokenizer) -> None:
     """No wait for the picker's refresh timer: a page opened after a run wrote checkpoints lists them."""
-    from explorer import model_picker
+    from explorer.models import picker as model_picker
 
     _, services, runs, _ = app_parts
     write_run(runs, tiny_tokenizer, steps=(3,), run="run-late", later_by_s=120)

@@ -25,11 +25,14 @@ from conftest import tiny_config  # noqa: E402
 from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
-from explorer.model_registry import ModelRegistry  # noqa: E402
+from explorer.models.registry import ModelRegistry  # noqa: E402
 from engine.training.worker.training_worker import TrainingWorker  # noqa: E402
-from explorer import access, model_picker, services as services_mod, warmup  # noqa: E402
+from explorer import services as services_mod  # noqa: E402
+from explorer.serving import access as access  # noqa: E402
+from explorer.models import picker as model_picker  # noqa: E402
+from explorer.serving import warmup as warmup  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
-from explorer.access import AccessPolicy  # noqa: E402
+from explorer.serving.access import AccessPolicy  # noqa: E402
 from explorer.services import Services  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

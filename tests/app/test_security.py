@@ -28,7 +28,7 @@ from conftest import tiny_config  # noqa: E402
 from engine.checkpoints import hf_format as checkpoints  # noqa: E402
 from engine.checkpoints import hub  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
-from explorer.model_registry import ModelRegistry  # noqa: E402
+from explorer.models.registry import ModelRegistry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [ROOT / "app.py", *sorted((ROOT / "engine").rglob("*.py")), *sorted((ROOT / "explorer").rglob("*.py"))]

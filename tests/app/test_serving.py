@@ -25,8 +25,8 @@ from gradio_client import Client, handle_file  # noqa: E402
 
 import app  # noqa: E402
 from engine.training.worker.training_worker import TrainingWorker  # noqa: E402
-from explorer.access import AccessPolicy  # noqa: E402
-from explorer.model_registry import ModelRegistry  # noqa: E402
+from explorer.serving.access import AccessPolicy  # noqa: E402
+from explorer.models.registry import ModelRegistry  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.app_helpers import launch  # noqa: E402
 from support.finetune_helpers import classification_rows, save_tiny_model, word_tokenizer, write_csv  # noqa: E402

@@ -9,7 +9,7 @@ import pytest
 
 from bench.session_memory import grow
 from engine.probes.forward_cache import ForwardCache
-from explorer import sessions
+from explorer.serving import sessions as sessions
 
 SESSIONS = 100
 GROWTH_BOUND_MB = 250          # the bound with the forward cache off (measured: README, BENCHMARKS)

@@ -17,7 +17,7 @@ import pytest
 
 import app
 from engine.training.runs.state import read_metrics
-from explorer.access import AccessPolicy
+from explorer.serving.access import AccessPolicy
 from explorer.services import Services, default_services
 from explorer.runs.watch import WATCH_SECONDS
 from support.cli_helpers import ROOT, run_cli

@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 import pytest
 
-from explorer.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, AccessPolicy
+from explorer.serving.access import ADMIN_TOKEN_ENV, PUBLIC_ENV, AccessPolicy
 
 SECRET = "s3cret-tøken"
 

@@ -13,7 +13,7 @@ from engine.model.heads import BertWithHeads
 from engine.training.runs.export import export_zip
 from engine.training.runs.run_folder import RunFolder
 from engine.training.runs.state import write_checkpoint
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ import pytest
 
 from engine.training.runs.run_catalog import checkpoints_newest_first, find_run, run_names, run_summaries
 from engine.training.runs.run_folder import RunFolder
-from explorer.local_models import LocalFolders
-from explorer.model_key import ModelKey
+from explorer.models.local_folders import LocalFolders
+from explorer.models.keys import ModelKey
 from explorer.syntax.treebanks import server_treebanks, treebank_choices, treebank_path
 from explorer.server_corpora import CORPUS_DIRS_ENV, server_corpora, server_corpus_path
 from explorer.training.text_source import corpus_choices
@@ -165,7 +165,7 @@ def test_the_app_starts_when_a_configured_folder_is_itself_a_symlink_loop(tmp_pa
     """``EXPLORER_MODEL_DIRS``, ``EXPLORER_CORPUS_DIRS`` and the runs folder each a loop (``x -> x``): the app
     builds, its launch options block the runs folder as given, and the folders offer nothing."""
     import app
-    from explorer.model_registry import ModelRegistry
+    from explorer.models.registry import ModelRegistry
 
     for name in ("models", "corpora", "runs"):
         (tmp_path / name).symlink_to(name)                       # a self-loop

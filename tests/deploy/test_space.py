@@ -95,7 +95,7 @@ def test_the_real_checkout() -> None:
     listed = {f.path: f.size for f in space_files(ROOT)}
     weights = ROOT / "assets/default-model/model.safetensors"
     assert listed["assets/default-model/model.safetensors"] == weights.stat().st_size > 40_000_000
-    assert {"app.py", "requirements.txt", "README.md", "LICENSE", "engine/model/encoder.py", "explorer/gpu.py",
+    assert {"app.py", "requirements.txt", "README.md", "LICENSE", "engine/model/encoder.py", "explorer/serving/gpu.py",
             "assets/tokenizer/vocab.txt", "assets/style.css", "assets/page.js", "explorer/page.py",
             "assets/LICENSES.md"} <= set(listed)
     assert not [p for p in listed if p.split("/")[0] not in {"app.py", "requirements.txt", "README.md", "LICENSE",

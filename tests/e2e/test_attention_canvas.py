@@ -12,7 +12,7 @@ from playwright.sync_api import Page, expect
 
 from engine.probes.inference import attention
 from explorer.attention.sections import EXAMPLES
-from explorer.browser_arrays import LEVELS
+from explorer.views.browser_arrays import LEVELS
 from support.browser_helpers import ARTIFACTS, no_error_toast, open_tab, run_first_example
 
 PRECISION = 1.0 / (2 * LEVELS) + 1e-6          # uint8 with scale 1.0

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from playwright.sync_api import Browser, Page
 
-from explorer import browser_arrays
+from explorer.views import browser_arrays as browser_arrays
 
 DECODE_ALL = """async (payload) => { const d = await window.BertArrays.decode(payload);
     return { shape: d.shape, values: Array.from({ length: d.raw.length }, (_, i) => d.get(i)) }; }"""

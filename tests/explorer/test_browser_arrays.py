@@ -1,4 +1,4 @@
-"""explorer/browser_arrays.py: an array encoded for the browser decodes (as the browser decodes it) to the
+"""explorer/views/browser_arrays.py: an array encoded for the browser decodes (as the browser decodes it) to the
 values within the encoding's precision, refuses what it cannot carry, and what the Attention handler sends
 decodes to the engine's own numbers."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from engine.probes.inference import attention
-from explorer import browser_arrays
+from explorer.views import browser_arrays as browser_arrays
 from explorer.attention import tab as attention_tab
 from support.probing_helpers import make_services
 

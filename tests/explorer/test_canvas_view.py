@@ -1,4 +1,4 @@
-"""explorer/canvas_view.py's ``asked`` stamp (docs/design/browser-views.md, *Late answers*): every canvas value an
+"""explorer/views/canvas_view.py's ``asked`` stamp (docs/design/browser-views.md, *Late answers*): every canvas value an
 endpoint returns carries when the server began its request, so the page can drop an answer for another input that
 is older than the one it shows; taken at the start, a slow answer begun first stays the older one."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from explorer import canvas_view
+from explorer.views import canvas_view as canvas_view
 from explorer.endpoints import handler
 
 
@@ -74,6 +74,6 @@ def test_the_views_kinds_are_the_values_the_modules_build(kind: str) -> None:
     """Each kind named in ``KINDS`` is built by one of the canvas modules (a renamed kind would go unstamped)."""
     from pathlib import Path
 
-    sources = "".join(p.read_text(encoding="utf-8") for p in Path(canvas_view.__file__).parent.rglob("canvas.py"))
-    sources += (Path(canvas_view.__file__).parent / "attention" / "neuron_canvas.py").read_text(encoding="utf-8")
+    sources = "".join(p.read_text(encoding="utf-8") for p in Path(canvas_view.__file__).parents[1].rglob("canvas.py"))
+    sources += (Path(canvas_view.__file__).parents[1] / "attention" / "neuron_canvas.py").read_text(encoding="utf-8")
     assert f'"kind": "{kind}"' in sources

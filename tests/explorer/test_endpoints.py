@@ -11,9 +11,11 @@ import threading
 import gradio as gr
 import pytest
 
-from explorer import gpu, heavy_limits
+from explorer.serving import gpu as gpu
+
+from explorer.serving import heavy_limits as heavy_limits
 from engine import cancellation
-from explorer.cancellable import CANCELLED_MESSAGE
+from explorer.serving.cancellable import CANCELLED_MESSAGE
 from explorer.endpoints import HEAVY, endpoint, handler, is_handler, wire_run
 from support.event_helpers import failure_clears
 

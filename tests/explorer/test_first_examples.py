@@ -11,7 +11,7 @@ from engine.probes import inference
 from engine.probes.squad_metric import normalize_answer
 from explorer.compare import plots as compare_plots
 from explorer.compare import tab as compare_tab
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from explorer.fill_mask import tab as fill_mask_tab
 from explorer.heads import next_sentence

@@ -1,4 +1,4 @@
-"""ZeroGPU only where Gradio says so (``explorer.gpu``), in the three places the app runs: no Space, a Space
+"""ZeroGPU only where Gradio says so (``explorer.serving.gpu``), in the three places the app runs: no Space, a Space
 with CPU or its own GPU (``spaces`` importable, ``SPACES_ZERO_GPU`` unset) and a ZeroGPU Space
 (``SPACES_ZERO_GPU=true``). ``spaces`` is a stand-in put into ``sys.modules``; it records what it wraps.
 
@@ -22,7 +22,7 @@ import gradio as gr
 import pytest
 
 import explorer.page
-from explorer import gpu
+from explorer.serving import gpu as gpu
 from support.probing_helpers import make_services
 
 # The endpoints a person or a script calls to run a model, and the private redraw of the Attention tab.

@@ -1,4 +1,4 @@
-"""Local model folders (explorer/local_models.py): a folder inside the allowed ones gets a short key that names no
+"""Local model folders (explorer/models/local_folders.py): a folder inside the allowed ones gets a short key that names no
 server path, two allowed folders with the same name get distinct keys, and each key maps back to its folder."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from explorer.local_models import LocalFolders, short_key
-from explorer.model_key import ModelKey
+from explorer.models.local_folders import LocalFolders, short_key
+from explorer.models.keys import ModelKey
 
 
 def test_two_allowed_folders_with_one_name_give_two_keys_that_map_back(tmp_path: Path) -> None:

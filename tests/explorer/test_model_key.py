@@ -1,11 +1,11 @@
-"""A model key as a value (explorer/model_key.py): the spelling docs/ARCHITECTURE.md gives (``default``, ``live``,
+"""A model key as a value (explorer/models/keys.py): the spelling docs/ARCHITECTURE.md gives (``default``, ``live``,
 ``checkpoint:<run>/<step-dir>``, ``local:<folder>``, ``hub:<owner/name>``) parsed into a kind and a reference and
 written back unchanged, what a checkpoint key names, and the checks on what a user typed."""
 from __future__ import annotations
 
 import pytest
 
-from explorer.model_key import DEFAULT, LIVE, MAX_SOURCE_CHARS, KeyKind, ModelKey, usable_run_name
+from explorer.models.keys import DEFAULT, LIVE, MAX_SOURCE_CHARS, KeyKind, ModelKey, usable_run_name
 
 
 @pytest.mark.parametrize("text, kind, reference", [

@@ -13,8 +13,8 @@ from tqdm.auto import tqdm
 
 from support.app_helpers import serve
 from engine.checkpoints import hub
-from explorer import model_picker
-from explorer.model_registry import ModelRegistry
+from explorer.models import picker as model_picker
+from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from support.probing_helpers import RUN, write_run
 

@@ -11,10 +11,10 @@ import torch
 from engine.checkpoints.hf_format import save
 from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
-from explorer.model_description import describe
-from explorer.model_key import ModelKey
-from explorer.model_registry import ModelRegistry, checkpoint_key
-from explorer.model_settings import inference_device
+from explorer.models.description import describe
+from explorer.models.keys import ModelKey
+from explorer.models.registry import ModelRegistry, checkpoint_key
+from explorer.models.settings import inference_device
 from support.probing_helpers import RUN, STEPS, tiny_model, write_run
 from tests.conftest import tiny_config
 
@@ -192,7 +192,7 @@ def test_inference_device_refuses_nonsense(bad) -> None:
 
 
 def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> None:
-    import explorer.model_registry as registry_module
+    import explorer.models.registry as registry_module
     seen = []
     from types import SimpleNamespace
 
@@ -208,7 +208,7 @@ def test_models_are_loaded_onto_the_registry_device(tmp_path, monkeypatch) -> No
 
 @pytest.mark.parametrize(("raw", "megabytes"), [("", 1500), ("250", 250), ("nonsense", 1500), ("-5", 0)])
 def test_the_hub_cap_comes_from_the_environment(raw: str, megabytes: float) -> None:
-    from explorer.model_settings import max_hub_bytes
+    from explorer.models.settings import max_hub_bytes
 
     assert max_hub_bytes({"EXPLORER_MAX_HUB_MB": raw}) == int(megabytes * 1_000_000)
     assert max_hub_bytes({}) == 1_500_000_000

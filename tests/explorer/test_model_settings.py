@@ -8,8 +8,8 @@ import pytest
 
 import engine
 from engine.checkpoints.model_fit import DEFAULT_MAX_PARAMETERS, ModelTooLargeError
-from explorer.model_registry import ModelRegistry
-from explorer.model_settings import heavy_concurrency, max_model_parameters
+from explorer.models.registry import ModelRegistry
+from explorer.models.settings import heavy_concurrency, max_model_parameters
 from support.checkpoint_helpers import ours_model
 
 

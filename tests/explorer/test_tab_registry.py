@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 
 import explorer.page
-from explorer import warmup
+from explorer.serving import warmup as warmup
 from explorer.tab_registry import TABS
 from support.probing_helpers import make_services
 

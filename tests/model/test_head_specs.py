@@ -22,7 +22,7 @@ from engine.model.loaded_model import LoadedModel
 from engine.probes.attribution import attribute, target_names, target_spec
 from engine.probes.attribution_targets import Target
 from engine.training.loop.freezing import freeze_unused
-from explorer.model_description import describe
+from explorer.models.description import describe
 from support.reference import hf_config, randomize_
 
 

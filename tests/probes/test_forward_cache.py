@@ -106,7 +106,7 @@ def test_bad_bounds_are_refused() -> None:
 
 
 def test_forgetting_a_visitor_frees_its_entries_and_keeps_everyone_elses() -> None:
-    """A page that closed (``explorer.sessions``): its entries and their bytes go, another visitor's stay."""
+    """A page that closed (``explorer.serving.sessions``): its entries and their bytes go, another visitor's stay."""
     cache, model = ForwardCache(max_bytes=10 * MB), Model()
     for key in ("a", "b"):
         cache.put("closed", model, key, block(1))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from engine.training.worker.training_worker import TrainingWorker
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from support.finetune_helpers import save_tiny_model, word_tokenizer
 

@@ -8,7 +8,7 @@ from conftest import tiny_config
 from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.text.tokenizer import WordPieceTokenizer
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from support.reference import randomize_
 

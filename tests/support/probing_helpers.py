@@ -12,11 +12,11 @@ import torch
 from conftest import tiny_config
 from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.runs.state import write_checkpoint
 from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
-from explorer import model_picker
+from explorer.models import picker as model_picker
 from explorer.services import Services
 from support.reference import randomize_
 

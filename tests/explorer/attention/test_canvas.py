@@ -11,7 +11,8 @@ import pytest
 from PIL import Image
 
 from engine.probes.inference import attention
-from explorer import browser_arrays, canvas_view
+from explorer.views import browser_arrays as browser_arrays
+from explorer.views import canvas_view as canvas_view
 from explorer.attention import canvas, export
 from explorer.attention.plots import pool_map
 from support.probing_helpers import make_services
@@ -135,7 +136,7 @@ def long_model(tiny_tokenizer, make_config):
     """Services whose ``default`` is a small random model that takes 512 tokens (2 layers x 4 heads)."""
     from engine.model.loaded_model import LoadedModel
     from engine.model.heads import BertWithHeads
-    from explorer.model_registry import ModelRegistry
+    from explorer.models.registry import ModelRegistry
     from explorer.services import Services
     from support.reference import randomize_
 

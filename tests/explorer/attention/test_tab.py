@@ -27,10 +27,11 @@ from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes.attention import attention, encode_input  # noqa: E402
 from engine.probes.inference import ablate_heads  # noqa: E402
-from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
+from explorer.models.registry import ModelChoice, ModelRegistry  # noqa: E402
 from engine.training.runs.state import write_checkpoint  # noqa: E402
 from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
-from explorer import browser_arrays, model_picker  # noqa: E402
+from explorer.views import browser_arrays as browser_arrays  # noqa: E402
+from explorer.models import picker as model_picker  # noqa: E402
 from explorer.attention import actions as attention_actions  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402
 from explorer.attention import sections as attention_sections  # noqa: E402

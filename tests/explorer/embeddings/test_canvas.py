@@ -12,7 +12,7 @@ import pytest
 
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings
-from explorer.browser_arrays import LEVELS, decode
+from explorer.views.browser_arrays import LEVELS, decode
 from explorer.embeddings import canvas
 from explorer.embeddings import tab as embeddings_tab
 from support.forward_counting import Forwards

@@ -24,10 +24,10 @@ from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.probes.embeddings import COMPONENTS, EmbeddingsResult  # noqa: E402
 from engine.probes.inference import embeddings  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
-from explorer.model_registry import ModelChoice, ModelRegistry  # noqa: E402
+from explorer.models.registry import ModelChoice, ModelRegistry  # noqa: E402
 from engine.training.runs.state import write_checkpoint  # noqa: E402
 from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
-from explorer import model_picker  # noqa: E402
+from explorer.models import picker as model_picker  # noqa: E402
 from explorer.embeddings import canvas as embeddings_canvas  # noqa: E402
 from explorer.embeddings import plots as embeddings_plots  # noqa: E402
 from explorer.embeddings import sections as embeddings_sections  # noqa: E402

@@ -19,7 +19,7 @@ from engine.training.runs.run_folder import RunFolder
 from engine.training.worker.training_worker import TrainingWorker
 from explorer.finetune.job import make_job
 from explorer.finetune.tasks import FINETUNE_ROWS
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from support.family_tokenizers import build
 from support.finetune_tab_helpers import form

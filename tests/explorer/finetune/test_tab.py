@@ -24,7 +24,7 @@ from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job
 from explorer.finetune.mistakes import WRONG_COLUMNS
 from explorer.finetune.tasks import FINETUNE_ROWS
-from explorer.model_registry import checkpoint_key
+from explorer.models.registry import checkpoint_key
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
 from support.finetune_tab_helpers import form as tab_form, tiny_app_services
@@ -324,7 +324,7 @@ def test_a_pretraining_run_is_shown_as_what_it_is(services: Services, monkeypatc
 def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> None:
     from dataclasses import replace
 
-    from explorer.access import AccessPolicy
+    from explorer.serving.access import AccessPolicy
     from support.probing_helpers import small_app
 
     wait_until_ended(services)

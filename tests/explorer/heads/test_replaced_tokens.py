@@ -17,7 +17,7 @@ from explorer.formatting import code, percent, rounded
 from explorer.heads import replaced_tokens as section
 from explorer.heads import tab
 from explorer.heads.common import head_status
-from explorer.model_description import missing_head_message
+from explorer.models.description import missing_head_message
 from explorer.heads.replaced_html import MAX_ALPHA, MIN_ALPHA, fill, replaced_html
 from explorer.ui_errors import friendly_errors
 from support.probing_helpers import make_services, tab_app

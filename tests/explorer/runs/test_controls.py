@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 
 from engine.training.worker.run_state import RunState
-from explorer.access import AccessPolicy
+from explorer.serving.access import AccessPolicy
 from explorer.runs import controls
 
 # What each button can act on, state by state (the worker's rules: engine/training/worker/training_worker.py).

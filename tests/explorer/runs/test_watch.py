@@ -17,7 +17,7 @@ from engine.training.runs.state import append_metrics
 from engine.training.worker.run_state import RunState
 from explorer.finetune import plots as fp
 from explorer.finetune.tasks import FINETUNE_ROWS
-from explorer.model_registry import checkpoint_label
+from explorer.models.registry import checkpoint_label
 from explorer.runs import plots as tp
 from explorer.runs.watch import CHECKPOINT_COLUMNS, NO_RUN, RunWatcher, watch_update
 from explorer.runs.watch_curves import RunCurves

@@ -19,7 +19,7 @@ from engine.training.runs.run_catalog import run_summaries
 from engine.training.runs.run_folder import RunFolder
 from engine.training.runs.state import INFO_FILE, read_checkpoint_info
 from engine.training.runs.legacy import LEGACY_INFO_FILE
-from explorer.model_registry import ModelRegistry
+from explorer.models.registry import ModelRegistry
 from support.job_helpers import documents, pretraining
 
 pytestmark = pytest.mark.usefixtures("one_thread")

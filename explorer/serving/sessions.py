@@ -19,7 +19,7 @@ from typing import Any
 
 import gradio as gr
 
-from explorer.access import PUBLIC_ENV, env_flag, env_int
+from explorer.serving.access import PUBLIC_ENV, env_flag, env_int
 
 SESSIONS_ENV = "EXPLORER_MAX_SESSIONS"
 DEFAULT_SESSIONS = {False: 1000, True: 200}        # private / public mode

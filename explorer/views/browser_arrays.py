@@ -30,7 +30,7 @@ Compression = Literal["deflate", "none"]
 LEVELS = 255                   # uint8 steps between 0 and ``scale``
 DEFLATE_MIN_BYTES = 1024       # smaller arrays go as they are (deflate's header and the browser's await cost more)
 DEFLATE_LEVEL = 6              # zlib's default: 0.12 of a 512-token map in ~20 ms; level 9 saves 10% more at 20x the time
-SCRIPT = Path(__file__).resolve().parents[1] / "assets" / "browser_arrays.js"   # the browser's decode
+SCRIPT = Path(__file__).resolve().parents[2] / "assets" / "browser_arrays.js"   # the browser's decode
 DEFLATE_GAIN = 0.9             # deflated only when at most this fraction of the raw bytes
 
 

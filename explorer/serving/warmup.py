@@ -14,7 +14,7 @@ from engine.model.loaded_model import LoadedModel
 from explorer.services import Services
 from explorer.tab_registry import TABS
 
-log = logging.getLogger("explorer.warmup")
+log = logging.getLogger("explorer.serving.warmup")
 DEMO_ENV = "EXPLORER_DEMO"
 
 

@@ -1,6 +1,6 @@
 """Which models the probing tabs can use, and a small cache of the loaded ones.
 
-Every model has a *key* (``default``, ``live``, a checkpoint, a local folder, a hub model: ``explorer.model_key``),
+Every model has a *key* (``default``, ``live``, a checkpoint, a local folder, a hub model: ``explorer.models.keys``),
 a string in the picker and the API, a ``ModelKey`` here. ``resolve(source)`` turns what a user typed (a key, a
 path, a hub id) into a ``ModelKey`` once; the other methods take that value (or text, which they resolve).
 ``ModelRegistry.get(key)`` loads (once; a few stay cached) and returns a ``LoadedModel``; every failure is a
@@ -26,11 +26,11 @@ from engine.model.untrained import untrained_twin
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder, is_complete
 from engine.training.runs.run_catalog import checkpoints_newest_first
 from engine.checks import is_finite_number
-from explorer.local_models import LocalFolders, is_dir as _is_dir
-from explorer.model_description import family_and_size
-from explorer.model_key import DEFAULT, LIVE, UNTRAINED, KeyKind, ModelKey, usable_run_name
-from explorer.run_choice import RunChoice
-from explorer.model_settings import max_hub_bytes, max_model_parameters
+from explorer.models.local_folders import LocalFolders, is_dir as _is_dir
+from explorer.models.description import family_and_size
+from explorer.models.keys import DEFAULT, LIVE, UNTRAINED, KeyKind, ModelKey, usable_run_name
+from explorer.runs.run_choice import RunChoice
+from explorer.models.settings import max_hub_bytes, max_model_parameters
 
 if TYPE_CHECKING:
     from engine.training.worker.training_worker import TrainingWorker

@@ -12,7 +12,7 @@ answer "Queue is full". Gradio starts them at once (their group has no concurren
   mode, no limit in private mode). A client is a session (a page load, a ``gradio_client.Client``).
 
 A request that is cancelled or whose client goes away while it waits leaves the line; one that runs frees
-its turn only once its work has stopped (``explorer/cancellable.py``). All bookkeeping happens on Gradio's event
+its turn only once its work has stopped (``explorer/serving/cancellable.py``). All bookkeeping happens on Gradio's event
 loop (the handlers are ``async``), so a count and the change it allows happen together.
 """
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 
 import gradio as gr
 
-from explorer.access import PUBLIC_ENV, env_flag, env_int
-from explorer.cancellable import CANCELLED_MESSAGE, event_alive
-from explorer.model_settings import heavy_concurrency
+from explorer.serving.access import PUBLIC_ENV, env_flag, env_int
+from explorer.serving.cancellable import CANCELLED_MESSAGE, event_alive
+from explorer.models.settings import heavy_concurrency
 
 QUEUE_ENV = "EXPLORER_HEAVY_QUEUE"
 PER_CLIENT_ENV = "EXPLORER_HEAVY_PER_CLIENT"

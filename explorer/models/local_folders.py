@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 
 from engine.folder_listing import configured_folder, links_leaving
-from explorer.model_key import ModelKey
+from explorer.models.keys import ModelKey
 
 
 def is_dir(path: Path) -> bool:

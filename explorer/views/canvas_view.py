@@ -1,5 +1,5 @@
 """One canvas view in the page (docs/design/browser-views.md): a Gradio 6 ``gr.HTML`` with a static template that
-its script draws in, whose value is a JSON dict of arrays (``explorer/browser_arrays.py``). The Attention views,
+its script draws in, whose value is a JSON dict of arrays (``explorer/views/browser_arrays.py``). The Attention views,
 the neuron view and the Embeddings maps are built with these two functions; what each draws is its own script's.
 """
 from __future__ import annotations
@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from explorer import browser_arrays
+from explorer.views import browser_arrays as browser_arrays
 
-TOOLS = Path(__file__).resolve().parents[1] / "assets" / "canvas_tools.js"     # window.BertCanvas
+TOOLS = Path(__file__).resolve().parents[2] / "assets" / "canvas_tools.js"     # window.BertCanvas
 KINDS = frozenset({"maps", "head_view", "model_view", "neuron", "dimensions", "similarity"})   # the views' values
 
 _last_asked = 0

@@ -1,6 +1,6 @@
 """The model picker above the tabs: one dropdown every probing tab reads its model from.
 
-The dropdown's value is a model key (see ``explorer.model_key``): the bundled default, the
+The dropdown's value is a model key (see ``explorer.models.keys``): the bundled default, the
 live training run, any checkpoint of any run (newest first, with step and loss), or a local
 folder / hub model loaded with the box next to it (``/load_model``). The list is filled again when a
 page loads and refreshes itself while a run writes checkpoints. Each browser picks its own model.
@@ -19,9 +19,9 @@ from typing import Any
 import gradio as gr
 
 from explorer.endpoints import endpoint, handler
-from explorer.model_description import describe
-from explorer.model_key import KeyKind
-from explorer.model_registry import ModelChoice, ModelRegistry, UnknownModelError
+from explorer.models.description import describe
+from explorer.models.keys import KeyKind
+from explorer.models.registry import ModelChoice, ModelRegistry, UnknownModelError
 from explorer.services import Services
 from explorer.ui_errors import shown
 
@@ -106,7 +106,7 @@ def _load_handler(services: Services, registry: ModelRegistry) -> Callable[..., 
                 services.access.require_admin(token, "load models from local folders")
             # A hub download reports each file's bytes here: huggingface_hub's tqdm bars, tracked by Gradio.
             progress(0.1, desc="Downloading from the hub…" if key.kind is KeyKind.HUB else "Reading the weights…")
-            key = registry.canonical(key)   # a local folder's key names no server path (explorer.local_models)
+            key = registry.canonical(key)   # a local folder's key names no server path (explorer.models.local_folders)
             with services.probing():
                 loaded = registry.get(key)
         except UnknownModelError as exc:
