@@ -1,4 +1,4 @@
-/* Arrays from the server (explorer/browser_arrays.py encodes them; docs/design/browser-views.md): one decoder
+/* Arrays from the server (explorer/views/browser_arrays.py encodes them; docs/design/browser-views.md): one decoder
    for every canvas view, defined once per page as window.BertArrays. A payload is {dtype, shape, scale,
    compression, data}: data is base64 of row-major bytes, deflated (zlib format) when compression is "deflate",
    inflated with the browser's DecompressionStream. uint8 reads q * scale / 255 in float32 (Python's decode

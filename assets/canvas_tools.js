@@ -1,4 +1,4 @@
-/* What every canvas view draws with (explorer/canvas_view.py puts this before each view's script; defined once
+/* What every canvas view draws with (explorer/views/canvas_view.py puts this before each view's script; defined once
    per page as window.BertCanvas): a crisp canvas at the screen's pixel ratio, an offscreen picture of one pixel
    a value, a shortened label, and the PNG button that saves the canvas as drawn. */
 (() => {
