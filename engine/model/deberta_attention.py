@@ -26,6 +26,7 @@ from torch import nn
 
 from engine.model.config import BertConfig
 from engine.model.deberta_options import DebertaOptions
+from engine.model.encoder import explicit_attention, with_head_mask
 
 
 def log_buckets(relative: torch.Tensor, buckets: int, max_position: int) -> torch.Tensor:
@@ -118,12 +119,7 @@ class DisentangledSelfAttention(nn.Module):
                 scores = scores + bias
             if keep is not None:
                 scores = scores.masked_fill(~keep, low)
-            probs = torch.softmax(scores, dim=-1)
-            if dropout:
-                probs = F.dropout(probs, p=dropout, training=True)
-            if head_mask is not None:
-                probs = probs * head_mask.view(1, -1, 1, 1).to(probs)                # (1, nh, 1, 1)
-            context = torch.matmul(probs, v)                                         # (B, nh, S, hd)
+            context, probs = explicit_attention(scores, v, dropout, head_mask)        # (B, nh, S, hd)
             probes = {"probs": probs, "scores": scores, "queries": q, "keys": k}
         else:
             mask = bias
@@ -131,7 +127,6 @@ class DisentangledSelfAttention(nn.Module):
                 mask = (bias if bias is not None else q.new_zeros(1, 1, seq_len, seq_len)).masked_fill(~keep, low)
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
                                                      scale=1.0 / self.scale)         # (B, nh, S, hd)
-            if head_mask is not None:
-                context = context * head_mask.view(1, -1, 1, 1).to(context)          # (1, nh, 1, 1)
+            context = with_head_mask(context, head_mask)
         context = context.transpose(1, 2).reshape(batch, seq_len, hidden_size)       # (B, S, H)
         return context, probes

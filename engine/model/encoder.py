@@ -41,6 +41,27 @@ def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dt
     return (1.0 - keep) * torch.finfo(dtype).min
 
 
+def explicit_attention(scores: torch.Tensor, v: torch.Tensor, dropout: float, head_mask: torch.Tensor | None,
+                       float32_softmax: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """What every family's explicit path does after its scores (B, nh, S, S), masked: softmax (in float32 and back,
+    with ``float32_softmax``: ModernBERT's), dropout, a head mask of (nh,) multiplying the probabilities, then the
+    values (B, nh, S, hd). Returns (context (B, nh, S, hd), probabilities (B, nh, S, S))."""
+    probs = (torch.softmax(scores, dim=-1, dtype=torch.float32).to(v.dtype) if float32_softmax
+             else torch.softmax(scores, dim=-1))
+    if dropout:
+        probs = F.dropout(probs, p=dropout, training=True)
+    probs = with_head_mask(probs, head_mask)
+    return torch.matmul(probs, v), probs                                       # (B, nh, S, hd), (B, nh, S, S)
+
+
+def with_head_mask(x: torch.Tensor, head_mask: torch.Tensor | None) -> torch.Tensor:
+    """``x`` (B, nh, ...) with each head scaled by ``head_mask`` (nh,); (p * m) @ v == m * (p @ v), so masking a
+    head's probabilities or its context is the same."""
+    if head_mask is None:
+        return x
+    return x * head_mask.view(1, -1, *([1] * (x.dim() - 2))).to(x)            # (1, nh, 1, 1)
+
+
 class AttentionWeights(NamedTuple):
     """What self-attention reads: Q, K, V weights (H, H) and biases (H,); in inference also the fused copy."""
 
@@ -113,18 +134,11 @@ class BertSelfAttention(InferenceCached):
             scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_size)  # (B, nh, S, S)
             if mask is not None:
                 scores = scores + mask
-            probs = torch.softmax(scores, dim=-1)
-            if dropout:
-                probs = F.dropout(probs, p=dropout, training=True)
-            if head_mask is not None:
-                probs = probs * head_mask.view(1, -1, 1, 1).to(probs)   # (1, nh, 1, 1), its dtype and device
-            context = torch.matmul(probs, v)  # (B, nh, S, hd)
+            context, probs = explicit_attention(scores, v, dropout, head_mask)      # (B, nh, S, hd)
             probes = {"probs": probs, "scores": scores, "queries": q, "keys": k}
         else:
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)  # (B, nh, S, hd)
-            if head_mask is not None:
-                # (p * m) @ v == m * (p @ v): masking a head's probabilities scales its context.
-                context = context * head_mask.view(1, -1, 1, 1).to(context)   # (1, nh, 1, 1), its dtype and device
+            context = with_head_mask(context, head_mask)
         context = context.transpose(1, 2).reshape(batch, seq_len, hidden_size)  # (B, S, H)
         return context, probes
 

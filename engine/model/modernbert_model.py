@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from engine.model.config import BertConfig
-from engine.model.encoder import activation, normalise_head_mask
+from engine.model.encoder import activation, explicit_attention, normalise_head_mask, with_head_mask
 from engine.model.modernbert_heads import ModernBertPooler
 from engine.model.modernbert_options import ModernBertOptions, modernbert_options
 from engine.model.outputs import EncoderOutput, LayerCollector
@@ -91,19 +91,12 @@ class ModernBertAttention(nn.Module):
             scores = torch.matmul(q, k.transpose(-1, -2)) * scale                          # (B, nh, S, S)
             if mask is not None:
                 scores = scores + mask
-            probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
-            if dropout:
-                probs = F.dropout(probs, p=dropout, training=True)
-            if head_mask is not None:
-                probs = probs * head_mask.view(1, -1, 1, 1).to(probs)                      # (1, nh, 1, 1)
-            context = torch.matmul(probs, v)                                               # (B, nh, S, hd)
+            context, probs = explicit_attention(scores, v, dropout, head_mask, float32_softmax=True)  # (B, nh, S, hd)
             probes = {"probs": probs, "scores": scores, "queries": q, "keys": k}
         else:
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout,
                                                      scale=scale)                          # (B, nh, S, hd)
-            if head_mask is not None:
-                # (p * m) @ v == m * (p @ v): masking a head's probabilities scales its context.
-                context = context * head_mask.view(1, -1, 1, 1).to(context)                # (1, nh, 1, 1)
+            context = with_head_mask(context, head_mask)
         context = context.transpose(1, 2).reshape(batch, seq_len, hidden_size)            # (B, S, H)
         out = self.Wo(context)
         return (F.dropout(out, p=dropout, training=True) if dropout else out), probes
