@@ -7,7 +7,8 @@ captum's, both on the output of ``bert.embeddings.word_embeddings`` (position an
 embeddings are not attributed):
 
 * ``integrated_gradients``: ``LayerIntegratedGradients`` from a baseline in which every token but
-  ``[CLS]``, ``[SEP]`` and ``[MASK]`` is ``[PAD]`` (captum's BERT tutorials' reference), on
+  ``[CLS]``, ``[SEP]`` and ``[MASK]`` is ``[PAD]`` (captum's BERT tutorials' reference; each family's own specials
+  by role: RoBERTa's ``<s>``, ``</s>``, ``<mask>`` and ``<pad>``), on
   ``n_steps`` Gauss-Legendre points. The attributions add up to F(input) - F(baseline) up to
   captum's convergence delta (sum - difference), which is returned and shown;
 * ``gradient_x_input``: ``LayerGradientXActivation``, the gradient of the score times the word
@@ -44,8 +45,9 @@ DEFAULT_STEPS = 50
 MAX_STEPS = 300
 IG_RULE = "gausslegendre"          # captum's default: converges in far fewer steps than a Riemann sum
 BATCH_TOKENS = 2048                # tokens per forward/backward batch (n_steps rows of S tokens are split)
-BASELINE = "[PAD]"
-KEPT = ("[CLS]", "[SEP]", "[MASK]")
+# the baseline: the padding token everywhere but the tokens of these roles (BERT's [CLS], [SEP], [MASK]; RoBERTa's
+# <s>, </s>, <mask>), found by role, so every family's baseline keeps its own specials
+KEPT_ROLES = ("cls", "sep", "mask", "bos", "eos")
 
 
 @dataclass
@@ -154,9 +156,11 @@ def explain(loaded: LoadedModel, target: Target, method: str = "integrated_gradi
         raise ValueError(f"n_steps must be a whole number from 2 to {MAX_STEPS}, got {n_steps!r}")
     model = private_view(loaded.model)
     device = next(model.parameters()).device
+    tokenizer = loaded.tokenizer
     ids = torch.tensor([target.input_ids], device=device)                              # (1, S)
-    kept_ids = {loaded.tokenizer.token_to_id(t) for t in KEPT} - {None}
-    base = torch.tensor([[t if t in kept_ids else loaded.tokenizer.pad_token_id for t in target.input_ids]],
+    kept = list(dict.fromkeys(t for t in (tokenizer.roles.get(role) for role in KEPT_ROLES) if t is not None))
+    kept_ids = {tokenizer.token_to_id(t) for t in kept} - {None}
+    base = torch.tensor([[t if t in kept_ids else tokenizer.pad_token_id for t in target.input_ids]],
                         device=device)                                                  # (1, S)
     rows_per_batch = max(1, BATCH_TOKENS // ids.shape[1])
     calls = 1 + (2 + math.ceil(n_steps / rows_per_batch) + 2 if integrated else 1)      # forward passes expected
@@ -181,13 +185,12 @@ def explain(loaded: LoadedModel, target: Target, method: str = "integrated_gradi
         else:
             found, delta = LayerGradientXActivation(forward, layer, multiply_by_inputs=True).attribute(ids), None
         per_token = found.detach()[0].double().sum(-1)                                  # (S, H) -> (S,)
-    tokenizer = loaded.tokenizer
     return Attribution(
         task=target.task, source=loaded.source, tokens=list(target.tokens), token_type_ids=list(target.token_type_ids),
         attributions=per_token.cpu().tolist(), method=method, score=score, target=target.description,
         target_position=target.position,
         prediction=target.prediction, target_score=at_input,
-        baseline=f"{BASELINE} for every token but {', '.join(KEPT)}" if integrated else None,
+        baseline=f"{tokenizer.pad_token} for every token but {', '.join(kept)}" if integrated else None,
         baseline_tokens=[tokenizer.id_to_token(int(t)) for t in base[0]] if integrated else None,
         baseline_score=at_baseline if integrated else None,
         convergence_delta=float(delta.reshape(-1)[0]) if delta is not None else None,
