@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.timing import paired_times  # noqa: E402
 from engine.checkpoints.hf_format import load  # noqa: E402
 from engine.model.loaded_model import LoadedModel  # noqa: E402
-from engine.probes.attribution import DEFAULT_STEPS, attribute, make_target, pick, private_view  # noqa: E402
+from engine.probes.attribution.methods import DEFAULT_STEPS, attribute, make_target, pick, private_view  # noqa: E402
 
 BUDGET_S = 2.0
 WORDS = ("it is a large city on a river with many old houses and a long history of art and music , "

@@ -107,7 +107,7 @@ def next_choice(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     spec = JobSpec(dict(task=MULTIPLE_CHOICE.name, total_steps=args.steps, batch_size=8, max_seq_length=64,
                         learning_rate=5e-5, warmup_steps=50, eval_every=args.eval_every, eval_batches=100,
                         checkpoint_every=0, log_every=50),
-                   init_from=args.model, documents=documents, num_choices=4, run_dir=str(workdir / "run-choice"))
+                   init_from=args.model, documents=documents, task_settings=dict(num_choices=4), run_dir=str(workdir / "run-choice"))
     return run(spec, args.minutes, "next-choice")
 
 

@@ -5,7 +5,7 @@ model's window; 15% of the non-special tokens (at least one) chosen with a fixed
 replaced by ``[MASK]`` in the text, and ``engine.probes.inference.fill_mask`` must put the original
 token first (top-1) or in its top 5.
 
-SQuAD v1.1: exact match and F1 (official normalisation, ``engine.probes.squad_metric``) of
+SQuAD v1.1: exact match and F1 (official normalisation, ``engine.probes.heads.squad_metric``) of
 ``engine.probes.inference.answer`` on held-out SQuAD articles (a seeded sample of questions, or all).
 
 The held-out files come from ``scripts/prepare_default_model_data.py`` (not part of the repo):
@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.probes import squad_metric  # noqa: E402
+from engine.probes.heads import squad_metric  # noqa: E402
 from engine.checkpoints.hf_format import load  # noqa: E402
 from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.probes.inference import answer, fill_mask  # noqa: E402

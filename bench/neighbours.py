@@ -1,7 +1,7 @@
 """Nearest contextual neighbours: is an exact torch matmul + top-k as fast as faiss at our sizes?
 
 1. Search: one query against N unit vectors of 384 floats (the default model's width), k = 10, for
-   N = 10k, 50k, 100k (a 5,000-sentence index holds about 60-100k word pieces). ``engine.probes.neighbours``'
+   N = 10k, 50k, 100k (a 5,000-sentence index holds about 60-100k word pieces). ``engine.probes.representations.neighbours``'
    search (``vectors @ query`` and ``topk``) against faiss' exact inner-product index (``IndexFlatIP``),
    timed alternately in one process (``bench.timing.paired_times``); prints the medians and the ratio
    torch/faiss. Both return the same neighbours (checked). Without faiss installed it says so and times
@@ -31,7 +31,7 @@ WIDTH, K = 384, 10
 
 
 def torch_search(vectors: torch.Tensor, query: torch.Tensor, k: int = K) -> list[int]:
-    """The search of ``engine.probes.neighbours.nearest``: exact cosine top-k of unit vectors."""
+    """The search of ``engine.probes.representations.neighbours.nearest``: exact cosine top-k of unit vectors."""
     return (vectors @ query).topk(k).indices.tolist()
 
 
@@ -71,7 +71,7 @@ def search_case(n: int, rounds: int) -> dict[str, float | None]:
 
 def build_case(sentences: int) -> dict[str, float]:
     from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, load_directory
-    from engine.probes.neighbours import build_index
+    from engine.probes.representations.neighbours import build_index
     from engine.text.builtin_corpus import builtin_corpus
 
     chosen: list[str] = []

@@ -60,8 +60,7 @@ from engine.training.tasks.registry import TRAINING_TASKS, TaskDefinition, finet
 DEFAULTS: dict[str, Any] = dict(
     init_from="default", seq_len=None, batch_size=None, grad_accum=1, lr=5e-5, warmup=None, steps=1000,
     eval_every=200, eval_batches=20, checkpoint_every=500, checkpoint_every_s=300.0, keep_last=None, seed=0,
-    device="auto", precision="auto", schedule="linear", log_every=1, threads=0, doc_stride=128, max_question_len=64,
-    mlm_batch_size=None)
+    device="auto", precision="auto", schedule="linear", log_every=1, threads=0)
 
 
 def per_task_default(key: str) -> str:
@@ -77,9 +76,8 @@ def help_defaults() -> dict[str, Any]:
     """``DEFAULTS`` as ``--help`` shows them: the per-task ones (seq_len, batch_size) from the task registry."""
     return dict(DEFAULTS, seq_len=per_task_default("seq_len"), batch_size=per_task_default("batch_size"))
 # JobSpec field -> its argparse dest, for the flags that are not TrainingConfig fields
-JOB_ARGS = {name: name for name in ("data", "eval_data", "eval_fraction", "init_from", "doc_stride", "max_question_len",
-                                    "max_examples", "mlm_corpus", "mlm_seq_len", "mlm_batch_size", "corpus",
-                                    "max_documents", "num_choices")}
+JOB_ARGS = {name: name for name in ("data", "eval_data", "eval_fraction", "init_from", "max_examples", "corpus",
+                                    "max_documents")}
 
 
 def task_name(text: str) -> str:
@@ -101,18 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     add("--init-from", metavar="MODEL_DIR",
         help="'default' (bundled, the default), a run or checkpoint directory, or a Hugging Face model directory "
         "(BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA or ALBERT)")
-    add("--doc-stride", type=int, help="qa: context tokens shared by consecutive windows (default 128)")
-    add("--max-question-len", type=int, help="qa: questions are cut to this many tokens (default 64)")
     add("--max-examples", type=int, help="use only the first N questions / examples of each file")
-    add("--mlm-corpus", metavar="FILE",
-        help="qa_mlm: text (.txt/.md/.jsonl) whose masked-LM and NSP losses train beside QA's")
-    add("--mlm-seq-len", type=int, help="qa_mlm: length of the masked-LM sequences (default 128)")
     add("--corpus", help="multiple_choice without --data: the text its next-sentence choices come from "
         "('shakespeare', built in, the default; or a .txt/.md/.jsonl file)")
     add("--max-documents", type=int, help="multiple_choice without --data: use only the first N documents")
-    add("--num-choices", type=int, help="multiple_choice without --data: choices per example, 2-5 (default 4)")
-    add("--mlm-batch-size", type=int,
-        help="qa_mlm: masked-LM sequences per micro-batch (default: --batch-size)")
     cli.add_training_arguments(p, help_defaults())
     task_flags.add_task_settings(p, offered())
     return p
@@ -134,11 +124,8 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     training = cli.training_config(args, parser, task=args.task, **definition.training)
     return cli.validated(JobSpec(
         training, init_from=args.init_from, data=args.data, eval_data=args.eval_data,
-        eval_fraction=args.eval_fraction, max_examples=args.max_examples, doc_stride=args.doc_stride,
-        max_question_len=args.max_question_len, mlm_corpus=args.mlm_corpus, mlm_seq_len=args.mlm_seq_len,
-        mlm_batch_size=args.mlm_batch_size, corpus=args.corpus or "shakespeare", max_documents=args.max_documents,
-        num_choices=args.num_choices if args.num_choices is not None else 4, run_dir=args.run_dir,
-        report_to=args.report_to, task_settings=task_flags.task_settings(args, parser, definition, offered())),
+        eval_fraction=args.eval_fraction, max_examples=args.max_examples, corpus=args.corpus or "shakespeare",
+        max_documents=args.max_documents, run_dir=args.run_dir, report_to=args.report_to, task_settings=task_flags.task_settings(args, parser, definition, offered())),
         parser)
 
 
@@ -151,9 +138,8 @@ def describe(job: PreparedJob) -> str:
     held_out = (f"{len(trainer.eval_data)} held-out features" if trainer.eval_data is not None
                 else "no held-out data")
     definition = task_definition(config.task)
-    if "mlm_corpus" in definition.spec_fields:   # qa_mlm: QA features paired with masked-LM text
-        held_out += (f", {data.pretraining.num_documents} documents for the masked-LM term "
-                     f"(text batch {data.pretraining.batch_size})")
+    if hasattr(data, "summary"):                 # a task's own data says more (qa_mlm: its masked-LM text)
+        held_out += f", {data.summary}"
     labels = (f", labels {list(trainer.model.config.id2label.values())}"
               if HEADS[definition.heads[0]].labelled else "")
     if hasattr(data, "num_choices"):             # multiple choice

@@ -8,11 +8,12 @@ picker), and ``example_calls(loaded)`` lists the engine calls behind its example
 as ``(name, call)`` pairs, for the warm-up (``[]`` when a tab has nothing to warm up).
 
 To add a tab: write ``explorer/<name>/tab.py`` with those two functions, add a row here, and a line for it
-in the README's tab list and docs/TABS.md.
+in the README's tab list and docs/TABS.md. ``registered(tab)`` adds one for a ``with`` block (tests).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -64,7 +65,7 @@ class Tab:
         return self.module.example_calls(loaded)
 
 
-TABS: tuple[Tab, ...] = (
+TABS: list[Tab] = [
     Tab("Tokenize", "tokenize", tokenize_tab),
     Tab("Embeddings", "embeddings", embeddings_tab),
     Tab("Attention", "attention", attention_tab),
@@ -77,4 +78,19 @@ TABS: tuple[Tab, ...] = (
     Tab("Training", "training", training_tab),
     Tab("Fine-tune", "finetune", finetune_tab),
     Tab("Glossary", "glossary", glossary_tab),   # every word the app uses, one sentence each; last
-)
+]
+
+
+@contextlib.contextmanager
+def registered(tab: Tab) -> Iterator[Tab]:
+    """``tab`` in :data:`TABS` for the duration of a ``with`` block (tests, experiments), just before the
+    Glossary tab, which stays last (the page's header says so); removed afterwards. ``ValueError`` if its title
+    or its id is taken."""
+    taken = [t.id for t in TABS if t.title == tab.title or t.id == tab.id]
+    if taken:
+        raise ValueError(f"a tab titled {tab.title!r} or with id {tab.id!r} is registered already ({taken[0]})")
+    TABS.insert(next((i for i, t in enumerate(TABS) if t.module is glossary_tab), len(TABS)), tab)
+    try:
+        yield tab
+    finally:
+        TABS[:] = [t for t in TABS if t is not tab]

@@ -10,9 +10,9 @@ import pytest
 
 from engine import cancellation
 from engine.model.loaded_model import LoadedModel
-from engine.probes import attribution
-from engine.probes.attention import attention_over_checkpoints
-from engine.probes.neighbours import build_index
+from engine.probes.attribution import methods as attribution
+from engine.probes.attention.maps import attention_over_checkpoints
+from engine.probes.representations.neighbours import build_index
 from support.probing_helpers import tiny_model
 
 CORPUS = ["the cat sat on the mat ."] * 10

@@ -110,6 +110,6 @@ def build_classification_dataset(examples: Sequence[ClassificationExample], toke
     rows = [np.asarray(enc.input_ids, dtype=np.int32) for enc in encodings]
     segments = [second_text_start(enc.sequence_ids) for enc in encodings]
     targets = np.asarray([label2id[e.label] for e in examples], dtype=np.int64)
-    return FeatureDataset("classification", rows, segments, targets, max_seq_length, batch_size,
+    return FeatureDataset("label", rows, segments, targets, max_seq_length, batch_size,
                           tokenizer.pad_token_id, seed, shuffle,
                           segment_ids=separated_once(tokenizer) if segment_ids is None else segment_ids)

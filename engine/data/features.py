@@ -21,9 +21,16 @@ from typing import Callable, Hashable, Sequence, TypeVar
 import numpy as np
 import torch
 
-TARGETS = {"qa": ("start_positions", "end_positions"), "classification": ("class_labels",),
-           "token_classification": ("token_labels",), "multiple_choice": ("choice_labels",)}
-PER_TOKEN = ("token_classification",)        # tasks whose targets are a label per token
+# A dataset's target layout -> the batch fields its targets fill. Tasks declare the layout they train on
+# (``TrainingTask.layout``), so two tasks may share a builder: span (QA), label (a class per text), tags (a label
+# per token), choices (the right one of C rows).
+TARGETS = {"span": ("start_positions", "end_positions"), "label": ("class_labels",), "tags": ("token_labels",),
+           "choices": ("choice_labels",)}
+PER_TOKEN = ("tags",)                        # layouts whose targets are a label per token
+# What each layout's fingerprint hashes in its place: the task names datasets were keyed by when runs that may
+# still resume were written, so their fingerprints stay the same.
+FINGERPRINT_TAGS = {"span": "qa", "label": "classification", "tags": "token_classification",
+                    "choices": "multiple_choice"}
 IGNORE_INDEX = -100                          # an unlabelled token (as engine.model.heads)
 T = TypeVar("T")
 
@@ -57,25 +64,26 @@ class FinetuneBatch:
 
 
 class FeatureDataset:
-    """Tokenized features of one task, read by (epoch, index) like ``PretrainingDataset``."""
+    """Tokenized features with targets of one ``layout`` (``TARGETS``), read by (epoch, index) like
+    ``PretrainingDataset``."""
 
-    def __init__(self, task: str, rows: Sequence[np.ndarray], segment_starts: Sequence[int], targets: np.ndarray,
+    def __init__(self, layout: str, rows: Sequence[np.ndarray], segment_starts: Sequence[int], targets: np.ndarray,
                  max_seq_length: int, batch_size: int, pad_token_id: int = 0, seed: int = 0,
                  shuffle: bool = True, example_index: Sequence[int] | None = None, segment_ids: bool = True) -> None:
-        if task not in TARGETS:
-            raise ValueError(f"unknown fine-tuning task {task!r}; choose one of {', '.join(TARGETS)}")
+        if layout not in TARGETS:
+            raise ValueError(f"unknown target layout {layout!r}; choose one of {', '.join(TARGETS)}")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         if not rows:
             raise ValueError("the dataset has no examples")
         targets = np.asarray(targets, dtype=np.int64).reshape(len(rows), -1)   # (N, targets per feature)
-        width = max_seq_length if task in PER_TOKEN else len(TARGETS[task])
+        width = max_seq_length if layout in PER_TOKEN else len(TARGETS[layout])
         if targets.shape[1] != width or len(segment_starts) != len(rows):
             raise ValueError("rows, segment_starts and targets differ in length or width")
         longest = max(len(r) for r in rows)
         if longest > max_seq_length:
             raise ValueError(f"a feature has {longest} tokens, more than max_seq_length={max_seq_length}")
-        self.task, self.max_seq_length, self.batch_size = task, max_seq_length, batch_size
+        self.layout, self.max_seq_length, self.batch_size = layout, max_seq_length, batch_size
         self.pad_token_id, self.seed, self.shuffle = pad_token_id, seed, shuffle
         self.rows = [np.asarray(r, dtype=np.int32) for r in rows]
         self.segment_starts = np.asarray(segment_starts, dtype=np.int64)
@@ -126,16 +134,16 @@ class FeatureDataset:
         attention_mask[positions < lengths] = 1
         token_type_ids = ((positions >= starts) & (positions < lengths) & self.segment_ids).long()   # (B, S)
         targets = torch.as_tensor(self.targets[list(indices)])                               # (B, K)
-        if self.task in PER_TOKEN:
-            named = {TARGETS[self.task][0]: targets[:, :width].contiguous()}                 # (B, S)
+        if self.layout in PER_TOKEN:
+            named = {TARGETS[self.layout][0]: targets[:, :width].contiguous()}               # (B, S)
         else:
-            named = {name: targets[:, k].contiguous() for k, name in enumerate(TARGETS[self.task])}  # (B,) each
+            named = {name: targets[:, k].contiguous() for k, name in enumerate(TARGETS[self.layout])}  # (B,) each
         return FinetuneBatch(input_ids, token_type_ids, attention_mask, **named)
 
     def fingerprint(self) -> str:
         """A hash of the token ids, segments, targets and batching (checked when a run resumes)."""
         if self._fingerprint is None:
-            digest = hashlib.sha256(repr((self.task, self.max_seq_length, self.batch_size, self.pad_token_id,
+            digest = hashlib.sha256(repr((FINGERPRINT_TAGS[self.layout], self.max_seq_length, self.batch_size, self.pad_token_id,
                                           self.seed, self.shuffle, len(self.rows))).encode())
             for row in self.rows:
                 digest.update(row.tobytes() + b"|")

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from engine.data.data_files import csv_errors, csv_reader, read_data_text, shown_columns
-from engine.data.features import FeatureDataset, FinetuneBatch, second_text_start
+from engine.data.features import FINGERPRINT_TAGS, FeatureDataset, FinetuneBatch, second_text_start
 from engine.text.segment_ids import separated_once
 from engine.text.tokenizer import WordPieceTokenizer
 
@@ -120,7 +120,7 @@ class ChoiceDataset(FeatureDataset):
         longest = max(len(r) for choices in rows for r in choices)
         if longest > max_seq_length:
             raise ValueError(f"a feature has {longest} tokens, more than max_seq_length={max_seq_length}")
-        self.task, self.max_seq_length, self.batch_size = "multiple_choice", max_seq_length, batch_size
+        self.layout, self.max_seq_length, self.batch_size = "choices", max_seq_length, batch_size
         self.pad_token_id, self.seed, self.shuffle = pad_token_id, seed, shuffle
         self.num_choices = sizes.pop()
         self.rows = [tuple(np.asarray(r, dtype=np.int32) for r in choices) for choices in rows]
@@ -151,7 +151,7 @@ class ChoiceDataset(FeatureDataset):
     def fingerprint(self) -> str:
         """A hash of the token ids, segments, labels and batching (checked when a run resumes)."""
         if self._fingerprint is None:
-            digest = hashlib.sha256(repr((self.task, self.max_seq_length, self.batch_size, self.pad_token_id,
+            digest = hashlib.sha256(repr((FINGERPRINT_TAGS[self.layout], self.max_seq_length, self.batch_size, self.pad_token_id,
                                           self.seed, self.shuffle, len(self.rows), self.num_choices)).encode())
             for choices in self.rows:
                 for row in choices:

@@ -147,7 +147,7 @@ def check_lengths(max_seq_len: int, doc_stride: int, max_question_len: int, spec
 
 
 class QAFeatureDataset(FeatureDataset):
-    """QA windows (task "qa") that keep their questions and how they were cut: ``examples[i]`` owns the
+    """QA windows (layout "span") that keep their questions and how they were cut: ``examples[i]`` owns the
     features whose ``example_index`` is i, so held-out answers can be scored as texts
     (``engine.training.tasks.squad_evaluation``)."""
 
@@ -155,7 +155,7 @@ class QAFeatureDataset(FeatureDataset):
                  max_seq_length: int, batch_size: int, pad_token_id: int, seed: int, shuffle: bool,
                  example_index: Sequence[int], *, examples: list[QAExample], doc_stride: int,
                  max_question_len: int, segment_ids: bool = True) -> None:
-        super().__init__("qa", rows, segment_starts, targets, max_seq_length, batch_size, pad_token_id, seed,
+        super().__init__("span", rows, segment_starts, targets, max_seq_length, batch_size, pad_token_id, seed,
                          shuffle, example_index, segment_ids)
         self.examples, self.doc_stride, self.max_question_len = examples, doc_stride, max_question_len
 
@@ -169,7 +169,7 @@ def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenize
                      batch_size: int, doc_stride: int = 128, max_question_len: int = 64, seed: int = 0,
                      shuffle: bool = True, progress: Callable[[int, int], None] | None = None,
                      chunk: int = 2000, segment_ids: bool | None = None) -> FeatureDataset:
-    """All windows of all questions as a ``FeatureDataset`` (task "qa"); features keep the index
+    """All windows of all questions as a ``FeatureDataset`` (layout "span"); features keep the index
     of their question (``example_index``). ``progress(done, total)`` follows every ``chunk`` questions.
     ``segment_ids`` (default: the tokenizer's pair layout takes them) marks the context in the type ids.
 

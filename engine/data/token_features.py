@@ -34,7 +34,7 @@ def align_labels(word_ids: Sequence[int | None], word_labels: Sequence[int]) -> 
 def build_token_dataset(sentences: Sequence[TaggedSentence], tokenizer: WordPieceTokenizer, label2id: dict[str, int],
                         max_seq_length: int, batch_size: int, seed: int = 0, shuffle: bool = True,
                         log: Callable[[str], object] | None = None) -> FeatureDataset:
-    """The sentences as a ``FeatureDataset`` (task ``token_classification``): one row of pieces per
+    """The sentences as a ``FeatureDataset`` (layout ``tags``): one row of pieces per
     sentence, labels aligned by the rule above (an (N, max_seq_length) array, -100 padded).
     ``ValueError`` names an unknown tag and where it is; ``log`` hears how many words a cut dropped."""
     if not sentences:
@@ -59,5 +59,5 @@ def build_token_dataset(sentences: Sequence[TaggedSentence], tokenizer: WordPiec
         log(f"{lost_words} word(s) have no label in the features: {cut_sentences} sentence(s) were longer than "
             f"{max_seq_length} pieces and were cut, other words made no word piece")
     segment_starts = [len(row) for row in rows]                 # one segment: every type id is 0
-    return FeatureDataset("token_classification", rows, segment_starts, targets, max_seq_length, batch_size,
+    return FeatureDataset("tags", rows, segment_starts, targets, max_seq_length, batch_size,
                           tokenizer.pad_token_id, seed, shuffle)

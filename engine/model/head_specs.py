@@ -12,7 +12,7 @@ then add a spec to ``_BUILT_IN`` (or call :func:`register_head`); give it a ``He
 if callers read its result by attribute (else it lands in ``HeadsOutput.extra``). A head with labels of
 its own names them in ``targets`` (``BertWithHeads.forward`` then takes them as keywords), and the
 predictions the Why tab can explain are its ``attribution`` (:class:`AttributionSpec`, builders named
-``"module:function"`` and resolved by ``engine.probes.attribution``): ``heads.py`` and the probes keep no
+``"module:function"`` and resolved by ``engine.probes.attribution.methods``): ``heads.py`` and the probes keep no
 table of heads.
 
 Hugging Face stores the sequence-, token-classification and multiple-choice modules all as
@@ -59,11 +59,11 @@ class AttributionSpec:
     """One prediction of a head that attribution explains (the Why tab's "Prediction to explain").
 
     ``builder`` is ``"module:function"`` (or the function itself) with the signature
-    ``(loaded, text, text_pair, target, which) -> engine.probes.attribution_targets.Target``; it is imported
+    ``(loaded, text, text_pair, target, which) -> engine.probes.attribution.targets.Target``; it is imported
     only when an attribution runs, so this module never imports the probes."""
 
     name: str                          # "fill_mask": the ``task`` of ``attribute`` and of the Why tab's API
-    builder: str | Callable[..., Any]  # "engine.probes.attribution_targets:fill_mask_for"
+    builder: str | Callable[..., Any]  # "engine.probes.attribution.targets:fill_mask_for"
     choice: str                        # the Why tab's dropdown label
     form: Form                         # the Why tab's field labels and placeholders
     needs_pair: str | None = None      # what the second text is, when it is required ("context")
@@ -155,7 +155,7 @@ def attribution_targets() -> dict[str, tuple[str, AttributionSpec]]:
     return {name: (head, a) for _, _, name, head, a in sorted(found, key=lambda row: row[:2])}
 
 
-_TARGETS = "engine.probes.attribution_targets:"
+_TARGETS = "engine.probes.attribution.targets:"
 
 
 def _linear(width: Callable[[BertConfig], int]) -> Callable[[BertConfig, nn.Module], nn.Module]:

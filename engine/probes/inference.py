@@ -5,22 +5,23 @@ dataclasses, numpy arrays or Hugging Face pipeline-shaped dicts; none returns te
 """
 from __future__ import annotations
 
-from engine.probes.attention import AttentionResult, CheckpointAttention, attention, attention_over_checkpoints
+from engine.probes.attention.maps import (AttentionResult, CheckpointAttention, attention,
+                                          attention_over_checkpoints)
 from engine.model.loaded_model import LoadedModel
-from engine.probes.embeddings import EmbeddingsResult, embeddings
-from engine.probes.position_similarity import PositionSimilarity, embeddings_over_checkpoints
-from engine.probes.fill_mask import FillMaskResult, fill_mask, fill_mask_details, fill_mask_over_checkpoints
-from engine.probes.ablation import AblationResult, ablate_heads
-from engine.probes.qa import QAResult, answer, answer_details
+from engine.probes.representations.embeddings import EmbeddingsResult, embeddings
+from engine.probes.representations.position_similarity import PositionSimilarity, embeddings_over_checkpoints
+from engine.probes.heads.fill_mask import FillMaskResult, fill_mask, fill_mask_details, fill_mask_over_checkpoints
+from engine.probes.attention.ablation import AblationResult, ablate_heads
+from engine.probes.heads.qa import QAResult, answer, answer_details
 from engine.text.token_explain import Explanation
 # the task heads (the Heads tab): sequence classification, tagging, multiple choice, next sentence
-from engine.probes.choose import ChooseResult, choose
-from engine.probes.classify import ClassifyResult, classify, classify_details
-from engine.probes.next_sentence import NextSentenceResult, next_sentence
-from engine.probes.tag import TagResult, tag_details, tag_words
+from engine.probes.heads.choose import ChooseResult, choose
+from engine.probes.heads.classify import ClassifyResult, classify, classify_details
+from engine.probes.heads.next_sentence import NextSentenceResult, next_sentence
+from engine.probes.heads.tag import TagResult, tag_details, tag_words
 # which input tokens pushed a prediction up or down (the Why tab)
-from engine.probes.attribution import Attribution, attribute
-from engine.probes.neuron_view import NeuronView, neuron_view
+from engine.probes.attribution.methods import Attribution, attribute
+from engine.probes.attention.neuron_view import NeuronView, neuron_view
 
 __all__ = ["attention", "attention_over_checkpoints", "ablate_heads", "AttentionResult",
            "CheckpointAttention", "AblationResult",

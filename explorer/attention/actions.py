@@ -13,9 +13,9 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.ablation import AblationResult
-from engine.probes.attention import AttentionResult
-from engine.probes.head_stats import STAT_TITLES
+from engine.probes.attention.ablation import AblationResult
+from engine.probes.attention.maps import AttentionResult
+from engine.probes.attention.head_stats import STAT_TITLES
 from engine.probes.inference import ablate_heads, attention, attention_over_checkpoints
 from explorer.models.registry import ModelChoice, evenly_spaced
 from explorer.runs.run_picker import run_note

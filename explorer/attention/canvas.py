@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.probes.attention import AttentionResult
-from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
+from engine.probes.attention.maps import AttentionResult
+from engine.probes.attention.head_stats import STAT_NAMES, STAT_TITLES
 from explorer.attention.export import colors
 from explorer.attention.plots import HEAD_COLORS, HEAD_VIEW_THRESHOLD, pool_map
 from explorer.views.canvas_view import canvas_html, view_script

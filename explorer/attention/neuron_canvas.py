@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.probes.neuron_view import NeuronInputs
+from engine.probes.attention.neuron_view import NeuronInputs
 from explorer.views.canvas_view import canvas_html, view_script
 from explorer.views import browser_arrays as browser_arrays
 from explorer.views.browser_arrays import encode

@@ -1,6 +1,6 @@
 """Pure figure builders for the neuron view: one query token's row of one head, number by number.
 
-Plain data in (numpy vectors from ``engine.probes.neuron_view``), plotly out; no Gradio, no tensor
+Plain data in (numpy vectors from ``engine.probes.attention.neuron_view``), plotly out; no Gradio, no tensor
 math. Keys are placed **by position** (rows 0..S-1 labelled ``position: token``), hidden dimensions
 run across (0..hd-1). Vectors and products use a diverging scale centred on 0 (blue negative, red
 positive); the softmax weights are bars in a blue of the attention heatmap's scale: that token's

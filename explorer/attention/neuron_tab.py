@@ -11,8 +11,8 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.probes.attention import encode_input
-from engine.probes.neuron_view import NeuronInputs, NeuronView, neuron_inputs, neuron_view_of
+from engine.probes.attention.maps import encode_input
+from engine.probes.attention.neuron_view import NeuronInputs, NeuronView, neuron_inputs, neuron_view_of
 from explorer.attention import neuron_canvas, neuron_plots
 from explorer.attention.actions import effective_length, model_shape, read_inputs
 from explorer.attention.canvas import input_id

@@ -7,7 +7,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
+from engine.probes.attention.head_stats import STAT_NAMES, STAT_TITLES
 from explorer.runs import run_picker as run_picker
 from explorer.views import canvas_view as canvas_view
 from explorer.attention import canvas, neuron_tab

@@ -13,8 +13,8 @@ from gradio.components.plot import PlotData
 from plotly.io.json import to_json_plotly
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.attention import AttentionResult
-from engine.probes.head_stats import STAT_NAMES, STAT_TITLES
+from engine.probes.attention.maps import AttentionResult
+from engine.probes.attention.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
 from explorer.views import canvas_view as canvas_view
 from explorer.attention import canvas, plots as attention_plots, sections

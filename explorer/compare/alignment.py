@@ -1,11 +1,11 @@
 """What the Compare tab says about how the two models were lined up: by words when their tokenizers differ, and
-layer by layer at the same relative depth when their depths differ (``engine.probes.compare``).
+layer by layer at the same relative depth when their depths differ (``engine.probes.comparison.compare``).
 
 Sentences only, from the comparison's plain data; no tensor math here.
 """
 from __future__ import annotations
 
-from engine.probes.compare import ModelComparison
+from engine.probes.comparison.compare import ModelComparison
 from explorer.compare import plots
 from explorer.formatting import sig
 

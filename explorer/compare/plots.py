@@ -1,6 +1,6 @@
 """Pure figure builders for the Compare tab: how alike two models' layers are, and one head in both.
 
-Plain arrays in (from ``engine.probes.compare``), a plotly ``Figure`` out; no tensor math here.
+Plain arrays in (from ``engine.probes.comparison.compare``), a plotly ``Figure`` out; no tensor math here.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Compare tab: two models on one input, side by side (``engine.probes.compare``).
+"""The Compare tab: two models on one input, side by side (``engine.probes.comparison.compare``).
 
 Pick model A and model B (any two keys the picker offers: checkpoints of a run, the default model and
 a fine-tuned copy, a loaded folder), type a text, and see how alike their layers are (linear CKA per
@@ -15,7 +15,7 @@ import gradio as gr
 import pandas as pd
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.compare import ModelComparison, compare_models
+from engine.probes.comparison.compare import ModelComparison, compare_models
 from explorer.runs import run_picker as run_picker
 from explorer.layer_numbers import HEAD_LABEL, LAYER_LABEL, head_index
 from explorer.compare import plots

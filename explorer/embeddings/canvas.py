@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
+from engine.probes.representations.embeddings import COMPONENTS, EmbeddingsResult
 from explorer.views.canvas_view import canvas_html, view_script
 from explorer.views import browser_arrays as browser_arrays
 from explorer.views.browser_arrays import LEVELS, encode

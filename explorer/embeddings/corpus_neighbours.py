@@ -1,4 +1,4 @@
-"""Embeddings tab, *Nearest contextual neighbours in a corpus* (exBERT's idea; ``engine.probes.neighbours``).
+"""Embeddings tab, *Nearest contextual neighbours in a corpus* (exBERT's idea; ``engine.probes.representations.neighbours``).
 
 Build an index of a corpus at one layer (the bundled *two senses* corpus, the built-in Shakespeare, or your own
 text; with a progress bar,
@@ -20,7 +20,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.probes.neighbours import MAX_SENTENCES, ContextIndex, NeighbourResult, build_index, nearest
+from engine.probes.representations.neighbours import MAX_SENTENCES, ContextIndex, NeighbourResult, build_index, nearest
 from engine.text.builtin_corpus import builtin_corpus
 from engine.text.documents import read_documents
 from engine.text.sentences import split_sentences

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import gradio as gr
 
-from engine.probes.embeddings import COMPONENTS
+from engine.probes.representations.embeddings import COMPONENTS
 from explorer.runs import run_picker as run_picker
 from explorer.embeddings import canvas, plots as eplots
 from explorer.services import Services

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.probes.embeddings import EmbeddingsResult, at_layer, embeddings_forward
+from engine.probes.representations.embeddings import EmbeddingsResult, at_layer, embeddings_forward
 from explorer.embeddings.canvas import result_id
 from explorer.forward_cache import cached
 from explorer.services import Services

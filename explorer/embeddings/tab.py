@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
+from engine.probes.representations.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings, embeddings_over_checkpoints
 from explorer.models.registry import ModelChoice
 from explorer.models.registry import evenly_spaced as spread

@@ -2,7 +2,7 @@
 
 The forward cache (``explorer/forward_cache.py``, docs/design/forward-cache.md) keeps, per visitor and model
 object, each text's MLM logits at its masks (``("fill_logits", text)``: ``(masks, vocabulary)`` float32, what
-``engine.probes.fill_mask.fill_mask_logits`` returns, 122 KB a mask for a 30,522-piece vocabulary) and its joint
+``engine.probes.heads.fill_mask.fill_mask_logits`` returns, 122 KB a mask for a 30,522-piece vocabulary) and its joint
 fill (``("joint_fill", text)``). Any *Top-k* and any *targets* are then ranked from those logits by the engine's
 ``fill_mask_from_logits`` (no model run), which gives exactly what ``fill_mask_details`` gives, warnings
 included. No tensor math here: the logits are the engine's array, kept and handed back.
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.fill_mask import FillMaskResult, fill_mask_from_logits, fill_mask_logits
-from engine.probes.joint_fill import JointFill, joint_fill
+from engine.probes.heads.fill_mask import FillMaskResult, fill_mask_from_logits, fill_mask_logits
+from engine.probes.heads.joint_fill import JointFill, joint_fill
 from explorer.forward_cache import cached
 from explorer.services import Services
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from engine.probes.fill_mask import FillMaskResult
-from engine.probes.joint_fill import JointFill
+from engine.probes.heads.fill_mask import FillMaskResult
+from engine.probes.heads.joint_fill import JointFill
 from explorer.formatting import code, percent, plain_markdown, sig
 
 

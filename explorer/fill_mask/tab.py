@@ -13,7 +13,7 @@ import plotly.io as pio
 from engine import cancellation
 from engine.probes import inference
 from engine.model.loaded_model import LoadedModel
-from engine.probes.fill_mask import FillMaskResult
+from engine.probes.heads.fill_mask import FillMaskResult
 from explorer.formatting import percent
 from explorer.glossary import gloss
 from explorer.models.registry import ModelChoice, evenly_spaced

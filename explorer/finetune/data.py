@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from explorer.finetune.tasks import DataCheck, FinetuneTask
+from explorer.finetune.tasks import BundledExample, DataCheck, FinetuneTask
 
 SOURCES = [("Bundled example", "example"), ("Upload a file", "upload")]
 MAX_UPLOAD_MB = 10
@@ -39,11 +39,14 @@ def upload_path(value: Any) -> Path | None:
 
 
 def chosen_data(row: FinetuneTask, source: str, example: str | None, upload: Any, labels: tuple[str, ...],
-                uploads_dir: Path) -> tuple[Path | None, str, DataCheck, dict[str, Any]]:
-    """(the file the job reads (None: data the engine builds, from the returned ``JobSpec`` fields), its name as
-    shown, what its reader found, extra ``JobSpec`` fields) for the chosen data; ValueError with what to do
-    next when it cannot be used."""
+                uploads_dir: Path) -> tuple[Path | None, str, DataCheck, BundledExample | None]:
+    """(the file the job reads (None: data the engine builds from the example's ``JobSpec`` fields and
+    settings), its name as shown, what its reader found, the bundled example chosen or None) for the chosen
+    data; ValueError with what to do next when it cannot be used."""
     if source == "example":
+        if not row.examples:
+            raise ValueError(f"{row.label} has no bundled example; choose \"Upload a file\" and upload "
+                             f"a {' or '.join(row.extensions)} file.")
         examples = {e.name: e for e in row.examples}
         name = example or row.examples[0].name
         if name not in examples:
@@ -52,8 +55,8 @@ def chosen_data(row: FinetuneTask, source: str, example: str | None, upload: Any
         chosen = examples[name]
         if chosen.path is None:
             assert row.check_builtin is not None, f"{row.name}: a built-in example needs check_builtin"
-            return None, name, row.check_builtin(chosen.fields), dict(chosen.fields)
-        return chosen.path, name, row.read(chosen.path, labels), dict(chosen.fields)
+            return None, name, row.check_builtin({**chosen.fields, **chosen.settings}), chosen
+        return chosen.path, name, row.read(chosen.path, labels), chosen
     if source != "upload":
         raise ValueError(f"unknown data source {source!r}; choose one of: {', '.join(v for _, v in SOURCES)}")
     path = upload_path(upload)
@@ -68,7 +71,7 @@ def chosen_data(row: FinetuneTask, source: str, example: str | None, upload: Any
         check = row.read(path, labels)
     except ValueError as exc:
         raise ValueError(str(exc).replace(str(path), name)) from None
-    return keep_upload(raw, name, uploads_dir), name, check, {}
+    return keep_upload(raw, name, uploads_dir), name, check, None
 
 
 def _read_upload(path: Path, name: str) -> bytes:

@@ -16,7 +16,7 @@ from engine.training.worker.run_state import RunState
 from explorer.finetune import plots as fp
 from explorer.finetune.mistakes import WRONG_COLUMNS, wrong_note, wrong_rows
 from explorer.finetune.status import current_status, is_finetuning
-from explorer.finetune.tasks import FINETUNE_ROWS
+from explorer.finetune.tasks import finetune_rows
 from explorer.plots import empty_figure
 from explorer.runs.status import shown_clock
 from explorer.services import Services
@@ -51,7 +51,7 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
     skip = gr.skip()
     outputs: list[Any] = [current_status(worker, st) if changed["status"] else skip]
     if changed["curves"]:
-        row = FINETUNE_ROWS.get(st.task) if is_finetuning(st) else None
+        row = finetune_rows().get(st.task) if is_finetuning(st) else None
         if row is None:
             message = ("no fine-tuning run since the app started" if st.state == RunState.IDLE
                        else "the worker's run is pretraining: see the Training tab")

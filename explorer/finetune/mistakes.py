@@ -18,7 +18,7 @@ from typing import Any
 from engine.training.tasks.eval_examples import EVAL_EXAMPLES, EvalExamples, ExamplePrediction
 from engine.training.worker.shared_state import WorkerStatus
 from explorer.finetune.status import is_finetuning
-from explorer.finetune.tasks import FINETUNE_ROWS, FinetuneTask
+from explorer.finetune.tasks import FinetuneTask, finetune_rows
 from explorer.formatting import percent
 from explorer.glossary import gloss, upos_meaning, upos_short
 
@@ -94,7 +94,7 @@ def wrong_rows(examples: EvalExamples | None) -> list[list[Any]]:
             rows += [[p.index + 1, f"{m.word}: {named(m.expected)} → {named(m.predicted)} "
                       f"({percent(m.confidence)})", word_in_context(p.sentence, m.position)] for m in p.mistakes]
         else:
-            rows.append(_example_row(p, FINETUNE_ROWS.get(examples.task)))
+            rows.append(_example_row(p, finetune_rows().get(examples.task)))
     return rows
 
 
@@ -107,7 +107,7 @@ def wrong_note(st: WorkerStatus, examples: EvalExamples | None) -> str:
             return "No evaluation yet: the table fills at the first one."
         return "This run made no held-out predictions (no examples were held out)."
     n, wrong = len(examples.predictions), len(examples.wrong)
-    row = FINETUNE_ROWS.get(st.task)
+    row = finetune_rows().get(st.task)
     unit = row.unit if row is not None else "examples"
     checked = f"the first {EVAL_EXAMPLES} held-out {unit}" if n == EVAL_EXAMPLES else f"all {n} held-out {unit}"
     if wrong == 0:
@@ -154,7 +154,7 @@ def example_html(examples: EvalExamples | None, number: Any) -> str:
     head = f"<p><strong>Held-out example {p.index + 1}</strong>, step {examples.step}:</p>"
     if p.sentence:
         return head + f"<p>{_marked_sentence(p)}</p>"
-    row = FINETUNE_ROWS.get(examples.task)
+    row = finetune_rows().get(examples.task)
     text_name, context_name = row.parts if row is not None else ("input", "context")
     lines = [f"{text_name}: {html.escape(p.text)}"]
     if p.context:

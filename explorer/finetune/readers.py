@@ -95,9 +95,19 @@ def read_choices(path: Path, expected: tuple[str, ...] = ()) -> DataCheck:
     return DataCheck(len(examples), f"{len(examples):,} examples · {len(examples[0].choices)} choices each")
 
 
+def read_any(path: Path, expected: tuple[str, ...] = ()) -> DataCheck:
+    """A task's file with no reader of the tab's own (``explorer.finetune.tasks.plain_row``): its non-empty lines
+    counted; the engine's data builder reads it when the run starts, and a bad file fails the run there."""
+    with path.open(encoding="utf-8", errors="replace") as lines:
+        count = sum(1 for line in lines if line.strip())
+    if not count:
+        raise ValueError(f"{path.name} has no lines with text; upload a file with examples in it")
+    return DataCheck(count, f"{count:,} lines (the engine reads them when the run starts)")
+
+
 def check_next_sentence(fields: dict[str, Any]) -> DataCheck:
-    """The built-in "which sentence comes next?" data a spec's ``corpus``, ``max_documents`` and
-    ``num_choices`` make: one example per pair of consecutive sentences of a document."""
+    """The built-in "which sentence comes next?" data a spec's ``corpus`` and ``max_documents`` and the task's
+    ``num_choices`` (one dict) make: one example per pair of consecutive sentences of a document."""
     documents = load_corpus(fields["corpus"], fields.get("max_documents"))
     pairs = sum(max(0, len([s for s in doc if s.strip()]) - 1) for doc in documents)
     return DataCheck(pairs, f"{pairs:,} next-sentence examples from {len(documents):,} scenes of the built-in "

@@ -16,7 +16,7 @@ from engine.training.tasks.registry import is_finetuning as is_finetuning_task
 from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import WorkerStatus
 from engine.training.worker.training_worker import TrainingWorker
-from explorer.finetune.tasks import FINETUNE_ROWS
+from explorer.finetune.tasks import finetune_rows
 from explorer.formatting import percent, sig
 from explorer.runs.status import status_markdown
 
@@ -27,7 +27,7 @@ NO_RUN = ("**idle** — no run yet. Pick the base model in the picker at the top
 
 def is_finetuning(st: WorkerStatus) -> bool:
     """Whether the worker's current (or last) run is a fine-tuning run this tab knows."""
-    return st.state != RunState.IDLE and st.task in FINETUNE_ROWS
+    return st.state != RunState.IDLE and st.task in finetune_rows()
 
 
 def steering_state(st: WorkerStatus) -> RunState:
@@ -77,7 +77,7 @@ def finetune_status(st: WorkerStatus, earlier: RunSummary | None = None) -> str:
         return (f"The last run was a **pretraining** run{run}, {st.state}: its curves are in the **Training** tab. "
                 "Press **Start** to fine-tune.")
     lines = status_markdown(st, in_finetune_tab=True).split("\n\n")
-    row = FINETUNE_ROWS.get(st.task)
+    row = finetune_rows().get(st.task)
     facts = [f"task **{st.task}**"]
     m, e = st.metrics or {}, st.eval_metrics or {}
     if m.get("loss") is not None:

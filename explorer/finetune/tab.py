@@ -8,8 +8,9 @@ written under the runs folder, so they join the model picker like pretraining ch
 """
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Mapping
 
 import gradio as gr
 
@@ -24,7 +25,9 @@ from explorer.finetune.job import make_job
 from explorer.finetune.live import live_update, live_view
 from explorer.finetune.mistakes import CAPTION, COLUMN_WIDTHS, NOTE_FIRST, PICK_HINT, WRONG_COLUMNS, example_html
 from explorer.finetune.status import LOOKING, current_status, finetune_status, steering_state
-from explorer.finetune.tasks import FINETUNE_ROWS, FinetuneTask, task_choices, task_row
+from explorer.finetune import settings_form
+from explorer.finetune.settings_form import SettingField, setting_fields
+from explorer.finetune.tasks import FinetuneTask, finetune_rows, task_choices, task_row
 from explorer.glossary import gloss
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
@@ -33,11 +36,13 @@ from explorer.runs.status import version
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
-FIRST_TASK = next(iter(FINETUNE_ROWS))
 PRIVATE: dict[str, Any] = dict(api_visibility="private", queue=False, show_progress="hidden")
-# Every task's endings: Gradio checks an upload against the File's *initial* types for an API client (a new
-# session), so a QA client's .json must pass; make_job then checks the ending against the task asked for.
-ALL_EXTENSIONS = list(dict.fromkeys(ext for row in FINETUNE_ROWS.values() for ext in row.extensions))
+
+
+def all_extensions() -> list[str]:
+    """Every offered task's endings: Gradio checks an upload against the File's *initial* types for an API client
+    (a new session), so a QA client's .json must pass; make_job then checks the ending against the task asked for."""
+    return list(dict.fromkeys(ext for row in finetune_rows().values() for ext in row.extensions))
 
 INTRO = f"""\
 {gloss("fine-tune", "Fine-tune")} the model **picked at the top of the page** (the bundled default, a checkpoint of a
@@ -97,13 +102,14 @@ def _busy(services: Services) -> str:
 
 def start(services: Services, model_key: str | None, task: str, data_source: str, example: str | None,
           data_file: Any, labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
-          eval_fraction: Any, report_to: str | None = "none") -> str:
-    """Start a fine-tuning run; a warning (not an error) while another run is active. The status as Markdown."""
+          eval_fraction: Any, report_to: str | None = "none", settings: Mapping[str, Any] | None = None) -> str:
+    """Start a fine-tuning run; a warning (not an error) while another run is active. The status as Markdown.
+    ``settings``: the task's own settings' box texts by name (``explorer.finetune.settings_form``)."""
     worker = services.get_worker()
     if worker.status().active:
         return _busy(services)
     job = make_job(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
-                   learning_rate, seq_length, eval_fraction, report_to)
+                   learning_rate, seq_length, eval_fraction, report_to, settings)
     try:
         worker.start(job.spec)
     except RunActiveError:          # another browser started one meanwhile
@@ -112,8 +118,9 @@ def start(services: Services, model_key: str | None, task: str, data_source: str
             f"({job.data.summary}).\n\n" + finetune_status(worker.status()))
 
 
-def _form(first: FinetuneTask) -> dict[str, Any]:
-    """The run's form: task, data (a bundled example or a file), labels, hyper-parameters and logging."""
+def _form(first: FinetuneTask, fields: Mapping[str, SettingField]) -> dict[str, Any]:
+    """The run's form: task, data (a bundled example or a file), labels, hyper-parameters, logging and the task's
+    own settings."""
     with gr.Row():
         task = gr.Dropdown(task_choices(), value=first.name, label="Task", scale=2)
         data_source = gr.Radio(SOURCES, value="example", label="Data", scale=1)
@@ -122,7 +129,7 @@ def _form(first: FinetuneTask) -> dict[str, Any]:
         example = gr.Dropdown(example_choices(first.name), value="", label="Bundled example", scale=1,
                               allow_custom_value=True)
         data_file = gr.File(label=f"Your file (UTF-8, at most {MAX_UPLOAD_MB} MB)", type="filepath",
-                            file_types=ALL_EXTENSIONS, visible=False, scale=2)
+                            file_types=all_extensions(), visible=False, scale=2)
     formats = gr.Markdown(formats_text(first.name))
     labels = gr.Textbox("", label="Labels (optional, comma-separated): every label or tag in the data must be one "
                         "of them", placeholder=first.labels_hint, max_lines=1, visible=first.takes_labels)
@@ -133,8 +140,10 @@ def _form(first: FinetuneTask) -> dict[str, Any]:
         numbers = {name: gr.Textbox("", label=label, placeholder=placeholder(first.name, name), max_lines=1)
                    for name, label in HYPER_PARAMETERS.items()}
         report_to = log_to.dropdown(info=None)          # a note would make the row of text boxes uneven
+    settings = settings_form.boxes(fields, first)
     return {"task": task, "data_source": data_source, "example": example, "data_file": data_file,
-            "formats": formats, "labels": labels, "numbers": list(numbers.values()), "report_to": report_to}
+            "formats": formats, "labels": labels, "numbers": list(numbers.values()), "report_to": report_to,
+            "settings": list(settings.values())}
 
 
 def _live_widgets(services: Services) -> dict[str, Any]:
@@ -157,17 +166,28 @@ def _live_widgets(services: Services) -> dict[str, Any]:
 
 # --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
 
-def _start_handler(services: Services, access: AccessPolicy) -> Callable[..., str]:
-    """The *Start* button's handler."""
-    def finetune_start(model_key: str | None = "default", task: str = FIRST_TASK, data_source: str = "example",
-                       example: str | None = "", data_file: str | None = None, labels: str = "",
-                       steps: str = "", batch_size: str = "", learning_rate: str = "", seq_length: str = "",
-                       eval_fraction: str = "", report_to: str = "none", token: str = "") -> str:
+FORM_PARAMETERS = ("model_key", "task", "data_source", "example", "data_file", "labels", "steps", "batch_size",
+                   "learning_rate", "seq_length", "eval_fraction", "report_to")
+
+
+def _start_handler(services: Services, access: AccessPolicy, first: str,
+                   fields: Mapping[str, SettingField]) -> Callable[..., str]:
+    """The *Start* button's handler, its parameters the form's fields in order: the fixed ones, one per task setting
+    (``fields``: its name, empty by default, documented with the tasks that have it and its help), the token."""
+    defaults: dict[str, Any] = dict(model_key="default", task=first, data_source="example", example="",
+                                    data_file=None, labels="", steps="", batch_size="", learning_rate="",
+                                    seq_length="", eval_fraction="", report_to="none")
+    names = [*FORM_PARAMETERS, *fields, "token"]
+    signature = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                                     default=defaults.get(name, ""), annotation=str)
+                                   for name in names])
+
+    def finetune_start(*args: Any, **kwargs: Any) -> str:
         """Fine-tune a model for a task in the background; the status as Markdown.
 
         Args:
             model_key: the base model: default, checkpoint:<run>/<step-dir>, local:<folder> or hub:<owner/name>.
-            task: classification, qa, token_classification or multiple_choice.
+            task: {tasks}.
             data_source: example (a bundled example) or upload (data_file).
             example: the bundled example's name; empty: the task's first. multiple_choice also has "next sentence,
                 from Shakespeare (built in)" (no file: 4 choices made from the built-in corpus).
@@ -183,12 +203,21 @@ def _start_handler(services: Services, access: AccessPolicy) -> Callable[..., st
             eval_fraction: share of the examples held out to evaluate on (empty: the task's default).
             report_to: "none", or "tensorboard" to also write TensorBoard event files to <run>/logs (needs the
                 tensorboard package).
-            token: the admin token (public mode only).
+{settings}            token: the admin token (public mode only).
         """
-        access.require_admin(token, "fine-tune")
-        return start(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
-                     learning_rate, seq_length, eval_fraction, report_to)
+        given = signature.bind(*args, **kwargs)
+        given.apply_defaults()
+        v = given.arguments
+        access.require_admin(v["token"], "fine-tune")
+        return start(services, *(v[name] for name in FORM_PARAMETERS), {name: v[name] for name in fields})
 
+    finetune_start.__signature__ = signature               # type: ignore[attr-defined]  # the API's parameters
+    finetune_start.__annotations__ = {name: str for name in names} | {"return": str}
+    setting_lines = "".join(f"            {name}: {', '.join(f.tasks)}: {f.help} (empty: the task's default).\n"
+                            for name, f in fields.items())
+    tasks = list(finetune_rows())
+    listed = ", ".join(tasks[:-1]) + " or " + tasks[-1] if len(tasks) > 1 else tasks[0]
+    finetune_start.__doc__ = (finetune_start.__doc__ or "").format(tasks=listed, settings=setting_lines)
     return finetune_start
 
 
@@ -245,13 +274,15 @@ def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
     return finetune_status_all, live_tick, idle_check, pick_example
 
 
-def _form_handlers(first: FinetuneTask) -> tuple[Callable[..., Any], Callable[..., Any]]:
+def _form_handlers(first: FinetuneTask, fields: Mapping[str, SettingField]) -> tuple[Callable[..., Any], ...]:
     """What the form does when the task changes and when the data source changes."""
     def task_changed(name: str) -> tuple[Any, ...]:
-        row = FINETUNE_ROWS.get(name) or first
-        return (gr.Dropdown(choices=example_choices(row.name), value=""), gr.File(file_types=list(row.extensions)),
+        row = finetune_rows().get(name) or first
+        return (gr.Dropdown(choices=example_choices(row.name), value="" if row.examples else None),
+                gr.File(file_types=list(row.extensions)),
                 formats_text(row.name), gr.Textbox(visible=row.takes_labels, placeholder=row.labels_hint),
-                *(gr.Textbox(value="", placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS))
+                *(gr.Textbox(value="", placeholder=placeholder(row.name, key)) for key in HYPER_PARAMETERS),
+                *settings_form.box_updates(fields, row))
 
     def source_changed(choice: str) -> tuple[Any, Any]:
         return gr.Dropdown(visible=choice == "example"), gr.File(visible=choice == "upload")
@@ -263,9 +294,10 @@ def _form_handlers(first: FinetuneTask) -> tuple[Callable[..., Any], Callable[..
 
 def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     """Create the Fine-tune tab's widgets inside the current ``gr.Tab`` and wire them."""
-    first = task_row(FIRST_TASK)
+    first = next(iter(finetune_rows().values()))
+    fields = setting_fields(finetune_rows())            # every offered task's own settings: one box each
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
-    f = _form(first)
+    f = _form(first, fields)
     access = services.access      # public mode: the controls need the admin token (explorer.serving.access)
     # Pause, Resume, Stop and Save only where they can act on this tab's run (explorer.runs.controls.allowed)
     controls = run_controls(access, steering_state(services.get_worker().status()))
@@ -275,10 +307,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)
     last_version = gr.State(None)
-    _wire_form(first, f)
+    _wire_form(first, fields, f)
     form = [picker.dropdown, f["task"], f["data_source"], f["example"], f["data_file"], f["labels"], *f["numbers"],
-            f["report_to"]]
-    _wire_controls(services, access, controls, form, live["status"], timer, seen)
+            f["report_to"], *f["settings"]]
+    _wire_controls(services, access, controls, form, live["status"], timer, seen,
+                   _start_handler(services, access, first.name, fields))
     live_outputs = [live[name] for name in ("status", "loss_plot", "metric_plot", "note", "wrong")]
     finetune_status_all, live_tick, idle_check, pick_example = _poll_handlers(services)
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
@@ -294,25 +327,25 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             "example": live["example"]}
 
 
-def _wire_form(first: FinetuneTask, f: dict[str, Any]) -> None:
-    """The form follows the task (examples, file types, formats, labels, defaults) and the data source."""
-    task_changed, source_changed = _form_handlers(first)
+def _wire_form(first: FinetuneTask, fields: Mapping[str, SettingField], f: dict[str, Any]) -> None:
+    """The form follows the task (examples, file types, formats, labels, defaults, settings) and the data source."""
+    task_changed, source_changed = _form_handlers(first, fields)
     form_event: dict[str, Any] = dict(gpu=False, clear=False, **PRIVATE)
     endpoint(f["task"].change, task_changed, f["task"],
-             [f["example"], f["data_file"], f["formats"], f["labels"], *f["numbers"]],
+             [f["example"], f["data_file"], f["formats"], f["labels"], *f["numbers"], *f["settings"]],
              api_name="finetune_task_changed", **form_event)
     endpoint(f["data_source"].change, source_changed, f["data_source"], [f["example"], f["data_file"]],
              api_name="finetune_source_changed", **form_event)
 
 
 def _wire_controls(services: Services, access: AccessPolicy, controls: RunControls, form: list[Any], status: Any,
-                   timer: Any, seen: Any) -> None:
+                   timer: Any, seen: Any, start_handler: Callable[..., str]) -> None:
     """Wire the run's buttons: every control writes the status (a refused one leaves it as it was: its message is
     the error toast), then wakes the live view and forgets what this browser was sent, so the next tick redraws
     everything (a tick that raced the control cannot leave "stopping…" standing); none runs a model."""
     admin = controls.admin
     steer = zip((controls.pause, controls.resume, controls.stop, controls.save), _steer_handlers(services, access))
-    clicks = [(controls.start, _start_handler(services, access), form + admin, "finetune_start", "public"),
+    clicks = [(controls.start, start_handler, form + admin, "finetune_start", "public"),
               *((button, fn, admin, f"finetune_{fn.__name__}", "private") for button, fn in steer)]
     for button, handler, inputs, api_name, visibility in clicks:
         event = endpoint(button.click, handler, inputs, status, api_name=api_name, gpu=False, clear=False,

@@ -1,17 +1,21 @@
 """The fine-tuning tasks the Fine-tune tab offers: one row each, read by the form, the checks, the job and the
 curves. A row is the UI of a registered task (its ``TaskDefinition``, ``engine.training.tasks.registry``:
-name, heads, loss and metrics, predictor); offering a task the engine trains is adding a row here with a
-reader for its data.
+name, heads, loss and metrics, predictor, settings). The tab offers every registered fine-tuning task whose
+definition says ``in_app`` (``finetune_rows``): a built-in task has a hand-written row
+here (``BUILT_IN_ROWS``: its bundled examples and a reader that checks a file before a run starts), and any
+other task gets a plain row from its definition (its label, formats and file endings; an upload checked by
+the engine when the run starts), so a new task needs no edit here.
 
 A row says: the task's definition and label, the data it accepts (in words and as file endings), its
 bundled example(s), the form's defaults (chosen to learn within a minute on 2 CPU cores from the bundled
 default model on the bundled example), how a file is checked before a run starts (``read``, in
 ``explorer.finetune.readers``: the example count and a short summary, or a ``ValueError`` that says what is
-wrong; classification and tagging also check the labels a person listed), and the values of its own
-``JobSpec`` fields (the definition's ``spec_fields``) and of its own settings (``settings``: the definition's
-``settings`` dataclass, by field name; those not given take their defaults). A bundled example may be data
-without a file: multiple choice's built-in "which sentence comes next?" is ``data=None`` with the example's
-``fields`` (``corpus``, ``num_choices``, ``max_documents``), checked by ``check_builtin``.
+wrong; classification and tagging also check the labels a person listed), and the values its own settings
+take when the form leaves them empty (``settings``: by field name, for the sequence length; those not given
+take their dataclass defaults). The settings themselves are the form's fields (``explorer.finetune.
+settings_form``). A bundled example may be data without a file: multiple choice's built-in "which sentence
+comes next?" is ``data=None`` with the example's ``fields`` (``corpus``, ``max_documents``) and ``settings``
+(``num_choices``), checked by ``check_builtin``.
 """
 from __future__ import annotations
 
@@ -21,11 +25,11 @@ from typing import Any, Callable
 
 from engine.training.tasks.finetuning import CLASSIFICATION, QA
 from engine.training.tasks.multiple_choice import MULTIPLE_CHOICE
-from engine.training.tasks.registry import TaskDefinition
+from engine.training.tasks.registry import TRAINING_TASKS, TaskDefinition
 from engine.training.tasks.token_classification import TOKEN_CLASSIFICATION
 from explorer.runs.legends import metric_legends
-from explorer.finetune.readers import (DataCheck, check_next_sentence, read_choices, read_classification, read_qa,
-                                       read_tagged)
+from explorer.finetune.readers import (DataCheck, check_next_sentence, read_any, read_choices, read_classification,
+                                       read_qa, read_tagged)
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "assets" / "examples"
 NEXT_SENTENCE = "next sentence, from Shakespeare (built in)"
@@ -35,12 +39,13 @@ NEXT_SENTENCE_SCENES = 40        # scenes the built-in next-sentence example is 
 @dataclass(frozen=True)
 class BundledExample:
     """A bundled example: a file under ``assets/examples``, or (``path`` None) data the engine builds itself
-    from the ``JobSpec`` fields in ``fields`` (the built-in next-sentence choices)."""
+    from the ``JobSpec`` fields in ``fields`` and the task's ``settings`` (the built-in next-sentence choices)."""
 
     name: str
     path: Path | None
     note: str = ""                                  # shown under the accepted formats (what it is, its licence)
     fields: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -54,8 +59,7 @@ class FinetuneTask:
     examples: tuple[BundledExample, ...]            # the bundled examples; the first is the default
     defaults: dict[str, float]                      # steps, batch_size, learning_rate, seq_length, eval_fraction
     read: Callable[[Path, tuple[str, ...]], DataCheck]   # checks a file (and the labels asked for, if any)
-    spec_fields: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # extra JobSpec fields
-    settings: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # its own settings' values
+    settings: Callable[[int], dict[str, Any]] = field(default=lambda seq_length: {})   # its settings' empty values
     takes_labels: bool = False                      # the form's "labels" box applies
     labels_hint: str = ""                           # the labels box's placeholder
     check_builtin: Callable[[dict[str, Any]], DataCheck] | None = None   # checks an example without a file
@@ -80,14 +84,14 @@ class FinetuneTask:
         return metric_legends(self.definition)
 
 
-def qa_fields(seq_length: int) -> dict[str, Any]:
+def qa_windows(seq_length: int) -> dict[str, Any]:
     """QA windows that fit ``seq_length``: questions cut to a quarter of it (at most 64 tokens), windows
     overlapping by a quarter (at most 128), as ``run_squad.py`` does at 384."""
     quarter = max(1, seq_length // 4)
     return {"max_question_len": min(64, quarter), "doc_stride": min(128, quarter)}
 
 
-FINETUNE_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
+BUILT_IN_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
     FinetuneTask(
         definition=CLASSIFICATION, label="Sequence classification (a label per text)",
         formats=("**CSV** with a header naming `text` and `label` (`text_pair` optional; other columns are "
@@ -108,7 +112,7 @@ FINETUNE_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
                                  note="`tiny_squad_v2.json`: the same 6 paragraphs and 35 questions, and 18 "
                                       "questions they do not answer (SQuAD v2.0, written for this project).")),
         defaults=dict(steps=30, batch_size=8, learning_rate=5e-5, seq_length=128, eval_fraction=0.2),
-        read=read_qa, spec_fields=qa_fields, parts=("question", "context"), spans=True),
+        read=read_qa, settings=qa_windows, parts=("question", "context"), spans=True),
     FinetuneTask(
         definition=TOKEN_CLASSIFICATION, label="Tag words (part of speech, entities)",
         formats=("**CoNLL-U** (`.conllu`: the word (FORM) and its universal part-of-speech tag (UPOS) are used) or "
@@ -137,8 +141,9 @@ FINETUNE_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
         examples=(BundledExample("choices.csv", EXAMPLES_DIR / "choices.csv",
                                  note="`choices.csv`: 40 everyday situations with 4 endings, one sensible "
                                       "(written for this project)."),
-                  BundledExample(NEXT_SENTENCE, None, fields=dict(corpus="shakespeare", num_choices=4,
+                  BundledExample(NEXT_SENTENCE, None, fields=dict(corpus="shakespeare",
                                                                   max_documents=NEXT_SENTENCE_SCENES),
+                                 settings=dict(num_choices=4),
                                  note=(f"*{NEXT_SENTENCE}*: for each sentence of the first {NEXT_SENTENCE_SCENES} "
                                        "scenes of Shakespeare's plays (public domain), the next sentence among "
                                        "3 sentences of other scenes; the held-out scenes are never trained on."))),
@@ -147,14 +152,39 @@ FINETUNE_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
 )}
 
 
+# A task without a hand-written row: what its plain row starts from (its definition's defaults cap the lengths)
+PLAIN_DEFAULTS = dict(steps=30, batch_size=16, learning_rate=5e-5, seq_length=128, eval_fraction=0.2)
+PLAIN_EXTENSIONS = (".csv", ".tsv", ".jsonl", ".json", ".txt", ".conllu")
+
+
+def plain_row(definition: TaskDefinition) -> FinetuneTask:
+    """The row of a registered task with no hand-written row: named, described and typed by its definition, no
+    bundled example (an upload, which the engine reads when the run starts)."""
+    defaults = dict(PLAIN_DEFAULTS, batch_size=min(PLAIN_DEFAULTS["batch_size"], definition.defaults.get(
+        "batch_size", 16)), seq_length=min(PLAIN_DEFAULTS["seq_length"], definition.defaults.get("seq_len", 128)))
+    return FinetuneTask(
+        definition=definition, label=definition.label or definition.name,
+        formats=definition.formats or "A file of the task's examples; the engine reads it when the run starts.",
+        extensions=definition.extensions or PLAIN_EXTENSIONS, examples=(), defaults=defaults, read=read_any)
+
+
+def finetune_rows() -> dict[str, FinetuneTask]:
+    """Task name -> row of every task the tab offers: the registered fine-tuning tasks that are ``in_app``, the
+    built-in rows first (in ``BUILT_IN_ROWS``' order: the dropdown's), then the others by registration."""
+    offered = {name: d for name, d in TRAINING_TASKS.items() if d.finetuning and d.in_app}
+    rows = {name: row for name, row in BUILT_IN_ROWS.items() if name in offered}
+    return rows | {name: plain_row(d) for name, d in offered.items() if name not in rows}
+
+
 def task_row(name: str | None) -> FinetuneTask:
     """The row of ``name``; ValueError listing the tasks when there is none."""
-    row = FINETUNE_ROWS.get(name or "")
+    rows = finetune_rows()
+    row = rows.get(name or "")
     if row is None:
-        raise ValueError(f"unknown task {name!r}; choose one of: {', '.join(FINETUNE_ROWS)}")
+        raise ValueError(f"unknown task {name!r}; choose one of: {', '.join(rows)}")
     return row
 
 
 def task_choices() -> list[tuple[str, str]]:
     """(label, name) of every task, for the dropdown."""
-    return [(row.label, row.name) for row in FINETUNE_ROWS.values()]
+    return [(row.label, row.name) for row in finetune_rows().values()]

@@ -6,7 +6,7 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.probes.choose import ChooseResult, choose
+from engine.probes.heads.choose import ChooseResult, choose
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.glossary import gloss

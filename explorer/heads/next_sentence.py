@@ -6,7 +6,7 @@ from typing import Any
 import gradio as gr
 import plotly.graph_objects as go
 
-from engine.probes.next_sentence import NextSentenceResult, next_sentence
+from engine.probes.heads.next_sentence import NextSentenceResult, next_sentence
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.glossary import gloss

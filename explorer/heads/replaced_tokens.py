@@ -6,7 +6,7 @@ from typing import Any
 
 import gradio as gr
 
-from engine.probes.replaced_tokens import HEAD, ReplacedTokensResult, replaced_tokens
+from engine.probes.heads.replaced_tokens import HEAD, ReplacedTokensResult, replaced_tokens
 from explorer.endpoints import wire_run
 from explorer.formatting import code, percent, rounded
 from explorer.glossary import gloss

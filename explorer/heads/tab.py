@@ -12,11 +12,11 @@ from typing import Any
 import gradio as gr
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.choose import choose as run_choose
-from engine.probes.classify import classify_details
-from engine.probes.next_sentence import next_sentence as run_next_sentence
-from engine.probes.replaced_tokens import replaced_tokens as run_replaced_tokens
-from engine.probes.tag import tag_details
+from engine.probes.heads.choose import choose as run_choose
+from engine.probes.heads.classify import classify_details
+from engine.probes.heads.next_sentence import next_sentence as run_next_sentence
+from engine.probes.heads.replaced_tokens import replaced_tokens as run_replaced_tokens
+from engine.probes.heads.tag import tag_details
 from explorer.heads import choose, classify, next_sentence, replaced_tokens, tag
 from explorer.glossary import gloss
 from explorer.heads.common import head_status

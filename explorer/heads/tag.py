@@ -6,7 +6,7 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from engine.probes.tag import TagResult, tag_details
+from engine.probes.heads.tag import TagResult, tag_details
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded
 from explorer.glossary import gloss, upos_meaning

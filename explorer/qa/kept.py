@@ -5,7 +5,7 @@ The model's input is the question, the context and the windows they are cut into
 an input is ``inference.answer_details``; the forward cache (``explorer/forward_cache.py``,
 docs/design/forward-cache.md) then keeps each window's logits as float32 under
 ``("qa", question, context, max_seq_len, doc_stride)``, per visitor and model object, and a settings change
-picks spans from them with the engine's own decoding (``engine.probes.qa.answer_from_logits``), so its answers equal a
+picks spans from them with the engine's own decoding (``engine.probes.heads.qa.answer_from_logits``), so its answers equal a
 fresh run's. Plain numpy, no tensors.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
-from engine.probes.qa import QAResult, answer_from_logits
+from engine.probes.heads.qa import QAResult, answer_from_logits
 from explorer.forward_cache import keep, lookup
 from explorer.services import Services
 

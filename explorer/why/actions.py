@@ -12,8 +12,8 @@ import gradio as gr
 import plotly.graph_objects as go
 
 from engine.model.head_specs import HEADS, Form, attribution_targets
-from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, Attribution, target_spec
-from engine.probes.attribution_targets import NoSuchIndex
+from engine.probes.attribution.methods import DEFAULT_STEPS, MAX_STEPS, METHODS, SCORES, Attribution, target_spec
+from engine.probes.attribution.targets import NoSuchIndex
 from engine.probes.inference import attribute
 from explorer.formatting import percent, plain_markdown
 from explorer.forward_cache import cached

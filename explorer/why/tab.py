@@ -7,7 +7,7 @@ from typing import Any
 import gradio as gr
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.attribution import DEFAULT_STEPS, MAX_STEPS
+from engine.probes.attribution.methods import DEFAULT_STEPS, MAX_STEPS
 from engine.probes.inference import attribute
 from explorer.endpoints import endpoint, wire_run
 from explorer.glossary import gloss

@@ -135,8 +135,9 @@ def job_spec(recipe: Recipe, data: UnpackedPack, run_dir: Path) -> JobSpec:
                     schedule="inverse_sqrt", eval_every=0, eval_batches=1, checkpoint_every=0, checkpoint_every_s=0,
                     log_every=10, seed=recipe.seed, device=recipe.device, precision="auto")
     return JobSpec(training, init_from=recipe.init_from, data=str(data.squad_train), eval_fraction=0.01,
-                   doc_stride=recipe.doc_stride, mlm_corpus=str(data.wiki_train), mlm_seq_len=recipe.mlm_seq_len,
-                   mlm_batch_size=recipe.mlm_batch_size, run_dir=str(run_dir))
+                   task_settings=dict(doc_stride=recipe.doc_stride, mlm_corpus=str(data.wiki_train),
+                                      mlm_seq_len=recipe.mlm_seq_len, mlm_batch_size=recipe.mlm_batch_size),
+                   run_dir=str(run_dir))
 
 
 def train(recipe: Recipe, data: UnpackedPack, work: Path, metrics: Path, deadline: float,

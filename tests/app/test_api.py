@@ -20,7 +20,8 @@ from support.probing_helpers import make_services
 from support.reference import randomize_
 
 ROOT = Path(__file__).resolve().parents[2]
-# endpoint -> the inputs a caller must give; everything else has a default
+# the built-in tabs' endpoint -> the inputs a caller must give; everything else has a default (a tab added later
+# has its own in its tests/explorer/<name>/test_tab.py, and the docs checks below read the served list)
 REQUIRED = {
     "/next_sentence": ["sentence_a", "sentence_b"], "/classify": ["text"], "/choose": ["context", "choices"], "/tag_words": ["text"],
     "/replaced_tokens": ["text"],
@@ -59,10 +60,10 @@ def endpoints(client: Client) -> dict[str, list[dict]]:
 
 
 def test_every_public_endpoint_needs_only_what_a_user_must_give(endpoints):
-    assert set(endpoints) == set(REQUIRED)
+    assert set(REQUIRED) <= set(endpoints)
     for name, parameters in endpoints.items():
         required = [p["parameter_name"] for p in parameters if not p["parameter_has_default"]]
-        assert required == REQUIRED[name], name
+        assert required == REQUIRED.get(name, required), name
         assert not any(re.fullmatch(r"param_\d+", p["parameter_name"]) for p in parameters), name
 
 

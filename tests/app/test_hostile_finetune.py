@@ -20,8 +20,9 @@ from support.hostile_helpers import (Sandbox, assert_human, call, call_raw, expe
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 NAMES = ["model_key", "task", "data_source", "example", "data_file", "labels", "steps", "batch_size",
-         "learning_rate", "seq_length", "eval_fraction", "report_to"]
-GOOD = dict(zip(NAMES, ["default", "classification", "example", "", None, "", 30, 16, 1e-4, 64, 0.2, "none"]))
+         "learning_rate", "seq_length", "eval_fraction", "report_to", "doc_stride", "max_question_len", "num_choices"]
+GOOD = dict(zip(NAMES, ["default", "classification", "example", "", None, "", 30, 16, 1e-4, 64, 0.2, "none",
+                        "", "", ""]))       # the tasks' own settings (empty: their defaults)
 
 
 def settings(**changes: Any) -> list[Any]:
@@ -92,6 +93,24 @@ def test_hand_written_numbers_are_refused(served: tuple[Client, Sandbox], name: 
     values = json.dumps(settings(**{name: "PLACEHOLDER"})).replace('"PLACEHOLDER"', literal)
     with box.no_stray_writes():
         expect_error(call_raw(client, "/finetune_start", '{"data": ' + values + '}'), match)
+        idle(client)
+    assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
+
+
+SETTINGS: list[tuple[dict[str, Any], str]] = [
+    (dict(task="qa", doc_stride="lots"), "Doc stride must be a whole number, got 'lots'"),
+    (dict(task="qa", doc_stride="-3"), "Doc stride must be a whole number >= 0, got -3"),
+    (dict(task="qa", max_question_len="1e999"), "Max question len must be a whole number"),
+    (dict(task="multiple_choice", num_choices="9"), "Num choices must be 2 to 5, got 9"),
+]
+
+
+@pytest.mark.parametrize("changes,match", SETTINGS, ids=[str(c) for c, _ in SETTINGS])
+def test_a_tasks_own_settings_are_checked(served: tuple[Client, Sandbox], changes: dict[str, Any],
+                                          match: str) -> None:
+    client, box = served
+    with box.no_stray_writes():
+        expect_error(call_raw(client, "/finetune_start", json.dumps({"data": settings(**changes)})), match)
         idle(client)
     assert not any(box.runs.iterdir()), "a refused run wrote to the runs folder"
 

@@ -9,7 +9,7 @@ import torch
 
 from support.bench_helpers import load_bench_script
 from engine.model.loaded_model import LoadedModel
-from engine.probes.attribution import attribute, make_target
+from engine.probes.attribution.methods import attribute, make_target
 from support.probing_helpers import tiny_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")

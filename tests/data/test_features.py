@@ -9,7 +9,7 @@ from engine.data.features import FeatureDataset, split_held_out
 
 def dataset(**overrides) -> FeatureDataset:
     rows = [np.arange(2, 2 + n) for n in (3, 5, 4, 6, 2)]
-    values = dict(task="classification", rows=rows, segment_starts=[3, 2, 4, 3, 2], targets=np.arange(5) % 2,
+    values = dict(layout="label", rows=rows, segment_starts=[3, 2, 4, 3, 2], targets=np.arange(5) % 2,
                   max_seq_length=8, batch_size=2, seed=0)
     values.update(overrides)
     return FeatureDataset(**values)
@@ -43,10 +43,10 @@ def test_bad_datasets_are_refused():
         dataset(rows=[], segment_starts=[], targets=np.zeros(0))
     with pytest.raises(ValueError, match="more than max_seq_length"):
         dataset(max_seq_length=5)
-    with pytest.raises(ValueError, match="unknown fine-tuning task"):
-        dataset(task="ner")
+    with pytest.raises(ValueError, match="unknown target layout 'ner'; choose one of span, label, tags, choices"):
+        dataset(layout="ner")
     with pytest.raises(ValueError, match="differ"):
-        dataset(task="qa")                                  # qa needs two targets per feature
+        dataset(layout="span")                              # a span is two targets per feature
 
 
 def test_split_held_out_keeps_groups_together():

@@ -12,7 +12,7 @@ import numpy as np
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from engine.probes.neuron_view import neuron_view
+from engine.probes.attention.neuron_view import neuron_view
 from explorer.attention.sections import EXAMPLES
 from support.browser_helpers import ARTIFACTS, no_error_toast, open_tab, run_first_example
 

@@ -8,7 +8,7 @@ import pytest
 from engine.checkpoints.hf_format import load
 from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
-from engine.probes.squad_metric import normalize_answer
+from engine.probes.heads.squad_metric import normalize_answer
 from explorer.compare import plots as compare_plots
 from explorer.compare import tab as compare_tab
 from explorer.models.registry import ModelRegistry

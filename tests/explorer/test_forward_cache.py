@@ -13,9 +13,9 @@ import pytest  # noqa: E402
 from gradio.context import LocalContext  # noqa: E402
 
 from engine.model.loaded_model import LoadedModel  # noqa: E402
-from engine.probes.attention import attention  # noqa: E402
-from engine.probes.embeddings import embeddings  # noqa: E402
-from engine.probes.neuron_view import neuron_view  # noqa: E402
+from engine.probes.attention.maps import attention  # noqa: E402
+from engine.probes.representations.embeddings import embeddings  # noqa: E402
+from engine.probes.attention.neuron_view import neuron_view  # noqa: E402
 from explorer import forward_cache  # noqa: E402
 from explorer.attention import neuron_tab, tab as attention_tab  # noqa: E402
 from explorer.attention.actions import export_files  # noqa: E402

@@ -166,7 +166,7 @@ def _path(obj: Any, reaches: Callable[[types.FunctionType], bool], stop: Callabl
 
 
 # engine.probes functions that only tokenize (the neuron view's query dropdown lists the input's tokens)
-TOKENIZATION_ONLY = {"engine.probes.attention.encode_input"}
+TOKENIZATION_ONLY = {"engine.probes.attention.maps.encode_input"}
 
 
 def _is_probe(fn: types.FunctionType) -> bool:

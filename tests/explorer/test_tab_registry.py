@@ -7,12 +7,9 @@ import pytest
 
 import explorer.page
 from explorer.serving import warmup as warmup
-from explorer.tab_registry import TABS
+from explorer.tab_registry import TABS, Tab, registered
 from support.probing_helpers import make_services
-
-ORDER = [("Tokenize", "tokenize"), ("Embeddings", "embeddings"), ("Attention", "attention"),
-         ("Fill-mask", "fill_mask"), ("Heads", "heads"), ("QA", "qa"), ("Why", "why"), ("Compare", "compare"),
-         ("Syntax", "syntax"), ("Training", "training"), ("Fine-tune", "finetune"), ("Glossary", "glossary")]
+from support.registry_checks import check_tabs
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +18,12 @@ def services(tiny_tokenizer, tmp_path_factory):
 
 
 def test_tabs_are_listed_once_in_the_order_shown() -> None:
-    assert [(tab.title, tab.id) for tab in TABS] == ORDER
-    assert all(callable(tab.module.build) and callable(tab.module.example_calls) for tab in TABS)
+    check_tabs()            # the built-ins in order, each title and id once, the Glossary last
 
 
-def test_build_app_opens_exactly_the_registered_tabs(services) -> None:
-    demo = explorer.page.build_app(services)
+def check_page(demo: gr.Blocks) -> list[tuple[str, str]]:
+    """``demo`` opens exactly the registered tabs, in order, and every ``gr.Tabs`` wraps its titles; the
+    (title, id) of each tab it opened."""
     outer = min((block for block in demo.blocks.values() if isinstance(block, gr.Tabs)), key=lambda b: b._id)
     opened = [(child.label, child.id) for child in outer.children]
     assert opened == [(tab.title, tab.id) for tab in TABS]
@@ -34,6 +31,51 @@ def test_build_app_opens_exactly_the_registered_tabs(services) -> None:
     # behind a "•••" menu.
     tabs = [block for block in demo.blocks.values() if isinstance(block, gr.Tabs)]
     assert len(tabs) >= 2 and all(block.overflow_behavior == "wrap" for block in tabs)
+    return opened
+
+
+def test_build_app_opens_exactly_the_registered_tabs(services) -> None:
+    check_page(explorer.page.build_app(services))
+
+
+class ToyTab:
+    """A tab's module as a new tab's ``explorer/<name>/tab.py`` would be: a text box, a button and an answer,
+    and one warm-up call."""
+
+    @staticmethod
+    def build(services, picker) -> dict:
+        with gr.Row():
+            text, count = gr.Textbox(label="Toy text", value="the cat sat"), gr.Number(label="Toy tokens")
+        button = gr.Button("Count the tokens")
+        button.click(lambda t: len(services.tokenizer.encode(t).input_ids), [text], [count], api_name="toy_count",
+                     api_visibility="private")
+        return {"text": text, "count": count, "button": button}
+
+    @staticmethod
+    def example_calls(loaded) -> list:
+        return [("toy 0", lambda: len(loaded.tokenizer.encode("the cat sat").input_ids))]
+
+
+TOY_TAB = Tab("Toy", "toy", ToyTab())
+
+
+def test_a_tab_added_with_one_registry_row_is_opened_and_warmed_up_and_the_checks_still_hold(services) -> None:
+    """The recipe's "a module + one row in TABS", carried out for the length of a ``with`` block: the page builds
+    with the toy tab in it, its warm-up call runs, and the registry checks above pass with it as without it."""
+    before = list(TABS)
+    with registered(TOY_TAB):
+        check_tabs()                               # the built-ins still in order, once each, the Glossary last
+        assert TABS[-2] is TOY_TAB and len(TABS) == len(before) + 1
+        demo = explorer.page.build_app(services)
+        assert ("Toy", "toy") in check_page(demo)
+        assert any(isinstance(b, gr.Textbox) and b.label == "Toy text" for b in demo.blocks.values())
+        calls = dict(warmup.example_calls(services.model("default")))
+        assert calls["toy 0"]() == 5                                        # [CLS] the cat sat [SEP]
+        with pytest.raises(ValueError, match="registered already"):
+            with registered(Tab("Toy", "toy-2", ToyTab())):
+                pass
+    assert TABS == before
+    check_tabs()
 
 
 def test_warm_up_runs_what_the_tabs_give(services) -> None:

@@ -16,7 +16,7 @@ import transformers
 from engine.checkpoints.hf_format import load, save
 from engine.model.families.registry import config_from_dict
 from engine.model.heads import BertWithHeads
-from engine.probes.replaced_tokens import replaced_tokens
+from engine.probes.heads.replaced_tokens import replaced_tokens
 from support.reference import randomized
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -47,7 +47,7 @@ def slowed_attribution(monkeypatch: Any, step_s: float) -> list[int]:
     """Slow attribution down (one point per batch, ``step_s`` each); the returned list counts its forward passes."""
     import time
 
-    from engine.probes import attribution
+    from engine.probes.attribution import methods as attribution
 
     count = [0]
     real_pick = attribution.pick

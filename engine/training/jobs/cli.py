@@ -45,9 +45,7 @@ FLAGS = {"learning_rate": "--lr", "total_steps": "--steps", "warmup_steps": "--w
          "preset": "--preset", "corpus": "--corpus", "max_documents": "--max-documents",
          "eval_fraction": "--eval-fraction", "vocab_size": "--vocab-size", "tokenizer": "--tokenizer",
          "init_from": "--init-from", "dropout": "--dropout", "data": "--data", "eval_data": "--eval-data",
-         "max_examples": "--max-examples", "doc_stride": "--doc-stride", "max_question_len": "--max-question-len",
-         "num_choices": "--num-choices", "mlm_corpus": "--mlm-corpus", "mlm_seq_len": "--mlm-seq-len", "mlm_batch_size": "--mlm-batch-size",
-         "run_dir": "--run-dir", "resume_from": "--resume", "report_to": "--report-to"}
+         "max_examples": "--max-examples", "run_dir": "--run-dir", "resume_from": "--resume", "report_to": "--report-to"}
 # TrainingConfig field -> the argparse dest of its flag
 FIELD_ARGS = {"learning_rate": "lr", "total_steps": "steps", "warmup_steps": "warmup",
               "gradient_accumulation_steps": "grad_accum", "batch_size": "batch_size", "max_seq_length": "seq_len",

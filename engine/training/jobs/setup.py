@@ -126,7 +126,7 @@ def _new_pretraining(spec: JobSpec, step: Callable[[str], None], hooks: dict[str
     model = pretraining_model(spec, config, tokenizer, loaded)
     run_dir = spec.run_dir or default_run_dir(config.task)
     trainer = Trainer(model, tokenizer, train_data, eval_data, config, run_dir, **_reporting(hooks, spec, run_dir),
-                      task=spec.definition.make(config))
+                      task=spec.definition.make_task(config, spec.task_settings))
     _record(spec, trainer, tokenizer)
     return PreparedJob(trainer, spec, tokenizer, train_data)
 
@@ -141,10 +141,11 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     definition = spec.definition
     head = definition.heads[0]
     known = loaded.config.id2label if HEADS[head].labelled and head in loaded.heads else None
-    train_data, eval_data, id2label = definition.data(spec, config, tokenizer, None, step, known)
+    task = definition.make_task(config, spec.task_settings)     # holds the task's own settings
+    train_data, eval_data, id2label = definition.data(spec, config, tokenizer, None, step, known,
+                                                      settings=task.settings)
     as_the_model_reads(loaded.config, tokenizer, train_data, eval_data)
     step("building the model")
-    task = definition.make(config)
     model = finetuning_model(loaded, config.task, id2label, config.seed, step, task.heads(config))
     run_dir = spec.run_dir or default_run_dir(config.task)
     trainer = Trainer(model, loaded.tokenizer, train_data, eval_data, config, run_dir,
@@ -164,16 +165,18 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
     tokenizer = WordPieceTokenizer.from_file(checkpoint)
     step("rebuilding the training data")
     definition = job.definition
+    task = definition.make_task(config, job.task_settings)
     if not definition.finetuning:       # the same store, split (the run's seed) and datasets as the original run
         store = same_store_everywhere(corpus_tokens(job, job_source(job), tokenizer, config, reading))
         train_data, eval_data = pretraining_data(job, config, tokenizer, store)
     else:
         labelled = HEADS[definition.heads[0]].labelled
         model = load_config(checkpoint)
-        train_data, eval_data, _ = definition.data(job, config, tokenizer, model.id2label if labelled else None, step)
+        train_data, eval_data, _ = definition.data(job, config, tokenizer, model.id2label if labelled else None, step,
+                                                   settings=task.settings)
         as_the_model_reads(model, tokenizer, train_data, eval_data)
     changes = {name: getattr(config, name) for name in sorted(RESUMABLE_FIELDS)}
-    trainer = resume(checkpoint, definition.make(config), train_data, eval_data, run_dir=job.run_dir,
+    trainer = resume(checkpoint, task, train_data, eval_data, run_dir=job.run_dir,
                      **_reporting(hooks, job, job.run_dir), **changes)
     folder = RunFolder(trainer.run_dir)
     if not folder.spec_path.exists():

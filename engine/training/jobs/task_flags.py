@@ -2,7 +2,8 @@
 
 Each field becomes ``--field-name`` on the command line that offers the task (``python -m engine.pretrain``
 for pretraining tasks, ``python -m engine.finetune`` for fine-tuning ones), in a group named after the task,
-its help the field's ``metadata["help"]`` and its default; its value goes into ``JobSpec.task_settings``. So a
+its help the field's ``metadata["help"]`` and its default (``metadata["metavar"]``: the value's name in
+``--help``); its value goes into ``JobSpec.task_settings``. So a
 new task with settings needs no edit here, in ``cli.py`` or in either command line.
 """
 from __future__ import annotations
@@ -37,7 +38,7 @@ def setting_flags() -> dict[str, str]:
     return {name: flag(name) for name in setting_fields()}
 
 
-def _value_type(kind: type, name: str) -> Any:
+def value_type(kind: type, name: str) -> Any:
     """The type a setting's text is read as: its annotation, without ``| None``."""
     hint = typing.get_type_hints(kind).get(name, str)
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
@@ -62,13 +63,15 @@ def add_task_settings(parser: argparse.ArgumentParser, tasks: Iterable[TaskDefin
             added.add(f.name)
             sharing = [d.name for d, _ in setting_fields(tasks)[f.name]]
             default = f.default if f.default is not dataclasses.MISSING else None
-            text = f"{', '.join(sharing)}: {f.metadata.get('help', f.name)} (default {default})"
-            kind = _value_type(definition.settings, f.name)
+            text = f"{', '.join(sharing)}: {f.metadata.get('help', f.name)}"
+            text += f" (default {default})" if default is not None else ""
+            kind = value_type(definition.settings, f.name)
             if kind is bool:
                 group.add_argument(flag(f.name), dest=f.name, action=argparse.BooleanOptionalAction, default=None,
                                    help=text.replace("%", "%%"))
             else:
-                group.add_argument(flag(f.name), dest=f.name, type=kind, default=None, help=text.replace("%", "%%"))
+                group.add_argument(flag(f.name), dest=f.name, type=kind, default=None, help=text.replace("%", "%%"),
+                                   metavar=f.metadata.get("metavar"))
 
 
 def task_settings(args: argparse.Namespace, parser: argparse.ArgumentParser, definition: TaskDefinition,

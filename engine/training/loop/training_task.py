@@ -87,6 +87,7 @@ class TrainingTask:
     name = "task"
     terms = 1                               # loss terms: the length of ``counts``
     stat_names: tuple[str, ...] = ()        # what ``tally`` sums, in order
+    settings: Any = None                    # the task's own settings (its definition's dataclass), if it has any
 
     def heads(self, config: TrainingConfig) -> tuple[str, ...]:
         """The heads this task runs (others the model has are carried along untouched)."""

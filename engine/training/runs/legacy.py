@@ -9,14 +9,20 @@ and fall back to these; nothing writes them any more.
   misled: it is the Hugging Face Trainer's state file, whose schema ours is not). The same record under its
   old name is read; a Hugging Face Trainer's own file of that name (it has ``global_step``) is not ours.
 - ``tokenizer_dir``: the worker's older spec field for what is now ``tokenizer``.
+- The built-in tasks' own fields, flat in the spec (``doc_stride``, ``max_question_len``, ``num_choices``,
+  ``mlm_corpus``, ``mlm_seq_len``, ``mlm_batch_size``; every run had all six, whatever its task): now the
+  task's settings (``task_settings``): the ones its task has join them (a value of None: the setting's
+  default), and the others are dropped.
 """
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 LEGACY_SPEC_FILE = "run_spec.json"          # written by the app's worker before the job spec existed
 LEGACY_INFO_FILE = "trainer_state.json"     # a checkpoint's small record in runs written before the rename
+# the built-in tasks' own fields, flat in records written before a task owned its settings
+FLAT_TASK_FIELDS = ("doc_stride", "max_question_len", "num_choices", "mlm_corpus", "mlm_seq_len", "mlm_batch_size")
 
 
 def is_ours(record: Any) -> bool:
@@ -34,9 +40,16 @@ def is_hf_trainer_state(raw: bytes) -> bool:
     return isinstance(record, dict) and "global_step" in record
 
 
-def upgrade_spec_values(record: Mapping[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+def upgrade_spec_values(record: Mapping[str, Any], values: dict[str, Any],
+                        setting_names: Sequence[str] = ()) -> dict[str, Any]:
     """``values`` (the ``JobSpec`` fields of a spec record) with the older spec file's ``tokenizer_dir`` taken
-    as ``tokenizer`` when the record has no ``tokenizer`` of its own."""
+    as ``tokenizer`` when the record has no ``tokenizer`` of its own, and an older record's flat task fields
+    (``FLAT_TASK_FIELDS``) that are among its task's ``setting_names`` taken as ``task_settings``."""
     if "tokenizer_dir" in record and "tokenizer" not in values:
         values = {**values, "tokenizer": record["tokenizer_dir"]}
+    given = values.get("task_settings")
+    flat = {name: record[name] for name in FLAT_TASK_FIELDS if name in setting_names
+            and record.get(name) is not None and not (isinstance(given, dict) and name in given)}
+    if flat and (given is None or isinstance(given, dict)):
+        values = {**values, "task_settings": {**(given or {}), **flat}}
     return values

@@ -9,6 +9,8 @@ one line here.
 """
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.training_task import TrainingTask
 from engine.training.tasks.finetuning import CLASSIFICATION, QA
@@ -26,7 +28,8 @@ register(TOKEN_CLASSIFICATION)
 register(MULTIPLE_CHOICE)
 
 
-def task_for(config: TrainingConfig) -> TrainingTask:
-    """The task object ``config.task`` names (its registered ``TaskDefinition.make``), to hand to the ``Trainer``;
-    ValueError for an unknown name."""
-    return task_definition(config.task).make(config)
+def task_for(config: TrainingConfig, task_settings: Mapping[str, Any] | None = None) -> TrainingTask:
+    """The task object ``config.task`` names (its registered ``TaskDefinition.make``) holding its own settings
+    (``task_settings`` by field name, the others their defaults), to hand to the ``Trainer``; ValueError for an
+    unknown name or setting."""
+    return task_definition(config.task).make_task(config, task_settings)

@@ -9,16 +9,19 @@ feature of the accumulated step, as one big batch would give.
 * Classification: cross-entropy on the family's classification head (``BertForSequenceClassification``'s reads the
   pooled first token, RoBERTa's the first token itself); metrics ``classification_loss`` and ``accuracy``.
 
-``QA`` and ``CLASSIFICATION`` are their ``TaskDefinition``s (``engine.training.tasks.registry``).
+``QA`` and ``CLASSIFICATION`` are their ``TaskDefinition``s (``engine.training.tasks.registry``); QA's own
+settings (``QASettings``: how long contexts are cut into windows) are its flags and Fine-tune form fields.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
 
+from engine.checks import is_int
 from engine.data.features import FeatureDataset, FinetuneBatch
-from engine.data.qa_features import QAFeatureDataset
+from engine.data.qa_features import QAFeatureDataset, check_lengths
 from engine.model.head_specs import HEADS
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import HeadsOutput
@@ -31,9 +34,14 @@ from engine.training.loop.training_task import TrainingTask
 
 
 class _FeatureTask(TrainingTask):
-    """Shared parts: one loss term weighted by the features of the batch; ``FeatureDataset`` data."""
+    """Shared parts: one loss term weighted by the features of the batch; ``FeatureDataset`` data whose target
+    ``layout`` (``engine.data.features.TARGETS``) is the task's."""
 
     head = ""
+    layout = ""
+
+    def __init__(self, settings: Any = None) -> None:
+        self.settings = settings
 
     def heads(self, config: TrainingConfig) -> tuple[str, ...]:
         return (self.head,)
@@ -45,9 +53,10 @@ class _FeatureTask(TrainingTask):
         for name, data in (("training", train_data), ("evaluation", eval_data)):
             if data is None:
                 continue
-            if not isinstance(data, FeatureDataset) or data.task != self.name:
-                raise ValueError(f"the {name} data is not {self.name} features (build it with engine.data: "
-                                 f"qa_features, classification, token_features or multiple_choice)")
+            if not isinstance(data, FeatureDataset) or data.layout != self.layout:
+                raise ValueError(f"the {name} data is not features with {self.layout} targets, which {self.name} "
+                                 "trains on (build it with engine.data: qa_features, classification, "
+                                 "token_features or multiple_choice)")
             if data.max_seq_length != config.max_seq_length:
                 raise ValueError(f"the {name} data was built with max_seq_length={data.max_seq_length} but the "
                                  f"training config says {config.max_seq_length}")
@@ -62,7 +71,7 @@ class _FeatureTask(TrainingTask):
 class QATask(_FeatureTask):
     """Start/end positions of the answer span (0, the first token, when the window does not hold it)."""
 
-    name, head = "qa", "qa"
+    name, head, layout = "qa", "qa", "span"
     stat_names = ("qa_loss_sum", "start_correct", "end_correct", "span_correct")
 
     def forward(self, net: torch.nn.Module, batch: FinetuneBatch, config: TrainingConfig) -> HeadsOutput:
@@ -98,7 +107,7 @@ class QATask(_FeatureTask):
 class ClassificationTask(_FeatureTask):
     """A class per text (pair) from the family's classification head (BERT: the pooled first token)."""
 
-    name, head = "classification", "classifier"
+    name, head, layout = "classification", "classifier", "label"
     stat_names = ("classification_loss_sum", "correct")
 
     def uses_pooler(self, config: TrainingConfig) -> bool:
@@ -132,15 +141,40 @@ class ClassificationTask(_FeatureTask):
         return {"classification_loss": sums[0] / n, "accuracy": sums[1] / n}
 
 
+@dataclass(frozen=True)
+class QASettings:
+    """How QA cuts a long context into windows, as ``run_squad.py`` does: each window holds the question and
+    the context's next part, overlapping the previous window by ``doc_stride`` tokens."""
+
+    doc_stride: int = field(default=128, metadata={"help": "context tokens shared by consecutive windows"})
+    max_question_len: int = field(default=64, metadata={"help": "questions are cut to this many tokens"})
+
+    def __post_init__(self) -> None:
+        for name, low in (("doc_stride", 0), ("max_question_len", 1)):
+            value = getattr(self, name)
+            if not is_int(value) or value < low:
+                raise ValueError(f"{name} must be a whole number >= {low}, got {value!r}")
+
+    def check_job(self, spec: Any, config: TrainingConfig) -> None:
+        """Questions and windows fit ``max_seq_length`` whatever the tokenizer's template (its specials are
+        counted by ``check_tokenizer`` once it is known)."""
+        check_lengths(config.max_seq_length, self.doc_stride, self.max_question_len, specials=0)
+
+    def check_tokenizer(self, config: TrainingConfig, tokenizer: Any) -> None:
+        """The same with the special tokens of the tokenizer's pair template (BERT's 3, RoBERTa's 4)."""
+        check_lengths(config.max_seq_length, self.doc_stride, self.max_question_len,
+                      tokenizer.num_special_tokens(pair=True))
+
+
 QA = TaskDefinition(
-    name=QATask.name, heads=(QATask.head,), make=lambda config: QATask(), loss="qa_loss",
+    name=QATask.name, heads=(QATask.head,), make=lambda config, settings: QATask(settings), loss="qa_loss",
     metrics=("f1", "exact_match", "span_acc"),
     shown=(("qa_loss", ".4f"), ("start_acc", ".3f"), ("end_acc", ".3f")), data=qa_data,
     defaults=dict(seq_len=384, batch_size=16), training=dict(nsp=False), predictor=predict_span,
-    spec_fields=("doc_stride", "max_question_len"))
+    settings=QASettings)
 
 CLASSIFICATION = TaskDefinition(
-    name=ClassificationTask.name, heads=(ClassificationTask.head,), make=lambda config: ClassificationTask(),
-    loss="classification_loss", metrics=("accuracy",), shown=(("classification_loss", ".4f"), ("accuracy", ".3f")),
-    data=classification_data, defaults=dict(seq_len=128, batch_size=32), training=dict(nsp=False),
-    predictor=predict_class)
+    name=ClassificationTask.name, heads=(ClassificationTask.head,),
+    make=lambda config, settings: ClassificationTask(settings), loss="classification_loss", metrics=("accuracy",),
+    shown=(("classification_loss", ".4f"), ("accuracy", ".3f")), data=classification_data,
+    defaults=dict(seq_len=128, batch_size=32), training=dict(nsp=False), predictor=predict_class)

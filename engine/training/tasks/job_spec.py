@@ -12,6 +12,7 @@ the tasks because their data builders read it (``TaskDefinition.data``) and its 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,7 +28,7 @@ from engine.training.runs.records import Damaged
 from engine.training.runs.resume_rules import check_resume_changes
 from engine.training.runs.run_folder import SPEC_FILE, RunFolder
 from engine.training.runs.state import read_checkpoint_info, read_training_state
-from engine.training.tasks.registry import TaskDefinition, task_definition, tasks_with_field
+from engine.training.tasks.registry import TaskDefinition, task_definition
 
 # Fields that are not part of what defines the run (where it goes; uploaded documents are counted, not kept;
 # given text is kept as a file in the run folder, which run.json names).
@@ -50,15 +51,16 @@ class JobSpec:
     the training documents. Fine-tuning data: ``data`` / ``eval_data`` files (SQuAD v1.1/v2.0 JSON for
     QA, CSV/JSONL for classification, CoNLL-U or ``word<TAB>tag`` for token classification, a
     ``context, choice0.., label`` CSV for multiple choice), each at most ``max_file_bytes`` when set
-    (the app's upload cap); multiple choice without ``data`` builds "which sentence comes next?"
-    examples with ``num_choices`` choices from ``documents`` / ``corpus``; ``qa_mlm`` also trains
-    masked-LM on ``mlm_corpus``.
+    (the app's upload cap); a task with ``corpus_examples`` (multiple choice) without ``data`` builds its
+    examples from ``documents`` / ``corpus``.
     ``eval_fraction``: documents / examples held out when there is no ``eval_data`` (None: 0.05 for
     pretraining, 0.1 for fine-tuning). ``training`` may be a dict of ``TrainingConfig`` fields; with
     ``resume_from`` such a dict holds only the changes to the resumed run's settings.
     ``report_to``: ``none`` or ``tensorboard`` (``engine.training.loop.report_to``); None is ``none`` for a new run
     and the run's own choice (``run.json``) on resume, where a value given changes it. ``task_settings``: the
-    values of the task's own settings (``TaskDefinition.settings``) by field name; the others take their defaults.
+    values of the task's own settings (``TaskDefinition.settings``: QA's windows, multiple choice's number of
+    choices, ``qa_mlm``'s text corpus) by field name; the others take their defaults. Every other field is
+    job-wide: no field here belongs to one task.
     """
 
     training: TrainingConfig | dict[str, Any] = field(default_factory=dict)
@@ -86,12 +88,6 @@ class JobSpec:
     eval_data: str | None = None
     max_examples: int | None = None
     max_file_bytes: int | None = None        # fine-tuning files larger than this are refused (None: no cap)
-    num_choices: int = 4                     # multiple choice built from a corpus: choices per example
-    doc_stride: int = 128
-    max_question_len: int = 64
-    mlm_corpus: str | None = None
-    mlm_seq_len: int | None = None           # qa_mlm: length of its text sequences (None: 128)
-    mlm_batch_size: int | None = None
     run_dir: str | None = None
     resume_from: str | None = None
     report_to: str | None = None             # none | tensorboard; None: none, or the resumed run's own
@@ -143,17 +139,7 @@ class JobSpec:
     def settings(self) -> Any:
         """The task's own settings (its ``TaskDefinition.settings`` dataclass, defaults filled in from
         ``task_settings``), or None for a task without; ``ValueError`` names a bad or unknown one."""
-        kind, given = self.definition.settings, dict(self.task_settings or {})
-        if kind is None:
-            if given:
-                raise ValueError(f"task {self.task} has no settings of its own, got {', '.join(sorted(given))}")
-            return None
-        names = [f.name for f in dataclasses.fields(kind)]
-        unknown = sorted(set(given) - set(names))
-        if unknown:
-            raise ValueError(f"unknown setting(s) of task {self.task}: {', '.join(unknown)}; its settings: "
-                             f"{', '.join(names)}")
-        return kind(**given)
+        return self.definition.settings_of(self.task_settings)
 
     def replace(self, **changes: Any) -> "JobSpec":
         return dataclasses.replace(self, **changes)
@@ -174,10 +160,10 @@ class JobSpec:
         if self.resume_from is not None:
             return config
         try:
-            self.settings                          # the task's own settings: each checks itself
+            settings = self.settings               # the task's own settings: each checks itself
         except ValueError as exc:
             raise ValueError(_named(str(exc), n)) from None
-        for name in ("max_documents", "max_examples", "mlm_batch_size"):
+        for name in ("max_documents", "max_examples"):
             value = getattr(self, name)
             if value is not None and (not is_int(value) or value < 1):
                 raise ValueError(f"{n(name)} must be >= 1, got {value}")
@@ -187,6 +173,11 @@ class JobSpec:
             self._validate_pretraining(config, n)
         else:
             self._validate_finetuning(config, n)
+        if hasattr(settings, "check_job"):         # the task's checks that need the job (QA's windows)
+            try:
+                settings.check_job(self, config)
+            except ValueError as exc:
+                raise ValueError(flagged(str(exc), n, settings)) from None
         return config
 
     def _validate_pretraining(self, config: TrainingConfig, n) -> None:
@@ -207,7 +198,7 @@ class JobSpec:
                                  ".txt/.md/.jsonl/.parquet/.arrow files, or upload documents") from None
         if self.tokenizer is not None and not Path(self.tokenizer).exists():
             raise ValueError(f"{n('tokenizer')}: no such file or directory: {self.tokenizer}")
-        fine_tuning = [name for name in ("data", "eval_data", "mlm_corpus", "mlm_batch_size") if getattr(self, name)]
+        fine_tuning = [name for name in ("data", "eval_data") if getattr(self, name)]
         if fine_tuning:
             raise ValueError(f"{', '.join(map(n, fine_tuning))} are for fine-tuning tasks, not pretraining")
         if self.init_from is None:
@@ -229,46 +220,25 @@ class JobSpec:
 
     def _validate_finetuning(self, config: TrainingConfig, n) -> None:
         from engine.data.data_files import check_size
-        from engine.data.qa_features import check_lengths
 
-        task, own = config.task, self.definition.spec_fields
-        if self.data is None and "corpus" not in own:
+        if self.data is None and not self.definition.corpus_examples:
             raise ValueError(f"{n('data')} is required")
-        if self.data is None:       # e.g. multiple choice: next-sentence choices built from a corpus
-            if self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(self.corpus).is_file():
-                raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} (built in: "
-                                 f"{', '.join(BUILTIN_CORPORA)}); or give {n('data')}, a multiple-choice CSV")
-            if not is_int(self.num_choices) or not 2 <= self.num_choices <= 5:
-                raise ValueError(f"{n('num_choices')} must be 2 to 5, got {self.num_choices!r}")
+        if self.data is None and self.documents is None and self.corpus not in BUILTIN_CORPORA and not Path(
+                self.corpus).is_file():          # examples built from the job's text (multiple choice)
+            raise ValueError(f"{n('corpus')}: no built-in corpus or file named {self.corpus!r} (built in: "
+                             f"{', '.join(BUILTIN_CORPORA)}); or give {n('data')}, a file of the task's examples")
         if self.max_file_bytes is not None and (not is_int(self.max_file_bytes) or self.max_file_bytes < 1):
             raise ValueError(f"{n('max_file_bytes')} must be a positive number of bytes, got {self.max_file_bytes!r}")
-        if "mlm_corpus" in own and self.mlm_corpus is None:
-            raise ValueError(f"{n('task')} {task} needs {n('mlm_corpus')} (the text its masked-LM term trains on)")
-        if "mlm_corpus" not in own and any(getattr(self, f) is not None
-                                           for f in ("mlm_corpus", "mlm_seq_len", "mlm_batch_size")):
-            raise ValueError(f"{n('mlm_corpus')}, {n('mlm_seq_len')} and {n('mlm_batch_size')} are for "
-                             f"{n('task')} {' or '.join(tasks_with_field('mlm_corpus'))}")
         if self.eval_data is not None and self.data is None:
             raise ValueError(f"{n('eval_data')} needs {n('data')} in the same format")
         if self.eval_data is not None and self.eval_fraction:
             raise ValueError(f"give either {n('eval_data')} or {n('eval_fraction')}, not both")
-        for name in ("data", "eval_data", "mlm_corpus"):
+        for name in ("data", "eval_data"):
             path = getattr(self, name)
             if path is not None and not Path(path).is_file():
                 raise ValueError(f"{n(name)}: no such file: {path}")
-            if path is not None and name != "mlm_corpus":
+            if path is not None:
                 check_size(path, self.max_file_bytes)
-        if self.mlm_seq_len is not None and self.mlm_seq_len < 8:
-            raise ValueError(f"{n('mlm_seq_len')} must be >= 8, got {self.mlm_seq_len}")
-        if "doc_stride" in own:    # QA windows, before the tokenizer is known: its specials are counted later
-            try:                   # (engine.training.tasks.start_model, from the tokenizer's pair template)
-                check_lengths(config.max_seq_length, self.doc_stride, self.max_question_len, specials=0)
-            except ValueError as exc:
-                message = str(exc)
-                for old, name in (("max_seq_len", "max_seq_length"), ("doc_stride", "doc_stride"),
-                                  ("max_question_len", "max_question_len")):
-                    message = message.replace(old, n(name))
-                raise ValueError(message) from None
 
     # ------------------------------------------------------------------ run.json
     def to_record(self, corpus_file: str | None = None) -> dict[str, Any]:
@@ -276,10 +246,11 @@ class JobSpec:
         those), where the run goes and uploaded documents (only their count and label). Given text
         (``corpus_text``) is not in it: ``corpus_file`` names the run folder's copy of it."""
         record = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_RECORDED}
-        if not record["task_settings"]:          # a task without settings of its own: run.json as it always was
+        settings = self.settings
+        if settings is None:                     # a task without settings of its own: run.json as it always was
             del record["task_settings"]
-        else:
-            record["task_settings"] = dict(record["task_settings"])
+        else:                                    # every setting, defaults too: a resume rebuilds the same data
+            record["task_settings"] = dataclasses.asdict(settings)
         record["task"] = self.task
         record["documents"] = len(self.documents) if self.documents is not None else None
         if self.documents is not None:
@@ -291,10 +262,13 @@ class JobSpec:
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any], training: TrainingConfig) -> "JobSpec":
-        """The spec a ``run.json`` describes (unknown keys, from other versions, are ignored)."""
+        """The spec a ``run.json`` describes (unknown keys, from other versions, are ignored; an older record's
+        task fields are read into ``task_settings``: ``runs.legacy``)."""
         names = {f.name for f in dataclasses.fields(cls)} - set(_NOT_RECORDED)
         values = {k: v for k, v in record.items() if k in names}
-        values = upgrade_spec_values(record, values)                  # the worker's older spec file
+        own = task_definition(training.task).settings
+        values = upgrade_spec_values(record, values,                  # the worker's and older versions' records
+                                     [f.name for f in dataclasses.fields(own)] if own is not None else [])
         if values.get("tokenizer") is not None:
             values["tokenizer"] = str(values["tokenizer"])
         if not isinstance(values.get("task_settings", {}), dict):
@@ -345,6 +319,14 @@ def _named(message: str, n: Any) -> str:
     """A setting's message with its field name (the message's first word) as the user typed it (its flag)."""
     first, _, rest = message.partition(" ")
     return f"{n(first)} {rest}" if rest else message
+
+
+def flagged(message: str, n: Any, settings: Any) -> str:
+    """A task's check's message with each of its settings' names, and the sequence length (``max_seq_len``,
+    ``max_seq_length``), as the user typed them (their flags)."""
+    names = [f.name for f in dataclasses.fields(settings)] + ["max_seq_length"]
+    message = re.sub(r"\bmax_seq_len\b", "max_seq_length", message)
+    return re.sub(r"\b(" + "|".join(map(re.escape, names)) + r")\b", lambda m: n(m.group(1)), message)
 
 
 def _plain(value: Any) -> Any:

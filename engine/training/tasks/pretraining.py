@@ -95,7 +95,7 @@ class PretrainingTask(TrainingTask):
 
 
 PRETRAINING = TaskDefinition(
-    name=PretrainingTask.name, heads=("mlm", "nsp"), make=PretrainingTask, loss="mlm_loss",
+    name=PretrainingTask.name, heads=("mlm", "nsp"), make=lambda config, settings: PretrainingTask(config), loss="mlm_loss",
     metrics=("mlm_acc", "nsp_acc"), shown=(("mlm_loss", ".4f"), ("nsp_loss", ".4f")), finetuning=False,
     defaults=dict(seq_len=128, batch_size=32))
 

@@ -11,12 +11,14 @@ so the encoder learns the span head without forgetting the MLM head (multi-task 
 as in MT-DNN). The QA features set the epoch; the pretraining batches run on in their own
 epochs beside them, and both are rebuilt exactly from a (epoch, index) position, so a
 resumed run sees the very same batches. One process only: two forward passes before one
-backward do not suit DistributedDataParallel's gradient hooks. ``QA_MLM`` is its ``TaskDefinition``.
+backward do not suit DistributedDataParallel's gradient hooks. ``QA_MLM`` is its ``TaskDefinition``; its own
+settings (``QAWithMLMSettings``) are QA's windows and the text its masked-LM term reads.
 """
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 import torch
@@ -33,7 +35,8 @@ from engine.data.pretraining import Batch, PretrainingDataset
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.training_task import TrainingTask
 from engine.training.tasks.eval_examples import predict_span
-from engine.training.tasks.finetuning import QA, QATask
+from engine.checks import is_int
+from engine.training.tasks.finetuning import QA, QASettings, QATask
 from engine.training.tasks.pretraining import PRETRAINING, PretrainingTask, build_datasets
 from engine.training.tasks.registry import TaskDefinition
 
@@ -81,6 +84,12 @@ class JointDataset:
     def example_index(self):
         return self.qa.example_index
 
+    @property
+    def summary(self) -> str:
+        """What the command line's start line adds: the masked-LM text's documents and batch."""
+        return (f"{self.pretraining.num_documents} documents for the masked-LM term "
+                f"(text batch {self.pretraining.batch_size})")
+
     def num_batches(self, epoch: int = 0) -> int:
         return self.qa.num_batches(epoch)
 
@@ -105,8 +114,9 @@ class QAWithMLMTask(TrainingTask):
 
     name, terms = "qa_mlm", 3
 
-    def __init__(self, config: TrainingConfig) -> None:
-        self.pretraining_task, self.qa_task = PretrainingTask(config), QATask()
+    def __init__(self, config: TrainingConfig, settings: "QAWithMLMSettings | None" = None) -> None:
+        self.settings = settings
+        self.pretraining_task, self.qa_task = PretrainingTask(config), QATask(settings)
         self.stat_names = self.pretraining_task.stat_names + self.qa_task.stat_names
         self._split = len(self.pretraining_task.stat_names)
 
@@ -166,25 +176,58 @@ class QAWithMLMTask(TrainingTask):
         return hashlib.sha256(both.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class QAWithMLMSettings(QASettings):
+    """QA's windows (``QASettings``) and the text the masked-LM term trains on beside them."""
+
+    mlm_corpus: str | None = field(default=None, metadata={
+        "help": "text (.txt/.md/.jsonl) whose masked-LM and NSP losses train beside QA's (required)",
+        "metavar": "FILE"})
+    mlm_seq_len: int = field(default=128, metadata={"help": "length of the masked-LM sequences"})
+    mlm_batch_size: int | None = field(default=None, metadata={
+        "help": "masked-LM sequences per micro-batch (default: --batch-size)"})
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.mlm_corpus is not None and not isinstance(self.mlm_corpus, str):
+            raise ValueError(f"mlm_corpus must be a file name, got {self.mlm_corpus!r}")
+        if not is_int(self.mlm_seq_len) or self.mlm_seq_len < 8:
+            raise ValueError(f"mlm_seq_len must be >= 8, got {self.mlm_seq_len!r}")
+        if self.mlm_batch_size is not None and (not is_int(self.mlm_batch_size) or self.mlm_batch_size < 1):
+            raise ValueError(f"mlm_batch_size must be >= 1, got {self.mlm_batch_size!r}")
+
+    def check_job(self, spec: Any, config: TrainingConfig) -> None:
+        """The masked-LM text is given and is a file, and QA's window checks."""
+        if self.mlm_corpus is None:
+            raise ValueError(f"mlm_corpus is required: task {QAWithMLMTask.name} needs the text its masked-LM "
+                             "term trains on")
+        if not Path(self.mlm_corpus).is_file():
+            raise ValueError(f"mlm_corpus: no such file: {self.mlm_corpus}")
+        super().check_job(spec, config)
+
+
 def qa_mlm_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
                 id2label: dict[int, str] | None = None, log: Log = lambda message: None,
-                known: dict[int, str] | None = None) -> tuple[JointDataset, JointDataset | None, None]:
-    """QA's features (``qa_data``) paired with pretraining batches of ``spec.mlm_corpus`` (a seeded
+                known: dict[int, str] | None = None, *, settings: QAWithMLMSettings,
+                ) -> tuple[JointDataset, JointDataset | None, None]:
+    """QA's features (``qa_data``) paired with pretraining batches of ``settings.mlm_corpus`` (a seeded
     ``MLM_EVAL_FRACTION`` of its documents held out, paired with the held-out features)."""
-    train, held_out, _ = qa_data(spec, config, tokenizer, log=log)
-    if not spec.mlm_corpus:
+    train, held_out, _ = qa_data(spec, config, tokenizer, log=log, settings=settings)
+    if not settings.mlm_corpus:
         raise ValueError("task qa_mlm needs a text corpus for its masked-LM term (mlm_corpus)")
-    train_docs, eval_docs = split_documents(load_corpus(spec.mlm_corpus), MLM_EVAL_FRACTION, config.seed, config.nsp)
-    log(f"{spec.mlm_corpus}: {len(train_docs)} documents for the masked-LM term, {len(eval_docs)} held out")
-    text_config = config.replace(max_seq_length=spec.mlm_seq_len or 128,
-                                 batch_size=spec.mlm_batch_size or config.batch_size)
+    train_docs, eval_docs = split_documents(load_corpus(settings.mlm_corpus), MLM_EVAL_FRACTION, config.seed,
+                                            config.nsp)
+    log(f"{settings.mlm_corpus}: {len(train_docs)} documents for the masked-LM term, {len(eval_docs)} held out")
+    text_config = config.replace(max_seq_length=settings.mlm_seq_len,
+                                 batch_size=settings.mlm_batch_size or config.batch_size)
     text_train, text_eval = build_datasets(train_docs, eval_docs, tokenizer, text_config)
     joint_eval = JointDataset(held_out, text_eval) if held_out is not None and text_eval is not None else None
     return JointDataset(train, text_train), joint_eval, None
 
 
 QA_MLM = TaskDefinition(
-    name=QAWithMLMTask.name, heads=QA.heads + PRETRAINING.heads, make=QAWithMLMTask, loss=QA.loss,
+    name=QAWithMLMTask.name, heads=QA.heads + PRETRAINING.heads,
+    make=lambda config, settings: QAWithMLMTask(config, settings), loss=QA.loss,
     metrics=QA.metrics + ("mlm_acc",), shown=(("mlm_loss", ".4f"), ("qa_loss", ".4f"), ("start_acc", ".3f")),
     data=qa_mlm_data, defaults=QA.defaults, training=dict(nsp=True), predictor=predict_span,
-    spec_fields=QA.spec_fields + ("mlm_corpus", "mlm_seq_len", "mlm_batch_size"))
+    settings=QAWithMLMSettings, in_app=False)

@@ -13,12 +13,13 @@ it runs the package's ``__init__`` first, which registers the built-in tasks.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
-# (config: TrainingConfig) -> TrainingTask
-MakeTask = Callable[[Any], Any]
-# (spec: JobSpec, config: TrainingConfig, tokenizer, id2label: dict | None, log, known: dict | None)
+# (config: TrainingConfig, settings: the task's settings dataclass or None) -> TrainingTask holding the settings
+MakeTask = Callable[[Any, Any], Any]
+# (spec: JobSpec, config: TrainingConfig, tokenizer, id2label: dict | None, log, known: dict | None, *, settings)
 #   -> (training data, held-out data or None, id2label or None)
 DataBuilder = Callable[..., tuple[Any, Any, Any]]
 # (model, tokenizer, data: FeatureDataset, indices, device) -> list[ExamplePrediction]  (eval_examples)
@@ -29,18 +30,22 @@ Predictor = Callable[..., list]
 class TaskDefinition:
     """What one training task is: its name (``TrainingConfig.task``), the heads it needs, how to make its
     ``TrainingTask``, how its data is built, its command-line defaults, the metrics worth following, how it
-    predicts held-out examples, and its own ``JobSpec`` fields.
+    predicts held-out examples, and its own settings.
 
-    ``settings`` is a new task's own settings: a dataclass whose fields (with defaults) are the task's values
-    in ``JobSpec.task_settings`` (recorded in ``run.json``), each one command-line flag ``--field-name`` (help:
-    the field's ``metadata["help"]``) on the command line that offers the task, and what its Fine-tune row may
-    set; its ``__post_init__`` checks them (``ValueError`` starting with the field's name). Read them as
-    ``spec.settings``. Adding a task with settings is then still its module and one ``register`` line.
+    ``settings`` is the task's own settings: a dataclass whose fields (with defaults) are the task's values in
+    ``JobSpec.task_settings`` (recorded in ``run.json``), each one command-line flag ``--field-name`` (help: the
+    field's ``metadata["help"]``) on the command line that offers the task, and one field of the Fine-tune tab's
+    form. Its ``__post_init__`` checks each value alone (``ValueError`` starting with the field's name); checks
+    that need the job may be methods: ``check_job(spec, config)`` (before any data is read) and
+    ``check_tokenizer(config, tokenizer)`` (once the start model's tokenizer is known). ``make(config,
+    settings)`` returns the ``TrainingTask`` holding them (``task.settings``) and the data builder gets them as
+    ``settings=``, so its loss, forward, metrics and data read them from there. Adding a task with settings is
+    still its module and one ``register`` line.
 
-    ``spec_fields`` are the built-in tasks' older ``JobSpec`` fields of their own (their flags, the Fine-tune
-    form's extra fields); they also pick their checks: ``doc_stride`` -> QA windows (``check_lengths``),
-    ``mlm_corpus`` -> a masked-LM text is required, ``corpus`` -> without ``data`` its examples are built from
-    a corpus.
+    ``corpus_examples``: without ``data`` its builder makes examples from the job's text (``corpus``,
+    ``documents``), as multiple choice's next-sentence choices. ``in_app``: the Fine-tune tab offers it (False
+    for a task whose settings name files on the server, as ``qa_mlm``'s text corpus). ``label`` and ``formats``
+    are what the tab says of a task it has no row of its own for (``explorer.finetune.tasks``).
     """
 
     name: str
@@ -54,13 +59,39 @@ class TaskDefinition:
     defaults: Mapping[str, Any] = field(default_factory=dict)   # command-line defaults (seq_len, batch_size)
     training: Mapping[str, Any] = field(default_factory=dict)   # TrainingConfig fields a new run of it sets
     predictor: Predictor | None = None          # "examples it gets wrong" (eval_examples); None: no table
-    spec_fields: tuple[str, ...] = ()           # JobSpec fields of its own (see above)
     settings: type | None = None                # a dataclass of its own settings (see above)
+    corpus_examples: bool = False               # without data, examples come from the job's text (see above)
+    in_app: bool = True                         # offered by the Fine-tune tab (see above)
+    label: str = ""                             # the tab's name for it (default: its name)
+    formats: str = ""                           # the data it accepts, in words, for the tab (Markdown)
+    extensions: tuple[str, ...] = ()            # file endings an upload of its data may have (the tab's)
 
     @property
     def eval_loss(self) -> str:
         """The held-out loss's key in an evaluation record."""
         return "eval_" + self.loss
+
+    def settings_of(self, given: Mapping[str, Any] | None) -> Any:
+        """Its settings dataclass with ``given`` (field name -> value) and the others' defaults, or None for a
+        task without settings; ``ValueError`` names an unknown or bad setting."""
+        kind, given = self.settings, dict(given or {})
+        if kind is None:
+            if given:
+                raise ValueError(f"task {self.name} has no settings of its own, got {', '.join(sorted(given))}")
+            return None
+        names = [f.name for f in dataclasses.fields(kind)]
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise ValueError(f"unknown setting(s) of task {self.name}: {', '.join(unknown)}; its settings: "
+                             f"{', '.join(names)}")
+        try:
+            return kind(**given)
+        except TypeError as exc:               # a value the dataclass cannot take at all
+            raise ValueError(f"a setting of task {self.name} is not valid: {exc}") from None
+
+    def make_task(self, config: Any, given: Mapping[str, Any] | None = None) -> Any:
+        """The ``TrainingTask`` the loop runs for ``config``, holding its settings (``settings_of(given)``)."""
+        return self.make(config, self.settings_of(given))
 
 
 TRAINING_TASKS: dict[str, TaskDefinition] = {}
@@ -103,11 +134,6 @@ def default_keep_optimizer_state(name: str) -> str:
     the model: Hugging Face's ``save_only_model`` at the end); pretraining keeps "newest" (*Continue a run* with
     more steps works)."""
     return "while-running" if is_finetuning(name) else "newest"
-
-
-def tasks_with_field(spec_field: str) -> tuple[str, ...]:
-    """The tasks that read ``JobSpec`` field ``spec_field`` (for messages: "mlm_corpus is for task ...")."""
-    return tuple(name for name, definition in TRAINING_TASKS.items() if spec_field in definition.spec_fields)
 
 
 def is_finetuning(name: str) -> bool:

@@ -5,7 +5,7 @@ hit the label; users of SQuAD compare exact match and F1 of answer *texts*. Afte
 the trainer asks the QA task for these (``TrainingTask.answer_metrics``), and this module answers:
 
 1. The held-out questions are those owning the evaluated features (the first ``eval_batches``
-   batches of the unshuffled held-out windows), each answered whole by ``engine.probes.qa``
+   batches of the unshuffled held-out windows), each answered whole by ``engine.probes.heads.qa``
    (the pipeline's rules: every window, spans aligned to words, at most ``MAX_ANSWER_LEN`` tokens),
    with the question cut to the run's ``max_question_len`` and the run's ``doc_stride``, so the
    model reads the windows it was trained on.
@@ -31,8 +31,8 @@ import torch
 
 from engine.model.loaded_model import LoadedModel
 from engine.data.qa_features import QAExample
-from engine.probes import squad_metric
-from engine.probes.qa import answer_details
+from engine.probes.heads import squad_metric
+from engine.probes.heads.qa import answer_details
 from engine.text.tokenizer import WordPieceTokenizer
 
 MAX_ANSWER_LEN = 30          # tokens, run_qa.py's max_answer_length

@@ -18,7 +18,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from engine.data.qa_features import check_lengths
 from engine.model.config import BertConfig
 from engine.model.families.registry import family_of
 from engine.model.head_specs import HEADS
@@ -55,7 +54,7 @@ def check_heads(model: BertConfig, config: TrainingConfig, name: str) -> None:
     """``ValueError`` in one sentence when ``model``'s family lacks a head that ``config.task`` trains (the heads
     its task object runs for ``config``: NSP only when ``config.nsp``); ``name`` is the model as the user gave it."""
     definition = TRAINING_TASKS[config.task]
-    lacking = missing_heads(model, definition.make(config).heads(config))
+    lacking = missing_heads(model, definition.make_task(config).heads(config))
     if not lacking:
         return
     family = family_of(model.model_type).name
@@ -74,9 +73,9 @@ def check_start_model(spec: JobSpec, config: TrainingConfig, model: BertConfig,
     (None: its QA windows are checked when the tokenizer is read); ``ValueError`` with one sentence."""
     check_heads(model, config, name)
     config.check_model(model)
-    if "doc_stride" in spec.definition.spec_fields and tokenizer is not None:
-        check_lengths(config.max_seq_length, spec.doc_stride, spec.max_question_len,
-                      tokenizer.num_special_tokens(pair=True))
+    settings = spec.settings
+    if hasattr(settings, "check_tokenizer") and tokenizer is not None:     # QA's windows with its template
+        settings.check_tokenizer(config, tokenizer)
 
 
 def folder_tokenizer(folder: str | Path) -> WordPieceTokenizer | None:

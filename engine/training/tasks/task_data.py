@@ -1,7 +1,10 @@
 """The features of the fine-tuning tasks: extractive QA (SQuAD files), sequence classification, token
 classification and multiple choice (a CSV, or next-sentence choices built from a corpus). Each builder is a
-``TaskDefinition.data`` (``engine.training.tasks.registry``): ``(spec, config, tokenizer, id2label, log, known)
--> (training, held-out, id2label)``; ``id2label`` is None for the tasks without labels.
+``TaskDefinition.data`` (``engine.training.tasks.registry``): ``(spec, config, tokenizer, id2label, log, known, *,
+settings) -> (training, held-out, id2label)``, ``settings`` the task's own (``TaskDefinition.settings``; QA's
+windows, multiple choice's number of choices); ``id2label`` is None for the tasks without labels. A builder is
+named by the target layout it makes (``engine.data.features.TARGETS``), so any task training on that layout
+may declare it as its ``data``.
 
 Labels: a new head's ``id2label`` comes from the labels of both files (``label_names``: numeric or
 alphabetical order). When the start model already has the task's head and its labels include every
@@ -11,7 +14,7 @@ model can be fine-tuned further; otherwise the head is replaced by a fresh one f
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from engine.data.classification import ClassificationExample, build_classification_dataset, read_classification_file
 from engine.data.features import FeatureDataset, split_held_out
@@ -59,7 +62,7 @@ def _id2label(labels: Sequence[str], fixed: dict[int, str] | None, known: dict[i
 
 def classification_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
                         id2label: dict[int, str] | None = None, log: Log = lambda message: None,
-                        known: dict[int, str] | None = None) -> LabelledData:
+                        known: dict[int, str] | None = None, *, settings: Any = None) -> LabelledData:
     """Sequence-classification features of ``spec.data`` (+ ``eval_data``): labels as names or ids."""
     def read(path: str) -> list[ClassificationExample]:
         examples = read_classification_file(path, spec.max_file_bytes)
@@ -80,7 +83,7 @@ def classification_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPi
 
 def token_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
                id2label: dict[int, str] | None = None, log: Log = lambda message: None,
-               known: dict[int, str] | None = None) -> LabelledData:
+               known: dict[int, str] | None = None, *, settings: Any = None) -> LabelledData:
     """Token-classification features of CoNLL-U or ``word<TAB>tag`` files (first piece of a word labelled)."""
     def read(path: str) -> list[TaggedSentence]:
         sentences = read_tagged_file(path, spec.max_file_bytes)
@@ -104,16 +107,20 @@ def token_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokeni
 
 def choice_features(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
                     id2label: dict[int, str] | None = None, log: Log = lambda message: None,
-                    known: dict[int, str] | None = None) -> tuple[ChoiceDataset, ChoiceDataset | None, None]:
-    """Multiple-choice features (``choice_data``) of ``spec.data``, or of the job's corpus without it."""
-    return (*choice_data(spec, config, tokenizer, job_documents(spec) if spec.data is None else None, log), None)
+                    known: dict[int, str] | None = None, *, settings: Any,
+                    ) -> tuple[ChoiceDataset, ChoiceDataset | None, None]:
+    """Multiple-choice features (``choice_data``) of ``spec.data``, or of the job's corpus without it
+    (``settings.num_choices`` choices each)."""
+    documents = job_documents(spec) if spec.data is None else None
+    return (*choice_data(spec, config, tokenizer, settings.num_choices, documents, log), None)
 
 
-def choice_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
+def choice_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer, num_choices: int,
                 documents: list[Document] | None = None, log: Log = lambda message: None,
                 ) -> tuple[ChoiceDataset, ChoiceDataset | None]:
-    """Multiple-choice features of ``spec.data`` (a CSV), or, without it, next-sentence choices built from
-    ``documents`` (split by document first, so held-out contexts and their wrong choices are unseen)."""
+    """Multiple-choice features of ``spec.data`` (a CSV), or, without it, next-sentence choices (``num_choices``
+    each) built from ``documents`` (split by document first, so held-out contexts and their wrong choices are
+    unseen)."""
     if spec.data is not None:
         train, held_out = _split(spec, config, lambda path: read_choice_file(path, spec.max_file_bytes))
     else:
@@ -123,11 +130,11 @@ def choice_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceToken
         if len(eval_docs) == 1:                       # wrong choices come from other documents: two at least
             train_docs, eval_docs = (train_docs[1:], eval_docs + train_docs[:1]) if len(train_docs) > 2 else (
                 train_docs + eval_docs, [])
-        train = next_sentence_examples(train_docs, spec.num_choices, config.seed, spec.max_examples)
-        held_out = next_sentence_examples(eval_docs, spec.num_choices, config.seed + 1,
+        train = next_sentence_examples(train_docs, num_choices, config.seed, spec.max_examples)
+        held_out = next_sentence_examples(eval_docs, num_choices, config.seed + 1,
                                           spec.max_examples) if eval_docs else []
         log(f"next-sentence choices: {len(train):,} from {len(train_docs):,} documents, {len(held_out):,} held out "
-            f"from {len(eval_docs):,}; {spec.num_choices} choices each")
+            f"from {len(eval_docs):,}; {num_choices} choices each")
     train_data = build_choice_dataset(train, tokenizer, config.max_seq_length, config.batch_size, config.seed)
     eval_data = build_choice_dataset(held_out, tokenizer, config.max_seq_length, config.batch_size, config.seed,
                                      shuffle=False) if held_out else None
@@ -136,8 +143,9 @@ def choice_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceToken
 
 def qa_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
             id2label: dict[int, str] | None = None, log: Log = lambda message: None,
-            known: dict[int, str] | None = None) -> tuple[FeatureDataset, FeatureDataset | None, None]:
-    """QA windows of SQuAD files (questions about one context stay on one side of the split)."""
+            known: dict[int, str] | None = None, *, settings: Any) -> tuple[FeatureDataset, FeatureDataset | None, None]:
+    """QA windows of SQuAD files cut as ``settings`` say (``QASettings``: ``doc_stride``, ``max_question_len``;
+    questions about one context stay on one side of the split)."""
     limit = spec.max_examples
 
     def read(path: str) -> list:
@@ -160,6 +168,6 @@ def qa_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer
             log(f"building QA features: {done}/{total} questions")
 
     def features(items: list, shuffle: bool) -> FeatureDataset:
-        return build_qa_dataset(items, tokenizer, config.max_seq_length, config.batch_size, spec.doc_stride,
-                                spec.max_question_len, config.seed, shuffle, progress)
+        return build_qa_dataset(items, tokenizer, config.max_seq_length, config.batch_size, settings.doc_stride,
+                                settings.max_question_len, config.seed, shuffle, progress)
     return features(train, True), features(held_out, False) if held_out else None, None

@@ -43,11 +43,12 @@ def entity_counts(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
 class TokenClassificationTask(_FeatureTask):
     """A label per word from its first piece's last hidden state."""
 
-    name, head = "token_classification", "token_classifier"
+    name, head, layout = "token_classification", "token_classifier", "tags"
     stat_names = ("token_classification_loss_sum", "correct", "entities_correct", "entities_predicted",
                   "entities_gold")
 
-    def __init__(self) -> None:
+    def __init__(self, settings: Any = None) -> None:
+        super().__init__(settings)
         self.id2label: dict[int, str] = {}
         self.bio = False
 
@@ -109,6 +110,6 @@ class TokenClassificationTask(_FeatureTask):
 
 TOKEN_CLASSIFICATION = TaskDefinition(
     name=TokenClassificationTask.name, heads=(TokenClassificationTask.head,),
-    make=lambda config: TokenClassificationTask(), loss="token_classification_loss", metrics=("accuracy", "entity_f1"),
+    make=lambda config, settings: TokenClassificationTask(settings), loss="token_classification_loss", metrics=("accuracy", "entity_f1"),
     shown=(("token_classification_loss", ".4f"), ("accuracy", ".3f")), data=token_data,
     defaults=dict(seq_len=128, batch_size=32), training=dict(nsp=False), predictor=predict_tags)

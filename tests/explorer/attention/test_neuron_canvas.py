@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from engine.probes.attention import attention
-from engine.probes.neuron_view import NeuronInputs, neuron_view
+from engine.probes.attention.maps import attention
+from engine.probes.attention.neuron_view import NeuronInputs, neuron_view
 from explorer.attention import neuron_canvas, neuron_tab
 from explorer.attention.canvas import input_id
 from support.probing_helpers import make_services

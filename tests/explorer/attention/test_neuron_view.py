@@ -1,5 +1,5 @@
 """The Attention tab's neuron view: its Plotly figures (pure builders, for Python callers), its handlers (equal to
-``engine.probes.neuron_view``), the query choices that follow the tab's tokens, and ``/neuron_view`` served (the
+``engine.probes.attention.neuron_view``), the query choices that follow the tab's tokens, and ``/neuron_view`` served (the
 canvas's value: tests/explorer/attention/test_neuron_canvas.py)."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from gradio_client import Client
 
 from support.app_helpers import serve
-from engine.probes.attention import attention
-from engine.probes.neuron_view import neuron_view
+from engine.probes.attention.maps import attention
+from engine.probes.attention.neuron_view import neuron_view
 from explorer.attention import neuron_canvas, neuron_plots, neuron_tab
 from explorer.attention import tab as attention_tab
 from explorer.ui_errors import friendly_errors

@@ -25,7 +25,7 @@ from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
-from engine.probes.attention import attention, encode_input  # noqa: E402
+from engine.probes.attention.maps import attention, encode_input  # noqa: E402
 from engine.probes.inference import ablate_heads  # noqa: E402
 from explorer.models.registry import ModelChoice, ModelRegistry  # noqa: E402
 from engine.training.runs.state import write_checkpoint  # noqa: E402

@@ -13,7 +13,7 @@ import pytest
 import transformers
 
 from engine.checkpoints.hf_format import load
-from engine.probes.compare import compare_models
+from engine.probes.comparison.compare import compare_models
 from explorer.compare import alignment, tab
 from explorer.services import Services
 from support.saved_families import save_family_model

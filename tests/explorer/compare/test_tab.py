@@ -13,7 +13,7 @@ from explorer.compare import tab
 from explorer.services import Services
 from support.hostile_helpers import call, expect_error
 from support.probing_helpers import RUN, STEPS, make_services, tab_app, write_run
-from engine.probes.attention import attention
+from engine.probes.attention.maps import attention
 from engine.training.runs.run_folder import RunFolder
 from engine.training.tasks.qa_with_mlm import QAWithMLMTask
 from engine.training.tasks.token_classification import TokenClassificationTask

@@ -10,7 +10,7 @@ import gradio as gr
 import numpy as np
 import pytest
 
-from engine.probes.embeddings import COMPONENTS, EmbeddingsResult
+from engine.probes.representations.embeddings import COMPONENTS, EmbeddingsResult
 from engine.probes.inference import embeddings
 from explorer.views.browser_arrays import LEVELS, decode
 from explorer.embeddings import canvas

@@ -21,7 +21,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 from support.app_helpers import serve  # noqa: E402
 from conftest import tiny_config  # noqa: E402
 from engine.model.loaded_model import LoadedModel  # noqa: E402
-from engine.probes.embeddings import COMPONENTS, EmbeddingsResult  # noqa: E402
+from engine.probes.representations.embeddings import COMPONENTS, EmbeddingsResult  # noqa: E402
 from engine.probes.inference import embeddings  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from explorer.models.registry import ModelChoice, ModelRegistry  # noqa: E402

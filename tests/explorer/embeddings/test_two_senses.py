@@ -9,7 +9,7 @@ import pytest
 
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR, load_directory
 from engine.model.loaded_model import LoadedModel
-from engine.probes.neighbours import build_index, nearest
+from engine.probes.representations.neighbours import build_index, nearest
 from explorer.embeddings import corpus_neighbours as cn
 from engine.text.documents import read_documents
 

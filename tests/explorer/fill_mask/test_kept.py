@@ -13,7 +13,7 @@ from conftest import tiny_config  # noqa: E402
 from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes import inference  # noqa: E402
-from engine.probes.joint_fill import joint_fill  # noqa: E402
+from engine.probes.heads.joint_fill import joint_fill  # noqa: E402
 from explorer.fill_mask import kept, tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.forward_counting import Forwards, pinned_services, tiny_loaded  # noqa: E402

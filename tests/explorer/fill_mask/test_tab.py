@@ -18,7 +18,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 
 import engine  # noqa: E402
 from engine.probes import inference  # noqa: E402
-from engine.probes.joint_fill import joint_fill  # noqa: E402
+from engine.probes.heads.joint_fill import joint_fill  # noqa: E402
 from explorer.formatting import percent, plain_markdown  # noqa: E402
 from explorer.models.registry import ModelChoice  # noqa: E402
 from explorer.fill_mask import results as fill_results, tab  # noqa: E402

@@ -18,7 +18,7 @@ from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.runs.run_folder import RunFolder
 from engine.training.worker.training_worker import TrainingWorker
 from explorer.finetune.job import make_job
-from explorer.finetune.tasks import FINETUNE_ROWS
+from explorer.finetune.tasks import finetune_rows
 from explorer.models.registry import ModelRegistry
 from explorer.services import Services
 from support.family_tokenizers import build
@@ -46,7 +46,7 @@ def services(tmp_path_factory) -> Iterator[Services]:
         worker.close(timeout_s=30)
 
 
-@pytest.mark.parametrize("task", list(FINETUNE_ROWS))
+@pytest.mark.parametrize("task", list(finetune_rows()))
 def test_every_rows_job_is_made_for_a_roberta(services: Services, task: str) -> None:
     job = make_job(services, *form(task, seq_length=64))
     assert job.spec.task == task and job.spec.validate().max_seq_length == 64

@@ -23,7 +23,7 @@ from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job
 from explorer.finetune.mistakes import WRONG_COLUMNS
-from explorer.finetune.tasks import FINETUNE_ROWS
+from explorer.finetune.tasks import finetune_rows
 from explorer.models.registry import checkpoint_key
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
@@ -86,24 +86,59 @@ def test_the_form_makes_the_job_the_command_line_makes(services: Services) -> No
 
 
 
-def test_a_rows_own_settings_go_into_the_job(services: Services, monkeypatch) -> None:
-    """A task with settings of its own (``TaskDefinition.settings``) gets their values from its row's ``settings``."""
-    import dataclasses
-
-    from engine.training.tasks.finetuning import CLASSIFICATION
+def test_a_registered_tasks_settings_are_form_fields_with_no_tab_edit(services: Services) -> None:
+    """The toy task (``support.toy_task``: a module and one ``registered`` line) is offered by the tab with a box for
+    its setting (label, help, its default in grey), a parameter of ``/finetune_start``, and its value in the job."""
     from engine.training.tasks.registry import registered
+    from support.probing_helpers import small_app
+    from support.toy_task import SMOOTHED, SmoothingSettings
 
-    @dataclasses.dataclass(frozen=True)
-    class Window:
-        words: int = 8
+    assert SMOOTHED.name not in finetune_rows()
+    with registered(SMOOTHED):
+        assert list(finetune_rows())[-1] == SMOOTHED.name and finetune_rows()[SMOOTHED.name].examples == ()
+        app = small_app(services, finetune_tab.build)
+        fns = {f.api_name: f.fn for f in app.fns.values()}
+        params = [p["parameter_name"] for p in app.get_api_info()["named_endpoints"]["/finetune_start"]["parameters"]]
+        assert params[-3:] == ["max_question_len", "num_choices", "label_smoothing"]
+        *_, smoothing = fns["finetune_task_changed"](SMOOTHED.name)
+        assert smoothing.visible is True and smoothing.placeholder == "0.0"
+        *_, stride, question, choices, smoothing = fns["finetune_task_changed"]("qa")
+        assert (stride.visible, question.visible, choices.visible, smoothing.visible) == (True, True, False, False)
+        upload = write_csv_upload(services)
+        job = make_job(services, *form(task=SMOOTHED.name, data_source="upload", data_file=str(upload),
+                                       settings={"label_smoothing": "0.2", "doc_stride": "9"}))
+        assert job.spec.settings == SmoothingSettings(0.2) and job.spec.task_settings == {"label_smoothing": 0.2}
+        with pytest.raises(gr.Error, match=r"Label smoothing must be in \[0, 1\), got 1.5"):
+            friendly_errors(make_job)(services, *form(task=SMOOTHED.name, data_source="upload",
+                                                      data_file=str(upload), settings={"label_smoothing": "1.5"}))
+        with pytest.raises(gr.Error, match="Label smoothing must be a number, got 'lots'"):
+            friendly_errors(make_job)(services, *form(task=SMOOTHED.name, data_source="upload",
+                                                      data_file=str(upload), settings={"label_smoothing": "lots"}))
+        with pytest.raises(gr.Error, match="has no bundled example; choose \"Upload a file\""):
+            friendly_errors(make_job)(services, *form(task=SMOOTHED.name))
 
-    toy = dataclasses.replace(CLASSIFICATION, name="toy_windowed", settings=Window)
-    row = dataclasses.replace(FINETUNE_ROWS["classification"], definition=toy, settings=lambda seq: {"words": seq // 4})
-    with registered(toy):
-        monkeypatch.setitem(FINETUNE_ROWS, toy.name, row)
-        job = make_job(services, *form(task=toy.name, seq_length=64))
-        assert job.spec.task_settings == {"words": 16} and job.spec.settings == Window(16)
-        assert job.spec.to_record()["task_settings"] == {"words": 16}
+
+def write_csv_upload(services: Services) -> Path:
+    """The bundled sentiment CSV as an upload would arrive (a file outside the app's folders)."""
+    path = services.get_worker().runs_root / "toy-upload" / "sentiment.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(SENTIMENT.read_text(encoding="utf-8"), encoding="utf-8")
+    return path
+
+
+def test_qa_windows_and_choices_are_settings_boxes(services: Services) -> None:
+    qa = make_job(services, *form(task="qa", seq_length=128)).spec
+    assert qa.task_settings == {"doc_stride": 32, "max_question_len": 32}          # a quarter of 128 each
+    qa = make_job(services, *form(task="qa", seq_length=128, settings={"doc_stride": "40"})).spec
+    assert qa.settings.doc_stride == 40 and qa.settings.max_question_len == 32
+    with pytest.raises(gr.Error, match=r"Doc stride \(100\) must be smaller than the context room of a window: "
+                                       r"Sequence length 128 - Max question len 32 = 96"):
+        friendly_errors(make_job)(services, *form(task="qa", seq_length=128, settings={"doc_stride": "100",
+                                                                                          "max_question_len": ""}))
+    with pytest.raises(gr.Error, match="Doc stride must be a whole number, got '4.5'"):
+        friendly_errors(make_job)(services, *form(task="qa", settings={"doc_stride": "4.5"}))
+    choice = make_job(services, *form(task="multiple_choice", settings={"num_choices": "3"})).spec
+    assert choice.task_settings == {"num_choices": 3}
 
 
 def test_log_to_goes_into_the_job_as_on_the_command_line(services: Services) -> None:
@@ -117,14 +152,14 @@ def test_log_to_goes_into_the_job_as_on_the_command_line(services: Services) -> 
         friendly_errors(make_job)(services, *form(report_to="trackio"))
 
 def test_empty_fields_take_the_tasks_defaults(services: Services) -> None:
-    for name, row in FINETUNE_ROWS.items():
+    for name, row in finetune_rows().items():
         job = make_job(services, *form(task=name))
         config = job.spec.training_config()
         assert (config.total_steps, config.batch_size, config.learning_rate, config.max_seq_length) == (
             row.defaults["steps"], row.defaults["batch_size"], row.defaults["learning_rate"], row.defaults["seq_length"])
         assert job.spec.eval_fraction == row.defaults["eval_fraction"] and Path(job.spec.data) == row.examples[0].path
     qa = make_job(services, *form(task="qa", seq_length=128)).spec
-    assert qa.validate().task == "qa" and qa.max_question_len < 128 - 3 - qa.doc_stride
+    assert qa.validate().task == "qa" and qa.settings.max_question_len < 128 - 3 - qa.settings.doc_stride
 
 
 @pytest.mark.parametrize("changes, message", [
@@ -332,14 +367,15 @@ def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> N
     demo = small_app(public, finetune_tab.build)
     fns = {f.api_name: f for f in demo.fns.values()}
     start, pause = fns["finetune_start"], fns["finetune_pause"]
-    assert len(start.inputs) == len(form()) + 1 and len(pause.inputs) == 1        # the token box
+    boxes = [""] * 3                                      # the tasks' settings: doc_stride, max_question_len, num_choices
+    assert len(start.inputs) == len(form()) + len(boxes) + 1 and len(pause.inputs) == 1        # the token box
     for token, message in (("", "No admin token was given"), ("guess", "The admin token is wrong")):
         with pytest.raises(gr.Error, match=message):
-            start.fn(*form(), token)
+            start.fn(*form(), *boxes, token)
         with pytest.raises(gr.Error, match=message):
             pause.fn(token)
     before = services.get_worker().status().run_id
-    assert "Fine-tuning `default`" in start.fn(*form(steps=1), "s3cret")
+    assert "Fine-tuning `default`" in start.fn(*form(steps=1), *boxes, "s3cret")
     assert services.get_worker().status().run_id == before + 1
     wait_until_ended(services)
 
@@ -348,12 +384,14 @@ def test_choosing_a_task_offers_its_example_formats_and_defaults(services: Servi
     from support.probing_helpers import small_app
 
     fns = {f.api_name: f.fn for f in small_app(services, finetune_tab.build).fns.values()}
-    example, upload, formats, labels, *numbers = fns["finetune_task_changed"]("qa")
+    example, upload, formats, labels, *rest = fns["finetune_task_changed"]("qa")
+    numbers, settings = rest[:5], rest[5:]
     assert example.choices == [("tiny_squad.json", ""), ("tiny_squad_v2.json", "tiny_squad_v2.json")]
     assert example.value == ""
     assert upload.file_types == [".json"] and "SQuAD JSON" in formats and labels.visible is False
     assert [n.placeholder for n in numbers] == ["30", "8", "5e-05", "128", "0.2"]     # the task's defaults
     assert all(n.value == "" for n in numbers)
+    assert [(s.placeholder, s.visible) for s in settings] == [("32", True), ("32", True), ("", False)]   # a quarter
     example, upload = fns["finetune_source_changed"]("upload")
     assert example.visible is False and upload.visible is True
 

@@ -19,7 +19,7 @@ from engine.text.builtin_corpus import builtin_corpus
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.job import make_job
 from explorer.finetune.mistakes import named
-from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, FINETUNE_ROWS
+from explorer.finetune.tasks import NEXT_SENTENCE, NEXT_SENTENCE_SCENES, finetune_rows
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
 from support.finetune_tab_helpers import form as tab_form, tiny_app_services
@@ -69,7 +69,7 @@ def test_choosing_a_task_offers_its_examples_with_their_licence(services: Servic
     assert example.choices == [("pos-ewt-sample.tsv", "")] and upload.file_types == [".conllu", ".tsv", ".txt"]
     assert "CC BY-SA 4.0" in formats and "Universal Dependencies English EWT" in formats and "CoNLL-U" in formats
     assert labels.visible is True and "NOUN" in labels.placeholder
-    assert numbers[0].placeholder == f"{FINETUNE_ROWS['token_classification'].defaults['steps']:g}"
+    assert numbers[0].placeholder == f"{finetune_rows()['token_classification'].defaults['steps']:g}"
     example, upload, formats, labels, *_ = fns["finetune_task_changed"]("multiple_choice")
     assert example.choices == [("choices.csv", ""), (NEXT_SENTENCE, NEXT_SENTENCE)]
     assert upload.file_types == [".csv"] and "choice0" in formats and labels.visible is False
@@ -96,8 +96,8 @@ def test_listed_tags_are_enforced_and_entity_tags_named(services: Services, tmp_
 def test_the_built_in_next_sentence_example_needs_no_file(services: Services) -> None:
     job = make_job(services, *form(task="multiple_choice", example=NEXT_SENTENCE))
     spec = job.spec
-    assert (spec.data, spec.corpus, spec.num_choices, spec.max_documents) == (None, "shakespeare", 4,
-                                                                               NEXT_SENTENCE_SCENES)
+    assert (spec.data, spec.corpus, spec.settings.num_choices, spec.max_documents) == (None, "shakespeare", 4,
+                                                                                        NEXT_SENTENCE_SCENES)
     pairs = sum(len(doc) - 1 for doc in builtin_corpus("shakespeare", NEXT_SENTENCE_SCENES))
     assert job.data.examples == pairs and f"{pairs:,} next-sentence examples from 40 scenes" in job.data.summary
     csv = make_job(services, *form(task="multiple_choice")).spec
@@ -130,7 +130,7 @@ def test_multiple_choice_from_shakespeare_end_to_end_through_the_api(client: Cli
     assert "accuracy (held-out)" in {t["name"] for t in json.loads(metric["plot"])["data"]}
     run = services.get_worker().status().run_dir
     record = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    assert (record["data"], record["corpus"], record["num_choices"]) == (None, "shakespeare", 4)
+    assert (record["data"], record["corpus"], record["task_settings"]) == (None, "shakespeare", {"num_choices": 4})
     found = services.get_worker().eval_examples()
     assert found is not None and all(len(p.context.split(" · ")) == 4 for p in found.predictions)
     assert all(re.fullmatch(r"[0-3]: .+ → [0-3]: .+ \(\d[\d.]*%\)", row[1]) for row in wrong["data"])

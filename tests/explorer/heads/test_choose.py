@@ -1,11 +1,11 @@
-"""Heads tab, Choose: the handler's outputs equal engine.probes.choose, choices come one per line (2 to 5), bad input
+"""Heads tab, Choose: the handler's outputs equal engine.probes.heads.choose, choices come one per line (2 to 5), bad input
 and a model without the multiple-choice head are one clear sentence."""
 from __future__ import annotations
 
 import gradio as gr
 import pytest
 
-from engine.probes.choose import choose
+from engine.probes.heads.choose import choose
 from explorer.formatting import percent, rounded
 from explorer.heads import choose as section
 from explorer.ui_errors import friendly_errors

@@ -1,11 +1,11 @@
-"""Heads tab, Classify: the handler's outputs equal engine.probes.classify (labels from id2label), bad input and a
+"""Heads tab, Classify: the handler's outputs equal engine.probes.heads.classify (labels from id2label), bad input and a
 model without the sequence-classification head are one clear sentence."""
 from __future__ import annotations
 
 import gradio as gr
 import pytest
 
-from engine.probes.classify import classify, classify_details
+from engine.probes.heads.classify import classify, classify_details
 from explorer.formatting import percent, rounded
 from explorer.heads import classify as section
 from explorer.ui_errors import friendly_errors

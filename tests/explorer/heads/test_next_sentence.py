@@ -1,11 +1,11 @@
-"""Heads tab, Next sentence: the handler's outputs equal engine.probes.next_sentence, bad input and a model
+"""Heads tab, Next sentence: the handler's outputs equal engine.probes.heads.next_sentence, bad input and a model
 without the NSP head are one clear sentence."""
 from __future__ import annotations
 
 import gradio as gr
 import pytest
 
-from engine.probes.next_sentence import next_sentence
+from engine.probes.heads.next_sentence import next_sentence
 from explorer.formatting import percent, rounded
 from explorer.heads import next_sentence as section
 from explorer.ui_errors import friendly_errors
@@ -37,7 +37,7 @@ def test_outputs_equal_the_engine(services) -> None:
 
 
 def test_the_verdict_says_which_way_in_words() -> None:
-    from engine.probes.next_sentence import NextSentenceResult
+    from engine.probes.heads.next_sentence import NextSentenceResult
     follows = NextSentenceResult(A, B, "m", ["[CLS]"], [0], [2.0, 0.0], [0.881, 0.119], [[1.0]])
     assert "the model thinks B follows A" in section.verdict(follows) and "88.1%" in section.verdict(follows)
     random = NextSentenceResult(A, B, "m", ["[CLS]"], [0], [0.0, 2.0], [0.119, 0.881], [[1.0]])

@@ -12,7 +12,7 @@ import pytest
 from gradio_client.exceptions import AppError
 
 from engine.checkpoints.hf_format import load
-from engine.probes.replaced_tokens import ReplacedTokensResult, replaced_tokens
+from engine.probes.heads.replaced_tokens import ReplacedTokensResult, replaced_tokens
 from explorer.formatting import code, percent, rounded
 from explorer.heads import replaced_tokens as section
 from explorer.heads import tab

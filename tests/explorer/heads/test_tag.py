@@ -1,4 +1,4 @@
-"""Heads tab, Tag words: the handler's outputs equal engine.probes.tag (BIO entities merged, other tags word by
+"""Heads tab, Tag words: the handler's outputs equal engine.probes.heads.tag (BIO entities merged, other tags word by
 word), the HTML is escaped and reads back as the text (parsed as a browser does), every part-of-speech tag has a
 colour of its own and is spelled out (legend, hover, table), bad input and a model without the
 token-classification head are one clear sentence."""
@@ -11,7 +11,7 @@ import gradio as gr
 import pytest
 from plotly.colors import hex_to_rgb, qualitative
 
-from engine.probes.tag import tag_details, tag_words
+from engine.probes.heads.tag import tag_details, tag_words
 from explorer.formatting import percent, rounded
 from explorer.heads import tag as section
 from explorer.glossary import UPOS_NAMES, gloss

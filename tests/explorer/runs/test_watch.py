@@ -16,7 +16,7 @@ from engine.training.runs.run_folder import RunFolder
 from engine.training.runs.state import append_metrics
 from engine.training.worker.run_state import RunState
 from explorer.finetune import plots as fp
-from explorer.finetune.tasks import FINETUNE_ROWS
+from explorer.finetune.tasks import finetune_rows
 from explorer.models.registry import checkpoint_label
 from explorer.runs import plots as tp
 from explorer.runs.watch import CHECKPOINT_COLUMNS, NO_RUN, RunWatcher, watch_update
@@ -69,7 +69,7 @@ def test_a_pretraining_run_is_drawn_by_the_training_tabs_own_builders() -> None:
 
 
 def test_a_fine_tuning_run_is_drawn_by_the_fine_tune_tabs_builders() -> None:
-    row = FINETUNE_ROWS["classification"]
+    row = finetune_rows()["classification"]
     records = [{"kind": "train", "step": s, "loss": 1.0 / s, "classification_loss": 1.0 / s, "accuracy": 0.5,
                 "lr": 1e-4, "grad_norm": 1.5} for s in (1, 2)] + [
         {"kind": "eval", "step": 2, "eval_classification_loss": 0.6, "eval_accuracy": 0.7}]

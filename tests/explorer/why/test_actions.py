@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.attribution import attribute
+from engine.probes.attribution.methods import attribute
 from explorer.services import Services
 from explorer.why import actions
 from support.forward_counting import Forwards, pinned_services, tiny_loaded

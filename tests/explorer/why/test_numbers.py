@@ -6,10 +6,10 @@ import re
 
 import pytest
 
-from engine.probes.attribution import Attribution
+from engine.probes.attribution.methods import Attribution
 from explorer.formatting import plain_markdown
 from explorer.why import actions, plots
-from engine.probes.attribution_targets import probability_text
+from engine.probes.attribution.targets import probability_text
 from explorer.why.numbers import decimal, shown
 from explorer.why.token_html import attribution_html
 

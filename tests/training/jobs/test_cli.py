@@ -57,7 +57,7 @@ def test_resume_takes_the_run_spec_and_changes_only_resumable_flags(tmp_path, ca
                               "--checkpoint-every-s", "60"])
     spec = cli.resumed_spec(args, parser, {"data": "data"}, {})
     training = spec.training_config()
-    assert (spec.data, spec.doc_stride, training.learning_rate, training.batch_size, training.freeze_encoder,
+    assert (spec.data, spec.settings.doc_stride, training.learning_rate, training.batch_size, training.freeze_encoder,
             training.total_steps, training.checkpoint_every_s) == ("squad.json", 64, 2e-5, 6, True, 9, 60.0)
     assert spec.run_dir == str(tmp_path / "run") and spec.resume_from == str(tmp_path / "run" / "checkpoints"
                                                                                 / "step-000003")

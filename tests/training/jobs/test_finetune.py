@@ -51,7 +51,8 @@ def qa_config(**overrides) -> TrainingConfig:
 
 def options(files: dict[str, Path], run_dir: Path, training: TrainingConfig, **overrides) -> JobSpec:
     values = dict(data=str(files["squad" if training.task == "qa" else "csv"]), eval_fraction=0.0,
-                  init_from=str(files["model"]), doc_stride=16, max_question_len=16, run_dir=str(run_dir))
+                  init_from=str(files["model"]), run_dir=str(run_dir),
+                  task_settings=dict(doc_stride=16, max_question_len=16) if training.task == "qa" else {})
     values.update(overrides)
     return JobSpec(training, **values)
 
@@ -217,7 +218,7 @@ def test_cli_qa_end_to_end_and_resume(files, tmp_path, capsys):
     assert "6 questions" not in err and "8 questions; skipped 0 answer(s)" in err
     assert "heads mlm, nsp, qa" in err and "training features from 4 examples" in err
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["task"] == "qa" and run["max_examples"] == 6 and run["doc_stride"] == 16
+    assert run["task"] == "qa" and run["max_examples"] == 6 and run["task_settings"]["doc_stride"] == 16
     assert [c.step for c in RunFolder(run_dir).checkpoints()] == [4, 2]
     assert main(["--resume", str(run_dir), "--steps", "6", "--threads", "1", "--no-progress"]) == 0
     assert "resuming" in capsys.readouterr().err
@@ -274,7 +275,8 @@ def exit_code(argv: list[str]) -> int:
     (["--data", "SQUAD", "--max-examples", "0"], "--max-examples must be >= 1"),
     (["--data", "SQUAD", "--lr", "-1"], "--lr must be a positive finite number"),
     (["--data", "SQUAD", "--eval-fraction", "1"], "--eval-fraction must be in [0, 1)"),
-    (["--task", "classification", "--data", "SQUAD", "--seq-len", "1000"], "--seq-len (1000) is longer"),
+    (["--data", "SQUAD", "--seq-len", "1000"], "--seq-len (1000) is longer"),
+    (["--task", "classification", "--data", "SQUAD"], "--doc-stride is for task qa or qa_mlm, not classification"),
     (["--task", "qa"], "--data is required"),
     (["--data", "SQUAD", "--task", "ner"], "invalid choice: 'ner'"),
 ])

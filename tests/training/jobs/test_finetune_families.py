@@ -93,8 +93,8 @@ def job(folder: Path, data: dict[str, Path], task: str, run_dir: Path, **trainin
     config = TrainingConfig(**{**dict(task=task, learning_rate=rate, warmup_steps=0, total_steps=steps, batch_size=4,
                                       max_seq_length=64, eval_every=0, checkpoint_every=0, nsp=False,
                                       device="cpu"), **training})
-    return JobSpec(config, init_from=str(folder), data=str(data[task]), eval_fraction=0.0, doc_stride=16,
-                   max_question_len=16, run_dir=str(run_dir))
+    return JobSpec(config, init_from=str(folder), data=str(data[task]), eval_fraction=0.0, run_dir=str(run_dir),
+                   task_settings=dict(doc_stride=16, max_question_len=16) if task == "qa" else {})
 
 
 def data_loss(prepared) -> float:
@@ -173,7 +173,8 @@ def test_a_task_whose_head_the_family_lacks_is_refused_in_one_sentence(folders, 
     text = tmp_path / "text.txt"
     text.write_text("\n\n".join(CORPUS), encoding="utf-8")
     spec = job(folders["roberta"], data, "qa", tmp_path / "run")
-    spec = spec.replace(mlm_corpus=str(text), training=spec.training_config().replace(task="qa_mlm", nsp=True))
+    spec = spec.replace(task_settings={**spec.task_settings, "mlm_corpus": str(text)},
+                        training=spec.training_config().replace(task="qa_mlm", nsp=True))
     with pytest.raises(ValueError) as refused:
         prepare_job(spec)
     message = str(refused.value)
@@ -221,7 +222,7 @@ def test_qa_with_masked_lm_trains_a_roberta_without_next_sentence_prediction(fol
     text = tmp_path / "text.txt"
     text.write_text("\n\n".join(CORPUS), encoding="utf-8")
     spec = job(folders["roberta"], data, "qa", tmp_path / "run")
-    spec = spec.replace(mlm_corpus=str(text), training=spec.training_config().replace(
+    spec = spec.replace(task_settings={**spec.task_settings, "mlm_corpus": str(text)}, training=spec.training_config().replace(
         task="qa_mlm", nsp=False, whole_word_masking=True, total_steps=4))
     prepared = prepare_job(spec)
     tokenizer, batch = prepared.tokenizer, prepared.trainer.train_data.pretraining.batch(0, 0)

@@ -94,8 +94,11 @@ def test_a_new_finetuning_job_starts_from_a_model_with_the_task_head(tmp_path, t
     (JobSpec(data="train.json"), "data are for fine-tuning tasks"),
     (JobSpec({"task": "qa"}), "data is required"),
     (JobSpec({"task": "qa"}, data="/no/such.json"), "data: no such file"),
-    (JobSpec({"task": "qa_mlm"}, data="x.json"), "qa_mlm needs mlm_corpus"),
-    (JobSpec({"task": "classification"}, data="x.csv", mlm_corpus="c.txt"), "are for task qa_mlm"),
+    (JobSpec({"task": "qa_mlm"}, data=__file__), "mlm_corpus is required: task qa_mlm needs the text"),
+    (JobSpec({"task": "classification"}, data="x.csv", task_settings={"mlm_corpus": "c.txt"}),
+     "task classification has no settings of its own, got mlm_corpus"),
+    (JobSpec({"task": "qa"}, data="x.json", task_settings={"mlm_corpus": "c.txt"}),
+     "unknown setting(s) of task qa: mlm_corpus; its settings: doc_stride, max_question_len"),
     (JobSpec({"task": "qa"}, data="x.json", eval_data="y.json", eval_fraction=0.2), "either eval_data or"),
     (JobSpec(eval_fraction=1.0), "eval_fraction must be in [0, 1)"),
     (JobSpec(max_documents=0), "max_documents must be >= 1"),
@@ -109,9 +112,11 @@ def test_bad_specs_are_refused_before_anything_is_written(tmp_path, spec, messag
 
 
 def test_the_record_round_trips_and_reads_the_workers_older_spec_file():
-    spec = JobSpec(TrainingConfig(task="qa"), init_from="default", data="train.json", doc_stride=64, max_examples=5)
+    spec = JobSpec(TrainingConfig(task="qa"), init_from="default", data="train.json", max_examples=5,
+                   task_settings={"doc_stride": 64})
     again = JobSpec.from_record(json.loads(json.dumps(spec.to_record())), spec.training_config())
-    assert again == spec
+    assert again == spec.replace(task_settings={"doc_stride": 64, "max_question_len": 64})     # every setting kept
+    assert again.settings == spec.settings
     older = JobSpec.from_record({"preset": "mini", "tokenizer_dir": "/runs/x/tokenizer", "vocab_size": 4000,
                                  "training": {"batch_size": 1}, "someday": True}, TrainingConfig())
     assert (older.preset, older.tokenizer, older.vocab_size) == ("mini", "/runs/x/tokenizer", 4000)

@@ -35,7 +35,8 @@ def job(files: dict[str, Path], task: str, run: str, steps: int = 6) -> JobSpec:
                               max_seq_length=64, eval_every=3, eval_batches=0, checkpoint_every=0, nsp=False)
     data = files.get(task, files["squad" if task == "qa" else "csv"])
     return JobSpec(training, data=str(data), init_from=str(files["model"]),
-                   eval_fraction=0.25, doc_stride=16, max_question_len=16, run_dir=str(files["root"] / run))
+                   eval_fraction=0.25, run_dir=str(files["root"] / run),
+                   task_settings=dict(doc_stride=16, max_question_len=16) if task == "qa" else {})
 
 
 @pytest.mark.parametrize("task, metric", [("classification", "eval_accuracy"), ("qa", "eval_span_acc"),

@@ -111,7 +111,7 @@ def test_a_csv_job_learns_and_loads_in_transformers(files):
 def test_next_sentence_choices_from_documents_without_a_data_file(files, tmp_path):
     documents = [[f"the {name} was {color} ." for color in ("red", "blue", "big", "small")] for name in NAMES]
     spec = JobSpec(config(total_steps=2, warmup_steps=0, eval_every=2, batch_size=4), documents=documents, corpus_label="colours",
-                   num_choices=3, eval_fraction=0.25, init_from=str(files["model"]), run_dir=str(tmp_path / "run"))
+                   task_settings={"num_choices": 3}, eval_fraction=0.25, init_from=str(files["model"]), run_dir=str(tmp_path / "run"))
     trainer = prepare_job(spec).trainer
     assert trainer.train_data.num_choices == 3 and len(trainer.train_data) == 6 * 3 and len(trainer.eval_data) == 2 * 3
     trainer.train()
@@ -119,7 +119,7 @@ def test_next_sentence_choices_from_documents_without_a_data_file(files, tmp_pat
     resumed = prepare_job(JobSpec({"total_steps": 3}, resume_from=str(tmp_path / "run"), documents=documents)).trainer
     assert resumed.global_step == 2 and resumed.train_data.fingerprint() == trainer.train_data.fingerprint()
     with pytest.raises(ValueError, match="num_choices must be 2 to 5, got 7"):
-        prepare_job(spec.replace(num_choices=7))
+        prepare_job(spec.replace(task_settings={"num_choices": 7}))
     with pytest.raises(ValueError, match="corpus: no built-in corpus or file named 'nope'"):
         prepare_job(spec.replace(documents=None, corpus="nope"))
 

@@ -49,9 +49,9 @@ def options(files, run_dir: Path, mlm_batch_size: int | None = None, **training)
                   eval_every=15, eval_batches=0, checkpoint_every=0)
     values.update(training)
     return JobSpec(TrainingConfig(**values), data=str(files["squad"]), eval_fraction=0.25,
-                           init_from=str(files["model"]), doc_stride=16, max_question_len=16,
-                           mlm_corpus=str(files["corpus"]), mlm_seq_len=32, mlm_batch_size=mlm_batch_size,
-                           run_dir=str(run_dir))
+                           init_from=str(files["model"]), run_dir=str(run_dir),
+                           task_settings=dict(doc_stride=16, max_question_len=16, mlm_corpus=str(files["corpus"]),
+                                              mlm_seq_len=32, mlm_batch_size=mlm_batch_size))
 
 
 def loss_of_parts(model, batch: JointBatch) -> float:
@@ -126,7 +126,8 @@ def test_cli_trains_resumes_exactly_and_records_the_corpus(files, tmp_path, caps
     err = capsys.readouterr().err
     assert "qa_mlm" in err and "documents for the masked-LM term" in err and "heads mlm, nsp, qa" in err
     run = json.loads((tmp_path / "straight" / "run.json").read_text())
-    assert run["task"] == "qa_mlm" and run["mlm_corpus"] == str(files["corpus"]) and run["mlm_seq_len"] == 32
+    assert run["task"] == "qa_mlm" and run["task_settings"]["mlm_corpus"] == str(files["corpus"])
+    assert run["task_settings"]["mlm_seq_len"] == 32
 
     assert main([*common, "--stop-at", "2", "--run-dir", str(tmp_path / "chunks")]) == 0
     assert main(["--resume", str(tmp_path / "chunks"), "--threads", "1", "--no-progress"]) == 0
@@ -151,7 +152,7 @@ def test_a_larger_text_batch_trains_beside_the_qa_batch_and_resumes_with_it(file
     assert main([*common, "--steps", "2", "--stop-at", "1", "--run-dir", str(tmp_path / "wide")]) == 0, \
         capsys.readouterr().err[-2000:]
     assert "text batch 8" in capsys.readouterr().err
-    assert json.loads((tmp_path / "wide" / "run.json").read_text())["mlm_batch_size"] == 8
+    assert json.loads((tmp_path / "wide" / "run.json").read_text())["task_settings"]["mlm_batch_size"] == 8
     assert main(["--resume", str(tmp_path / "wide"), "--threads", "1", "--no-progress"]) == 0
     assert "text batch 8" in capsys.readouterr().err
 
@@ -171,14 +172,14 @@ def test_a_model_without_mlm_heads_gets_them(files, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--task", "qa_mlm", "--data", "SQUAD"], "--task qa_mlm needs --mlm-corpus"),
-    (["--task", "qa", "--data", "SQUAD", "--mlm-corpus", "CORPUS"], "are for --task qa_mlm"),
+    (["--task", "qa_mlm", "--data", "SQUAD"], "--mlm-corpus is required: task qa_mlm needs the text"),
+    (["--task", "qa", "--data", "SQUAD", "--mlm-corpus", "CORPUS"], "--mlm-corpus is for task qa_mlm, not qa"),
     (["--task", "qa_mlm", "--data", "SQUAD", "--mlm-corpus", "/nope.txt"], "--mlm-corpus: no such file"),
     (["--task", "qa_mlm", "--data", "SQUAD", "--mlm-corpus", "CORPUS", "--mlm-seq-len", "4"],
      "--mlm-seq-len must be >= 8"),
     (["--task", "qa_mlm", "--data", "SQUAD", "--mlm-corpus", "CORPUS", "--mlm-batch-size", "0"],
      "--mlm-batch-size must be >= 1"),
-    (["--task", "qa", "--data", "SQUAD", "--mlm-batch-size", "16"], "are for --task qa_mlm"),
+    (["--task", "qa", "--data", "SQUAD", "--mlm-batch-size", "16"], "--mlm-batch-size is for task qa_mlm, not qa"),
 ])
 def test_bad_arguments_exit_2_with_the_reason(files, args, message, capsys):
     args = [str(files["squad"]) if a == "SQUAD" else str(files["corpus"]) if a == "CORPUS" else a for a in args]

@@ -1,5 +1,5 @@
 """SQuAD answers of a QA run's held-out questions (engine/training/tasks/squad_evaluation.py): the answers are
-the QA pipeline's (engine.probes.qa) on the run's windows, the null odds are what the reference scripts
+the QA pipeline's (engine.probes.heads.qa) on the run's windows, the null odds are what the reference scripts
 compute from logits, and a run's evaluations report exact match and F1 (SQuAD v2.0: with the no-answer
 threshold picked on the held-out questions, HasAns / NoAns) as fractions."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import torch
 
 from engine.checkpoints.hf_format import load_directory
 from engine.data.qa_features import QAFeatureDataset, read_squad
-from engine.probes import squad_metric
-from engine.probes.qa import answer, answer_details
+from engine.probes.heads import squad_metric
+from engine.probes.heads.qa import answer, answer_details
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import prepare_job
@@ -37,7 +37,7 @@ def run(files: dict[str, Path], data: str, name: str, steps: int = 24):
                             max_seq_length=SEQ, eval_every=steps // 2, eval_batches=0, checkpoint_every=0,
                             nsp=False)
     spec = JobSpec(config, data=str(files[data]), eval_fraction=0.25, init_from=str(files["model"]),
-                   doc_stride=STRIDE, max_question_len=QUESTION, run_dir=str(files["root"] / name))
+                   task_settings=dict(doc_stride=STRIDE, max_question_len=QUESTION), run_dir=str(files["root"] / name))
     trainer = prepare_job(spec).trainer
     evals: list[dict] = []
     trainer.train(callback=lambda kind, record: evals.append(record) if kind == "eval" else None)

@@ -42,7 +42,7 @@ def albert(tmp_path_factory) -> Path:
 
 def qa_job(seq: int, stride: int, question: int) -> tuple[JobSpec, TrainingConfig]:
     config = TrainingConfig(task="qa", max_seq_length=seq, nsp=False)
-    return JobSpec(config, data="squad.json", doc_stride=stride, max_question_len=question), config
+    return JobSpec(config, data="squad.json", task_settings=dict(doc_stride=stride, max_question_len=question)), config
 
 
 def test_a_qa_window_counts_the_specials_of_the_tokenizers_pair_template(roberta):

@@ -78,6 +78,9 @@ class FirstWordTask(TrainingTask):
     name, head = "toy_first_word", "classifier"
     stat_names = ("toy_loss_sum", "correct")
 
+    def __init__(self, settings: "FirstWordSettings") -> None:
+        self.settings = settings
+
     def heads(self, config: TrainingConfig) -> tuple[str, ...]:
         return (self.head,)
 
@@ -110,15 +113,15 @@ class FirstWordTask(TrainingTask):
 
 
 def first_word_data(spec: JobSpec, config: TrainingConfig, tokenizer: Any, id2label: dict[int, str] | None = None,
-                    log: Any = lambda message: None, known: dict[int, str] | None = None,
-                    ) -> tuple[FirstWordData, FirstWordData | None, dict[int, str]]:
+                    log: Any = lambda message: None, known: dict[int, str] | None = None, *,
+                    settings: "FirstWordSettings") -> tuple[FirstWordData, FirstWordData | None, dict[int, str]]:
     """The lines of ``spec.data``, labelled by their word ``label_word`` (its own setting; cat 0, dog 1); all
     trained on, all evaluated."""
     lines = [line.strip() for line in Path(spec.data).read_text(encoding="utf-8").splitlines() if line.strip()]
     names = id2label or {0: "cat", 1: "dog"}
     label2id = {name: i for i, name in names.items()}
     rows = [tokenizer.encode(line, max_length=config.max_seq_length).input_ids for line in lines]
-    labels = [label2id[line.split()[spec.settings.label_word]] for line in lines]
+    labels = [label2id[line.split()[settings.label_word]] for line in lines]
     log(f"{spec.data}: {len(lines)} lines")
     return (FirstWordData(rows, labels, config.batch_size, config.max_seq_length),
             FirstWordData(rows, labels, config.batch_size, config.max_seq_length), names)
@@ -136,7 +139,7 @@ class FirstWordSettings:
 
 
 TOY = TaskDefinition(
-    name=FirstWordTask.name, heads=(FirstWordTask.head,), make=lambda config: FirstWordTask(), loss="toy_loss",
+    name=FirstWordTask.name, heads=(FirstWordTask.head,), make=lambda config, settings: FirstWordTask(settings), loss="toy_loss",
     metrics=("toy_acc",), shown=(("toy_loss", ".4f"), ("toy_acc", ".3f")), data=first_word_data,
     defaults=dict(seq_len=16, batch_size=4), training=dict(nsp=False), settings=FirstWordSettings)
 
@@ -154,12 +157,21 @@ def files(tmp_path_factory, tiny_tokenizer) -> dict[str, Path]:
     return {"model": save_tiny_model(root / "model", tiny_tokenizer), "data": data, "second": second}
 
 
+def check_tasks() -> None:
+    """The built-in tasks come first, in order, each registered once (a name is a dict key); a new one follows."""
+    assert tuple(TRAINING_TASKS)[:len(BUILT_IN)] == BUILT_IN
+    assert finetuning_tasks()[:len(BUILT_IN) - 1] == BUILT_IN[1:]
+    assert all(definition.name == name for name, definition in TRAINING_TASKS.items())
+
+
 def test_the_built_in_tasks_are_registered_in_order():
-    assert tuple(TRAINING_TASKS) == BUILT_IN
-    assert finetuning_tasks() == BUILT_IN[1:]
+    check_tasks()
+    with registered(TOY):
+        check_tasks()
+        assert tuple(TRAINING_TASKS)[-1] == TOY.name
 
 
-@pytest.mark.parametrize("name", BUILT_IN)
+@pytest.mark.parametrize("name", list(TRAINING_TASKS))
 def test_every_task_is_complete(name):
     definition = task_definition(name)
     assert definition.name == name
@@ -167,7 +179,7 @@ def test_every_task_is_complete(name):
     assert set(definition.defaults) == {"seq_len", "batch_size"}
     assert definition.loss and definition.metrics and definition.shown
     assert definition.eval_loss == "eval_" + definition.loss
-    task = definition.make(TrainingConfig(task=name))
+    task = definition.make_task(TrainingConfig(task=name))
     assert isinstance(task, TrainingTask) and task.name == name
     assert set(task.heads(TrainingConfig(task=name))) == set(definition.heads)   # nsp on: every head it needs
     if definition.finetuning:
@@ -264,4 +276,5 @@ def test_finetune_help_names_each_tasks_own_defaults_from_the_registry():
         for name in finetuning_tasks():
             group = next(part for part in text.split(" / ") if name in part.split(" ", 1)[1].split(", "))
             assert group.split(" ", 1)[0] == str(task_definition(name).defaults[key])
-    assert per_task_default("seq_len").startswith("384 qa, qa_mlm / 128 ")
+    first = per_task_default("seq_len").split(" / ")[0]
+    assert first.startswith("384 ") and {"qa", "qa_mlm"} <= set(first[4:].split(", "))

@@ -109,7 +109,7 @@ def test_data_and_heads_must_fit_the_task(qa_data, make_config, tiny_tokenizer, 
     with pytest.raises(ValueError, match="not pretraining data"):
         pretraining_config = TrainingConfig(batch_size=8, max_seq_length=64)
         Trainer(model, None, qa_data(), None, pretraining_config, tmp_path, task=task_for(pretraining_config))
-    with pytest.raises(ValueError, match="not classification features"):
+    with pytest.raises(ValueError, match="not features with label targets, which classification trains on"):
         Trainer(BertWithHeads(make_config(), heads=("classifier",)), None, qa_data(), None,
                 qa_config(task="classification"), tmp_path, task=task_for(qa_config(task="classification")))
     with pytest.raises(ValueError, match="batch_size=4 but the training config says 8"):
@@ -123,6 +123,6 @@ def test_data_and_heads_must_fit_the_task(qa_data, make_config, tiny_tokenizer, 
                 qa_config(max_seq_length=32), tmp_path, task=task_for(qa_config(max_seq_length=32)))
     documents = [["the cat sat .", "the dog ran ."], ["a red car .", "a blue tree ."]]
     pretraining, _ = build_datasets(documents, None, tiny_tokenizer, qa_config(batch_size=2))
-    with pytest.raises(ValueError, match="not qa features"):
+    with pytest.raises(ValueError, match="not features with span targets"):
         Trainer(BertWithHeads(make_config(), heads=("qa",)), None, pretraining, None, qa_config(batch_size=2),
                 tmp_path, task=task_for(qa_config(batch_size=2)))

@@ -1,0 +1,3 @@
+"""Two models on one input (``compare``): their layers by CKA, their attention and their fill-mask guesses, by tokens
+or, when their tokenizers differ, by words: the two tokenizations lined up by words (``word_alignment``) and the
+guesses compared by the words they write (``word_fillers``)."""

@@ -1,0 +1,45 @@
+"""Attention with every family (docs/design/families.md): ModernBERT's local layers see a window and the
+Attention view says which layers are local; the statistics name the tokenizer's own specials (RoBERTa's ``<s>``)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.checkpoints.hf_format import load
+from engine.model.families.registry import attention_reach
+from engine.probes.attention.maps import attention
+from explorer.attention.actions import summary_markdown
+from support.saved_families import save_family_model
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+TEXT = "The quick brown fox jumps over the lazy dog while the cat sleeps in the warm sun."
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("families")
+    return {family: load(save_family_model(family, root / family)) for family in ("modernbert", "roberta")}
+
+
+def test_modernbert_local_layers_see_only_their_window(models):
+    loaded = models["modernbert"]
+    reach = attention_reach(loaded.config)
+    assert reach == (None, 4, 4)                 # every third layer global; a window of 8: 4 tokens each side
+    result = attention(loaded, TEXT)
+    assert result.reach == reach
+    size = len(result.tokens)
+    distance = np.abs(np.arange(size)[:, None] - np.arange(size)[None, :])   # (S, S)
+    for layer, window in enumerate(reach):
+        far = result.attentions[layer][:, distance > (window if window is not None else size)]
+        assert (far == 0).all()
+        if window is None:
+            assert (result.attentions[layer][:, distance > 4] > 0).any()     # a global layer reaches farther
+    assert "Layer 2 is **local**: each token sees the 4 tokens on each side" in summary_markdown(result, 1, 0)
+    assert "Layer 1 is **global**" in summary_markdown(result, 0, 0)
+
+
+def test_other_families_see_everything_and_name_their_specials(models):
+    loaded = models["roberta"]
+    assert attention_reach(loaded.config) == (None, None)
+    summary = summary_markdown(attention(loaded, TEXT), 0, 0)
+    assert "local" not in summary and r"\<s\> " in summary and r"\</s\> " in summary
