@@ -4,13 +4,14 @@
    compression says so, inflated with DecompressionStream); the head view and the model view refer to them by
    id (the head view's id is null after a heads change: the maps the page holds). The layer and head come from the tab's sliders (#attention-layer,
    #attention-head): a change the browser holds the maps for redraws here, with no request; else the heatmap
-   fires "fetch" and the server answers with that layer's maps.
+   fires "fetch" and the server answers with that layer's maps ("both" when the neuron view lacks that head too: one
+   request, explorer/attention/joined_fetch.py).
    Late answers (docs/design/browser-views.md, "Late answers"): the layer, the head, the head view's window and
    hidden heads are the user's; an answer for the input shown only brings maps (never resets them); an answer
    for another input older than the one shown (its "asked") is dropped. */
 (() => {
   if (window.BertAttentionViews) return;
-  const RED = "#dc2626";
+  const RED = "#dc2626", FAINT = 0.1;        // FAINT: a head view whose links all weigh less looks empty
   const store = { entries: {}, current: null };
   const views = [];
   let sliders = { layer: null, head: null };
@@ -63,26 +64,31 @@
     views.forEach((v) => v.draw());
     want(false);
   }
-  let wanted = null;                         // the last "id:layer:head" an answer made the page ask for
+  let wanted = null, joined = null;          // the last "id:layer:head" an answer asked for; the id "both" was for
   function want(afterAnswer) {               // ask for what the chosen layer and head lack, once after a quick run
     const heatmap = views.find((v) => v.kind === "heatmap");
     if (!heatmap) return;
     clearTimeout(pending[afterAnswer]);
     pending[afterAnswer] = setTimeout(() => {   // the last of a quick run of changes asks, once
       const e = entry();
+      // the neuron view (assets/neuron_view.js), when shown and lacking this head's vectors: {id} it holds
+      const neuron = !afterAnswer && window.BertNeuronView && window.BertNeuronView.wants();
       if (e) {
         const { layer, head } = chosen(e), key = `${e.id}:${layer}:${head}`;
         // not here: that layer's maps (after an answer, once: an answer that still lacks them asks no more)
         if (mapIndex(e, layer, head) < 0 && !(afterAnswer && key === wanted)) {
           if (afterAnswer) wanted = key;
+          // both views lack it, for one input: one request, within the change budget
+          if (neuron && neuron.id === e.id) { joined = e.id; heatmap.trigger("both", neuron); return; }
           heatmap.trigger("fetch", { id: e.id });
         }
       }
-      if (afterAnswer) return;
-      // the neuron view (assets/neuron_view.js), when shown and lacking this head's vectors: {id} it holds
-      const neuron = window.BertNeuronView && window.BertNeuronView.wants();
       if (neuron) heatmap.trigger("neuron", neuron);
     }, 120);
+  }
+  function neuronAnswered(id) {              // "both" answered another input (the text was edited): ask its maps
+    if (joined !== null && id !== joined) want(true);
+    joined = null;
   }
   function fetchHeads(heads) {               // a heads change: ask for the chosen layer's heads the page lacks
     const e = entry(), heatmap = views.find((v) => v.kind === "heatmap");
@@ -169,11 +175,14 @@
 
   function drawHeadView(v, e) {
     const { layer, head } = chosen(e), n = e.tokens.length, val = v.value;
-    const heads = val.heads.filter((h) => mapIndex(e, layer, h) >= 0 && !v.hidden.has(h));
-    const missing = val.heads.filter((h) => mapIndex(e, layer, h) < 0);
+    // a chip per head of the model: the chosen "heads" on until hidden, the others off until shown (v.added)
+    const every = [...Array(e.num_heads).keys()];
+    const on = (h) => (val.heads.includes(h) ? !v.hidden.has(h) : v.added.has(h));
+    const heads = every.filter((h) => on(h) && mapIndex(e, layer, h) >= 0);
+    const missing = every.filter((h) => on(h) && mapIndex(e, layer, h) < 0);
     const win = Math.min(val.window, n);
     v.start = Math.max(0, Math.min(v.start || 0, n - win));
-    const key = `${val.id}:${n}:${val.heads.join(",")}`;
+    const key = `${val.id}:${n}:${e.num_heads}:${val.heads.join(",")}`;
     if (v.controlsKey !== key) {             // built once per answer: a slide or a chip click keeps them
       v.controlsKey = key;
       v.controls.replaceChildren();
@@ -183,20 +192,24 @@
         range.addEventListener("input", () => { v.start = Number(range.value); v.draw(); });
         v.controls.append(range, Object.assign(document.createElement("span"), { className: "attn-window-note" }));
       }
-      val.heads.forEach((h) => {             // one chip per head: click to hide or show it here
+      every.forEach((h) => {                 // one chip per head: click to hide or show it here
         const chip = Object.assign(document.createElement("button"), { type: "button", className: "attn-chip",
           textContent: `${h}`, ariaLabel: `show or hide head ${h}` });
         chip.dataset.head = String(h);
         chip.style.borderColor = val.colors[h % val.colors.length];
-        chip.addEventListener("click", () => { v.hidden.has(h) ? v.hidden.delete(h) : v.hidden.add(h); v.draw(); });
+        chip.addEventListener("click", () => {
+          const set = v.value.heads.includes(h) ? v.hidden : v.added, had = set.has(h);
+          if (had) set.delete(h); else set.add(h);
+          v.draw();
+        });
         v.controls.append(chip);
       });
     }
     const note = v.controls.querySelector(".attn-window-note");
     if (note) note.textContent = `tokens ${v.start}–${v.start + win - 1} of ${n}`;
     v.controls.querySelectorAll(".attn-chip").forEach((chip) => {
-      chip.style.opacity = v.hidden.has(Number(chip.dataset.head)) ? 0.35 : 1;
-      chip.setAttribute("aria-pressed", String(!v.hidden.has(Number(chip.dataset.head))));
+      chip.style.opacity = on(Number(chip.dataset.head)) ? 1 : 0.35;
+      chip.setAttribute("aria-pressed", String(on(Number(chip.dataset.head))));
     });
     v.caption.textContent = `Layer ${layer + 1}: a thicker, more opaque line is more attention; head ${head}`
       + " (the chosen head) drawn strongest. Hover a token for its strongest links."
@@ -209,6 +222,10 @@
     ctx.fillStyle = th.text; ctx.textAlign = "left"; ctx.fillText("query (looks)", 0, 9);
     ctx.textAlign = "right"; ctx.fillText("key (looked at)", width, 9);
     const focus = v.focus;                   // {side, index} while a token is hovered
+    const strongest = strongestLink(e, layer, heads, v.start, win), threshold = v.threshold ?? val.threshold;
+    const gain = v.threshold === null ? 1 : 1 / Math.max(strongest, 1e-9);   // lowered: opacity relative to the top
+    uniformNote(v, val, n, strongest, heads.length > 0);
+    v.root.dataset.threshold = String(threshold);
     const order = heads.slice().sort((a, b) => (a === head) - (b === head));
     for (const h of order) {
       const at = mapIndex(e, layer, h), strong = h === head || !heads.includes(head);
@@ -217,10 +234,10 @@
         if (focus && focus.side === "query" && focus.index !== i) continue;
         for (let j = v.start; j < v.start + win; j++) {
           if (focus && focus.side === "key" && focus.index !== j) continue;
-          const w = e.maps.get(at + i * n + j);
-          if (w < val.threshold) continue;
-          ctx.globalAlpha = strong ? w : 0.3 * w;
-          ctx.lineWidth = strong ? 1 + 2.5 * w : 0.5 + w;
+          const w = e.maps.get(at + i * n + j), a = Math.min(1, w * gain);
+          if (w < threshold) continue;
+          ctx.globalAlpha = strong ? a : 0.3 * a;
+          ctx.lineWidth = v.threshold !== null ? (strong ? 1 : 0.5) : strong ? 1 + 2.5 * a : 0.5 + a;   // lowered: thin
           ctx.beginPath(); ctx.moveTo(x0, y(i)); ctx.lineTo(x1, y(j)); ctx.stroke();
         }
       }
@@ -247,6 +264,40 @@
         data: { side, index: k } };
     };
     return `L${layer + 1}-H${head}-${v.start}`;
+  }
+
+  function strongestLink(e, layer, heads, start, win) {   // the largest weight the head view's window can draw
+    const n = e.tokens.length;
+    let top = 0;
+    for (const h of heads) {
+      const at = mapIndex(e, layer, h);
+      for (let i = start; i < start + win; i++) {
+        for (let j = start; j < start + win; j++) top = Math.max(top, e.maps.get(at + i * n + j));
+      }
+    }
+    return top;
+  }
+  function uniformNote(v, val, n, strongest, drawing) {   // an empty-looking head view says why; a lower threshold
+    // at most the usual threshold: uniform's weight, or the uint8 step, so a link above average shows
+    const low = Math.min(strongest, val.threshold, Math.max(1 / n, 1 / 255));
+    let text = "", label = "", pick = null;
+    if (v.threshold !== null) {
+      text = `Links ≥ ${fmt(v.threshold)}, opacity relative to the strongest (weight ${fmt(strongest)}).`;
+      label = `Back to ${val.threshold}`;
+    } else if (drawing && strongest < FAINT) {
+      text = (strongest < val.threshold ? `Every link here is below the threshold ${val.threshold}`
+        : `Every link here is below ${FAINT}, so its line is faint`) + `: the attention is near uniform (max weight `
+        + `${fmt(strongest)}; uniform over ${n} tokens is ${fmt(1 / n)}).`;
+      if (low > 0) { label = `Show links ≥ ${fmt(low)}`; pick = low; }
+    }
+    if (v.noteKey === `${text}|${label}`) return;
+    v.noteKey = `${text}|${label}`;
+    v.note.replaceChildren(...(text ? [Object.assign(document.createElement("span"), { textContent: text })] : []));
+    if (!label) return;
+    const button = Object.assign(document.createElement("button"), { type: "button", textContent: label,
+      className: "attn-chip attn-threshold" });
+    button.addEventListener("click", () => { v.threshold = pick; v.draw(); });
+    v.note.append(button);
   }
 
   function drawModelView(v, e) {
@@ -290,8 +341,9 @@
 
   function mount(kind, element, props, trigger, watch) {
     const root = element.querySelector(".attn-view");
-    const v = { kind, root, trigger, value: null, hidden: new Set(), start: 0, focus: null,
-      caption: root.querySelector(".attn-caption"), controls: root.querySelector(".attn-controls"),
+    const v = { kind, root, trigger, value: null, hidden: new Set(), added: new Set(), start: 0, focus: null,
+      threshold: null, caption: root.querySelector(".attn-caption"), controls: root.querySelector(".attn-controls"),
+      note: root.querySelector(".attn-note"),
       canvas: root.querySelector("canvas"), tip: root.querySelector(".attn-tip"), draws: 0 };
     v.setFocus = (f) => {
       const same = JSON.stringify(f) === JSON.stringify(v.focus);
@@ -302,6 +354,7 @@
       const val = v.value, e = val && entry(val.id);
       if (!val || !e || (val.id && e.id !== val.id)) {
         sized(v.canvas, 1, 1); v.caption.textContent = ""; v.controls.replaceChildren(); v.controlsKey = null;
+        v.note.replaceChildren(); v.noteKey = null;
         v.hover = null; delete root.dataset.drawn; v.tip.classList.remove("shown");
         return;
       }
@@ -327,7 +380,7 @@
       const shown = v.value && (v.value.id || store.current);
       const keep = val && v.value && (val.id === null || val.id === shown);   // the same input: the user's window
       v.value = val; v.focus = null;
-      if (!keep) { v.hidden.clear(); v.start = 0; }
+      if (!keep) { v.hidden.clear(); v.added.clear(); v.start = 0; v.threshold = null; }
       if (val) { v.answers = (v.answers || 0) + 1; root.dataset.answers = String(v.answers); }
       if (val && kind === "heatmap") put(val, ...decoded);
       if (kind === "model_view") v.grid = decoded;
@@ -359,5 +412,5 @@
     poll();
   }
 
-  window.BertAttentionViews = { mount, decode, store, views };
+  window.BertAttentionViews = { mount, decode, store, views, neuronAnswered };
 })();

@@ -3,8 +3,9 @@
    trigger, watch). The value holds every token's query and key vectors (float16) of one head, or of every head
    of a short input: for the query token the user picks (a click on a token, the arrow keys, or the tab's query
    dropdown) this script computes q ⊙ k_j, the scores Σ(q ⊙ k_j)/√d and their softmax, and draws them, with no
-   request. The layer and head follow the tab's sliders (#attention-layer, #attention-head); when the page lacks
-   that head, assets/attention_view.js asks wants() and fires the heatmap's "neuron" event.
+   request, nor does Enter in the dropdown. The layer and head follow the tab's sliders (#attention-layer,
+   #attention-head); when the page lacks that head, assets/attention_view.js asks wants() and fires the heatmap's
+   "neuron" event ("both" when the heatmap lacks that layer too: one request).
    Late answers (docs/design/browser-views.md, "Late answers"): the query token and the key window are the
    user's. An answer only brings vectors; its query is taken only as the answer to the user's latest "Show the
    neuron view" (#neuron-show) asked after their last pick here, once; an answer for another input older than the
@@ -25,6 +26,14 @@
   ["pointerdown", "keydown"].forEach((name) => document.addEventListener(name, (ev) => {
     if (ev.target instanceof Element && ev.target.closest("#neuron-query")) touchedAt = tick();
   }, true));
+  // Enter in the dropdown picks a token, drawn here: while the page holds vectors it is no "Show the neuron view"
+  // click. assets/page.js leaves Enter to a field whose block has the class has-submit; this window listener runs
+  // before page.js's on the document, and marks the block so.
+  window.addEventListener("keydown", (ev) => {
+    const field = ev.key === "Enter" && ev.target instanceof Element && ev.target.closest("#neuron-query");
+    const block = field && (ev.target.closest(".block") || field);
+    if (block) block.classList.toggle("has-submit", Boolean(store.meta));
+  }, true);
 
   function number(selector) {
     const box = document.querySelector(selector);
@@ -261,6 +270,7 @@
       }
       v.answers += 1;
       root.dataset.answers = String(v.answers);
+      if (window.BertAttentionViews) window.BertAttentionViews.neuronAnswered(val.id);   // a "both" answered
       // its query only answers the user's latest "Show", asked after their last pick here, and only once
       const answersAsk = askedAt > v.pickedAt && askedAt > v.usedAsk;
       if (val.query !== null && val.query !== undefined && answersAsk) { v.usedAsk = askedAt; v.show(val.query); }

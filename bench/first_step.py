@@ -1,7 +1,7 @@
 """Time to step 1: seconds from pressing Start on the Training tab's defaults to the run's first step, per stage.
 
 Each measurement runs in a fresh process that imports ``app`` first, as the app's own process has (a worker
-process spawned there would re-import it), starts the tab's default run (``explorer.training.tab.make_spec``
+process spawned there would re-import it), starts the tab's default run (``explorer.training.job.make_spec``
 with the widgets' defaults: tiny, shakespeare, 200 documents, a 4,000-piece vocabulary trained on them) on a
 ``TrainingWorker`` and polls its status every 20 ms, timing each preparation stage (the message up to its
 first ":") and step 1.
@@ -37,7 +37,7 @@ def one_run(cache: str) -> dict:
     import app      # the app's process: what a spawned worker would import again
     assert app.__name__ == "app"
     from engine.training.worker.training_worker import TrainingWorker
-    from explorer.training.tab import make_spec
+    from explorer.training.job import make_spec
 
     class Limits:
         max_length = 512

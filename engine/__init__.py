@@ -19,7 +19,7 @@ _EXPORTS = {
     "EncoderOutput": "model.outputs", "HeadsOutput": "model.outputs", "WordPieceTokenizer": "text.tokenizer",
     "LoadedModel": "model.loaded_model", "load": "checkpoints.hf_format", "save": "checkpoints.hf_format",
     "Trainer": "training.loop.trainer", "TrainingConfig": "training.loop.config",
-    "TrainingDiverged": "training.loop.trainer",
+    "TrainingDiverged": "training.loop.divergence",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -28,7 +28,9 @@ The model starts from ``--init-from`` (the bundled ``default``, a run's checkpoi
 directory of any family the engine reads); the task's head is added freshly initialised when the model lacks it,
 and every head it has is kept and saved (e.g. MLM + NSP + QA in one checkpoint) in the family's own layout. A task
 whose head the family lacks (NSP for a RoBERTa) is refused in one sentence before any data is read
-(``engine.training.tasks.start_model``). ``--freeze-encoder`` trains the heads and the pooler only.
+(``engine.training.tasks.start_model``). ``--freeze-encoder`` trains the heads and the pooler only. A finished run's
+last checkpoint keeps only the model, in the start model's dtype (the bundled model's float16; ``--final-dtype
+float32`` keeps the trained weights unrounded); every checkpoint that can resume is float32.
 
 Examples::
 
@@ -49,7 +51,7 @@ import argparse
 import sys
 from typing import Any, Sequence
 
-from engine.training.jobs import cli, task_flags
+from engine.training.jobs import cli, task_flags, training_flags
 from engine.training.loop import distributed as dist
 from engine.model.head_specs import HEADS
 from engine.training.tasks.job_spec import JobSpec
@@ -103,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--corpus", help="multiple_choice without --data: the text its next-sentence choices come from "
         "('shakespeare', built in, the default; or a .txt/.md/.jsonl file)")
     add("--max-documents", type=int, help="multiple_choice without --data: use only the first N documents")
-    cli.add_training_arguments(p, help_defaults())
+    training_flags.add_training_arguments(p, help_defaults())
     task_flags.add_task_settings(p, offered())
     return p
 
@@ -116,13 +118,13 @@ def offered() -> list[TaskDefinition]:
 def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> JobSpec:
     """The job the arguments describe; any bad value ends the program through ``parser.error`` (exit 2)."""
     if args.resume is not None:
-        return cli.resumed_spec(args, parser, JOB_ARGS, {"task": args.task} if args.task is not None else {})
+        return training_flags.resumed_spec(args, parser, JOB_ARGS, {"task": args.task} if args.task is not None else {})
     if args.task is None:
         parser.error(f"--task is required ({', '.join(finetuning_tasks())})")
     definition = task_definition(args.task)
-    cli.apply_defaults(args, {**DEFAULTS, **definition.defaults}, parser)
-    training = cli.training_config(args, parser, task=args.task, **definition.training)
-    return cli.validated(JobSpec(
+    training_flags.apply_defaults(args, {**DEFAULTS, **definition.defaults}, parser)
+    training = training_flags.training_config(args, parser, task=args.task, **definition.training)
+    return training_flags.validated(JobSpec(
         training, init_from=args.init_from, data=args.data, eval_data=args.eval_data,
         eval_fraction=args.eval_fraction, max_examples=args.max_examples, corpus=args.corpus or "shakespeare",
         max_documents=args.max_documents, run_dir=args.run_dir, report_to=args.report_to, task_settings=task_flags.task_settings(args, parser, definition, offered())),

@@ -32,7 +32,7 @@ import sys
 from typing import Any, Sequence
 
 from engine.model.config import PRESETS
-from engine.training.jobs import cli, task_flags
+from engine.training.jobs import cli, task_flags, training_flags
 from engine.training.loop import distributed as dist
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import PreparedJob
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--mlm-probability", type=float, help="fraction of tokens masked (default 0.15)")
     add("--whole-word", action="store_true", default=None, help="mask whole words")
     add("--no-nsp", action="store_true", default=None, help="no next-sentence prediction (single segments)")
-    cli.add_training_arguments(p, DEFAULTS)
+    training_flags.add_training_arguments(p, DEFAULTS)
     task_flags.add_task_settings(p, [PRETRAINING])
     return p
 
@@ -84,22 +84,22 @@ def spec_from_args(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     masking = {"mlm_probability": args.mlm_probability, "whole_word_masking": args.whole_word,
                "nsp": None if args.no_nsp is None else not args.no_nsp}
     if args.resume is not None:
-        return cli.resumed_spec(args, parser, JOB_ARGS, {"task": PRETRAINING.name,
-                                                           **{k: v for k, v in masking.items() if v is not None}})
+        return training_flags.resumed_spec(args, parser, JOB_ARGS, {
+            "task": PRETRAINING.name, **{k: v for k, v in masking.items() if v is not None}})
     if args.dataset is not None and args.corpus is not None:
         parser.error("give --corpus or --dataset, not both")
-    cli.apply_defaults(args, DEFAULTS, parser)
-    training = cli.training_config(args, parser, mlm_probability=args.mlm_probability,
-                                   whole_word_masking=bool(args.whole_word), nsp=not args.no_nsp)
+    training_flags.apply_defaults(args, DEFAULTS, parser)
+    training = training_flags.training_config(args, parser, mlm_probability=args.mlm_probability,
+                                              whole_word_masking=bool(args.whole_word), nsp=not args.no_nsp)
     dataset = {name: getattr(args, name) for name in ("dataset", "dataset_config", "dataset_split", "text_column")
                if getattr(args, name) is not None}
-    return cli.validated(JobSpec(training, preset=args.preset, corpus=args.corpus, max_documents=args.max_documents,
-                                 **dataset,
-                                 eval_fraction=args.eval_fraction, vocab_size=args.vocab_size,
-                                 tokenizer=args.tokenizer, init_from=args.init_from, dropout=args.dropout,
-                                 run_dir=args.run_dir, report_to=args.report_to,
-                                 task_settings=task_flags.task_settings(args, parser, PRETRAINING, [PRETRAINING])),
-                        parser)
+    return training_flags.validated(JobSpec(
+        training, preset=args.preset, corpus=args.corpus, max_documents=args.max_documents, **dataset,
+        eval_fraction=args.eval_fraction, vocab_size=args.vocab_size,
+        tokenizer=args.tokenizer, init_from=args.init_from, dropout=args.dropout,
+        run_dir=args.run_dir, report_to=args.report_to,
+        task_settings=task_flags.task_settings(args, parser, PRETRAINING, [PRETRAINING])),
+        parser)
 
 
 def describe(job: PreparedJob) -> str:

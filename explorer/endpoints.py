@@ -12,8 +12,9 @@ Each applies, in one place, what every event handler needs:
   ablation): a handler that takes its turn at the app's heavy gate (``explorer/serving/heavy_limits.py``:
   ``EXPLORER_HEAVY_CONCURRENCY`` at once, all heavy endpoints together, a bounded line, a per-client limit),
   outside Gradio's queue (its own group, ``concurrency_id="heavy"``, with no Gradio limit), so light endpoints
-  keep answering however many heavy requests come; and that stops between engine steps once its request is
-  cancelled or its client is gone (``explorer/serving/cancellable.py``),
+  keep answering however many heavy requests come; that stops between engine steps once its request is
+  cancelled or its client is gone (``explorer/serving/cancellable.py``); and that joins the same visitor's
+  identical request while that one runs or waits, so one intention runs once (``explorer/serving/in_flight.py``),
 
 and names the handler after its endpoint (the name Gradio's config and its MCP tools show), so no tab writes
 ``fn.__name__ = ...``. The handler's parameters (names and defaults) and docstring are the endpoint's API:
@@ -39,6 +40,7 @@ from explorer.serving import gpu as gpu_module
 from explorer.views.canvas_view import stamped
 from explorer.serving.cancellable import stop_on_cancel
 from explorer.serving.heavy_limits import gated
+from explorer.serving.in_flight import joined
 from explorer.ui_errors import friendly_errors
 
 HANDLER_MARK = "__explorer_handler__"      # set on what :func:`handler` returns
@@ -50,10 +52,12 @@ def handler(fn: Callable[..., Any], api_name: str, *, gpu: bool = True,
             duration: int | None = None, heavy: bool = False) -> Callable[..., Any]:
     """``fn`` ready to serve ``api_name``: on the GPU when ``gpu`` (at most ``duration`` seconds on ZeroGPU,
     when given), its errors translated for a person, named ``api_name``; ``heavy``: run in its turn at the heavy
-    gate, and stopped between engine steps once its request is cancelled; the canvas values it returns carry
-    when it began (``canvas_view.stamped``). Apply once per function."""
+    gate, stopped between engine steps once its request is cancelled, and joined by the same visitor's identical
+    call while it runs or waits; the canvas values it returns carry when it began (``canvas_view.stamped``).
+    Apply once per function."""
     inner = gpu_module.on_gpu(stamped(fn), duration=duration) if gpu else stamped(fn)
-    wrapped = gated(stop_on_cancel(inner, friendly_errors)) if heavy else friendly_errors(inner)
+    wrapped = (joined(gated(stop_on_cancel(inner, friendly_errors)), api_name) if heavy
+               else friendly_errors(inner))
     wrapped.__name__ = api_name            # the wrapper's own name: the config's and the MCP tool's name
     setattr(wrapped, HANDLER_MARK, True)
     setattr(wrapped, HEAVY_MARK, heavy)

@@ -88,8 +88,9 @@ _ENTRIES = (
     Entry("PCA", "Principal component analysis: the two directions along which the vectors vary most, used to "
                  "draw many-dimensional vectors on a flat plot."),
     Entry("cosine similarity", "How closely two vectors point the same way, from -1 to 1, whatever their lengths."),
-    Entry("CKA", "Centred kernel alignment: a number from 0 to 1 that says how similar two models' vectors at a "
-                 "layer are over the same tokens (1 = the same up to rotation and scale)."),
+    Entry("CKA", "Centred kernel alignment: a number up to 1 that says how similar two models' vectors at a layer "
+                 "are over the same tokens (1 = the same up to rotation and scale, about 0 = unrelated; the debiased "
+                 "estimate needs many tokens)."),
     Entry("ablation", "Switching a part off (here: an attention head's output set to zero) to see how much the "
                       "prediction depends on it."),
     Entry("attribution", "How much each input token pushed a prediction up or down (integrated gradients: the "

@@ -8,6 +8,7 @@ Untrusted weights never go through pickle: safetensors, or ``torch.load(weights_
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -134,7 +135,8 @@ def _load_tokenizer(directory: Path, config: BertConfig) -> WordPieceTokenizer |
 
 
 def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: str | Path,
-         architectures: list[str] | None = None, extra: Callable[[Path], None] | None = None) -> Path:
+         architectures: list[str] | None = None, extra: Callable[[Path], None] | None = None,
+         dtype: torch.dtype = torch.float32) -> Path:
     """Write an HF-format directory atomically. ``architectures`` picks the exported classes.
 
     By default the model's heads decide (e.g. MLM+NSP -> ``BertForPreTraining``); a model
@@ -145,13 +147,18 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
     load from it: a head transformers sizes by ``num_labels`` (QA) beside a classifier of
     another label count keeps its weights in the file but not its class in ``architectures``
     (named explicitly, such a pair is a ``ValueError``). ``extra(staging_dir)`` may write more
-    files (a trainer's state) before the directory is made visible.
+    files (a trainer's state) before the directory is made visible. ``dtype`` is the dtype the floating tensors are
+    stored in (integer ones keep theirs; a tensor float16 cannot hold, |x| > 65504, stays float32); narrower than
+    float32, ``config.json`` says ``"dtype": "float32"`` as the bundled model's does, so ``transformers`` (its default
+    ``dtype="auto"`` reads it) computes in float32 as this app's loader does.
     """
     directory = Path(directory)
+    if dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise ValueError(f"weights are saved in float32, float16 or bfloat16, not {dtype}")
     explicit = bool(architectures)
     specs = model.specs                                 # the heads its family reads
     architectures = list(architectures or architectures_for(model.heads, specs))
-    state = {k: v.detach().to("cpu", torch.float32).contiguous().clone() for k, v in model.state_dict().items()}
+    state = {k: _stored(v.detach().to("cpu"), dtype) for k, v in model.state_dict().items()}
     exported = state_to_theirs(export_state(state, architectures, specs), model.config,
                                bare=architectures == ["BertModel"])
     classes = hf_classes(specs)
@@ -178,6 +185,8 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
         save_file(exported, str(staging / "model.safetensors"), metadata={"format": "pt"})
         (staging / "model.safetensors").chmod(0o644)   # safetensors creates it owner-only
         save_config(config, staging)                    # the family's config.json
+        if dtype != torch.float32:
+            _compute_in_float32(staging / "config.json")
         if tokenizer is not None:
             tokenizer.save(staging)
         if extra is not None:
@@ -192,6 +201,25 @@ def save(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: 
             raise
         raise fault from exc
     return directory
+
+
+def _stored(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A contiguous copy of ``tensor`` as saved: floating ones in ``dtype`` (float32 when ``dtype`` cannot hold its
+    values: float16 past ±65504), others as they are."""
+    if not tensor.is_floating_point():
+        return tensor.contiguous().clone()
+    stored = tensor.to(dtype)
+    if dtype != torch.float32 and bool((stored.isinf() & tensor.isfinite()).any()):
+        stored = tensor.to(torch.float32)                # overflowed: keep this one exact
+    return stored.contiguous().clone() if stored.data_ptr() == tensor.data_ptr() else stored.contiguous()
+
+
+def _compute_in_float32(config_path: Path) -> None:
+    """Add ``"dtype": "float32"`` to a ``config.json`` whose weights are stored narrower (transformers 5's field;
+    its ``from_pretrained`` reads it with its default ``dtype="auto"``, else it would compute in the stored dtype)."""
+    data = json.loads(config_path.read_text(encoding="utf-8"))
+    data["dtype"] = "float32"
+    config_path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def recover_interrupted_writes(folder: str | Path, only: str | None = None) -> list[Path]:

@@ -51,6 +51,16 @@ def read_weights(directory: Path, meta: bool = False) -> dict[str, torch.Tensor]
         return state
 
 
+def stored_float_dtype(directory: Path) -> torch.dtype | None:
+    """The floating dtype most of ``directory``'s weights (by element count) are stored in, read from the files'
+    headers only (no tensor data); None when it holds no floating tensor. Errors are ``read_weights``'."""
+    counts: dict[torch.dtype, int] = {}
+    for tensor in read_weights(directory, meta=True).values():
+        if tensor.is_floating_point():
+            counts[tensor.dtype] = counts.get(tensor.dtype, 0) + tensor.numel()
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
 def each_tensor(directory: Path, names: Mapping[str, str]) -> Iterator[tuple[str, torch.Tensor]]:
     """The tensors ``names`` lists (a file's key -> the name to give it), one at a time as ``(name, tensor)``, as
     the files store them (fp16 stays fp16): the caller copies each where it goes and drops it before the next.

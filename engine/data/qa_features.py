@@ -2,7 +2,7 @@
 
 Each question is encoded with its context in windows of the tokenizer's pair template (BERT's
 ``[CLS] question [SEP] context-window [SEP]``, RoBERTa's ``<s> question </s></s> context-window </s>``:
-``WordPieceTokenizer.encode_qa_windows``; the context alone is truncated, windows overlap by ``doc_stride``
+``engine.text.qa_windows.encode_qa_windows``; the context alone is truncated, windows overlap by ``doc_stride``
 tokens, the question is cut to ``max_question_len`` by ``cut_question``: the very windows the QA pipeline
 scores). A window leaves room for as many special tokens as the template adds (``num_special_tokens``: 3 for
 BERT, 4 for RoBERTa). A feature's second segment starts at the context's first token (its sequence ids);
@@ -28,6 +28,7 @@ from tokenizers import Tokenizer
 from engine.checks import is_int
 from engine.data.data_files import read_data_text
 from engine.data.features import FeatureDataset, second_text_start
+from engine.text.qa_windows import cut_question
 from engine.text.segment_ids import separated_once
 from engine.text.tokenizer import WordPieceTokenizer
 
@@ -192,7 +193,7 @@ def build_qa_dataset(examples: Sequence[QAExample], tokenizer: WordPieceTokenize
         questions = [e.question for e in part]
         for i, asked in enumerate(backend.encode_batch(questions, add_special_tokens=False)):
             if len(asked.ids) > max_question_len:      # cut at a piece's end, as encode_qa_windows
-                questions[i] = tokenizer.cut_question(questions[i], max_question_len)
+                questions[i] = cut_question(tokenizer, questions[i], max_question_len)
         encoded = windowed.encode_batch(list(zip(questions, [e.context for e in part])))
         for offset, (example, whole) in enumerate(zip(part, encoded)):
             span = example.answer_span

@@ -63,7 +63,7 @@ class AttributionSpec:
     only when an attribution runs, so this module never imports the probes."""
 
     name: str                          # "fill_mask": the ``task`` of ``attribute`` and of the Why tab's API
-    builder: str | Callable[..., Any]  # "engine.probes.attribution.targets:fill_mask_for"
+    builder: str | Callable[..., Any]  # "engine.probes.attribution.builders:fill_mask_for"
     choice: str                        # the Why tab's dropdown label
     form: Form                         # the Why tab's field labels and placeholders
     needs_pair: str | None = None      # what the second text is, when it is required ("context")
@@ -155,7 +155,7 @@ def attribution_targets() -> dict[str, tuple[str, AttributionSpec]]:
     return {name: (head, a) for _, _, name, head, a in sorted(found, key=lambda row: row[:2])}
 
 
-_TARGETS = "engine.probes.attribution.targets:"
+_BUILDERS = "engine.probes.attribution.builders:"
 
 
 def _linear(width: Callable[[BertConfig], int]) -> Callable[[BertConfig, nn.Module], nn.Module]:
@@ -173,14 +173,14 @@ _BUILT_IN = (
              build=lambda config, model: BertLMPredictionHead(config, model.bert.embeddings.word_embeddings),
              run=_run_mlm, trainable=lambda head: head.own_parameters(), init=lambda head: head.reset_bias(),
              tied=("decoder.weight",), targets=("labels",), attribution=(AttributionSpec(
-                 "fill_mask", _TARGETS + "fill_mask_for", "Fill-mask: a token at a [MASK]", order=0, form=(
+                 "fill_mask", _BUILDERS + "fill_mask_for", "Fill-mask: a token at a [MASK]", order=0, form=(
                      "Text with [MASK]", "The capital of France is [MASK].", "Text pair (optional, segment B)", "",
                      "a token, e.g. paris (empty: the top prediction)", "Which [MASK]: 1, 2, … (0 = the first)")),)),
     HeadSpec("nsp", "cls.seq_relationship", "cls.seq_relationship.", "BertForNextSentencePrediction",
              "next-sentence", "next sentence (NSP)", build=_linear(lambda config: 2),
              run=lambda model, x: model.next_sentence(x.pooled, x.targets.get("next_sentence_label")), pooled=True,
              targets=("next_sentence_label",), attribution=(AttributionSpec(
-                 "next_sentence", _TARGETS + "next_sentence_for", "Next sentence: IsNext / NotNext", order=3,
+                 "next_sentence", _BUILDERS + "next_sentence_for", "Next sentence: IsNext / NotNext", order=3,
                  needs_pair="sentence B", form=("Sentence A", "The cat sat on the mat.", "Sentence B",
                                                 "Soon it was fast asleep.", "IsNext or NotNext (empty: IsNext)",
                                                 "(not used)")),),
@@ -191,7 +191,7 @@ _BUILT_IN = (
              run=lambda model, x: model.answer_span(x.hidden, x.targets.get("start_positions"),
                                                     x.targets.get("end_positions")),
              targets=("start_positions", "end_positions"), attribution=tuple(AttributionSpec(
-                 f"qa_{side}", _TARGETS + f"qa_{side}_for", f"QA: where the answer {side}s", order=order,
+                 f"qa_{side}", _BUILDERS + f"qa_{side}_for", f"QA: where the answer {side}s", order=order,
                  needs_pair="context", form=("Question", "What is the capital of France?", "Context",
                                              "Paris is the capital of France.",
                                              "(not used: the best answer is explained)", "(not used)"))
@@ -200,7 +200,7 @@ _BUILT_IN = (
              "sequence classification", build=_linear(lambda config: config.num_labels),
              run=lambda model, x: model.classify(x.pooled, x.targets.get("class_labels")),
              pooled=True, labelled=True, dropout=True, tried_in="Heads › Classify", targets=("class_labels",),
-             attribution=(AttributionSpec("classify", _TARGETS + "classify_for", "Classify: a label", order=4, form=(
+             attribution=(AttributionSpec("classify", _BUILDERS + "classify_for", "Classify: a label", order=4, form=(
                  "Text", "A wonderful, moving film.", "Text pair (optional)", "", "a label (empty: the predicted one)",
                  "(not used)")),),
              how_to_get="fine-tune it for sequence classification in the Fine-tune tab"),
@@ -208,7 +208,7 @@ _BUILT_IN = (
              "token-classification", "token classification", build=_linear(lambda config: config.num_labels),
              run=lambda model, x: model.classify_tokens(x.hidden, x.targets.get("token_labels")),
              labelled=True, dropout=True, tried_in="Heads › Tag words", targets=("token_labels",),
-             attribution=(AttributionSpec("tag", _TARGETS + "tag_for", "Tag words: a word's tag", order=5, form=(
+             attribution=(AttributionSpec("tag", _BUILDERS + "tag_for", "Tag words: a word's tag", order=5, form=(
                  "Text", "Walter lives in Paris.", "(not used)", "", "a tag, e.g. B-LOC (empty: the predicted one)",
                  "Which word: 1, 2, … (0 = the first not tagged O)")),),
              how_to_get="fine-tune it for token classification (tagging) in the Fine-tune tab"),
@@ -216,7 +216,7 @@ _BUILT_IN = (
              "multiple choice", build=_linear(lambda config: 1),
              run=lambda model, x: model.score_choices(x.pooled, x.choices, x.targets.get("choice_labels")),
              pooled=True, dropout=True, choice_input=True, tried_in="Heads › Choose", targets=("choice_labels",),
-             attribution=(AttributionSpec("choose", _TARGETS + "choose_for", "Choose: a choice", order=6,
+             attribution=(AttributionSpec("choose", _BUILDERS + "choose_for", "Choose: a choice", order=6,
                                           needs_pair="choices", form=(
                  "Context", "The cat sat on the mat.", "Choices, one per line", "It fell asleep.\nIt sang an aria.",
                  "(not used: pick the choice below)", "Which choice: 1, 2, … (0 = the model's pick)")),),

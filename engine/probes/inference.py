@@ -10,7 +10,8 @@ from engine.probes.attention.maps import (AttentionResult, CheckpointAttention, 
 from engine.model.loaded_model import LoadedModel
 from engine.probes.representations.embeddings import EmbeddingsResult, embeddings
 from engine.probes.representations.position_similarity import PositionSimilarity, embeddings_over_checkpoints
-from engine.probes.heads.fill_mask import FillMaskResult, fill_mask, fill_mask_details, fill_mask_over_checkpoints
+from engine.probes.heads.fill_mask import FillMaskResult, fill_mask, fill_mask_details
+from engine.probes.heads.fill_mask_checkpoints import fill_mask_over_checkpoints
 from engine.probes.attention.ablation import AblationResult, ablate_heads
 from engine.probes.heads.qa import QAResult, answer, answer_details
 from engine.text.token_explain import Explanation

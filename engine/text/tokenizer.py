@@ -5,7 +5,8 @@ BERT's (BertNormalizer, BertPreTokenizer, WordPiece model, ``[CLS] A [SEP] B [SE
 WordPiece decoder); any other model kind (byte-level BPE as RoBERTa's, Unigram as XLM-R's or ALBERT's)
 keeps its file's own normalizer, pre-tokenizer, decoder and post-processor. Special tokens are found by
 role (``special_roles``). It trains, loads and saves Hugging Face compatible files, encodes into
-plain-list `Encoding`s, and `explain()`s one input for the Tokenize tab (see `token_explain`).
+plain-list `Encoding`s (a pair also into overlapping windows, which ``qa_windows`` lays out as the QA
+pipeline's), and `explain()`s one input for the Tokenize tab (see `token_explain`).
 Nothing here hand-writes a tokenization algorithm.
 """
 from __future__ import annotations
@@ -306,54 +307,19 @@ class WordPieceTokenizer:
                         template=self._templates[bool(text_pair)], display=self.display_piece,
                         continuation_prefix="##" if self.is_wordpiece else None, full_tokens=self._tokens(full))
 
-    def cut_question(self, question: str, max_question_len: int) -> str:
-        """``question``, or its longest prefix cut at a piece's end whose pieces are its first ones and at most
-        ``max_question_len`` (WordPiece: exactly that many; a byte-level piece may end inside a character)."""
-        asked = self._backend.encode(question, add_special_tokens=False)
-        for count in range(max_question_len, 0, -1) if len(asked.ids) > max_question_len else ():
-            prefix = question[:asked.offsets[count - 1][1]]
-            ids = self._backend.encode(prefix, add_special_tokens=False).ids
-            if len(ids) <= max_question_len and ids == asked.ids[:len(ids)]:
-                return prefix
-        return question if len(asked.ids) <= max_question_len else ""
-
-    def encode_qa_windows(self, question: str, context: str, max_seq_len: int = 384, doc_stride: int = 128,
-                          max_question_len: int = 64) -> list[Encoding]:
-        """``[CLS] question [SEP] context-window [SEP]`` windows (the post-processor's pair layout, e.g.
-        RoBERTa's ``<s> question </s></s> context-window </s>``), as the QA pipeline encodes them.
-
-        The library truncates the context only ("only_second") and returns the overflow as
-        further windows, consecutive windows sharing ``doc_stride`` context tokens. The
-        question is first cut to ``max_question_len`` tokens (``cut_question``).
-        Offsets of context tokens index ``context``. Raises ValueError when the question
-        leaves no room for the context or ``doc_stride`` >= the context room of a window.
-        """
-        check_text(question, "question")
-        check_text(context, "context")
-        for name, value in (("max_seq_len", max_seq_len), ("doc_stride", doc_stride),
-                            ("max_question_len", max_question_len)):
-            require_int(value, name)
-        if max_question_len < 1 or doc_stride < 0:
-            raise ValueError(f"need max_question_len >= 1 and doc_stride >= 0, got {max_question_len}, {doc_stride}")
-        question = self.cut_question(question, max_question_len)
-        num_question = len(self._backend.encode(question, add_special_tokens=False).ids)
-        num_specials = self.num_special_tokens(True)
-        room = max_seq_len - num_question - num_specials                   # context tokens per window
-        if room < 1:
-            raise ValueError(f"the question takes {num_question} tokens, which leaves no room for the context "
-                             f"in max_seq_len={max_seq_len}; shorten the question or raise max_seq_len")
-        num_context = len(self._backend.encode(context, add_special_tokens=False).ids)
-        if num_context > room and doc_stride >= room:
-            raise ValueError(f"doc_stride ({doc_stride}) must be smaller than the {room} context tokens a window "
-                             f"holds (max_seq_len {max_seq_len} - {num_question} question tokens - "
-                             f"{num_specials} specials)")
+    def encode_pair_windows(self, text: str, text_pair: str, max_length: int, stride: int) -> list[Encoding]:
+        """``text`` and ``text_pair`` with specials, only ``text_pair`` truncated ("only_second") to ``max_length``
+        tokens in all, its overflow as further windows that share ``stride`` of its tokens with the one before
+        (the library's truncation, on a private clone, under a lock). Each window's ``num_truncated_tokens``
+        counts the ``text_pair`` tokens it lacks. The QA pipeline's windows: ``qa_windows.encode_qa_windows``."""
+        num_pair = len(self._backend.encode(text_pair, add_special_tokens=False).ids)
         with self._lock:
             if self._trunc_backend is None:
                 self._trunc_backend = Tokenizer.from_str(self._backend.to_str())
-            self._trunc_backend.enable_truncation(max_seq_len, stride=doc_stride, strategy="only_second")
+            self._trunc_backend.enable_truncation(max_length, stride=stride, strategy="only_second")
             try:
-                first = self._trunc_backend.encode(question, context)
+                first = self._trunc_backend.encode(text, text_pair)
             finally:
                 self._trunc_backend.no_truncation()
         windows = [first, *first.overflowing]
-        return [self._to_encoding(w, num_context - w.sequence_ids.count(1)) for w in windows]
+        return [self._to_encoding(w, num_pair - w.sequence_ids.count(1)) for w in windows]

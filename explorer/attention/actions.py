@@ -17,7 +17,7 @@ from engine.probes.attention.ablation import AblationResult
 from engine.probes.attention.maps import AttentionResult
 from engine.probes.attention.head_stats import STAT_TITLES
 from engine.probes.inference import ablate_heads, attention, attention_over_checkpoints
-from explorer.models.registry import ModelChoice, evenly_spaced
+from explorer.models.choices import ModelChoice, evenly_spaced
 from explorer.runs.run_picker import run_note
 from explorer.attention import ablation_plots
 from explorer.attention import export as attention_export
@@ -196,7 +196,7 @@ def export_files(services: Services, model_key: str | None, text: str | None, te
 
 
 def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
-    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.models.registry.evenly_spaced``)."""
+    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.models.choices.evenly_spaced``)."""
     return evenly_spaced(choices, cap)
 
 

@@ -19,6 +19,7 @@ Pure functions (no Gradio) but for :func:`component`, which makes the ``gr.HTML`
 from __future__ import annotations
 
 import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,6 +39,8 @@ LAYER_BUDGET = 800_000          # else: the chosen layer's heads that fit this m
 GRID_BUDGET = 160_000           # the model view's pooled grid: at most this many values
 GRID_MAX_TOKENS = 48            # and at most this many rows (blocks) per small map
 HEAD_VIEW_WINDOW = 40           # the head view shows this many tokens at a time (a window the user scrolls)
+CHANGE_BUDGET = 280_000         # JSON characters of one layer or head change that both the heatmap and the neuron
+                                # view lack (the issue's 300 KB, less Gradio's framing): joined_fetch
 SCRIPT = Path(__file__).resolve().parents[2] / "assets" / "attention_view.js"
 KINDS = ("heatmap", "head_view", "model_view")
 
@@ -70,11 +73,14 @@ def grid_block(num_layers: int, num_heads: int, seq_len: int) -> int:
 
 
 def heatmap_value(result: AttentionResult, layer: int, head: int, view_heads: Sequence[int],
-                  view_id: str) -> dict[str, Any]:
-    """The heatmap's value: tokens, the chosen maps (uint8 with scale 1.0), every head's statistics (float16)
-    and the colour table. ``layer`` is the engine's index (the views show it from 1)."""
+                  view_id: str, only: Sequence[int] | None = None) -> dict[str, Any]:
+    """The heatmap's value: tokens, the chosen maps (uint8 with scale 1.0; ``only``: ``layer``'s maps of those
+    heads), every head's statistics (float16) and the colour table. ``layer`` is the engine's index (the views
+    show it from 1)."""
     seq_len = len(result.tokens)
     layers, heads = chosen_maps(result.num_layers, result.num_heads, seq_len, layer, head, view_heads)
+    if only is not None:
+        layers, heads = [layer], sorted(int(h) for h in only)
     maps = result.attentions[layers][:, heads]                                  # (L', h', S, S) float32
     stats = np.stack([result.stats.get(name) for name in STAT_NAMES], axis=-1)  # (L, nh, 7)
     return {"kind": "maps", "id": view_id, "tokens": list(result.tokens), "segments": list(result.token_type_ids),
@@ -82,6 +88,19 @@ def heatmap_value(result: AttentionResult, layer: int, head: int, view_heads: Se
             "map_layers": layers, "map_heads": heads, "maps": encode(maps, "uint8", scale=1.0),
             "stats": encode(np.nan_to_num(stats), "float16"), "stat_names": list(STAT_NAMES),
             "stat_titles": [STAT_TITLES[name] for name in STAT_NAMES], "palette": palette(), "source": result.source}
+
+
+def heatmap_within(result: AttentionResult, layer: int, head: int, view_heads: Sequence[int], view_id: str,
+                   room: int) -> dict[str, Any]:
+    """:func:`heatmap_value`, with fewer maps while its JSON is over ``room`` characters: ``layer``'s alone, then
+    fewer of its heads (the last of ``head``, ``view_heads``, the rest, dropped first), at least ``head``'s."""
+    value = heatmap_value(result, layer, head, view_heads, view_id)
+    order = [h for h in dict.fromkeys([head, *view_heads, *range(result.num_heads)]) if h in value["map_heads"]]
+    count = len(order) if len(value["map_layers"]) > 1 else len(order) - 1
+    while count >= 1 and len(json.dumps(value)) > room:
+        value = heatmap_value(result, layer, head, view_heads, view_id, only=order[:count])
+        count -= 1
+    return value
 
 
 def head_view_value(view_heads: Sequence[int], view_id: str | None) -> dict[str, Any]:
@@ -115,9 +134,11 @@ def values(result: AttentionResult, layer: int, head: int, view_heads: Sequence[
 
 
 def template(kind: str) -> str:
-    """The static HTML the script fills (static: Gradio re-renders a changed template over the drawing)."""
+    """The static HTML the script fills (static: Gradio re-renders a changed template over the drawing); the note
+    under the controls says why a head view looks empty."""
     return (f'<div class="attn-view attn-{kind.replace("_", "-")}" data-kind="{kind}">'
             '<div class="attn-caption"></div><div class="attn-controls"></div>'
+            '<div class="attn-note" role="status"></div>'
             '<div class="attn-scroll"><canvas class="attn-canvas" role="img"></canvas></div>'
             '<div class="attn-tip" role="status"></div></div>')
 
@@ -131,7 +152,8 @@ def script(kind: str) -> str:
 
 def component(kind: str, label: str) -> Any:
     """The ``gr.HTML`` of one view (``kind`` in ``KINDS``), labelled ``label``, whose value is a dict (the API says
-    so); the heatmap's fires ``fetch`` when the browser lacks a layer's maps and ``neuron`` when the neuron view
-    lacks the chosen head's vectors (``window.BertNeuronView.wants()``, assets/neuron_view.js)."""
+    so); the heatmap's fires ``fetch`` when the browser lacks a layer's maps, ``neuron`` when the neuron view
+    lacks the chosen head's vectors (``window.BertNeuronView.wants()``, assets/neuron_view.js) and ``both`` when
+    both lack them for the input the page holds (``explorer.attention.joined_fetch``)."""
     return canvas_html(label, template(kind), script(kind), f"the {kind.replace('_', ' ')}'s arrays",
                        ["attention-canvas", f"attention-{kind.replace('_', '-')}"])

@@ -30,6 +30,9 @@ HEAD_VIEW_TOP_MARGIN = 180     # room above the plot for the legend (head toggle
 HEAD_VIEW_LABEL_ROOM = 0.55    # x room for the token labels on each side (the links span x = 0..1)
 HOVER_TOP_LINKS = 3            # a token's hover lists its this many strongest links per head
 HOVER_LABEL_TOKENS = 64        # up to this many tokens the heatmap's hover names both tokens
+# The statistic per head: a cell holds "12.3" in 10 px type; margins for the layer axis and the colour bar. The
+# figure is as wide as its cells need (beside its table on a desktop); wider than its box (a phone), it scrolls.
+STATS_CELL_PX, STATS_LEFT_PX, STATS_RIGHT_PX, STATS_MIN_WIDTH = 32, 50, 60, 320   # 12 heads: 494 px
 
 
 def compact(values: np.ndarray) -> np.ndarray:
@@ -276,7 +279,9 @@ def model_view(attentions: np.ndarray, tokens: Sequence[str], focus: tuple[int, 
 
 def stats_heatmap(values: np.ndarray, title: str, focus: tuple[int, int] | None = None) -> go.Figure:
     """One statistic for every head: rows = layers (layer 1 at the top: row ``i`` of ``values`` is layer i + 1),
-    columns = heads (from 0), values printed. ``focus`` is (row, head) of the framed head."""
+    columns = heads (from 0), values printed in four characters at most ("2.27", "12.3", "123"). ``focus`` is (row,
+    head) of the framed head. Each head gets ``STATS_CELL_PX``, so no value runs into the next: a figure wider than
+    a phone's screen scrolls sideways."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 2 or values.size == 0:
         return empty_figure("No heads")
@@ -287,13 +292,16 @@ def stats_heatmap(values: np.ndarray, title: str, focus: tuple[int, int] | None 
         row = shown_layer(layer)
         shapes.append(dict(type="rect", x0=head - 0.5, x1=head + 0.5, y0=row - 0.5, y1=row + 0.5,
                            line=dict(color="#dc2626", width=2)))
+    top = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 0.0
+    decimals = 2 if top < 9.995 else 1 if top < 99.95 else 0           # "2.27", "12.3", "123": four digits at most
     return go.Figure(data=[dict(
         type="heatmap", z=compact(values), x=list(range(heads)), y=shown_layers(layers), colorscale="Viridis",
-        texttemplate="%{z:.2f}", textfont=dict(size=10), colorbar=dict(thickness=12),
+        texttemplate=f"%{{z:.{decimals}f}}", textfont=dict(size=10), colorbar=dict(thickness=12),
         hovertemplate="layer %{y}, head %{x}<br>" + title + " %{z:.3f}<extra></extra>",
     )], layout=dict(
-        title=dict(text=f"{title}, per head"), height=min(900, 34 * layers + 150), shapes=shapes,
-        margin=dict(l=20, r=20, t=60, b=20), plot_bgcolor="rgba(0,0,0,0)",
+        title=dict(text=f"{title}, per head", font=dict(size=14)), height=min(900, 34 * layers + 150), shapes=shapes,
+        width=max(STATS_MIN_WIDTH, STATS_LEFT_PX + STATS_CELL_PX * heads + STATS_RIGHT_PX),
+        margin=dict(l=STATS_LEFT_PX, r=STATS_RIGHT_PX, t=60, b=20), plot_bgcolor="rgba(0,0,0,0)",
         xaxis=dict(title="head", tickmode="array", tickvals=list(range(heads)), showgrid=False),
         yaxis=dict(title="layer", tickmode="array", tickvals=shown_layers(layers), autorange="reversed",
                    showgrid=False),

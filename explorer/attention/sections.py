@@ -10,7 +10,7 @@ import gradio as gr
 from engine.probes.attention.head_stats import STAT_NAMES, STAT_TITLES
 from explorer.runs import run_picker as run_picker
 from explorer.views import canvas_view as canvas_view
-from explorer.attention import canvas, neuron_tab
+from explorer.attention import canvas, joined_fetch, neuron_tab
 from explorer.attention.actions import DEFAULT_LENGTH, DEFAULT_TOP_K, MAX_CHECKPOINTS, MIN_LENGTH
 from explorer.layer_numbers import HEAD_LABEL, LAYER_LABEL
 from explorer.glossary import gloss
@@ -71,7 +71,8 @@ def inputs(services: Services, layers: int, num_heads: int) -> dict[str, Any]:
 
 
 def views(services: Services, picker: ModelPicker, fields: dict[str, Any], num_heads: int) -> dict[str, Any]:
-    """The examples, the summary, the heatmap, head view, neuron view, model view and head statistics."""
+    """The examples, the summary, the heatmap, head view, neuron view, model view and head statistics; the neuron
+    view's events and the heatmap's ``both`` (``joined_fetch``) are wired here, where both views exist."""
     text, pair = fields["text"], fields["pair"]
     examples = gr.Examples(examples=EXAMPLES, inputs=[text, pair], label="Examples", cache_examples=False,
                            api_name="attention_example", api_visibility="private")
@@ -86,6 +87,7 @@ def views(services: Services, picker: ModelPicker, fields: dict[str, Any], num_h
             head_view = canvas.component("head_view", "Head view (one colour per head; the chosen head drawn strongest)")
     neuron = neuron_tab.build(services, picker, text, pair, fields["layer"], fields["head"], fields["length"],
                               canvas_view.event(heatmap, "neuron"))        # the chosen head's row, in numbers
+    joined_fetch.wire(services, picker, fields, heatmap, view_heads, neuron["view"])   # both lack a change: one request
     model_view = canvas.component("model_view", "Model view: every layer (rows) × head (columns)")
     statistic = gr.Dropdown(choices=STAT_CHOICES, value="entropy", label="Head statistic")
     with gr.Row():

@@ -1,5 +1,7 @@
 """Attention tab: every head's attention map for one input, head statistics, head ablation,
-exports, and one head over training checkpoints."""
+exports, and one head over training checkpoints. Here the widgets (``explorer.attention.sections``) are made,
+fitted to the picked model and wired to the endpoints; what the main action shows is ``explorer.attention.views``,
+what the other buttons do ``explorer.attention.actions``."""
 from __future__ import annotations
 
 import re
@@ -7,25 +9,17 @@ from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
-import pandas as pd
-import plotly.graph_objects as go
-from gradio.components.plot import PlotData
-from plotly.io.json import to_json_plotly
 
 from engine.model.loaded_model import LoadedModel
-from engine.probes.attention.maps import AttentionResult
-from engine.probes.attention.head_stats import STAT_NAMES, STAT_TITLES
 from engine.probes.inference import attention, neuron_view
 from explorer.views import canvas_view as canvas_view
-from explorer.attention import canvas, plots as attention_plots, sections
-from explorer.layer_numbers import head_index, shown_layer
-from explorer.attention.actions import (DEFAULT_LENGTH, cached_attention, effective_length, export_files,
-                                        model_shape, over_training, read_inputs, run_ablation, summary_markdown,
+from explorer.attention import canvas, sections
+from explorer.attention.actions import (export_files, model_shape, over_training, run_ablation, summary_markdown,
                                         view_heads)
-from explorer.attention.sections import EXAMPLES, SHARE_STATS, TABLE_COLUMNS
+from explorer.attention.sections import EXAMPLES
+from explorer.attention.views import attention_input, attention_views, stats_table, statistic_figure, with_png_name
 from explorer.runs import run_picker as run_picker
 from explorer.endpoints import endpoint, handler, wire_run
-from explorer.formatting import percent, sig
 from explorer.glossary import gloss
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
@@ -46,72 +40,7 @@ the layer slider starts at 1. Heads are numbered from 0.
 """.format(softmax=gloss("softmax"), ablation=gloss("ablation"), layer=gloss("layer", "Layer"))
 
 
-# --- handlers' logic (no Gradio widgets; errors are ValueError / gr.Error) ---------------
-
-def stats_table(result: AttentionResult) -> pd.DataFrame:
-    """One row per head: its layer (from 1, as the tab numbers them), head, entropy and distance to 3
-    significant digits, and the shares of attention as percentages."""
-    rows = [[shown_layer(r["layer"]), r["head"], sig(r["entropy"]), *(percent(r[name]) for name in SHARE_STATS),
-             sig(r["distance"])] for r in result.records()]
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
-
-
-def _attention_input(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
-                     layer: Any, head: Any, max_length: Any, heads: Any,
-                     statistic: str | None) -> tuple[AttentionResult, int, int, list[int], str, str]:
-    """(the cached result, the engine's layer index, head, the head view's heads, statistic, the input's id for
-    the canvas views), inputs checked."""
-    text, pair = read_inputs(text, text_pair)
-    statistic = statistic or "entropy"
-    if statistic not in STAT_NAMES:
-        raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STAT_NAMES)}")
-    with services.probing():
-        loaded = services.model(model_key)
-        index, head = head_index(*model_shape(loaded), layer, head)
-        chosen = view_heads(heads, model_shape(loaded)[1])
-        length = effective_length(services, loaded, max_length)
-        result = cached_attention(services, loaded, text, pair, length)
-    return result, index, head, chosen, statistic, canvas.input_id(loaded.model, text, pair, length)
-
-
-def show_attention(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
-                   layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH, heads: Any = None,
-                   statistic: str | None = "entropy") -> tuple[go.Figure, go.Figure, go.Figure, go.Figure,
-                                                               pd.DataFrame, str]:
-    """As Plotly figures (for Python callers; the tab draws :func:`attention_views` on canvas): heatmap, head
-    view, model view, statistics heatmap and table, and a summary."""
-    result, index, head, chosen, statistic, _ = _attention_input(services, model_key, text, text_pair, layer, head,
-                                                                 max_length, heads, statistic)
-    tokens, number = result.tokens, shown_layer(index)
-    return (attention_plots.attention_heatmap(result.attentions[index, head], tokens, number, head),
-            attention_plots.head_view(result.attentions[index], tokens, chosen, number, focus=head),
-            attention_plots.model_view(result.attentions, tokens, focus=(index, head)),
-            attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic], focus=(index, head)),
-            stats_table(result), summary_markdown(result, index, head))
-
-
-def attention_views(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
-                    layer: Any, head: Any, max_length: Any = DEFAULT_LENGTH, heads: Any = None,
-                    statistic: str | None = "entropy") -> tuple[Any, ...]:
-    """The three canvas views' values (``explorer.attention.canvas``: compact arrays the browser draws), the
-    statistics heatmap (no frame: the browser moves the chosen head without asking), the table and a summary."""
-    result, index, head, chosen, statistic, view_id = _attention_input(services, model_key, text, text_pair, layer,
-                                                                       head, max_length, heads, statistic)
-    return (*canvas.values(result, index, head, chosen, view_id), statistic_figure(result, statistic),
-            stats_table(result), summary_markdown(result, index, head))
-
-
-def statistic_figure(result: AttentionResult, statistic: str) -> go.Figure:
-    """The statistics heatmap of ``statistic`` (no frame: the browser moves the chosen head without asking)."""
-    return attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic])
-
-
-def with_png_name(fig: go.Figure, stem: str) -> PlotData:
-    """The figure for ``gr.Plot`` with a modebar camera button that saves ``<stem>.png`` at 2x."""
-    config = {"toImageButtonOptions": {"format": "png", "filename": re.sub(r"[^A-Za-z0-9_.-]", "_", stem),
-                                       "scale": 2}, "displaylogo": False}
-    return PlotData(type="plotly", plot=to_json_plotly({**fig.to_plotly_json(), "config": config}))
-
+# --- the widgets fitted to the picked model ----------------------------------------------
 
 def slider_updates(services: Services, model_key: str | None, layer: Any, head: Any, heads: Any) -> tuple[Any, ...]:
     """Fit the layer/head sliders and the head-view choices to the chosen model (skip if it will not load)."""
@@ -163,8 +92,8 @@ def _main_handlers(services: Services) -> tuple[Callable[..., Any], Callable[...
                           heads: list[int], statistic: str) -> Any:
         if not text or not str(text).strip():
             return gr.skip()                                # nothing typed yet: leave the figure alone
-        result, *_, statistic, _ = _attention_input(services, model_key, text, text_pair, layer, head, max_length,
-                                                    heads, statistic)
+        result, *_, statistic, _ = attention_input(services, model_key, text, text_pair, layer, head, max_length,
+                                                   heads, statistic)
         return with_png_name(statistic_figure(result, statistic), f"head-statistics-{statistic}")
 
     return handler(run, "attention"), handler(statistic_changed, "attention_refresh")
@@ -178,8 +107,8 @@ def _view_handlers(services: Services) -> tuple[Callable[..., Any], Callable[...
               heads: list[int], statistic: str, evt: gr.EventData) -> tuple[Any, ...]:
         if not text or not str(text).strip():
             return tuple(gr.skip() for _ in range(6))
-        result, index, head, chosen, statistic, view_id = _attention_input(services, model_key, text, text_pair,
-                                                                           layer, head, max_length, heads, statistic)
+        result, index, head, chosen, statistic, view_id = attention_input(services, model_key, text, text_pair,
+                                                                          layer, head, max_length, heads, statistic)
         if (getattr(evt, "_data", None) or {}).get("id") == view_id:   # the same input: the new layer's maps only
             return (canvas.heatmap_value(result, index, head, chosen, view_id), *(gr.skip() for _ in range(5)))
         return (*canvas.values(result, index, head, chosen, view_id),
@@ -264,7 +193,6 @@ def add_chosen(current: str, layer: float, head: float) -> str:
     item = f"{int(layer)}:{int(head)}"
     present = [p for p in re.split(r"[,;\s]+", current or "") if p]
     return ", ".join(present if item in present else [*present, item])
-
 
 
 def _fit_handler(services: Services) -> Callable[..., Any]:

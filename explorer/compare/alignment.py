@@ -5,6 +5,9 @@ Sentences only, from the comparison's plain data; no tensor math here.
 """
 from __future__ import annotations
 
+import math
+
+from engine.probes.comparison.cka import LayerGrid
 from engine.probes.comparison.compare import ModelComparison
 from explorer.compare import plots
 from explorer.formatting import sig
@@ -30,13 +33,16 @@ def pair_names(pairs: list[tuple[int, int]]) -> list[str]:
     return [f"A layer {i} · B layer {j}" for i, j in pairs]
 
 
-def depth_summary(comparison: ModelComparison) -> str:
-    """One sentence on the layers matched by relative depth, for two models of different depths."""
-    pairs, cka = comparison.layer_pairs, comparison.matched_cka
-    low = int(cka.argmin())
-    depth_a, depth_b = comparison.cka.shape[0] - 1, comparison.cka.shape[1] - 1
+def depth_summary(result: LayerGrid, over: str) -> str:
+    """One sentence on the layers matched by relative depth, for two models of different depths: the debiased CKA of
+    ``result`` (a comparison on one input, or over the sentence set) ``over`` what ("over … (1,052 tokens …)")."""
+    pairs, cka = result.layer_pairs, result.matched_cka
+    finite = [i for i, v in enumerate(cka) if math.isfinite(float(v))]
+    low = min(finite, key=lambda i: float(cka[i])) if finite else 0
+    depth_a, depth_b = result.cka.shape[0] - 1, result.cka.shape[1] - 1
     name = plots.layer_names(depth_a + 1)[low]
     return (f"The models have different depths ({depth_a} and {depth_b} layers): layer i of A is matched with layer "
-            f"round(i × {depth_b} / {depth_a}) of B. Linear CKA {sig(float(cka[0]))} at layer 0 (the embeddings' "
-            f"output), {sig(float(cka[-1]))} at the last layers; least alike at **A's {name}** with B's layer "
-            f"{pairs[low][1]} ({sig(float(cka[low]))}); every layer pair is in the CKA heatmap.")
+            f"round(i × {depth_b} / {depth_a}) of B. Representations {over}: debiased linear CKA {sig(float(cka[0]))} "
+            f"at layer 0 (the embeddings' output), {sig(float(cka[-1]))} at the last layers; least alike at **A's "
+            f"{name}** with B's layer {pairs[low][1]} ({sig(float(cka[low]))}); every layer pair is in the CKA "
+            "heatmap.")

@@ -3,12 +3,13 @@
 A checkpoint of a fine-tuning run (its run's ``run.json`` names a fine-tuning task, e.g. token classification)
 keeps the masked-LM head of the model it started from, but fine-tuning trains only the task's head and the
 encoder under it: the old MLM head then reads an encoder that has moved, and its fill-mask guesses collapse.
-Only what the run records is read (``RunFolder.spec_record``); a model from a plain folder or the hub gets no note.
+Only what the run records is read (``spec_file.spec_record``); a model from a plain folder or the hub gets no note.
 """
 from __future__ import annotations
 
 from engine.model.loaded_model import LoadedModel
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import spec_record
 from engine.training.runs.records import RunRecord
 from engine.training.tasks.registry import is_finetuning, task_definition
 from explorer.glossary import gloss
@@ -22,7 +23,7 @@ def finetuned_task(loaded: LoadedModel) -> str | None:
     run = RunFolder.of_checkpoint(loaded.path)
     if not RunFolder.is_run(run.root):
         return None
-    record = run.spec_record()                  # a damaged or unreadable record comes back as Damaged
+    record = spec_record(run)                   # a damaged or unreadable record comes back as Damaged
     task = record.task if isinstance(record, RunRecord) else None
     return task if is_finetuning(task) else None
 

@@ -4,7 +4,10 @@ Plain arrays in (from ``engine.probes.comparison.compare``), a plotly ``Figure``
 """
 from __future__ import annotations
 
+import html
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
@@ -12,7 +15,7 @@ import plotly.graph_objects as go
 from explorer.plots import COLORSCALE
 from explorer.plots import axis_names, empty_figure, figure, subplot_grid, tick_labels
 
-CKA_COLOR, COSINE_COLOR = "#4f6bed", "#f28e2b"
+CKA_COLOR, INPUT_COLOR, PLAIN_COLOR, COSINE_COLOR = "#4f6bed", "#9aa9f5", "#8c8c8c", "#f28e2b"
 DIFFERENCE_SCALE = "RdBu_r"            # blue: B attends less than A, red: more; white: no change
 
 
@@ -22,37 +25,59 @@ def layer_names(count: int) -> list[str]:
     return [f"layer {i}" + (" (embeddings)" if i == 0 else "") for i in range(count)]
 
 
-def similarity_figure(cka: Sequence[float], cosine: Sequence[float] | None, label_a: str, label_b: str,
-                      names: Sequence[str] | None = None, unit: str = "token") -> go.Figure:
-    """Per layer, linear CKA (and the mean ``unit`` cosine when given: "token", or "word" when the models were
-    aligned by words) of model A's and model B's representation of the input: 1 = the same up to rotation and
-    scale. ``names``: one x label per point when the layers are pairs (A's layer with B's at the same relative
-    depth), else "layer 0 (embeddings)", "layer 1", …"""
-    if not len(cka):
+@dataclass(frozen=True)
+class Line:
+    """One line of the similarity figure: its legend name (with what it runs over), one value per point, and its
+    kind: "set" (debiased CKA over the sentence set), "input" (debiased CKA on this input), "plain" (the plain
+    estimator on this input, hidden until its legend entry is clicked) or "cosine"."""
+
+    name: str
+    values: Sequence[float]
+    kind: str
+
+
+_STYLES = {"set": (dict(color=CKA_COLOR, width=3), True),
+           "input": (dict(color=INPUT_COLOR, width=2, dash="dash"), True),
+           "plain": (dict(color=PLAIN_COLOR, width=2, dash="dot"), "legendonly"),
+           "cosine": (dict(color=COSINE_COLOR, width=2, dash="dot"), True)}
+
+
+def similarity_figure(lines: Sequence[Line], label_a: str, label_b: str, names: Sequence[str] | None = None,
+                      note: str | None = None) -> go.Figure:
+    """Per layer, how alike model A's and model B's representations are: one trace per :class:`Line` (CKA: 1 = the
+    same up to rotation and scale, about 0 = unrelated). ``names``: one x label per point when the layers are pairs
+    (A's layer with B's at the same relative depth), else "layer 0 (embeddings)", "layer 1", …; ``note``: a
+    subtitle (what the CKA runs over, a caution)."""
+    if not lines or not len(lines[0].values):
         return empty_figure("No layers to compare")
     x_title = ("A's layer with B's at the same relative depth (layer 0 = the embeddings' output)" if names else
                "layer output (layer 0 = the embeddings' output)")
-    names = list(names) if names else layer_names(len(cka))
-    traces = [dict(type="scatter", x=names, y=[float(v) for v in cka], name="linear CKA", mode="lines+markers",
-                   line=dict(color=CKA_COLOR, width=2),
-                   hovertemplate="%{x}<br>linear CKA %{y:.3f}<extra></extra>")]
-    if cosine is not None:
-        traces.append(dict(type="scatter", x=names, y=[float(v) for v in cosine], name=f"mean {unit} cosine",
-                           mode="lines+markers", line=dict(color=COSINE_COLOR, width=2, dash="dot"),
-                           hovertemplate="%{x}<br>mean cosine %{y:.3f}<extra></extra>"))
-    return figure(traces, title=dict(text=f"How alike the layers are: A ({label_a}) vs B ({label_b})"), height=320,
-                  margin=dict(l=50, r=20, t=60, b=60), yaxis=dict(title=dict(text="similarity"), range=[-0.05, 1.05]),
+    names = list(names) if names else layer_names(len(lines[0].values))
+    traces, lowest = [], 0.0
+    for line in lines:
+        values = [float(v) if math.isfinite(float(v)) else None for v in line.values]
+        style, visible = _STYLES[line.kind]
+        lowest = min([lowest] + [v for v in values if v is not None and visible is True])
+        traces.append(dict(type="scatter", x=names, y=values, name=line.name, mode="lines+markers", line=style,
+                           visible=visible, hovertemplate="%{x}<br>" + line.name + " %{y:.3f}<extra></extra>"))
+    title = f"How alike the layers are: A ({label_a}) vs B ({label_b})"
+    if note:
+        title += f"<br><sup>{html.escape(note)}</sup>"
+    return figure(traces, title=dict(text=title), height=360, margin=dict(l=50, r=20, t=80, b=60),
+                  yaxis=dict(title=dict(text="similarity"), range=[min(-0.05, lowest - 0.05), 1.05]),
                   xaxis=dict(title=dict(text=x_title)),
-                  legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1), hovermode="x unified")
+                  legend=dict(orientation="h", yanchor="top", y=-0.28, xanchor="left", x=0), hovermode="x unified")
 
 
-def cka_heatmap(cka: np.ndarray, label_a: str, label_b: str) -> go.Figure:
-    """Linear CKA of every layer of A (rows) against every layer of B (columns)."""
+def cka_heatmap(cka: np.ndarray, label_a: str, label_b: str, over: str = "this input") -> go.Figure:
+    """Debiased linear CKA of every layer of A (rows) against every layer of B (columns) over ``over`` ("1,052
+    tokens of 80 sentences"); a value below 0 is drawn as 0, and hovering shows it."""
     rows, cols = cka.shape
     return figure([dict(type="heatmap", z=np.round(cka, 4), x=layer_names(cols), y=layer_names(rows), zmin=0.0,
                         zmax=1.0, colorscale=COLORSCALE, colorbar=dict(title="CKA", thickness=12),
-                        hovertemplate="A %{y}<br>B %{x}<br>linear CKA %{z:.3f}<extra></extra>")],
-                  title=dict(text=f"Linear CKA of every layer pair: A ({label_a}, rows) vs B ({label_b}, columns)"),
+                        hovertemplate="A %{y}<br>B %{x}<br>debiased linear CKA %{z:.3f}<extra></extra>")],
+                  title=dict(text=f"Debiased linear CKA of every layer pair over {html.escape(over)}: "
+                                  f"A ({label_a}, rows) vs B ({label_b}, columns)"),
                   height=max(320, 28 * rows + 140), margin=dict(l=140, r=20, t=60, b=90),
                   yaxis=dict(autorange="reversed"))
 

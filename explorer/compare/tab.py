@@ -1,8 +1,10 @@
 """The Compare tab: two models on one input, side by side (``engine.probes.comparison.compare``).
 
 Pick model A and model B (any two keys the picker offers: checkpoints of a run, the default model and
-a fine-tuned copy, a loaded folder), type a text, and see how alike their layers are (linear CKA per
-layer, every layer pair as a heatmap), one attention head in both with the difference, and, with a
+a fine-tuned copy, a loaded folder), type a text, and see how alike their layers are (debiased linear CKA per
+layer over the bundled sentence set and on the text, each with its token count and a caution when the text's
+tokens are few: ``explorer.compare.similarity``; every layer pair as a heatmap), one attention head in both with
+the difference, and, with a
 ``[MASK]``, both models' fillers with the change. *Step through a run* compares a run's checkpoint at
 the slider with the run's last checkpoint: slide to watch a representation settle during training.
 """
@@ -16,13 +18,14 @@ import pandas as pd
 
 from engine.model.loaded_model import LoadedModel
 from engine.probes.comparison.compare import ModelComparison, compare_models
+from engine.probes.comparison.sentence_set import SetComparison
 from explorer.runs import run_picker as run_picker
 from explorer.layer_numbers import HEAD_LABEL, LAYER_LABEL, head_index
-from explorer.compare import plots
-from explorer.compare.alignment import alignment_note, depth_summary, pair_names
+from explorer.compare import plots, similarity
+from explorer.compare.alignment import alignment_note, pair_names
 from explorer.compare.notes import untrained_mlm_note
 from explorer.endpoints import endpoint, wire_run
-from explorer.formatting import percent, sig
+from explorer.formatting import percent
 from explorer.glossary import gloss
 from explorer.models.keys import UNTRAINED, KeyKind, ModelKey
 from explorer.models.picker import ModelPicker, dropdown_choices
@@ -35,15 +38,17 @@ EXAMPLES = [["The United [MASK] of America.", 1, 0], ["The cat sat on the [MASK]
             ["She went to the bank to deposit her money.", 6, 1]]               # layer (from 1), head (from 0)
 FILLER_COLUMNS = ["mask", "filler", "P(A)", "P(B)", "change", "rank in A", "rank in B"]
 INTRO = ("Put **two models side by side** on one input: two checkpoints of your run, the default model and "
-         "its fine-tuned copy, a model you loaded. **Linear {cka}** says how alike their representations of "
-         "this input are at each layer (1 = the same up to rotation and scale); the attention of one head is "
-         "drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the change "
-         "(probabilities, the {softmax} of the {logit}s, as percentages). Models whose tokenizers differ (BERT and "
-         "RoBERTa, a model and its distilled copy) are lined up **by words**: each word's vector is the mean of its "
-         "pieces', and the fillers are compared by the word they write. "
+         "its fine-tuned copy, a model you loaded. **Debiased linear {cka}** says how alike their representations are "
+         "at each layer (1 = the same up to rotation and scale, about 0 = unrelated), over a bundled set of plain "
+         "English sentences and on your input; each value says how many tokens it is over, because a few tokens "
+         "against hundreds of dimensions say little (the plain estimator then leans towards 1). The attention of one "
+         "head is drawn in both with its difference; with a `[MASK]`, both models' fillers are listed with the "
+         "change (probabilities, the {softmax} of the {logit}s, as percentages). Models whose tokenizers differ (BERT "
+         "and RoBERTa, a model and its distilled copy) are lined up **by words**: each word's vector is the mean of "
+         "its pieces', and the fillers are compared by the word they write. "
          "Before you train a run, B is the default model's *untrained twin* (the same network with fresh random "
-         "weights): what pretraining changed. Comparing a model with itself gives CKA 1 at every layer and B − A "
-         "zero, which is how *the same* looks."
+         "weights): what pretraining changed (a low CKA). Comparing a model with itself gives CKA 1 at every layer "
+         "and B − A zero, which is how *the same* looks."
          "\n\n**How layers are numbered** (the same in every tab): {layer} 0 is the embeddings' output and layers "
          "1 to L the outputs of the L encoder layers, so the CKA chart runs from 0 to L; the heads of layer *k* "
          "make layer *k*'s output, so the attention layer is chosen from 1 to L. Heads are numbered from 0.").format(
@@ -80,28 +85,19 @@ def _rank(rank: int | None) -> int | str:
     return "—" if rank is None else rank
 
 
-def summary_markdown(comparison: ModelComparison, layer: int, head: int, notes: Sequence[str] = ()) -> str:
-    """Which models, how many tokens (or aligned words, and how they were aligned), where the layers differ most,
-    each mask's top filler in both and, when there are masks, ``notes`` on them (a model whose masked-LM head was
-    not trained). ``layer`` is the attention layer as shown (from 1)."""
+def summary_markdown(comparison: ModelComparison, layer: int, head: int, notes: Sequence[str] = (),
+                     over_set: SetComparison | str | None = None) -> str:
+    """Which models, how many tokens (or aligned words, and how they were aligned), how alike their layers are over
+    the sentence set ``over_set`` and on this input (with the token counts and a caution when they are few), each
+    mask's top filler in both and, when there are masks, ``notes`` on them (a model whose masked-LM head was not
+    trained). ``layer`` is the attention layer as shown (from 1)."""
     unit = "tokens" if comparison.alignment is None else "words"
     lines = [f"**A** `{comparison.source_a}` · **B** `{comparison.source_b}` · {len(comparison.tokens)} {unit}"]
     aligned = alignment_note(comparison)
     if aligned:
         lines.append(aligned)
-    diagonal = comparison.same_depth_cka
-    if diagonal is not None:
-        names = plots.layer_names(len(diagonal))
-        low = int(diagonal.argmin())
-        if float(diagonal.min()) > 1 - 1e-6:
-            lines.append("Representations: the same at every layer (linear CKA 1): the two models agree on this input.")
-        else:
-            lines.append(f"Representations of this input: linear CKA {sig(float(diagonal[0]))} at layer 0 (the "
-                         f"embeddings' output), {sig(float(diagonal[-1]))} at the last layer ({len(diagonal) - 1}); "
-                         f"least alike at **{names[low]}** "
-                         f"({sig(float(diagonal[low]))}).")
-    else:
-        lines.append(depth_summary(comparison))
+    lines += similarity.summary_lines(comparison, "the sentence set was not compared" if over_set is None
+                                      else over_set)
     for mask in comparison.masks:
         best_a = max(mask.fillers, key=lambda f: f.prob_a)
         best_b = max(mask.fillers, key=lambda f: f.prob_b)
@@ -125,19 +121,20 @@ def predict(services: Services, key_a: str | None, key_b: str | None, text: str 
     with services.probing():
         model_a, model_b = services.model(key_a), services.model(key_b)
         comparison = compare_models(model_a, model_b, text, top_k=top_k)
+        over_set = similarity.set_comparison(services, model_a, model_b)
         notes = [n for n in (untrained_mlm_note("A", model_a), untrained_mlm_note("B", model_b)) if n]
     depth = min(comparison.attention_a.num_layers, comparison.attention_b.num_layers)
     heads = min(comparison.attention_a.num_heads, comparison.attention_b.num_heads)
     index, head = head_index(depth, heads, layer, head)           # ValueError names the valid range, from 1
     map_a, map_b, difference = comparison.attention_maps(index, head)
     label_a, label_b = short_name(comparison.source_a), short_name(comparison.source_b)
-    unit = "token" if comparison.alignment is None else "word"
-    line = (plots.similarity_figure(comparison.same_depth_cka, comparison.cosine, label_a, label_b, unit=unit)
-            if comparison.same_depth_cka is not None else
-            plots.similarity_figure(comparison.matched_cka, None, label_a, label_b,
-                                    names=pair_names(comparison.layer_pairs)))
-    return (summary_markdown(comparison, layer, head, notes), filler_table(comparison), line,
-            plots.cka_heatmap(comparison.cka, label_a, label_b),
+    names = None if comparison.same_depth_cka is not None else pair_names(comparison.layer_pairs)
+    line = plots.similarity_figure(similarity.similarity_lines(comparison, over_set), label_a, label_b, names=names,
+                                   note=similarity.figure_note(comparison, over_set))
+    grid, over = ((over_set.cka, similarity.set_label(over_set)) if isinstance(over_set, SetComparison)
+                  else (comparison.cka, f"this input ({similarity.input_label(comparison)})"))
+    return (summary_markdown(comparison, layer, head, notes, over_set), filler_table(comparison), line,
+            plots.cka_heatmap(grid, label_a, label_b, over=over),
             plots.attention_pair_figure(map_a, map_b, difference, comparison.tokens, layer, head, label_a, label_b))
 
 
@@ -195,8 +192,8 @@ def _views() -> dict[str, Any]:
     similarity = gr.Plot(label="How alike the layers are")
     attention = gr.Plot(label="One head in both models")
     fillers = gr.Dataframe(headers=FILLER_COLUMNS, label="Fill-mask in both models", interactive=False)
-    with gr.Accordion("Every layer pair (linear CKA)", open=False):
-        heatmap = gr.Plot(label="Linear CKA, layer by layer")
+    with gr.Accordion("Every layer pair (debiased linear CKA over the sentence set)", open=False):
+        heatmap = gr.Plot(label="Debiased linear CKA, layer by layer")
     return {"summary": summary, "similarity": similarity, "attention": attention, "fillers": fillers,
             "heatmap": heatmap}
 
@@ -219,9 +216,11 @@ def _compare_handler(services: Services) -> Callable[..., tuple[Any, ...]]:
         Returns:
             a summary (with a note when the models were aligned by words, and when a model was fine-tuned for a
             task and its masked-LM head was not trained),
-            the fillers of both models (mask, filler, P(A), P(B), change, ranks), linear CKA (and mean cosine) per
-            layer from 0 (the embeddings' output) to L, linear CKA of every layer pair, and the head's attention in
-            A, in B and B - A.
+            the fillers of both models (mask, filler, P(A), P(B), change, ranks), debiased linear CKA per layer from
+            0 (the embeddings' output) to L over the bundled sentence set and on the text (with the plain estimator
+            and the mean cosine on the text; each line names its token count, and the subtitle cautions when the
+            text has fewer tokens than the models have dimensions), debiased linear CKA of every layer pair over the
+            sentence set, and the head's attention in A, in B and B - A.
         """
         return predict(services, model_a, model_b, text, layer, head, top_k)
 

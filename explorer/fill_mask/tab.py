@@ -16,7 +16,7 @@ from engine.model.loaded_model import LoadedModel
 from engine.probes.heads.fill_mask import FillMaskResult
 from explorer.formatting import percent
 from explorer.glossary import gloss
-from explorer.models.registry import ModelChoice, evenly_spaced
+from explorer.models.choices import ModelChoice, evenly_spaced
 from explorer.fill_mask import kept, plots as fill_mask_plots
 from explorer.fill_mask.results import highlighted_fill, joint_markdown, summary_markdown
 from explorer.runs import run_picker as run_picker
@@ -37,11 +37,11 @@ PER_MASK_LABEL = "Top guess at each mask (each predicted on its own, with the ot
 ZOOM_LABEL = "Zoom: each chart to its own values (bars of different masks then no longer compare)"
 
 EXAMPLES: list[list[Any]] = [
-    ["The United [MASK] of America.", ""],                  # first: one the default model gets right (states)
+    ["The United [MASK] of America.", ""],                  # first: ones the default model gets right (INTRO)
     ["She opened the [MASK] and walked in.", ""],
-    ["The [MASK] sat on the mat.", "cat, dog, bird, car"],
-    ["Paris is the [MASK] of [MASK].", ""],
-    ["The capital of France is [MASK].", ""],                 # famous ones it misses: see LIMITS
+    ["I drank a glass of [MASK].", "water, wine, stone, paper"],
+    ["Paris is the [MASK] of [MASK].", ""],                   # then the ones it misses (INTRO)
+    ["The capital of France is [MASK].", ""],
     ["Nice to [MASK] you.", ""],
 ]
 
@@ -55,9 +55,10 @@ right *kind* of word (syntax), later the right facts — compare checkpoints bel
 With several masks, each mask's guesses are made on its own, the other masks still hidden (as the
 `transformers` pipeline does); **Filled together** fills them one at a time instead, the surest first,
 each step reading the words already filled.
-The last examples are famous ones the small bundled model misses (*located* before *paris*, *hear* before
-*meet*): trained for hours on 2 CPU cores over far less text than bert-base, it has the grammar but few facts
-and set phrases.
+The first examples are ones the small bundled model gets right (*states*, *door*, *water*); the last ones it
+misses: filled together, two masks give *paris is the city of paris*, and famous phrases lose (*located* before
+*paris*, *help* before *meet*). Trained for hours on 2 CPU cores and minutes on one GPU, over far less text than
+bert-base, it has the grammar but few facts and set phrases.
 """
 
 TABLE_BASE = ["mask", "token"]
@@ -153,7 +154,7 @@ def zoomed_plot(plot: Any, zoom: bool) -> go.Figure | Any:
 
 
 def pick_evenly(choices: list[ModelChoice], cap: int = MAX_CHECKPOINTS) -> list[ModelChoice]:
-    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.models.registry.evenly_spaced``)."""
+    """At most ``cap`` checkpoints, evenly spaced (see ``explorer.models.choices.evenly_spaced``)."""
     return evenly_spaced(choices, cap)
 
 

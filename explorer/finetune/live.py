@@ -2,7 +2,9 @@
 
 As the Training tab's (``explorer.training.live``; the idle check's key: ``explorer.runs.status.version``): a
 browser keeps the versions it was last sent (status; curves: run, records; the wrong-examples table: run, the step
-of its predictions) and gets ``gr.skip()`` for every output whose version did not move. The predictions are made
+of its predictions) and gets ``gr.skip()`` for every output whose version did not move. A pretraining run (the
+Training tab's) is said once: its versions move only with its state, and the tick sleeps (``fine_tuning_version``
+is the idle check's key), so a page open on the Training tab pays for one live view, not two. The predictions are made
 on the training thread after each evaluation (``engine.training.tasks.eval_examples``), so a tick only reads them.
 """
 from __future__ import annotations
@@ -18,7 +20,7 @@ from explorer.finetune.mistakes import WRONG_COLUMNS, wrong_note, wrong_rows
 from explorer.finetune.status import current_status, is_finetuning
 from explorer.finetune.tasks import finetune_rows
 from explorer.plots import empty_figure
-from explorer.runs.status import shown_clock
+from explorer.runs.status import shown_clock, version
 from explorer.services import Services
 
 LIVE_OUTPUTS = 5        # status, loss curve, metric curve, wrong-examples note, wrong-examples table
@@ -27,6 +29,9 @@ Seen = dict[str, Any]
 
 def _versions(services: Services) -> tuple[Any, Seen]:
     st = services.get_worker().status()
+    if st.state != RunState.IDLE and not is_finetuning(st):     # the Training tab's run: said once, not per step
+        key = (st.run_id, st.state, "another tab's run")
+        return st, {"status": key, "curves": key, "examples": key}
     return st, {
         "status": (st.run_id, st.state, st.step, st.total_steps, st.message, st.records, str(st.last_checkpoint),
                    st.error, None if st.tokens_per_s is None else round(st.tokens_per_s, -1), st.examples_step,
@@ -66,4 +71,13 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
         outputs += [wrong_note(st, examples), pd.DataFrame(wrong_rows(examples), columns=WRONG_COLUMNS)]
     else:
         outputs += [skip, skip]
-    return tuple(outputs), now, st.active
+    return tuple(outputs), now, st.active and is_finetuning(st)
+
+
+def fine_tuning_version(services: Services) -> tuple[Any, ...]:
+    """What the Fine-tune tab's idle check compares: ``explorer.runs.status.version`` for a fine-tuning run (or
+    none); for a pretraining run only its id and state, so its steps do not wake this tab's tick."""
+    st = services.get_worker().status()
+    if st.state != RunState.IDLE and not is_finetuning(st):
+        return (st.run_id, st.state)
+    return version(st)

@@ -8,23 +8,20 @@ written under the runs folder, so they join the model picker like pretraining ch
 """
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any, Mapping
 
 import gradio as gr
 
 from engine.model.loaded_model import LoadedModel
-from engine.training.tasks.registry import is_finetuning
-from engine.training.worker.errors import RunActiveError
 from explorer.serving import log_to as log_to
 from explorer.serving.access import AccessPolicy
 from explorer.endpoints import endpoint
+from explorer.finetune.actions import start_handler, steer_handlers
 from explorer.finetune.data import MAX_UPLOAD_MB, SOURCES
-from explorer.finetune.job import make_job
-from explorer.finetune.live import live_update, live_view
+from explorer.finetune.live import fine_tuning_version, live_update, live_view
 from explorer.finetune.mistakes import CAPTION, COLUMN_WIDTHS, NOTE_FIRST, PICK_HINT, WRONG_COLUMNS, example_html
-from explorer.finetune.status import LOOKING, current_status, finetune_status, steering_state
+from explorer.finetune.status import LOOKING, steering_state
 from explorer.finetune import settings_form
 from explorer.finetune.settings_form import SettingField, setting_fields
 from explorer.finetune.tasks import FinetuneTask, finetune_rows, task_choices, task_row
@@ -32,7 +29,6 @@ from explorer.glossary import gloss
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.runs.controls import RunControls, acknowledge, run_controls, steering_updates
-from explorer.runs.status import version
 
 TICK_SECONDS = 1.0          # the live view's tick while a run is active
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
@@ -78,44 +74,6 @@ def placeholder(task: str, key: str) -> str:
     """What an empty hyper-parameter box shows: the task's default (just the number: "5e-05 (the task's default)"
     did not fit the box at 1,366 px; the line above the boxes says what an empty box means)."""
     return f"{task_row(task).defaults[key]:g}"
-
-
-def _control(services: Services, action: str) -> Any:
-    """Refuse to steer a pretraining run from this tab (it belongs to the Training tab)."""
-    worker = services.get_worker()
-    st = worker.status()
-    if st.active and not is_finetuning(st.task):
-        raise ValueError(f"The active run is a pretraining run: {action} it from the Training tab.")
-    return worker
-
-
-def _busy(services: Services) -> str:
-    """The warning (and the status) for a start while a run is active: whose run, and where to stop it."""
-    st = services.get_worker().status()
-    kind = f"{st.task} fine-tuning" if is_finetuning(st.task) else st.task
-    where = "this tab" if is_finetuning(st.task) else "the Training tab"
-    message = (f"A {kind} run is already {st.state}: the app trains one run at a time. Stop it in {where} "
-               "before starting another.")
-    gr.Warning(message)
-    return f"⚠️ {message}\n\n" + finetune_status(st)
-
-
-def start(services: Services, model_key: str | None, task: str, data_source: str, example: str | None,
-          data_file: Any, labels: str | None, steps: Any, batch_size: Any, learning_rate: Any, seq_length: Any,
-          eval_fraction: Any, report_to: str | None = "none", settings: Mapping[str, Any] | None = None) -> str:
-    """Start a fine-tuning run; a warning (not an error) while another run is active. The status as Markdown.
-    ``settings``: the task's own settings' box texts by name (``explorer.finetune.settings_form``)."""
-    worker = services.get_worker()
-    if worker.status().active:
-        return _busy(services)
-    job = make_job(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
-                   learning_rate, seq_length, eval_fraction, report_to, settings)
-    try:
-        worker.start(job.spec)
-    except RunActiveError:          # another browser started one meanwhile
-        return _busy(services)
-    return (f"Fine-tuning `{model_key or 'default'}` for **{job.spec.task}** on **{job.data_name}** "
-            f"({job.data.summary}).\n\n" + finetune_status(worker.status()))
 
 
 def _form(first: FinetuneTask, fields: Mapping[str, SettingField]) -> dict[str, Any]:
@@ -166,89 +124,6 @@ def _live_widgets(services: Services) -> dict[str, Any]:
 
 # --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
 
-FORM_PARAMETERS = ("model_key", "task", "data_source", "example", "data_file", "labels", "steps", "batch_size",
-                   "learning_rate", "seq_length", "eval_fraction", "report_to")
-
-
-def _start_handler(services: Services, access: AccessPolicy, first: str,
-                   fields: Mapping[str, SettingField]) -> Callable[..., str]:
-    """The *Start* button's handler, its parameters the form's fields in order: the fixed ones, one per task setting
-    (``fields``: its name, empty by default, documented with the tasks that have it and its help), the token."""
-    defaults: dict[str, Any] = dict(model_key="default", task=first, data_source="example", example="",
-                                    data_file=None, labels="", steps="", batch_size="", learning_rate="",
-                                    seq_length="", eval_fraction="", report_to="none")
-    names = [*FORM_PARAMETERS, *fields, "token"]
-    signature = inspect.Signature([inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                                     default=defaults.get(name, ""), annotation=str)
-                                   for name in names])
-
-    def finetune_start(*args: Any, **kwargs: Any) -> str:
-        """Fine-tune a model for a task in the background; the status as Markdown.
-
-        Args:
-            model_key: the base model: default, checkpoint:<run>/<step-dir>, local:<folder> or hub:<owner/name>.
-            task: {tasks}.
-            data_source: example (a bundled example) or upload (data_file).
-            example: the bundled example's name; empty: the task's first. multiple_choice also has "next sentence,
-                from Shakespeare (built in)" (no file: 4 choices made from the built-in corpus).
-            data_file: with data_source upload: a CSV/TSV/JSONL (classification), SQuAD JSON (qa), CoNLL-U or
-                word<TAB>tag .conllu/.tsv/.txt (token_classification) or context,choice0..,label CSV
-                (multiple_choice) file.
-            labels: classification / token_classification: the labels (tags) every row (word) must have,
-                comma-separated; empty: any.
-            steps: optimizer steps (empty: the task's default).
-            batch_size: examples per step (empty: the task's default).
-            learning_rate: peak learning rate (empty: the task's default).
-            seq_length: longest input in tokens (empty: the task's default).
-            eval_fraction: share of the examples held out to evaluate on (empty: the task's default).
-            report_to: "none", or "tensorboard" to also write TensorBoard event files to <run>/logs (needs the
-                tensorboard package).
-{settings}            token: the admin token (public mode only).
-        """
-        given = signature.bind(*args, **kwargs)
-        given.apply_defaults()
-        v = given.arguments
-        access.require_admin(v["token"], "fine-tune")
-        return start(services, *(v[name] for name in FORM_PARAMETERS), {name: v[name] for name in fields})
-
-    finetune_start.__signature__ = signature               # type: ignore[attr-defined]  # the API's parameters
-    finetune_start.__annotations__ = {name: str for name in names} | {"return": str}
-    setting_lines = "".join(f"            {name}: {', '.join(f.tasks)}: {f.help} (empty: the task's default).\n"
-                            for name, f in fields.items())
-    tasks = list(finetune_rows())
-    listed = ", ".join(tasks[:-1]) + " or " + tasks[-1] if len(tasks) > 1 else tasks[0]
-    finetune_start.__doc__ = (finetune_start.__doc__ or "").format(tasks=listed, settings=setting_lines)
-    return finetune_start
-
-
-def _steer_handlers(services: Services, access: AccessPolicy) -> list[Callable[[str], str]]:
-    """The handlers of the pause, resume, stop and save buttons, in that order (named as their endpoints end)."""
-    def pause(token: str = "") -> str:
-        access.require_admin(token, "pause training")
-        worker = _control(services, "pause")
-        return current_status(worker, worker.pause())
-
-    def resume(token: str = "") -> str:
-        access.require_admin(token, "resume training")
-        worker = _control(services, "resume")
-        return current_status(worker, worker.resume())
-
-    def stop(token: str = "") -> str:
-        access.require_admin(token, "stop training")
-        worker = _control(services, "stop")
-        return current_status(worker, worker.stop())
-
-    def save(token: str = "") -> str:
-        access.require_admin(token, "save checkpoints")
-        worker = _control(services, "save")
-        path = worker.save_checkpoint_now(timeout_s=120.0)
-        saved = (f"Saved `{path.name}`; it is in the model picker." if path is not None
-                 else "The checkpoint is being written…")
-        return saved + "\n\n" + finetune_status(worker.status())
-
-    return [pause, resume, stop, save]
-
-
 def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
     """The live view's handlers: the status endpoint, the tick, the idle check and a click on a table row."""
     def finetune_status_all() -> tuple[Any, ...]:
@@ -264,7 +139,7 @@ def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
         return (*outputs, *steering, now, gr.skip() if active else gr.Timer(active=False))
 
     def idle_check(last: tuple | None) -> tuple[Any, Any]:
-        now = version(services.get_worker().status())
+        now = fine_tuning_version(services)
         return (gr.skip(), gr.skip()) if now == last else (gr.Timer(active=True), now)
 
     def pick_example(evt: gr.SelectData) -> str:
@@ -311,7 +186,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     form = [picker.dropdown, f["task"], f["data_source"], f["example"], f["data_file"], f["labels"], *f["numbers"],
             f["report_to"], *f["settings"]]
     _wire_controls(services, access, controls, form, live["status"], timer, seen,
-                   _start_handler(services, access, first.name, fields))
+                   start_handler(services, access, first.name, fields))
     live_outputs = [live[name] for name in ("status", "loss_plot", "metric_plot", "note", "wrong")]
     finetune_status_all, live_tick, idle_check, pick_example = _poll_handlers(services)
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
@@ -344,7 +219,7 @@ def _wire_controls(services: Services, access: AccessPolicy, controls: RunContro
     the error toast), then wakes the live view and forgets what this browser was sent, so the next tick redraws
     everything (a tick that raced the control cannot leave "stopping…" standing); none runs a model."""
     admin = controls.admin
-    steer = zip((controls.pause, controls.resume, controls.stop, controls.save), _steer_handlers(services, access))
+    steer = zip((controls.pause, controls.resume, controls.stop, controls.save), steer_handlers(services, access))
     clicks = [(controls.start, start_handler, form + admin, "finetune_start", "public"),
               *((button, fn, admin, f"finetune_{fn.__name__}", "private") for button, fn in steer)]
     for button, handler, inputs, api_name, visibility in clicks:

@@ -21,7 +21,8 @@ import gradio as gr
 from explorer.endpoints import endpoint, handler
 from explorer.models.description import describe
 from explorer.models.keys import KeyKind
-from explorer.models.registry import ModelChoice, ModelRegistry, UnknownModelError
+from explorer.models.choices import ModelChoice
+from explorer.models.registry import ModelRegistry, UnknownModelError
 from explorer.services import Services
 from explorer.ui_errors import shown
 

@@ -4,14 +4,14 @@ Every model has a *key* (``default``, ``live``, a checkpoint, a local folder, a 
 a string in the picker and the API, a ``ModelKey`` here. ``resolve(source)`` turns what a user typed (a key, a
 path, a hub id) into a ``ModelKey`` once; the other methods take that value (or text, which they resolve).
 ``ModelRegistry.get(key)`` loads (once; a few stay cached) and returns a ``LoadedModel``; every failure is a
-``ValueError``/``FileNotFoundError``/``ConnectionError`` a person understands. No Gradio here.
+``ValueError``/``FileNotFoundError``/``ConnectionError`` a person understands. ``choices()`` lists what the
+picker offers (its entries, ``ModelChoice``, and their labels: ``explorer.models.choices``). No Gradio here.
 """
 from __future__ import annotations
 
 import logging
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,7 +25,7 @@ from engine.model.config import BertConfig
 from engine.model.untrained import untrained_twin
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder, is_complete
 from engine.training.runs.run_catalog import checkpoints_newest_first
-from engine.checks import is_finite_number
+from explorer.models.choices import ModelChoice, checkpoint_choice
 from explorer.models.local_folders import LocalFolders, is_dir as _is_dir
 from explorer.models.description import family_and_size
 from explorer.models.keys import DEFAULT, LIVE, UNTRAINED, KeyKind, ModelKey, usable_run_name
@@ -41,47 +41,6 @@ logger = logging.getLogger(__name__)
 
 class UnknownModelError(ValueError):
     """A model key that names nothing available (a typo, a deleted checkpoint, ``live`` without a run)."""
-
-
-@dataclass(frozen=True)
-class ModelChoice:
-    """One entry of the model picker: ``label`` is shown, ``key`` is passed around."""
-
-    key: str
-    label: str
-    kind: str                       # "default" | "live" | "checkpoint" | "local" | "hub"
-    step: int | None = None         # training step, for checkpoints
-    run: str = ""                   # the run's name, for checkpoints
-
-
-def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoice]:
-    """At most ``limit`` of ``choices``, evenly spaced, always the first and the last (over-training views)."""
-    if len(choices) <= limit:
-        return list(choices)
-    picks = {round(j * (len(choices) - 1) / max(1, limit - 1)) for j in range(limit)}
-    return [choices[-1]] if limit <= 1 else [choices[i] for i in sorted(picks)]
-
-
-def checkpoint_key(path: Path) -> str:
-    """The key of a checkpoint directory ``<run>/checkpoints/<step-dir>``."""
-    return ModelKey.checkpoint(RunFolder.of_checkpoint(path).name, path.name).text
-
-
-def checkpoint_label(info: CheckpointInfo) -> str:
-    """"run · step 300 · loss 3.21" (MLM loss of the last logged step, when there is one); a checkpoint whose
-    small record is damaged says so: "run · step 300 · ⚠ explorer_state.json: ... (the weights may still load)"."""
-    run = info.run.name
-    if info.damage:
-        return f"{run} · step {info.step} · ⚠ {info.damage} (the weights may still load)"
-    metrics = info.metrics if isinstance(info.metrics, dict) else {}
-    loss = metrics.get("mlm_loss", metrics.get("loss"))
-    loss_text = f" · loss {loss:.3f}" if is_finite_number(loss) else ""
-    return f"{run} · step {info.step}{loss_text}"
-
-
-def _choice(info: CheckpointInfo) -> ModelChoice:
-    """A checkpoint's entry in the picker."""
-    return ModelChoice(checkpoint_key(info.path), checkpoint_label(info), "checkpoint", info.step, info.run.name)
 
 
 class ModelRegistry:
@@ -159,7 +118,7 @@ class ModelRegistry:
         found += [ModelChoice(k.text, f"{v.source}", "default") for k, v in self._pinned.items() if k != DEFAULT]
         if self.worker is not None and self.worker.trainer is not None:
             found.append(ModelChoice(LIVE.text, "Live training run (current weights)", "live"))
-        found += [_choice(c) for c in self.checkpoint_infos()]
+        found += [checkpoint_choice(c) for c in self.checkpoint_infos()]
         with self._lock:
             found += list(self._extra.values())
         if self.has_default():
@@ -203,7 +162,7 @@ class ModelRegistry:
         if not own:
             listed = ", ".join(r.label for r in self.runs()[:LISTED_KEYS]) or "none yet"
             raise UnknownModelError(f"The run {name[:80]!r} has no checkpoints. Runs with checkpoints now: {listed}.")
-        return [_choice(c) for c in sorted(own, key=lambda c: c.step)]
+        return [checkpoint_choice(c) for c in sorted(own, key=lambda c: c.step)]
 
     def peek_config(self, key: str | ModelKey | None) -> BertConfig | None:
         """``key``'s config without loading weights (for building the UI fast): a loaded model's, or the

@@ -17,6 +17,7 @@ import numpy as np
 from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
 from engine.probes.heads.qa import QAResult, answer_from_logits
+from engine.text.qa_windows import encode_qa_windows
 from explorer.forward_cache import keep, lookup
 from explorer.services import Services
 
@@ -40,8 +41,8 @@ class KeptWindows:
 def decode(loaded: LoadedModel, kept: KeptWindows, question: str, context: str, top_k: int, max_answer_len: int,
            max_seq_len: int, doc_stride: int, handle_impossible_answer: bool) -> QAResult:
     """The answers ``inference.answer_details`` gives for these settings, picked from ``kept`` (no model)."""
-    encodings = loaded.require_tokenizer().encode_qa_windows(question, context, max_seq_len, doc_stride,
-                                                             max_question_len=kept.question_pieces)
+    encodings = encode_qa_windows(loaded.require_tokenizer(), question, context, max_seq_len, doc_stride,
+                                  max_question_len=kept.question_pieces)
     if len(encodings) != len(kept.start):
         raise ValueError(f"{len(encodings)} windows but {len(kept.start)} kept")     # a changed tokenizer
     return answer_from_logits(loaded, question, context, encodings, kept.start, kept.end, top_k, max_answer_len,

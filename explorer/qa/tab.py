@@ -11,7 +11,8 @@ import plotly.graph_objects as go
 
 from engine.model.loaded_model import LoadedModel
 from engine.probes import inference
-from engine.probes.heads.qa import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QAResult, QASpan, QuestionTooLong
+from engine.probes.heads.qa import QAResult, QASpan
+from engine.probes.heads.qa_lengths import DEFAULT_DOC_STRIDE, DEFAULT_MAX_SEQ_LEN, QuestionTooLong
 from explorer.endpoints import wire_run
 from explorer.formatting import percent, rounded, sig
 from explorer.glossary import gloss

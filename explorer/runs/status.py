@@ -2,6 +2,8 @@
 in words, its progress, speed, ETA and why it ended; and ``version``, the key the tabs' idle checks compare."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from engine.training.tasks.registry import is_finetuning
 from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import WorkerStatus
@@ -31,10 +33,12 @@ def duration(seconds: float | None) -> str:
     return f"{hours}h {m:02d}m {s:02d}s" if hours else (f"{m}m {s:02d}s" if m else f"{s}s")
 
 
-def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False) -> str:
+def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False, means: Mapping[str, float] | None = None,
+                    window: int = 0) -> str:
     """State, progress, smoothed speed, ETA (only while running), message and, for a failed or diverged
     run, the reason (never a traceback); a fine-tuning run says where its curves are, unless this is
-    the Fine-tune tab."""
+    the Fine-tune tab. The MLM loss and NSP accuracy are ``means`` over the last ``window`` logged steps when
+    given (what the Training tab's curves end on), else the last step's batch, said so."""
     if st.state == RunState.IDLE:
         return "**idle** — no training run yet. Pick settings and press **Start**."
     lines = [f"**{st.state}** · step **{st.step} / {st.total_steps}**"
@@ -46,10 +50,16 @@ def status_markdown(st: WorkerStatus, in_finetune_tab: bool = False) -> str:
     parts.append(f"elapsed {duration(st.elapsed)}")
     if st.state == RunState.RUNNING and st.eta_s is not None:
         parts.append(f"ETA {duration(st.eta_s)}")
-    if m.get("mlm_loss") is not None:
-        parts.append(f"MLM loss {sig(m['mlm_loss'])}")
-    if m.get("nsp_acc") is not None:
-        parts.append(f"NSP acc {percent(m['nsp_acc'])}")
+    if means:
+        shown_means = [f"MLM loss {sig(means['mlm_loss'])}" if "mlm_loss" in means else "",
+                       f"NSP acc {percent(means['nsp_acc'])}" if "nsp_acc" in means else ""]
+        parts.append(" · ".join(p for p in shown_means if p) + f" (means of the last {window} steps, as the "
+                     "curves' bold lines)")
+    else:
+        if m.get("mlm_loss") is not None:
+            parts.append(f"MLM loss {sig(m['mlm_loss'])} (this batch)")
+        if m.get("nsp_acc") is not None:
+            parts.append(f"NSP acc {percent(m['nsp_acc'])} (this batch)")
     lines.append(" · ".join(parts))
     help_text = STATE_HELP.get(st.state)
     lines.append(f"_{shown(st.message)}_" + (f" — {help_text}" if help_text else ""))

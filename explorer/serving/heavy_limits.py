@@ -12,8 +12,11 @@ answer "Queue is full". Gradio starts them at once (their group has no concurren
   mode, no limit in private mode). A client is a session (a page load, a ``gradio_client.Client``).
 
 A request that is cancelled or whose client goes away while it waits leaves the line; one that runs frees
-its turn only once its work has stopped (``explorer/serving/cancellable.py``). All bookkeeping happens on Gradio's event
-loop (the handlers are ``async``), so a count and the change it allows happen together.
+its turn only once its work has stopped (``explorer/serving/cancellable.py``). A request that waits is told how
+many of other clients' run or wait before it (its client's own are not counted); a client's identical request
+never reaches the gate while the first runs or waits: it joins that one (``explorer/serving/in_flight.py``).
+All bookkeeping happens on Gradio's event loop (the handlers are ``async``), so a count and the change it
+allows happen together.
 """
 from __future__ import annotations
 
@@ -123,16 +126,25 @@ class HeavyGate:
 
     @contextlib.asynccontextmanager
     async def slot(self, client: str | None, alive: Callable[[], bool]) -> AsyncIterator[None]:
-        """Admitted, then the request's turn (see :meth:`admit` and :meth:`turn`); released on the way out."""
+        """Admitted, then the request's turn (see :meth:`admit` and :meth:`turn`); released on the way out. A request
+        that waits behind other visitors' is told how many (its client's own are not counted: none, no message)."""
         ticket = self.admit(client)
         try:
-            if not ticket.started.is_set():
-                ahead = len(self._running) + self._waiting.index(ticket)
+            ahead = self.others_ahead(ticket)
+            if ahead:
                 gr.Info(f"Waiting for the heavy tools: {_requests(ahead)} ahead of yours.")
             await self.turn(ticket, alive)
             yield
         finally:
             self.release(ticket)
+
+    def others_ahead(self, ticket: Ticket) -> int:
+        """How many requests of other clients run or wait before ``ticket`` (0 once it runs; a request of an
+        unknown client counts every one)."""
+        if ticket.started.is_set() or ticket not in self._waiting:
+            return 0
+        ahead = [*self._running, *list(self._waiting)[:self._waiting.index(ticket)]]
+        return sum(ticket.client is None or other.client != ticket.client for other in ahead)
 
     def _start(self, ticket: Ticket) -> None:
         self._running.append(ticket)

@@ -134,7 +134,7 @@ def _heads_section() -> dict[str, Any]:
     summary = gr.Markdown()
     grid = gr.Plot(label="The chosen relation: each head's accuracy")
     table = gr.Dataframe(headers=TABLE_COLUMNS, label="Best head per relation, beside the fixed-offset baseline",
-                         interactive=False, wrap=True, max_height=420)
+                         interactive=False, wrap=True, max_height=420, elem_classes=["syntax-best-heads"])
     overview = gr.Plot(label="Every head against every relation")
     with gr.Accordion("Every number (JSON)", open=False):
         numbers = gr.JSON()

@@ -24,7 +24,7 @@ from engine.probes.syntax.over_training import CheckpointRef, syntax_over_checkp
 from engine.probes.syntax.parser import attention_parser
 from explorer.forward_cache import cached
 from explorer.glossary import gloss
-from explorer.models.registry import evenly_spaced
+from explorer.models.choices import evenly_spaced
 from explorer.runs.run_picker import run_note
 from explorer.services import Services
 from explorer.syntax import plots

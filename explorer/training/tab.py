@@ -1,4 +1,5 @@
-"""Training tab: pretrain a small BERT in the background and watch it learn, live."""
+"""Training tab: pretrain a small BERT in the background and watch it learn, live. Here the widgets are made and
+wired to the endpoints; the form becomes a job in ``explorer.training.job``."""
 from __future__ import annotations
 
 import tempfile
@@ -10,29 +11,27 @@ import gradio as gr
 
 from engine.model.loaded_model import LoadedModel
 from engine.training.runs.export import export_zip
-from engine.training.tasks.job_spec import JobSpec
-from engine.training.worker.errors import RunActiveError
 from explorer.glossary import gloss
+from explorer.training.job import PRESETS, start_run
 from explorer.training.live import CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update, live_view
 from explorer.training.runs import continue_run, run_choices
 from explorer.runs.status import status_markdown, version
-from explorer.training.text_source import (build_text_source, check_given_text, text_fields,
-                                           vocabulary_fields)
-from explorer.runs.watch_section import build_watch
+from explorer.training.text_source import build_text_source
+from explorer.runs.watch.section import build_watch
 from explorer.serving import log_to as log_to
 from explorer.serving.access import AccessPolicy
 from explorer.endpoints import endpoint
-from explorer.serving.gpu import training_device
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
-from explorer.ui_errors import whole_number
-from explorer.runs.controls import (CHECKPOINT_EVERY_S, RunControls, acknowledge, run_controls,
-                                    steering_updates)
+from explorer.runs.controls import RunControls, acknowledge, run_controls, steering_updates
 from explorer.runs.fields import LEARNING_RATE, MASK_RATE, ranged_number
+from explorer.views.canvas_view import canvas_html, event, view_script
 
-PRESETS = ["tiny", "mini", "small"]
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
-TICK_SECONDS = 1.0          # the live view's tick while a run is active
+TICK_SECONDS = 2.0          # the live view's tick while a run is active (each tick costs the run a little)
+HIDDEN_TICK_SECONDS = 10.0  # ... while its page is in the background or another tab is shown
+CURVES_SCRIPT = Path(__file__).resolve().parents[2] / "assets" / "curves_view.js"
+CURVES_TEMPLATE = '<div class="curves-view" data-kind="curves"><div class="curves-grid"></div><div class="curves-tip"></div></div>'
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 
 INTRO = f"""\
@@ -51,58 +50,6 @@ The original BERT trained for a million steps of 256 sequences. Of the ~15% of p
 replaced by `[MASK]`, 10% by a random token and 10% kept as they are — the batch view
 below shows which, with the original token the model must recover.
 """
-
-
-def _float(value: Any, name: str) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-
-
-def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, vocab_size: Any,
-              seq_length: Any, batch_size: Any, learning_rate: Any, steps: Any, mask_rate: Any,
-              whole_word: bool, nsp: bool, source: str = "builtin", text: str | None = "", text_file: Any = None,
-              vocabulary: str = "train", report_to: str | None = "none") -> JobSpec:
-    """Check the controls and turn them into a validated ``JobSpec`` (ValueError says what is wrong); given
-    text is read and checked here (format, size, documents for NSP), before a run starts."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
-    documents = whole_number(max_documents, "Max documents", 1, 1_000_000)
-    words = vocabulary_fields(vocabulary, whole_number(vocab_size, "Vocab size", 50, 200_000))
-    fields = text_fields(source, corpus, text, text_file)
-    total_steps = whole_number(steps, "Steps", 1, 1_000_000)
-    training = dict(
-        learning_rate=_float(learning_rate, "Learning rate"),
-        total_steps=total_steps,
-        batch_size=whole_number(batch_size, "Batch size", 1, 4096),
-        max_seq_length=whole_number(seq_length, "Sequence length", 8, min(512, services.max_length)),
-        mlm_probability=_float(mask_rate, "Masking rate"),
-        whole_word_masking=bool(whole_word),
-        nsp=bool(nsp),
-        eval_every=max(1, total_steps // 10),
-        eval_batches=5,
-        checkpoint_every=max(50, total_steps // 4),  # the last step is always checkpointed too
-        checkpoint_every_s=CHECKPOINT_EVERY_S,
-        device=training_device(),  # CPU on a Space: a background thread cannot hold a ZeroGPU
-    )
-    spec = JobSpec(training, preset=preset, max_documents=documents, report_to=log_to.report_to(report_to),
-                   **fields, **words)
-    spec.validate()
-    check_given_text(fields, documents, bool(nsp))
-    return spec
-
-
-def start_run(services: Services, *controls: Any) -> str:
-    """Start a run; a warning (not an error) when one is already active."""
-    worker = services.get_worker()
-    spec = make_spec(services, *controls)
-    try:
-        worker.start(spec)
-    except RunActiveError as e:
-        gr.Warning(str(e))
-        return f"⚠️ {e}\n\n" + status_markdown(worker.status())
-    return status_markdown(worker.status())
 
 
 def _settings(services: Services) -> dict[str, Any]:
@@ -144,15 +91,18 @@ def _continue_section(services: Services, access: AccessPolicy) -> dict[str, Any
     return {"run_choice": run_choice, "new_total": new_total, "continue_btn": continue_btn}
 
 
+def curves_view() -> Any:
+    """The live curves: four canvas charts the page draws and appends to (``explorer.training.curves``)."""
+    script = view_script(CURVES_SCRIPT, "window.BertCurves.mount(element, props, trigger, watch);")
+    return canvas_html("Curves (thin: each step's batch; bold: the mean of the last steps; dots: held-out)",
+                       CURVES_TEMPLATE, script, "the run's curves as points: a reset, then only new points",
+                       ["train-curves"])
+
+
 def _live_widgets(services: Services) -> dict[str, Any]:
     """The live view: the status, the curves, the masked batch and its table, the checkpoints and a download."""
     status = gr.Markdown(status_markdown(services.get_worker().status()), elem_classes=["train-status"])
-    with gr.Row():
-        mlm_plot = gr.Plot(label="MLM loss")
-        nsp_plot = gr.Plot(label="NSP loss")
-    with gr.Row():
-        acc_plot = gr.Plot(label="Accuracy")
-        lr_plot = gr.Plot(label="Learning rate")
+    curves = curves_view()
     batch_plot = gr.Plot(label="Current batch: masked positions (80% [MASK] / 10% random / 10% kept)")
     masked_table = gr.Dataframe(headers=MASKED_COLUMNS, label="Masked positions of that sequence",
                                 interactive=False, max_height=240)
@@ -160,7 +110,7 @@ def _live_widgets(services: Services) -> dict[str, Any]:
                                interactive=False, max_height=240)
     download = gr.File(label="The chosen checkpoint as a model (.zip: config, weights, tokenizer, model card; "
                              "transformers loads the unzipped folder)", interactive=False)
-    return {"status": status, "plots": [mlm_plot, nsp_plot, acc_plot, lr_plot, batch_plot],
+    return {"status": status, "plots": [curves, batch_plot], "curves": curves,
             "masked_table": masked_table, "checkpoints": checkpoints, "download": download}
 
 
@@ -337,6 +287,11 @@ def _wire_live(services: Services, live: dict[str, Any], run_choice: Any, timer:
     endpoint(idle_timer.tick, poll_fns["idle_check"], last_version, [timer, last_version],
              api_name="train_idle_check", api_visibility="private", queue=False, **poll)
     endpoint(buttons.refresh.click, poll_fns["train_status"], None, live_outputs, api_name="train_status", **poll)
+    # A page in the background (or on another tab) ticks every HIDDEN_TICK_SECONDS; the curves' script says when.
+    endpoint(event(live["curves"], "hidden"), lambda: gr.Timer(value=HIDDEN_TICK_SECONDS), None, timer,
+             api_name="train_hidden", api_visibility="private", queue=False, **poll)
+    endpoint(event(live["curves"], "shown"), lambda: gr.Timer(value=TICK_SECONDS), None, timer,
+             api_name="train_shown", api_visibility="private", queue=False, **poll)
     endpoint(live["checkpoints"].select, poll_fns["pick_checkpoint"], None, live["download"],
              api_name="train_pick_checkpoint", gpu=False, api_visibility="private")
 

@@ -28,7 +28,8 @@ gradients on the way: the numbers add up to the score's change from the baseline
 rougher, and it adds up to nothing in particular. Both come from [captum](https://captum.ai) on the word
 embeddings; position and segment embeddings are left as they are.
 The first example explains a guess the bundled model gets right (*states*); the France examples explain a
-famous miss (*located* before *paris*: a small model trained on 2 CPU cores has learnt few facts), and why not *paris*.
+famous miss (*located* before *paris*: a small model trained on little compute has learnt few facts), and why
+not *paris*.
 """
 
 

@@ -24,7 +24,8 @@ from engine.data.token_cache import CACHE_ENV
 from engine.training.jobs.setup import prepare_job
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.loop.callbacks import TrainerCallback
-from engine.training.loop.trainer import Trainer, TrainingDiverged
+from engine.training.loop.divergence import TrainingDiverged
+from engine.training.loop.trainer import Trainer
 from engine.training.tasks.qa_with_mlm import QA_MLM
 from scripts.gpu import heldout
 from scripts.gpu.pack import UnpackedPack

@@ -81,7 +81,7 @@ def test_the_heavy_endpoints_share_one_queue_group_of_their_own(services: Servic
 
 
 def test_cancelled_heavy_calls_stop_and_light_calls_keep_answering(served, forwards: list[int]) -> None:
-    jobs = [served.submit(**ATTRIBUTE) for _ in range(3)]
+    jobs = [served.submit(**{**ATTRIBUTE, "steps": STEPS - n}) for n in range(3)]     # three requests, not one joined
     _wait(lambda: forwards[0] >= 2, 30)                     # the first one computes
     assert cancellation.running() == 1                      # heavy work runs one at a time; two wait
     html, summary, table, plot = served.predict("default", "the cat sat", "", 32, api_name="/tokenize")

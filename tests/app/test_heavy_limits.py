@@ -3,9 +3,10 @@
 Heavy requests wait at the app's heavy gate (``explorer/serving/heavy_limits.py``), not in Gradio's queue: with
 ``EXPLORER_QUEUE_SIZE=2``, one running and three waiting ``/attribute`` calls leave ``/tokenize`` answering,
 and a fifth heavy call is refused with a sentence saying how many wait. In public mode a visitor (a session)
-may have one heavy request running or waiting; a second is refused, another visitor's is not, and the first
-may try again once its own has gone. The gate itself is checked on its own first: first come first served,
-limits from the environment, a request that leaves the line (cancelled, refused, its client gone) frees it.
+may have one heavy request running or waiting; a second is refused (the very same request again joins the
+first instead), another visitor's is not, and the first may try again once its own has gone. The gate itself is
+checked on its own first: first come first served, limits from the environment, a request that leaves the line
+(cancelled, refused, its client gone) frees it.
 Attribution is slowed on purpose (0.2 s per forward pass: a call takes a minute unless cancelled).
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gradio_client.exceptions import AppError  # noqa: E402
 from engine import cancellation  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from explorer.serving import heavy_limits as heavy_limits  # noqa: E402
+from explorer.serving import in_flight  # noqa: E402
 from explorer.serving.heavy_limits import HeavyGate, HeavyLimits  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.app_helpers import launch, slowed_attribution  # noqa: E402
@@ -138,9 +140,11 @@ class Served:
         self.demos.append(demo)
         return demo, heavy_limits.gate_for(demo)
 
-    def submit(self, client: Client, gate: HeavyGate, expect: tuple[int, int]):
-        """Submit one slow ``/attribute`` call and wait until the gate shows ``expect`` (running, waiting)."""
-        job = client.submit(**ATTRIBUTE)
+    def submit(self, client: Client, gate: HeavyGate, expect: tuple[int, int], steps: int | None = None):
+        """Submit one slow ``/attribute`` call and wait until the gate shows ``expect`` (running, waiting). Each is a
+        new request unless ``steps`` is given: an identical one of the same client joins the earlier one
+        (``explorer/serving/in_flight.py``)."""
+        job = client.submit(**{**ATTRIBUTE, "steps": steps or ATTRIBUTE["steps"] - len(self.jobs)})
         self.jobs.append(job)
         _wait(lambda: gate.counts() == expect)
         return job
@@ -167,7 +171,7 @@ def test_heavy_requests_piling_up_leave_light_requests_answering(served: Served,
     html = client.predict(*TOKENIZE, api_name="/tokenize")[0]
     assert "cat" in html                                             # not "Queue is full"
     with pytest.raises(AppError, match="3 heavy requests already waiting .*try again in a moment"):
-        client.predict(**ATTRIBUTE)
+        client.predict(**{**ATTRIBUTE, "steps": 200})
     assert gate.counts() == (1, 3) and forwards[0] < 300
     assert client.predict(*TOKENIZE, api_name="/tokenize")[0] == html
 
@@ -177,9 +181,12 @@ def test_in_public_mode_a_visitor_has_one_heavy_request_at_a_time(served: Served
     mine, theirs = (Client(demo.local_url, verbose=False) for _ in range(2))
     first = served.submit(mine, gate, (1, 0))
     with pytest.raises(AppError, match="You already have 1 heavy request running or waiting"):
-        mine.predict(**ATTRIBUTE)
+        mine.predict(**{**ATTRIBUTE, "steps": 200})
     assert "cat" in mine.predict(*TOKENIZE, api_name="/tokenize")[0]   # light work is not limited per visitor
     served.submit(theirs, gate, (1, 1))                              # another visitor waits as usual
     first.cancel()
     _wait(lambda: gate.counts() == (1, 0))                           # theirs runs now
-    served.submit(mine, gate, (1, 1))                                # and mine may wait again
+    served.submit(mine, gate, (1, 1), steps=250)                     # and mine may wait again
+    served.submit(mine, gate, (1, 1), steps=250)                     # the very same request: it joins, not refused
+    _wait(lambda: in_flight.table_for(demo).counts() == (2, 1))      # theirs, and mine with the one joined to it
+    assert gate.counts() == (1, 1)

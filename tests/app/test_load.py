@@ -29,7 +29,7 @@ from gradio_client import Client  # noqa: E402
 from support.app_helpers import serve  # noqa: E402
 from engine.text.tokenizer import WordPieceTokenizer  # noqa: E402
 from engine.training.worker.training_worker import TrainingWorker  # noqa: E402
-from explorer.attention import tab as attention_tab  # noqa: E402
+from explorer.attention import sections as attention_sections  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.probing_helpers import make_services  # noqa: E402
 
@@ -67,7 +67,7 @@ def _attention(client: Client) -> None:
     heat, head_view, model_view, stats_plot, table, summary = client.predict(
         "default", ATTN_TEXT, ATTN_PAIR, 1, 2, 128, [0, 1, 2, 3], "entropy", api_name="/attention")
     assert stats_plot["type"] == "plotly" and "maps" in heat and "grid" in model_view   # the views: arrays
-    assert table["headers"] == attention_tab.TABLE_COLUMNS and len(table["data"]) == 8  # 2 layers x 4 heads
+    assert table["headers"] == attention_sections.TABLE_COLUMNS and len(table["data"]) == 8  # 2 layers x 4 heads
     assert "Layer 1, head 2" in summary
 
 

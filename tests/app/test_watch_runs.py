@@ -19,7 +19,7 @@ import app
 from engine.training.runs.state import read_metrics
 from explorer.serving.access import AccessPolicy
 from explorer.services import Services, default_services
-from explorer.runs.watch import WATCH_SECONDS
+from explorer.runs.watch.section import WATCH_SECONDS
 from support.cli_helpers import ROOT, run_cli
 
 TINY = ["--preset", "tiny", "--max-documents", "20", "--seq-len", "32", "--vocab-size", "300", "--threads", "1",

@@ -18,6 +18,7 @@ from engine.pretrain import main
 from engine.training.jobs.setup import prepare_job
 from engine.training.runs.export import export_zip
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import write_spec
 from engine.training.runs.state import read_training_state, write_checkpoint
 from engine.training.worker.errors import RunFolderError
 from engine.training.worker.training_worker import TrainingWorker
@@ -119,7 +120,7 @@ def test_run_json_and_exports_on_a_refusing_disk(tmp_path, make_config, tiny_tok
     monkeypatch.setattr(Path, "write_text", read_only)
     with pytest.raises(DiskFault, match=f"^The folder {run.root} is on a read-only file system while writing "
                                         f"run.json: "):
-        run.write_spec({"task": "pretraining"})
+        write_spec(run, {"task": "pretraining"})
     exports = tmp_path / "exports"
 
     def full(source, sink, *args, **kwargs):

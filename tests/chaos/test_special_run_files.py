@@ -17,6 +17,7 @@ from engine.model.config import BertConfig
 from engine.training.runs.metrics_tail import MetricsHistory, MetricsTail
 from engine.training.runs.records import Damaged
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import spec_record
 from engine.training.runs.state import (
     INFO_FILE, STATE_FILE, read_checkpoint_info, read_checkpoint_record, read_metrics_file, read_training_state,
 )
@@ -68,7 +69,7 @@ def test_checkpoint_records_and_state(tmp_path, kind):
 def test_run_json_and_metrics(tmp_path, kind):
     run = RunFolder(tmp_path / "run")
     special(run.spec_path, kind)
-    spec = promptly(run.spec_record)
+    spec = promptly(lambda: spec_record(run))
     assert isinstance(spec, Damaged) and "not a regular file" in spec.reason
     special(run.metrics_path, kind)
     metrics = promptly(lambda: read_metrics_file(run.metrics_path))

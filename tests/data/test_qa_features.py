@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from engine.data.qa_features import QAExample, build_qa_dataset, check_lengths, read_squad
+from engine.text.qa_windows import encode_qa_windows
 from tests.conftest import WORDS
 from support.finetune_helpers import squad_json, write_squad
 
@@ -141,7 +142,7 @@ def test_dataset_windows_equal_encode_qa_windows(tiny_tokenizer):
     examples.append(QAExample("none", "what ?", "the cat sat .", [], is_impossible=True))
     data = build_qa_dataset(examples, tiny_tokenizer, 40, 4, doc_stride=10, max_question_len=12, chunk=4)
     expected = [(index, window) for index, ex in enumerate(examples)
-                for window in tiny_tokenizer.encode_qa_windows(ex.question, ex.context, 40, 10, 12)]
+                for window in encode_qa_windows(tiny_tokenizer, ex.question, ex.context, 40, 10, 12)]
     assert len(data) == len(expected) > len(examples) + 5
     alone = [(ids, s, e) for ex in examples for ids, s, e in built_windows(tiny_tokenizer, ex, 40, 10, 12)]
     for k, (index, window) in enumerate(expected):

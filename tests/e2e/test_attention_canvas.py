@@ -2,18 +2,25 @@
 (390 px): the first example draws the heatmap, head view and model view; a typed layer and head redraw all
 three with **no network request** (the browser holds every layer's maps for a short input); hovering a cell
 shows the engine's weight to the uint8 encoding's precision (1/510); a click on the model view picks that
-layer and head; the caption reads on the page's background in both themes and the views fit a phone."""
+layer and head; the caption reads on the page's background in both themes and the views fit a phone. The head
+view offers a button per head of the model picked (16 for a bert-large shape), and when its links are all too weak
+to see (a random model's near-uniform attention) it says so and offers a lower threshold."""
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pytest
+import torch
 from playwright.sync_api import Page, expect
 
+from engine.model.config import BertConfig
+from engine.model.heads import BertWithHeads
+from engine.model.loaded_model import LoadedModel
 from engine.probes.inference import attention
 from explorer.attention.sections import EXAMPLES
 from explorer.views.browser_arrays import LEVELS
-from support.browser_helpers import ARTIFACTS, no_error_toast, open_tab, run_first_example
+from support.browser_helpers import ARTIFACTS, choose_option, no_error_toast, open_tab, run_first_example
 
 PRECISION = 1.0 / (2 * LEVELS) + 1e-6          # uint8 with scale 1.0
 
@@ -162,8 +169,8 @@ def test_a_long_input_fetches_a_layer_it_lacks_and_windows_the_head_view(desktop
     panel.get_by_role("combobox", name="Heads in the head view").click()
     page.get_by_role("option", name="3", exact=True).click()           # deselect head 3
     page.keyboard.press("Escape")
-    expect(heads.locator(".attn-chip")).to_have_count(11)
-    expect(heads.locator(".attn-chip[data-head='3']")).to_have_count(0)
+    expect(heads.locator(".attn-chip")).to_have_count(12)                # a chip per head of the model
+    expect(heads.locator(".attn-chip[data-head='3']")).to_have_attribute("aria-pressed", "false")
     expect(heads).to_have_attribute("data-drawn", "L2-H4-100")                # the window it had
     page.wait_for_timeout(500)
     assert set(called(page, requests)) == {"attention_heads"}, called(page, requests)   # the click, the close
@@ -192,4 +199,74 @@ def test_the_neuron_view_follows_a_head_changed_in_the_browser(desktop: Page) ->
     type_number(panel, "attention-head", 5)
     expect(view(panel, "heatmap")).to_have_attribute("data-drawn", "L1-H5")
     expect(summary).to_contain_text("Layer 1, head 5, query 0")
+    no_error_toast(page)
+
+
+LARGE = "random weights, bert-large shape"       # the picker's label of the model below
+
+
+@pytest.fixture(scope="module")
+def large(app_served) -> LoadedModel:
+    """A bert-large-shaped model (24 layers x 16 heads of size 64, hidden 1024; random weights, a narrow
+    feed-forward: what is sent depends on the layers, heads, head size and tokens alone), pinned in the app."""
+    services = app_served.services
+    config = BertConfig(vocab_size=services.tokenizer.vocab_size, hidden_size=1024, num_hidden_layers=24,
+                        num_attention_heads=16, intermediate_size=64)
+    torch.manual_seed(0)
+    loaded = LoadedModel(BertWithHeads(config, heads=("mlm",)).eval(), services.tokenizer, config, LARGE)
+    services.registry().pin("large", loaded)
+    return loaded
+
+
+def hover_query(page: Page, heads, index: int) -> str:
+    """Hover query token ``index`` of the head view (inside its window); the tooltip's text."""
+    g = page.evaluate("() => window.BertAttentionViews.views.find(v => v.kind === 'head_view').geometry")
+    heads.locator("canvas").scroll_into_view_if_needed()
+    box = heads.locator("canvas").bounding_box()
+    page.mouse.move(box["x"] + g["x0"] - 8, box["y"] + g["top"] + (index - g["start"] + 0.5) * g["row"])
+    tip = heads.locator(".attn-tip")
+    expect(tip).to_have_class("attn-tip shown")
+    return tip.inner_text()
+
+
+def test_a_16_head_model_gets_a_button_per_head_and_a_near_uniform_view_says_why(large, desktop: Page) -> None:
+    """Picked after the 12-head default, a bert-large shape's head view offers heads 0-15: a click on head 14 draws
+    it (its links in the hover) or hides it. At 512 tokens its random attention is near uniform: every link is
+    below the head view's threshold, so the view says so (the strongest weight, the uniform one) and offers a
+    lower threshold, which draws the links (opacity relative to the strongest), and the way back."""
+    page = desktop
+    panel = open_tab(page, "Attention")
+    choose_option(page, page.get_by_label("Model (used by every probing tab)"), LARGE)
+    expect(page.locator(".model-info").last).to_contain_text("24 layers × 16 heads")
+    run_first_example(panel)
+    heads = view(panel, "head-view")
+    expect(heads).to_have_attribute("data-drawn", "L1-H0-0")
+    expect(heads.locator(".attn-chip")).to_have_count(16)
+    chip = heads.locator(".attn-chip[data-head='14']")
+    for _ in range(2):                                        # on, then off (or off, then on)
+        pressed = chip.get_attribute("aria-pressed") == "true"
+        chip.click()
+        expect(chip).to_have_attribute("aria-pressed", str(not pressed).lower())
+        assert ("head 14:" in hover_query(page, heads, 3)) is not pressed
+        page.mouse.move(0, 0)
+
+    panel.get_by_label("Text", exact=True).fill(" ".join([EXAMPLES[0][0]] * 60))   # cut to 512 tokens
+    length = panel.get_by_label("Max length", exact=False).first.locator(
+        "xpath=ancestor::div[contains(@class,'block')][1]").locator("input[type=number]")
+    length.fill("512")
+    length.press("Enter")
+    panel.get_by_role("button", name="Show attention").click()
+    expect(heads.locator(".attn-controls").first).to_contain_text("tokens 0–39 of 512")
+    note = heads.locator(".attn-note")
+    expect(note).to_contain_text("below the threshold 0.02: the attention is near uniform")
+    expect(note).to_contain_text("uniform over 512 tokens is 0.002")
+    empty = painted(heads.locator("canvas"))                  # the token labels alone
+    note.get_by_role("button", name="Show links ≥").click()
+    expect(note).to_contain_text("opacity relative to the strongest")
+    assert float(heads.get_attribute("data-threshold")) < 0.02
+    assert painted(heads.locator("canvas")) > empty + 5_000   # the links, drawn
+    heads.screenshot(path=str(ARTIFACTS / "attention-head-view-near-uniform.png"))
+    note.get_by_role("button", name="Back to 0.02").click()
+    expect(heads).to_have_attribute("data-threshold", "0.02")
+    expect(note).to_contain_text("below the threshold 0.02")
     no_error_toast(page)

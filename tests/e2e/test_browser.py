@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from explorer.formatting import percent
+
 from support.browser_helpers import (ARTIFACTS, PLOT, TIMEOUT_MS, no_error_toast, open_tab, run_first_example,
                                      served_app)
 
@@ -103,10 +105,17 @@ def test_training_tab_curves_move_and_checkpoints_reach_the_picker(page: Page) -
     # long enough that no browser is too slow to pause and stop it (300 steps once ended before Stop was pressed)
     panel.get_by_label("Steps", exact=True).fill("100000")
     panel.get_by_role("button", name="Start", exact=True).click()
-    expect(panel.locator(".js-plotly-plot .scatterlayer .trace").first).to_be_attached(timeout=120_000)
+    curves = panel.locator(".curves-view").first
+    expect(curves).to_have_attribute("data-points", re.compile(r"^[1-9]\d*$"), timeout=120_000)
+    expect(curves).to_have_attribute("data-draws", re.compile(r"^[1-9]\d*$"))
     status = panel.locator(".train-status").first
     panel.get_by_role("button", name="Pause", exact=True).click()
     expect(status).to_contain_text("paused")
+    # One number per quantity: the status line's NSP accuracy is the mean the curve's bold line ends on.
+    expect(status).to_contain_text("means of the last", timeout=30_000)
+    page.wait_for_timeout(2_500)                                   # a tick after the pause: both have the last step
+    mean = float(curves.get_attribute("data-mean-train-nsp_acc") or "nan")
+    assert f"NSP acc {percent(mean)}" in status.inner_text(), (mean, status.inner_text())
     panel.get_by_role("button", name="Resume", exact=True).click()
     expect(status).to_contain_text("running")
     panel.get_by_role("button", name="Save checkpoint now", exact=True).click()

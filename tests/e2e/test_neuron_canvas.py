@@ -2,19 +2,27 @@
 (390 px): *Show the neuron view* draws q, every k, q ⊙ k, the scores and the softmax; a click on a token makes it
 the query and a typed head redraws, both with **no network request** (a short input's page holds every head);
 hovering shows the engine's numbers to the float16 encoding's precision; a long input shows a window of key
-tokens the user slides, and a head the page lacks is asked for once; *PNG* saves what is drawn."""
+tokens the user slides, and a head the page lacks is asked for once; *PNG* saves what is drawn. At real size (a
+bert-large shape, 512 tokens) a layer change with the view open is one request of at most 300 KB, and a query
+picked in the dropdown, by mouse or keyboard, asks nothing."""
 from __future__ import annotations
 
 import io
+import json
 import math
 
 import numpy as np
+import pytest
+import torch
 from PIL import Image
 from playwright.sync_api import Page, expect
 
+from engine.model.config import BertConfig
+from engine.model.heads import BertWithHeads
+from engine.model.loaded_model import LoadedModel
 from engine.probes.attention.neuron_view import neuron_view
 from explorer.attention.sections import EXAMPLES
-from support.browser_helpers import ARTIFACTS, no_error_toast, open_tab, run_first_example
+from support.browser_helpers import ARTIFACTS, choose_option, no_error_toast, open_tab, run_first_example
 
 HALF = 2.0 ** -11                               # float16's relative rounding
 LONG_TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog watched it from the door."] * 14)
@@ -166,4 +174,95 @@ def test_a_long_input_windows_the_keys_and_asks_once_for_a_head_it_lacks(desktop
         const dpr = window.devicePixelRatio || 1, x = Math.round((g.xP + 2) * dpr), y = Math.round((g.top + 30) * dpr);
         return [x, y, ...c.getContext('2d').getImageData(x, y, 1, 1).data]; }""")
     assert list(saved[middle[1], middle[0]]) == middle[2:]
+    no_error_toast(page)
+
+
+LARGE = "random weights, bert-large shape"       # the picker's label of the model below
+LARGE_TEXT = LONG_TEXT + " " + LONG_TEXT         # past 512 tokens: cut to 512
+
+
+@pytest.fixture(scope="module")
+def large(app_served):
+    """A bert-large-shaped model (24 layers x 16 heads of size 64, hidden 1024; random weights, a narrow
+    feed-forward: what is sent depends on the layers, heads, head size and tokens alone), pinned in the app."""
+    services = app_served.services
+    config = BertConfig(vocab_size=services.tokenizer.vocab_size, hidden_size=1024, num_hidden_layers=24,
+                        num_attention_heads=16, intermediate_size=64)
+    torch.manual_seed(0)
+    loaded = LoadedModel(BertWithHeads(config, heads=("mlm",)).eval(), services.tokenizer, config, LARGE)
+    services.registry().pin("large", loaded)
+    return loaded
+
+
+def sizes_of(page: Page):
+    """A list that fills with (the event's api name, or "stream" for the answers' event stream; bytes sent and
+    received) for each request the page finishes, but the timers' polls; and a function that waits until no
+    answer stream is open."""
+    config = page.evaluate("() => window.gradio_config")
+    ticks = {d["id"] for d in config["dependencies"] if d["targets"] and all(t[1] == "tick" for t in d["targets"])}
+    names = {d["id"]: d.get("api_name") for d in config["dependencies"]}
+    found, streams = [], set()
+
+    def finished(request) -> None:
+        streams.discard(request)
+        body = json.loads(request.post_data) if "/queue/join" in request.url else None
+        if body is None or body["fn_index"] not in ticks:
+            size = request.sizes()
+            found.append((str(names.get(body["fn_index"])) if body else "stream",
+                          size["requestBodySize"] + size["responseBodySize"]))
+
+    page.on("request", lambda r: streams.add(r) if "/queue/data" in r.url else None)
+    page.on("requestfinished", finished)
+    page.on("requestfailed", lambda r: streams.discard(r))
+
+    def settle() -> None:
+        for _ in range(600):                                  # a state, not a time: every answer stream closed
+            if not streams:
+                return
+            page.wait_for_timeout(100)
+        raise AssertionError("an answer stream stayed open")
+
+    return found, settle
+
+
+def test_at_512_tokens_on_a_bert_large_a_change_is_one_request_under_300_kb_and_a_dropdown_pick_asks_nothing(
+        large, desktop: Page) -> None:
+    """With the neuron view open, a layer change that neither view holds is one request (``attention_fetch_both``):
+    that head's vectors and as many of that layer's maps as fit, 300 KB at most in all (two requests, ~360 KB,
+    before). A query token picked in the dropdown, with the mouse or typed and Enter, is drawn with no request (the
+    page holds the head's every token)."""
+    page = desktop
+    panel = open_tab(page, "Attention")
+    choose_option(page, page.get_by_label("Model (used by every probing tab)"), LARGE)
+    expect(page.locator(".model-info").last).to_contain_text("24 layers × 16 heads")
+    panel.get_by_label("Text", exact=True).fill(LARGE_TEXT)
+    length = panel.get_by_label("Max length", exact=False).first.locator(
+        "xpath=ancestor::div[contains(@class,'block')][1]").locator("input[type=number]")
+    length.fill("512")
+    length.press("Enter")
+    panel.get_by_role("button", name="Show attention").click()
+    heat = panel.locator(".attention-heatmap .attn-view").first
+    expect(heat).to_have_attribute("data-drawn", "L1-H0")
+    root = shown(page, panel)
+    expect(root.locator(".neuron-controls")).to_contain_text("key tokens 0–39 of 512")
+    found, settle = sizes_of(page)
+    type_number(panel, "attention-layer", 3)                  # neither view holds layer 3
+    expect(heat).to_have_attribute("data-drawn", "L3-H0")
+    expect(root).to_have_attribute("data-drawn", "L3-H0-Q0-0")
+    settle()
+    assert [name for name, _ in found if name != "stream"] == ["attention_fetch_both"], found
+    assert sum(size for _, size in found) <= 300_000, found
+    check_row(page, large, root, LARGE_TEXT, None, 512, 2, 0, 0, (0, 7))
+
+    found.clear()                                             # the dropdown: a mouse pick, then a typed one
+    query = panel.locator("#neuron-query input")
+    choose_option(page, query, "20: ")
+    expect(root).to_have_attribute("data-drawn", "L3-H0-Q20-0")
+    query.click()                                             # typed: the keys a keyboard user presses
+    page.keyboard.press("Control+a")
+    page.keyboard.type("33")
+    page.keyboard.press("Enter")                              # the dropdown's own Enter, not "Show the neuron view"
+    expect(root).to_have_attribute("data-drawn", "L3-H0-Q33-0")
+    page.wait_for_timeout(500)
+    assert [name for name, _ in found if name != "stream"] == [], found
     no_error_toast(page)

@@ -11,7 +11,7 @@ import pytest
 
 from engine.probes.inference import attention
 from explorer.views import browser_arrays as browser_arrays
-from explorer.attention import tab as attention_tab
+from explorer.attention import views as attention_views
 from support.probing_helpers import make_services
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -92,8 +92,8 @@ def test_what_it_cannot_carry_is_refused(values: list[float], dtype: str, messag
 def test_what_the_attention_handler_sends_decodes_to_the_engines_maps(tiny_tokenizer) -> None:
     services = make_services(tiny_tokenizer)
     text, pair = "the cat sat on the mat", "the dog ran"
-    heat, head_view, model_view, *_ = attention_tab.attention_views(services, "default", text, pair, 2, 1, 64,
-                                                                    [0, 3], "entropy")
+    heat, head_view, model_view, *_ = attention_views.attention_views(services, "default", text, pair, 2, 1, 64,
+                                                                      [0, 3], "entropy")
     expected = attention(services.model("default"), text, pair, 64).attentions     # (L, nh, S, S) float32
     maps = browser_arrays.decode(heat["maps"])
     assert maps.shape == expected.shape and heat["tokens"][-4:] == ["the", "dog", "ran", "[SEP]"]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import explorer.page
 from engine.training.worker.errors import CannotContinueError
 from engine.training.worker.training_worker import TrainingWorker
-from explorer.models.registry import ModelRegistry, UnknownModelError, checkpoint_label
+from explorer.models.registry import ModelRegistry, UnknownModelError
 from explorer.services import Services
 from explorer.training.live import live_view
 from explorer.training.runs import run_choices

@@ -18,6 +18,7 @@ from engine.probes.representations.embeddings import embeddings  # noqa: E402
 from engine.probes.attention.neuron_view import neuron_view  # noqa: E402
 from explorer import forward_cache  # noqa: E402
 from explorer.attention import neuron_tab, tab as attention_tab  # noqa: E402
+from explorer.attention import views as attention_views  # noqa: E402
 from explorer.attention.actions import export_files  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
 from explorer.embeddings.shown import result_of
@@ -93,7 +94,7 @@ def test_a_visitor_has_its_own_entries(services: Services) -> None:
     for session in ("one", "two", "one"):
         token = LocalContext.request.set(gr.Request(session_hash=session))
         try:
-            attention_tab.show_attention(services, "default", TEXT, "", 1, 0)
+            attention_views.show_attention(services, "default", TEXT, "", 1, 0)
         finally:
             LocalContext.request.reset(token)
     assert forwards.count == 2 and len(services.forward_cache) == 2
@@ -103,9 +104,9 @@ def test_the_numbers_drawn_from_the_cache_are_the_engines(services: Services) ->
     """The cache keeps the engine's float32 maps as they are (no float16 rounding): equal bit for bit."""
     loaded = services.model("default")
     expected = attention(loaded, TEXT, None, 64)     # the tab caps 128 at the model's 64
-    attention_tab.show_attention(services, "default", TEXT, "", 1, 0)                 # fills the cache
-    heat, head_view, model_view, stats, table, _ = attention_tab.show_attention(services, "default", TEXT, "", 2, 3,
-                                                                                128, None, "distance")
+    attention_views.show_attention(services, "default", TEXT, "", 1, 0)                 # fills the cache
+    heat, head_view, model_view, stats, table, _ = attention_views.show_attention(services, "default", TEXT, "", 2, 3,
+                                                                                  128, None, "distance")
     np.testing.assert_array_equal(np.asarray(heat.data[0].z, dtype=np.float32), expected.attentions[1, 3])
     np.testing.assert_array_equal(np.asarray(stats.data[0].z, dtype=float), expected.stats.distance)
     assert expected.attentions.dtype == np.float32
@@ -113,10 +114,10 @@ def test_the_numbers_drawn_from_the_cache_are_the_engines(services: Services) ->
 
 def test_a_new_model_object_runs_the_model_again(services: Services, tiny_tokenizer) -> None:
     """A reloaded checkpoint or a new live snapshot is a new object: its maps are its own."""
-    first = attention_tab.show_attention(services, "default", TEXT, "", 1, 0)[0]
+    first = attention_views.show_attention(services, "default", TEXT, "", 1, 0)[0]
     services.registry().pin("default", _loaded(tiny_tokenizer, seed=1))
     forwards = Forwards(services.model("default"))
-    second = attention_tab.show_attention(services, "default", TEXT, "", 1, 0)[0]
+    second = attention_views.show_attention(services, "default", TEXT, "", 1, 0)[0]
     assert forwards.count == 1
     assert not np.array_equal(np.asarray(first.data[0].z), np.asarray(second.data[0].z))
 

@@ -13,7 +13,8 @@ from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from explorer.models.description import describe
 from explorer.models.keys import ModelKey
-from explorer.models.registry import ModelRegistry, checkpoint_key
+from explorer.models.choices import checkpoint_key
+from explorer.models.registry import ModelRegistry
 from explorer.models.settings import inference_device
 from support.probing_helpers import RUN, STEPS, tiny_model, write_run
 from tests.conftest import tiny_config

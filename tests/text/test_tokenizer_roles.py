@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from engine.text.qa_windows import cut_question, encode_qa_windows
 from engine.text.tokenizer import WordPieceTokenizer
 from tests.support.family_tokenizers import FAMILIES, build
 
@@ -143,7 +144,7 @@ def test_qa_windows_match_transformers(family, max_seq_len, doc_stride):
     context = " ".join(["Paris is the capital and largest city of France, on the river Seine."] * 6 + ["Café 😀!"])
     theirs = hf(question, context, truncation="only_second", max_length=max_seq_len, stride=doc_stride,
                 return_overflowing_tokens=True, return_offsets_mapping=True)
-    windows = ours.encode_qa_windows(question, context, max_seq_len=max_seq_len, doc_stride=doc_stride)
+    windows = encode_qa_windows(ours, question, context, max_seq_len=max_seq_len, doc_stride=doc_stride)
     assert len(windows) == len(theirs["input_ids"]) > 1
     for i, window in enumerate(windows):
         assert window.input_ids == theirs["input_ids"][i]
@@ -300,11 +301,11 @@ def test_a_long_question_is_cut_to_its_first_pieces(family, max_question_len):
     _, _, _, ours = family
     question = "Which famous painter, born in Zürich naïvely, painted the unbelievable portrait of the robot?"
     asked = ours.backend.encode(question, add_special_tokens=False).ids
-    windows = ours.encode_qa_windows(question, "Paris is the capital of France.", max_seq_len=64, doc_stride=8,
-                                     max_question_len=max_question_len)
+    windows = encode_qa_windows(ours, question, "Paris is the capital of France.", max_seq_len=64, doc_stride=8,
+                                max_question_len=max_question_len)
     kept = [i for i, s in zip(windows[0].input_ids, windows[0].sequence_ids) if s == 0]
     assert kept == asked[:len(kept)] and max_question_len - 2 <= len(kept) <= max_question_len
-    assert ours.backend.encode(ours.cut_question(question, max_question_len), add_special_tokens=False).ids == kept
+    assert ours.backend.encode(cut_question(ours, question, max_question_len), add_special_tokens=False).ids == kept
     if ours.is_wordpiece or max_question_len < 11:              # no piece boundary inside a character ("ü")
         assert len(kept) == max_question_len
-    assert ours.cut_question(question, 500) == question
+    assert cut_question(ours, question, 500) == question

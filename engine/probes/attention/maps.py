@@ -21,7 +21,7 @@ from engine.model.loaded_model import LoadedModel
 from engine.checks import is_whole_number
 from engine.model.config import BertConfig
 from engine.model.families.registry import attention_reach
-from engine.probes.heads.fill_mask import checkpoint_step
+from engine.probes.heads.fill_mask_checkpoints import checkpoint_step
 from engine.probes.attention.head_stats import STAT_NAMES, HeadStats, check_positions, layer_statistics
 from engine.text.encoding import Encoding
 from engine.text.segment_ids import uses_segment_ids
@@ -202,7 +202,7 @@ def attention_over_checkpoints(models: Iterable[tuple[str, LoadedModel]], text: 
 
     ``models`` are ``(label, loaded)`` pairs, oldest first (a generator is fine: each model is
     used and let go before the next is taken); ``steps`` default to the step in each label
-    (``"step-000200"`` -> 200; see ``fill_mask.checkpoint_step``).
+    (``"step-000200"`` -> 200; see ``fill_mask_checkpoints.checkpoint_step``).
     """
     result = CheckpointAttention(layer=-1, head=-1, labels=[], steps=[], tokens=[], maps=[])
     for index, (label, loaded) in enumerate(cancellation.checked(models)):   # a cancelled request loads no more

@@ -4,7 +4,8 @@ Each ``*_target`` function encodes one input the way its probe does (``fill_mask
 ``next_sentence``, ``classify``, ``tag``, ``choose``), runs the head once to find the model's own
 prediction (the default target), and returns a :class:`Target`: the row of token ids to attribute,
 a function from a batch of such rows (N, S) to the head's scores (N, K) over its K classes, the
-class to explain and words for the UI. ``engine.probes.attribution.methods`` turns a ``Target`` into
+class to explain and words for the UI. The heads name them through one-signature builders
+(``engine.probes.attribution.builders``); ``engine.probes.attribution.methods`` turns a ``Target`` into
 numbers. Bad input raises ``ValueError`` with a sentence (no mask, empty text, too long, a model
 without the head, a target that does not exist).
 """
@@ -26,6 +27,7 @@ from engine.probes.heads.next_sentence import LABELS as NSP_LABELS
 from engine.probes.heads.qa import answer_details
 from engine.probes.heads.tag import tag_details
 from engine.text.encoding import Encoding
+from engine.text.qa_windows import encode_qa_windows
 from engine.text.segment_ids import uses_segment_ids
 
 QA_MASKED_LOGIT = -10000.0     # the QA pipeline's value for positions that cannot be in an answer
@@ -169,8 +171,8 @@ def qa_target(loaded: LoadedModel, question: str, context: str, end: bool = Fals
     span = next((s for s in result.spans if not s.is_null), None)
     if span is None:
         raise ValueError("the model found no answer span in this context, so there is no prediction to explain")
-    windows = loaded.tokenizer.encode_qa_windows(question, context, result.max_seq_len, result.doc_stride,
-                                                 max_question_len=max(1, len(result.question_tokens)))
+    windows = encode_qa_windows(loaded.tokenizer, question, context, result.max_seq_len, result.doc_stride,
+                                max_question_len=max(1, len(result.question_tokens)))
     window = windows[span.window]
     attention_mask, types = _row(loaded, window.input_ids, window.token_type_ids)
     cannot = torch.tensor([[bool(p) for p in result.windows[span.window].p_mask]],
@@ -283,58 +285,5 @@ def choose_target(loaded: LoadedModel, context: str, choices: Sequence[str], cho
                              f"{probability_text(result.probabilities[best])})")
 
 
-def _pair(text_pair: str | Sequence[str] | None) -> str | None:
-    """A one-text head's second text: a str or None (``TypeError`` otherwise)."""
-    if text_pair is not None and not isinstance(text_pair, str):
-        raise TypeError(f"text_pair must be a str or None, got {type(text_pair).__name__}")
-    return text_pair
-
-
-# The builders the built-in heads name in their ``AttributionSpec`` (``engine.model.head_specs``), all with one
-# signature: (loaded, text, text_pair, target, which) -> Target.
-def fill_mask_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
-                  which: int | None) -> Target:
-    """``fill_mask_target``: ``which`` [MASK], ``target`` token."""
-    return fill_mask_target(loaded, text, _pair(text_pair) or None, which, target)
-
-
-def qa_start_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
-                 which: int | None) -> Target:
-    """``qa_target``'s start: ``text`` the question, ``text_pair`` the context."""
-    return qa_target(loaded, text, _pair(text_pair) or "")
-
-
-def qa_end_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
-               which: int | None) -> Target:
-    """``qa_target``'s end: ``text`` the question, ``text_pair`` the context."""
-    return qa_target(loaded, text, _pair(text_pair) or "", end=True)
-
-
-def next_sentence_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
-                      which: int | None) -> Target:
-    """``next_sentence_target``: ``target`` the label."""
-    return next_sentence_target(loaded, text, _pair(text_pair) or "", target)
-
-
-def classify_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None,
-                 which: int | None) -> Target:
-    """``classify_target``: ``target`` the label."""
-    return classify_target(loaded, text, _pair(text_pair) or None, target)
-
-
-def tag_for(loaded: LoadedModel, text: str, text_pair: str | None, target: str | None, which: int | None) -> Target:
-    """``tag_target``: ``which`` word, ``target`` its tag."""
-    _pair(text_pair)
-    return tag_target(loaded, text, which, target)
-
-
-def choose_for(loaded: LoadedModel, text: str, text_pair: str | Sequence[str] | None, target: str | None,
-               which: int | None) -> Target:
-    """``choose_target``: ``text`` the context, ``text_pair`` the choices (a list, or one per line)."""
-    choices = text_pair.splitlines() if isinstance(text_pair, str) else list(text_pair or [])
-    return choose_target(loaded, text, [c.strip() for c in choices if c.strip()], which)
-
-
-__all__ = ["Target", "NoSuchIndex", "target_token", "fill_mask_target", "qa_target", "next_sentence_target", "classify_target", "tag_target",
-           "choose_target", "label_index", "MIN_CHOICES", "fill_mask_for", "qa_start_for", "qa_end_for",
-           "next_sentence_for", "classify_for", "tag_for", "choose_for"]
+__all__ = ["Target", "NoSuchIndex", "target_token", "fill_mask_target", "qa_target", "next_sentence_target",
+           "classify_target", "tag_target", "choose_target", "label_index", "MIN_CHOICES"]

@@ -2,13 +2,13 @@
 
 ``compare_models(a, b, text)`` runs both models on the same tokens and returns a :class:`ModelComparison`:
 
-* **Representations**: linear CKA (Kornblith et al., 2019) between every layer of A and every layer
-  of B (embeddings output = layer 0), over the input's tokens: ``CKA(X, Y) = ||Yᶜᵀ Xᶜ||²_F /
-  (||Xᶜᵀ Xᶜ||_F ||Yᶜᵀ Yᶜ||_F)`` with column-centred ``Xᶜ`` (S, H_a), ``Yᶜ`` (S, H_b). It is 1 for
-  the same representation up to rotation and scale, works across hidden sizes, and is what the
-  field uses to compare layers of two networks. Where the hidden sizes are equal the mean cosine of
-  each token's two vectors is given too (it sees rotations that CKA forgives). ``same_depth_cka``
-  is the diagonal (layer i of A against layer i of B) when both have the same number of layers.
+* **Representations on this input**: linear CKA (Kornblith et al., 2019) between every layer of A and every layer
+  of B (embeddings output = layer 0), over the input's tokens, debiased (``cka``) and plain (``plain_cka``), from
+  ``engine.probes.comparison.cka``. One input has fewer tokens than a model has dimensions (``few``): its plain CKA
+  is then biased towards 1 and its debiased CKA noisy, so the Compare tab leads with CKA over a sentence set
+  (``engine.probes.comparison.sentence_set``). Where the hidden sizes are equal the mean cosine of each token's two
+  vectors is given too (it sees rotations that CKA forgives). ``same_depth_cka`` is the diagonal (layer i of A
+  against layer i of B) when both have the same number of layers.
 * **Attention**: every head's probabilities in both models (``engine.probes.attention.maps``'s result, from the
   same pass as the hidden states), so a view can show one head of each and their difference.
 * **Fill-mask**, when the text has ``[MASK]``: each model's top-k at each mask and, for the union of
@@ -35,6 +35,7 @@ from engine import cancellation
 from engine.model.loaded_model import LoadedModel
 from engine.probes.attention.maps import AttentionResult, attention_result, encode_input, model_inputs
 from engine.probes.heads.fill_mask import BERT_MASK, fill_mask_with_probabilities, model_mask_text
+from engine.probes.comparison.cka import LayerGrid, cka_matrices, few_samples
 from engine.probes.comparison.word_alignment import WordAlignment, align_words
 from engine.probes.comparison.word_fillers import WordMask, compare_fillers_by_words
 from engine.text.encoding import Encoding
@@ -68,19 +69,27 @@ class MaskComparison:
 
 
 @dataclass
-class ModelComparison:
+class ModelComparison(LayerGrid):
     """Everything the Compare view draws for one input and two models."""
 
     text: str
     source_a: str
     source_b: str
     tokens: list[str]            # what CKA and the maps run over: the tokens, or the words when aligned by words
-    cka: np.ndarray              # (L_a + 1, L_b + 1): linear CKA of layer i of A and layer j of B
+    cka: np.ndarray              # (L_a + 1, L_b + 1): debiased linear CKA of layer i of A and layer j of B (NaN: < 4)
+    plain_cka: np.ndarray        # (L_a + 1, L_b + 1): the plain (biased) estimator of the same
     cosine: np.ndarray | None    # (L + 1,): mean per-token (per-word) cosine of the same layer; None if sizes differ
     attention_a: AttentionResult
     attention_b: AttentionResult
     masks: list[MaskComparison] | list[WordMask]
     alignment: WordAlignment | None = None      # the words, when the tokenizations differ; None: by tokens
+    width: int = 0               # the wider model's hidden size
+    few: bool = False            # fewer tokens (words) than ``width`` (``cka.few_samples``)
+
+    @property
+    def samples(self) -> int:
+        """How many tokens (or aligned words) the CKA runs over."""
+        return len(self.tokens)
 
     def attention_maps(self, layer: int, head: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Head ``(layer, head)`` in A, in B, and B - A, each (S, S), or between words (W, W) when aligned by
@@ -90,40 +99,6 @@ class ModelComparison:
         if self.alignment is not None:
             map_a, map_b = self.alignment.pool_attention(map_a, "a"), self.alignment.pool_attention(map_b, "b")
         return map_a, map_b, map_b - map_a
-
-    @property
-    def layer_pairs(self) -> list[tuple[int, int]]:
-        """``(i, j)`` for every hidden state i of A: B's at the same relative depth, ``j = round(i * L_b / L_a)``
-        rounded half up (layer 0, the embeddings' output, with layer 0; the last with the last)."""
-        layers_a, layers_b = self.cka.shape[0] - 1, self.cka.shape[1] - 1
-        return [(i, (2 * i * layers_b + layers_a) // (2 * layers_a) if layers_a else 0) for i in range(layers_a + 1)]
-
-    @property
-    def matched_cka(self) -> np.ndarray:
-        """CKA of each pair in ``layer_pairs``, (L_a + 1,): the diagonal when the depths are equal."""
-        return np.array([self.cka[i, j] for i, j in self.layer_pairs])
-
-    @property
-    def same_depth_cka(self) -> np.ndarray | None:
-        """CKA of layer i of A against layer i of B (None when the depths differ)."""
-        rows, cols = self.cka.shape
-        return np.diag(self.cka).copy() if rows == cols else None
-
-
-def linear_cka(x: torch.Tensor, y: torch.Tensor) -> float:
-    """Linear CKA of two representations of the same n examples: ``x`` (n, p), ``y`` (n, q).
-
-    0 when either has no variance left after centring (a single example, or constant vectors).
-    """
-    if x.shape[0] != y.shape[0]:
-        raise ValueError(f"CKA needs the same examples on both sides, got {x.shape[0]} and {y.shape[0]}")
-    x = x.double() - x.double().mean(0, keepdim=True)                          # (n, p), centred columns
-    y = y.double() - y.double().mean(0, keepdim=True)                          # (n, q)
-    cross = torch.linalg.matrix_norm(y.T @ x) ** 2                             # ||Yᵀ X||²_F
-    norm_x, norm_y = torch.linalg.matrix_norm(x.T @ x), torch.linalg.matrix_norm(y.T @ y)
-    if float(norm_x) == 0.0 or float(norm_y) == 0.0:
-        return 0.0
-    return float(cross / (norm_x * norm_y))
 
 
 def hidden_states(loaded: LoadedModel, text: str, text_pair: str | None = None) -> tuple[list[int], torch.Tensor]:
@@ -151,7 +126,7 @@ def _encoding(loaded: LoadedModel, text: str, text_pair: str | None) -> Encoding
     return encode_input(loaded, text, text_pair, max_length=loaded.config.max_tokens)
 
 
-def _written_mask(loaded: LoadedModel) -> str | None:
+def written_mask(loaded: LoadedModel) -> str | None:
     """The token ``[MASK]`` was written as for ``loaded`` (None: read as typed)."""
     written = model_mask_text(loaded.tokenizer, BERT_MASK)
     return None if written == BERT_MASK else written
@@ -195,14 +170,15 @@ def compare_models(a: LoadedModel, b: LoadedModel, text: str, text_pair: str | N
     ids_a, ids_b = encoding_a.input_ids, encoding_b.input_ids
     alignment, tokens = None, attention_a.tokens
     if by_words or (by_words is None and list(ids_a) != list(ids_b)):
-        alignment = align_words(text, text_pair, encoding_a, encoding_b, _written_mask(a), _written_mask(b),
-                                _no_word(a), _no_word(b))
+        alignment = align_words(text, text_pair, encoding_a, encoding_b, written_mask(a), written_mask(b),
+                                no_word_ids(a), no_word_ids(b))
         states_a = alignment.pool_states(states_a, "a")                          # (L_a+1, W, H_a)
         states_b = alignment.pool_states(states_b, "b")                          # (L_b+1, W, H_b)
         tokens = alignment.texts
     else:
         _check_same_tokens(a, b, ids_a, ids_b)
-    cka = np.array([[linear_cka(x, y) for y in states_b] for x in states_a])     # (L_a+1, L_b+1)
+    plain, cka = cka_matrices(states_a, states_b)                               # (L_a+1, L_b+1) each
+    width = max(states_a.shape[-1], states_b.shape[-1])
     cosine = None
     if states_a.shape == states_b.shape:
         cosine = torch.nn.functional.cosine_similarity(states_a, states_b, dim=-1).mean(-1).numpy()   # (L+1,)
@@ -212,11 +188,11 @@ def compare_models(a: LoadedModel, b: LoadedModel, text: str, text_pair: str | N
         masks = (_mask_comparisons(a, b, text, text_pair, top_k) if alignment is None
                  else compare_fillers_by_words(a, b, alignment, text, text_pair, top_k))
     return ModelComparison(text=text, source_a=a.source, source_b=b.source, tokens=tokens, cka=cka,
-                           cosine=cosine, attention_a=attention_a, attention_b=attention_b, masks=masks,
-                           alignment=alignment)
+                           plain_cka=plain, cosine=cosine, attention_a=attention_a, attention_b=attention_b,
+                           masks=masks, alignment=alignment, width=width, few=few_samples(len(tokens), (width,)))
 
 
-def _no_word(loaded: LoadedModel) -> frozenset[int]:
+def no_word_ids(loaded: LoadedModel) -> frozenset[int]:
     """The ids that are no word where typed in a text: the special tokens but the mask and the unknown piece
     (which stand for text)."""
     tokenizer = loaded.tokenizer

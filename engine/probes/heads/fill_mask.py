@@ -24,29 +24,24 @@ model's positions, an empty target or one that maps only to ``[UNK]``. ``top_k``
 than the vocabulary is clamped to the vocabulary size (the pipeline raises).
 
 ``fill_mask_details`` returns a :class:`FillMaskResult` with more for the UI (positions,
-input tokens, probabilities of requested targets, entropy), and
-``fill_mask_over_checkpoints`` runs one sentence over several checkpoints.
+input tokens, probabilities of requested targets, entropy); one sentence over a run's checkpoints is
+``engine.probes.heads.fill_mask_checkpoints``.
 """
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 import torch
 
-from engine import cancellation
-from engine.checkpoints.hf_format import load
 from engine.model.loaded_model import LoadedModel
 from engine.checks import require_int
 from engine.text.segment_ids import uses_segment_ids
 
 logger = logging.getLogger(__name__)
 
-_STEP = re.compile(r"(?:step|checkpoint)[-_]?(\d+)$", re.IGNORECASE)
 BERT_MASK = "[MASK]"            # what the app's examples and users type; any family reads it as its mask
 
 
@@ -114,57 +109,13 @@ def fill_mask_details(loaded: LoadedModel, text: str, top_k: int = 5, targets: s
 
 
 def fill_mask_with_probabilities(loaded: LoadedModel, text: str, top_k: int = 5, text_pair: str | None = None,
-                                 ) -> tuple[FillMaskResult, torch.Tensor]:
-    """:func:`fill_mask_details` and the full probabilities at the masks, (M, V) on the CPU, in text order."""
-    return _run(loaded, text, top_k, None, text_pair)
-
-
-def fill_mask_over_checkpoints(sources: Sequence[str | Path | LoadedModel], text: str, top_k: int = 5,
-                               targets: str | Sequence[str] | None = None,
-                               text_pair: str | None = None) -> list[tuple[str, FillMaskResult]]:
-    """Probe one sentence across checkpoints: ``[(label, result), ...]`` in the order given.
-
-    A label is the checkpoint's directory name (e.g. ``"step-000200"``; see
-    :func:`checkpoint_step`). Each mask's ``tracked`` dict then holds, for every token
-    that is in the top-k of *any* checkpoint at that mask, its probability in this
-    checkpoint, so a chart can draw one line per token over training.
-    """
-    if not sources:
-        raise ValueError("no checkpoints given to probe")
-    runs: list[tuple[str, FillMaskResult, torch.Tensor, Any]] = []
-    for source in sources:
-        cancellation.check()                                              # between checkpoints
-        loaded = source if isinstance(source, LoadedModel) else load(source)
-        result, probs = _run(loaded, text, top_k, targets, text_pair)     # probs: (M, V)
-        runs.append((_label(source), result, probs, loaded.tokenizer))
-        del loaded                                                        # keep one model in memory at a time
-    union: dict[int, dict[str, None]] = {}                                # mask index -> pieces, first seen first
-    for _, result, _, _ in runs:
-        for mask in result.masks:
-            union.setdefault(mask.index, {}).update(dict.fromkeys(t for t in mask.tokens if t))
-    for _, result, probs, tokenizer in runs:
-        for mask in result.masks:
-            ids = {piece: tokenizer.token_to_id(piece) for piece in union[mask.index]}
-            mask.tracked = {tokenizer.display_piece(piece): float(probs[mask.index, i])
-                            if i is not None and i < probs.shape[1] else 0.0 for piece, i in ids.items()}
-    return [(label, result) for label, result, _, _ in runs]
-
-
-def checkpoint_step(label: str) -> int | None:
-    """The training step in a checkpoint name like ``"step-000200"`` or ``"checkpoint-50"``, else None."""
-    found = _STEP.search(str(label))
-    return int(found.group(1)) if found else None
+                                 targets: str | Sequence[str] | None = None) -> tuple[FillMaskResult, torch.Tensor]:
+    """:func:`fill_mask_details` (ranking ``targets`` if given) and the full probabilities at the masks, (M, V) on
+    the CPU, in text order."""
+    return _run(loaded, text, top_k, targets, text_pair)
 
 
 # --- internals ---
-
-def _label(source: str | Path | LoadedModel) -> str:
-    if isinstance(source, LoadedModel):
-        return source.path.name if source.path is not None else source.source
-    if str(source) == "default":
-        return "default"
-    return Path(str(source)).expanduser().name or str(source)
-
 
 def _check_top_k(top_k: int) -> None:
     require_int(top_k, "top_k")

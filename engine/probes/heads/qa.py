@@ -4,7 +4,8 @@ with a fast tokenizer (docs/design/qa.md).
 `answer` / `answer_details` encode ``[CLS] question [SEP] context part [SEP]`` windows, by the
 tokenizer's roles and post-processor (RoBERTa's ``<s> question </s></s> context part </s>``; the
 context alone is truncated, consecutive windows share ``doc_stride`` context tokens, the
-question is never cut; at most ``config.max_tokens`` tokens; segment ids only as transformers
+question is never cut; window lengths, their defaults and the longest question as the pipeline's:
+`engine.probes.heads.qa_lengths`; at most ``config.max_tokens`` tokens; segment ids only as transformers
 passes them, ``segment_ids.uses_segment_ids``), run the QA head on all windows in one batch, pick each window's
 candidates with `engine.probes.heads.qa_spans.select_spans` and merge them as the pipeline's
 ``postprocess`` does:
@@ -28,25 +29,11 @@ import numpy as np
 import torch
 
 from engine.model.loaded_model import LoadedModel
-from engine.checks import is_int
+from engine.probes.heads.qa_lengths import check_question_fits, pair_specials, window_lengths
 from engine.probes.heads.qa_spans import candidate_count, check_counts, select_spans
 from engine.text.encoding import Encoding
+from engine.text.qa_windows import encode_qa_windows
 from engine.text.segment_ids import uses_segment_ids
-
-DEFAULT_MAX_SEQ_LEN = 384
-DEFAULT_DOC_STRIDE = 128
-SPECIAL_TOKENS = 3             # BERT's [CLS] question [SEP] context [SEP]; a tokenizer's own count: pair_specials
-
-
-class QuestionTooLong(ValueError):
-    """The question leaves a window no room for ``doc_stride + 1`` context tokens (the fast
-    tokenizer, and so the pipeline, fails then); ``limit`` is the longest question that fits."""
-
-    def __init__(self, tokens: int, limit: int, max_seq_len: int, doc_stride: int) -> None:
-        self.tokens, self.limit, self.max_seq_len, self.doc_stride = tokens, limit, max_seq_len, doc_stride
-        super().__init__(f"the question is {tokens} tokens long, which leaves no room for the context: with "
-                         f"max_seq_len {max_seq_len} and doc_stride {doc_stride} it may have at most {limit} tokens, "
-                         f"so shorten the question or raise max_seq_len")
 
 
 @dataclass
@@ -183,52 +170,6 @@ def _check_inputs(question: Any, context: Any, top_k: int, max_answer_len: int) 
     check_counts(top_k, max_answer_len)
 
 
-def _lengths(loaded: LoadedModel, max_seq_len: int | None, doc_stride: int | None) -> tuple[int, int]:
-    """The pipeline's defaults: max_seq_len min(384, model max), doc_stride min(max_seq_len // 2, 128); the
-    model's max is ``config.max_tokens`` (its positions less RoBERTa's offset)."""
-    limit = loaded.config.max_tokens
-    if max_seq_len is None:
-        max_seq_len = min(DEFAULT_MAX_SEQ_LEN, limit)
-    if not is_int(max_seq_len) or max_seq_len < 4:
-        raise ValueError(f"max_seq_len must be an int >= 4, got {max_seq_len!r}")
-    if max_seq_len > limit:
-        offset = loaded.config.max_position_embeddings - limit
-        raise ValueError(f"max_seq_len ({max_seq_len}) is larger than the model's max_position_embeddings "
-                         + (f"({limit})" if not offset else f"less its position offset ({limit})"))
-    if doc_stride is None:
-        doc_stride = min(max_seq_len // 2, DEFAULT_DOC_STRIDE)
-    if not is_int(doc_stride) or doc_stride < 0:
-        raise ValueError(f"doc_stride must be an int >= 0, got {doc_stride!r}")
-    if doc_stride >= max_seq_len:
-        raise ValueError(f"`doc_stride` ({doc_stride}) is larger than `max_seq_len` ({max_seq_len}); "
-                         f"it must be smaller")
-    return max_seq_len, doc_stride
-
-
-def pair_specials(tokenizer) -> int:
-    """How many special tokens the tokenizer's post-processor puts around a question and a context (BERT 3,
-    RoBERTa's ``<s> q </s></s> c </s>`` 4)."""
-    processor = tokenizer.backend.post_processor
-    return 0 if processor is None else processor.num_special_tokens_to_add(True)
-
-
-def question_limit(max_seq_len: int, doc_stride: int, specials: int = SPECIAL_TOKENS) -> int:
-    """The longest question (in tokens) whose windows still hold ``doc_stride + 1`` context tokens, with
-    ``specials`` special tokens in a window (`pair_specials`)."""
-    return max_seq_len - specials - doc_stride - 1
-
-
-def _check_question_fits(num_question: int, num_context: int, max_seq_len: int, doc_stride: int,
-                         specials: int = SPECIAL_TOKENS) -> None:
-    """Raise `QuestionTooLong` where the fast tokenizer fails: the context must be cut into
-    windows, and a window has no room for more than ``doc_stride`` context tokens."""
-    if num_question + num_context + specials <= max_seq_len:
-        return                                              # one window, nothing is truncated
-    limit = question_limit(max_seq_len, doc_stride, specials)
-    if num_question > limit:
-        raise QuestionTooLong(num_question, max(limit, 0), max_seq_len, doc_stride)
-
-
 def _run_qa_head(loaded: LoadedModel, windows: list[Encoding]) -> tuple[np.ndarray, np.ndarray]:
     """Start and end logits (W, S) for all windows in one padded batch."""
     device = next(loaded.model.parameters()).device
@@ -297,7 +238,7 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
     _check_inputs(question, context, top_k, max_answer_len)
     loaded.require_head("qa")
     backend = loaded.require_tokenizer("so it cannot answer questions").backend
-    max_seq_len, doc_stride = _lengths(loaded, max_seq_len, doc_stride)
+    max_seq_len, doc_stride = window_lengths(loaded, max_seq_len, doc_stride)
     num_question = len(backend.encode(question, add_special_tokens=False).ids)
     if num_question == 0:
         raise ValueError("the question has no tokens after normalisation (only control or zero-width "
@@ -305,9 +246,9 @@ def answer_details(loaded: LoadedModel, question: str, context: str, top_k: int 
     num_context = len(backend.encode(context, add_special_tokens=False).ids)
     if num_context == 0:
         raise ValueError("the context has no tokens after normalisation; give a context with text")
-    _check_question_fits(num_question, num_context, max_seq_len, doc_stride, pair_specials(loaded.tokenizer))
-    encodings = loaded.tokenizer.encode_qa_windows(question, context, max_seq_len, doc_stride,
-                                                   max_question_len=num_question)   # never cut, as the pipeline
+    check_question_fits(num_question, num_context, max_seq_len, doc_stride, pair_specials(loaded.tokenizer))
+    encodings = encode_qa_windows(loaded.tokenizer, question, context, max_seq_len, doc_stride,
+                                  max_question_len=num_question)                  # never cut, as the pipeline
     start_logits, end_logits = _run_qa_head(loaded, encodings)                    # (W, S) each
     return answer_from_logits(loaded, question, context, encodings,
                               [start_logits[i, :len(enc.input_ids)] for i, enc in enumerate(encodings)],

@@ -129,6 +129,34 @@ def relation_counts(sentences: Sequence[DependencySentence], min_count: int = MI
     return sorted(((r, c) for r, c in counts.items() if c >= min_count), key=lambda t: (-t[1], t[0]))
 
 
+def distinct_examples(sentences: Sequence[DependencySentence], relations: Sequence[str]) -> list[str]:
+    """One example sentence (its text) per relation, a different one for each relation wherever the data allows:
+    a maximum matching of relations to the sentences holding them (augmenting paths), the rarest relation (fewest
+    sentences) placed first, each trying its shortest sentences first (fewest words, then file order). A relation
+    left unmatched (every sentence of it needed by another) repeats its shortest sentence."""
+    holding: dict[str, list[str]] = {r: [] for r in relations}
+    for sentence in sorted(sentences, key=len):                       # a stable sort: file order among equals
+        text = sentence.text or " ".join(sentence.words)
+        for relation in set(arcs(sentence)[2]) & holding.keys():
+            holding[relation].append(text)
+    owner: dict[str, str] = {}                                         # text -> the relation it is the example of
+
+    def place(relation: str, seen: set[str]) -> bool:
+        for text in holding[relation]:
+            if text not in seen:
+                seen.add(text)
+                if text not in owner or place(owner[text], seen):     # free, or its relation moves to another
+                    owner[text] = relation
+                    return True
+        return False
+
+    order = {r: i for i, r in enumerate(relations)}
+    for relation in sorted(relations, key=lambda r: (len(holding[r]), order[r])):
+        place(relation, set())
+    example = {relation: text for text, relation in owner.items()}
+    return [example.get(r) or (holding[r][0] if holding[r] else "") for r in relations]
+
+
 def head_scores(features: SentenceFeatures, min_count: int = MIN_COUNT, max_offset: int = MAX_OFFSET) -> HeadScores:
     """Every head's accuracy per relation and direction on ``features``, and the fixed-offset baselines."""
     chosen = relation_counts(features.sentences, min_count)
@@ -153,7 +181,7 @@ def head_scores(features: SentenceFeatures, min_count: int = MIN_COUNT, max_offs
     hits = offset_hits(features.sentences, relations, max_offset)
     offsets = np.array(offset_order(max_offset))
     best = {d: hits[d].argmax(axis=1) for d in DIRECTIONS}               # first of equal: the tie order
-    examples = [next(s.text or " ".join(s.words) for s in features.sentences if r in arcs(s)[2]) for r in relations]
+    examples = distinct_examples(features.sentences, relations)
     return HeadScores(
         source=features.source, relations=relations, counts=counts.astype(int),
         accuracy={d: (right[d] / counts[:, None]).reshape(len(relations), features.num_layers, features.num_heads)

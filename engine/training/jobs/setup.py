@@ -3,7 +3,7 @@ command lines, the app's worker and the benches take.
 
 New pretraining: corpus -> split -> tokenizer -> pretraining datasets -> model (preset or
 ``init_from``). New fine-tuning: start model -> its tokenizer -> task features -> model with the
-task's head. Resume: the run's own spec (``run.json``) and checkpoint -> the same data -> the trainer
+task's head (the start model's stored dtype is the last checkpoint's, ``with_final_dtype``). Resume: the run's own spec (``run.json``) and checkpoint -> the same data -> the trainer
 state restored. Every trainer is handed its task object (``TaskDefinition.make``: the loop never looks a task
 up by name) and gets the callbacks of the spec's ``report_to`` (``engine.training.loop.report_to``),
 so command-line and app runs log alike. ``progress(message)`` reports each stage, and while a corpus is read a
@@ -17,14 +17,17 @@ from pathlib import Path
 import time
 from typing import Any, Callable, ContextManager, Sequence
 
+from engine.checkpoints.weight_files import stored_float_dtype
 from engine.data.features import FeatureDataset
 from engine.model.config import BertConfig
 from engine.model.families.registry import load_config
 from engine.model.head_specs import HEADS
+from engine.model.loaded_model import LoadedModel
 from engine.text.segment_ids import uses_segment_ids
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import TrainerCallback
+from engine.training.loop.config import TrainingConfig, final_dtype_of
 from engine.training.runs.run_names import run_name
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.data.token_cache import CorpusCancelled, Progress as CorpusProgress
@@ -39,6 +42,7 @@ from engine.training.jobs.stage_progress import Clock, StageProgress
 from engine.training.loop.report_to import report_callbacks
 from engine.training.runs.resume_rules import RESUMABLE_FIELDS
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import read_spec, write_corpus, write_spec
 from engine.training.runs.state import read_metrics
 from engine.training.loop.resume import resume
 from engine.training.loop.training_task import TrainData
@@ -135,6 +139,7 @@ def _new_finetuning(spec: JobSpec, step: Callable[[str], None], hooks: dict[str,
     config = spec.training_config()
     step(f"loading {spec.model_source}")
     loaded = load_start_model(spec)
+    config = with_final_dtype(config, loaded)
     tokenizer = loaded.require_tokenizer("so it cannot be fine-tuned")
     check_start_model(spec, config, loaded.config, tokenizer, str(spec.model_source))
     step(f"reading {spec.data or 'the corpus'}")
@@ -181,10 +186,18 @@ def _resume(spec: JobSpec, step: Callable[[str], None], hooks: dict[str, Any],
     folder = RunFolder(trainer.run_dir)
     if not folder.spec_path.exists():
         _record(job, trainer, None)
-    elif folder.read_spec().get("report_to") != job.report_to and dist.is_main_process():
-        folder.write_spec({**folder.read_spec(), "report_to": job.report_to})
+    elif read_spec(folder).get("report_to") != job.report_to and dist.is_main_process():
+        write_spec(folder, {**read_spec(folder), "report_to": job.report_to})
     return PreparedJob(trainer, job, tokenizer, train_data, read_metrics(RunFolder(trainer.run_dir).metrics_path),
                        checkpoint)
+
+
+def with_final_dtype(config: TrainingConfig, start: LoadedModel) -> TrainingConfig:
+    """``config`` with ``final_dtype`` "auto" made the dtype ``start``'s weights file stores (its header: no data
+    read), so a fine-tune's model-only last checkpoint is as large as its base (fp16 stays fp16); as it was otherwise."""
+    if config.final_dtype != "auto":
+        return config
+    return config.replace(final_dtype=final_dtype_of(stored_float_dtype(start.path) if start.path else None))
 
 
 def as_the_model_reads(model: BertConfig, tokenizer: WordPieceTokenizer, *datasets: Any) -> None:
@@ -216,7 +229,7 @@ def _record(spec: JobSpec, trainer: Trainer, tokenizer: WordPieceTokenizer | Non
     if not dist.is_main_process():
         return
     folder = RunFolder(trainer.run_dir)
-    corpus_file = folder.write_corpus(spec.corpus_text, spec.corpus_format) if spec.corpus_text is not None else None
-    folder.write_spec(spec.to_record(corpus_file))
+    corpus_file = write_corpus(folder, spec.corpus_text, spec.corpus_format) if spec.corpus_text is not None else None
+    write_spec(folder, spec.to_record(corpus_file))
     if tokenizer is not None:
         tokenizer.save(folder.tokenizer_dir)

@@ -4,7 +4,7 @@ Each field becomes ``--field-name`` on the command line that offers the task (``
 for pretraining tasks, ``python -m engine.finetune`` for fine-tuning ones), in a group named after the task,
 its help the field's ``metadata["help"]`` and its default (``metadata["metavar"]``: the value's name in
 ``--help``); its value goes into ``JobSpec.task_settings``. So a
-new task with settings needs no edit here, in ``cli.py`` or in either command line.
+new task with settings needs no edit here, in ``training_flags.py``, ``cli.py`` or in either command line.
 """
 from __future__ import annotations
 

@@ -16,6 +16,9 @@ PRECISIONS = ("auto", "fp32", "bf16")
 # which checkpoints keep the optimizer state: the newest one; the newest one until the run finishes (then none:
 # Hugging Face's save_only_model at the end, a fine-tune's default); or every one
 KEEP_OPTIMIZER_STATE = ("newest", "while-running", "all")
+# the dtype of the weights in a run's last checkpoint when it keeps only the model ("auto": the start model's, set by
+# the job setup for a fine-tune; float32 otherwise); every checkpoint that can resume keeps float32
+FINAL_DTYPES = ("auto", "float16", "bfloat16", "float32")
 
 
 def auto_device() -> str:
@@ -38,7 +41,10 @@ class TrainingConfig:
     to them) and the encoder layers keep their weights. ``keep_optimizer_state`` says which checkpoints keep the
     optimizer and scheduler state a resume needs (about twice the fp32 weights): "newest" (older ones stay models),
     "while-running" (the same until the run finishes; then its last checkpoint keeps only the model, so a finished
-    run cannot continue: docs/design/training.md) or "all".
+    run cannot continue: docs/design/training.md) or "all". ``final_dtype`` is the dtype of the floating weights in
+    that last, model-only checkpoint: "float16", "bfloat16", "float32", or "auto" (the start model's stored dtype for a
+    fine-tune, which ``prepare_job`` writes here when the run starts; float32 otherwise). Checkpoints that keep the
+    optimizer state keep float32 weights, so a resume is exact.
     """
 
     learning_rate: float = 1e-4
@@ -63,6 +69,7 @@ class TrainingConfig:
     keep_last_checkpoints: int | None = None  # None keeps every checkpoint
     keep_optimizer_state: str = "newest"     # "newest": older checkpoints lose optimizer/scheduler state;
                                              # "while-running": the last one too once the run finishes; "all"
+    final_dtype: str = "auto"                # weights of a model-only last checkpoint: auto, float16, bfloat16, float32
     log_every: int = 1
     seed: int = 0
     device: str = "auto"                     # "auto" (cuda if available, else cpu), "cpu", "cuda", "cuda:1"
@@ -106,6 +113,8 @@ class TrainingConfig:
         if self.keep_optimizer_state not in KEEP_OPTIMIZER_STATE:
             raise ValueError(f"keep_optimizer_state must be one of {', '.join(KEEP_OPTIMIZER_STATE)}, "
                              f"got {self.keep_optimizer_state!r}")
+        if self.final_dtype not in FINAL_DTYPES:
+            raise ValueError(f"final_dtype must be one of {', '.join(FINAL_DTYPES)}, got {self.final_dtype!r}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}; choose one of {', '.join(SCHEDULES)}")
         if self.precision not in PRECISIONS:
@@ -157,6 +166,11 @@ class TrainingConfig:
             return None
         return torch.bfloat16
 
+    def final_weights_dtype(self) -> torch.dtype:
+        """The dtype a model-only last checkpoint stores its floating weights in (``final_dtype``; "auto" not set
+        from a start model is float32)."""
+        return torch.float32 if self.final_dtype == "auto" else getattr(torch, self.final_dtype)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain values only (JSON- and weights-only-safe)."""
         data = dataclasses.asdict(self)
@@ -172,6 +186,12 @@ class TrainingConfig:
     def replace(self, **changes: Any) -> "TrainingConfig":
         """A validated copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+
+def final_dtype_of(stored: torch.dtype | None) -> str:
+    """The ``final_dtype`` that keeps a start model's stored floating dtype: "float16" or "bfloat16" for those,
+    "float32" for anything else (float32, float64, or None: no floating weights)."""
+    return {torch.float16: "float16", torch.bfloat16: "bfloat16"}.get(stored, "float32")
 
 
 def _positive_number(config: TrainingConfig, name: str) -> None:

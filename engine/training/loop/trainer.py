@@ -2,7 +2,8 @@
 
 What is trained is a ``TrainingTask`` (``engine.training.loop.training_task``; the task objects live in
 ``engine.training.tasks``, and whoever builds the trainer hands it one): its heads, batch weighting, loss and
-metrics; everything else is here and shared. Continuing a run is ``engine.training.loop.resume``.
+metrics; everything else is here and shared. Continuing a run is ``engine.training.loop.resume``; the held-out
+evaluation is ``evaluation.py``, what older checkpoints keep after a save ``checkpoint_retention.py``.
 ``Trainer.step()`` runs one optimizer step over ``gradient_accumulation_steps`` micro-batches and returns its
 metrics; ``train()`` loops, evaluating, logging to ``<run_dir>/metrics.jsonl`` and checkpointing at the configured
 intervals. Code outside the loop sees and steers it through callbacks (``engine.training.loop.callbacks``:
@@ -16,16 +17,16 @@ compute the gradient one process would; only rank 0 logs and writes checkpoints.
 ``engine.training.loop.distributed`` and docs/design/distributed.md.
 
 Precision: bf16 autocast on CUDA, fp32 on CPU (``precision="auto"``); no loss scaling is needed for bf16. A NaN/inf
-loss or gradient norm applies no update and raises ``TrainingDiverged``; checkpoints already written stay as they
-are. A checkpoint or ``metrics.jsonl`` write the disk refuses raises a ``DiskFault`` naming the run folder, the step
-and the last good checkpoint (``engine.disk_faults.run_writes``). With ``config.freeze_encoder`` the embeddings and
-encoder layers get no gradient and are not given to the optimizer (``engine.training.loop.freezing.freeze_encoder``);
-heads the task does not run, and an unused pooler, never are (``freeze_unused``): they are saved as they came.
+loss or gradient norm applies no update and raises ``TrainingDiverged`` (``divergence.py``); checkpoints already
+written stay as they are. A checkpoint or ``metrics.jsonl`` write the disk refuses raises a ``DiskFault`` naming the
+run folder, the step and the last good checkpoint (``engine.disk_faults.run_writes``). With ``config.freeze_encoder``
+the embeddings and encoder layers get no gradient and are not given to the optimizer
+(``engine.training.loop.freezing.freeze_encoder``); heads the task does not run, and an unused pooler, never are
+(``freeze_unused``): they are saved as they came.
 """
 from __future__ import annotations
 
 import contextlib
-import logging
 import time
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Sequence
@@ -36,6 +37,9 @@ from engine.disk_faults import make_folder, run_writes
 from engine.training.loop import distributed as dist
 from engine.training.loop.callbacks import CallbackList, FunctionCallback, TrainerCallback
 from engine.training.loop.checkpoint_policy import CheckpointPolicy
+from engine.training.loop.checkpoint_retention import ends_lean, keep_checkpoints
+from engine.training.loop.divergence import TrainingDiverged, divergence
+from engine.training.loop.evaluation import HeldOutEvaluation
 from engine.model.heads import BertWithHeads
 from engine.training.loop.optim import build_optimizer, build_scheduler
 from engine.training.loop.train_result import TrainResult, TrainStatus
@@ -45,19 +49,9 @@ from engine.training.loop.training_task import (TaskOutput, TrainBatch, TrainDat
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
-from engine.training.runs.state import (STATE_FORMAT, append_metrics, capture_rng, drop_optimizer_state, set_seed,
-                                        write_checkpoint)
+from engine.training.runs.state import STATE_FORMAT, append_metrics, capture_rng, set_seed, write_checkpoint
 
-logger = logging.getLogger(__name__)
 Callback = Callable[[str, dict[str, Any]], None]   # (kind: "train" | "eval" | "checkpoint" | "diverged", record)
-
-
-class TrainingDiverged(RuntimeError):
-    """The loss or gradient norm became NaN/inf; no update was applied."""
-
-    def __init__(self, message: str, step: int, last_checkpoint: Path | None) -> None:
-        super().__init__(message)
-        self.step, self.last_checkpoint = step, last_checkpoint
 
 
 class Trainer:
@@ -105,7 +99,7 @@ class Trainer:
         self.last_checkpoint: Path | None = None
         self.last_metrics: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
-        self._eval_batches: list[TrainBatch] | None = None
+        self._held_out: HeldOutEvaluation | None = None     # made at the first evaluation
         self._fingerprint: str | None = None
         self.callbacks = CallbackList(callbacks)
         self.lock: ContextManager[Any] = lock if lock is not None else contextlib.nullcontext()
@@ -156,10 +150,10 @@ class Trainer:
         grad_norm = torch.nn.utils.clip_grad_norm_(self._params, max_norm)
         values = torch.cat((sums, grad_norm.detach().float().reshape(1))).tolist()   # the one sync
         loss_value, norm_value = values[stats], values[stats + 1]
-        if not all(map(_finite, values)):
+        error = divergence(values, loss_value, norm_value, self.global_step + 1, self.last_checkpoint)
+        if error is not None:
             self.optimizer.zero_grad(set_to_none=True)
-            self._diverged("loss" if not _finite(loss_value) else "gradient norm",
-                           loss_value if not _finite(loss_value) else norm_value)
+            raise error
         lr = self.optimizer.param_groups[0]["lr"]
         self.optimizer.step()
         self.scheduler.step()
@@ -198,14 +192,6 @@ class Trainer:
         self.callbacks.call("on_batch", self, batch)
         return batch
 
-    def _diverged(self, what: str, value: float) -> None:
-        step = self.global_step + 1
-        where = (f"the last good checkpoint is {self.last_checkpoint.name}" if self.last_checkpoint is not None
-                 else "no checkpoint was saved before it")
-        raise TrainingDiverged(f"{what} became {value} at step {step}; the update was not applied and the run "
-                               f"stopped; {where}. Try a lower learning rate or more warmup.",
-                               step, self.last_checkpoint)
-
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, Any]:
         """The task's metrics on the held-out batches, with dropout off, named ``eval_<metric>``
@@ -220,27 +206,9 @@ class Trainer:
     def _evaluate(self) -> dict[str, Any]:
         if self.eval_data is None:
             raise ValueError("this trainer has no held-out data to evaluate on")
-        if self._eval_batches is None:
-            limit = self.config.eval_batches
-            has_limit = bool(limit) and has_batches(self.eval_data, 0, limit)
-            count = limit if has_limit else self.eval_data.num_batches(0)
-            self._eval_batches = [self.eval_data.batch(0, i) for i in range(count)]
-        was_training = self.model.training
-        self.model.eval()
-        sums = torch.zeros(len(self.task.stat_names), device=self.device)
-        totals = [0] * self.task.terms
-        try:
-            with torch.no_grad():
-                for batch in self._eval_batches:
-                    counts = self.task.counts(batch)
-                    totals = [a + b for a, b in zip(totals, counts)]
-                    batch, out = self._forward(batch)
-                    sums += self.task.tally(out, batch, counts)
-            metrics = self.task.metrics(sums.tolist(), totals)
-            metrics.update(self.task.answer_metrics(self.model, self.tokenizer, self.eval_data,
-                                                    len(self._eval_batches)))
-        finally:
-            self.model.train(was_training)
+        if self._held_out is None:
+            self._held_out = HeldOutEvaluation(self.task, self.eval_data, self.config.eval_batches)
+        metrics = self._held_out.metrics(self.model, self.tokenizer, self._forward, self.device)
         self.last_eval = {"step": self.global_step, **{f"eval_{k}": v for k, v in metrics.items()}}
         return self.last_eval
 
@@ -311,10 +279,9 @@ class Trainer:
                 "data_fingerprint": self.data_fingerprint()}
 
     def save_checkpoint(self, for_time: bool = False) -> Path:
-        """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically; prune to ``keep_last_checkpoints`` and drop the
-        previous checkpoint saved for time alone; unless ``keep_optimizer_state="all"`` the other checkpoints lose
-        their optimizer and scheduler state (``drop_optimizer_state``), and under "while-running" the one written
-        at ``total_steps`` never has it. Under DDP only rank 0 writes; every rank returns after it."""
+        """Write ``run_dir/checkpoints/step-XXXXXX/`` atomically (under "while-running" the one at ``total_steps``
+        without optimizer and scheduler state, its weights in ``config.final_dtype``), then trim what the older ones keep (``keep_checkpoints``: the newest
+        N, one saved for time, the optimizer state). Under DDP only rank 0 writes; every rank returns after it."""
         path = self.run.checkpoint_dir(self.global_step)
         if self.rank != 0:
             dist.barrier()
@@ -324,22 +291,13 @@ class Trainer:
         last_eval = self.last_eval if self.last_eval and self.last_eval["step"] == self.global_step else None
         info = {"step": self.global_step, "epoch": self.epoch, "metrics": self.last_metrics or {},
                 "eval_metrics": last_eval, "created": time.time(), "config": self.config.to_dict()}
-        keep = self.config.keep_optimizer_state
-        finished = keep == "while-running" and self.global_step >= self.config.total_steps   # save_only_model
+        finished = ends_lean(self.config, self.global_step)
         with run_writes(self.run_dir, f"writing the checkpoint of step {self.global_step}", self.global_step,
                         self.last_checkpoint):      # the step being saved; the last good checkpoint is kept
-            write_checkpoint(self.model, self.tokenizer, path, self.training_state(lean=finished), info)
+            write_checkpoint(self.model, self.tokenizer, path, self.training_state(lean=finished), info,
+                             dtype=self.config.final_weights_dtype() if finished else torch.float32)
         self.last_checkpoint = path
-        stale = self.checkpoint_policy.saved(self.elapsed, path, for_time)
-        if stale is not None:
-            self.run.remove_checkpoint(stale)
-        self.run.prune(self.config.keep_last_checkpoints)
-        if keep != "all":   # the others stay models and start points, not resumable
-            for older in (c for c in self.run.checkpoints() if c.path != path):
-                try:
-                    drop_optimizer_state(older.path)
-                except (OSError, ValueError) as exc:   # a damaged or unwritable older one keeps what it has
-                    logger.warning("could not drop the optimizer state of %s: %s", older.name, exc)
+        keep_checkpoints(self.run, path, self.checkpoint_policy.saved(self.elapsed, path, for_time), self.config)
         dist.barrier()
         self.callbacks.call("on_save", self, path)
         return path
@@ -353,8 +311,4 @@ class Trainer:
     def checkpoints(self) -> list[CheckpointInfo]:
         """This run's complete checkpoints, newest first."""
         return self.run.checkpoints()
-
-
-def _finite(value: float) -> bool:
-    return value == value and value not in (float("inf"), float("-inf"))
 

@@ -24,6 +24,7 @@ from engine.regular_files import is_regular, open_regular, read_bytes
 from engine.text.builtin_corpus import BUILTIN_CORPORA
 from engine.training.runs.fs_checks import weights_problem
 from engine.training.runs.run_folder import RunFolder, is_complete
+from engine.training.runs.spec_file import read_spec
 from engine.training.runs.state import read_checkpoint_info, read_metrics
 
 EXPORTED_FILES = ("config.json", "model.safetensors", "vocab.txt", "tokenizer.json", "tokenizer_config.json",
@@ -47,7 +48,7 @@ def card_facts(checkpoint: str | Path) -> CardFacts:
     """What the run and the checkpoint say about the model, for ``model_card``."""
     checkpoint = Path(checkpoint)
     run = RunFolder.of_checkpoint(checkpoint)
-    spec, info, config = run.read_spec(), read_checkpoint_info(checkpoint), _read_json(checkpoint / "config.json")
+    spec, info, config = read_spec(run), read_checkpoint_info(checkpoint), _read_json(checkpoint / "config.json")
     training = info.get("config") or {}
     step = int(info.get("step", 0))
     corpus = str(spec.get("corpus_label") or spec.get("corpus") or "unknown text")

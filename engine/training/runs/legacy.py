@@ -1,5 +1,5 @@
 """Older run layouts, in one place: the files and fields runs written by earlier versions hold where today's
-hold something else, and how each is told apart. Their readers (``RunFolder.spec_record``,
+hold something else, and how each is told apart. Their readers (``spec_file.spec_record``,
 ``state.read_checkpoint_info`` / ``read_checkpoint_record``, ``JobSpec.from_record``) read today's name first
 and fall back to these; nothing writes them any more.
 

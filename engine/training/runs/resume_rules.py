@@ -6,7 +6,7 @@ from __future__ import annotations
 
 # TrainingConfig fields a resumed run may change; the rest define the run and must match.
 RESUMABLE_FIELDS = frozenset({"total_steps", "eval_every", "eval_batches", "checkpoint_every", "checkpoint_every_s",
-                              "keep_last_checkpoints", "keep_optimizer_state", "log_every", "device",
+                              "keep_last_checkpoints", "keep_optimizer_state", "final_dtype", "log_every", "device",
                               "precision"})
 
 

@@ -22,6 +22,7 @@ from typing import Iterable
 
 from engine.training.runs.records import Damaged, RunRecord
 from engine.training.runs.run_folder import CheckpointInfo, CheckpointScan, RunFolder
+from engine.training.runs.spec_file import spec_record
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def summarize(run: RunFolder, scan: CheckpointScan | None = None) -> RunSummary:
                           "fix the folder's permissions or remove it")
     scan = scan if scan is not None else run.scan_checkpoints()
     found = scan.found
-    spec = run.spec_record()
+    spec = spec_record(run)
     problems = []
     if isinstance(spec, Damaged):
         problems.append(spec.reason)

@@ -1,9 +1,9 @@
-"""A training run on disk: one folder type that names every path in it and holds the resume rules.
+"""A training run on disk: one folder type that names every path in it and lists, prunes and finds its checkpoints.
 
 Layout of a run folder (the only place that knows it; everything else goes through ``RunFolder``)::
 
     <run>/
-      run.json                  the job spec (engine.training.tasks.job_spec.JobSpec.to_record), read back on resume
+      run.json                  the job spec (JobSpec.to_record), read back on resume (spec_file.py reads and writes it)
       metrics.jsonl             one JSON record per logged train / eval / checkpoint event
       tokenizer/                the run's vocabulary (runs that trained their own)
       logs/                     TensorBoard event files, when the run reports to TensorBoard (report_to)
@@ -15,13 +15,13 @@ Layout of a run folder (the only place that knows it; everything else goes throu
         .step-000300.tmp-*      a checkpoint being written (renamed in when complete)
 
 A checkpoint is complete (listed, resumable) only when ``training_state.pt`` is present; it
-is written last (what a resumed run may change: ``resume_rules``). Listing never raises: what cannot be read is left out and named, and a damaged
-``explorer_state.json`` / ``run.json`` is a ``Damaged`` (``engine.training.runs.records``), not an error.
+is written last (what a resumed run may change: ``resume_rules``). Listing never raises: what cannot be read is left
+out and named, and a damaged ``explorer_state.json`` / ``run.json`` is a ``Damaged`` (``engine.training.runs.records``),
+not an error.
 """
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import re
@@ -33,16 +33,14 @@ from typing import Any
 from engine.checkpoints.hf_format import recover_interrupted_writes, work_tag
 from engine.disk_faults import make_folder, writing
 from engine.folder_listing import list_entries
-from engine.regular_files import read_bytes, reason
 from engine.training.runs.fs_checks import is_dir, is_file, weights_problem, why
 from engine.training.runs.legacy import LEGACY_SPEC_FILE
-from engine.training.runs.records import Damaged, RunRecord
+from engine.training.runs.records import Damaged
 from engine.training.runs.state import STATE_FILE, read_checkpoint_record
 
 logger = logging.getLogger(__name__)
 
 SPEC_FILE = "run.json"
-MAX_SPEC_BYTES = 4 << 20
 METRICS_FILE = "metrics.jsonl"
 CHECKPOINTS_DIR = "checkpoints"
 TOKENIZER_DIR = "tokenizer"
@@ -113,7 +111,7 @@ def is_complete(directory: str | Path) -> bool:
 
 
 class RunFolder:
-    """The folder of one training run: its paths, its checkpoints and its spec file."""
+    """The folder of one training run: its paths and its checkpoints (its spec file: ``spec_file``)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -134,7 +132,13 @@ class RunFolder:
 
     @property
     def spec_path(self) -> Path:
+        """``run.json``, the job spec (read and written by ``engine.training.runs.spec_file``)."""
         return self.root / SPEC_FILE
+
+    @property
+    def legacy_spec_path(self) -> Path:
+        """``run_spec.json``, the spec file of runs written before ``run.json`` (read when that is no good)."""
+        return self.root / LEGACY_SPEC_FILE
 
     @property
     def metrics_path(self) -> Path:
@@ -160,18 +164,6 @@ class RunFolder:
             raise ValueError(f"{self.spec_path.name} names {name!r} as the run's text; expected one of "
                              f"{', '.join(CORPUS_FILES.values())}")
         return self.root / name
-
-    def write_corpus(self, text: str, fmt: str) -> str:
-        """Keep ``text`` (format ``txt`` or ``jsonl``) as the run's copy, written atomically as UTF-8 bytes
-        exactly as given; the file name to record (relative to the run folder)."""
-        name = CORPUS_FILES[fmt]
-        staging = make_folder(self.root) / f".{name}.tmp-{work_tag()}"
-        with writing(self.root, f"writing {name}"), open(staging, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(staging, self.root / name)
-        return name
 
     def checkpoint_dir(self, step: int) -> Path:
         """Where the checkpoint of ``step`` is (or will be) written."""
@@ -293,34 +285,6 @@ class RunFolder:
             return False
         shutil.rmtree(doomed, ignore_errors=True)
         return True
-
-    # ------------------------------------------------------------------ the spec
-    def write_spec(self, record: dict[str, Any]) -> None:
-        """Write ``run.json`` (the job spec as plain JSON); a disk fault is a ``DiskFault``."""
-        with writing(make_folder(self.root), f"writing {self.spec_path.name}"):
-            self.spec_path.write_text(json.dumps(record, indent=1, default=str) + "\n", encoding="utf-8")
-
-    def read_spec(self) -> dict[str, Any]:
-        """The run's spec record ({} when it has none, or only a damaged one: ``spec_record`` says which)."""
-        record = self.spec_record()
-        return record.record if isinstance(record, RunRecord) else {}
-
-    def spec_record(self) -> RunRecord | Damaged | None:
-        """``run.json`` checked (``RunRecord.parse``; a run written before it had ``run_spec.json``): None when
-        the run has neither, ``Damaged`` (naming the file) when it cannot be read or holds a wrong value (and
-        the older file is no good either)."""
-        damage: Damaged | None = None
-        for path in (self.spec_path, self.root / LEGACY_SPEC_FILE):
-            try:
-                parsed = RunRecord.parse(read_bytes(path, MAX_SPEC_BYTES))
-            except FileNotFoundError:
-                continue
-            except (OSError, ValueError) as exc:  # unreadable, a pipe or device, or far too large
-                parsed = Damaged(f"it cannot be read ({reason(exc)})")
-            if isinstance(parsed, RunRecord):
-                return parsed
-            damage = damage or Damaged(f"{path.name}: {parsed.reason}")
-        return damage
 
 
 def _checkpoint_info(path: Path, step: int) -> CheckpointInfo:

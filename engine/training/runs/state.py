@@ -47,19 +47,20 @@ MAX_METRICS_BYTES = 256 << 20              # metrics.jsonl of a very long run
 
 
 def write_checkpoint(model: BertWithHeads, tokenizer: WordPieceTokenizer | None, directory: str | Path,
-                     state: dict[str, Any], info: dict[str, Any]) -> Path:
+                     state: dict[str, Any], info: dict[str, Any], dtype: torch.dtype = torch.float32) -> Path:
     """Write model + tokenizer (HF layout), ``explorer_state.json`` and ``training_state.pt`` atomically.
 
     Everything goes to a hidden staging directory next to ``directory``, is fsynced, and
     only then renamed in, so ``directory`` is at every instant absent, the old version,
-    or complete. An existing checkpoint at that name is replaced.
+    or complete. An existing checkpoint at that name is replaced. ``dtype``: the weights' (``hf_format.save``);
+    narrower than float32 only for a checkpoint that keeps no optimizer state (an exact resume needs float32).
     """
     def write_state(staging: Path) -> None:
         (staging / INFO_FILE).write_text(json.dumps(info, indent=1, default=_json_default) + "\n", encoding="utf-8")
         with open(staging / STATE_FILE, "wb") as handle:   # its presence marks a resumable checkpoint; through a
             torch.save(state, handle)                     # handle, torch's write error keeps the OSError as context
 
-    return save(model, tokenizer, directory, extra=write_state)
+    return save(model, tokenizer, directory, extra=write_state, dtype=dtype)
 
 
 def has_optimizer_state(state: dict[str, Any]) -> bool:

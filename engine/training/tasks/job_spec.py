@@ -27,6 +27,7 @@ from engine.training.runs.legacy import upgrade_spec_values
 from engine.training.runs.records import Damaged
 from engine.training.runs.resume_rules import check_resume_changes
 from engine.training.runs.run_folder import SPEC_FILE, RunFolder
+from engine.training.runs.spec_file import spec_record
 from engine.training.runs.state import read_checkpoint_info, read_training_state
 from engine.training.tasks.registry import TaskDefinition, task_definition
 
@@ -295,7 +296,7 @@ def resume_spec(source: str | Path, changes: Mapping[str, Any] | None = None,
     if "task" in changed:
         raise ValueError(f"{checkpoint} is a {saved.task} run, not {changed['task']}")
     check_resume_changes(set(changed), names)
-    parsed = folder.spec_record()
+    parsed = spec_record(folder)
     if isinstance(parsed, Damaged):
         raise ValueError(f"the run {folder.name} is damaged ({parsed.reason}), so it cannot continue exactly; "
                          "start a new run (its checkpoints still load for probing and as a start model)")

@@ -33,6 +33,7 @@ from engine.model.loaded_model import LoadedModel
 from engine.data.qa_features import QAExample
 from engine.probes.heads import squad_metric
 from engine.probes.heads.qa import answer_details
+from engine.text.qa_windows import cut_question
 from engine.text.tokenizer import WordPieceTokenizer
 
 MAX_ANSWER_LEN = 30          # tokens, run_qa.py's max_answer_length
@@ -54,7 +55,7 @@ def answer_held_out(model: torch.nn.Module, tokenizer: WordPieceTokenizer, examp
     loaded = LoadedModel(model, tokenizer, model.config, source="the model in training")
     answers = []
     for example in examples:
-        found = answer_details(loaded, tokenizer.cut_question(example.question, max_question_len), example.context,
+        found = answer_details(loaded, cut_question(tokenizer, example.question, max_question_len), example.context,
                                top_k=1, max_answer_len=max_answer_len, max_seq_len=max_seq_len,
                                doc_stride=doc_stride, handle_impossible_answer=False)
         text = found.answers[0]["answer"] if found.answers else ""

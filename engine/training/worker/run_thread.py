@@ -21,7 +21,8 @@ from engine.disk_faults import DiskFault
 from engine.training.jobs.pretraining_data import WARNING_PREFIX
 from engine.training.jobs.setup import prepare_job
 from engine.training.runs.run_folder import checkpoint_name
-from engine.training.loop.trainer import Trainer, TrainingDiverged
+from engine.training.loop.divergence import TrainingDiverged
+from engine.training.loop.trainer import Trainer
 from engine.training.worker.callback import WorkerCallback
 from engine.training.worker.run_state import RunState
 from engine.training.worker.shared_state import MAX_RECORDS, LiveRun, SharedState

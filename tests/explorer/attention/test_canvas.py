@@ -62,7 +62,7 @@ def test_each_view_runs_the_shared_script_and_names_its_events() -> None:
     for kind in canvas.KINDS:
         js = canvas.script(kind)
         assert js.rstrip().endswith(f"window.BertAttentionViews.mount('{kind}', element, props, trigger, watch);")
-        assert '"fetch"' in js and '"neuron"' in js                       # Gradio finds custom events quoted
+        assert '"fetch"' in js and '"neuron"' in js and '"both"' in js    # Gradio finds custom events quoted
     with pytest.raises(ValueError, match="unknown view"):
         canvas.script("pie")
     assert "${" not in canvas.template("heatmap") and "`" not in canvas.template("heatmap")   # static
@@ -79,7 +79,8 @@ def test_the_fetch_event_wires_like_a_gradio_listener() -> None:
 
 def test_the_sliders_ask_the_server_nothing_the_views_fetch_what_they_lack(tiny_tokenizer) -> None:
     """No server event listens to the layer or head slider (the canvas views follow them in the browser); the
-    heatmap's ``fetch`` runs the tab's refresh and its ``neuron`` the neuron view's."""
+    heatmap's ``fetch`` runs the tab's refresh, its ``neuron`` the neuron view's and its ``both`` one answer to
+    the two views."""
     from explorer.attention import tab as attention_tab
     from support.probing_helpers import tab_app
 
@@ -91,10 +92,13 @@ def test_the_sliders_ask_the_server_nothing_the_views_fetch_what_they_lack(tiny_
     assert listening == [], listening
     names = {tuple(t) for d in config["dependencies"] for t in d["targets"] if d.get("backend_fn")}
     heatmap = widgets["heatmap"]._id
-    assert {(heatmap, "fetch"), (heatmap, "neuron")} <= names
+    assert {(heatmap, "fetch"), (heatmap, "neuron"), (heatmap, "both")} <= names
     by_target = {tuple(t): d["api_name"] for d in config["dependencies"] for t in d["targets"]}
     assert by_target[(heatmap, "fetch")] == "attention_fetch"
     assert by_target[(heatmap, "neuron")] == "neuron_view_refresh"
+    assert by_target[(heatmap, "both")] == "attention_fetch_both"
+    both = next(d for d in config["dependencies"] if d["api_name"] == "attention_fetch_both")
+    assert both["outputs"] == [heatmap, widgets["neuron"]["view"]._id]
 
 
 def test_a_fetch_for_the_input_the_page_holds_sends_only_the_new_layers_maps(tiny_tokenizer, monkeypatch) -> None:

@@ -224,6 +224,19 @@ def test_stats_heatmap() -> None:
     assert (frame.x0, frame.y0, frame.y1) == (-0.5, 1.5, 2.5)
 
 
+@pytest.mark.parametrize(("top", "widest"), [(2.27, "2.27"), (12.345, "12.3"), (511.6, "512")])
+def test_stats_heatmap_values_fit_their_cells(top: float, widest: str) -> None:
+    """Twelve heads, whatever the screen: each head's column is ``STATS_CELL_PX`` wide (a phone's block scrolls
+    sideways), and the widest printed value, four characters at most, fits in it with room to spare."""
+    values = np.linspace(0, top, 6 * 12).reshape(6, 12)
+    fig = attention_plots.stats_heatmap(values, "mean distance |i-j| (tokens)")
+    (trace,) = fig.data
+    per_head = (fig.layout.width - fig.layout.margin.l - fig.layout.margin.r) / 12
+    decimals = int(trace.texttemplate.split(".")[1][0])                      # "%{z:.2f}" -> 2
+    assert f"{top:.{decimals}f}" == widest and fig.layout.width > 390
+    assert per_head >= attention_plots.STATS_CELL_PX > len(widest) * 0.6 * trace.textfont.size + 6
+
+
 # --- ablation and over training ------------------------------------------------------------
 
 def test_ablation_figure_panels() -> None:

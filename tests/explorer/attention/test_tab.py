@@ -27,13 +27,15 @@ from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
 from engine.probes.attention.maps import attention, encode_input  # noqa: E402
 from engine.probes.inference import ablate_heads  # noqa: E402
-from explorer.models.registry import ModelChoice, ModelRegistry  # noqa: E402
+from explorer.models.choices import ModelChoice  # noqa: E402
+from explorer.models.registry import ModelRegistry  # noqa: E402
 from engine.training.runs.state import write_checkpoint  # noqa: E402
 from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer.views import browser_arrays as browser_arrays  # noqa: E402
 from explorer.models import picker as model_picker  # noqa: E402
 from explorer.attention import actions as attention_actions  # noqa: E402
 from explorer.attention import tab as attention_tab  # noqa: E402
+from explorer.attention import views as attention_views  # noqa: E402
 from explorer.attention import sections as attention_sections  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.reference import randomize_  # noqa: E402
@@ -75,14 +77,14 @@ def empty_services(tiny_tokenizer) -> Services:
 # --- handlers ----------------------------------------------------------------------------
 
 def test_show_attention_outputs(services: Services) -> None:
-    heat, head_view, model_view, stats_plot, table, summary = attention_tab.show_attention(
+    heat, head_view, model_view, stats_plot, table, summary = attention_views.show_attention(
         services, "default", TEXT, PAIR, 2, 3, 128, [0, 2], "sep")
     assert all(isinstance(f, go.Figure) for f in (heat, head_view, model_view, stats_plot))
     assert list(heat.layout.xaxis.ticktext) == ["[CLS]", "the", "cat", "sat", "on", "the", "mat", "[SEP]",
                                                 "the", "dog", "ran", "[SEP]"]
     assert {s.name for s in head_view.layout.shapes if s.showlegend} == {"head 0", "head 2"}   # the heads asked for
     assert len(model_view.data) == 1 and "share to [SEP]" in stats_plot.layout.title.text
-    assert isinstance(table, pd.DataFrame) and list(table.columns) == attention_tab.TABLE_COLUMNS and len(table) == 8
+    assert isinstance(table, pd.DataFrame) and list(table.columns) == attention_sections.TABLE_COLUMNS and len(table) == 8
     assert "**12 tokens**" in summary and "Layer 2, head 3" in summary and "Layer 2, head 3" in heat.layout.title.text
     assert "Layer 2:" in head_view.layout.legend.title.text
 
@@ -99,7 +101,7 @@ def _first_layer(loaded: LoadedModel) -> np.ndarray:
 def test_layer_1_in_the_ui_is_the_engines_first_attention_layer(services: Services) -> None:
     """The tab numbers layers from 1 (0 is the embeddings' output): its layer 1 shows the engine's
     attentions[0], the model's first encoder layer, and the heads table and figures number them 1 and 2."""
-    heat, _, model_view, stats_plot, table, summary = attention_tab.show_attention(
+    heat, _, model_view, stats_plot, table, summary = attention_views.show_attention(
         services, "default", TEXT, "", 1, 2, 128, None, "entropy")
     loaded = services.model("default")
     first = _first_layer(loaded)[2]                                                  # (S, S) of layer 1, head 2
@@ -111,14 +113,14 @@ def test_layer_1_in_the_ui_is_the_engines_first_attention_layer(services: Servic
     assert (frame.y0, frame.y1) == (0.5, 1.5)                                          # around layer 1
     assert [a.text for a in model_view.layout.annotations if a.text.startswith("L")] == ["L1", "L2"]
     with pytest.raises(ValueError, match="layer 0 is the embeddings' output"):
-        attention_tab.show_attention(services, "default", TEXT, "", 0, 0)
+        attention_views.show_attention(services, "default", TEXT, "", 0, 0)
 
 
 def test_the_statistics_table_reads_in_full(services: Services) -> None:
     """Short headers, each with a column wide enough, and the shares as percentages."""
-    table = attention_tab.show_attention(services, "default", TEXT, "", 1, 0)[4]
-    assert len(attention_sections.TABLE_WIDTHS) == len(attention_tab.TABLE_COLUMNS)
-    for header, width in zip(attention_tab.TABLE_COLUMNS, attention_sections.TABLE_WIDTHS):
+    table = attention_views.show_attention(services, "default", TEXT, "", 1, 0)[4]
+    assert len(attention_sections.TABLE_WIDTHS) == len(attention_sections.TABLE_COLUMNS)
+    for header, width in zip(attention_sections.TABLE_COLUMNS, attention_sections.TABLE_WIDTHS):
         assert int(width.removesuffix("px")) >= 8 * len(header) + 20, header               # ~8 px a letter + padding
     total = sum(int(width.removesuffix("px")) for width in attention_sections.TABLE_WIDTHS)
     assert total <= attention_sections.TABLE_MIN_WIDTH                              # the column holds every column
@@ -137,7 +139,7 @@ def test_the_statistics_table_reads_in_full(services: Services) -> None:
 ])
 def test_show_attention_bad_input(services: Services, args: tuple, message: str) -> None:
     with pytest.raises((ValueError, gr.Error), match=message):
-        attention_tab.show_attention(services, *args)
+        attention_views.show_attention(services, *args)
 
 
 def test_ablation_handler(services: Services) -> None:
@@ -213,7 +215,7 @@ def test_pick_evenly_and_slider_updates(services: Services) -> None:
 
 
 def test_png_name_config() -> None:
-    data = attention_tab.with_png_name(go.Figure(), "attention-L1-H2 x")
+    data = attention_views.with_png_name(go.Figure(), "attention-L1-H2 x")
     payload = json.loads(data.plot)
     assert payload["config"]["toImageButtonOptions"] == {"format": "png", "filename": "attention-L1-H2_x", "scale": 2}
     assert "data" in payload and "layout" in payload
@@ -265,7 +267,7 @@ def test_attention_endpoint(client: Client, services: Services) -> None:
     np.testing.assert_allclose(stats[..., heat["stat_names"].index("entropy")], expected.stats.entropy, rtol=2e-3)
     assert stats_plot["type"] == "plotly"
     assert json.loads(stats_plot["plot"])["config"]["toImageButtonOptions"]["filename"] == "head-statistics-entropy"
-    assert table["headers"] == attention_tab.TABLE_COLUMNS and len(table["data"]) == 8
+    assert table["headers"] == attention_sections.TABLE_COLUMNS and len(table["data"]) == 8
     assert "Layer 1, head 2" in summary
 
 

@@ -2,23 +2,33 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from explorer.compare import plots
 
 
-def test_similarity_line_has_a_point_per_layer_and_the_cosine_when_given() -> None:
-    fig = plots.similarity_figure([1.0, 0.9, 0.5], [1.0, 0.8, 0.2], "A", "B")
-    cka, cosine = fig.data
-    assert list(cka.x) == ["layer 0 (embeddings)", "layer 1", "layer 2"] and list(cka.y) == [1.0, 0.9, 0.5]
+def test_similarity_lines_name_what_they_run_over_and_hide_the_plain_estimator() -> None:
+    lines = [plots.Line("debiased CKA, sentence set (1,052 tokens of 80 sentences)", [1.0, 0.4, 0.3], "set"),
+             plots.Line("debiased CKA, this input (8 tokens)", [1.0, -0.2, 0.1], "input"),
+             plots.Line("plain CKA, this input (8 tokens)", [1.0, 0.9, 0.95], "plain"),
+             plots.Line("mean token cosine, this input", [1.0, 0.8, float("nan")], "cosine")]
+    fig = plots.similarity_figure(lines, "A", "B", note="debiased linear CKA over 1,052 tokens · ⚠ few")
+    over_set, one_input, plain, cosine = fig.data
+    assert list(over_set.x) == ["layer 0 (embeddings)", "layer 1", "layer 2"] and list(over_set.y) == [1.0, 0.4, 0.3]
+    assert "1,052 tokens" in over_set.name and "8 tokens" in one_input.name and "8 tokens" in plain.name
+    assert plain.visible == "legendonly" and over_set.visible is True and over_set.line.width > one_input.line.width
+    assert list(cosine.y) == [1.0, 0.8, None]                                     # not a number: a gap
+    assert fig.layout.yaxis.range[0] == pytest.approx(-0.25)                       # room for a negative estimate
     assert "layer 0 = the embeddings' output" in fig.layout.xaxis.title.text
-    assert cosine.name == "mean token cosine" and list(cosine.y) == [1.0, 0.8, 0.2]
-    assert len(plots.similarity_figure([1.0, 0.5], None, "A", "B").data) == 1
-    assert not plots.similarity_figure([], None, "A", "B").data                  # empty: a message, no trace
+    assert "<sup>debiased linear CKA over 1,052 tokens · ⚠ few</sup>" in fig.layout.title.text
+    assert not plots.similarity_figure([], "A", "B").data                          # empty: a message, no trace
 
 
 def test_cka_heatmap_rows_are_a_and_columns_b() -> None:
     cka = np.array([[1.0, 0.5, 0.2], [0.4, 0.9, 0.3]])
-    [trace] = plots.cka_heatmap(cka, "A", "B").data
+    figure = plots.cka_heatmap(cka, "A", "B", over="1,052 tokens of 80 sentences")
+    [trace] = figure.data
+    assert "Debiased linear CKA of every layer pair over 1,052 tokens of 80 sentences" in figure.layout.title.text
     assert list(trace.y) == ["layer 0 (embeddings)", "layer 1"]
     assert list(trace.x) == ["layer 0 (embeddings)", "layer 1", "layer 2"]
     np.testing.assert_allclose(np.asarray(trace.z), cka)
@@ -40,11 +50,9 @@ def test_attention_pair_shows_both_maps_and_a_centred_difference() -> None:
     assert "Layer 1, head 2" in fig.layout.title.text
 
 
-def test_similarity_line_over_layer_pairs_and_word_cosine() -> None:
-    """Two depths: the points are layer pairs at the same relative depth; aligned by words: a word cosine."""
+def test_similarity_line_over_layer_pairs() -> None:
+    """Two depths: the points are layer pairs at the same relative depth."""
     pairs = ["A layer 0 · B layer 0", "A layer 1 · B layer 2"]
-    [cka] = plots.similarity_figure([1.0, 0.4], None, "A", "B", names=pairs).data
-    fig = plots.similarity_figure([1.0, 0.4], None, "A", "B", names=pairs)
-    assert list(cka.x) == pairs and "same relative depth" in fig.layout.xaxis.title.text
-    words = plots.similarity_figure([1.0, 0.4], [0.9, 0.3], "A", "B", unit="word")
-    assert words.data[1].name == "mean word cosine" and list(words.data[0].x) == ["layer 0 (embeddings)", "layer 1"]
+    fig = plots.similarity_figure([plots.Line("debiased CKA, this input (9 words)", [1.0, 0.4], "input")], "A", "B",
+                                  names=pairs)
+    assert list(fig.data[0].x) == pairs and "same relative depth" in fig.layout.xaxis.title.text

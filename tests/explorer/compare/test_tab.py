@@ -15,6 +15,7 @@ from support.hostile_helpers import call, expect_error
 from support.probing_helpers import RUN, STEPS, make_services, tab_app, write_run
 from engine.probes.attention.maps import attention
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import write_spec
 from engine.training.tasks.qa_with_mlm import QAWithMLMTask
 from engine.training.tasks.token_classification import TokenClassificationTask
 from explorer.compare import notes
@@ -30,7 +31,7 @@ def services(tmp_path_factory, tiny_tokenizer) -> Services:
     write_run(runs, tiny_tokenizer)
     for run, task in ((TAGGER, TokenClassificationTask.name), (QA_MLM, QAWithMLMTask.name)):
         write_run(runs, tiny_tokenizer, steps=(2,), run=run, later_by_s=-100)     # older: RUN stays the newest
-        RunFolder(runs / run).write_spec({"task": task})                          # what a fine-tuning run records
+        write_spec(RunFolder(runs / run), {"task": task})                        # what a fine-tuning run records
     return make_services(tiny_tokenizer, runs)
 
 

@@ -15,6 +15,7 @@ from engine.probes.inference import embeddings
 from explorer.views.browser_arrays import LEVELS, decode
 from explorer.embeddings import canvas
 from explorer.embeddings import tab as embeddings_tab
+from explorer.embeddings import views as embeddings_views
 from support.forward_counting import Forwards
 from support.probing_helpers import make_services, tab_app
 
@@ -89,7 +90,7 @@ def test_a_component_change_asks_only_for_what_the_page_lacks_from_the_kept_resu
     assert fetch.api_name == "embeddings_component" and fetch.api_visibility == "private"
     assert [b._id for b in fetch.inputs] == [radio._id, widgets["state"]._id]
     assert [b._id for b in fetch.outputs] == [view._id]
-    *_, kept = embeddings_tab.show_embeddings(services, "default", *PAIR, None, "output", "all")
+    *_, kept = embeddings_views.show_embeddings(services, "default", *PAIR, None, "output", "all")
     counted = Forwards(services.model("default"))
     answer = fetch.fn("segment", kept)                                   # the page's key: no arrays kept per page
     assert counted.count == 0                                            # found again in the forward cache

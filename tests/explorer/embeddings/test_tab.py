@@ -1,4 +1,5 @@
-"""The Embeddings tab: handlers directly, then in-process via gradio_client (/embeddings, /embeddings_over_training)."""
+"""The Embeddings tab (``tab.py``, ``views.py``): handlers and views directly, then in-process via gradio_client
+(/embeddings, /embeddings_over_training)."""
 from __future__ import annotations
 
 import dataclasses
@@ -24,7 +25,8 @@ from engine.model.loaded_model import LoadedModel  # noqa: E402
 from engine.probes.representations.embeddings import COMPONENTS, EmbeddingsResult  # noqa: E402
 from engine.probes.inference import embeddings  # noqa: E402
 from engine.model.heads import BertWithHeads  # noqa: E402
-from explorer.models.registry import ModelChoice, ModelRegistry  # noqa: E402
+from explorer.models.choices import ModelChoice  # noqa: E402
+from explorer.models.registry import ModelRegistry  # noqa: E402
 from engine.training.runs.state import write_checkpoint  # noqa: E402
 from engine.training.runs.run_folder import CHECKPOINTS_DIR, checkpoint_name
 from explorer.models import picker as model_picker  # noqa: E402
@@ -32,6 +34,7 @@ from explorer.embeddings import canvas as embeddings_canvas  # noqa: E402
 from explorer.embeddings import plots as embeddings_plots  # noqa: E402
 from explorer.embeddings import sections as embeddings_sections  # noqa: E402
 from explorer.embeddings import tab as embeddings_tab  # noqa: E402
+from explorer.embeddings import views as embeddings_views  # noqa: E402
 from explorer.embeddings.shown import ShownInput, parse_layer, result_of  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.reference import randomize_  # noqa: E402
@@ -84,7 +87,7 @@ def client(services: Services) -> Iterator[Client]:
 # --- handlers, directly ------------------------------------------------------------------
 
 def test_show_embeddings_builds_every_output(services: Services) -> None:
-    out = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word", "all")
+    out = embeddings_views.show_embeddings(services, "default", *PAIR, 1, "word", "all")
     summary, norms, heatmap, pos_sim, pos_pca, ctx_pca, seg, table, token, kept = out
     assert isinstance(kept, ShownInput) and kept.layer == 1 and kept.result_id == heatmap["id"]   # a key, no arrays
     result = result_of(services, kept)
@@ -99,36 +102,36 @@ def test_show_embeddings_builds_every_output(services: Services) -> None:
 
 
 def test_summary_flags_a_mismatch_and_truncation(services: Services) -> None:
-    *_, kept = embeddings_tab.show_embeddings(services, "default", " ".join(["the cat"] * 40), "", 1, "word", "all")
+    *_, kept = embeddings_views.show_embeddings(services, "default", " ".join(["the cat"] * 40), "", 1, "word", "all")
     result = result_of(services, kept)
-    summary = embeddings_tab.summary_markdown(result)
+    summary = embeddings_views.summary_markdown(result)
     assert "truncated" in summary and "max length 64" in summary and "equals the model's own" in summary
     odd = dataclasses.replace(result, output_max_diff=0.3)
-    assert "differs from the model's embedding output" in embeddings_tab.summary_markdown(odd)
+    assert "differs from the model's embedding output" in embeddings_views.summary_markdown(odd)
 
 
 def test_token_choice_filters_neighbours(services: Services) -> None:
-    *_, table, token, kept = embeddings_tab.show_embeddings(services, "default", "the cat", "", None, "output", "2")
+    *_, table, token, kept = embeddings_views.show_embeddings(services, "default", "the cat", "", None, "output", "2")
     result = result_of(services, kept)
     assert set(table["position"]) == {2} and set(table["token"]) == {"cat"} and token["value"] == "2"
     assert result.layer == result.num_layers                                  # None = last layer
     with pytest.warns(UserWarning, match="not in this input"):
-        assert embeddings_tab.parse_token("7", 4) is None                     # stale position: all tokens
-    assert embeddings_tab.parse_token("3: cat", 4) == 3
+        assert embeddings_views.parse_token("7", 4) is None                     # stale position: all tokens
+    assert embeddings_views.parse_token("3: cat", 4) == 3
     with pytest.raises(gr.Error, match="neither"):
-        embeddings_tab.parse_token("cat", 4)
+        embeddings_views.parse_token("cat", 4)
 
 
 def test_the_neighbours_open_on_the_first_word_not_cls(services: Services) -> None:
     """The token choice's default is the text's first word: its neighbours, not [CLS]'s, and the dropdown names it."""
     assert embeddings_sections.token_choices(["[CLS]"])[0] == ("First word of the text", embeddings_sections.FIRST_WORD)
-    *_, table, token, kept = embeddings_tab.show_embeddings(services, "default", *PAIR, 1, "word",
-                                                               embeddings_sections.FIRST_WORD)
+    *_, table, token, kept = embeddings_views.show_embeddings(services, "default", *PAIR, 1, "word",
+                                                                 embeddings_sections.FIRST_WORD)
     result = result_of(services, kept)
     assert result.tokens[:2] == ["[CLS]", "the"] and set(table["position"]) == {1} and set(table["token"]) == {"the"}
     assert token["value"] == "1"
-    assert embeddings_tab.first_word(["special", "special", "A"]) == 2 and embeddings_tab.first_word(["special"]) is None
-    assert embeddings_tab.chosen_position("all", result) is None                  # "all" still means every token
+    assert embeddings_views.first_word(["special", "special", "A"]) == 2 and embeddings_views.first_word(["special"]) is None
+    assert embeddings_views.chosen_position("all", result) is None                  # "all" still means every token
 
 
 def test_the_layer_control_redraws_what_it_controls(services: Services) -> None:
@@ -181,39 +184,39 @@ def test_a_layer_past_the_models_last_shows_the_last_with_a_warning() -> None:
 
 
 def test_headless_encoder_works(services: Services) -> None:
-    *_, kept = embeddings_tab.show_embeddings(services, "encoder", "the dog", "", 0, "sum", "all")
+    *_, kept = embeddings_views.show_embeddings(services, "encoder", "the dog", "", 0, "sum", "all")
     result = result_of(services, kept)
     assert result.source == "tiny encoder" and result.layer == 0
 
 
 def test_heatmap_component_is_validated(services: Services) -> None:
     with pytest.raises(gr.Error, match="Unknown component"):
-        embeddings_tab.show_embeddings(services, "default", "the cat", "", 1, "nope", "all")
-    assert embeddings_tab.heatmap_value(None, "word") == gr.skip()           # nothing shown yet: nothing to send
+        embeddings_views.show_embeddings(services, "default", "the cat", "", 1, "nope", "all")
+    assert embeddings_views.heatmap_value(None, "word") == gr.skip()           # nothing shown yet: nothing to send
     with pytest.raises(gr.Error, match="Unknown component"):
-        embeddings_tab.heatmap_value(None, "nope")
+        embeddings_views.heatmap_value(None, "nope")
 
 
 def test_evenly_spaced_keeps_first_and_last() -> None:
     choices = [ModelChoice(f"checkpoint:r/step-{i}", f"r · step {i}", "checkpoint", i) for i in range(10)]
-    picked = embeddings_tab.evenly_spaced(choices)
+    picked = embeddings_views.evenly_spaced(choices)
     assert len(picked) == 6 and picked[0].step == 0 and picked[-1].step == 9
     assert [c.step for c in picked] == sorted({c.step for c in picked})
-    assert embeddings_tab.evenly_spaced(choices[:3]) == choices[:3]
+    assert embeddings_views.evenly_spaced(choices[:3]) == choices[:3]
 
 
 def test_over_training_needs_two_checkpoints(tiny_tokenizer) -> None:
-    message, figure = embeddings_tab.over_training(_services(tiny_tokenizer, None), "default", 16)
+    message, figure = embeddings_views.over_training(_services(tiny_tokenizer, None), "default", 16)
     assert "at least 2 checkpoints" in message and "found 0" in message
     assert isinstance(figure, go.Figure) and not figure.data
 
 
 def test_over_training_direct(services: Services) -> None:
-    message, figure = embeddings_tab.over_training(services, f"checkpoint:{RUN}/{checkpoint_name(6)}", 12)
+    message, figure = embeddings_views.over_training(services, f"checkpoint:{RUN}/{checkpoint_name(6)}", 12)
     assert f"Run **{RUN}**" in message and "| step 3 |" in message and "| step 9 |" in message
     assert len(figure.data) == 3 and all(len(trace.z) == 12 for trace in figure.data)
     with pytest.raises(gr.Error, match="whole number"):
-        embeddings_tab.over_training(services, "default", 1)
+        embeddings_views.over_training(services, "default", 1)
 
 
 def test_layer_slider_follows_the_model(services: Services) -> None:

@@ -20,7 +20,7 @@ import engine  # noqa: E402
 from engine.probes import inference  # noqa: E402
 from engine.probes.heads.joint_fill import joint_fill  # noqa: E402
 from explorer.formatting import percent, plain_markdown  # noqa: E402
-from explorer.models.registry import ModelChoice  # noqa: E402
+from explorer.models.choices import ModelChoice  # noqa: E402
 from explorer.fill_mask import results as fill_results, tab  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from explorer.ui_errors import friendly_errors  # noqa: E402

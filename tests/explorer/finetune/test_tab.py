@@ -19,12 +19,14 @@ from engine.checkpoints.hf_format import load_directory
 from engine.finetune import build_parser, spec_from_args
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.worker.shared_state import WorkerStatus
+from explorer.finetune import actions as finetune_actions
 from explorer.finetune import tab as finetune_tab
 from explorer.finetune.data import MAX_UPLOAD_BYTES
 from explorer.finetune.job import make_job
 from explorer.finetune.mistakes import WRONG_COLUMNS
+from explorer.finetune.status import finetune_status
 from explorer.finetune.tasks import finetune_rows
-from explorer.models.registry import checkpoint_key
+from explorer.models.choices import checkpoint_key
 from explorer.services import Services
 from explorer.ui_errors import friendly_errors
 from support.finetune_tab_helpers import form as tab_form, tiny_app_services
@@ -337,23 +339,23 @@ def test_a_pretraining_run_is_shown_as_what_it_is(services: Services, monkeypatc
                    documents=[["the cat sat on the mat.", "the dog ran home."]] * 12, vocab_size=200)
     worker.start(spec)
     try:
-        status = finetune_tab.finetune_status(worker.status())
+        status = finetune_status(worker.status())
         assert "A **pretraining** run is" in status and "Training** tab" in status
         with pytest.raises(ValueError, match="The active run is a pretraining run: pause it from the Training tab."):
-            finetune_tab._control(services, "pause")
-        warned = finetune_tab.start(services, *form())
+            finetune_actions.control(services, "pause")
+        warned = finetune_actions.start(services, *form())
         assert warned.startswith("⚠️ A pretraining run is already") and worker.status().task == "pretraining"
         # Another browser's start between this tab's check and its own start: the worker's RunActiveError
         # gives the same warning, and the running run is kept.
         real_status, first = worker.status, iter([WorkerStatus("idle", "no training run yet")])
         monkeypatch.setattr(worker, "status", lambda: next(first, None) or real_status())
-        raced = finetune_tab.start(services, *form())
+        raced = finetune_actions.start(services, *form())
         assert re.fullmatch(r"⚠️ A pretraining run is already (preparing|running): the app trains one run at a "
                             r"time\. Stop it in the Training tab before starting another\.", raced.split("\n\n")[0])
         assert worker.status().task == "pretraining" and worker.status().active
     finally:
         worker.stop(wait_s=30)
-    assert "The last run was a **pretraining** run" in finetune_tab.finetune_status(worker.status())
+    assert "The last run was a **pretraining** run" in finetune_status(worker.status())
 
 
 def test_public_mode_needs_the_admin_token_to_fine_tune(services: Services) -> None:
@@ -424,7 +426,7 @@ def test_a_finished_fine_tune_keeps_only_the_model_and_continuing_it_says_how_to
     wait_until_ended(services)
     job = make_job(services, *form(steps=2))
     assert job.spec.training_config().keep_optimizer_state == "while-running"
-    finetune_tab.start(services, *form(steps=2))
+    finetune_actions.start(services, *form(steps=2))
     wait_until_ended(services)
     status = services.get_worker().status()
     assert status.state == "finished" and status.step == 2, status.message

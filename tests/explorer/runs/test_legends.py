@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine.training.tasks.registry import TRAINING_TASKS, registered
 from explorer.finetune.tasks import BUILT_IN_ROWS, finetune_rows
 from explorer.runs.legends import LEGENDS, metric_legends
-from explorer.runs.watch_plots import figure_specs
+from explorer.runs.watch.plots import figure_specs
 from support.toy_task import SMOOTHED
 
 

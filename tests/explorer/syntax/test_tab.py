@@ -20,7 +20,7 @@ from engine.probes.syntax.layer_probe import layer_probe
 from engine.probes.syntax.over_training import POINTS
 from engine.probes.syntax.parser import attention_parser
 from explorer.services import Services
-from explorer.syntax import tab, views
+from explorer.syntax import links, tab, views
 from support.event_helpers import failure_clears
 from support.hostile_helpers import call, call_raw, expect_error
 from support.probing_helpers import RUN, STEPS, make_services, tab_app, write_run
@@ -67,6 +67,32 @@ def test_syntax_heads_equals_the_engine(client, services) -> None:
     assert [row[0] for row in table["data"]] == expected.relations
     assert numbers["num_sentences"] == COUNT and not numbers["skipped"] and "det" in expected.relations
     assert "bundled sample" in summary and "**det**" in summary and "beats the best fixed-offset" in summary
+
+
+def test_each_relation_has_an_example_sentence_of_its_own(client) -> None:
+    """A best-head row's example sentence holds an arc of the row's relation, and no two rows share one when the
+    sentences allow it (the first sentence of the sample holds five of the relations)."""
+    table = client.predict("default", COUNT, None, "det", DIRECTIONS[0], api_name="/syntax_heads")[3]
+    rows = [(row[0], row[links.EXAMPLE_COLUMN]) for row in table["data"]]
+    holding = {s.text: set(s.relations) for s in read_sample()[:COUNT]}
+    assert all(relation in holding[example] for relation, example in rows)
+    assert len({example for _, example in rows}) == len(rows) > 10
+
+
+def test_a_relation_found_in_one_sentence_keeps_it(client, tmp_path) -> None:
+    """Uploaded: the first and shortest sentence is the only one with ``det`` and holds ``amod`` too: ``det`` keeps
+    it and ``amod`` shows the other sentence (each one's first sentence would be the example of both). ``obj`` and
+    ``nmod``, with 9 arcs each, are not scored."""
+    def sentence(relations: list[str]) -> str:                    # word 1 is the root, every other word its dependent
+        return "\n".join(["1\tx\t_\tVERB\t_\t_\t0\troot\t_\t_"] + [
+            f"{i + 2}\tx\t_\tNOUN\t_\t_\t1\t{relation}\t_\t_" for i, relation in enumerate(relations)])
+    path = tmp_path / "shared.conllu"
+    path.write_text("\n\n".join([sentence(["det"] * 10 + ["amod"] * 10), sentence(["amod"] * 10 + ["obj", "nmod"] * 9)])
+                    + "\n", encoding="utf-8")
+    table = client.predict("default", 2, handle_file(str(path)), "det", DIRECTIONS[0], api_name="/syntax_heads")[3]
+    example = {row[0]: row[links.EXAMPLE_COLUMN] for row in table["data"]}
+    assert set(example) == {"det", "amod"}
+    assert [len(example[r].split()) for r in ("det", "amod")] == [21, 29]
 
 
 def test_only_the_model_key(client) -> None:

@@ -47,7 +47,7 @@ def test_a_server_corpus_trains_and_its_messages_name_only_its_key(roots, tmp_pa
     from engine.text.tokenizer import WordPieceTokenizer
     from engine.training.jobs.setup import prepare_job
     from explorer.services import Services
-    from explorer.training.tab import make_spec
+    from explorer.training.job import make_spec
 
     monkeypatch.setenv("BERT_ENGINE_CACHE", str(tmp_path / "cache"))
     lines = [f'{{"text": "The cat sat number {i}. The dog ran to tree {i % 5}. A bird sang."}}' for i in range(40)]

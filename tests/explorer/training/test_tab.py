@@ -26,6 +26,7 @@ from gradio_client import Client  # noqa: E402
 from gradio_client.exceptions import AppError  # noqa: E402
 
 import explorer.page  # noqa: E402
+from explorer.training import job as training_job  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
 from explorer.runs.status import status_markdown  # noqa: E402
 from explorer.services import Services  # noqa: E402
@@ -97,15 +98,12 @@ def test_train_end_to_end(client: Client, services: Services) -> None:
             break
         assert time.monotonic() < deadline, f"run did not finish: {outputs[0]}"
         time.sleep(0.5)
-    status, mlm, nsp, acc, lr, batch, masked, checkpoints = outputs
+    status, curves, batch, masked, checkpoints = outputs
     assert status.startswith("**finished**"), status
     assert "step **15 / 15**" in status and "Traceback" not in status
-    for plot in (mlm, nsp, acc, lr, batch):
-        assert plot["type"] == "plotly"
-    mlm_fig = json.loads(mlm["plot"])
-    train = next(t for t in mlm_fig["data"] if t["name"] == "train")
-    assert len(train["x"]) == 15
-    assert any(t["name"] == "eval" for t in mlm_fig["data"])
+    assert batch["type"] == "plotly" and curves["kind"] == "curves" and curves["reset"]   # /train_status: the whole run
+    assert len(curves["points"]["train:mlm_loss"][0]) == 15 and curves["points"]["eval:eval_mlm_loss"][0]
+    assert [c["title"] for c in curves["charts"]] == ["MLM loss", "NSP loss", "Accuracy", "Learning rate"]
     batch_fig = json.loads(batch["plot"])
     assert any(t["name"] == "→ [MASK] (80%)" for t in batch_fig["data"])
     assert masked["headers"] == training_tab.MASKED_COLUMNS and masked["data"]
@@ -130,25 +128,25 @@ def test_status_markdown_shows_error_without_traceback() -> None:
 
 
 def test_make_spec_direct(services: Services) -> None:
-    spec = training_tab.make_spec(services, *_settings(whole_word=True, nsp=False))
+    spec = training_job.make_spec(services, *_settings(whole_word=True, nsp=False))
     config = spec.training_config()
     assert (config.batch_size, config.max_seq_length, config.total_steps) == (8, 32, 15)
     assert (config.checkpoint_every, config.checkpoint_every_s) == (50, 300.0)     # by steps and by time
     assert config.whole_word_masking and not config.nsp and spec.vocab_size == 300
     with pytest.raises(ValueError, match="unknown preset"):
-        training_tab.make_spec(services, *_settings(preset="huge"))
+        training_job.make_spec(services, *_settings(preset="huge"))
     with pytest.raises(gr.Error):
-        explorer.ui_errors.friendly_errors(training_tab.make_spec)(services, *_settings(vocab_size=0))
+        explorer.ui_errors.friendly_errors(training_job.make_spec)(services, *_settings(vocab_size=0))
 
 
 
 def test_log_to_reaches_the_spec_and_the_run(client: Client, services: Services) -> None:
     """The form's "Log to" becomes the spec's report_to; through /train_start a TensorBoard run writes its logs."""
-    assert training_tab.make_spec(services, *_settings()).report_to == "none"
+    assert training_job.make_spec(services, *_settings()).report_to == "none"
     given = ["builtin", "", None, "train"]                   # source, text, text_file, vocabulary: the defaults
-    assert training_tab.make_spec(services, *_settings(), *given, "tensorboard").report_to == "tensorboard"
+    assert training_job.make_spec(services, *_settings(), *given, "tensorboard").report_to == "tensorboard"
     with pytest.raises(ValueError, match="Log to must be one of: none, TensorBoard; got 'wandb'"):
-        training_tab.make_spec(services, *_settings(), *given, "wandb")
+        training_job.make_spec(services, *_settings(), *given, "wandb")
     worker = services.get_worker()
     assert worker.join(TIMEOUT)
     names = ["preset", "corpus", "max_documents", "vocab_size", "seq_length", "batch_size", "learning_rate",
@@ -243,20 +241,20 @@ def test_starting_or_continuing_while_a_run_is_active_warns_in_the_workers_words
 
     worker = services.get_worker()
     assert worker.join(TIMEOUT)
-    worker.start(training_tab.make_spec(services, *_settings(steps=3)))
+    worker.start(training_job.make_spec(services, *_settings(steps=3)))
     assert worker.join(TIMEOUT) and worker.status().state == "finished"
     short = worker.status().run_dir.name
-    info = worker.start(training_tab.make_spec(services, *_settings(steps=50_000)))
+    info = worker.start(training_job.make_spec(services, *_settings(steps=50_000)))
     warnings: list[str] = []
     monkeypatch.setattr(gr, "Warning", warnings.append)
     try:
-        answer = training_tab.start_run(services, *_settings())
+        answer = training_job.start_run(services, *_settings())
         sentence = (rf"a training run is already (preparing|running) \({info.run_dir.name}\); "
                     "stop it before starting another")
         assert len(warnings) == 1 and re.fullmatch(sentence, warnings[0]), warnings
         assert answer.startswith(f"⚠️ {warnings[0]}\n\n**") and worker.status().run_id == info.run_id
         with pytest.raises(RunActiveError) as refused:
-            worker.start(training_tab.make_spec(services, *_settings()))
+            worker.start(training_job.make_spec(services, *_settings()))
         assert refused.value.run_name == info.run_dir.name and refused.value.state.is_active
         with pytest.raises(ValueError, match=rf"^A training run is already (preparing|running); stop it before "
                                              rf"continuing {short}\.$"):

@@ -15,6 +15,7 @@ from gradio_client import Client, handle_file
 from support.app_helpers import serve
 from engine.text.tokenizer import WordPieceTokenizer
 from explorer.services import Services
+from explorer.training import job as training_job
 from explorer.training import tab as training_tab
 from explorer.training import text_source
 from explorer.ui_errors import friendly_errors
@@ -36,7 +37,7 @@ def settings(**changes: Any) -> dict[str, Any]:
 
 
 def spec_of(services: Services, **changes: Any):
-    return training_tab.make_spec(services, *settings(**changes).values())
+    return training_job.make_spec(services, *settings(**changes).values())
 
 
 def test_pasted_text_and_the_vocabulary_choice_become_the_spec(services: Services) -> None:
@@ -83,7 +84,7 @@ def test_bad_text_is_refused_before_a_run_with_what_to_do(services: Services, tm
         path = tmp_path / name
         path.write_bytes(data)
     with pytest.raises(gr.Error, match=message):
-        friendly_errors(training_tab.make_spec)(services, *settings(source=source, text=text,
+        friendly_errors(training_job.make_spec)(services, *settings(source=source, text=text,
                                                                     text_file=path and str(path)).values())
     assert not any(services.get_worker().runs_root.iterdir())
 

@@ -1,10 +1,17 @@
 """Why tab: the handler's outputs equal ``engine.probes.attribution.methods`` on the same model, bad input and a model
-without the head are one clear sentence, and the served ``/attribute`` gives the same numbers to ``gradio_client``."""
+without the head are one clear sentence, the served ``/attribute`` gives the same numbers to ``gradio_client``, and
+an example's click followed by *Explain* on the same form runs one explanation."""
 from __future__ import annotations
 
+import json
+import threading
+import time
+import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import gradio as gr
+import httpx
 import pytest
 from gradio_client import Client
 
@@ -12,6 +19,7 @@ from support.app_helpers import serve
 from engine.probes.attribution.methods import attribute
 from engine.probes.attribution.targets import NoSuchIndex
 from explorer.formatting import plain_markdown
+from explorer.serving import heavy_limits, in_flight
 from explorer.ui_errors import friendly_errors
 from explorer.why import actions, tab
 from explorer.why.token_html import attribution_html
@@ -103,9 +111,15 @@ def test_the_form_follows_the_task() -> None:
 
 
 @pytest.fixture(scope="module")
-def client(services) -> Iterator[Client]:
-    with serve(small_app(services, tab.build)) as client:
-        yield client
+def served(services) -> Iterator[tuple[gr.Blocks, Client]]:
+    demo = small_app(services, tab.build)
+    with serve(demo) as client:
+        yield demo, client
+
+
+@pytest.fixture(scope="module")
+def client(served) -> Client:
+    return served[1]
 
 
 def test_the_api_gives_the_same_numbers(client, services) -> None:
@@ -136,3 +150,58 @@ def test_the_api_refuses_bad_input_and_keeps_serving(client) -> None:
 ])
 def test_an_index_past_the_end_is_said_in_the_forms_numbering(what: str, index: int, count: int, message: str) -> None:
     assert actions.which_message(NoSuchIndex(what, index, count)) == message
+
+
+def _wait(condition: Any, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"not within {timeout_s} s"
+        time.sleep(0.02)
+
+
+def test_an_example_click_then_explain_runs_one_explanation(served, monkeypatch, no_internet) -> None:
+    """The page's two requests, as the browser sends them from one session: the example's run
+    (``attribute_example_run``) and, while it computes, *Explain* on the unchanged form (``attribute``)."""
+    release, runs, real = threading.Event(), [], actions.attribute
+
+    def held(*args: Any, **kwargs: Any) -> Any:                # the first explanation computes until released
+        runs.append(args[1:3])
+        assert release.wait(60)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(actions, "attribute", held)
+    demo, client = served
+    with httpx.Client(timeout=60) as http, httpx.Client(timeout=60) as listening:
+        index = {d.get("api_name"): i for i, d in enumerate(client.config["dependencies"])}
+        base = client.src.rstrip("/") + "/" + client.config.get("api_prefix", "").strip("/")
+        session, form = uuid.uuid4().hex, ["default", *actions.EXAMPLES[0], "integrated_gradients", "logit", 7]
+        messages: list[dict[str, Any]] = []
+
+        def join(name: str) -> None:
+            body = {"data": form, "fn_index": index[name], "session_hash": session, "event_data": None,
+                    "trigger_id": None}
+            assert http.post(f"{base}/queue/join", json=body).status_code == 200
+
+        def listen() -> None:
+            with listening.stream("GET", f"{base}/queue/data", params={"session_hash": session}) as stream:
+                for line in stream.iter_lines():
+                    messages.append(json.loads(line[5:]) if line.startswith("data:") else {})
+                    if sum(m.get("msg") == "process_completed" for m in messages) == 2:
+                        return
+
+        join("attribute_example_run")
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        try:
+            _wait(lambda: len(runs) == 1)
+            join("attribute")
+            _wait(lambda: in_flight.table_for(demo).counts() == (1, 1))   # Explain joined the example's run
+            assert heavy_limits.gate_for(demo).counts() == (1, 0)           # and took no place in the line
+        finally:
+            release.set()
+        listener.join(60)
+    done = [m for m in messages if m.get("msg") == "process_completed"]
+    assert len(done) == 2 and all(m["success"] for m in done), done
+    assert done[0]["output"]["data"] == done[1]["output"]["data"] and "Why" in done[0]["output"]["data"][0]
+    assert len(runs) == 1                                               # one explanation
+    assert not [m for m in messages if "ahead of yours" in json.dumps(m)]     # never told of its own request

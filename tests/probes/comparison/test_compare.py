@@ -1,6 +1,6 @@
-"""Two models on one input (engine/probes/comparison/compare.py): linear CKA against its kernel (HSIC) definition and
-its invariances, hidden states and mask probabilities against transformers' BertForMaskedLM on the same
-weights, what changes when one layer changes, and the refusals (other tokenizer, other vocabulary)."""
+"""Two models on one input (engine/probes/comparison/compare.py): plain linear CKA against its kernel (HSIC)
+definition and its invariances (the debiased one: test_cka.py), the input's CKA both ways, hidden states and mask
+probabilities against transformers' BertForMaskedLM on the same weights, what changes when one layer changes, and the refusals (other tokenizer, other vocabulary)."""
 from __future__ import annotations
 
 import copy
@@ -13,7 +13,8 @@ import transformers
 from engine.model.loaded_model import LoadedModel
 from engine.model.heads import BertWithHeads
 from engine.probes.attention.maps import attention
-from engine.probes.comparison.compare import compare_models, hidden_states, linear_cka
+from engine.probes.comparison.cka import debiased_linear_cka, linear_cka
+from engine.probes.comparison.compare import compare_models, hidden_states
 from engine.text.tokenizer import WordPieceTokenizer
 from support.probing_helpers import tiny_model
 from support.reference import hf_copy
@@ -85,6 +86,8 @@ def test_a_model_against_itself_is_the_same_everywhere(tiny_tokenizer) -> None:
     a = loaded(tiny_model(1), tiny_tokenizer, "a")
     comparison = compare_models(a, a, TEXT)
     np.testing.assert_allclose(comparison.same_depth_cka, 1.0, atol=1e-9)
+    np.testing.assert_allclose(np.diag(comparison.plain_cka), 1.0, atol=1e-9)
+    assert comparison.samples == 13 and comparison.width == 32 and comparison.few        # 13 tokens < 32 dimensions
     np.testing.assert_allclose(comparison.cosine, 1.0, atol=1e-6)
     assert all(f.change == 0.0 and f.rank_a == f.rank_b for f in comparison.masks[0].fillers)
 
@@ -111,8 +114,15 @@ def test_models_of_other_depth_and_width_compare_every_layer_pair(tiny_tokenizer
     deep = BertWithHeads(tiny_config(num_hidden_layers=3, hidden_size=48, num_attention_heads=4,
                                      intermediate_size=40), heads=("mlm",))
     comparison = compare_models(a, loaded(deep, tiny_tokenizer, "deep"), TEXT)
-    assert comparison.cka.shape == (3, 4) and comparison.same_depth_cka is None and comparison.cosine is None
-    assert np.all((comparison.cka >= 0) & (comparison.cka <= 1 + 1e-9))
+    assert comparison.cka.shape == comparison.plain_cka.shape == (3, 4)
+    assert comparison.same_depth_cka is None and comparison.cosine is None and comparison.width == 48
+    assert np.all((comparison.plain_cka >= 0) & (comparison.plain_cka <= 1 + 1e-9))
+    assert np.all(comparison.cka <= 1 + 1e-9)
+    ids, states_a = hidden_states(a, TEXT)
+    _, states_b = hidden_states(loaded(deep, tiny_tokenizer, "deep"), TEXT)
+    for i, j in ((0, 0), (2, 3), (1, 2)):                 # each cell: the estimators on the two layers' states
+        assert comparison.cka[i, j] == pytest.approx(debiased_linear_cka(states_a[i], states_b[j]), abs=1e-12)
+        assert comparison.plain_cka[i, j] == pytest.approx(linear_cka(states_a[i], states_b[j]), abs=1e-12)
     with pytest.raises(ValueError, match="head 5 does not exist"):
         comparison.attention_maps(0, 5)
 

@@ -19,6 +19,7 @@ import transformers
 
 from engine.checkpoints.hf_format import load
 from engine.model.loaded_model import LoadedModel
+from engine.probes.comparison.cka import debiased_linear_cka
 from engine.probes.comparison.compare import MaskComparison, compare_models, hidden_states
 from engine.probes.comparison.word_alignment import align_words, original_offsets
 from engine.text.encoding import Encoding
@@ -161,7 +162,9 @@ def test_layers_pair_up_by_relative_depth_and_cka_runs_over_words(tiny_tokenizer
         mean = np.stack([layer[0, list(word.pieces_b)].mean(0).double().numpy() for word in alignment.words])
         np.testing.assert_allclose(words_b[j], mean, rtol=0, atol=1e-5)
         for i in range(3):                                  # CKA over the words, as its kernel definition
-            assert comparison.cka[i, j] == pytest.approx(hsic_cka(words_a[i], words_b[j]), abs=1e-9)
+            assert comparison.plain_cka[i, j] == pytest.approx(hsic_cka(words_a[i], words_b[j]), abs=1e-9)
+            assert comparison.cka[i, j] == pytest.approx(
+                debiased_linear_cka(torch.tensor(words_a[i]), torch.tensor(words_b[j])), abs=1e-9)
 
 
 def written(hf_tokenizer, token_id: int) -> str:

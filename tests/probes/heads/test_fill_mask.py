@@ -18,8 +18,9 @@ import engine
 from engine.checkpoints.hf_format import ASSETS
 from engine.model.loaded_model import LoadedModel
 from engine.model.config import BertConfig
-from engine.probes.heads.fill_mask import (FillMaskResult, checkpoint_step, fill_mask, fill_mask_details,
-                                     fill_mask_from_logits, fill_mask_logits, fill_mask_over_checkpoints)
+from engine.probes.heads.fill_mask import (FillMaskResult, fill_mask, fill_mask_details, fill_mask_from_logits,
+                                           fill_mask_logits)
+from engine.probes.heads.fill_mask_checkpoints import checkpoint_step, fill_mask_over_checkpoints
 from engine.model.heads import BertWithHeads
 from support.reference import randomize_
 

@@ -18,7 +18,9 @@ from engine.model.loaded_model import LoadedModel
 from engine.model.config import BertConfig
 from engine.model.heads import BertWithHeads
 from engine.model.outputs import SpanOutput
-from engine.probes.heads.qa import QAResult, QuestionTooLong, answer, answer_details, answer_from_logits, question_limit
+from engine.probes.heads.qa import QAResult, answer, answer_details, answer_from_logits
+from engine.probes.heads.qa_lengths import QuestionTooLong, question_limit
+from engine.text.qa_windows import encode_qa_windows
 from engine.text.tokenizer import WordPieceTokenizer
 from support.qa_reference import reference_postprocess
 
@@ -170,8 +172,8 @@ def test_answers_from_kept_logits_equal_a_fresh_run_with_those_settings(loaded, 
     """The explorer answers a settings change from a first call's logits: the same answers, spans and windows."""
     context = long_context(260, seed=7)
     first = answer_details(loaded, QUESTION, context, max_seq_len=48, doc_stride=16)
-    encodings = loaded.tokenizer.encode_qa_windows(QUESTION, context, 48, 16,
-                                                   max_question_len=len(first.question_tokens))
+    encodings = encode_qa_windows(loaded.tokenizer, QUESTION, context, 48, 16,
+                                  max_question_len=len(first.question_tokens))
     starts = [np.asarray(w.logits[0], np.float32) for w in first.windows]
     ends = [np.asarray(w.logits[1], np.float32) for w in first.windows]
     kept = answer_from_logits(loaded, QUESTION, context, encodings, starts, ends, top_k, max_answer_len, 48, 16,

@@ -16,7 +16,9 @@ import transformers
 
 from engine.checkpoints.hf_format import load
 from engine.data.qa_features import QAExample, build_qa_dataset
-from engine.probes.heads.qa import QuestionTooLong, answer_details, pair_specials, question_limit
+from engine.probes.heads.qa import answer_details
+from engine.probes.heads.qa_lengths import QuestionTooLong, pair_specials, question_limit
+from engine.text.qa_windows import encode_qa_windows
 from support.family_tokenizers import CORPUS, build
 from support.qa_reference import reference_postprocess
 
@@ -122,7 +124,7 @@ def test_training_features_use_the_familys_windows_segments_and_labels(family):
                         CONTEXT, [("Paris", start)])
     data = build_qa_dataset([example], tokenizer, 40, batch_size=4, doc_stride=12, max_question_len=10,
                             shuffle=False)
-    windows = tokenizer.encode_qa_windows(example.question, CONTEXT, 40, 12, max_question_len=10)
+    windows = encode_qa_windows(tokenizer, example.question, CONTEXT, 40, 12, max_question_len=10)
     assert [list(r) for r in data.rows] == [w.input_ids for w in windows]
     assert all(sum(s == 0 for s in w.sequence_ids) <= 10 for w in windows)   # the question cut to 10 pieces
     assert data.segment_ids == (name not in ONE_SEGMENT)    # no segment ids, as transformers passes none

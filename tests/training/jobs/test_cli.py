@@ -1,5 +1,5 @@
-"""engine.training.jobs.cli: flag names in messages, --init-from run directories, --resume as a job spec, what a
-run prints (a handful of lines while preparing, the run folder's size and --keep-last at the end)."""
+"""engine.training.jobs.cli and training_flags: flag names in messages, --init-from run directories, --resume as a
+job spec, what a run prints (a handful of lines while preparing, the run folder's size and --keep-last at the end)."""
 from __future__ import annotations
 
 import argparse
@@ -8,17 +8,18 @@ import re
 
 import pytest
 
-from engine.training.jobs import cli
+from engine.training.jobs import cli, training_flags
 from engine.training.loop.config import TrainingConfig
 from engine.training.jobs.models import model_source
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import write_spec
 
 
 def test_flag_names_replace_config_fields():
-    assert cli.flag_names("learning_rate must be a positive finite number, got -1") == \
+    assert training_flags.flag_names("learning_rate must be a positive finite number, got -1") == \
         "--lr must be a positive finite number, got -1"
-    assert cli.flag_names("max_seq_length (1000) is longer than") == "--seq-len (1000) is longer than"
-    assert cli.flag_names("something else") == "something else"
+    assert training_flags.flag_names("max_seq_length (1000) is longer than") == "--seq-len (1000) is longer than"
+    assert training_flags.flag_names("something else") == "something else"
 
 
 def _fake_checkpoint(run, step: int, config: TrainingConfig | None = None):
@@ -43,19 +44,19 @@ def test_model_source_resolves_a_run_to_its_newest_checkpoint(tmp_path):
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="test")
     parser.add_argument("--data")
-    cli.add_training_arguments(parser, dict(seq_len=1, batch_size=2, lr=3, steps=4, eval_every=5, eval_batches=6,
-                                            checkpoint_every=7, checkpoint_every_s=8.0))
+    training_flags.add_training_arguments(parser, dict(seq_len=1, batch_size=2, lr=3, steps=4, eval_every=5,
+                                                       eval_batches=6, checkpoint_every=7, checkpoint_every_s=8.0))
     return parser
 
 
 def test_resume_takes_the_run_spec_and_changes_only_resumable_flags(tmp_path, capsys):
     config = TrainingConfig(learning_rate=2e-5, batch_size=6, freeze_encoder=True, task="qa")
     _fake_checkpoint(tmp_path / "run", 3, config)
-    RunFolder(tmp_path / "run").write_spec({"data": "squad.json", "task": "qa", "doc_stride": 64})
+    write_spec(RunFolder(tmp_path / "run"), {"data": "squad.json", "task": "qa", "doc_stride": 64})
     parser = _parser()
     args = parser.parse_args(["--resume", str(tmp_path / "run"), "--steps", "9", "--lr", "2e-5",
                               "--checkpoint-every-s", "60"])
-    spec = cli.resumed_spec(args, parser, {"data": "data"}, {})
+    spec = training_flags.resumed_spec(args, parser, {"data": "data"}, {})
     training = spec.training_config()
     assert (spec.data, spec.settings.doc_stride, training.learning_rate, training.batch_size, training.freeze_encoder,
             training.total_steps, training.checkpoint_every_s) == ("squad.json", 64, 2e-5, 6, True, 9, 60.0)
@@ -65,7 +66,7 @@ def test_resume_takes_the_run_spec_and_changes_only_resumable_flags(tmp_path, ca
                           (["--data", "other.json"], "cannot change --data when resuming")):
         args = parser.parse_args(["--resume", str(tmp_path / "run"), *argv])
         with pytest.raises(SystemExit):
-            cli.resumed_spec(args, parser, {"data": "data"}, {})
+            training_flags.resumed_spec(args, parser, {"data": "data"}, {})
         err = capsys.readouterr().err
         assert message in err and "only --checkpoint-every, --checkpoint-every-s, --device" in err, err
 
@@ -84,11 +85,11 @@ def test_report_to_is_a_flag_of_both_commands_and_may_change_on_resume(tmp_path,
         parser.parse_args(["--report-to", "wandb"])
     assert "--report-to: invalid choice: 'wandb'" in capsys.readouterr().err
     _fake_checkpoint(tmp_path / "run", 3, TrainingConfig())
-    RunFolder(tmp_path / "run").write_spec({"task": "pretraining", "report_to": "tensorboard"})
+    write_spec(RunFolder(tmp_path / "run"), {"task": "pretraining", "report_to": "tensorboard"})
     parser = _parser()
-    kept = cli.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run")]), parser, {}, {})
-    changed = cli.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run"), "--report-to", "none"]),
-                               parser, {}, {})
+    kept = training_flags.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run")]), parser, {}, {})
+    changed = training_flags.resumed_spec(
+        parser.parse_args(["--resume", str(tmp_path / "run"), "--report-to", "none"]), parser, {}, {})
     assert (kept.report_to, changed.report_to) == ("tensorboard", "none")
 
 
@@ -179,10 +180,10 @@ def test_keep_optimizer_state_is_a_flag_of_both_commands_and_may_change_on_resum
         parser.parse_args(["--keep-optimizer-state", "some"])
     assert "--keep-optimizer-state: invalid choice: 'some'" in capsys.readouterr().err
     _fake_checkpoint(tmp_path / "run", 3, TrainingConfig())
-    RunFolder(tmp_path / "run").write_spec({"task": "pretraining"})
+    write_spec(RunFolder(tmp_path / "run"), {"task": "pretraining"})
     parser = _parser()
-    spec = cli.resumed_spec(parser.parse_args(["--resume", str(tmp_path / "run"), "--keep-optimizer-state", "all"]),
-                            parser, {}, {})
+    spec = training_flags.resumed_spec(
+        parser.parse_args(["--resume", str(tmp_path / "run"), "--keep-optimizer-state", "all"]), parser, {}, {})
     assert spec.training_config().keep_optimizer_state == "all"
 
 

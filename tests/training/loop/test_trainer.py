@@ -16,7 +16,8 @@ from engine.data.pretraining import Batch, collate
 from engine.training.tasks import task_for
 from engine.training.tasks.finetuning import ClassificationTask
 from engine.training.loop.resume import resume
-from engine.training.loop.trainer import Trainer, TrainingDiverged
+from engine.training.loop.divergence import TrainingDiverged
+from engine.training.loop.trainer import Trainer
 from engine.training.tasks.pretraining import build_datasets
 from engine.training.loop.config import TrainingConfig
 from engine.training.runs.state import STATE_FILE, read_metrics, read_training_state

@@ -7,6 +7,7 @@ import json
 from engine.training.runs.legacy import (LEGACY_INFO_FILE, LEGACY_SPEC_FILE, is_hf_trainer_state, is_ours,
                                          upgrade_spec_values)
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import read_spec
 from engine.training.runs.state import INFO_FILE, read_checkpoint_info, read_checkpoint_record
 
 
@@ -43,4 +44,4 @@ def test_the_older_spec_field_and_file_are_read(tmp_path):
     run = RunFolder(tmp_path / "run")
     run.root.mkdir()
     (run.root / LEGACY_SPEC_FILE).write_text(json.dumps({"preset": "mini", "tokenizer_dir": "/t"}))
-    assert run.read_spec() == {"preset": "mini", "tokenizer_dir": "/t"}
+    assert read_spec(run) == {"preset": "mini", "tokenizer_dir": "/t"}

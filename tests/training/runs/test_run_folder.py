@@ -7,6 +7,7 @@ import os
 import pytest
 
 from engine.training.runs.run_folder import RunFolder, checkpoint_name, is_complete, resolve_checkpoint
+from engine.training.runs.spec_file import read_spec, write_spec
 from engine.training.runs.run_catalog import checkpoints_newest_first
 
 
@@ -108,12 +109,12 @@ def test_create_unique_claims_a_new_folder_each_time(tmp_path):
 
 def test_the_spec_file_round_trips_and_the_older_name_is_read(tmp_path):
     run = RunFolder(tmp_path / "run")
-    assert run.read_spec() == {}
-    run.write_spec({"preset": "tiny", "documents": 3})
-    assert run.read_spec() == {"preset": "tiny", "documents": 3}
+    assert read_spec(run) == {}
+    write_spec(run, {"preset": "tiny", "documents": 3})
+    assert read_spec(run) == {"preset": "tiny", "documents": 3}
     older = RunFolder(tmp_path / "older")
     older.root.mkdir()
     (older.root / "run_spec.json").write_text(json.dumps({"preset": "mini"}))
-    assert older.read_spec() == {"preset": "mini"}
+    assert read_spec(older) == {"preset": "mini"}
     (older.root / "run.json").write_text("{not json")
-    assert older.read_spec() == {"preset": "mini"}                      # a damaged file is skipped
+    assert read_spec(older) == {"preset": "mini"}                      # a damaged file is skipped

@@ -14,6 +14,7 @@ from engine.checkpoints.hf_format import load_directory
 from engine.data.qa_features import QAFeatureDataset, read_squad
 from engine.probes.heads import squad_metric
 from engine.probes.heads.qa import answer, answer_details
+from engine.text.qa_windows import cut_question, encode_qa_windows
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.jobs.setup import prepare_job
@@ -74,7 +75,7 @@ def test_null_odds_are_the_reference_scripts_logit_difference_in_one_window(file
                              doc_stride=STRIDE)
     assert len(details.windows) == 1
     best = details.spans[0]
-    window = loaded.tokenizer.encode_qa_windows(example.question, example.context, SEQ, STRIDE, QUESTION)[0]
+    window = encode_qa_windows(loaded.tokenizer, example.question, example.context, SEQ, STRIDE, QUESTION)[0]
     ids = torch.tensor([window.input_ids])                                     # (1, S)
     with torch.no_grad():
         out = loaded.model(ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.tensor(
@@ -88,10 +89,10 @@ def test_null_odds_are_the_reference_scripts_logit_difference_in_one_window(file
 
 def test_a_long_question_is_cut_as_the_features_cut_it(tiny_tokenizer) -> None:
     question = "what was the cat " * 10
-    cut = tiny_tokenizer.cut_question(question, 4)        # what answer_held_out asks, as the features do
+    cut = cut_question(tiny_tokenizer, question, 4)        # what answer_held_out asks, as the features do
     assert tiny_tokenizer.backend.encode(cut, add_special_tokens=False).tokens == \
         tiny_tokenizer.backend.encode(question, add_special_tokens=False).tokens[:4]
-    assert tiny_tokenizer.cut_question("what was it ?", 16) == "what was it ?"
+    assert cut_question(tiny_tokenizer, "what was it ?", 16) == "what was it ?"
 
 
 def test_v1_runs_report_exact_match_and_f1_of_their_answers(files) -> None:

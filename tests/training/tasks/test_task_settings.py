@@ -20,6 +20,7 @@ from engine.training.jobs.setup import prepare_job
 from engine.training.loop.config import TrainingConfig
 from engine.training.runs.legacy import FLAT_TASK_FIELDS
 from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import read_spec, write_spec
 from engine.training.tasks import task_for
 from engine.training.tasks.finetuning import QASettings
 from engine.training.tasks.job_spec import JobSpec
@@ -123,10 +124,10 @@ def test_a_run_written_with_flat_task_fields_resumes_exactly(files, tmp_path):
                                 run_dir=str(run), task_settings={"doc_stride": 16, "max_question_len": 16})).trainer
     first.train()
     folder = RunFolder(run)
-    record = folder.read_spec()
+    record = read_spec(folder)
     settings = record.pop("task_settings")             # as the version before task settings wrote it
-    folder.write_spec({**record, **settings, "num_choices": 4, "mlm_corpus": None, "mlm_seq_len": None,
-                       "mlm_batch_size": None})
+    write_spec(folder, {**record, **settings, "num_choices": 4, "mlm_corpus": None, "mlm_seq_len": None,
+                        "mlm_batch_size": None})
     resumed = prepare_job(JobSpec({"total_steps": 3}, resume_from=str(run))).trainer
     assert resumed.global_step == 2 and resumed.task.settings == QASettings(16, 16)
     assert resumed.train_data.fingerprint() == first.train_data.fingerprint()

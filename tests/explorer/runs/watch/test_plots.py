@@ -1,34 +1,23 @@
-"""The run browser's figures (``explorer/runs/watch_curves.py``, ``watch_plots.py``) and its update
-(``explorer/runs/watch.py``): two runs overlaid by name and colour, TensorBoard's smoothing, the log axis,
-continue markers; a compared run that moves is redrawn, one that is gone is said."""
+"""The run browser's figures (``explorer/runs/watch/plots.py``): one run is drawn by the Training and Fine-tune
+tabs' own builders; two runs are overlaid by name and colour; TensorBoard's smoothing, the log axis, continue
+markers."""
 from __future__ import annotations
 
-import itertools
 import math
-from pathlib import Path
 
-import gradio as gr
 import pytest
 
 from engine.training.runs.metrics_tail import LrJump
-from engine.training.runs.run_folder import RunFolder
-from engine.training.runs.state import append_metrics
-from explorer.runs.watch import RunWatcher, watch_update
-from explorer.runs.watch_curves import (RAW_OPACITY, RUN_COLORS, CurveView, RunCurves, ema, lr_text,
-                                         overlay_figure)
-from explorer.runs.watch_plots import FIGURES, LR, PRETRAINING, browser_figures, figure_specs
-from support.probing_helpers import write_run
-
-LOSSES = [5.0, 4.0, 4.5, 3.0, 3.5, 2.0]
+from explorer.finetune import plots as fp
+from explorer.finetune.tasks import finetune_rows
+from explorer.runs import plots as tp
+from explorer.runs.watch.plots import (FIGURES, LR, PRETRAINING, RAW_OPACITY, RUN_COLORS, CurveView, RunCurves,
+                                       browser_figures, ema, figure_specs, lr_text, overlay_figure)
+from support.watch_records import EVAL, LOSSES, TRAIN, records as _records
 
 
-def _records(scale: float = 1.0, lrs: list[float] | None = None) -> list[dict]:
-    lrs = lrs or [1e-3] * len(LOSSES)
-    train = [{"kind": "train", "step": s, "mlm_loss": scale * loss, "nsp_loss": 0.7, "mlm_acc": 0.1 * s,
-              "nsp_acc": 0.5, "loss": scale * loss + 0.7, "lr": lr, "grad_norm": 2.0}
-             for s, (loss, lr) in enumerate(zip(LOSSES, lrs), start=1)]
-    return [*train, {"kind": "eval", "step": 6, "eval_mlm_loss": 3.1 * scale, "eval_mlm_acc": 0.3,
-                     "eval_nsp_loss": 0.69, "eval_nsp_acc": 0.5}]
+def _json(figures: list) -> list[dict]:
+    return [f.to_plotly_json() for f in figures]
 
 
 def _curves(view: CurveView = CurveView()) -> list:
@@ -42,6 +31,40 @@ def _reference_ema(values: list[float], weight: float) -> list[float]:
         total = weight * total + (1 - weight) * value
         smoothed.append(total / (1 - weight ** n))
     return smoothed
+
+
+# --- one run: the tabs' own figures ----------------------------------------------------------
+
+def run_figures(records: list[dict], task: str | None) -> list:
+    """The run browser's figures of one run, unsmoothed."""
+    return browser_figures([RunCurves("run", records)], task)
+
+
+def test_a_pretraining_run_is_drawn_by_the_training_tabs_own_builders() -> None:
+    records = [*TRAIN, EVAL]
+    expected = [tp.mlm_loss_figure(records), tp.nsp_loss_figure(records), tp.accuracy_figure(records),
+                tp.lr_figure(records)]
+    assert _json(run_figures(records, "pretraining")) == _json(expected)
+    assert _json(run_figures(records, None)) == _json(expected)              # an old run without a task
+    assert len(expected) == FIGURES
+
+
+def test_a_fine_tuning_run_is_drawn_by_the_fine_tune_tabs_builders() -> None:
+    row = finetune_rows()["classification"]
+    records = [{"kind": "train", "step": s, "loss": 1.0 / s, "classification_loss": 1.0 / s, "accuracy": 0.5,
+                "lr": 1e-4, "grad_norm": 1.5} for s in (1, 2)] + [
+        {"kind": "eval", "step": 2, "eval_classification_loss": 0.6, "eval_accuracy": 0.7}]
+    loss, metrics, lr, grad = run_figures(records, "classification")
+    assert _json([loss, metrics, lr]) == _json([fp.loss_figure(records, row.eval_loss),
+                                                fp.metric_figure(records, row.metrics), tp.lr_figure(records)])
+    assert list(grad.data[0].x) == [1, 2] and list(grad.data[0].y) == [1.5, 1.5]
+
+
+def test_values_that_are_not_numbers_are_left_out_of_a_curve() -> None:
+    records = [{"kind": "train", "step": 1, "mlm_loss": "abc"}, {"kind": "train", "step": 2, "mlm_loss": [1]},
+               {"kind": "train", "step": 3, "mlm_loss": True}, {"kind": "train", "step": 4, "mlm_loss": 2.5}]
+    [trace] = tp.mlm_loss_figure(records).data
+    assert (list(trace.x), list(trace.y)) == ([4], [2.5])
 
 
 # --- overlay ---------------------------------------------------------------------------------
@@ -126,34 +149,3 @@ def test_a_continue_is_a_dashed_line_at_its_step_with_the_jump_in_its_hover() ->
 def test_learning_rates_read_without_an_exponent() -> None:
     assert [lr_text(v) for v in (5e-5, 2.5e-4, 1e-3, 0.0123456, 0.0)] == ["0.00005", "0.00025", "0.001", "0.0123",
                                                                           "0"]
-
-
-# --- the update with a compared run ---------------------------------------------------------
-
-@pytest.fixture
-def runs(tmp_path: Path, tiny_tokenizer) -> Path:
-    root = tmp_path / "runs"
-    for name, lrs in (("first", [1e-3, 5e-4, 2.5e-4]), ("second", [1e-3, 5e-4, 1e-3])):
-        write_run(root, tiny_tokenizer, steps=(2,), run=name)
-        RunFolder(root / name).write_spec({"task": "pretraining"})
-        for record in _records(lrs=lrs)[:2]:
-            append_metrics(root / name / "metrics.jsonl", record)
-    return root
-
-
-def test_a_compared_run_is_drawn_redrawn_when_it_moves_and_said_when_gone(runs: Path) -> None:
-    watcher, skip = RunWatcher(runs, clock=itertools.count(0, 10).__next__), gr.skip()
-    (status, mlm, *_), seen = watch_update(watcher, "first", None, compare="second")
-    assert "Compared with `second` (step 2)" in status
-    assert [t.name for t in mlm.data] == ["first · train", "second · train"]
-    again, seen = watch_update(watcher, "first", seen, compare="second")
-    assert all(o == skip for o in again)                                          # nothing moved
-    append_metrics(runs / "second" / "metrics.jsonl", _records()[2])            # its lr rises again: 1e-3
-    (status, mlm, _, _, lr, *_), seen = watch_update(watcher, "first", seen, compare="second")
-    assert list(mlm.data[1].x) == [1, 2, 3] and [s.x0 for s in lr.layout.shapes] == [2]
-    (_, mlm, *_), seen = watch_update(watcher, "first", seen, compare="second", view=CurveView(log_y=True))
-    assert mlm.layout.yaxis.type == "log"                                        # a new view redraws
-    (status, mlm, *_), _ = watch_update(watcher, "first", seen, compare="nowhere")
-    assert "⚠️ compared run: there is no run of that name" in status and len(mlm.data) == 1
-    (status, mlm, *_), _ = watch_update(watcher, "first", None, compare="first")  # itself: drawn once
-    assert "Compared" not in status and len(mlm.data) == 1

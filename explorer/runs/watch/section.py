@@ -2,7 +2,7 @@
 being written by another process), compare it with a second one on the same figures, smooth the curves and
 put them on a log axis, see where a run was continued; its status and checkpoints follow the run while it
 trains. Read only (none of the tab's controls act on it), on its own ``gr.Timer``, beside the app's own run
-(``explorer.runs.watch`` does the work)."""
+(``explorer.runs.watch.watcher`` does the work)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -12,10 +12,11 @@ import gradio as gr
 
 from explorer.endpoints import endpoint
 from explorer.services import Services
-from explorer.runs.watch import (CHECKPOINT_COLUMNS, IDLE_SECONDS, NO_RUN, WATCH_SECONDS, RunWatcher, Seen,
-                                  watch_update)
-from explorer.runs.watch_curves import MAX_SMOOTHING, CurveView
-from explorer.runs.watch_plots import FIGURES
+from explorer.runs.watch.plots import FIGURES, MAX_SMOOTHING, CurveView
+from explorer.runs.watch.watcher import CHECKPOINT_COLUMNS, NO_RUN, RunWatcher, Seen, watch_update
+
+WATCH_SECONDS = 2.0      # the watch view's tick while a run is picked
+IDLE_SECONDS = 10.0      # ... and while none is (only the list of runs can change)
 
 TITLE = "Run browser: reopen any run's curves, compare two runs (also command-line and cluster jobs; read only)"
 INTRO = """\
@@ -95,7 +96,7 @@ def build_watch(services: Services) -> dict[str, Any]:
         checkpoints = gr.Dataframe(headers=CHECKPOINT_COLUMNS, interactive=False, max_height=240,
                                    label="Its checkpoints, newest first (probe one: pick it in the model picker)")
     timer = gr.Timer(IDLE_SECONDS)          # WATCH_SECONDS once a run is picked
-    seen = gr.State(None)                   # versions this browser was last sent (explorer.runs.watch)
+    seen = gr.State(None)                   # versions this browser was last sent (explorer.runs.watch.watcher)
     _wire(_handlers(services, watcher), dict(run=run, compare=compare, smoothing=smoothing, log_y=log_y,
                                               refresh=refresh, timer=timer, seen=seen),
           [status, *plots, checkpoints])

@@ -1,23 +1,29 @@
-"""The run browser's curve figure: one or two runs on the same axes, smoothed as TensorBoard smooths, on a linear
-or a log y axis, with the steps where a run was continued marked.
+"""Pure figure builders for the run browser: the curves a run's task logs, one or two runs on the same axes,
+smoothed as TensorBoard smooths, on a linear or a log y axis, with the steps where a run was continued marked.
 
+- **Which figures** (``figure_specs``): a pretraining run (or one whose task is unknown) gets the Training tab's
+  four figures (MLM loss, NSP loss, accuracy, learning rate); a fine-tuning run the Fine-tune tab's two (loss,
+  the task's metrics) and the learning rate and gradient norm, with those tabs' own series (names, colours;
+  metric names: ``explorer.runs.legends``). A second run is drawn on the first run's figures wherever it logged
+  the same values (every run logs ``lr`` and ``grad_norm``; a pretraining run's ``loss`` is its total loss).
 - **One run** is drawn as the Training and Fine-tune tabs draw it (the series' own names and colours).
 - **Two runs**: each run has its own colour (``RUN_COLORS``, from ``plotly.colors``) and each series its own dash;
   the legend names the run (``run`` alone when the figure has one series, else ``run · series``).
 - **Smoothing** ``w`` in [0, 0.99] is TensorBoard's exponential moving average, debiased:
   ``a_i = w·a_{i-1} + (1-w)·y_i`` from ``a_0 = 0``, drawn as ``a_i / (1 - w^i)`` (so the first point is the first
   value, not pulled toward 0). The raw curve stays behind it, faint (``RAW_OPACITY``) and out of the hover. A
-  figure may be drawn unsmoothed whatever ``w`` (the learning rate: it is not noisy, and a jump must show where
-  it happens).
+  figure may be drawn unsmoothed whatever ``w``: the learning rate is never smoothed (it is not noisy, and a
+  jump must show where it happens).
 - **Log y** sets the y axis's type to ``log`` (a fixed range, e.g. accuracy's [0, 1], is dropped there).
 - **Continue markers**: a vertical dashed line at each ``LrJump.step`` of a run, in its colour, and a hover
   point on its first curve there saying ``continued at step N: lr X → Y``.
 
-Curves are smoothed over every point, then downsampled (``explorer.runs.plots.downsample``). Plain values
-in, a plotly ``Figure`` out; no Gradio.
+Curves are smoothed over every point, then downsampled (``explorer.runs.plots.downsample``; hover by step).
+Plain records in, plotly ``Figure`` s out; no Gradio.
 """
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +33,10 @@ import plotly.colors
 import plotly.graph_objects as go
 
 from engine.training.runs.metrics_tail import LrJump
-from explorer.plots import empty_figure, figure
+from engine.training.tasks.registry import TRAINING_TASKS
+from explorer.plots import CATEGORY_COLORS, empty_figure, figure
+from explorer.runs import plots as tp
+from explorer.runs.legends import metric_legends
 from explorer.runs.plots import MAX_POINTS, Series, downsample
 
 RUN_COLORS = (plotly.colors.qualitative.Plotly[0], plotly.colors.qualitative.Plotly[1])   # first run, second run
@@ -174,3 +183,43 @@ def overlay_figure(runs: Sequence[RunCurves], spec: FigureSpec, view: CurveView 
     return figure(traces, title=dict(text=spec.title), height=280, margin=dict(l=50, r=20, t=50, b=40),
                   legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
                   xaxis=dict(title=dict(text="step")), yaxis=yaxis, hovermode="x unified", shapes=shapes)
+
+
+# --- which figures a run gets ------------------------------------------------------------------
+
+FIGURES = 4              # the browser's plots, whatever the task
+GRAD_NORM_SERIES: list[tp.Series] = [("train", "grad_norm", "gradient norm (before clipping)", "#0f766e", "solid")]
+LR = FigureSpec(tp.LR_SERIES, "Learning rate", "lr", smooth=False)
+PRETRAINING = (FigureSpec(tp.MLM_LOSS_SERIES, "MLM loss", "cross-entropy"),
+               FigureSpec(tp.NSP_LOSS_SERIES, "NSP loss", "cross-entropy",
+                          empty_message="No NSP steps logged yet (or NSP is off)"),
+               FigureSpec(tp.ACCURACY_SERIES, "Accuracy", "accuracy", y_range=(0.0, 1.0), tickformat=".0%"), LR)
+
+
+def finetuning_specs(task: str) -> tuple[FigureSpec, ...]:
+    """A fine-tuning task's figures: loss (train, held-out), its metrics in [0, 1], learning rate, gradient
+    norm (the Fine-tune tab's series)."""
+    definition = TRAINING_TASKS[task]
+    metrics = metric_legends(definition)
+    loss = [("train", "loss", "train", tp.TRAIN_COLOR, "solid"),
+            ("eval", definition.eval_loss, "held-out", tp.EVAL_COLOR, "solid")]
+    series: list[tp.Series] = []
+    for (key, name), color in zip(metrics, itertools.cycle(CATEGORY_COLORS)):
+        series += [("train", key, f"{name} (train)", color, "solid"),
+                   ("eval", f"eval_{key}", f"{name} (held-out)", color, "dot")]
+    return (FigureSpec(loss, "Loss", "cross-entropy"),
+            FigureSpec(series, "Metrics", "fraction right", y_range=(0.0, 1.0)), LR,
+            FigureSpec(GRAD_NORM_SERIES, "Gradient norm", "L2 norm"))
+
+
+def figure_specs(task: str | None) -> tuple[FigureSpec, ...]:
+    """The ``FIGURES`` figures for a run of ``task`` (pretraining's when it is unknown)."""
+    definition = TRAINING_TASKS.get(task) if task else None
+    if definition is None or not definition.finetuning:
+        return PRETRAINING
+    return finetuning_specs(definition.name)
+
+
+def browser_figures(runs: Sequence[RunCurves], task: str | None, view: CurveView = CurveView()) -> list[go.Figure]:
+    """The ``FIGURES`` figures of ``runs`` (one or two; the first run's task, ``task``, picks the figures)."""
+    return [overlay_figure(runs, spec, view) for spec in figure_specs(task)]

@@ -28,15 +28,12 @@ import pandas as pd
 from engine.training.runs.metrics_tail import MetricsHistory, MetricsTail, TailRead
 from engine.training.runs.run_catalog import RunSummary, change_key, find_run, run_names, run_summaries, summarize
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder
-from explorer.models.registry import checkpoint_label
+from explorer.models.choices import checkpoint_label
 from explorer.plots import empty_figure
-from explorer.runs.watch_curves import CurveView, RunCurves
-from explorer.runs.watch_plots import FIGURES, browser_figures
-from explorer.runs.watch_status import WatchFacts, watch_markdown
+from explorer.runs.watch.plots import FIGURES, CurveView, RunCurves, browser_figures
+from explorer.runs.watch.status import WatchFacts, watch_markdown
 from explorer.ui_errors import shown
 
-WATCH_SECONDS = 2.0      # the watch view's tick while a run is picked
-IDLE_SECONDS = 10.0      # ... and while none is (only the list of runs can change)
 MAX_WATCHED = 4          # runs followed at once (each holds at most MetricsHistory.max_records records)
 REFRESH_S = 1.0          # a run's files are read at most this often
 NAMES_S = 2.0            # the list of runs is looked at most this often

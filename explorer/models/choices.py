@@ -1,0 +1,53 @@
+"""What the model picker lists, one entry at a time: a ``ModelChoice`` (its label shown, its key passed around), a
+checkpoint's key and label, and the few checkpoints the over-training views pick. Plain values, no state (the
+``ModelRegistry`` of ``explorer.models.registry`` lists them) and no Gradio.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.checks import is_finite_number
+from engine.training.runs.run_folder import CheckpointInfo, RunFolder
+from explorer.models.keys import ModelKey
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """One entry of the model picker: ``label`` is shown, ``key`` is passed around."""
+
+    key: str
+    label: str
+    kind: str                       # "default" | "live" | "checkpoint" | "local" | "hub"
+    step: int | None = None         # training step, for checkpoints
+    run: str = ""                   # the run's name, for checkpoints
+
+
+def evenly_spaced(choices: list[ModelChoice], limit: int = 6) -> list[ModelChoice]:
+    """At most ``limit`` of ``choices``, evenly spaced, always the first and the last (over-training views)."""
+    if len(choices) <= limit:
+        return list(choices)
+    picks = {round(j * (len(choices) - 1) / max(1, limit - 1)) for j in range(limit)}
+    return [choices[-1]] if limit <= 1 else [choices[i] for i in sorted(picks)]
+
+
+def checkpoint_key(path: Path) -> str:
+    """The key of a checkpoint directory ``<run>/checkpoints/<step-dir>``."""
+    return ModelKey.checkpoint(RunFolder.of_checkpoint(path).name, path.name).text
+
+
+def checkpoint_label(info: CheckpointInfo) -> str:
+    """"run · step 300 · loss 3.21" (MLM loss of the last logged step, when there is one); a checkpoint whose
+    small record is damaged says so: "run · step 300 · ⚠ explorer_state.json: ... (the weights may still load)"."""
+    run = info.run.name
+    if info.damage:
+        return f"{run} · step {info.step} · ⚠ {info.damage} (the weights may still load)"
+    metrics = info.metrics if isinstance(info.metrics, dict) else {}
+    loss = metrics.get("mlm_loss", metrics.get("loss"))
+    loss_text = f" · loss {loss:.3f}" if is_finite_number(loss) else ""
+    return f"{run} · step {info.step}{loss_text}"
+
+
+def checkpoint_choice(info: CheckpointInfo) -> ModelChoice:
+    """A checkpoint's entry in the picker."""
+    return ModelChoice(checkpoint_key(info.path), checkpoint_label(info), "checkpoint", info.step, info.run.name)
