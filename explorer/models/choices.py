@@ -37,14 +37,21 @@ def checkpoint_key(path: Path) -> str:
 
 
 def checkpoint_label(info: CheckpointInfo) -> str:
-    """"run · step 300 · loss 3.21" (MLM loss of the last logged step, when there is one); a checkpoint whose
-    small record is damaged says so: "run · step 300 · ⚠ explorer_state.json: ... (the weights may still load)"."""
+    """"run · step 300 · held-out loss 3.21" (the evaluation at its step: comparable between checkpoints), else
+    "run · step 300 · batch loss 3.45" (the last logged step's one batch, said so: a lucky batch would make an
+    early checkpoint look better than a later one), else no loss; a checkpoint whose small record is damaged says
+    so: "run · step 300 · ⚠ explorer_state.json: ... (the weights may still load)"."""
     run = info.run.name
     if info.damage:
         return f"{run} · step {info.step} · ⚠ {info.damage} (the weights may still load)"
+    held_out = info.eval_metrics if isinstance(info.eval_metrics, dict) else {}
     metrics = info.metrics if isinstance(info.metrics, dict) else {}
-    loss = metrics.get("mlm_loss", metrics.get("loss"))
-    loss_text = f" · loss {loss:.3f}" if is_finite_number(loss) else ""
+    evaluated = held_out.get("eval_mlm_loss", held_out.get("eval_loss"))
+    batch = metrics.get("mlm_loss", metrics.get("loss"))
+    if is_finite_number(evaluated):
+        loss_text = f" · held-out loss {evaluated:.3f}"
+    else:
+        loss_text = f" · batch loss {batch:.3f}" if is_finite_number(batch) else ""
     return f"{run} · step {info.step}{loss_text}"
 
 
