@@ -292,7 +292,9 @@ def test_training_states_read_right(page: Page) -> None:
         ends_stopped(status)
     for button in steering:                                                 # the run ended: nothing to act on
         expect(button).to_be_disabled()
-    expect(panel.locator(f"{PLOT} .scatterlayer .trace").first).to_be_attached()
+    curves = panel.locator(".curves-view").first                            # drawn on canvas, in the theme's ink
+    expect(curves).to_have_attribute("data-points", re.compile(r"^[1-9]\d*$"), timeout=60_000)
+    expect(curves).to_have_attribute("data-draws", re.compile(r"^[1-9]\d*$"))
     check_figures_follow_the_theme(panel, page.theme)  # type: ignore[attr-defined]
     no_error_toast(page)
     screenshot(page, "training")
