@@ -11,16 +11,14 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from playwright.sync_api import Page, expect
 
-from engine.model.config import BertConfig
-from engine.model.heads import BertWithHeads
 from engine.model.loaded_model import LoadedModel
 from engine.probes.inference import attention
 from explorer.attention.sections import EXAMPLES
 from explorer.views.browser_arrays import LEVELS
-from support.browser_helpers import ARTIFACTS, choose_option, no_error_toast, open_tab, run_first_example
+from support.browser_helpers import (ARTIFACTS, LARGE, choose_option, no_error_toast, open_tab, pin_large_model,
+                                     run_first_example)
 
 PRECISION = 1.0 / (2 * LEVELS) + 1e-6          # uint8 with scale 1.0
 
@@ -202,20 +200,12 @@ def test_the_neuron_view_follows_a_head_changed_in_the_browser(desktop: Page) ->
     no_error_toast(page)
 
 
-LARGE = "random weights, bert-large shape"       # the picker's label of the model below
 
 
 @pytest.fixture(scope="module")
 def large(app_served) -> LoadedModel:
-    """A bert-large-shaped model (24 layers x 16 heads of size 64, hidden 1024; random weights, a narrow
-    feed-forward: what is sent depends on the layers, heads, head size and tokens alone), pinned in the app."""
-    services = app_served.services
-    config = BertConfig(vocab_size=services.tokenizer.vocab_size, hidden_size=1024, num_hidden_layers=24,
-                        num_attention_heads=16, intermediate_size=64)
-    torch.manual_seed(0)
-    loaded = LoadedModel(BertWithHeads(config, heads=("mlm",)).eval(), services.tokenizer, config, LARGE)
-    services.registry().pin("large", loaded)
-    return loaded
+    """The bert-large-shaped model (``support.browser_helpers.pin_large_model``), pinned in the served app."""
+    return pin_large_model(app_served.services)
 
 
 def hover_query(page: Page, heads, index: int) -> str:

@@ -13,16 +13,13 @@ import math
 
 import numpy as np
 import pytest
-import torch
 from PIL import Image
 from playwright.sync_api import Page, expect
 
-from engine.model.config import BertConfig
-from engine.model.heads import BertWithHeads
-from engine.model.loaded_model import LoadedModel
 from engine.probes.attention.neuron_view import neuron_view
 from explorer.attention.sections import EXAMPLES
-from support.browser_helpers import ARTIFACTS, choose_option, no_error_toast, open_tab, run_first_example
+from support.browser_helpers import (ARTIFACTS, LARGE, choose_option, no_error_toast, open_tab, pin_large_model,
+                                     run_first_example)
 
 HALF = 2.0 ** -11                               # float16's relative rounding
 LONG_TEXT = " ".join(["The cat sat on the mat because it was tired, and the dog watched it from the door."] * 14)
@@ -177,21 +174,13 @@ def test_a_long_input_windows_the_keys_and_asks_once_for_a_head_it_lacks(desktop
     no_error_toast(page)
 
 
-LARGE = "random weights, bert-large shape"       # the picker's label of the model below
 LARGE_TEXT = LONG_TEXT + " " + LONG_TEXT         # past 512 tokens: cut to 512
 
 
 @pytest.fixture(scope="module")
 def large(app_served):
-    """A bert-large-shaped model (24 layers x 16 heads of size 64, hidden 1024; random weights, a narrow
-    feed-forward: what is sent depends on the layers, heads, head size and tokens alone), pinned in the app."""
-    services = app_served.services
-    config = BertConfig(vocab_size=services.tokenizer.vocab_size, hidden_size=1024, num_hidden_layers=24,
-                        num_attention_heads=16, intermediate_size=64)
-    torch.manual_seed(0)
-    loaded = LoadedModel(BertWithHeads(config, heads=("mlm",)).eval(), services.tokenizer, config, LARGE)
-    services.registry().pin("large", loaded)
-    return loaded
+    """The bert-large-shaped model (``support.browser_helpers.pin_large_model``), pinned in the served app."""
+    return pin_large_model(app_served.services)
 
 
 def sizes_of(page: Page):

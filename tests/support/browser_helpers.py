@@ -179,3 +179,24 @@ def check_titles_fit_the_screen(panel) -> None:
     for title in panel.locator(f"{PLOT}:visible .gtitle").all():
         box = title.bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, (title.text_content(), box)
+
+
+LARGE = "random weights, bert-large shape"       # the picker's label of the model ``pin_large_model`` pins
+
+
+def pin_large_model(services: Any) -> Any:
+    """A bert-large-shaped model (24 layers x 16 heads of size 64, hidden 1024; random weights, a narrow
+    feed-forward: what is sent depends on the layers, heads, head size and tokens alone), pinned in the app's
+    registry as ``large`` and listed in the picker as ``LARGE``."""
+    import torch
+
+    from engine.model.config import BertConfig
+    from engine.model.heads import BertWithHeads
+    from engine.model.loaded_model import LoadedModel
+
+    config = BertConfig(vocab_size=services.tokenizer.vocab_size, hidden_size=1024, num_hidden_layers=24,
+                        num_attention_heads=16, intermediate_size=64)
+    torch.manual_seed(0)
+    loaded = LoadedModel(BertWithHeads(config, heads=("mlm",)).eval(), services.tokenizer, config, LARGE)
+    services.registry().pin("large", loaded)
+    return loaded
