@@ -1,4 +1,4 @@
-/* The Training tab's live curves (explorer/training/curves.py; docs/design/browser-views.md): four small canvas
+/* A run's live curves, on the Training and Fine-tune tabs (explorer/runs/curves.py; docs/design/browser-views.md): small canvas
    charts the page draws itself. The server sends a run's points once ("reset": the charts' titles and series too),
    then only the points of new records, which are appended here; a tick with nothing new sends nothing. Defined once
    per page as window.BertCurves; the gr.HTML calls mount(element, props, trigger, watch).
@@ -44,8 +44,7 @@
     ctx.font = "11px sans-serif";
     if (!shown.length) {
       ctx.fillStyle = ink; ctx.textAlign = "center";
-      ctx.fillText(c.spec.title === "NSP loss" ? "No NSP steps logged yet (or NSP is off)" : "No steps logged yet",
-        width / 2, HEIGHT / 2);
+      ctx.fillText(c.spec.empty || "No steps logged yet", width / 2, HEIGHT / 2);
       c.frame = null;
       return;
     }
@@ -90,9 +89,13 @@
     c.frame = { px, x0, x1, W, shown };
   }
 
-  function legend(c) {                       // the chart's title and its series' names, in their colours
+  function legend(v, c) {                    // the chart's title and the names of its series that have points
+    const drawn = c.spec.series.filter((s) => v.data[s.id] && v.data[s.id].x.length);
+    const key = drawn.map((s) => s.id).join("|");
+    if (c.legendKey === key) return;
+    c.legendKey = key;
     c.caption.replaceChildren(Object.assign(document.createElement("strong"), { textContent: c.spec.title }));
-    for (const s of c.spec.series) {
+    for (const s of drawn) {
       const item = Object.assign(document.createElement("span"), { className: "curves-key", textContent: s.name });
       item.style.setProperty("--key-color", s.color);
       c.caption.append(item);
@@ -105,7 +108,7 @@
       run: null, charts: [], data: {}, draws: 0, frame: 0, hidden: null };
     const drawAll = () => {
       v.frame = 0;
-      for (const c of v.charts) drawChart(v, c);
+      for (const c of v.charts) { legend(v, c); drawChart(v, c); }
       v.draws += 1;
       root.dataset.draws = String(v.draws);
     };
@@ -117,8 +120,8 @@
         canvas.setAttribute("role", "img");
         canvas.setAttribute("aria-label", `${spec.title} by step`);
         box.append(caption, canvas);
-        const c = { spec, box, caption, canvas, frame: null };
-        legend(c);
+        const c = { spec, box, caption, canvas, frame: null, legendKey: null };
+        legend(v, c);
         canvas.addEventListener("mousemove", (ev) => hover(c, ev));
         canvas.addEventListener("mouseleave", () => v.tip.classList.remove("shown"));
         return c;

@@ -2,28 +2,31 @@
 
 As the Training tab's (``explorer.training.live``; the idle check's key: ``explorer.runs.status.version``): a
 browser keeps the versions it was last sent (status; curves: run, records; the wrong-examples table: run, the step
-of its predictions) and gets ``gr.skip()`` for every output whose version did not move. A pretraining run (the
+of its predictions) and gets ``gr.skip()`` for every output whose version did not move; the curves are points, the
+run once and then only new records' (``explorer.runs.curves``), drawn by the page: no figure is built per tick. A pretraining run (the
 Training tab's) is said once: its versions move only with its state, and the tick sleeps (``fine_tuning_version``
 is the idle check's key), so a page open on the Training tab pays for one live view, not two. The predictions are made
 on the training thread after each evaluation (``engine.training.tasks.eval_examples``), so a tick only reads them.
 """
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
 from engine.training.worker.run_state import RunState
-from explorer.finetune import plots as fp
 from explorer.finetune.mistakes import WRONG_COLUMNS, wrong_note, wrong_rows
 from explorer.finetune.status import current_status, is_finetuning
-from explorer.finetune.tasks import finetune_rows
-from explorer.plots import empty_figure
+from explorer.finetune.plots import METRIC_COLORS
+from explorer.finetune.tasks import FinetuneTask, finetune_rows
+from explorer.runs.curves import Chart, curves_since, empty_curves
+from explorer.runs.plots import EVAL_COLOR, TRAIN_COLOR
 from explorer.runs.status import shown_clock, version
 from explorer.services import Services
 
-LIVE_OUTPUTS = 5        # status, loss curve, metric curve, wrong-examples note, wrong-examples table
+LIVE_OUTPUTS = 4        # status, the curves (loss and metrics), wrong-examples note, wrong-examples table
 Seen = dict[str, Any]
 
 
@@ -41,6 +44,23 @@ def _versions(services: Services) -> tuple[Any, Seen]:
     }
 
 
+def finetune_charts(row: FinetuneTask) -> tuple[Chart, ...]:
+    """The task's two charts: the loss (train and held-out) and each metric on the training batches and held out."""
+    metrics = []
+    for (key, name), color in zip(row.metrics, itertools.cycle(METRIC_COLORS)):
+        metrics += [("train", key, f"{name} (train)", color, "solid"),
+                    ("eval", f"eval_{key}", f"{name} (held-out)", color, "dot")]
+    return (Chart("Loss", "cross-entropy", (("train", "loss", "train", TRAIN_COLOR, "solid"),
+                                            ("eval", row.eval_loss, "held-out", EVAL_COLOR, "solid"))),
+            Chart("Metrics", "fraction right", tuple(metrics), (0.0, 1.0), True))
+
+
+def waiting_charts(message: str) -> tuple[Chart, ...]:
+    """The two charts, empty, saying ``message`` (no fine-tuning run to show)."""
+    return (Chart("Loss", "cross-entropy", (), empty=f"Loss: {message}"),
+            Chart("Metrics", "fraction right", (), empty=f"Metrics: {message}"))
+
+
 def live_view(services: Services) -> tuple[Any, ...]:
     """Everything the live view shows (the public ``/finetune_status``)."""
     return live_update(services, None)[0]
@@ -55,17 +75,16 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
     changed = {group: seen.get(group) != key for group, key in now.items()}
     skip = gr.skip()
     outputs: list[Any] = [current_status(worker, st) if changed["status"] else skip]
-    if changed["curves"]:
-        row = finetune_rows().get(st.task) if is_finetuning(st) else None
-        if row is None:
-            message = ("no fine-tuning run since the app started" if st.state == RunState.IDLE
-                       else "the worker's run is pretraining: see the Training tab")
-            outputs += [empty_figure(f"Loss: {message}"), empty_figure(f"Metrics: {message}")]
-        else:
-            records, _ = worker.metrics_since(0)
-            outputs += [fp.loss_figure(records, row.eval_loss), fp.metric_figure(records, row.metrics)]
-    else:
-        outputs += [skip, skip]
+    row = finetune_rows().get(st.task) if is_finetuning(st) else None
+    if row is None:
+        message = ("no fine-tuning run since the app started" if st.state == RunState.IDLE
+                   else "the worker's run is pretraining: see the Training tab")
+        outputs.append(empty_curves(waiting_charts(message)) if changed["curves"] else skip)
+        now["curves_run"], now["curves_next"] = None, None
+    else:   # the run once, then only the points of new records (explorer.runs.curves)
+        curves, now["curves_next"], _ = curves_since(worker, st.run_id, seen, finetune_charts(row))
+        now["curves_run"] = st.run_id
+        outputs.append(curves if curves is not None else skip)
     if changed["examples"]:
         examples = worker.eval_examples() if is_finetuning(st) else None
         outputs += [wrong_note(st, examples), pd.DataFrame(wrong_rows(examples), columns=WRONG_COLUMNS)]

@@ -29,8 +29,9 @@ from explorer.glossary import gloss
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.runs.controls import RunControls, acknowledge, run_controls, steering_updates
+from explorer.runs.curves_view import curves_view, slow_while_unseen
 
-TICK_SECONDS = 1.0          # the live view's tick while a run is active
+TICK_SECONDS = 2.0          # the live view's tick while a run is active and its curves are seen
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 PRIVATE: dict[str, Any] = dict(api_visibility="private", queue=False, show_progress="hidden")
 
@@ -110,15 +111,14 @@ def _live_widgets(services: Services) -> dict[str, Any]:
     # The page's first values are neutral: a value computed here would be the app's start-up state, shown on every
     # fresh page until the first tick (an "idle" page after a finished run); the tick fills them when the tab opens.
     status = gr.Markdown(LOOKING, elem_classes=["train-status"])
-    with gr.Row():
-        loss_plot = gr.Plot(label="Loss")
-        metric_plot = gr.Plot(label="Task metrics")
+    curves = curves_view("Loss and task metrics (thin: each step's batch; bold: the mean of the last steps; "
+                         "dots: held-out)", "finetune-curves")
     note = gr.Markdown(NOTE_FIRST)
     wrong = gr.Dataframe(headers=WRONG_COLUMNS, label="Held-out mistakes the model makes now", interactive=False,
                          wrap=True, column_widths=COLUMN_WIDTHS, max_height=420, elem_classes=["finetune-wrong"])
     gr.Markdown(CAPTION, elem_classes=["finetune-wrong-caption"])
     example = gr.HTML(f"<p>{PICK_HINT}</p>", elem_classes=["finetune-wrong-example"])
-    return {"status": status, "loss_plot": loss_plot, "metric_plot": metric_plot, "note": note, "wrong": wrong,
+    return {"status": status, "curves": curves, "note": note, "wrong": wrong,
             "example": example}
 
 
@@ -187,7 +187,7 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
             f["report_to"], *f["settings"]]
     _wire_controls(services, access, controls, form, live["status"], timer, seen,
                    start_handler(services, access, first.name, fields))
-    live_outputs = [live[name] for name in ("status", "loss_plot", "metric_plot", "note", "wrong")]
+    live_outputs = [live[name] for name in ("status", "curves", "note", "wrong")]
     finetune_status_all, live_tick, idle_check, pick_example = _poll_handlers(services)
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
     endpoint(timer.tick, live_tick, seen, live_outputs + [*controls.steering, seen, timer], api_name="finetune_tick",
@@ -195,10 +195,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="finetune_idle_check",
              api_visibility="private", queue=False, **poll)
     endpoint(controls.refresh.click, finetune_status_all, None, live_outputs, api_name="finetune_status", **poll)
+    slow_while_unseen(live["curves"], timer, TICK_SECONDS, "finetune")   # a page nobody looks at ticks slower
     endpoint(live["wrong"].select, pick_example, None, live["example"], api_name="finetune_pick_example", gpu=False,
              **PRIVATE)
     return {"status": live["status"], "timer": timer, "seen": seen, "form": form, "controls": controls,
-            "plots": [live["loss_plot"], live["metric_plot"]], "wrong": live["wrong"], "note": live["note"],
+            "curves": live["curves"], "wrong": live["wrong"], "note": live["note"],
             "example": live["example"]}
 
 

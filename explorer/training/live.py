@@ -5,7 +5,7 @@ A browser keeps the *versions* of what it was last sent (``Seen``, in a ``gr.Sta
 ticks even while a stage says nothing new), the curves (run, records, and the worker's record index it has
 points up to), the batch view (run, step, and when it was last sent) and the checkpoint list (its paths).
 ``live_update`` sends only the outputs whose version moved and ``gr.skip()`` for the rest: the curves as points
-(``explorer.training.curves``: the run once, then only new records' points, appended by the page; no figure is
+(``explorer.runs.curves``: the run once, then only new records' points, appended by the page; no figure is
 built per tick), the masked batch at most every ``BATCH_SECONDS`` while a run is training, and the status line
 with the running means the curves end on. ``explorer.runs.status.version`` is the cheap key the slow idle check
 compares.
@@ -24,12 +24,12 @@ from engine.training.worker.shared_state import WorkerStatus
 from explorer.services import Services
 from explorer.runs.status import shown_clock, status_markdown
 from explorer.training import plots as tp
-from explorer.training.curves import WINDOW, curve_points, latest_means, lookback_start
+from explorer.runs.curves import WINDOW, curves_since
 
 CHECKPOINT_COLUMNS = ["name", "step", "run", "path"]
 MASKED_COLUMNS = ["position", "input token", "original token", "kind"]
 LIVE_OUTPUTS = 5        # status, the curves, batch strip, masked table, checkpoints table
-BATCH_SECONDS = 15.0    # the masked batch is redrawn at most this often while a run trains (each step has one)
+BATCH_SECONDS = 30.0    # the masked batch is redrawn at most this often while a run trains (each step has one)
 
 Seen = dict[str, Any]   # output group -> the version last sent to this browser
 
@@ -85,23 +85,6 @@ def _versions(services: Services, st: WorkerStatus) -> Seen:
     }
 
 
-def _curves(services: Services, st: WorkerStatus, seen: Seen) -> tuple[dict[str, Any] | None, int, dict[str, float]]:
-    """(the curves' points for a browser that was last sent ``seen``, or None when it has them all; the worker's
-    record index they go up to; the running means the status line shows)."""
-    worker = services.get_worker()
-    sent = seen.get("curves_next") if seen.get("curves_run") == st.run_id else None
-    start = 0 if sent is None else lookback_start(sent)
-    records, next_index = worker.metrics_since(start)
-    if sent is not None and next_index < sent:         # a new run began since: its records from the start
-        sent, start = None, 0
-        records, next_index = worker.metrics_since(0)
-    means = latest_means(records)
-    if sent is not None and next_index == sent:
-        return None, next_index, means
-    value = curve_points(records, 0 if sent is None else sent - start, st.run_id, next_index, reset=sent is None)
-    return value, next_index, means
-
-
 def live_view(services: Services) -> tuple[Any, ...]:
     """Everything the live view shows, rebuilt from the worker's records (the public ``/train_status``)."""
     return live_update(services, None)[0]
@@ -116,7 +99,7 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
     seen = seen or {}
     changed = {group: seen.get(group) != key for group, key in now.items()}
     skip = gr.skip()
-    curves, now["curves_next"], means = _curves(services, st, seen)
+    curves, now["curves_next"], means = curves_since(worker, st.run_id, seen)
     now["curves_run"] = st.run_id
     outputs: list[Any] = [status_markdown(st, means=means, window=WINDOW) if changed["status"] else skip,
                           curves if curves is not None else skip]

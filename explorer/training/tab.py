@@ -25,13 +25,10 @@ from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.runs.controls import RunControls, acknowledge, run_controls, steering_updates
 from explorer.runs.fields import LEARNING_RATE, MASK_RATE, ranged_number
-from explorer.views.canvas_view import canvas_html, event, view_script
+from explorer.runs.curves_view import curves_view, slow_while_unseen
 
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
-TICK_SECONDS = 2.0          # the live view's tick while a run is active (each tick costs the run a little)
-HIDDEN_TICK_SECONDS = 10.0  # ... while its page is in the background or another tab is shown
-CURVES_SCRIPT = Path(__file__).resolve().parents[2] / "assets" / "curves_view.js"
-CURVES_TEMPLATE = '<div class="curves-view" data-kind="curves"><div class="curves-grid"></div><div class="curves-tip"></div></div>'
+TICK_SECONDS = 3.0          # the live view's tick while a run is active (each tick costs the run a little)
 IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
 
 INTRO = f"""\
@@ -91,18 +88,11 @@ def _continue_section(services: Services, access: AccessPolicy) -> dict[str, Any
     return {"run_choice": run_choice, "new_total": new_total, "continue_btn": continue_btn}
 
 
-def curves_view() -> Any:
-    """The live curves: four canvas charts the page draws and appends to (``explorer.training.curves``)."""
-    script = view_script(CURVES_SCRIPT, "window.BertCurves.mount(element, props, trigger, watch);")
-    return canvas_html("Curves (thin: each step's batch; bold: the mean of the last steps; dots: held-out)",
-                       CURVES_TEMPLATE, script, "the run's curves as points: a reset, then only new points",
-                       ["train-curves"])
-
-
 def _live_widgets(services: Services) -> dict[str, Any]:
     """The live view: the status, the curves, the masked batch and its table, the checkpoints and a download."""
     status = gr.Markdown(status_markdown(services.get_worker().status()), elem_classes=["train-status"])
-    curves = curves_view()
+    curves = curves_view("Curves (thin: each step's batch; bold: the mean of the last steps; dots: held-out)",
+                         "train-curves")
     batch_plot = gr.Plot(label="Current batch: masked positions (80% [MASK] / 10% random / 10% kept)")
     masked_table = gr.Dataframe(headers=MASKED_COLUMNS, label="Masked positions of that sequence",
                                 interactive=False, max_height=240)
@@ -287,11 +277,7 @@ def _wire_live(services: Services, live: dict[str, Any], run_choice: Any, timer:
     endpoint(idle_timer.tick, poll_fns["idle_check"], last_version, [timer, last_version],
              api_name="train_idle_check", api_visibility="private", queue=False, **poll)
     endpoint(buttons.refresh.click, poll_fns["train_status"], None, live_outputs, api_name="train_status", **poll)
-    # A page in the background (or on another tab) ticks every HIDDEN_TICK_SECONDS; the curves' script says when.
-    endpoint(event(live["curves"], "hidden"), lambda: gr.Timer(value=HIDDEN_TICK_SECONDS), None, timer,
-             api_name="train_hidden", api_visibility="private", queue=False, **poll)
-    endpoint(event(live["curves"], "shown"), lambda: gr.Timer(value=TICK_SECONDS), None, timer,
-             api_name="train_shown", api_visibility="private", queue=False, **poll)
+    slow_while_unseen(live["curves"], timer, TICK_SECONDS, "train")   # a page nobody looks at ticks slower
     endpoint(live["checkpoints"].select, poll_fns["pick_checkpoint"], None, live["download"],
              api_name="train_pick_checkpoint", gpu=False, api_visibility="private")
 

@@ -5,6 +5,7 @@ is picked in the model picker and the Heads tab tries it on input of our own (Cl
 Choose). Screenshots go to ``test-artifacts/``."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -52,7 +53,11 @@ def fine_tune(page: Page, task_label: str | None, screenshot: str) -> None:
     status = tab.locator(".train-status").first
     expect(status.locator("strong").first).to_have_text("running", timeout=60_000)
     expect(status.locator("strong").first).to_have_text("finished", timeout=300_000)
-    expect(tab.locator(f"{PLOT} .scatterlayer .trace").first).to_be_attached()
+    curves = tab.locator(".finetune-curves .curves-view").first          # points drawn on canvas, as Training's
+    expect(curves).to_have_attribute("data-points", re.compile(r"^[1-9]\d*$"))
+    expect(curves).to_have_attribute("data-draws", re.compile(r"^[1-9]\d*$"))
+    legend = curves.locator(".curves-key")                               # only the series that have points
+    expect(legend.filter(has_text="held-out").first).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / screenshot), full_page=True)
 
 

@@ -51,7 +51,10 @@ def test_the_live_view_sends_only_what_changed(tmp_path, tiny_tokenizer):
     first, seen, active = live_update(services, None)
     assert len(first) == LIVE_OUTPUTS and not active
     assert first[0].startswith("**idle**")
-    assert first[1].layout.annotations[0].text == "Loss: no fine-tuning run since the app started"
+    charts = first[1]["charts"]       # the curves: two empty charts that say why (points, not a figure)
+    assert [c["empty"] for c in charts] == ["Loss: no fine-tuning run since the app started",
+                                            "Metrics: no fine-tuning run since the app started"]
+    assert first[1]["points"] == {} and first[1]["reset"]
     again, seen_again, _ = live_update(services, seen)
     assert seen_again == seen and all(isinstance(out, type(gr.skip())) for out in again)
 
@@ -72,8 +75,15 @@ def test_a_fresh_page_names_the_newest_fine_tuning_run_in_the_runs_folder(tmp_pa
         worker.start(fine_tuning_job(model, data, steps=6))
         assert worker.join(60.0) and worker.status().state == RunState.FINISHED, worker.status().message
         run = worker.status().run_dir.name
-        first, _, _ = live_update(Services(tokenizer=tiny_tokenizer, worker=worker), None)
+        services = Services(tokenizer=tiny_tokenizer, worker=worker)
+        first, seen, _ = live_update(services, None)
         assert first[0].startswith("**finished** · step **6 / 6**") and run in first[0]
+        curves = first[1]     # the run's points once, as the Training tab's: loss and accuracy, train and held-out
+        assert [c["title"] for c in curves["charts"]] == ["Loss", "Metrics"] and curves["reset"]
+        assert curves["points"]["train:loss"][0] == list(range(1, 7))       # steps 1..6, each step's loss
+        assert {"eval:eval_classification_loss", "train:accuracy", "eval:eval_accuracy"} <= set(curves["points"])
+        again, _, _ = live_update(services, seen)
+        assert isinstance(again[1], type(gr.skip()))          # nothing new: nothing sent
     finally:
         worker.close(timeout_s=30)
     restarted = TrainingWorker(tmp_path / "runs")

@@ -273,16 +273,18 @@ def test_fine_tune_end_to_end_through_the_api(client: Client, services: Services
     assert "**sentiment.csv**" in started and "labels: negative, positive" in started
     deadline = time.monotonic() + TIMEOUT
     while True:
-        status, loss, metric, note, wrong = client.predict(api_name="/finetune_status")
+        status, curves, note, wrong = client.predict(api_name="/finetune_status")
         if status.startswith(("**finished**", "**failed**")):
             break
         assert time.monotonic() < deadline, status
         time.sleep(0.5)
     assert status.startswith("**finished**") and "step **6 / 6**" in status and "task **classification**" in status
-    loss_fig = json.loads(loss["plot"])
-    assert [len(t["x"]) for t in loss_fig["data"] if t["name"] == "train"] == [6]
-    assert any(t["name"] == "held-out" for t in loss_fig["data"])
-    assert {"accuracy (train)", "accuracy (held-out)"} <= {t["name"] for t in json.loads(metric["plot"])["data"]}
+    # the curves as points (a reset: the charts, then every point; the page draws them)
+    loss_chart, metric_chart = curves["charts"]
+    assert [s["name"] for s in loss_chart["series"]] == ["train", "held-out"]
+    assert curves["points"]["train:loss"][0] == [1, 2, 3, 4, 5, 6] and curves["points"]["eval:eval_classification_loss"]
+    assert {"accuracy (train)", "accuracy (held-out)"} <= {s["name"] for s in metric_chart["series"]
+                                                          if s["id"] in curves["points"]}
     assert wrong["headers"] == WRONG_COLUMNS
     found = services.get_worker().eval_examples()
     assert found is not None and found.step == 6
@@ -312,8 +314,8 @@ def test_qa_through_the_api_takes_its_own_defaults_and_fills_the_table_with_ques
     found = services.get_worker().eval_examples()
     assert found is not None and found.task == "qa" and found.wrong       # 2 steps from a random QA head
     assert all(p.text.endswith("?") and p.context for p in found.predictions)
-    _, _, metric, note, wrong = client.predict(api_name="/finetune_status")
-    names = {t["name"] for t in json.loads(metric["plot"])["data"]}
+    _, curves, note, wrong = client.predict(api_name="/finetune_status")
+    names = {s["name"] for s in curves["charts"][1]["series"] if s["id"] in curves["points"]}   # drawn: with points
     assert {"answer F1 (held-out)", "answer exact match (held-out)", "exact span (held-out)"} <= names
     assert len(wrong["data"]) == len(found.wrong) and " ‖ " in wrong["data"][0][2] and " → " in wrong["data"][0][1]
 

@@ -107,9 +107,9 @@ def test_the_built_in_next_sentence_example_needs_no_file(services: Services) ->
 def test_tagging_end_to_end_through_the_api(client: Client, services: Services) -> None:
     started = client.predict(task="token_classification", steps=4, api_name="/finetune_start")
     assert "**pos-ewt-sample.tsv**" in started and "312 sentences" in started
-    status, loss, metric, note, wrong = finished(client, services)
+    status, curves, note, wrong = finished(client, services)
     assert "task **token_classification**" in status and "held-out word accuracy" in status
-    names = {t["name"] for t in json.loads(metric["plot"])["data"]}
+    names = {s["name"] for s in curves["charts"][1]["series"] if s["id"] in curves["points"]}   # drawn: with points
     assert {"word accuracy (train)", "word accuracy (held-out)"} <= names and not any("entity" in n for n in names)
     found = services.get_worker().eval_examples()
     assert found is not None and found.task == "token_classification" and found.wrong   # 4 steps of a tiny model
@@ -125,9 +125,9 @@ def test_multiple_choice_from_shakespeare_end_to_end_through_the_api(client: Cli
     assert services.get_worker().join(TIMEOUT)
     started = client.predict(task="multiple_choice", example=NEXT_SENTENCE, steps=2, api_name="/finetune_start")
     assert f"**{NEXT_SENTENCE}**" in started and "4 choices each" in started
-    status, _, metric, note, wrong = finished(client, services)
+    status, curves, note, wrong = finished(client, services)
     assert "task **multiple_choice**" in status
-    assert "accuracy (held-out)" in {t["name"] for t in json.loads(metric["plot"])["data"]}
+    assert "accuracy (held-out)" in {s["name"] for s in curves["charts"][1]["series"] if s["id"] in curves["points"]}
     run = services.get_worker().status().run_dir
     record = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert (record["data"], record["corpus"], record["task_settings"]) == (None, "shakespeare", {"num_choices": 4})

@@ -67,22 +67,21 @@ class FakeWorker:
 def test_each_tick_sends_only_the_points_of_new_records(monkeypatch) -> None:
     from types import SimpleNamespace
 
-    from explorer.training import live
+    from explorer.runs.curves import curves_since
 
     fake = FakeWorker()
-    services = SimpleNamespace(get_worker=lambda: fake)
     st = SimpleNamespace(run_id=1)
     for _ in range(30):
         fake.step()
-    value, next_index, means = live._curves(services, st, {})
+    value, next_index, means = curves_since(fake, st.run_id, {})
     assert value["reset"] and value["points"]["train:mlm_loss"][0] == list(range(1, 31)) and next_index == 30
     seen = {"curves_run": 1, "curves_next": next_index}
-    assert live._curves(services, st, seen)[0] is None                       # nothing new: nothing sent
+    assert curves_since(fake, st.run_id, seen)[0] is None                       # nothing new: nothing sent
     fake.step(), fake.step()
-    value, next_index, means = live._curves(services, st, seen)
+    value, next_index, means = curves_since(fake, st.run_id, seen)
     assert not value["reset"] and value["points"]["train:mlm_loss"][0] == [31, 32] and "charts" not in value
     assert means["nsp_acc"] == value["points"]["train:nsp_acc"][2][-1] == 0.5    # the status's mean: the curve's end
     st.run_id = 2                                                            # a new run: its points from the start
     fake.records, fake.run_id = fake.records[:3], 2
-    value, next_index, _ = live._curves(services, st, {"curves_run": 1, "curves_next": 32})
+    value, next_index, _ = curves_since(fake, st.run_id, {"curves_run": 1, "curves_next": 32})
     assert value["reset"] and value["points"]["train:mlm_loss"][0] == [1, 2, 3] and value["run"] == 2

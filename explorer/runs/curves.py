@@ -1,7 +1,8 @@
-"""The Training tab's live curves as points, not figures: what a browser is sent on each tick.
+"""A run's live curves as points, not figures: what a browser is sent on each tick (the Training and Fine-tune tabs).
 
-The four charts (MLM loss, NSP loss, accuracy, learning rate: the series of ``explorer.runs.plots``) are drawn in
-the page by ``assets/curves_view.js``. A browser is sent the whole run once (``reset``: the charts' titles and
+The charts (the Training tab's four, ``PRETRAINING_CHARTS``: MLM loss, NSP loss, accuracy, learning rate, the series
+of ``explorer.runs.plots``; the Fine-tune tab's loss and its task's metrics, ``explorer.finetune.live``) are drawn in
+the page by ``assets/curves_view.js`` (the widget: ``explorer.runs.curves_view``). A browser is sent the whole run once (``reset``: the charts' titles and
 series, every point, downsampled to ``MAX_POINTS`` per series as the figures are), then only the records that
 arrived since its last tick, which the page appends; a tick with no new record sends nothing. The server builds no
 figure per tick.
@@ -37,12 +38,14 @@ class Chart:
     y_range: tuple[float, float] | None = None
     percent: bool = False
     smoothed: bool = True          # its training series carry running means (not the learning rate: it is exact)
+    empty: str = "No steps logged yet"     # what the chart says while it has no point
 
 
-CHARTS = (Chart("MLM loss", "cross-entropy", tuple(MLM_LOSS_SERIES)),
-          Chart("NSP loss", "cross-entropy", tuple(NSP_LOSS_SERIES)),
-          Chart("Accuracy", "accuracy", tuple(ACCURACY_SERIES), (0.0, 1.0), True),
-          Chart("Learning rate", "lr", tuple(LR_SERIES), smoothed=False))
+PRETRAINING_CHARTS = (Chart("MLM loss", "cross-entropy", tuple(MLM_LOSS_SERIES)),
+                      Chart("NSP loss", "cross-entropy", tuple(NSP_LOSS_SERIES),
+                            empty="No NSP steps logged yet (or NSP is off)"),
+                      Chart("Accuracy", "accuracy", tuple(ACCURACY_SERIES), (0.0, 1.0), True),
+                      Chart("Learning rate", "lr", tuple(LR_SERIES), smoothed=False))
 
 
 def _number(value: Any) -> bool:
@@ -91,27 +94,29 @@ def lookback_start(sent: int) -> int:
     return max(0, sent - LOOKBACK)
 
 
-def chart_specs() -> list[dict[str, Any]]:
-    """The charts as the page draws them: titles, axes, and each series' id, name, colour, dash and kind."""
+def chart_specs(charts: Sequence[Chart] = PRETRAINING_CHARTS) -> list[dict[str, Any]]:
+    """The charts as the page draws them: titles, axes, what an empty chart says, and each series' id, name,
+    colour, dash and kind."""
     return [{"title": c.title, "y_title": c.y_title, "y_range": list(c.y_range) if c.y_range else None,
-             "percent": c.percent,
+             "percent": c.percent, "empty": c.empty,
              "series": [{"id": series_id(kind, key), "name": name, "color": color, "dash": dash, "kind": kind}
-                        for kind, key, name, color, dash in c.series]} for c in CHARTS]
+                        for kind, key, name, color, dash in c.series]} for c in charts]
 
 
-def _series_keys() -> list[tuple[str, str, bool]]:
+def _series_keys(charts: Sequence[Chart]) -> list[tuple[str, str, bool]]:
     """(kind, key, whether it carries running means) of every series, once each."""
-    return list(dict.fromkeys((kind, key, kind == "train" and c.smoothed) for c in CHARTS for kind, key, *_ in c.series))
+    return list(dict.fromkeys((kind, key, kind == "train" and c.smoothed) for c in charts for kind, key, *_ in c.series))
 
 
-def curve_points(records: Sequence[Mapping[str, Any]], first_new: int, run: int, next_index: int,
-                 reset: bool, max_points: int = MAX_POINTS) -> dict[str, Any]:
+def curve_points(records: Sequence[Mapping[str, Any]], first_new: int, run: int | None, next_index: int,
+                 reset: bool, max_points: int = MAX_POINTS,
+                 charts: Sequence[Chart] = PRETRAINING_CHARTS) -> dict[str, Any]:
     """The value a browser is sent: the points of ``records[first_new:]`` (the records before it are only the
     history the means read), for run ``run``; ``next_index`` is the worker's index after the last record.
     ``reset``: the browser has nothing of this run, so the chart specs come too and each series is downsampled to
     ``max_points``. Smoothed training series: [steps, values, means]; the others: [steps, values]."""
     points: dict[str, list[list[float]]] = {}
-    for kind, key, smoothed in _series_keys():
+    for kind, key, smoothed in _series_keys(charts):
         if smoothed:
             new = [(step, value, mean) for i, step, value, mean in _train_rows(records, key, WINDOW) if i >= first_new]
             if not new:
@@ -134,5 +139,31 @@ def curve_points(records: Sequence[Mapping[str, Any]], first_new: int, run: int,
     value: dict[str, Any] = {"kind": "curves", "run": run, "reset": reset, "next": next_index, "points": points,
                              "window": WINDOW}
     if reset:
-        value["charts"] = chart_specs()
+        value["charts"] = chart_specs(charts)
     return value
+
+
+def empty_curves(charts: Sequence[Chart]) -> dict[str, Any]:
+    """A value that clears the view to ``charts`` with no points (each says its ``empty`` sentence)."""
+    return curve_points([], 0, None, 0, reset=True, charts=charts)
+
+
+def curves_since(worker: Any, run: int | None, seen: Mapping[str, Any],
+                 charts: Sequence[Chart] = PRETRAINING_CHARTS,
+                 ) -> tuple[dict[str, Any] | None, int, dict[str, float]]:
+    """The tick's curves for a browser that was last sent ``seen`` (its ``curves_run`` and ``curves_next``, the
+    worker's record index it has points up to): (the points it lacks, or None when it has them all; the index
+    they go up to; the running means the status line shows). ``worker.metrics_since(i)`` gives the records from
+    index ``i`` and the index after the last; a run that began since is sent from its start."""
+    sent = seen.get("curves_next") if seen.get("curves_run") == run else None
+    start = 0 if sent is None else lookback_start(sent)
+    records, next_index = worker.metrics_since(start)
+    if sent is not None and next_index < sent:         # a new run began since: its records from the start
+        sent, start = None, 0
+        records, next_index = worker.metrics_since(0)
+    means = latest_means(records)
+    if sent is not None and next_index == sent:
+        return None, next_index, means
+    value = curve_points(records, 0 if sent is None else sent - start, run, next_index, reset=sent is None,
+                         charts=charts)
+    return value, next_index, means

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from explorer.training.curves import (CHARTS, LOOKBACK, WINDOW, curve_points, latest_means, lookback_start,
-                                      running_means)
+from explorer.runs.curves import (LOOKBACK, PRETRAINING_CHARTS, WINDOW, curve_points, latest_means, lookback_start,
+                                  running_means)
 
 
 def records(steps: int, eval_every: int = 10) -> list[dict]:
@@ -40,7 +40,7 @@ def test_the_status_means_are_what_the_curves_end_on():
 def test_a_browser_gets_the_run_once_then_only_new_points():
     recs = records(60)
     first = curve_points(recs[:30], 0, run=7, next_index=30, reset=True)
-    assert first["reset"] and [c["title"] for c in first["charts"]] == [c.title for c in CHARTS]
+    assert first["reset"] and [c["title"] for c in first["charts"]] == [c.title for c in PRETRAINING_CHARTS]
     assert first["points"]["train:mlm_loss"][0] == list(range(1, 29))      # 28 steps and 2 evaluations
     start = lookback_start(30)
     later = curve_points(recs[start:], 30 - start, run=7, next_index=len(recs), reset=False)
