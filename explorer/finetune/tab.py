@@ -32,7 +32,7 @@ from explorer.runs.controls import RunControls, acknowledge, run_controls, steer
 from explorer.runs.curves_view import curves_view, slow_while_unseen
 
 TICK_SECONDS = 2.0          # the live view's tick while a run is active and its curves are seen
-IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
+IDLE_CHECK_SECONDS = 5.0    # while the tick sleeps: only compare the worker's version (a run started elsewhere)
 PRIVATE: dict[str, Any] = dict(api_visibility="private", queue=False, show_progress="hidden")
 
 
@@ -136,11 +136,13 @@ def _poll_handlers(services: Services) -> tuple[Callable[..., Any], ...]:
         now["steer"] = steering_state(services.get_worker().status())
         steering = (steering_updates(now["steer"], services.access.training_enabled)
                     if (seen or {}).get("steer") != now["steer"] else (gr.skip(),) * 4)
-        return (*outputs, *steering, now, gr.skip() if active else gr.Timer(active=False))
+        # Going to sleep hands the watch to the idle check, which hands it back (as the Training tab's).
+        sleep = (gr.skip(), gr.skip()) if active else (gr.Timer(active=False), gr.Timer(active=True))
+        return (*outputs, *steering, now, *sleep)
 
-    def idle_check(last: tuple | None) -> tuple[Any, Any]:
+    def idle_check(last: tuple | None) -> tuple[Any, Any, Any]:
         now = fine_tuning_version(services)
-        return (gr.skip(), gr.skip()) if now == last else (gr.Timer(active=True), now)
+        return (gr.skip(),) * 3 if now == last else (gr.Timer(active=True), now, gr.Timer(active=False))
 
     def pick_example(evt: gr.SelectData) -> str:
         row = evt.row_value or []
@@ -190,10 +192,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     live_outputs = [live[name] for name in ("status", "curves", "note", "wrong")]
     finetune_status_all, live_tick, idle_check, pick_example = _poll_handlers(services)
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
-    endpoint(timer.tick, live_tick, seen, live_outputs + [*controls.steering, seen, timer], api_name="finetune_tick",
-             api_visibility="private", **poll)
-    endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version], api_name="finetune_idle_check",
-             api_visibility="private", queue=False, **poll)
+    endpoint(timer.tick, live_tick, seen, live_outputs + [*controls.steering, seen, timer, idle_timer],
+             api_name="finetune_tick", api_visibility="private", **poll)
+    endpoint(idle_timer.tick, idle_check, last_version, [timer, last_version, idle_timer],
+             api_name="finetune_idle_check", api_visibility="private", queue=False, **poll)
     endpoint(controls.refresh.click, finetune_status_all, None, live_outputs, api_name="finetune_status", **poll)
     slow_while_unseen(live["curves"], timer, TICK_SECONDS, "finetune")   # a page nobody looks at ticks slower
     endpoint(live["wrong"].select, pick_example, None, live["example"], api_name="finetune_pick_example", gpu=False,

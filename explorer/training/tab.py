@@ -29,7 +29,7 @@ from explorer.runs.curves_view import curves_view, slow_while_unseen
 
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-exports"   # one zip per checkpoint, overwritten
 TICK_SECONDS = 3.0          # the live view's tick while a run is active (each tick costs the run a little)
-IDLE_CHECK_SECONDS = 5.0    # with no active run: only compare the worker's version (a run started elsewhere)
+IDLE_CHECK_SECONDS = 5.0    # while the tick sleeps: only compare the worker's version (a run started elsewhere)
 
 INTRO = f"""\
 Pretrain a small BERT from scratch on a built-in corpus or on **your own text** (paste it or upload
@@ -198,13 +198,16 @@ def _poll_handlers(services: Services) -> dict[str, Callable[..., Any]]:
         now["runs"] = runs
         steering = (steering_updates(now["state"], services.access.training_enabled)
                     if (seen or {}).get("state") != now["state"] else (gr.skip(),) * 4)
-        return (*outputs, choices, *steering, now, gr.skip() if active else gr.Timer(active=False))
+        # Going to sleep hands the watch to the idle check (and it hands it back when it wakes the tick): a page
+        # with a run going pays for one timer's events, not two.
+        sleep = (gr.skip(), gr.skip()) if active else (gr.Timer(active=False), gr.Timer(active=True))
+        return (*outputs, choices, *steering, now, *sleep)
 
-    def idle_check(last: tuple | None) -> tuple[Any, Any]:
+    def idle_check(last: tuple | None) -> tuple[Any, Any, Any]:
         now = version(services.get_worker().status())
         if now == last:
-            return gr.skip(), gr.skip()
-        return gr.Timer(active=True), now
+            return gr.skip(), gr.skip(), gr.skip()
+        return gr.Timer(active=True), now, gr.Timer(active=False)
 
     def pick_checkpoint(evt: gr.SelectData) -> str | None:
         row = evt.row_value or []
@@ -272,9 +275,10 @@ def _wire_live(services: Services, live: dict[str, Any], run_choice: Any, timer:
     poll_fns = _poll_handlers(services)
     live_outputs = [live["status"], *live["plots"], live["masked_table"], live["checkpoints"]]
     poll: dict[str, Any] = dict(gpu=False, clear=False, show_progress="hidden", concurrency_limit=None)
-    endpoint(timer.tick, poll_fns["live_tick"], seen, live_outputs + [run_choice, *buttons.steering, seen, timer],
+    endpoint(timer.tick, poll_fns["live_tick"], seen,
+             live_outputs + [run_choice, *buttons.steering, seen, timer, idle_timer],
              api_name="train_tick", api_visibility="private", **poll)
-    endpoint(idle_timer.tick, poll_fns["idle_check"], last_version, [timer, last_version],
+    endpoint(idle_timer.tick, poll_fns["idle_check"], last_version, [timer, last_version, idle_timer],
              api_name="train_idle_check", api_visibility="private", queue=False, **poll)
     endpoint(buttons.refresh.click, poll_fns["train_status"], None, live_outputs, api_name="train_status", **poll)
     slow_while_unseen(live["curves"], timer, TICK_SECONDS, "train")   # a page nobody looks at ticks slower

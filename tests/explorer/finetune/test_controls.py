@@ -63,7 +63,7 @@ def test_with_no_run_the_controls_are_greyed_and_the_tick_keeps_them_so(services
     assert [block._id for block in tick.outputs[LIVE_OUTPUTS:LIVE_OUTPUTS + 4]] == steering
     first = tick.fn(None)
     assert [u.interactive for u in first[LIVE_OUTPUTS:LIVE_OUTPUTS + 4]] == [False] * 4
-    seen = first[-2]
+    seen = first[-3]          # (..., seen, the tick timer, the idle timer)
     assert seen["steer"] == RunState.IDLE
     assert all(u == gr.skip() for u in tick.fn(seen)[LIVE_OUTPUTS:LIVE_OUTPUTS + 4])     # nothing moved
     moved = tick.fn({**seen, "steer": RunState.RUNNING})                                # the run this browser saw ended

@@ -44,12 +44,27 @@ def test_the_buttons_open_as_the_run_is_and_the_tick_keeps_them_so(services: Ser
     assert [block._id for block in tick.outputs[LIVE_OUTPUTS + 1:LIVE_OUTPUTS + 5]] == steering
     first = tick.fn(None)
     assert [u.interactive for u in first[LIVE_OUTPUTS + 1:LIVE_OUTPUTS + 5]] == [False] * 4
-    seen = first[-2]
+    seen = first[-3]          # (..., seen, the tick timer, the idle timer)
     assert seen["state"] == RunState.IDLE
     again = tick.fn(seen)
     assert all(u == gr.skip() for u in again[LIVE_OUTPUTS + 1:LIVE_OUTPUTS + 5])        # nothing moved
     moved = tick.fn({**seen, "state": RunState.RUNNING})                                # what this browser saw
     assert [u.interactive for u in moved[LIVE_OUTPUTS + 1:LIVE_OUTPUTS + 5]] == [False] * 4
+
+
+def test_one_timer_watches_at_a_time(services: Services, built: tuple[gr.Blocks, dict]) -> None:
+    """With no run the tick goes to sleep and wakes the idle check; the idle check, seeing the worker move, wakes
+    the tick and sleeps: a page with a run going pays for the tick's events only."""
+    demo, widgets = built
+    fns = {fn.api_name: fn for fn in demo.fns.values()}
+    tick, idle = fns["train_tick"], fns["train_idle_check"]
+    assert [b._id for b in tick.outputs[-2:]] == [widgets["timer"]._id, widgets["idle_timer"]._id]
+    assert [b._id for b in idle.outputs] == [widgets["timer"]._id, idle.inputs[0]._id, widgets["idle_timer"]._id]
+    asleep = tick.fn(None)[-2:]                                          # idle worker: the tick sleeps ...
+    assert (asleep[0].active, asleep[1].active) == (False, True)         # ... and the idle check watches
+    woken = idle.fn(None)                                                # a version it has not seen: wake the tick
+    assert (woken[0].active, woken[2].active) == (True, False) and woken[1] is not None
+    assert all(u == gr.skip() for u in idle.fn(woken[1]))               # nothing moved: nothing changes
 
 
 @pytest.mark.parametrize("name, words", [("pause", "pausing after this step…"), ("resume", "resuming…"),
