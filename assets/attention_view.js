@@ -8,7 +8,10 @@
    request, explorer/attention/joined_fetch.py).
    Late answers (docs/design/browser-views.md, "Late answers"): the layer, the head, the head view's window and
    hidden heads are the user's; an answer for the input shown only brings maps (never resets them); an answer
-   for another input older than the one shown (its "asked") is dropped. */
+   for another input older than the one shown (its "asked") is dropped.
+   Export (docs/design/browser-views.md, "Export"): each view's draw function takes its surface, so the export
+   control draws the view's current state again into an SVG context or a 2x / 3x canvas, named after the model and
+   the input (the heatmap value's "export") and the view. The head view counts the links it draws (data-links). */
 (() => {
   if (window.BertAttentionViews) return;
   const RED = "#dc2626", FAINT = 0.1;        // FAINT: a head view whose links all weigh less looks empty
@@ -18,7 +21,7 @@
   const pending = {};                        // a timer each: after a change, after an answer
 
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
-  const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
+  const { sized, picture, short, screen, fileName, title, exportControl, keep } = window.BertCanvas;   // canvas_tools.js
 
   function put(value, maps, stats) {         // the heatmap's value, decoded: keep only the newest input
     const held = entry(), asked = Number(value.asked) || 0;
@@ -133,15 +136,14 @@
       + ` · previous ${pct(s.prev)} · next ${pct(s.next)} · mean distance ${s.distance.toFixed(1)} tokens`;
   }
 
-  function drawHeatmap(v, e) {
+  function drawHeatmap(v, e, surface) {
     const { layer, head } = chosen(e), n = e.tokens.length, at = mapIndex(e, layer, head);
     v.caption.textContent = `Layer ${layer + 1}, head ${head}: row = query, column = key it looks at`
       + (at < 0 ? " · loading this layer…" : ` · ${statsLine(e, layer, head)}`);
     if (at < 0) return false;
-    if (!v.controls.firstChild) {            // the drawing as a PNG, named as the export names it
-      v.controls.append(pngButton(v.canvas, () => v.file || "attention", "attn-chip"));
-    }
-    v.file = `attention-L${layer + 1}-H${head}`;
+    keep(v.controls, v.exporter);
+    v.name = { file: fileName(e.export, "attention-heatmap", `L${layer + 1}H${head}`),
+      title: title(e.export, `attention heatmap, layer ${layer + 1}, head ${head}`) };
     const labels = n <= 64, font = 11;
     const names = e.tokens.map((t, i) => short(`${i}: ${t}`, 14));
     const ctx0 = v.canvas.getContext("2d");
@@ -150,7 +152,7 @@
     const width = Math.max(200, v.root.clientWidth - 4);
     const cell = Math.max(0.5, Math.min(28, (width - room - 4) / n));
     const size = cell * n, height = room + size + 4;
-    const ctx = sized(v.canvas, room + size + 4, height), th = theme(v.root);
+    const ctx = surface(room + size + 4, height), th = theme(v.root);
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(image(e.palette, e.maps.raw, at, n, n, n), room, room, size, size);
     if (labels) {
@@ -173,7 +175,7 @@
     return `L${layer + 1}-H${head}`;
   }
 
-  function drawHeadView(v, e) {
+  function drawHeadView(v, e, surface) {
     const { layer, head } = chosen(e), n = e.tokens.length, val = v.value;
     // a chip per head of the model: the chosen "heads" on until hidden, the others off until shown (v.added)
     const every = [...Array(e.num_heads).keys()];
@@ -205,6 +207,7 @@
         v.controls.append(chip);
       });
     }
+    keep(v.controls, v.exporter);
     const note = v.controls.querySelector(".attn-window-note");
     if (note) note.textContent = `tokens ${v.start}–${v.start + win - 1} of ${n}`;
     v.controls.querySelectorAll(".attn-chip").forEach((chip) => {
@@ -215,7 +218,7 @@
       + " (the chosen head) drawn strongest. Hover a token for its strongest links."
       + (missing.length ? ` Heads ${missing.join(", ")} are not sent at this length.` : "");
     const row = 20, top = 22, width = Math.max(260, Math.min(v.root.clientWidth - 4, 720));
-    const ctx = sized(v.canvas, width, top + win * row + 6), th = theme(v.root);
+    const ctx = surface(width, top + win * row + 6), th = theme(v.root);
     ctx.font = "12px sans-serif"; ctx.textBaseline = "middle";
     const label = Math.min(width * 0.32, 8 + Math.max(...e.tokens.map((t) => ctx.measureText(short(t, 16)).width)));
     const x0 = label, x1 = width - label, y = (k) => top + (k - v.start + 0.5) * row;
@@ -227,6 +230,7 @@
     uniformNote(v, val, n, strongest, heads.length > 0);
     v.root.dataset.threshold = String(threshold);
     const order = heads.slice().sort((a, b) => (a === head) - (b === head));
+    let links = 0;                           // one stroke (an SVG <path>) per link drawn
     for (const h of order) {
       const at = mapIndex(e, layer, h), strong = h === head || !heads.includes(head);
       ctx.strokeStyle = val.colors[h % val.colors.length];
@@ -239,9 +243,15 @@
           ctx.globalAlpha = strong ? a : 0.3 * a;
           ctx.lineWidth = v.threshold !== null ? (strong ? 1 : 0.5) : strong ? 1 + 2.5 * a : 0.5 + a;   // lowered: thin
           ctx.beginPath(); ctx.moveTo(x0, y(i)); ctx.lineTo(x1, y(j)); ctx.stroke();
+          links += 1;
         }
       }
     }
+    v.root.dataset.links = String(links);
+    const last = v.start + win - 1, windowed = n > win;   // a long input: the window of tokens shown
+    v.name = { file: fileName(e.export, "head-view", `L${layer + 1}H${head}`, windowed ? `tokens${v.start}-${last}` : ""),
+      title: title(e.export, `head view, layer ${layer + 1}, heads ${heads.join(", ") || "none"} (head ${head}`
+        + ` strongest)${windowed ? `, tokens ${v.start}–${last} of ${n}` : ""}`) };
     ctx.globalAlpha = 1; ctx.fillStyle = th.text;
     for (let k = v.start; k < v.start + win; k++) {
       const t = short(e.tokens[k], 16);
@@ -300,12 +310,15 @@
     v.note.append(button);
   }
 
-  function drawModelView(v, e) {
+  function drawModelView(v, e, surface) {
     const { layer, head } = chosen(e), val = v.value, grid = v.grid;
     const [L, H, P] = val.grid.shape, gap = 3, left = 30, top = 16;
     const width = Math.max(240, v.root.clientWidth - 4);
     const tile = Math.max(6, Math.min(72, Math.floor((width - left) / H) - gap));
-    const ctx = sized(v.canvas, left + H * (tile + gap), top + L * (tile + gap)), th = theme(v.root);
+    keep(v.controls, v.exporter);
+    v.name = { file: fileName(e.export, "model-view", `L${layer + 1}H${head}`),
+      title: title(e.export, `model view, every layer and head (layer ${layer + 1}, head ${head} framed)`) };
+    const ctx = surface(left + H * (tile + gap), top + L * (tile + gap)), th = theme(v.root);
     ctx.imageSmoothingEnabled = false;
     const pic = image(e.palette, grid.raw, 0, L * H * P, P, P);   // tiles stacked: (L*H*P) x P
     ctx.fillStyle = th.text; ctx.font = "10px sans-serif"; ctx.textAlign = "center"; ctx.textBaseline = "middle";
@@ -350,15 +363,23 @@
       v.focus = f;
       if (!same) v.draw();
     };
+    v.paint = (surface) => {                 // the current state on `surface`; false when there is nothing to draw
+      const val = v.value, e = val && entry(val.id);
+      if (!val || !e || (val.id && e.id !== val.id)) return false;
+      return kind === "heatmap" ? drawHeatmap(v, e, surface) : kind === "head_view" ? drawHeadView(v, e, surface)
+        : drawModelView(v, e, surface);
+    };
+    const what = { heatmap: "the attention heatmap", head_view: "the head view", model_view: "the model view" }[kind];
+    v.exporter = exportControl({ what, draw: v.paint, name: () => v.name, root });
     v.draw = () => {
       const val = v.value, e = val && entry(val.id);
       if (!val || !e || (val.id && e.id !== val.id)) {
         sized(v.canvas, 1, 1); v.caption.textContent = ""; v.controls.replaceChildren(); v.controlsKey = null;
         v.note.replaceChildren(); v.noteKey = null;
-        v.hover = null; delete root.dataset.drawn; v.tip.classList.remove("shown");
+        v.hover = null; delete root.dataset.drawn; delete root.dataset.links; v.tip.classList.remove("shown");
         return;
       }
-      const drawn = kind === "heatmap" ? drawHeatmap(v, e) : kind === "head_view" ? drawHeadView(v, e) : drawModelView(v, e);
+      const drawn = v.paint(screen(v.canvas));
       v.draws += 1;
       root.dataset.draws = String(v.draws);
       v.canvas.setAttribute("aria-label", v.caption.textContent);

@@ -35,9 +35,9 @@
     return lo > 0 && Math.abs(xs[lo - 1] - step) <= Math.abs(xs[lo] - step) ? lo - 1 : lo;
   }
 
-  function drawChart(v, c) {
+  function drawChart(v, c, surface) {        // surface: the page's canvas, or an export's (canvas_tools.js)
     const width = Math.max(240, c.box.clientWidth || 320);
-    const ctx = window.BertCanvas.sized(c.canvas, width, HEIGHT);
+    const ctx = (surface || window.BertCanvas.screen(c.canvas))(width, HEIGHT);
     const style = getComputedStyle(v.root), ink = style.getPropertyValue("--body-text-color").trim() || "#333";
     const grid = style.getPropertyValue("--border-color-primary").trim() || "#ddd";
     const shown = c.spec.series.map((s) => [s, v.data[s.id]]).filter(([, d]) => d && d.x.length);
@@ -121,6 +121,11 @@
         canvas.setAttribute("aria-label", `${spec.title} by step`);
         box.append(caption, canvas);
         const c = { spec, box, caption, canvas, frame: null, legendKey: null };
+        const { exportControl, fileName, title } = window.BertCanvas;   // SVG, PNG 2x, PNG 3x of this chart
+        box.append(exportControl({ what: `the ${spec.title} chart`, root, draw: (surface) => drawChart(v, c, surface),
+          name: () => ({ file: fileName(v.export, "training-curves", spec.title, v.run !== null ? `run${v.run}` : ""),
+            title: title(v.export, `training curves, ${spec.title} by step` + (v.run !== null ? ` (run ${v.run})` : "")) }),
+        }));
         legend(v, c);
         canvas.addEventListener("mousemove", (ev) => hover(c, ev));
         canvas.addEventListener("mouseleave", () => v.tip.classList.remove("shown"));
@@ -153,6 +158,7 @@
         v.run = val.run; v.data = {}; build(val.charts);
       }
       v.window = val.window;
+      if (val.export) v.export = val.export;   // the run's model, when the value names it (file names, titles)
       for (const [id, cols] of Object.entries(val.points || {})) {
         const s = v.data[id] || (v.data[id] = { x: [], y: [], m: cols.length > 2 ? [] : null });
         s.x.push(...cols[0]); s.y.push(...cols[1]);

@@ -5,12 +5,15 @@
    with the id of the one held adds its maps to it (a fetched component), another id replaces it unless it is
    older than the one held (its "asked": docs/design/browser-views.md, "Late answers"). The dimensions view
    follows the tab's component radio (#embeddings-component), the user's: a component it holds is drawn here with
-   no request; else it fires "fetch" once and the server answers with that component alone. */
+   no request; else it fires "fetch" once and the server answers with that component alone.
+   Export (docs/design/browser-views.md, "Export"): drawMap takes its surface, so the export control draws the map
+   again into an SVG context or a 2x / 3x canvas, named after the model and the input (the dimensions value's
+   "export"; the position-similarity map, sent beside it, takes the dimensions view's) and the view. */
 (() => {
   if (window.BertEmbeddingsViews) return;
   const views = [];
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
-  const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
+  const { sized, picture, short, screen, fileName, title, exportControl, keep } = window.BertCanvas;   // canvas_tools.js
 
   function chosenComponent() {               // the radio's checked value, null when none is found
     const box = document.querySelector("#embeddings-component input[type=radio]:checked");
@@ -34,18 +37,20 @@
   }
   const digits = (precision) => Math.max(3, Math.min(5, Math.ceil(-Math.log10(Math.max(precision, 1e-9)))));
 
-  function addPng(v) {                       // the drawing as a PNG: the file is the canvas itself
-    if (v.controls.firstChild) return;
-    v.controls.append(pngButton(v.canvas, () => v.file, "emb-chip", "save the map as a PNG"));
+  function exportInfo(e) {                   // the model and the input: the value's, else the dimensions view's
+    if (e.export) return e.export;
+    const dims = views.find((o) => o.kind === "dimensions" && o.entry && o.entry.export);
+    return dims ? dims.entry.export : null;
   }
 
-  function drawMap(v, e, name) {
+  function drawMap(v, e, name, surface) {
     const m = e.maps[name], rows = e.rows.length, cols = e.columns;
     v.caption.textContent = `${e.titles[name] || name}: row = ${e.row_title}, column = ${e.column_title}`
       + (m ? `; colours clip at ±${m.limit.toPrecision(3)}` : " · loading this component…");
     if (!m) return false;
-    addPng(v);
-    v.file = e.kind === "dimensions" ? `${e.file}-${name}` : e.file;
+    keep(v.controls, v.exporter);
+    v.name = () => ({ file: fileName(exportInfo(e), e.file, e.kind === "dimensions" ? name : ""),   // when saved
+      title: title(exportInfo(e), e.titles[name] || name) });
     const style = getComputedStyle(v.root), text = style.color || "#111827", font = 11;
     const ctx0 = v.canvas.getContext("2d");
     ctx0.font = `${font}px sans-serif`;
@@ -55,7 +60,7 @@
     const cw = Math.max(e.kind === "similarity" ? 2 : 1, Math.min(24, (width - room - 8) / cols));   // else scroll
     const ch = e.kind === "similarity" ? cw : Math.max(1, Math.min(22, 560 / rows));
     const top = 20, mapW = cw * cols, mapH = ch * rows, bar = 34;
-    const ctx = sized(v.canvas, Math.ceil(room + mapW + 8), Math.ceil(top + mapH + bar));
+    const ctx = surface(Math.ceil(room + mapW + 8), Math.ceil(top + mapH + bar));
     const rgb = e.palette.map((c) => [1, 3, 5].map((k) => parseInt(c.slice(k, k + 2), 16)));
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(mapPicture(rgb, m, rows, cols), room, top, mapW, mapH);
@@ -95,6 +100,8 @@
       caption: root.querySelector(".emb-caption"), controls: root.querySelector(".emb-controls"),
       canvas: root.querySelector("canvas"), tip: root.querySelector(".emb-tip") };
     const name = () => (kind === "dimensions" ? component || (v.entry && v.entry.component) : "cosine");
+    v.exporter = exportControl({ what: kind === "dimensions" ? "the hidden dimensions map" : "the position similarity map",
+      name: () => v.name(), root, draw: (surface) => Boolean(v.entry) && drawMap(v, v.entry, name(), surface) });
     v.draw = () => {
       const e = v.entry;
       v.width = root.clientWidth;
@@ -104,7 +111,7 @@
         v.hover = null; delete root.dataset.drawn; v.tip.classList.remove("shown");
         return;
       }
-      const drawn = drawMap(v, e, name());
+      const drawn = drawMap(v, e, name(), screen(v.canvas));
       v.draws += 1;
       root.dataset.draws = String(v.draws);
       v.canvas.setAttribute("aria-label", v.caption.textContent);

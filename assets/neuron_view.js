@@ -9,11 +9,13 @@
    Late answers (docs/design/browser-views.md, "Late answers"): the query token and the key window are the
    user's. An answer only brings vectors; its query is taken only as the answer to the user's latest "Show the
    neuron view" (#neuron-show) asked after their last pick here, once; an answer for another input older than the
-   one shown (its "asked") is dropped. */
+   one shown (its "asked") is dropped.
+   Export (docs/design/browser-views.md, "Export"): drawView takes its surface, so the export control draws the
+   current row again into an SVG context or a 2x / 3x canvas, named after the value's "export" and the view. */
 (() => {
   if (window.BertNeuronView) return;
   const { decode } = window.BertArrays;      // assets/browser_arrays.js, loaded first
-  const { sized, picture, short, pngButton } = window.BertCanvas;   // assets/canvas_tools.js, loaded first
+  const { sized, picture, short, screen, fileName, title, keep } = window.BertCanvas;   // canvas_tools.js, loaded first
   const NEG = [37, 99, 235], MID = [241, 245, 249], POS = [220, 38, 38], WEIGHT = "#2171b5";
   const store = { id: null, meta: null, heads: {}, asked: 0 };   // heads["layer:head"] = {q, k}: Float32Array (S * hd)
   const views = [];
@@ -109,7 +111,7 @@
       scoreMax: Math.max(...scores.map(Math.abs)) || 1 };
   }
 
-  function controls(v, m, S, win) {          // built once per input: the window slider, its note, PNG
+  function controls(v, m, S, win) {          // built once per input: the window slider, its note, the export
     if (v.controlsFor === store.id) return;
     v.controlsFor = store.id;
     v.controls.replaceChildren();
@@ -119,12 +121,13 @@
       range.addEventListener("input", () => { v.start = Number(range.value); v.pickedAt = tick(); v.draw(); });
       v.controls.append(range, Object.assign(document.createElement("span"), { className: "neuron-window-note" }));
     }
-    v.controls.append(pngButton(v.canvas, () => v.file || "neuron-view", "attn-chip neuron-png"));
+    keep(v.controls, v.exporter);
   }
 
-  function drawView(v) {
+  function drawView(v, surface) {            // surface: the page's canvas, or an export's (which only draws)
     const m = store.meta, { layer, head } = chosen(), hv = store.heads[`${layer}:${head}`];
     const S = m.tokens.length, hd = m.head_size, win = Math.min(m.window, S);
+    if (!hv && surface) return false;
     if (!hv) {
       v.caption.textContent = `Layer ${layer + 1}, head ${head}: loading this head…`;
       sized(v.canvas, 1, 1); v.hover = null;
@@ -142,7 +145,9 @@
       + `score is Σ(q ⊙ k) × ${m.scale.toFixed(3)} (= 1/√${hd}) · It looks most at: `
       + order.map((j) => `${m.tokens[j]} (${j}): weight ${r.weights[j].toFixed(3)}`).join(" · ")
       + (m.truncated ? " · the input was truncated to the max length" : "");
-    v.file = `neuron-L${layer + 1}-H${head}-Q${i}`;
+    v.name = { file: fileName(m.export, "neuron-view", `L${layer + 1}H${head}Q${i}`),
+      title: title(m.export, `neuron view, layer ${layer + 1}, head ${head}, query ${i} ${m.tokens[i]}`
+        + (S > win ? `, key tokens ${v.start}–${v.start + win - 1} of ${S}` : "")) };
     const width = Math.max(240, v.root.clientWidth - 4), narrow = width < 480;   // a phone: narrower columns
     const rowH = 16, qTop = 18, top = qTop + rowH + 8, gap = narrow ? 4 : 8;
     const scoreW = narrow ? 58 : 84, weightW = narrow ? 48 : 72, textW = narrow ? 30 : 38;   // score: number, bar
@@ -154,7 +159,7 @@
     const cell = Math.max(1, Math.min(10, (width - labelW - scoreW - weightW - 4 * gap) / (2 * hd)));
     const blockW = cell * hd, xK = labelW + gap, xP = xK + blockW + gap, xS = xP + blockW + gap;
     const xW = xS + scoreW + gap, total = xW + weightW, height = top + win * rowH + 4;
-    const ctx = sized(v.canvas, total, height), text = getComputedStyle(v.root).color || "#111827";
+    const ctx = (surface || screen(v.canvas))(total, height), text = getComputedStyle(v.root).color || "#111827";
     ctx.imageSmoothingEnabled = false;
     ctx.font = "11px sans-serif"; ctx.textBaseline = "middle"; ctx.fillStyle = text;
     const titles = [[narrow ? "k_j" : "k_j (dimensions →)", xK], ["q ⊙ k_j", xP], ["q·k/√d", xS], ["softmax", xW]];
@@ -225,6 +230,8 @@
       caption: root.querySelector(".neuron-caption"),
       controls: root.querySelector(".neuron-controls"), canvas: root.querySelector("canvas"),
       tip: root.querySelector(".neuron-tip") };
+    v.exporter = window.BertCanvas.exportControl({ what: "the neuron view", name: () => v.name, root,
+      draw: (surface) => Boolean(store.meta) && drawView(v, surface) });
     v.draw = () => {
       if (!store.meta) {
         sized(v.canvas, 1, 1); v.caption.textContent = ""; v.controls.replaceChildren(); v.controlsFor = null;

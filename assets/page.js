@@ -5,13 +5,57 @@
         usable primary or secondary button (never a "stop" one), there its first primary, else its first. Plain
         Enter in a one-line text box does the same when it has no submit event (class has-submit), except for
         the buttons that start or change a training run (those are pressed on purpose).
-     2. A click on a glossary word (.gloss, explorer/glossary.py) opens the Glossary tab at its entry. */
+     2. A click on a glossary word (.gloss, explorer/glossary.py) opens the Glossary tab at its entry.
+     3. Links (explorer/serving/links): ?embed=1 (or ?view=<tab>) puts the class embed-mode on <body> (the page's
+        chrome hidden: embed.py); BertExplorerLinks.copy makes a Copy link's query a full address, writes it to
+        the clipboard and says so on the button (else selects the box that shows it); BertExplorerLinks.run
+        presses the button a link names (class link-run-<target>) once it is on the page. */
   if (window.__bertExplorerScript) return [];
   window.__bertExplorerScript = true;
 
   const GLOSSARY_TAB = "Glossary";
   const NO_PLAIN_ENTER = /^\s*(start|continue run|pause|resume|stop|save checkpoint now)\s*$/i;
   const usable = (el) => el.getClientRects().length > 0 && !el.disabled;
+
+  const params = new URLSearchParams(window.location.search);
+  if (/^(1|true|yes|on)$/i.test(params.get("embed") || "") || (params.get("view") || "").trim()) {
+    document.body.classList.add("embed-mode");
+  }
+
+  function note(button, text) {      // a short confirmation after the button's label (CSS: .copy-link[data-note])
+    if (!button) return;
+    button.setAttribute("data-note", text);
+    clearTimeout(button.__noteTimer);
+    button.__noteTimer = setTimeout(() => button.removeAttribute("data-note"), 4000);
+  }
+
+  function selectBox(tab, tries) {   // the box shows the link once Gradio has drawn it: select it to copy by hand
+    const box = document.querySelector(`#copy-link-box-${tab} input, #copy-link-box-${tab} textarea`);
+    if (box) { box.focus(); box.select(); } else if (tries > 0) setTimeout(() => selectBox(tab, tries - 1), 100);
+  }
+
+  window.BertExplorerLinks = {
+    address(query) {
+      const text = String(query || "");
+      return text.startsWith("?") ? window.location.origin + window.location.pathname + text : text;
+    },
+    copy(query, tab) {
+      const address = this.address(query);
+      const button = document.getElementById(`copy-link-${tab}`);
+      const byHand = () => { note(button, "copy it from the box"); selectBox(tab, 20); };
+      if (address && navigator.clipboard && window.isSecureContext) {
+        navigator.clipboard.writeText(address).then(() => note(button, "copied"), byHand);
+      } else {
+        byHand();
+      }
+      return address;
+    },
+    run(target, tries = 100) {
+      const button = [...document.querySelectorAll(`button.link-run-${CSS.escape(target)}`)].find(usable);
+      if (button) button.click();
+      else if (tries > 0) setTimeout(() => this.run(target, tries - 1), 100);
+    },
+  };
 
   function mainButton(field) {
     const limit = field.closest("[role=tabpanel]") || document.body;
@@ -21,7 +65,8 @@
       .find((b) => usable(b) && sectionOf(b) === section);
     if (marked) return marked;
     for (let node = field.parentElement; node; node = node.parentElement) {
-      const buttons = [...node.querySelectorAll("button.primary, button.secondary")].filter(usable);
+      const buttons = [...node.querySelectorAll("button.primary, button.secondary")]
+        .filter((b) => usable(b) && !b.classList.contains("copy-link"));      // never the Copy link button
       if (buttons.length) {
         return buttons.find((b) => b.classList.contains("primary")) || buttons[0];
       }

@@ -1,8 +1,10 @@
-"""The page: ``build_app(services)`` assembles the header, the model picker and one tab per task.
+"""The page: ``build_app(services)`` assembles the header, the model picker and one tab per task, each with its
+*Copy link* row (``explorer.serving.links``: a link that reopens the view, and embed mode).
 
 Theme and CSS are exported separately because Gradio 6 takes them in ``launch()``,
 not in ``gr.Blocks()``: ``build_app().launch(theme=THEME, css=CSS)``. The page script (:data:`JS`, read from
-``assets/page.js``: Ctrl+Enter runs a tab's main action, a glossary word opens the Glossary tab) is part of the
+``assets/page.js``: Ctrl+Enter runs a tab's main action, a glossary word opens the Glossary tab, *Copy link* writes
+the clipboard, a link presses its tab's button, ``?embed=1`` hides the page's chrome) is part of the
 app itself, a js-only load event, so it runs however the app is launched.
 """
 from __future__ import annotations
@@ -14,6 +16,8 @@ import gradio as gr
 from explorer.models import picker as model_picker
 
 from explorer.serving import sessions as sessions
+from explorer.serving.links import wiring as links
+from explorer.serving.links.embed import LINK_CSS, mark_extras
 from explorer.glossary import gloss
 from explorer.services import Services, default_services
 from explorer.tab_registry import TABS
@@ -53,7 +57,8 @@ def read_asset(path: Path, max_bytes: int) -> str:
 
 
 _CSS_PATH = _ASSETS / "style.css"
-CSS: str = _CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else ""
+# The page's CSS, then embed mode's and the Copy link row's (explorer/serving/links/embed.py).
+CSS: str = (_CSS_PATH.read_text(encoding="utf-8") if _CSS_PATH.is_file() else "") + LINK_CSS
 
 # The class of a component whose Enter is Gradio's own (it has a submit event): ``mark_submit_fields``, read by JS.
 SUBMIT_CLASS = "has-submit"
@@ -73,20 +78,26 @@ def build_app(services: Services | None = None) -> gr.Blocks:
             gr.Markdown(f"# {TITLE}\n{DESCRIPTION}\n\n{HEADER_HELP.format(example=gloss('WordPiece'))}")
         picker = model_picker.build(services)
         built: dict[str, dict] = {}                     # each tab's widgets by name, by tab id
+        rows: dict[str, links.CopyRow] = {}             # each tab's Copy link row (explorer/serving/links)
         with gr.Tabs(elem_id="main-tabs") as tabs:
             for tab in TABS:
                 with gr.Tab(tab.title, id=tab.id):
+                    rows[tab.id] = links.copy_row(tab.id)
                     built[tab.id] = tab.build(services, picker) or {}
         for tab in TABS:                                # links between tabs (a module's optional ``link``)
             if hasattr(tab.module, "link"):
                 tab.module.link(built, tabs)
-        model_picker.wire_page_load(demo, services, picker)
+        # A link's tab, model and fields first (explorer/serving/links), then the picker's page load, then the
+        # link's button: the picker keeps the link's model and the tabs fit their sliders to it, not over it.
+        opening = links.install(demo, tabs, rows, built, picker.dropdown, services)
+        links.press_after(model_picker.wire_page_load(demo, services, picker, after=opening.event), opening)
         demo.load(None, js=JS, api_visibility="private")    # the page script; no request to the server
         sessions.install(demo, services)                    # a closed page gives back its kept forwards
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
         gr.api(noop, api_name="noop", api_visibility="undocumented")
     check_number_inputs(demo)          # "Layer must be a whole number, got 'abc'.", not Gradio's empty error
     wrap_tabs(demo)
+    mark_extras(demo)                  # examples and accordions: embed mode (?embed=1) hides them
     mark_submit_fields(demo)
     return demo
 

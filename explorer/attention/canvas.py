@@ -33,6 +33,7 @@ from explorer.attention.export import colors
 from explorer.attention.plots import HEAD_COLORS, HEAD_VIEW_THRESHOLD, pool_map
 from explorer.views.canvas_view import canvas_html, view_script
 from explorer.views.browser_arrays import LEVELS, encode
+from explorer.views.export_names import export_info
 
 ALL_LAYERS_BUDGET = 1_200_000   # map values (bytes in uint8) sent at once when every layer fits
 LAYER_BUDGET = 800_000          # else: the chosen layer's heads that fit this many values
@@ -75,8 +76,8 @@ def grid_block(num_layers: int, num_heads: int, seq_len: int) -> int:
 def heatmap_value(result: AttentionResult, layer: int, head: int, view_heads: Sequence[int],
                   view_id: str, only: Sequence[int] | None = None) -> dict[str, Any]:
     """The heatmap's value: tokens, the chosen maps (uint8 with scale 1.0; ``only``: ``layer``'s maps of those
-    heads), every head's statistics (float16) and the colour table. ``layer`` is the engine's index (the views
-    show it from 1)."""
+    heads), every head's statistics (float16), the colour table and ``export`` (the model and the input the three
+    views' exports are named after). ``layer`` is the engine's index (the views show it from 1)."""
     seq_len = len(result.tokens)
     layers, heads = chosen_maps(result.num_layers, result.num_heads, seq_len, layer, head, view_heads)
     if only is not None:
@@ -87,7 +88,8 @@ def heatmap_value(result: AttentionResult, layer: int, head: int, view_heads: Se
             "num_layers": result.num_layers, "num_heads": result.num_heads, "layer": int(layer), "head": int(head),
             "map_layers": layers, "map_heads": heads, "maps": encode(maps, "uint8", scale=1.0),
             "stats": encode(np.nan_to_num(stats), "float16"), "stat_names": list(STAT_NAMES),
-            "stat_titles": [STAT_TITLES[name] for name in STAT_NAMES], "palette": palette(), "source": result.source}
+            "stat_titles": [STAT_TITLES[name] for name in STAT_NAMES], "palette": palette(), "source": result.source,
+            "export": export_info(result.source, result.text, result.text_pair)}
 
 
 def heatmap_within(result: AttentionResult, layer: int, head: int, view_heads: Sequence[int], view_id: str,

@@ -21,6 +21,7 @@ from engine.probes.attention.neuron_view import NeuronInputs
 from explorer.views.canvas_view import canvas_html, view_script
 from explorer.views import browser_arrays as browser_arrays
 from explorer.views.browser_arrays import encode
+from explorer.views.export_names import export_info
 
 ALL_HEADS_BUDGET = 100_000      # q and k values (float16: 2 bytes each) sent at once when every head fits
 WINDOW = 40                     # the view shows this many key tokens at a time (a window the user slides)
@@ -50,7 +51,8 @@ def value(inputs: NeuronInputs, layer: int, head: int, query: int | None, view_i
           heads: list[tuple[int, int]] | None = None, summary: str = "") -> dict[str, Any]:
     """The neuron view's value: tokens, the shape, the chosen (``layer``, ``head``) (engine indices) and
     ``query`` (None: the page keeps its own), and ``queries`` / ``keys`` ``(len(heads), S, hd)`` float16 for
-    ``heads`` (:func:`chosen_heads` when None); ``summary`` is the chosen row in words, for API callers."""
+    ``heads`` (:func:`chosen_heads` when None); ``summary`` is the chosen row in words, for API callers; ``export``
+    names the model and the input (the exports' file names and titles)."""
     num_layers, num_heads, seq_len, head_size = inputs.queries.shape                # (L, nh, S, hd)
     if heads is None:
         heads = chosen_heads(num_layers, num_heads, seq_len, head_size, layer, head)
@@ -62,7 +64,8 @@ def value(inputs: NeuronInputs, layer: int, head: int, query: int | None, view_i
             "layer": int(layer), "head": int(head), "query": None if query is None else int(query),
             "heads": [[int(l), int(h)] for l, h in heads], "queries": encode(queries, "float16"),
             "keys": encode(keys, "float16"), "window": WINDOW, "truncated": bool(inputs.truncated),
-            "source": inputs.source, "summary": summary}
+            "source": inputs.source, "summary": summary,
+            "export": export_info(inputs.source, inputs.text, inputs.text_pair)}
 
 
 def vectors(payload: dict[str, Any], layer: int, head: int) -> tuple[np.ndarray, np.ndarray]:

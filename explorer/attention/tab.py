@@ -13,7 +13,7 @@ import gradio as gr
 from engine.model.loaded_model import LoadedModel
 from engine.probes.inference import attention, neuron_view
 from explorer.views import canvas_view as canvas_view
-from explorer.attention import canvas, sections
+from explorer.attention import canvas, download, sections
 from explorer.attention.actions import (export_files, model_shape, over_training, run_ablation, summary_markdown,
                                         view_heads)
 from explorer.attention.sections import EXAMPLES
@@ -210,9 +210,10 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     layers, num_heads = _initial_shape(services, picker.dropdown.value)
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     fields = sections.inputs(services, layers, num_heads)
-    w = {**fields, **sections.views(services, picker, fields, num_heads), **sections.ablation(),
-         **sections.export(), **sections.over_training(services)}
+    w = {**fields, **sections.views(services, picker, fields, num_heads), **download.section(),
+         **sections.ablation(), **sections.export(), **sections.over_training(services)}
     _wire(services, picker, w)
+    download.wire(picker, w)                  # *Download as HTML*: the views the page shows, as one file
     return {name: w[name] for name in WIDGETS}
 
 

@@ -29,6 +29,7 @@ from engine.probes.representations.embeddings import COMPONENTS, EmbeddingsResul
 from explorer.views.canvas_view import canvas_html, view_script
 from explorer.views import browser_arrays as browser_arrays
 from explorer.views.browser_arrays import LEVELS, encode
+from explorer.views.export_names import export_info
 from explorer.embeddings.plots import COMPONENT_LABELS
 
 ALL_COMPONENTS_BUDGET = 1_200_000   # values: all five components at once when 5 x S x H fits (bundled model: 512 tokens)
@@ -103,14 +104,16 @@ def components_sent(num_tokens: int, hidden: int, chosen: str) -> list[str]:
 
 def dimensions_value(result: EmbeddingsResult, component: str, only: Sequence[str] | None = None) -> dict[str, Any]:
     """The hidden-dimensions view's value: tokens, the chosen component, and the maps (S, H) of the components
-    that fit (``only``: exactly these, e.g. the one a ``fetch`` asks for)."""
+    that fit (``only``: exactly these, e.g. the one a ``fetch`` asks for); ``export``: the model and the input the
+    exports are named after (the position-similarity map, sent beside it, takes them from it)."""
     names = list(only) if only is not None else components_sent(len(result.tokens), result.word.shape[1], component)
     return {"kind": "dimensions", "id": result_id(result), "component": component,
             "rows": [f"{i}: {t}" for i, t in enumerate(result.tokens)], "columns": int(result.word.shape[1]),
             "row_title": "position: token", "column_title": "dimension", "value_name": "value",
             "titles": {name: f"Hidden dimensions: {COMPONENT_LABELS[name]}" for name in COMPONENTS},
             "maps": {name: signed_map(result.component(name)) for name in names},
-            "palette": palette(), "file": "embeddings-dimensions"}
+            "palette": palette(), "file": "embeddings-dimensions",
+            "export": export_info(result.source, result.text, result.text_pair)}
 
 
 def similarity_value(matrix: np.ndarray, title: str | None = None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from engine.model.loaded_model import LoadedModel
 from engine.probes.inference import embeddings
-from explorer.embeddings import corpus_neighbours, sections, shown
+from explorer.embeddings import corpus_neighbours, download, sections, shown
 from explorer.embeddings.shown import ShownInput
 from explorer.embeddings.sections import EXAMPLES
 from explorer.embeddings.views import (check_component, chosen_position, heatmap_value, neighbour_frame,
@@ -141,9 +141,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     """Create the Embeddings tab's widgets inside the current ``gr.Tab`` and wire them."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     fields = sections.inputs(_initial_layers(services, picker.dropdown.value))
-    w = {**fields, **sections.views(fields["text"], fields["pair"]), **sections.over_training(services)}
+    w = {**fields, **sections.views(fields["text"], fields["pair"]), **download.section(),
+         **sections.over_training(services)}
     w["corpus"] = corpus_neighbours.build_ui(services, picker)
     _wire(services, picker, w)
+    download.wire(picker, w)                  # *Download as HTML*: the maps the page shows, as one file
     return {name: w[name] for name in WIDGETS}
 
 

@@ -40,10 +40,11 @@ def build(services: Services, picker: ModelPicker) -> dict[str, Any]:
     """Create the Heads tab's inner tabs inside the current ``gr.Tab`` and wire them."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
     widgets: dict[str, Any] = {}
-    with gr.Tabs():
+    with gr.Tabs() as inner:
         for title, tab_id, section in SECTIONS:
             with gr.Tab(title, id=tab_id):
                 widgets[section.HEAD] = section.build(services, picker)
+    widgets["tabs"] = inner                     # the inner tabs: a link selects one (explorer/serving/links)
     statuses = [widgets[section.HEAD]["status"] for _, _, section in SECTIONS]
     heads = [section.HEAD for _, _, section in SECTIONS]
 

@@ -180,7 +180,11 @@ def on_page_load(services: Services, key: str | None) -> tuple[Any, tuple[str, .
     return gr.update(choices=dropdown_choices(current), value=value), keys, model_info(services, value)
 
 
-def wire_page_load(demo: gr.Blocks, services: Services, picker: ModelPicker) -> None:
-    """Fill the picker with the current models when a page loads (no wait for the refresh timer)."""
-    demo.load(lambda key: on_page_load(services, key), inputs=[picker.dropdown],
-              outputs=[picker.dropdown, picker.seen, picker.info], api_visibility="private", show_progress="hidden")
+def wire_page_load(demo: gr.Blocks, services: Services, picker: ModelPicker, after: Any = None) -> Any:
+    """Fill the picker with the current models when a page loads (no wait for the refresh timer); right after
+    the event ``after`` when given (a link's model and fields are set first: explorer/serving/links). Returns
+    the event."""
+    trigger = after.then if after is not None else demo.load
+    return trigger(lambda key: on_page_load(services, key), inputs=[picker.dropdown],
+                   outputs=[picker.dropdown, picker.seen, picker.info], api_visibility="private",
+                   show_progress="hidden")

@@ -15,6 +15,7 @@ from typing import Any
 from explorer.views import browser_arrays as browser_arrays
 
 TOOLS = Path(__file__).resolve().parents[2] / "assets" / "canvas_tools.js"     # window.BertCanvas
+SVG = Path(__file__).resolve().parents[2] / "assets" / "svg_context.js"        # window.BertSvg (the exports)
 KINDS = frozenset({"maps", "head_view", "model_view", "neuron", "dimensions", "similarity"})   # the views' values
 
 _last_asked = 0
@@ -52,11 +53,11 @@ def stamped(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def view_script(source: Path, mount: str) -> str:
-    """``js_on_load``: the arrays' decoder, the drawing tools (``assets/canvas_tools.js``) and the view's script
-    (each defines itself once per page), then ``mount`` (a call such as
-    ``window.BertNeuronView.mount(element, props, trigger, watch);``)."""
-    return (f"{browser_arrays.script()}\n{TOOLS.read_text(encoding='utf-8')}\n{source.read_text(encoding='utf-8')}"
-            f"\n{mount}")
+    """``js_on_load``: the arrays' decoder, the SVG drawing context (``assets/svg_context.js``), the drawing tools
+    (``assets/canvas_tools.js``) and the view's script (each defines itself once per page), then ``mount`` (a call
+    such as ``window.BertNeuronView.mount(element, props, trigger, watch);``)."""
+    shared = "\n".join(path.read_text(encoding="utf-8") for path in (SVG, TOOLS, source))
+    return f"{browser_arrays.script()}\n{shared}\n{mount}"
 
 
 def canvas_html(label: str, template: str, script: str, description: str, elem_classes: list[str],

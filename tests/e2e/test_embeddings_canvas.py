@@ -1,7 +1,7 @@
 """The Embeddings tab's canvas maps (hidden dimensions, position similarity) in a real chromium, in the light and
 the dark theme and at phone width (390 px): the first example draws both; hovering a cell shows the engine's value
 to the encoding's precision (uint8 of v - min: (max - min) / 510; float16 cosines: 2**-11); a component the page
-holds is drawn with **no network request**, a layer change redraws the summary but sends no map; the PNG is the
+holds is drawn with **no network request**, a layer change redraws the summary but sends no map; the PNG (2x) is the
 drawing, its cells the colour the engine's value maps to; a component the page lacks is fetched once."""
 from __future__ import annotations
 
@@ -71,14 +71,15 @@ def test_the_maps_draw_follow_the_component_without_a_request_and_hover_the_engi
     assert abs(hover(page, sims, 5, 9)[0] - result.position_similarity[5, 9]) <= 2.0 ** -11 + 1e-6
 
     if page.look == "light":                                  # type: ignore[attr-defined]
-        with page.expect_download() as download:              # the PNG is the drawing
-            dims.locator(".emb-chip", has_text="PNG").click()
-        assert download.value.suggested_filename == "embeddings-dimensions-output.png"
+        with page.expect_download() as download:              # the PNG (at 2x, for print) is the drawing
+            dims.get_by_role("button", name="Save the hidden dimensions map as a PNG at 2x, for print").click()
+        assert download.value.suggested_filename == \
+            "bert-explorer_default_who-was-jim-henson_embeddings-dimensions_output.png"
         png = np.asarray(Image.open(io.BytesIO(open(download.value.path(), "rb").read())).convert("RGB"))
         shown = canvas.decoded(canvas.signed_map(result.output))[3, 17]
         level = int(canvas.levels(shown, canvas.color_limit(result.output)))
         colour = canvas.palette()[level]
-        x = int(geometry["left"] + 17.5 * geometry["cw"]), int(geometry["top"] + 3.5 * geometry["ch"])
+        x = int(2 * (geometry["left"] + 17.5 * geometry["cw"])), int(2 * (geometry["top"] + 3.5 * geometry["ch"]))
         assert png[x[1], x[0]].tolist() == [int(colour[k:k + 2], 16) for k in (1, 3, 5)]
 
     requests: list[str] = []

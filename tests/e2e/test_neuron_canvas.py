@@ -161,15 +161,16 @@ def test_a_long_input_windows_the_keys_and_asks_once_for_a_head_it_lacks(desktop
     page.wait_for_timeout(500)
     assert "neuron_view_refresh" not in joined(page, requests), joined(page, requests)
 
-    with page.expect_download() as download:                  # the PNG is the canvas as drawn
-        root.locator(".neuron-png").click()
-    assert download.value.suggested_filename == "neuron-L1-H0-Q120.png"
+    with page.expect_download() as download:                  # the PNG (2x, for print) is the canvas as drawn
+        root.get_by_role("button", name="Save the neuron view as a PNG at 2x, for print").click()
+    assert download.value.suggested_filename == "bert-explorer_default_the-cat-sat-on-the-mat_neuron-view_L1H0Q120.png"
     saved = np.asarray(Image.open(io.BytesIO(open(download.value.path(), "rb").read())).convert("RGBA"))
-    size = root.locator("canvas").evaluate("c => [c.height, c.width]")
-    assert list(saved.shape[:2]) == size
+    height, width = root.locator("canvas").evaluate("c => [parseFloat(c.style.height), parseFloat(c.style.width)]")
+    assert list(saved.shape[:2]) == [round(2 * height), round(2 * width)]
     middle = root.locator("canvas").evaluate("""c => { const g = window.BertNeuronView.views[0].geometry;
-        const dpr = window.devicePixelRatio || 1, x = Math.round((g.xP + 2) * dpr), y = Math.round((g.top + 30) * dpr);
-        return [x, y, ...c.getContext('2d').getImageData(x, y, 1, 1).data]; }""")
+        const x = g.xP + 2.5 * g.cell, y = g.top + 1.5 * g.rowH, dpr = window.devicePixelRatio || 1;   // a cell's middle
+        const px = c.getContext('2d').getImageData(Math.floor(x * dpr), Math.floor(y * dpr), 1, 1).data;
+        return [Math.floor(2 * x), Math.floor(2 * y), ...px]; }""")
     assert list(saved[middle[1], middle[0]]) == middle[2:]
     no_error_toast(page)
 
