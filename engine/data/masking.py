@@ -4,8 +4,11 @@ Masking follows ``transformers.DataCollatorForLanguageModeling.torch_mask_tokens
 is redone every time a batch is collated (dynamic masking, as RoBERTa): each eligible
 position is chosen with probability ``mlm_probability``; of the chosen, 80% become the
 tokenizer's mask token (BERT's [MASK], RoBERTa's <mask>), 10% a random non-special token, 10% stay;
-labels hold the original id at chosen positions and -100 elsewhere. Whole-word masking chooses words
-instead of pieces, the words as the vocabulary's kind marks them (``whole_word_ids_from``).
+labels hold the original id at chosen positions and -100 elsewhere. The shares are a setting, the
+mask mix (``mask_mix``: mask / random / keep, BERT's Table 8; ``check_mask_mix``); at its default,
+(0.8, 0.1, 0.1), the draws are exactly those of the fixed 80/10/10. Whole-word masking chooses words
+instead of pieces, the words as the vocabulary's kind marks them (``whole_word_ids_from``). Static masking
+(the same mask every time a text is seen) is ``engine.data.static_masking``'s.
 """
 from __future__ import annotations
 
@@ -20,6 +23,37 @@ KIND_NONE, KIND_MASK, KIND_RANDOM, KIND_KEPT = 0, 1, 2, 3
 KIND_NAMES = ("none", "[MASK]", "random", "kept")
 MASK_REPLACE_PROB = 0.8
 RANDOM_REPLACE_PROB = 0.1
+KEEP_PROB = 0.1
+# Of the chosen positions: the shares replaced by the mask token, by a random token, and kept (BERT's 80/10/10)
+DEFAULT_MASK_MIX: tuple[float, float, float] = (MASK_REPLACE_PROB, RANDOM_REPLACE_PROB, KEEP_PROB)
+_MIX_TOLERANCE = 1e-6
+
+
+def check_mask_mix(mix: Sequence[float], name: str = "mask_mix") -> tuple[float, float, float]:
+    """``mix`` as three floats (mask token, random token, kept), each in [0, 1] and adding up to 1; ``ValueError``
+    starting with ``name`` otherwise."""
+    try:
+        shares = tuple(float(x) for x in mix)
+    except (TypeError, ValueError):
+        shares = ()
+    if len(shares) != 3 or isinstance(mix, (str, bytes)) or any(isinstance(x, bool) for x in mix):
+        raise ValueError(f"{name} must be three shares of the chosen positions (mask token, random token, kept), "
+                         f"such as 0.8,0.1,0.1; got {mix!r}")
+    if not all(0.0 <= x <= 1.0 for x in shares):          # NaN fails too
+        raise ValueError(f"{name} shares must each be between 0 and 1, got {','.join(f'{x:g}' for x in shares)}")
+    if abs(sum(shares) - 1.0) > _MIX_TOLERANCE:
+        raise ValueError(f"{name} shares must add up to 1 (mask token + random token + kept), got "
+                         f"{','.join(f'{x:g}' for x in shares)}, which add up to {sum(shares):g}")
+    return shares                                                        # type: ignore[return-value]
+
+
+def random_share_of_rest(mix: Sequence[float]) -> float:
+    """The probability that a chosen position not given the mask token gets a random one: random / (1 - mask),
+    0 when everything is masked (the default's 0.1 / 0.2 computed as it always was)."""
+    mask, random_share = mix[0], mix[1]
+    if mask >= 1.0:
+        return 0.0
+    return min(1.0, max(0.0, random_share / (1.0 - mask)))
 
 
 @dataclass
@@ -40,6 +74,7 @@ def mask_tokens(
     generator: torch.Generator | None = None,
     whole_word_ids: torch.Tensor | None = None,
     random_token_ids: torch.Tensor | Sequence[int] | None = None,
+    mask_mix: Sequence[float] = DEFAULT_MASK_MIX,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT's MLM corruption: ``(masked_ids, labels)``, both (B, S) long; the input is not modified.
 
@@ -48,7 +83,7 @@ def mask_tokens(
     *and padding*. See ``mask_tokens_detailed`` for the arguments and the per-position kinds.
     """
     result = mask_tokens_detailed(input_ids, special_tokens_mask, vocab_size, mask_token_id, mlm_probability,
-                                  generator, whole_word_ids, random_token_ids)
+                                  generator, whole_word_ids, random_token_ids, mask_mix)
     return result.input_ids, result.labels
 
 
@@ -61,6 +96,7 @@ def mask_tokens_detailed(
     generator: torch.Generator | None = None,
     whole_word_ids: torch.Tensor | None = None,
     random_token_ids: torch.Tensor | Sequence[int] | None = None,
+    mask_mix: Sequence[float] = DEFAULT_MASK_MIX,
 ) -> MaskResult:
     """Choose, replace and label positions; also say how each was replaced (``mask_kind``).
 
@@ -74,7 +110,8 @@ def mask_tokens_detailed(
     - Of the chosen: 80% -> ``mask_token_id``, 10% -> an id drawn uniformly from
       ``random_token_ids`` (default: every id below ``vocab_size`` except ``mask_token_id``
       and the ids found at special positions of this batch — pass ``VocabSpec.random_token_ids``
-      to exclude [UNK] too), 10% unchanged; decided per token.
+      to exclude [UNK] too), 10% unchanged; decided per token. ``mask_mix`` sets those three shares
+      (``check_mask_mix``); the mask token is drawn first, then random among the rest, as transformers does.
     - Random draws use ``generator`` (on its device; results are moved to the input's).
     """
     if input_ids.dim() != 2 or input_ids.shape != special_tokens_mask.shape:
@@ -82,6 +119,7 @@ def mask_tokens_detailed(
                          f"{tuple(input_ids.shape)} and {tuple(special_tokens_mask.shape)}")
     if not 0.0 <= mlm_probability <= 1.0:
         raise ValueError(f"mlm_probability must be in [0, 1], got {mlm_probability}")
+    mix = check_mask_mix(mask_mix)
     device = input_ids.device
     draw_device = generator.device if generator is not None else device
     shape = input_ids.shape                                                # (B, S)
@@ -99,16 +137,24 @@ def mask_tokens_detailed(
                                  device=draw_device) < mlm_probability     # (B, W)
         chosen = word_chosen.gather(1, words.clamp(min=0)) & (words >= 0) & ~special  # (B, S)
 
-    to_mask = torch.bernoulli(torch.full(shape, MASK_REPLACE_PROB, device=draw_device),
+    to_mask = torch.bernoulli(torch.full(shape, mix[0], device=draw_device),
                               generator=generator).bool() & chosen
-    random_share = RANDOM_REPLACE_PROB / (1.0 - MASK_REPLACE_PROB)         # 0.5 of the rest
+    random_share = random_share_of_rest(mix)                               # the default's 0.5 of the rest
     to_random = torch.bernoulli(torch.full(shape, random_share, device=draw_device),
                                 generator=generator).bool() & chosen & ~to_mask
-    allowed = _allowed_random_ids(input_ids, special, vocab_size, mask_token_id, random_token_ids)
+    allowed = allowed_random_ids(input_ids, special, vocab_size, mask_token_id, random_token_ids)
     allowed = allowed.to(draw_device)                                      # (R,)
     picks = torch.randint(len(allowed), shape, generator=generator, device=draw_device)  # (B, S)
     random_words = allowed[picks]                                          # (B, S)
+    return apply_mask(input_ids, chosen, to_mask, to_random, random_words, mask_token_id)
 
+
+def apply_mask(input_ids: torch.Tensor, chosen: torch.Tensor, to_mask: torch.Tensor, to_random: torch.Tensor,
+               random_words: torch.Tensor, mask_token_id: int) -> MaskResult:
+    """The masked copy, labels and kinds of decided positions, all (B, S) on the decisions' device (returned on
+    the input's): ``to_mask`` and ``to_random`` lie within ``chosen``; ``random_words`` holds each position's
+    random replacement."""
+    device, draw_device, shape = input_ids.device, chosen.device, chosen.shape
     original = input_ids.to(draw_device)
     masked = original.clone()
     masked[to_mask] = mask_token_id
@@ -121,8 +167,10 @@ def mask_tokens_detailed(
     return MaskResult(masked.to(device), labels.to(device), kind.to(device))
 
 
-def _allowed_random_ids(input_ids: torch.Tensor, special: torch.Tensor, vocab_size: int, mask_token_id: int,
-                        random_token_ids: torch.Tensor | Sequence[int] | None) -> torch.Tensor:
+def allowed_random_ids(input_ids: torch.Tensor, special: torch.Tensor, vocab_size: int, mask_token_id: int,
+                       random_token_ids: torch.Tensor | Sequence[int] | None) -> torch.Tensor:
+    """(R,) the ids a random replacement may take: ``random_token_ids``, else every id below ``vocab_size`` but the
+    mask token and the ids at ``special`` positions; ``ValueError`` when there are none."""
     if random_token_ids is not None:
         allowed = torch.as_tensor(random_token_ids, dtype=torch.long).flatten()
     else:

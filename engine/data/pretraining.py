@@ -2,11 +2,12 @@
 
 Instances follow the original recipe (``engine.data.instance_plan``, planned as token ranges of a
 ``TokenStore``); masking (``engine.data.masking``) is redone every time a batch is collated
-(dynamic masking). ``PretrainingDataset`` reads a store that is memory-mapped from the corpus
-cache (``engine.data.token_cache``) or built in memory (``TokenStore.from_texts``), so a corpus of any
-size trains in the same bounded memory: an epoch visits the documents in a seeded order, in blocks
-of about ``BLOCK_TOKENS`` tokens whose instances are planned (offsets only) and shuffled together;
-a batch reads the token ids of its own rows only.
+(dynamic masking). The objective (``engine.data.pretraining_objective``) may instead fix masks per corpus token
+(static masking), change the 80/10/10 mix, or be a left-to-right LM (next-token labels, nothing masked).
+``PretrainingDataset`` reads a store that is memory-mapped from the corpus cache (``engine.data.token_cache``)
+or built in memory (``TokenStore.from_texts``), so a corpus of any size trains in the same bounded memory: an
+epoch visits the documents in a seeded order, in blocks of about ``BLOCK_TOKENS`` tokens whose instances are
+planned (offsets only) and shuffled together; a batch reads the token ids of its own rows only.
 """
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ import numpy as np
 import torch
 
 from engine.data.instance_plan import Instance, check_lengths, materialise, plan_instances
+from engine.data.causal_lm import next_token_labels
 from engine.data.masking import IGNORE_INDEX, mask_tokens_detailed, whole_word_ids_from
+from engine.data.pretraining_objective import MASKED_LM, PretrainingObjective
+from engine.data.static_masking import static_mask_tokens, token_offsets
 from engine.data.token_store import TokenStore
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.text.words import continues_word, marks_word_starts
@@ -65,7 +69,7 @@ class Batch:
     token_type_ids: torch.Tensor       # (B, S) 0 for cls A sep, 1 for B sep, 0 at padding
     attention_mask: torch.Tensor       # (B, S) 1 for real tokens, 0 for padding
     special_tokens_mask: torch.Tensor  # (B, S) 1 for the cls and sep tokens and padding
-    labels: torch.Tensor               # (B, S) original id at masked positions, -100 elsewhere
+    labels: torch.Tensor               # (B, S) original id at masked positions (clm: the next token), -100 elsewhere
     next_sentence_label: torch.Tensor  # (B,) 0 IsNext, 1 NotNext, -100 for single segments (no NSP)
     mask_kind: torch.Tensor            # (B, S) KIND_NONE / KIND_MASK / KIND_RANDOM / KIND_KEPT
 
@@ -83,7 +87,8 @@ class Batch:
         return Batch(**{f.name: getattr(self, f.name).to(device, non_blocking=non_blocking) for f in fields(self)})
 
     def model_inputs(self) -> dict[str, torch.Tensor]:
-        """Keyword arguments for ``BertWithHeads.forward`` (no NSP label when there is no pair)."""
+        """Keyword arguments for ``BertWithHeads.forward`` (no NSP label when there is no pair); the left-to-right
+        LM's causal attention mask is its task's to add (``PretrainingTask.forward``)."""
         inputs = {"input_ids": self.input_ids, "attention_mask": self.attention_mask,
                   "token_type_ids": self.token_type_ids, "labels": self.labels}
         if self.has_nsp:
@@ -93,12 +98,15 @@ class Batch:
 
 def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: float = 0.15,
             generator: torch.Generator | None = None, whole_word: bool = False,
-            pad_to: int | None = None) -> Batch:
+            pad_to: int | None = None, objective: PretrainingObjective = MASKED_LM,
+            plan_rows: np.ndarray | None = None, seed: int = 0) -> Batch:
     """``cls A sep B sep`` (or ``cls A sep``) per instance, with the tokenizer's cls and sep tokens (by role:
     BERT's [CLS] / [SEP], RoBERTa's <s> / </s>), padded, freshly masked.
 
     Pads to the longest row, or to ``pad_to`` when given. Every call draws new masks from
     ``generator`` (dynamic masking); whole-word masking starts a word at each sentence's start too.
+    ``objective``: its mask mix; static masks (hashed from ``seed`` and each token's corpus offset, which the
+    instances' ``plan_rows`` give); or, for the left-to-right LM, the input unmasked and the next token as label.
     """
     if not instances:
         raise ValueError("cannot collate an empty list of instances")
@@ -129,6 +137,9 @@ def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: fl
             special[r, start:start + len(inst.tokens_b)] = 0
     nsp_label = torch.tensor([(1 if inst.is_random_next else 0) if inst.tokens_b else IGNORE_INDEX
                               for inst in instances], dtype=torch.long)                  # (B,)
+    if objective.causal:                  # nothing masked: every real position but the last predicts the next
+        return Batch(input_ids, token_type_ids, attention_mask, special, next_token_labels(input_ids, attention_mask),
+                     nsp_label, torch.zeros_like(input_ids))
     words = None
     if whole_word:
         if vocab.continuation is None:
@@ -140,8 +151,15 @@ def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: fl
             for start in inst.starts_b:
                 sentence_starts[r, 2 + len(inst.tokens_a) + start] = True
         words = whole_word_ids_from(input_ids, special, vocab.continuation, sentence_starts)   # (B, S)
-    masked = mask_tokens_detailed(input_ids, special, vocab.vocab_size, vocab.mask_token_id, mlm_probability,
-                                  generator, words, vocab.random_token_ids)
+    if objective.static:
+        if plan_rows is None or len(plan_rows) != len(instances):
+            raise ValueError("static masking needs the instances' plan rows (their offsets in the corpus)")
+        masked = static_mask_tokens(input_ids, special, token_offsets(plan_rows, width), seed, vocab.vocab_size,
+                                    vocab.mask_token_id, mlm_probability, words, vocab.random_token_ids,
+                                    objective.mask_mix)
+    else:
+        masked = mask_tokens_detailed(input_ids, special, vocab.vocab_size, vocab.mask_token_id, mlm_probability,
+                                      generator, words, vocab.random_token_ids, objective.mask_mix)
     return Batch(masked.input_ids, token_type_ids, attention_mask, special, masked.labels, nsp_label,
                  masked.mask_kind)
 
@@ -157,15 +175,21 @@ class PretrainingDataset:
     ``b`` planned with ``random.Random(f"{seed}:{e}")`` (``f"{seed}:{e}:{b}"`` after the first);
     batch ``k`` is instances ``[k*B, (k+1)*B)`` of the blocks one after another, masked by a
     ``torch.Generator`` seeded from (seed, e, k), so any batch can be rebuilt exactly and read
-    at random (rank r of N reads its own batches only).
+    at random (rank r of N reads its own batches only). ``objective``: static masks are seeded by (seed, each
+    token's corpus offset) instead; the left-to-right LM masks nothing (``engine.data.pretraining_objective``).
     """
 
     def __init__(self, store: TokenStore, tokenizer: WordPieceTokenizer,
                  max_seq_length: int = 128, batch_size: int = 32, mlm_probability: float = 0.15,
                  short_seq_prob: float = 0.1, nsp: bool = True, whole_word: bool = False, seed: int = 0,
-                 pad_to_max_length: bool = False, drop_last: bool = False, pool: np.ndarray | None = None) -> None:
+                 pad_to_max_length: bool = False, drop_last: bool = False, pool: np.ndarray | None = None,
+                 objective: PretrainingObjective = MASKED_LM) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if objective.causal and nsp:
+            raise ValueError("the left-to-right LM (objective clm) reads one text per row, not sentence pairs: "
+                             "turn next-sentence prediction off")
+        self.objective = objective
         check_lengths(max_seq_length, nsp)
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
         self.mlm_probability, self.short_seq_prob = mlm_probability, short_seq_prob
@@ -269,7 +293,7 @@ class PretrainingDataset:
         chunk = self._rows(epoch, index * self.batch_size, (index + 1) * self.batch_size)
         generator = torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) * 1_000_003 + index & (2**63 - 1))
         return collate(materialise(self.store, chunk), self.vocab, self.mlm_probability, generator,
-                       self.whole_word, self.pad_to)
+                       self.whole_word, self.pad_to, self.objective, chunk, self.seed)
 
     def _rows(self, epoch: int, start: int, end: int) -> np.ndarray:
         """(n, 5) plan rows ``start .. end-1`` of ``epoch``'s instance sequence."""
@@ -316,6 +340,8 @@ class PretrainingDataset:
         digest.update(repr((self.seed, self.batch_size, self.max_seq_length, self.mlm_probability,
                             self.short_seq_prob, self.nsp, self.whole_word, self.pad_to, self.drop_last,
                             self.vocab.vocab_size)).encode())
+        if not self.objective.is_default:           # BERT's objective hashes as it always did
+            digest.update(repr(self.objective.key()).encode())
         if self.num_tokens > BLOCK_TOKENS:
             digest.update(f"store:{self.store.content_hash}:".encode() + self.pool.astype("<i8").tobytes())
             return digest.hexdigest()

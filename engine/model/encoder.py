@@ -33,12 +33,25 @@ def activation(name: str):
 def additive_attention_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
     """(B, S) 1-keep/0-pad -> (B, 1, 1, S) additive mask: 0 to keep, the dtype's minimum to drop.
 
-    ``None`` when nothing is padded, so the fast path can take its unmasked kernels.
+    A (B, S, S) mask says per query which keys it may attend to (``causal_attention_mask``; transformers'
+    BertModel takes the same) -> (B, 1, S, S). ``None`` when nothing is masked, so the fast path can take its
+    unmasked kernels.
     """
     if attention_mask is None or bool(attention_mask.all()):
         return None
-    keep = attention_mask[:, None, None, :].to(dtype)  # (B, 1, 1, S)
+    if attention_mask.dim() == 3:
+        keep = attention_mask[:, None, :, :].to(dtype)  # (B, 1, S, S)
+    else:
+        keep = attention_mask[:, None, None, :].to(dtype)  # (B, 1, 1, S)
     return (1.0 - keep) * torch.finfo(dtype).min
+
+
+def causal_attention_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """(B, S) 1-keep/0-pad -> (B, S, S): position i may attend to the real positions j <= i (a left-to-right
+    LM's mask, combined with the padding). With right padding every row keeps position 0: none is all masked."""
+    seq_len = attention_mask.shape[-1]
+    lower = torch.ones(seq_len, seq_len, dtype=torch.bool, device=attention_mask.device).tril()   # (S, S)
+    return (lower[None, :, :] & attention_mask.bool()[:, None, :]).to(attention_mask.dtype)        # (B, S, S)
 
 
 def explicit_attention(scores: torch.Tensor, v: torch.Tensor, dropout: float, head_mask: torch.Tensor | None,
@@ -285,14 +298,15 @@ class BertModel(nn.Module):
         output_qk: bool = False,
         on_layer: Callable[[int, dict[str, torch.Tensor]], None] | None = None,
     ) -> EncoderOutput:
-        """Encode a batch. ``output_attentions``/``output_qk`` take the explicit attention path. ``on_layer``, when
-        given, is handed each layer's probes (``(index, {"probs": ..., ...})``, each (B, nh, S, ...)) as they are
-        made, and they are not collected: the outputs' attentions, queries, keys and scores are then empty
-        tuples, and no more than one layer's maps is held at a time."""
+        """Encode a batch. ``attention_mask``: (B, S) 1 for tokens, 0 for padding, or (B, S, S) per query
+        (``causal_attention_mask``: left to right). ``output_attentions``/``output_qk`` take the explicit
+        attention path. ``on_layer``, when given, is handed each layer's probes (``(index, {"probs": ..., ...})``,
+        each (B, nh, S, ...)) as they are made, and they are not collected: the outputs' attentions, queries, keys
+        and scores are then empty tuples, and no more than one layer's maps is held at a time."""
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)  # (B, S, E)
         if self.embeddings_project is not None:
             hidden = self.embeddings_project(hidden)                        # (B, S, H)
-        mask = additive_attention_mask(attention_mask, hidden.dtype)        # (B, 1, 1, S) or None
+        mask = additive_attention_mask(attention_mask, hidden.dtype)        # (B, 1, 1|S, S) or None
         head_mask = normalise_head_mask(head_mask, self.config)
         if head_mask is not None:
             head_mask = head_mask.to(hidden.device)

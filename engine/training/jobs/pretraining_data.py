@@ -27,6 +27,7 @@ from engine.data.token_store import TokenStore
 from engine.text.documents import parse_documents, train_eval_split
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.tasks.job_spec import JobSpec
+from engine.training.tasks.pretraining_settings import objective_of
 from engine.training.loop import distributed as dist
 from engine.training.loop.config import TrainingConfig
 
@@ -165,7 +166,8 @@ def pretraining_data(spec: JobSpec, config: TrainingConfig, tokenizer: WordPiece
 
     def make(pool: np.ndarray, seed: int) -> PretrainingDataset:
         return PretrainingDataset(store, tokenizer, config.max_seq_length, config.batch_size, config.mlm_probability,
-                                  spec.short_seq_prob, config.nsp, config.whole_word_masking, seed, pool=pool)
+                                  spec.short_seq_prob, config.nsp, config.whole_word_masking, seed, pool=pool,
+                                  objective=objective_of(spec.settings))
     evaluation = make(held_out, config.seed + 1) if len(held_out) else None
     return make(train, config.seed), evaluation
 

@@ -36,7 +36,9 @@ class TrainingConfig:
     seconds of training too (``engine.training.loop.checkpoint_policy``). ``warmup_steps``, when given,
     wins over ``warmup_ratio`` (a fraction of ``total_steps``). ``task`` names what is trained (a
     task of ``engine.training.tasks``: the ``JobSpec`` checks the name, and the ``Trainer`` is handed the task
-    object, whose name must be this); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern pretraining only.
+    object, whose name must be this); ``mlm_probability``, ``whole_word_masking`` and ``nsp`` concern pretraining only
+    (its objective, mask mix and static masking are the pretraining task's own settings, kept in ``run.json``:
+    ``engine.training.tasks.pretraining_settings``).
     ``freeze_encoder`` trains the heads and the pooler only: the embeddings (with the MLM decoder weight tied
     to them) and the encoder layers keep their weights. ``keep_optimizer_state`` says which checkpoints keep the
     optimizer and scheduler state a resume needs (about twice the fp32 weights): "newest" (older ones stay models),

@@ -1,7 +1,7 @@
 """What a resumed run may change: ``RESUMABLE_FIELDS``, the ``TrainingConfig`` fields a continued run may set
-anew; everything else about a run (its data, model, tokenizer and the rest of its training settings) is fixed
-once it exists. Read by ``resume_spec``, ``engine.training.loop.resume``, the job setup
-and the command lines."""
+anew; everything else about a run (its data, model, tokenizer, the rest of its training settings, and its task's
+own settings, such as pretraining's objective, mask mix and static masking) is fixed once it exists. Read by
+``resume_spec``, ``engine.training.loop.resume``, the job setup and the command lines."""
 from __future__ import annotations
 
 # TrainingConfig fields a resumed run may change; the rest define the run and must match.

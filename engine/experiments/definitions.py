@@ -1,0 +1,99 @@
+"""What an experiment is: arms that differ in one factor, the scale they run at, and the claims they test."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+# What every arm is measured by (``engine.experiments.evaluation``), higher is better for each.
+METRICS: dict[str, str] = {
+    "masked_acc": "held-out masked-token accuracy",       # every chosen token [MASK]ed, on text no arm trained on
+    "pos_acc": "part-of-speech word accuracy",            # fine-tuned on the bundled UD English EWT sample
+    "sentiment_acc": "sentiment accuracy",                # fine-tuned on the bundled 50 sentences (10 held out)
+}
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big every arm of an experiment runs: the model preset, pretraining steps and text, seeds, and the
+    fixed fine-tuning budget of the downstream evaluation."""
+
+    preset: str = "tiny"
+    steps: int = 600
+    seeds: int = 2
+    max_documents: int = 200          # the built-in corpus's first N documents are the pretraining text
+    eval_documents: int = 60          # the next N, which no arm trains on, measure the masked-token accuracy
+    seq_length: int = 64
+    batch_size: int = 16
+    learning_rate: float = 5e-4
+    vocab_size: int = 4000
+    downstream_steps: int = 60
+    downstream_learning_rate: float = 5e-4
+
+    def with_changes(self, **changes: Any) -> "Scale":
+        """This scale with the given fields changed (None values ignored: a flag not given)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm: its folder name, how it is shown, the training fields and pretraining settings it changes
+    (``TrainingConfig`` fields such as ``nsp``; ``PretrainingSettings`` fields such as ``mask_mix``), and the
+    source's numbers for it by column."""
+
+    name: str
+    label: str
+    training: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    paper: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim of the source, tested on one of our ``METRICS``: ``first`` beats ``second`` (``kind`` "better"), or
+    the two are about the same (``kind`` "same")."""
+
+    text: str
+    first: str
+    second: str
+    metric: str
+    kind: str = "better"
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("better", "same"):
+            raise ValueError(f"a claim's kind is 'better' or 'same', not {self.kind!r}")
+        if self.metric not in METRICS:
+            raise ValueError(f"a claim's metric is one of {', '.join(METRICS)}, not {self.metric!r}")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A named experiment: its source, what differs between its arms, the arms, the source's columns, the claims
+    tested, and its ``--quick`` and default scales."""
+
+    name: str
+    title: str
+    source: str                       # the paper and table, e.g. "Devlin et al. 2019, Table 8"
+    factor: str                       # what differs between the arms
+    arms: tuple[Arm, ...]
+    paper_columns: tuple[str, ...]
+    claims: tuple[Claim, ...]
+    quick: Scale = Scale()
+    full: Scale = Scale(steps=3000, seeds=3, max_documents=600, eval_documents=100)
+    note: str = ""                    # how ours differs from the source's setting
+
+    def __post_init__(self) -> None:
+        names = [arm.name for arm in self.arms]
+        if len(set(names)) != len(names):
+            raise ValueError(f"experiment {self.name}: two arms share a name")
+        for claim in self.claims:
+            if {claim.first, claim.second} - set(names):
+                raise ValueError(f"experiment {self.name}: a claim names an arm it does not have")
+
+    def arm(self, name: str) -> Arm:
+        """The arm called ``name``."""
+        return next(arm for arm in self.arms if arm.name == name)
+
+    def scale(self, quick: bool, **changes: Any) -> Scale:
+        """The ``--quick`` or default scale, with the flags' changes."""
+        return (self.quick if quick else self.full).with_changes(**changes)

@@ -1,0 +1,81 @@
+"""Pretraining's own settings (``PretrainingSettings``, the ``PRETRAINING`` task's ``TaskDefinition.settings``): the
+objectives the BERT paper's ablations compare.
+
+- ``objective``: ``mlm`` (masked LM, the default) or ``clm`` (a left-to-right LM: causal attention, each position
+  predicts the next token with the MLM head, whose decoder is tied to the input embeddings; BERT's Table 5 "LTR &
+  No NSP" and Figure 5). ``clm`` needs NSP off and whole-word masking off.
+- ``mask_mix``: of the chosen positions, the shares given the mask token, a random token, or kept, written
+  ``0.8,0.1,0.1`` (the default; BERT's Table 8 compares others).
+- ``static_masking``: each corpus token masked one way for the whole run (RoBERTa's static masking) instead of a
+  fresh draw per batch (dynamic, the default).
+
+As every task's settings they are ``JobSpec.task_settings`` entries kept in ``run.json`` (defaults too), flags of
+``python -m engine.pretrain`` (``--objective``, ``--mask-mix``, ``--static-masking``), and fixed once a run exists
+(a resume takes the run's own). At their defaults the data draws and hashes exactly as before they existed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from engine.data.masking import DEFAULT_MASK_MIX, check_mask_mix
+from engine.data.pretraining_objective import OBJECTIVES, PretrainingObjective
+from engine.training.loop.config import TrainingConfig
+
+
+def mix_text(shares: Sequence[float]) -> str:
+    """``0.8,0.1,0.1``: three shares as written on the command line (each number as short as it stays exact)."""
+    return ",".join(f"{x:g}" if float(f"{x:g}") == x else repr(float(x)) for x in shares)
+
+
+def parse_mix(value: Any) -> tuple[float, float, float]:
+    """``"0.8,0.1,0.1"`` (or three numbers) -> the checked shares; ``ValueError`` starting with ``mask_mix``."""
+    if isinstance(value, str):
+        parts = [part.strip() for part in value.replace("/", ",").split(",")]
+        try:
+            if len(parts) != 3:
+                raise ValueError
+            value = [float(part) for part in parts]
+        except ValueError:
+            raise ValueError(f"mask_mix must be three numbers separated by commas (mask token, random token, "
+                             f"kept), such as 0.8,0.1,0.1; got {value!r}") from None
+    return check_mask_mix(value, "mask_mix")
+
+
+@dataclass(frozen=True)
+class PretrainingSettings:
+    """The pretraining objective, its mask mix, and static or dynamic masking (see the module)."""
+
+    objective: str = field(default="mlm", metadata={
+        "help": "mlm: masked LM (BERT); clm: left-to-right LM, each token predicts the next (needs --no-nsp)",
+        "metavar": "|".join(OBJECTIVES)})
+    mask_mix: str = field(default=mix_text(DEFAULT_MASK_MIX), metadata={
+        "help": "of the masked positions, the shares given the mask token, a random token, or kept, adding up to 1",
+        "metavar": "MASK,RANDOM,KEEP"})
+    static_masking: bool = field(default=False, metadata={
+        "help": "mask each corpus token one way for the whole run (RoBERTa's static masking) instead of drawing "
+                "new masks for every batch"})
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mask_mix", mix_text(parse_mix(self.mask_mix)))   # canonical text in run.json
+        self.data_objective()                                  # checks the objective and the combination
+
+    def data_objective(self) -> PretrainingObjective:
+        """What the data and the task read (``engine.data.pretraining_objective``)."""
+        return PretrainingObjective(self.objective, parse_mix(self.mask_mix), self.static_masking)
+
+    def check_job(self, spec: Any, config: TrainingConfig) -> None:
+        """The left-to-right LM reads one text per row and masks nothing: NSP and whole-word masking off."""
+        if self.objective != "clm":
+            return
+        if config.nsp:
+            raise ValueError("objective clm (a left-to-right LM) reads one text per row and has no sentence pairs: "
+                             "turn next-sentence prediction off (--no-nsp)")
+        if config.whole_word_masking:
+            raise ValueError("objective clm (a left-to-right LM) masks nothing, so whole-word masking does not "
+                             "apply: turn whole-word masking off")
+
+
+def objective_of(settings: PretrainingSettings | None) -> PretrainingObjective:
+    """The data objective of pretraining settings (None: the default, BERT's masked LM)."""
+    return settings.data_objective() if settings is not None else PretrainingObjective()

@@ -1,0 +1,64 @@
+"""The built-in experiments are well formed: every arm's changes are settings the engine takes, the mixes say what
+their labels say, and every claim names arms and a metric the evaluation measures."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from engine.experiments.builtin import EXPERIMENTS, experiment
+from engine.experiments.definitions import METRICS, Arm, Claim, Experiment
+from engine.training.loop.config import TrainingConfig
+from engine.training.tasks.pretraining_settings import PretrainingSettings, parse_mix
+
+
+@pytest.mark.parametrize("name", list(EXPERIMENTS))
+def test_every_arm_is_a_run_the_engine_takes(name: str) -> None:
+    chosen = experiment(name)
+    fields = {f.name for f in dataclasses.fields(TrainingConfig)}
+    for arm in chosen.arms:
+        assert set(arm.training) <= fields, arm.name
+        settings = PretrainingSettings(**arm.settings)               # checks the objective and the mix
+        config = TrainingConfig(task="pretraining").replace(**dict(arm.training))
+        settings.check_job(None, config)                             # e.g. clm needs NSP off
+        assert set(arm.paper) == set(chosen.paper_columns), arm.name  # every paper column filled for every arm
+    for claim in chosen.claims:
+        assert claim.metric in METRICS and {claim.first, claim.second} <= {a.name for a in chosen.arms}
+
+
+def test_table8_arms_hold_the_papers_mixes_in_our_order() -> None:
+    """The paper writes MASK / SAME / RND; our mask_mix is mask, random, keep: 80/0/20 (no kept, 20% random) is
+    0.8,0.2,0."""
+    table8 = experiment("bert-table8")
+    for arm in table8.arms:
+        mask, same, random = (int(n) / 100 for n in arm.name.removeprefix("mix-").split("-"))
+        assert parse_mix(arm.settings["mask_mix"]) == pytest.approx((mask, random, same))
+    assert table8.arm("mix-80-10-10").paper["MNLI dev (fine-tune)"] == 84.2
+    assert table8.arm("mix-100-0-0").paper["NER dev F1 (feature-based)"] == 94.0
+
+
+def test_table5_compares_the_three_objectives() -> None:
+    table5 = experiment("bert-table5")
+    assert [a.training.get("nsp", True) for a in table5.arms] == [True, False, False]
+    assert table5.arm("ltr").settings == {"objective": "clm"}
+    assert table5.arm("mlm-nsp").paper["SST-2"] == 92.7 and table5.arm("ltr").paper["SQuAD F1"] == 77.8
+
+
+def test_bad_definitions_are_refused() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        Claim("x", "a", "b", "pos_acc", kind="worse")
+    with pytest.raises(ValueError, match="metric"):
+        Claim("x", "a", "b", "bleu")
+    arms = (Arm("a", "A"), Arm("a", "A again"))
+    with pytest.raises(ValueError, match="share a name"):
+        Experiment("e", "E", "src", "f", arms, (), ())
+    with pytest.raises(ValueError, match="does not have"):
+        Experiment("e", "E", "src", "f", (Arm("a", "A"),), (), (Claim("x", "a", "b", "pos_acc"),))
+    with pytest.raises(KeyError, match="bert-table8"):
+        experiment("bert-table99")
+
+
+def test_a_scale_takes_the_flags_given_only() -> None:
+    table8 = experiment("bert-table8")
+    assert table8.scale(True, steps=None, seeds=3).seeds == 3
+    assert table8.scale(True).steps == table8.quick.steps and table8.scale(False).steps == table8.full.steps
