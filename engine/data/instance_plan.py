@@ -11,6 +11,12 @@ takes the document's next sentence too instead of becoming NotNext (keeps IsNext
 50/50). The shorter target is drawn per instance, not once per document, so that about
 ``short_seq_prob`` of the instances (not of the documents) are short.
 
+ALBERT's sentence-order prediction (``pair_task="sop"``, ``_ordered_pairs``) plans the same chunks, but B is
+always the rest of A's chunk, and half the pairs are swapped (B first; label 1): every negative is a positive
+pair turned round, the same tokens of the same document. Unlike ALBERT's script, which falls back to a random
+document for a one-sentence chunk, a lone last sentence is cut in two at a random token (one token long, it
+makes no pair), so no pair ever mixes documents. Its draws are its own: NSP plans exactly as before.
+
 Consecutive sentences of one document are one slice of the store's tokens, and truncation only
 takes tokens off either end, so every segment is a range: an instance is one row
 ``(a_start, a_end, b_start, b_end, is_random_next)`` (``b_start == b_end`` without NSP). Planning
@@ -59,13 +65,22 @@ def max_segment_tokens(max_seq_length: int, nsp: bool) -> int:
 
 
 def plan_instances(store: TokenStore, pool: np.ndarray, positions: Sequence[int], max_seq_length: int,
-                   short_seq_prob: float, nsp: bool, rng: random.Random) -> np.ndarray:
+                   short_seq_prob: float, nsp: bool, rng: random.Random, pair_task: str = "nsp") -> np.ndarray:
     """(N, 5) int64 rows of the instances of documents ``pool[p]`` for ``p`` in ``positions``, shuffled.
 
     ``pool`` (P,) holds the document ids a NotNext segment may come from (any but its own);
     NSP needs two of them. Uses ``rng`` exactly as the original list-based recipe did.
+    ``pair_task`` ``"sop"``: the pairs are ALBERT's sentence order instead (``_ordered_pairs``), from one document.
     """
     check_lengths(max_seq_length, nsp)
+    if pair_task not in ("nsp", "sop"):
+        raise ValueError(f"pair_task must be nsp or sop, got {pair_task!r}")
+    if nsp and pair_task == "sop":
+        rows = [row for position in positions
+                for row in _ordered_pairs(store.sentence_ends(int(pool[position])), max_seq_length - 3,
+                                          short_seq_prob, rng)]
+        rng.shuffle(rows)
+        return np.asarray(rows, dtype=np.int64).reshape(-1, PLAN_COLUMNS)   # (N, 5)
     if nsp and len(pool) < 2:
         raise ValueError("need at least two documents for next-sentence prediction "
                          "(NotNext segments come from another document); add documents or turn NSP off")
@@ -125,6 +140,35 @@ def _pairs(store: TokenStore, pool: np.ndarray, position: int, ends: list[int], 
                 b = [ends[first + a_end], ends[i + 1]]
             _truncate(a, b, max_num_tokens, rng)
             rows.append((a[0], a[1], b[0], b[1], int(is_random_next)))
+            first, length = i + 1, 0
+            target = _target_length(max_num_tokens, short_seq_prob, rng)
+        i += 1
+    return rows
+
+
+def _ordered_pairs(ends: list[int], max_num_tokens: int, short_seq_prob: float,
+                   rng: random.Random) -> list[tuple[int, int, int, int, int]]:
+    """Sentence-order rows of one document: A and B consecutive, in order (label 0) or swapped (B first, label 1)."""
+    count = len(ends) - 1
+    target = _target_length(max_num_tokens, short_seq_prob, rng)
+    rows = []
+    first, length, i = 0, 0, 0
+    while i < count:
+        length += ends[i + 1] - ends[i]
+        if i == count - 1 or length >= target:
+            if i == first and i + 1 < count:                 # a pair needs two sentences: take the next one
+                i += 1
+            chunk = i + 1 - first
+            if chunk >= 2:
+                cut = ends[first + rng.randint(1, chunk - 1)]
+            elif ends[i + 1] - ends[first] >= 2:             # the document's lone last sentence: cut it in two
+                cut = rng.randint(ends[first] + 1, ends[i + 1] - 1)
+            else:
+                cut = None                                   # one token: no pair
+            if cut is not None:
+                a, b = [ends[first], cut], [cut, ends[i + 1]]
+                _truncate(a, b, max_num_tokens, rng)
+                rows.append((*b, *a, 1) if rng.random() < 0.5 else (*a, *b, 0))
             first, length = i + 1, 0
             target = _target_length(max_num_tokens, short_seq_prob, rng)
         i += 1

@@ -202,7 +202,7 @@ class PretrainingDataset:
         self.pool = pool[store.document_token_counts()[pool] > 0]               # (P,) documents with text
         if len(self.pool) == 0:
             raise ValueError("the corpus has no text to make pretraining instances from")
-        if nsp and len(self.pool) < 2:
+        if nsp and len(self.pool) < 2 and not objective.sentence_order:
             raise ValueError("need at least two documents for next-sentence prediction "
                              "(NotNext segments come from another document); add documents or turn NSP off")
         self._pool_tokens = store.document_token_counts()[self.pool]          # (P,)
@@ -239,7 +239,8 @@ class PretrainingDataset:
             self.store.release_pages()        # a new block: the pages the last ones read need not stay mapped
             rng = random.Random(f"{self.seed}:{epoch}" if block == 0 else f"{self.seed}:{epoch}:{block}")
             self._plans[key] = plan_instances(self.store, self.pool, self._blocks(epoch)[block].tolist(),
-                                              self.max_seq_length, self.short_seq_prob, self.nsp, rng)
+                                              self.max_seq_length, self.short_seq_prob, self.nsp, rng,
+                                              self.objective.pair_task)
             while len(self._plans) > _PLANS_KEPT:
                 self._plans.popitem(last=False)
         self._plans.move_to_end(key)

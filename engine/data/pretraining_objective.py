@@ -1,5 +1,6 @@
-"""What a pretraining batch teaches: the objective (masked LM or left-to-right LM), the mask mix, and whether
-masks are drawn anew each time (dynamic) or fixed per corpus token (static).
+"""What a pretraining batch teaches: the objective (masked LM, left-to-right LM, or ELECTRA's replaced-token
+detection), the mask mix, whether masks are drawn anew each time (dynamic) or fixed per corpus token (static), and
+what the sentence pairs' label says (BERT's next sentence, or ALBERT's sentence order).
 
 ``PretrainingObjective`` is the data's view of the pretraining task's settings
 (``engine.training.tasks.pretraining_settings``): ``PretrainingDataset`` and ``collate`` read it, and the
@@ -9,9 +10,13 @@ existed (old runs resume).
 
 - ``kind`` ``"mlm"``: masked LM (``engine.data.masking``); ``"clm"``: a left-to-right LM
   (``engine.data.causal_lm``: nothing masked, labels the next token), which has no sentence pairs (NSP off) and
-  takes none of the masking settings.
+  takes none of the masking settings; ``"rtd"``: ELECTRA's replaced-token detection, whose data is the masked LM's
+  (its generator fills the masked positions: ``engine.training.tasks.replaced_tokens``).
 - ``mask_mix``: of the chosen positions, the shares replaced by the mask token, by a random token, and kept.
 - ``static``: masks fixed per corpus token (``engine.data.static_masking``) instead of drawn per batch.
+- ``pair_task``: with sentence pairs, ``"nsp"`` (BERT: half the B segments come from another document) or
+  ``"sop"`` (ALBERT's sentence order: A and B are always consecutive text of one document, and half the pairs are
+  swapped; ``engine.data.instance_plan``). The pair label is 1 for NotNext / swapped either way.
 """
 from __future__ import annotations
 
@@ -20,22 +25,33 @@ from typing import Any
 
 from engine.data.masking import DEFAULT_MASK_MIX, check_mask_mix
 
-OBJECTIVES = ("mlm", "clm")
-OBJECTIVE_NAMES = {"mlm": "masked LM", "clm": "left-to-right LM (next token)"}
+OBJECTIVES = ("mlm", "clm", "rtd")
+OBJECTIVE_NAMES = {"mlm": "masked LM", "clm": "left-to-right LM (next token)",
+                   "rtd": "replaced-token detection (ELECTRA)"}
+PAIR_TASKS = ("nsp", "sop")
+PAIR_TASK_NAMES = {"nsp": "next-sentence pairs", "sop": "sentence-order pairs"}
 
 
 @dataclass(frozen=True)
 class PretrainingObjective:
-    """The objective, the mask mix and static or dynamic masking; checked when made (``ValueError``)."""
+    """The objective, the mask mix, static or dynamic masking and the pairs' task; checked when made
+    (``ValueError``)."""
 
     kind: str = "mlm"
     mask_mix: tuple[float, float, float] = DEFAULT_MASK_MIX
     static: bool = False
+    pair_task: str = "nsp"
 
     def __post_init__(self) -> None:
         if self.kind not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)} (masked LM, left-to-right LM), "
-                             f"got {self.kind!r}")
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)} (masked LM, left-to-right LM, "
+                             f"replaced-token detection), got {self.kind!r}")
+        if self.pair_task not in PAIR_TASKS:
+            raise ValueError(f"pair_task must be one of {', '.join(PAIR_TASKS)} (next sentence, sentence order), "
+                             f"got {self.pair_task!r}")
+        if self.kind != "mlm" and self.pair_task != "nsp":
+            raise ValueError(f"pair_task {self.pair_task} is for the masked LM's sentence pairs; objective "
+                             f"{self.kind} reads no pairs")
         object.__setattr__(self, "mask_mix", check_mask_mix(self.mask_mix))
         if not isinstance(self.static, bool):
             raise ValueError(f"static_masking must be true or false, got {self.static!r}")
@@ -54,16 +70,24 @@ class PretrainingObjective:
         """BERT's: masked LM, 80/10/10, dynamic."""
         return self == PretrainingObjective()
 
+    @property
+    def sentence_order(self) -> bool:
+        """Whether the pairs are ALBERT's sentence order (consecutive, half swapped) instead of next sentence."""
+        return self.pair_task == "sop"
+
     def key(self) -> tuple[Any, ...]:
-        """What a data fingerprint adds for a non-default objective (nothing is added at the default)."""
-        return ("objective", self.kind, tuple(self.mask_mix), self.static)
+        """What a data fingerprint adds for a non-default objective (nothing is added at the default; the pair
+        task only when it is not NSP, so runs from before it existed keep their fingerprints)."""
+        key: tuple[Any, ...] = ("objective", self.kind, tuple(self.mask_mix), self.static)
+        return key + ("pair_task", self.pair_task) if self.sentence_order else key
 
     def describe(self) -> str:
         """``masked LM, mask mix 0.8/0.1/0.1, dynamic masks`` or ``left-to-right LM (next token)``."""
         if self.causal:
             return OBJECTIVE_NAMES[self.kind]
         mix = "/".join(f"{share:g}" for share in self.mask_mix)
-        return f"{OBJECTIVE_NAMES[self.kind]}, mask mix {mix}, {'static' if self.static else 'dynamic'} masks"
+        pairs = f", {PAIR_TASK_NAMES[self.pair_task]}" if self.sentence_order else ""
+        return f"{OBJECTIVE_NAMES[self.kind]}, mask mix {mix}, {'static' if self.static else 'dynamic'} masks{pairs}"
 
 
 MASKED_LM = PretrainingObjective()

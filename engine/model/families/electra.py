@@ -5,12 +5,15 @@ read as the shared one. Heads of its own (``engine.model.family_heads``): the di
 (``discriminator_predictions``, ``ElectraForPreTraining``), the sequence classifier (``classifier.dense``, GELU,
 ``classifier.out_proj`` on the first token, no pooler), and multiple choice through its sequence summary
 (``sequence_summary.summary``, read as a part of the head that owns ``classifier``), in transformers' default
-summary only (the first token, projected, GELU, dropout 0.1): another is refused with a sentence."""
+summary only (the first token, projected, GELU, dropout 0.1): another is refused with a sentence. A discriminator
+pretrained here (objective rtd) keeps its generator as a head too (``generator.``, sized by ``config.json``'s
+``generator_hidden_size``: ``engine.model.electra_generator``)."""
 from __future__ import annotations
 
 from typing import Any
 
 from engine.model.config import BertConfig
+from engine.model.electra_generator import GENERATOR, GENERATOR_OPTION
 from engine.model.families.family import Family, Renames, bert_named_config, bert_named_dict
 from engine.model.family_heads import (
     REPLACED_TOKENS, electra_summary_dropout, first_token_classifier, first_token_scorer,
@@ -49,12 +52,13 @@ def _config(data: dict[str, Any]) -> BertConfig:
         raise ValueError("this ELECTRA's hidden_act is not GELU, which its generator head always uses; "
                          "this app reads ELECTRAs with hidden_act 'gelu'")
     _check_summary(data)
+    options = {GENERATOR_OPTION: data[GENERATOR_OPTION]} if GENERATOR_OPTION in data else {}   # its generator
     return bert_named_config(data, ELECTRA,
-                             embedding_size=None if size == hidden else size)
+                             embedding_size=None if size == hidden else size, family_options=options)
 
 
 def _to_hf(config: BertConfig) -> dict[str, Any]:
-    return bert_named_dict(config, ELECTRA, embedding_size=config.embedding_width)
+    return bert_named_dict(config, ELECTRA, embedding_size=config.embedding_width, **config.family_options)
 
 
 ELECTRA = Family(
@@ -63,4 +67,5 @@ ELECTRA = Family(
     classes=("ForMaskedLM", "ForQuestionAnswering", "ForTokenClassification", "ForSequenceClassification",
              "ForMultipleChoice", "ForPreTraining", "Model"),
     heads=(first_token_classifier("gelu"), first_token_scorer("multiple_choice", "summary", "gelu",
-                                                              electra_summary_dropout), REPLACED_TOKENS))
+                                                              electra_summary_dropout), REPLACED_TOKENS,
+           GENERATOR))

@@ -18,6 +18,7 @@ from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.job_spec import JobSpec
 from engine.training.runs.run_folder import RunFolder, resolve_checkpoint
 from engine.training.tasks.registry import task_definition
+from engine.training.tasks.replaced_tokens import discriminator_model
 
 Log = Callable[[str], None]
 
@@ -40,7 +41,10 @@ def load_start_model(spec: JobSpec) -> LoadedModel | None:
 def pretraining_model(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer,
                       loaded: LoadedModel | None) -> BertWithHeads:
     """A fresh ``preset`` BERT with MLM (+ NSP) heads, or ``loaded``'s weights (the encoder and every head
-    it has, QA and classification included; MLM/NSP heads it lacks are freshly initialised)."""
+    it has, QA and classification included; MLM/NSP heads it lacks are freshly initialised). Objective rtd: an
+    ELECTRA discriminator with its generator (``engine.training.tasks.replaced_tokens.discriminator_model``)."""
+    if getattr(spec.settings, "objective", None) == "rtd":
+        return discriminator_model(spec, config, tokenizer, loaded)
     heads = ("mlm", "nsp") if config.nsp else ("mlm",)
     dropout = {} if spec.dropout is None else dict(hidden_dropout_prob=spec.dropout,
                                                    attention_probs_dropout_prob=spec.dropout)

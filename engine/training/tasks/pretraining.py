@@ -5,7 +5,11 @@ head predicts each next token); ``PRETRAINING`` is its ``TaskDefinition`` (its d
 
 Metrics keep their keys whatever the objective, so the curves read them: ``mlm_loss`` / ``mlm_acc`` are the LM head's
 loss and accuracy over its targets (masked tokens, or every next token); a left-to-right run logs the same values
-as ``next_token_loss`` / ``next_token_acc`` too (held out: ``eval_next_token_acc``, BERT's Figure 5 comparison)."""
+as ``next_token_loss`` / ``next_token_acc`` too (held out: ``eval_next_token_acc``, BERT's Figure 5 comparison).
+With ``pair_task`` ``sop`` (ALBERT's sentence order) the pair head is the NSP slot's (BERT's NSP head, or ALBERT's
+own sentence-order head, which reads its labels as ``sentence_order_label``), and ``nsp_loss`` / ``nsp_acc`` are
+logged as ``sop_loss`` / ``sop_acc`` too. Objective ``rtd`` (ELECTRA) is its own task object,
+``engine.training.tasks.replaced_tokens.ReplacedTokenTask``, which ``PRETRAINING.make`` picks."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -18,13 +22,14 @@ from engine.model.heads import IGNORE_INDEX, BertWithHeads
 from engine.model.outputs import HeadsOutput
 from engine.data.instance_plan import max_segment_tokens
 from engine.data.pretraining import Batch, PretrainingDataset
-from engine.data.pretraining_objective import PretrainingObjective
 from engine.data.token_store import TokenStore
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
 from engine.training.loop.training_task import TrainingTask
-from engine.training.tasks.pretraining_settings import PretrainingSettings, objective_of
+from engine.training.tasks.pretraining_checks import check_pretraining_data
+from engine.training.tasks.pretraining_settings import TASK, PretrainingSettings, objective_of
 from engine.training.tasks.registry import TaskDefinition
+from engine.training.tasks.replaced_tokens import ReplacedTokenTask
 
 
 def build_datasets(train_documents: Sequence[Document], eval_documents: Sequence[Document] | None,
@@ -45,7 +50,7 @@ class PretrainingTask(TrainingTask):
     """MLM loss weighted by masked tokens (next tokens for ``clm``), NSP loss by sentence pairs (with
     ``config.nsp``)."""
 
-    name, terms = "pretraining", 2
+    name, terms = TASK, 2
     stat_names = ("mlm_loss_sum", "mlm_correct", "nsp_loss_sum", "nsp_correct")
 
     def __init__(self, config: TrainingConfig, settings: PretrainingSettings | None = None) -> None:
@@ -65,15 +70,18 @@ class PretrainingTask(TrainingTask):
             raise ValueError("pretraining needs a model with a masked-LM head")
         if config.nsp and "nsp" not in model.heads:
             raise ValueError("next-sentence prediction is on but the model has no NSP head")
+        if config.nsp and pair_label_name(model) == "sentence_order_label" and not self.objective.sentence_order:
+            raise ValueError("this model's pair head predicts sentence order (ALBERT's): pretrain it with "
+                             "--pair-task sop, or with next-sentence prediction off")
         if self.objective.causal:
             if config.nsp:
                 raise ValueError("objective clm (a left-to-right LM) has no sentence pairs: turn NSP off")
             if not isinstance(model.bert, BertModel):
                 raise ValueError(f"objective clm (a left-to-right LM) needs a BERT-layout encoder (BERT, RoBERTa, "
                                  f"ALBERT, ELECTRA); this model's is a {type(model.bert).__name__}")
-        _check_dataset(train_data, config, "training", True, self.objective)
+        check_pretraining_data(train_data, config, "training", True, self.objective)
         if eval_data is not None:
-            _check_dataset(eval_data, config, "evaluation", False, self.objective)
+            check_pretraining_data(eval_data, config, "evaluation", False, self.objective)
 
     def counts(self, batch: Batch) -> tuple[int, int]:
         masked = int((batch.labels != IGNORE_INDEX).sum())
@@ -84,8 +92,9 @@ class PretrainingTask(TrainingTask):
         mask = causal_attention_mask(batch.attention_mask) if self.objective.causal else batch.attention_mask
         inputs = {"input_ids": batch.input_ids, "attention_mask": mask,             # (B, S), or (B, S, S) for clm
                   "token_type_ids": batch.token_type_ids, "labels": batch.labels}
-        if self.nsp:
-            inputs["next_sentence_label"] = batch.next_sentence_label
+        if self.nsp:                            # (B,) 1: NotNext, or swapped (an ALBERT's head names it its way)
+            label = pair_label_name(net) if self.objective.sentence_order else "next_sentence_label"
+            inputs[label] = batch.next_sentence_label
         return net(**inputs, sparse_mlm=True, compute=self.heads(config))
 
     def losses(self, out: HeadsOutput) -> list[torch.Tensor | None]:
@@ -111,6 +120,8 @@ class PretrainingTask(TrainingTask):
                    "nsp_loss": sums[2] / pairs if nsp else None, "nsp_acc": sums[3] / pairs if nsp else None}
         if self.objective.causal:            # the same numbers under the objective's own names
             metrics.update(next_token_loss=metrics["mlm_loss"], next_token_acc=metrics["mlm_acc"])
+        if self.objective.sentence_order:
+            metrics.update(sop_loss=metrics["nsp_loss"], sop_acc=metrics["nsp_acc"])
         return metrics
 
     def fingerprint(self, data: PretrainingDataset) -> str:
@@ -118,27 +129,22 @@ class PretrainingTask(TrainingTask):
         return data.fingerprint()
 
 
+def pair_label_name(net: torch.nn.Module) -> str:
+    """The forward keyword of the pair head's label: ``next_sentence_label``, or ``sentence_order_label`` for a model
+    whose head in the NSP slot is ALBERT's sentence order (``family_heads.SENTENCE_ORDER``)."""
+    model = getattr(net, "module", net)                  # under DistributedDataParallel
+    spec = getattr(model, "specs", {}).get("nsp")
+    return spec.targets[0] if spec is not None and spec.targets else "next_sentence_label"
+
+
+def make_pretraining_task(config: TrainingConfig, settings: PretrainingSettings | None = None) -> TrainingTask:
+    """The task object of ``settings``' objective: ``ReplacedTokenTask`` for ``rtd``, else ``PretrainingTask``."""
+    if settings is not None and settings.objective == "rtd":
+        return ReplacedTokenTask(config, settings)
+    return PretrainingTask(config, settings)
+
+
 PRETRAINING = TaskDefinition(
-    name=PretrainingTask.name, heads=("mlm", "nsp"), make=lambda config, settings: PretrainingTask(config, settings),
+    name=PretrainingTask.name, heads=("mlm", "nsp"), make=make_pretraining_task,
     loss="mlm_loss", metrics=("mlm_acc", "nsp_acc"), shown=(("mlm_loss", ".4f"), ("nsp_loss", ".4f")),
     finetuning=False, defaults=dict(seq_len=128, batch_size=32), settings=PretrainingSettings)
-
-
-def _check_dataset(data: PretrainingDataset, config: TrainingConfig, name: str, check_batch: bool,
-                   objective: PretrainingObjective) -> None:
-    """The dataset must have been built with the config's data settings (see ``build_datasets``)."""
-    if not isinstance(data, PretrainingDataset):
-        raise ValueError(f"the {name} data is a {type(data).__name__}, not pretraining data; "
-                         f"the training config's task is {config.task!r}")
-    pairs = [("max_seq_length", data.max_seq_length, config.max_seq_length),
-             ("mlm_probability", data.mlm_probability, config.mlm_probability),
-             ("nsp", data.nsp, config.nsp), ("whole_word_masking", data.whole_word, config.whole_word_masking)]
-    if check_batch:
-        pairs.append(("batch_size", data.batch_size, config.batch_size))
-    if data.objective != objective:
-        raise ValueError(f"the {name} data was built for {data.objective.describe()} but the task trains "
-                         f"{objective.describe()}; build both from one job's settings (build_datasets)")
-    for field_name, theirs, ours in pairs:
-        if theirs != ours:
-            raise ValueError(f"the {name} data was built with {field_name}={theirs} but the training config says "
-                             f"{ours}; build both from one config (engine.training.tasks.build_datasets)")
