@@ -37,15 +37,16 @@ class Scale:
 
 @dataclass(frozen=True)
 class Arm:
-    """One arm: its folder name, how it is shown, the training fields and pretraining settings it changes
-    (``TrainingConfig`` fields such as ``nsp``; ``PretrainingSettings`` fields such as ``mask_mix``), and the
-    source's numbers for it by column."""
+    """One arm: its folder name, how it is shown, the training fields, pretraining settings and job fields it
+    changes (``TrainingConfig`` fields such as ``nsp``; ``PretrainingSettings`` fields such as ``mask_mix``;
+    ``JobSpec`` fields such as ``model_overrides``), and the source's numbers for it by column."""
 
     name: str
     label: str
     training: Mapping[str, Any] = field(default_factory=dict)
     settings: Mapping[str, Any] = field(default_factory=dict)
-    paper: Mapping[str, float] = field(default_factory=dict)
+    paper: Mapping[str, float | str] = field(default_factory=dict)
+    job: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

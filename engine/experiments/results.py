@@ -74,6 +74,11 @@ def scale_line(experiment: Experiment, scale: Scale, results: Sequence[ArmResult
             f"{scale.seeds} seed(s), the first {scale.max_documents} documents of Shakespeare; ours in percent")
 
 
+def _paper(value: float | str) -> str:
+    """A paper's number as printed (84.2, 5.84), or its text (a row's name)."""
+    return value if isinstance(value, str) else f"{value:g}"
+
+
 def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) -> str:
     """The markdown table: each arm, the paper's columns, ours; then the verdicts and the scale."""
     ours = list(METRICS)
@@ -81,7 +86,7 @@ def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) ->
     lines = [f"{experiment.title} ({experiment.source})", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for arm in experiment.arms:
-        paper = [f"{arm.paper[c]:.1f}" if c in arm.paper else "—" for c in experiment.paper_columns]
+        paper = [_paper(arm.paper[c]) if c in arm.paper else "—" for c in experiment.paper_columns]
         mine = [(s.text() if (s := summarize(results, arm.name, m)) else "—") for m in ours]
         lines.append("| " + " | ".join([arm.label, *paper, *mine]) + " |")
     lines += ["", scale_line(experiment, scale, results), ""]

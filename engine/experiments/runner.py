@@ -2,17 +2,23 @@
 
 Layout under the experiments folder (``runs/experiments`` by default)::
 
-    <experiment>/tokenizer/            the one WordPiece vocabulary every arm uses (trained once on the text)
-    <experiment>/<arm>/seed-<k>/pretrain/          the arm's run (a run folder: curves, checkpoints, run.json)
-    <experiment>/<arm>/seed-<k>/<metric>/          the fixed fine-tuning run that measures it
-    <experiment>/<arm>/seed-<k>/results.json       the arm's numbers, written last (atomically)
+    <experiment>/<scale>/tokenizer/                  the one vocabulary every arm uses (trained once on the text)
+    <experiment>/<scale>/<arm>/seed-<k>/pretrain/    the arm's run (a run folder: curves, checkpoints, run.json)
+    <experiment>/<scale>/<arm>/seed-<k>/<metric>/    the fixed fine-tuning run that measures it
+    <experiment>/<scale>/<arm>/seed-<k>/results.json the arm's numbers, written last (atomically)
+
+``<scale>`` names the scale (``tiny-600-steps-1a2b3c4d``: every setting but the seeds), so another scale is
+another folder.
 
 Everything is resumable: a finished run is read, not redone; a pretraining run stopped part-way (Ctrl-C, a crash,
 ``kill -9``) continues from its newest checkpoint exactly (``resume_spec``: bit for bit), and a downstream run,
 short, is redone from its start; so a rerun after a stop gives the same numbers as an uninterrupted one.
+``should_stop`` (the app's Stop) is asked between pretraining steps and between arms: a pretraining run it stops
+saves a checkpoint at the step it reached, and ``ExperimentStopped`` is raised; run again, it continues from there.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -28,12 +34,18 @@ from engine.text.builtin_corpus import builtin_corpus
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.jobs.setup import prepare_job
 from engine.training.loop.config import TrainingConfig
-from engine.training.runs.run_folder import RunFolder
+from engine.training.loop.train_result import TrainStatus
+from engine.training.runs.run_folder import RunFolder, checkpoint_name
 from engine.training.tasks.job_spec import JobSpec, resume_spec
 from engine.training.tasks.pretraining import PRETRAINING
 
 Say = Callable[[str], Any]
+ShouldStop = Callable[[], bool]
 CORPUS = "shakespeare"
+
+
+class ExperimentStopped(Exception):
+    """``should_stop`` said so: the experiment stopped between steps or arms (run it again to continue)."""
 
 
 @dataclass(frozen=True)
@@ -48,14 +60,27 @@ class ArmResult:
     parameters: int
 
 
-def seed_dir(root: Path, experiment: Experiment, arm: Arm, seed: int) -> Path:
-    """Where one arm's seed keeps its runs and its numbers."""
-    return root / experiment.name / arm.name / f"seed-{seed}"
+def scale_key(scale: Scale) -> str:
+    """The folder of one scale's runs: ``tiny-600-steps-<hash of every setting but the seeds>``, so a quick run's
+    numbers are never read back as a default run's (more seeds of the same scale add to the same folder)."""
+    settings = {k: v for k, v in sorted(asdict(scale).items()) if k != "seeds"}
+    digest = hashlib.sha256(json.dumps(settings).encode("utf-8")).hexdigest()[:8]
+    return f"{scale.preset}-{scale.steps}-steps-{digest}"
+
+
+def experiment_dir(root: Path, experiment: Experiment, scale: Scale) -> Path:
+    """Where an experiment keeps everything of one scale: its vocabulary and each arm's seeds."""
+    return Path(root) / experiment.name / scale_key(scale)
+
+
+def seed_dir(root: Path, experiment: Experiment, arm: Arm, seed: int, scale: Scale) -> Path:
+    """Where one arm's seed keeps its runs and its numbers, at ``scale``."""
+    return experiment_dir(root, experiment, scale) / arm.name / f"seed-{seed}"
 
 
 def shared_tokenizer(root: Path, experiment: Experiment, scale: Scale, say: Say) -> Path:
     """The experiment's one vocabulary (trained on the pretraining text once, then read)."""
-    folder = root / experiment.name / "tokenizer"
+    folder = experiment_dir(root, experiment, scale) / "tokenizer"
     if (folder / "tokenizer.json").is_file():
         return folder
     say(f"training a WordPiece vocabulary of {scale.vocab_size:,} pieces for every arm")
@@ -77,11 +102,12 @@ def pretraining_spec(arm: Arm, scale: Scale, seed: int, tokenizer: Path, run_dir
                               keep_last_checkpoints=2, seed=seed).replace(**dict(arm.training))
     return JobSpec(training, preset=scale.preset, corpus=CORPUS, max_documents=scale.max_documents,
                    eval_fraction=0.05, tokenizer=str(tokenizer), run_dir=str(run_dir),
-                   task_settings=dict(arm.settings))
+                   task_settings=dict(arm.settings)).replace(**dict(arm.job))
 
 
-def pretrain(spec: JobSpec, run_dir: Path, say: Say) -> None:
-    """Train the arm's run to its end: read when finished, continued from its newest checkpoint when stopped."""
+def pretrain(spec: JobSpec, run_dir: Path, say: Say, should_stop: ShouldStop | None = None) -> None:
+    """Train the arm's run to its end: read when finished, continued from its newest checkpoint when stopped;
+    ``ExperimentStopped`` when ``should_stop`` ended it first (after a checkpoint of the step it reached)."""
     if finished(run_dir):
         return
     latest = RunFolder(run_dir).latest() if run_dir.is_dir() else None
@@ -92,20 +118,30 @@ def pretrain(spec: JobSpec, run_dir: Path, say: Say) -> None:
         shutil.rmtree(run_dir)
     job = prepare_job(spec, say)
     assert job is not None                                       # no progress callback cancels it
-    job.trainer.train()
+    trainer = job.trainer
+    if trainer.train(should_stop=should_stop).status == TrainStatus.STOPPED:
+        last = trainer.last_checkpoint
+        if trainer.global_step > 0 and (last is None or last.name != checkpoint_name(trainer.global_step)):
+            trainer.save_checkpoint()
+        raise ExperimentStopped(f"stopped at step {trainer.global_step} of {run_dir}")
+
+
+def _check(should_stop: ShouldStop | None) -> None:
+    if should_stop is not None and should_stop():
+        raise ExperimentStopped("stopped between arms")
 
 
 def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: int, tokenizer: Path,
-            say: Say) -> ArmResult:
+            say: Say, should_stop: ShouldStop | None = None) -> ArmResult:
     """Pretrain one arm with one seed, evaluate it, and keep its numbers (read back when already there)."""
-    folder = seed_dir(root, experiment, arm, seed)
+    folder = seed_dir(root, experiment, arm, seed, scale)
     kept = folder / "results.json"
     if kept.is_file():
         return ArmResult(**json.loads(kept.read_text(encoding="utf-8")))
     run_dir = folder / "pretrain"
     spec = pretraining_spec(arm, scale, seed, tokenizer, run_dir)
     say(f"{experiment.name} · {arm.name} · seed {seed}: pretraining {scale.steps:,} steps")
-    pretrain(spec, run_dir, say)
+    pretrain(spec, run_dir, say, should_stop)
     model = final_model(run_dir)
     metrics: dict[str, float | None] = {}
     causal = arm.settings.get("objective") == "clm"
@@ -113,6 +149,7 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
     loaded = load(model)
     metrics["masked_acc"] = None if causal else masked_accuracy(loaded, held_out, scale)
     for metric in DOWNSTREAM:
+        _check(should_stop)
         say(f"{experiment.name} · {arm.name} · seed {seed}: {METRICS[metric]}")
         metrics[metric] = downstream_accuracy(metric, model, folder / metric, scale, seed)
     parameters = sum(p.numel() for p in loaded.model.parameters())
@@ -125,10 +162,15 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
 
 
 def run_experiment(root: str | Path, experiment: Experiment, scale: Scale, say: Say = print,
-                   arms: Sequence[str] | None = None) -> list[ArmResult]:
-    """Every arm (or those named in ``arms``) with every seed of ``scale``, in order; the numbers of each."""
+                   arms: Sequence[str] | None = None, should_stop: ShouldStop | None = None) -> list[ArmResult]:
+    """Every arm (or those named in ``arms``) with every seed of ``scale``, in order; the numbers of each.
+    ``should_stop`` is asked between steps and arms (``ExperimentStopped`` when it says so)."""
     root = Path(root)
     tokenizer = shared_tokenizer(root, experiment, scale, say)
     chosen = [arm for arm in experiment.arms if arms is None or arm.name in arms]
-    return [run_arm(root, experiment, arm, scale, seed, tokenizer, say)
-            for seed in range(scale.seeds) for arm in chosen]
+    found = []
+    for seed in range(scale.seeds):
+        for arm in chosen:
+            _check(should_stop)
+            found.append(run_arm(root, experiment, arm, scale, seed, tokenizer, say, should_stop))
+    return found

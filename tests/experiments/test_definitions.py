@@ -44,6 +44,20 @@ def test_table5_compares_the_three_objectives() -> None:
     assert table5.arm("mlm-nsp").paper["SST-2"] == 92.7 and table5.arm("ltr").paper["SQuAD F1"] == 77.8
 
 
+def test_table6_grows_the_model_and_roberta_table1_changes_only_the_masking() -> None:
+    from engine.model.config import preset
+
+    table6 = experiment("bert-table6")
+    sizes = []
+    for arm in table6.arms:
+        config = preset("tiny", **arm.job["model_overrides"])             # a config the engine builds
+        sizes.append(config.num_hidden_layers * config.hidden_size ** 2)
+    assert sizes == sorted(sizes) and len(set(sizes)) == 3                  # in the paper's order: small to large
+    roberta = experiment("roberta-table1")
+    assert [a.settings for a in roberta.arms] == [{"static_masking": True}, {}]
+    assert all(not a.training and not a.job for a in roberta.arms)
+
+
 def test_bad_definitions_are_refused() -> None:
     with pytest.raises(ValueError, match="kind"):
         Claim("x", "a", "b", "pos_acc", kind="worse")

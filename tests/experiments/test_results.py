@@ -49,7 +49,7 @@ def test_one_seed_has_no_spread_to_judge_by() -> None:
 def test_the_table_holds_the_papers_column_ours_and_the_verdicts() -> None:
     found = results([0.80, 0.82], [0.60, 0.62])
     text = table(EXPERIMENT, Scale(steps=10, seeds=2), found)
-    assert "| arm A | 90.0 | — | 81.0 ± 1.4 | 50.0 ± 0.0 |" in text
+    assert "| arm A | 90 | — | 81.0 ± 1.4 | 50.0 ± 0.0 |" in text
     assert "- A beats B: **reproduced at this scale" in text and "2 seed(s)" in text
     rows = list(csv.DictReader(io.StringIO(as_csv(EXPERIMENT, found))))
     assert len(rows) == 4 and rows[0]["arm"] == "a" and float(rows[0]["pos_acc"]) == 0.8 and rows[0]["X"] == "90.0"

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 
 from engine.experiments.builtin import experiment
-from engine.experiments.runner import run_experiment, seed_dir
+from engine.experiments.runner import experiment_dir, run_experiment, scale_key, seed_dir
 from engine.training.runs.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--quick", "--steps", "40", "--seeds", "1", "--max-documents", "30"]
+TABLE8 = experiment("bert-table8")
+TINY_SCALE = TABLE8.scale(True, steps=40, seeds=1, max_documents=30)      # what TINY asks for
 
 
 def command(root: Path, *extra: str) -> list[str]:
@@ -28,7 +30,7 @@ def command(root: Path, *extra: str) -> list[str]:
 
 
 def numbers(root: Path) -> dict:
-    kept = root / "bert-table8" / "mix-80-10-10" / "seed-0" / "results.json"
+    kept = seed_dir(root, TABLE8, TABLE8.arm("mix-80-10-10"), 0, TINY_SCALE) / "results.json"
     return json.loads(kept.read_text(encoding="utf-8"))
 
 
@@ -41,13 +43,20 @@ def test_cli_an_experiment_runs_every_arm_as_a_run_and_prints_the_papers_table(t
     mlm, ltr = found
     assert 0.0 <= mlm.metrics["masked_acc"] <= 1.0 and ltr.metrics["masked_acc"] is None   # not defined for LTR
     assert all(0.0 <= r.metrics[m] <= 1.0 for r in found for m in ("pos_acc", "sentiment_acc"))
-    run = RunFolder(seed_dir(tmp_path, table5, table5.arm("ltr"), 0) / "pretrain")
+    run = RunFolder(seed_dir(tmp_path, table5, table5.arm("ltr"), 0, scale) / "pretrain")
     spec = json.loads(run.spec_path.read_text(encoding="utf-8"))
     assert spec["task_settings"]["objective"] == "clm" and run.latest().step == 12      # an ordinary, whole run
-    before = (seed_dir(tmp_path, table5, table5.arm("mlm"), 0) / "results.json").stat().st_mtime_ns
+    before = (seed_dir(tmp_path, table5, table5.arm("mlm"), 0, scale) / "results.json").stat().st_mtime_ns
     again = run_experiment(tmp_path, table5, scale, said.append, arms=["mlm", "ltr"])       # read, not redone
-    assert again == found and (seed_dir(tmp_path, table5, table5.arm("mlm"), 0) / "results.json").stat(
+    assert again == found and (seed_dir(tmp_path, table5, table5.arm("mlm"), 0, scale) / "results.json").stat(
         ).st_mtime_ns == before
+
+
+def test_another_scale_is_another_folder() -> None:
+    table5 = experiment("bert-table5")
+    quick, full = table5.scale(True), table5.scale(False)
+    assert scale_key(quick) != scale_key(full) and scale_key(quick).startswith("tiny-600-steps-")
+    assert scale_key(quick) == scale_key(table5.scale(True, seeds=5))        # more seeds add to the same runs
 
 
 def test_a_sigkilled_experiment_continues_to_the_same_numbers(tmp_path: Path) -> None:
@@ -58,8 +67,9 @@ def test_a_sigkilled_experiment_continues_to_the_same_numbers(tmp_path: Path) ->
     assert "| 80% [MASK] · 10% kept · 10% random (BERT's) | 84.2 | 95.4 | 94.9 |" in whole.stdout
 
     killed_root = tmp_path / "killed"     # the same vocabulary (WordPiece training breaks ties in no fixed order)
-    shutil.copytree(tmp_path / "whole" / "bert-table8" / "tokenizer", killed_root / "bert-table8" / "tokenizer")
-    run = killed_root / "bert-table8" / "mix-80-10-10" / "seed-0" / "pretrain"
+    shutil.copytree(experiment_dir(tmp_path / "whole", TABLE8, TINY_SCALE) / "tokenizer",
+                    experiment_dir(killed_root, TABLE8, TINY_SCALE) / "tokenizer")
+    run = seed_dir(killed_root, TABLE8, TABLE8.arm("mix-80-10-10"), 0, TINY_SCALE) / "pretrain"
     process = subprocess.Popen(command(killed_root), cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
@@ -85,5 +95,5 @@ def test_cli_refuses_bad_arguments_in_a_sentence(tmp_path: Path, extra: list[str
     assert done.returncode == 2 and words in done.stderr and not (tmp_path / "bert-table8").exists()
     unknown = subprocess.run([sys.executable, "-m", "engine.experiment", "bert-table99"], cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
-    assert unknown.returncode == 2 and "no experiment 'bert-table99'; there are bert-table8, bert-table5" in \
-        unknown.stderr
+    assert unknown.returncode == 2
+    assert "no experiment 'bert-table99'; there are bert-table8, bert-table5, bert-table6" in unknown.stderr
