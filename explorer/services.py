@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from engine.checkpoints import hub
 from engine.checkpoints.hf_format import DEFAULT_MODEL_DIR
@@ -73,6 +73,14 @@ def model_dirs_from_env() -> tuple[Path, ...]:
     return tuple(Path(p).expanduser() for p in names)
 
 
+class BackgroundTrainer(Protocol):
+    """Something besides the training worker that trains in the background (the Experiments tab's runner)."""
+
+    def busy_message(self) -> str | None:
+        """The sentence that refuses a training run while it trains (None when it does not)."""
+        ...
+
+
 @dataclass
 class Services:
     """Everything the tabs share. One instance per app."""
@@ -84,6 +92,7 @@ class Services:
     access: AccessPolicy = field(default_factory=AccessPolicy.from_env)  # public/private mode, read once
     # one kept forward per (model, input) and visitor, bounded in bytes (EXPLORER_FORWARD_CACHE_MB)
     forward_cache: ForwardCache = field(default_factory=cache_from_env, repr=False, compare=False)
+    experiments: BackgroundTrainer | None = None  # the Experiments tab's runner (explorer.experiments.background)
     _worker_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False, compare=False)
 
     def get_worker(self) -> TrainingWorker:
@@ -94,6 +103,10 @@ class Services:
 
                 self.worker = TrainingWorker(runs_root=runs_dir_from_env())
             return self.worker
+
+    def experiment_busy(self) -> str | None:
+        """The sentence that refuses a training run while an experiment trains (None when none does)."""
+        return self.experiments.busy_message() if self.experiments is not None else None
 
     def registry(self) -> ModelRegistry:
         """The model registry (made on first use over the worker's runs when not given)."""

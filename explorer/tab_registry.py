@@ -22,6 +22,7 @@ from explorer import glossary_tab
 from explorer.attention import tab as attention_tab
 from explorer.compare import tab as compare_tab
 from explorer.embeddings import tab as embeddings_tab
+from explorer.experiments import tab as experiments_tab
 from explorer.fill_mask import tab as fill_mask_tab
 from explorer.finetune import tab as finetune_tab
 from explorer.heads import tab as heads_tab
@@ -77,6 +78,7 @@ TABS: list[Tab] = [
     Tab("Syntax", "syntax", syntax_tab),        # heads that follow dependencies, layers that know parts of speech
     Tab("Training", "training", training_tab),
     Tab("Fine-tune", "finetune", finetune_tab),
+    Tab("Experiments", "experiments", experiments_tab),   # a paper's ablation re-run small, ours beside its table
     Tab("Glossary", "glossary", glossary_tab),   # every word the app uses, one sentence each; last
 ]
 

@@ -48,6 +48,10 @@ def start(services: Services, model_key: str | None, task: str, data_source: str
     worker = services.get_worker()
     if worker.status().active:
         return busy(services)
+    experiment = services.experiment_busy()          # an experiment trains (the Experiments tab): one at a time
+    if experiment:
+        gr.Warning(experiment)
+        return f"⚠️ {experiment}\n\n" + finetune_status(worker.status())
     job = make_job(services, model_key, task, data_source, example, data_file, labels, steps, batch_size,
                    learning_rate, seq_length, eval_fraction, report_to, settings)
     try:

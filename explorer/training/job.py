@@ -65,6 +65,10 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
 def start_run(services: Services, *controls: Any) -> str:
     """Start a run; a warning (not an error) when one is already active."""
     worker = services.get_worker()
+    experiment = services.experiment_busy()          # an experiment trains (the Experiments tab): one at a time
+    if experiment:
+        gr.Warning(experiment)
+        return f"⚠️ {experiment}\n\n" + status_markdown(worker.status())
     spec = make_spec(services, *controls)
     try:
         worker.start(spec)
