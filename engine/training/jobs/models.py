@@ -11,7 +11,7 @@ import torch
 
 from engine.checkpoints.hf_format import load
 from engine.model.loaded_model import LoadedModel
-from engine.model.config import preset
+from engine.training.tasks.start_model import dropout_overrides, fresh_model_config
 from engine.model.heads import BertWithHeads, head_specs_for
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.loop.config import TrainingConfig
@@ -46,13 +46,10 @@ def pretraining_model(spec: JobSpec, config: TrainingConfig, tokenizer: WordPiec
     if getattr(spec.settings, "objective", None) == "rtd":
         return discriminator_model(spec, config, tokenizer, loaded)
     heads = ("mlm", "nsp") if config.nsp else ("mlm",)
-    dropout = {} if spec.dropout is None else dict(hidden_dropout_prob=spec.dropout,
-                                                   attention_probs_dropout_prob=spec.dropout)
+    dropout = dropout_overrides(spec)
     torch.manual_seed(config.seed)
     if loaded is None:
-        overrides = {**spec.model_overrides, **dropout, "vocab_size": tokenizer.vocab_size}
-        overrides.setdefault("max_position_embeddings", max(512, config.max_seq_length))
-        model_config = preset(spec.preset, **overrides)
+        model_config = fresh_model_config(spec, config, tokenizer)
         config.check_model(model_config)
         return BertWithHeads(model_config, heads=heads)
     if tokenizer.vocab_size > loaded.config.vocab_size:

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 
 from engine.data.masking import IGNORE_INDEX
 from engine.data.pretraining import Batch, PretrainingDataset
-from engine.model.config import preset
+from engine.training.tasks.start_model import dropout_overrides, fresh_model_config
 from engine.model.electra_generator import GENERATOR_OPTION
 from engine.model.encoder import BertModel
 from engine.model.family_heads import ReplacedTokenOutput
@@ -158,13 +158,11 @@ def discriminator_model(spec: Any, config: TrainingConfig, tokenizer: WordPieceT
     (its weights where they fit; heads it lacks start fresh). The generator's size is the settings'."""
     settings = spec.settings
     options = {GENERATOR_OPTION: settings.generator_size}
-    dropout = {} if spec.dropout is None else dict(hidden_dropout_prob=spec.dropout,
-                                                   attention_probs_dropout_prob=spec.dropout)
+    dropout = dropout_overrides(spec)
     torch.manual_seed(config.seed)
     if loaded is None:
-        overrides = {**spec.model_overrides, **dropout, "vocab_size": tokenizer.vocab_size}
-        overrides.setdefault("max_position_embeddings", max(512, config.max_seq_length))
-        model_config = preset(spec.preset, **overrides).replace(model_type="electra", family_options=options)
+        model_config = fresh_model_config(spec, config, tokenizer).replace(model_type="electra",
+                                                                           family_options=options)
         if model_config.hidden_act != "gelu":
             raise ValueError("objective rtd trains an ELECTRA, whose generator head uses GELU: leave hidden_act "
                              f"at gelu (got {model_config.hidden_act!r})")

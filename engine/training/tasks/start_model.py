@@ -18,7 +18,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from engine.model.config import BertConfig
+from typing import Any
+
+from engine.model.config import BertConfig, preset
 from engine.model.families.registry import family_of
 from engine.model.head_specs import HEADS
 from engine.text.tokenizer import WordPieceTokenizer
@@ -84,3 +86,17 @@ def folder_tokenizer(folder: str | Path) -> WordPieceTokenizer | None:
         return WordPieceTokenizer.from_file(folder)
     except FileNotFoundError:
         return None
+
+
+def dropout_overrides(spec: JobSpec) -> dict[str, Any]:
+    """The config fields the job's ``dropout`` sets (none when it is not given)."""
+    return {} if spec.dropout is None else dict(hidden_dropout_prob=spec.dropout,
+                                                attention_probs_dropout_prob=spec.dropout)
+
+
+def fresh_model_config(spec: JobSpec, config: TrainingConfig, tokenizer: WordPieceTokenizer) -> BertConfig:
+    """The config of a new model for a pretraining job: its preset with the job's overrides and dropout, the
+    tokenizer's vocabulary, positions for at least 512 tokens (or the sequence length); not yet checked."""
+    overrides = {**spec.model_overrides, **dropout_overrides(spec), "vocab_size": tokenizer.vocab_size}
+    overrides.setdefault("max_position_embeddings", max(512, config.max_seq_length))
+    return preset(spec.preset, **overrides)
