@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine import regular_files
 from engine.checkpoints.hf_format import load
 from engine.experiments.definitions import METRICS, Arm, Experiment, Scale
 from engine.experiments.evaluation import DOWNSTREAM, downstream_accuracy, final_model, finished, masked_accuracy
@@ -42,6 +43,7 @@ from engine.training.tasks.pretraining import PRETRAINING
 Say = Callable[[str], Any]
 ShouldStop = Callable[[], bool]
 CORPUS = "shakespeare"
+RESULTS_BYTES = 1 << 20    # a results.json is a few hundred bytes
 
 
 class ExperimentStopped(Exception):
@@ -76,6 +78,21 @@ def experiment_dir(root: Path, experiment: Experiment, scale: Scale) -> Path:
 def seed_dir(root: Path, experiment: Experiment, arm: Arm, seed: int, scale: Scale) -> Path:
     """Where one arm's seed keeps its runs and its numbers, at ``scale``."""
     return experiment_dir(root, experiment, scale) / arm.name / f"seed-{seed}"
+
+
+def read_result(folder: Path) -> ArmResult | str | None:
+    """An arm-seed's numbers (None: not measured yet; text: what is wrong with its ``results.json``, which is read
+    as untrusted: a regular file, size-capped, typed)."""
+    path = folder / "results.json"
+    if not path.is_file():
+        return None
+    try:
+        raw = json.loads(regular_files.read_text(path, RESULTS_BYTES))
+        metrics = {str(k): (None if v is None else float(v)) for k, v in dict(raw["metrics"]).items()}
+        return ArmResult(str(raw["arm"]), int(raw["seed"]), metrics, int(raw["steps"]), int(raw["tokens_seen"]),
+                         int(raw["parameters"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return f"{folder.parent.name} seed {folder.name.removeprefix('seed-')}: results.json cannot be read ({exc})"
 
 
 def shared_tokenizer(root: Path, experiment: Experiment, scale: Scale, say: Say) -> Path:
@@ -136,8 +153,11 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
     """Pretrain one arm with one seed, evaluate it, and keep its numbers (read back when already there)."""
     folder = seed_dir(root, experiment, arm, seed, scale)
     kept = folder / "results.json"
-    if kept.is_file():
-        return ArmResult(**json.loads(kept.read_text(encoding="utf-8")))
+    found = read_result(folder)
+    if isinstance(found, ArmResult):
+        return found
+    if isinstance(found, str):                                   # damaged: measured again, never a crash
+        say(f"{found}: measuring it again")
     run_dir = folder / "pretrain"
     spec = pretraining_spec(arm, scale, seed, tokenizer, run_dir)
     say(f"{experiment.name} · {arm.name} · seed {seed}: pretraining {scale.steps:,} steps")

@@ -6,16 +6,14 @@ are done (their ``results.json``), and where the experiment is (the first arm-se
 Nothing here raises on a file's content: a damaged ``results.json`` is left out and named in ``problems``."""
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine import regular_files
 from engine.experiments.definitions import Arm
-from engine.experiments.runner import ArmResult, seed_dir
+from engine.experiments.runner import ArmResult, read_result, seed_dir
 from engine.training.runs.metrics_tail import MetricsHistory, MetricsTail
 from engine.training.runs.run_folder import RunFolder
 from explorer.experiments.background import ExperimentJob
@@ -23,7 +21,6 @@ from explorer.experiments.background import ExperimentJob
 REFRESH_S = 1.0            # a run's metrics are read at most this often
 MAX_RECORDS = 2_000        # records kept per arm-seed (evenly thinned past it: MetricsHistory)
 MAX_FOLLOWED = 128         # arm-seed runs followed at once (least recently read dropped first)
-RESULTS_BYTES = 1 << 20    # a results.json is a few hundred bytes
 
 
 @dataclass(frozen=True)
@@ -76,19 +73,6 @@ class CurveReaders:
                 run.read_at = clock
                 run.tail.read(run.history)
             return run.history
-
-
-def read_result(folder: Path) -> ArmResult | str | None:
-    """The arm-seed's numbers (None: not measured yet; text: what is wrong with its ``results.json``)."""
-    path = folder / "results.json"
-    if not path.is_file():
-        return None
-    try:
-        raw = json.loads(regular_files.read_text(path, RESULTS_BYTES))
-        return ArmResult(raw["arm"], int(raw["seed"]), dict(raw["metrics"]), int(raw["steps"]),
-                         int(raw["tokens_seen"]), int(raw["parameters"]))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return f"{folder.parent.name} seed {folder.name.removeprefix('seed-')}: results.json cannot be read ({exc})"
 
 
 @dataclass(frozen=True)

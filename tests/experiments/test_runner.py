@@ -46,10 +46,13 @@ def test_cli_an_experiment_runs_every_arm_as_a_run_and_prints_the_papers_table(t
     run = RunFolder(seed_dir(tmp_path, table5, table5.arm("ltr"), 0, scale) / "pretrain")
     spec = json.loads(run.spec_path.read_text(encoding="utf-8"))
     assert spec["task_settings"]["objective"] == "clm" and run.latest().step == 12      # an ordinary, whole run
-    before = (seed_dir(tmp_path, table5, table5.arm("mlm"), 0, scale) / "results.json").stat().st_mtime_ns
+    kept = seed_dir(tmp_path, table5, table5.arm("mlm"), 0, scale) / "results.json"
+    before = kept.stat().st_mtime_ns
     again = run_experiment(tmp_path, table5, scale, said.append, arms=["mlm", "ltr"])       # read, not redone
-    assert again == found and (seed_dir(tmp_path, table5, table5.arm("mlm"), 0, scale) / "results.json").stat(
-        ).st_mtime_ns == before
+    assert again == found and kept.stat().st_mtime_ns == before
+    kept.write_text('{"arm": "mlm", "metrics": [1, 2]', encoding="utf-8")                   # damaged on disk
+    mended = run_experiment(tmp_path, table5, scale, said.append, arms=["mlm"])               # measured again
+    assert mended == found[:1] and any("results.json cannot be read" in line for line in said)
 
 
 def test_another_scale_is_another_folder() -> None:
