@@ -22,6 +22,7 @@ from explorer.glossary import gloss
 from explorer.services import Services, default_services
 from explorer.tab_registry import TABS
 from explorer.ui_errors import check_number_inputs
+from explorer.views import plot_export
 
 __all__ = ["build_app", "THEME", "CSS", "JS", "TITLE", "DESCRIPTION", "HEADER_HELP"]
 
@@ -92,6 +93,7 @@ def build_app(services: Services | None = None) -> gr.Blocks:
         opening = links.install(demo, tabs, rows, built, picker.dropdown, services)
         links.press_after(model_picker.wire_page_load(demo, services, picker, after=opening.event), opening)
         demo.load(None, js=JS, api_visibility="private")    # the page script; no request to the server
+        plot_export.install(demo)                           # every Plotly chart: SVG, PNG 2x, PNG 3x
         sessions.install(demo, services)                    # a closed page gives back its kept forwards
         # The reference for bench/ui_latency.py: the same queue and HTTP route as every endpoint, no work.
         gr.api(noop, api_name="noop", api_visibility="undocumented")

@@ -27,6 +27,7 @@ from explorer.services import Services
 from explorer.formatting import percent, plain_markdown
 from explorer.forward_cache import cached
 from explorer.ui_errors import check_length, require_text, whole_number
+from explorer.views.plot_names import named_for
 
 MIN_LENGTH = 8
 DEFAULT_LENGTH = 128
@@ -175,7 +176,8 @@ def run_ablation(services: Services, model_key: str | None, text: str | None, te
         heads = parse_heads(heads_text, layers, num_heads)
         mask = [[0.0 if (l, h) in heads else 1.0 for h in range(num_heads)] for l in range(layers)]
         result = ablate_heads(loaded, text, pair, mask, top_k=k)
-    return ablation_plot(result), ablation_markdown(result)
+    figure = named_for(ablation_plot(result), loaded.source, text, f"Baseline vs ablated {heads_text}", pair)
+    return figure, ablation_markdown(result)
 
 
 def export_files(services: Services, model_key: str | None, text: str | None, text_pair: str | None,
@@ -225,4 +227,6 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     name = picked[0].run
     note = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
             + f"; layer {number}, head {found.head}.")
-    return maps, lines, note
+    where = f"L{number} H{found.head}"
+    return (named_for(maps, f"run {name}", text, f"The head's map per checkpoint {where}", pair),
+            named_for(lines, f"run {name}", text, f"The head's statistics over training {where}", pair), note)

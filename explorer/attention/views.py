@@ -22,6 +22,8 @@ from explorer.attention.sections import SHARE_STATS, TABLE_COLUMNS
 from explorer.formatting import percent, sig
 from explorer.layer_numbers import head_index, shown_layer
 from explorer.services import Services
+from explorer.views.export_names import export_info
+from explorer.views.plot_names import named
 
 
 def stats_table(result: AttentionResult) -> pd.DataFrame:
@@ -79,7 +81,8 @@ def attention_views(services: Services, model_key: str | None, text: str | None,
 
 def statistic_figure(result: AttentionResult, statistic: str) -> go.Figure:
     """The statistics heatmap of ``statistic`` (no frame: the browser moves the chosen head without asking)."""
-    return attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic])
+    return named(attention_plots.stats_heatmap(result.stats.get(statistic), STAT_TITLES[statistic]),
+                 export_info(result.source, result.text, result.text_pair), f"Statistic per head {statistic}")
 
 
 def with_png_name(fig: go.Figure, stem: str) -> PlotData:

@@ -31,6 +31,8 @@ from explorer.models.keys import UNTRAINED, KeyKind, ModelKey
 from explorer.models.picker import ModelPicker, dropdown_choices
 from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number
+from explorer.views.export_names import export_info
+from explorer.views.plot_names import named
 
 API_NAME = "compare"
 MAX_INDEX = 1_000              # layer and head boxes: the picked models' own ranges: explorer.layer_numbers
@@ -133,9 +135,12 @@ def predict(services: Services, key_a: str | None, key_b: str | None, text: str 
                                    note=similarity.figure_note(comparison, over_set))
     grid, over = ((over_set.cka, similarity.set_label(over_set)) if isinstance(over_set, SetComparison)
                   else (comparison.cka, f"this input ({similarity.input_label(comparison)})"))
-    return (summary_markdown(comparison, layer, head, notes, over_set), filler_table(comparison), line,
-            plots.cka_heatmap(grid, label_a, label_b, over=over),
-            plots.attention_pair_figure(map_a, map_b, difference, comparison.tokens, layer, head, label_a, label_b))
+    info = export_info(f"{label_a} vs {label_b}", text)              # the charts' export names
+    return (summary_markdown(comparison, layer, head, notes, over_set), filler_table(comparison),
+            named(line, info, "How alike the layers are"),
+            named(plots.cka_heatmap(grid, label_a, label_b, over=over), info, "Debiased linear CKA"),
+            named(plots.attention_pair_figure(map_a, map_b, difference, comparison.tokens, layer, head, label_a,
+                                              label_b), info, f"One head in both models L{layer} H{head}"))
 
 
 def scrub(services: Services, run: str | None, index: Any, text: str | None, layer: Any, head: Any,

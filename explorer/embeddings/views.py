@@ -23,6 +23,8 @@ from explorer.runs.run_picker import run_note
 from explorer.plots import empty_figure
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
+from explorer.views.export_names import export_info
+from explorer.views.plot_names import named, named_for
 
 EMPTY_MESSAGE = "Type some text to embed."
 MAX_CHECKPOINTS = 6            # small multiples shown over training
@@ -137,16 +139,17 @@ def show_embeddings(services: Services, model_key: str | None, text: str | None,
     with services.probing():
         result, kept = shown.compute(services, model_key, text, pair, layer)
     position = chosen_position(token, result)
+    info = export_info(result.source, result.text, result.text_pair)     # the charts' export names
     return (
         summary_markdown(result),
-        eplots.component_norms(result.tokens, result.norms),
+        named(eplots.component_norms(result.tokens, result.norms), info, "Component norms per token"),
         heatmap_value(result, component),
         canvas.similarity_value(result.position_similarity),
-        eplots.position_pca_scatter(result.position_pca, result.position_pca_variance),
-        eplots.contextual_pca_scatter(result.tokens, result.segments, result.contextual_pca, result.layer,
-                                      result.contextual_pca_variance),
-        eplots.segment_difference_bars(result.segment_difference, result.segment_difference_norm,
-                                       result.segment_cosine),
+        named(eplots.position_pca_scatter(result.position_pca, result.position_pca_variance), info, "Position PCA"),
+        named(eplots.contextual_pca_scatter(result.tokens, result.segments, result.contextual_pca, result.layer,
+                                            result.contextual_pca_variance), info, "Contextual PCA"),
+        named(eplots.segment_difference_bars(result.segment_difference, result.segment_difference_norm,
+                                             result.segment_cosine), info, "Segment difference"),
         neighbour_frame(result, position),
         gr.update(choices=token_choices(result.tokens), value=ALL_TOKENS if position is None else str(position)),
         kept,
@@ -186,4 +189,6 @@ def over_training(services: Services, model_key: str | None, positions: float | 
                "become similar while distant ones do not.\n\n"
                "| checkpoint | mean cosine of neighbouring positions | of positions far apart |\n"
                f"|---|---|---|\n{rows}")
-    return message, eplots.position_similarity_grid(panels)
+    grid = named_for(eplots.position_similarity_grid(panels), f"run {name}", f"first {count} positions",
+                     "Position similarity per checkpoint")
+    return message, grid

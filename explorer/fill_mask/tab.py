@@ -25,6 +25,7 @@ from explorer.models.picker import ModelPicker
 from explorer.runs.run_picker import run_note
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
+from explorer.views.plot_names import named_for
 
 MAX_TOP_K = kept.MAX_TOP_K      # 50; every Top-k and targets are ranked from the logits kept per text
 DEFAULT_TOP_K = 5
@@ -135,7 +136,8 @@ def fill(services: Services, model_key: str | None, text: str | None, top_k: Any
     mask_token = mask_token_of(loaded)
     for warning in result.warnings:
         gr.Warning(warning)
-    return (predictions_plot(result, mask_token), result.to_pipeline(),
+    return (named_for(predictions_plot(result, mask_token), loaded.source, text, "Top-k per mask"),
+            result.to_pipeline(),
             highlighted_fill(text, mask_token, result), summary_markdown(result, mask_token),
             joint_markdown(joint, mask_token, words is not None))
 
@@ -207,6 +209,7 @@ def over_training(services: Services, model_key: str | None, text: str | None, t
     note = (run_note(name, len(picked), len(choices), choices[0].step, choices[-1].step)
             + f" (steps {', '.join(str(c.step) for c in picked)}); each line is a token that was in some "
             f"checkpoint's top-{results[-1].top_k}.")
+    fig = named_for(fig, f"run {name}", text, "Probability vs training step")
     return fig, over_training_table(labels, results, mask_token), note
 
 

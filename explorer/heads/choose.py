@@ -15,6 +15,7 @@ from explorer.heads.common import model_with_head
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import require_text
+from explorer.views.plot_names import named_for
 
 HEAD = "multiple_choice"
 API_NAME = "choose"
@@ -66,6 +67,7 @@ def predict(services: Services, model_key: str | None, context: str | None,
         result = choose(loaded, context, options)
     labels = [f"{i}. {choice}" for i, choice in enumerate(result.choices, start=1)]
     bars = plots.probability_bars(labels, result.probabilities, best=result.best, title="Choice probabilities")
+    bars = named_for(bars, loaded.source, context, "Choice probabilities", "; ".join(result.choices))
     return summary_markdown(result), bars, results_json(result)
 
 

@@ -15,6 +15,7 @@ from explorer.heads.common import model_with_head
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text
+from explorer.views.plot_names import named_for
 
 HEAD = "classifier"
 API_NAME = "classify"
@@ -57,6 +58,7 @@ def predict(services: Services, model_key: str | None, text: str | None,
         loaded = model_with_head(services, model_key, HEAD)
         result = classify_details(loaded, text, text_pair or None)
     bars = plots.probability_bars(result.labels, result.scores, best=result.best, title="Label probabilities")
+    bars = named_for(bars, loaded.source, text, "Label probabilities", text_pair)
     return summary_markdown(result), bars, pipeline_json(result)
 
 

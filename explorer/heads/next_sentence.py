@@ -15,6 +15,7 @@ from explorer.heads.common import model_with_head
 from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.ui_errors import require_text
+from explorer.views.plot_names import named_for
 
 HEAD = "nsp"
 API_NAME = "next_sentence"
@@ -63,6 +64,8 @@ def predict(services: Services, model_key: str | None, sentence_a: str | None,
                                   title="Are A and B in order?" if result.is_order else "Does B follow A?")
     attention = plots.cls_attention_figure(result.tokens, result.token_type_ids, result.cls_attention,
                                            title="Attention from [CLS], averaged over heads")
+    bars = named_for(bars, loaded.source, sentence_a, "IsNext NotNext", sentence_b)
+    attention = named_for(attention, loaded.source, sentence_a, "Where CLS looks", sentence_b)
     return verdict(result), bars, attention, pipeline_json(result)
 
 

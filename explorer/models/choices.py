@@ -41,7 +41,7 @@ def checkpoint_label(info: CheckpointInfo) -> str:
     "run · step 300 · batch loss 3.45" (the last logged step's one batch, said so: a lucky batch would make an
     early checkpoint look better than a later one), else no loss; a checkpoint whose small record is damaged says
     so: "run · step 300 · ⚠ explorer_state.json: ... (the weights may still load)"."""
-    run = info.run.name
+    run = info.run.title                      # an experiment's run: "bert-table8 · mix-100-0-0 · seed 1 · ..."
     if info.damage:
         return f"{run} · step {info.step} · ⚠ {info.damage} (the weights may still load)"
     held_out = info.eval_metrics if isinstance(info.eval_metrics, dict) else {}
@@ -57,4 +57,6 @@ def checkpoint_label(info: CheckpointInfo) -> str:
 
 def checkpoint_choice(info: CheckpointInfo) -> ModelChoice:
     """A checkpoint's entry in the picker."""
-    return ModelChoice(checkpoint_key(info.path), checkpoint_label(info), "checkpoint", info.step, info.run.name)
+    run = info.run.name                       # as listed: an experiment's run keeps its name (experiments:...)
+    return ModelChoice(ModelKey.checkpoint(run, info.path.name).text, checkpoint_label(info), "checkpoint", info.step,
+                       run)

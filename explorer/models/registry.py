@@ -25,6 +25,7 @@ from engine.model.config import BertConfig
 from engine.model.untrained import untrained_twin
 from engine.training.runs.run_folder import CheckpointInfo, RunFolder, is_complete
 from engine.training.runs.run_catalog import checkpoints_newest_first
+from engine.training.runs.experiment_runs import locate
 from explorer.models.choices import ModelChoice, checkpoint_choice
 from explorer.models.local_folders import LocalFolders, is_dir as _is_dir
 from explorer.models.description import family_and_size
@@ -99,7 +100,7 @@ class ModelRegistry:
         elif self.runs_root is None:
             return []
         else:
-            found = checkpoints_newest_first(self.runs_root)
+            found = checkpoints_newest_first(self.runs_root, experiments=True)
         usable = [c for c in found if usable_run_name(c.run.name) and c.loadable]   # damaged weights: not offered
         unusable = {c.run.name for c in found} - {c.run.name for c in usable} - self._warned
         for name in sorted(unusable):                           # said once per run, not at every listing
@@ -143,8 +144,8 @@ class ModelRegistry:
         grouped: dict[str, list[CheckpointInfo]] = {}
         for info in self.checkpoint_infos():                     # newest first
             grouped.setdefault(info.run.name, []).append(info)
-        return [RunChoice(name, len(infos), min(i.step for i in infos), max(i.step for i in infos))
-                for name, infos in grouped.items()]
+        return [RunChoice(name, len(infos), min(i.step for i in infos), max(i.step for i in infos),
+                          infos[0].run.title) for name, infos in grouped.items()]
 
     def run_checkpoints(self, key: str | ModelKey | None = None, run: str | None = None) -> list[ModelChoice]:
         """The checkpoints of one run, oldest first: ``run`` when given, else the run of ``key`` if it is
@@ -293,8 +294,9 @@ class ModelRegistry:
             if live_dir:
                 roots.insert(0, Path(live_dir).parent)
         for root in roots:
-            path = RunFolder(root / key.run).checkpoints_dir / key.step_dir
-            if _is_dir(path) and is_complete(path):
+            run = locate(root, key.run)                  # a direct run, or an experiment's (experiments:...)
+            path = run.checkpoints_dir / key.step_dir if run is not None else None
+            if path is not None and _is_dir(path) and is_complete(path):
                 return path
         raise UnknownModelError(f"Checkpoint {key.reference} does not exist (or no longer: runs keep only their newest "
                                 "checkpoints); pick another one.")

@@ -21,6 +21,8 @@ from explorer.models.picker import ModelPicker
 from explorer.qa.examples import EXAMPLES
 from explorer.services import Services
 from explorer.ui_errors import require_text, whole_number
+from explorer.views.export_names import export_info
+from explorer.views.plot_names import named
 
 MAX_TOP_K = 20
 MAX_ANSWER_LEN = 128
@@ -236,8 +238,10 @@ def answer_question(services: Services, model_key: str | None, question: str | N
                            f"sequence length {e.max_seq_len} and doc stride {e.doc_stride} it may have at most "
                            f"{e.limit} tokens, so shorten the question, lower the doc stride or raise the max "
                            "sequence length.", print_exception=False) from None
+    info = export_info(loaded.source, question, context)           # the charts' export names
     return (answer_highlights(context, result), pipeline_json(result), answers_table(result),
-            probabilities_plot(result), windows_plot(result), summary_markdown(result, loaded.source))
+            named(probabilities_plot(result), info, "Start and end probabilities"),
+            named(windows_plot(result), info, "Windows over the context"), summary_markdown(result, loaded.source))
 
 
 def _run_handler(services: Services) -> Callable[..., tuple[Any, ...]]:

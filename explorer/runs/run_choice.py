@@ -13,10 +13,12 @@ class RunChoice:
     checkpoints: int
     first_step: int
     last_step: int
+    title: str = ""          # what a person sees (an experiment's run: experiment · arm · seed); "": the name
 
     @property
     def label(self) -> str:
         """"run-a · 5 checkpoints, steps 100–500"."""
+        shown = self.title or self.name
         if self.checkpoints == 1:
-            return f"{self.name} · 1 checkpoint, step {self.last_step}"
-        return f"{self.name} · {self.checkpoints} checkpoints, steps {self.first_step}–{self.last_step}"
+            return f"{shown} · 1 checkpoint, step {self.last_step}"
+        return f"{shown} · {self.checkpoints} checkpoints, steps {self.first_step}–{self.last_step}"

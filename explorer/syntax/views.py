@@ -30,6 +30,8 @@ from explorer.services import Services
 from explorer.syntax import plots
 from explorer.syntax.treebanks import treebank_path
 from explorer.ui_errors import whole_number
+from explorer.views.export_names import export_info
+from explorer.views.plot_names import named
 
 SAMPLE_NAME = "the bundled sample (UD English EWT, 300 sentences)"
 MAX_SENTENCES = 1_000              # sentences one request reads (the first ones of the file)
@@ -143,11 +145,14 @@ def heads_view(services: Services, model_key: str | None, sentences: Any, data_f
         scores = head_scores(features)
     relation = chosen_relation(relation, scores.relations, name)
     r = scores.relations.index(relation)
+    info = export_info(features.source, name)                        # the charts' export names
     return (heads_summary(scores, relation, direction, data_line(name, features)),
-            plots.relations_overview(scores.accuracy[direction], scores.relations, scores.counts.tolist(),
-                                     scores.baseline[direction].tolist(), direction),
-            plots.relation_heatmap(scores.accuracy[direction][r], relation, float(scores.baseline[direction][r]),
-                                   int(scores.offset[direction][r]), direction),
+            named(plots.relations_overview(scores.accuracy[direction], scores.relations, scores.counts.tolist(),
+                                           scores.baseline[direction].tolist(), direction),
+                  info, f"Every head against every relation {direction}"),
+            named(plots.relation_heatmap(scores.accuracy[direction][r], relation, float(scores.baseline[direction][r]),
+                                         int(scores.offset[direction][r]), direction),
+                  info, f"Each head's accuracy {relation} {direction}"),
             best_head_table(scores), scores.to_pipeline())
 
 
@@ -177,7 +182,8 @@ def probe_view(services: Services, model_key: str | None, sentences: Any, data_f
                    f"{parsed.uas:.1%} of held-out words' heads ({gloss('UAS')}); always the word "
                    f"{parsed.baseline_offset:+d} away finds {parsed.baseline_uas:.1%}.")
     return (probe_summary(result, data_line(name, features)) + "  \n" + parser_line,
-            plots.probe_figure(result.layers, result.accuracy, result.control_accuracy, result.majority),
+            named(plots.probe_figure(result.layers, result.accuracy, result.control_accuracy, result.majority),
+                  export_info(features.source, name), "UPOS probe by layer"),
             {**result.to_pipeline(), "attention_parser": parsed.to_pipeline()})
 
 
@@ -204,6 +210,7 @@ def over_training_view(services: Services, model_key: str | None, run: str | Non
             + f"; on {name} ({len(chosen)} sentences); {sum(found.cached)} of {len(picked)} point(s) from the cache."
             + (f" Not in these sentences' relations: {', '.join(sorted(set(wanted) - set(shown)))[:200]}."
                if set(wanted) - set(shown) else ""))
+    figure = named(figure, export_info(f"run {picked[0].run}", name), "Syntax over training")
     return note, figure, found.to_pipeline()
 
 

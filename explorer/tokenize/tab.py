@@ -20,6 +20,7 @@ from explorer.models.picker import ModelPicker
 from explorer.services import Services
 from explorer.tokenize.pieces import pieces_html
 from explorer.ui_errors import check_length, require_text, whole_number
+from explorer.views.plot_names import named_for
 
 TABLE_COLUMNS = ["index", "token", "id", "type id", "start", "end", "text", "special", "word id", "segment"]
 TABLE_DATATYPES = ["number", "str", "number", "number", "number", "number", "str", "bool", "str", "str"]
@@ -106,7 +107,9 @@ def tokenize(
     length = whole_number(max_length, "Max length", MIN_LENGTH, limit) if max_length is not None else DEFAULT_LENGTH
     expl = tokenizer.explain(text, text_pair=pair, max_length=length)
     unk = tokenizer.id_to_token(tokenizer.unk_token_id)
-    return pieces_html(expl, unk), summary_markdown(expl), explanation_table(expl), segment_figure(expl)
+    source = services.model(model_key).source if model_key else "bundled tokenizer"
+    strip = named_for(segment_figure(expl), source, text, "Segments and positions", pair)
+    return pieces_html(expl, unk), summary_markdown(expl), explanation_table(expl), strip
 
 
 def build(services: Services, picker: ModelPicker | None = None) -> dict[str, Any]:

@@ -5,6 +5,7 @@ starts, the eval and checkpoint intervals follow the step count, and the device 
 on a Space)."""
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import gradio as gr
@@ -16,6 +17,7 @@ from explorer.runs.status import status_markdown
 from explorer.serving import log_to as log_to
 from explorer.serving.gpu import training_device
 from explorer.services import Services
+from explorer.training import objective
 from explorer.training.text_source import check_given_text, text_fields, vocabulary_fields
 from explorer.ui_errors import whole_number
 
@@ -32,9 +34,11 @@ def _float(value: Any, name: str) -> float:
 def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, vocab_size: Any,
               seq_length: Any, batch_size: Any, learning_rate: Any, steps: Any, mask_rate: Any,
               whole_word: bool, nsp: bool, source: str = "builtin", text: str | None = "", text_file: Any = None,
-              vocabulary: str = "train", report_to: str | None = "none") -> JobSpec:
+              vocabulary: str = "train", report_to: str | None = "none",
+              task_settings: Mapping[str, Any] | None = None) -> JobSpec:
     """Check the controls and turn them into a validated ``JobSpec`` (ValueError says what is wrong); given
-    text is read and checked here (format, size, documents for NSP), before a run starts."""
+    text is read and checked here (format, size, documents for NSP), before a run starts. ``task_settings``: the
+    *Objective* section's (``explorer.training.objective``), checked with NSP and whole-word masking here."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of: {', '.join(PRESETS)}")
     documents = whole_number(max_documents, "Max documents", 1, 1_000_000)
@@ -56,20 +60,23 @@ def make_spec(services: Services, preset: str, corpus: str, max_documents: Any, 
         device=training_device(),  # CPU on a Space: a background thread cannot hold a ZeroGPU
     )
     spec = JobSpec(training, preset=preset, max_documents=documents, report_to=log_to.report_to(report_to),
-                   **fields, **words)
-    spec.validate()
+                   task_settings=dict(task_settings or {}), **fields, **words)
+    try:
+        spec.validate(names=objective.LABELS)
+    except ValueError as exc:                     # the settings' rules, in the form's words (clm with NSP on, ...)
+        raise ValueError(objective.reworded(str(exc))) from None
     check_given_text(fields, documents, bool(nsp))
     return spec
 
 
-def start_run(services: Services, *controls: Any) -> str:
+def start_run(services: Services, *controls: Any, task_settings: Mapping[str, Any] | None = None) -> str:
     """Start a run; a warning (not an error) when one is already active."""
     worker = services.get_worker()
     experiment = services.experiment_busy()          # an experiment trains (the Experiments tab): one at a time
     if experiment:
         gr.Warning(experiment)
         return f"⚠️ {experiment}\n\n" + status_markdown(worker.status())
-    spec = make_spec(services, *controls)
+    spec = make_spec(services, *controls, task_settings=task_settings)
     try:
         worker.start(spec)
     except RunActiveError as e:

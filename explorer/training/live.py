@@ -25,6 +25,7 @@ from explorer.services import Services
 from explorer.runs.status import shown_clock, status_markdown
 from explorer.training import plots as tp
 from explorer.runs.curves import WINDOW, curves_since
+from explorer.views.plot_names import named_for
 
 CHECKPOINT_COLUMNS = ["name", "step", "run", "path"]
 MASKED_COLUMNS = ["position", "input token", "original token", "kind"]
@@ -48,7 +49,7 @@ def checkpoints_table(services: Services) -> pd.DataFrame:
     """Every complete checkpoint under the runs folder, newest first; one whose weights fail their header check
     is marked (picking it says why instead of serving a broken zip)."""
     worker = services.get_worker()
-    rows = [[c.name if c.loadable else f"{c.name} ⚠ weights damaged", c.step, c.run.name,
+    rows = [[c.name if c.loadable else f"{c.name} ⚠ weights damaged", c.step, c.run.title,
              shown_path(c.path, worker.runs_root)] for c in worker.checkpoints()]
     return pd.DataFrame(rows, columns=CHECKPOINT_COLUMNS)
 
@@ -107,7 +108,9 @@ def live_update(services: Services, seen: Seen | None) -> tuple[tuple[Any, ...],
     due = not st.state.is_training or clock - seen.get("batch_at", -BATCH_SECONDS) >= BATCH_SECONDS
     if changed["batch"] and (due or seen.get("batch", (None,))[0] != st.run_id):
         batch = worker.current_batch()
-        outputs += [tp.batch_figure(batch), pd.DataFrame(tp.masked_rows(batch), columns=MASKED_COLUMNS)]
+        figure = named_for(tp.batch_figure(batch), st.run_dir and f"run {st.run_dir.name}", "current batch",
+                           "Current batch")
+        outputs += [figure, pd.DataFrame(tp.masked_rows(batch), columns=MASKED_COLUMNS)]
         now["batch_at"] = clock
     else:
         outputs += [skip] * 2

@@ -3,7 +3,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.training.runs.records import RunRecord
+from engine.training.runs.run_catalog import find_run
+from engine.training.runs.run_folder import RunFolder
+from engine.training.runs.spec_file import spec_record
+from engine.training.tasks.pretraining_settings import TASK
 from engine.training.worker.errors import RunActiveError
+from explorer.training import objective
 from explorer.serving.gpu import training_device
 from explorer.services import Services
 from explorer.runs.status import status_markdown
@@ -39,3 +45,18 @@ def continue_run(services: Services, run: str | None, total_steps: Any) -> str:
     except RunActiveError as e:
         raise ValueError(f"A training run is already {e.state}; stop it before continuing {run}.") from None
     return status_markdown(worker.status())
+
+
+def run_settings(services: Services, run: str | None) -> str:
+    """The picked run's own objective settings (its ``run.json``), read-only; "" when none is picked or it cannot
+    be read (Continue then says why)."""
+    if not run:
+        return ""
+    try:
+        summary = find_run(services.get_worker().runs_root, str(run))
+    except FileNotFoundError:
+        return ""
+    record = spec_record(RunFolder(summary.path))
+    if not isinstance(record, RunRecord) or (record.task or TASK) != TASK:
+        return ""
+    return objective.describe(record.record)

@@ -14,7 +14,8 @@ from engine.training.runs.export import export_zip
 from explorer.glossary import gloss
 from explorer.training.job import PRESETS, start_run
 from explorer.training.live import CHECKPOINT_COLUMNS, MASKED_COLUMNS, listed_checkpoint, live_update, live_view
-from explorer.training.runs import continue_run, run_choices
+from explorer.training import objective
+from explorer.training.runs import continue_run, run_choices, run_settings
 from explorer.runs.status import status_markdown, version
 from explorer.training.text_source import build_text_source
 from explorer.runs.watch.section import build_watch
@@ -73,7 +74,8 @@ def _settings(services: Services) -> dict[str, Any]:
         report_to = log_to.dropdown()
     return {"controls": [preset, given["corpus"], max_documents, vocab_size, seq_length, batch_size, learning_rate,
                          steps, mask_rate, whole_word, nsp, given["source"], given["text"], given["text_file"],
-                         given["vocabulary"], report_to]}
+                         given["vocabulary"], report_to],
+            "objective": objective.build_objective()}     # pretraining's own settings, from their dataclass
 
 
 def _continue_section(services: Services, access: AccessPolicy) -> dict[str, Any]:
@@ -85,7 +87,15 @@ def _continue_section(services: Services, access: AccessPolicy) -> dict[str, Any
                                      allow_custom_value=True, scale=3)   # API callers name any run; checked
             new_total = gr.Number(0, label="New total steps (0 keeps the run's)", scale=1)
             continue_btn = gr.Button("Continue run", interactive=access.training_enabled, scale=1)
-    return {"run_choice": run_choice, "new_total": new_total, "continue_btn": continue_btn}
+        settings = gr.Markdown("")                        # the picked run's own objective, read-only
+    return {"run_choice": run_choice, "new_total": new_total, "continue_btn": continue_btn, "settings": settings}
+
+
+def _wire_run_settings(services: Services, again: dict[str, Any]) -> None:
+    """Picking a run to continue shows its own objective settings (a Continue keeps them)."""
+    endpoint(again["run_choice"].change, lambda run: run_settings(services, run), again["run_choice"],
+             again["settings"], api_name="train_run_settings", api_visibility="private", gpu=False, clear=False,
+             show_progress="hidden")
 
 
 def _live_widgets(services: Services) -> dict[str, Any]:
@@ -106,13 +116,17 @@ def _live_widgets(services: Services) -> dict[str, Any]:
 
 # --- the handlers (the endpoints' API: parameter names, defaults and docstrings) ---------
 
-def _start_handler(services: Services, access: AccessPolicy) -> Callable[..., str]:
-    """The *Start* button's handler."""
+def _start_handler(services: Services, access: AccessPolicy,
+                   groups: list[objective.SettingWidgets]) -> Callable[..., str]:
+    """The *Start* button's handler (its parameters: the form's, the *Objective* section's, the token)."""
+    layout = objective.widget_count(groups)
+
     def train_start(preset: str = "tiny", corpus: str = "shakespeare", max_documents: float = 200,
                     vocab_size: float = 4000, seq_length: float = 64, batch_size: float = 16,
                     learning_rate: float = 5e-4, steps: float = 300, mask_rate: float = 0.15,
                     whole_word: bool = False, nsp: bool = True, source: str = "builtin", text: str = "",
-                    text_file: Any = None, vocabulary: str = "train", report_to: str = "none", token: str = "") -> str:
+                    text_file: Any = None, vocabulary: str = "train", report_to: str = "none", token: str = "",
+                    objective_values: Any = ()) -> str:
         """Start a pretraining run with the given settings in the background; the status as Markdown.
 
         Args:
@@ -138,11 +152,12 @@ def _start_handler(services: Services, access: AccessPolicy) -> Callable[..., st
             token: the admin token (public mode only).
         """
         access.require_admin(token, "start training")
+        settings = objective.task_settings(layout, list(objective_values)) if objective_values else None
         return start_run(services, preset, corpus, max_documents, vocab_size, seq_length, batch_size,
                          learning_rate, steps, mask_rate, whole_word, nsp, source, text, text_file, vocabulary,
-                         report_to)
+                         report_to, task_settings=settings)
 
-    return train_start
+    return objective.endpoint_handler(train_start, groups)
 
 
 def _run_handlers(services: Services, access: AccessPolicy) -> dict[str, Callable[..., str]]:
@@ -226,7 +241,8 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     """Create the Training tab's widgets inside the current ``gr.Tab`` and wire them (it trains a model of its
     own, so it takes no ``picker``: the argument is the one signature of every tab)."""
     gr.Markdown(INTRO, elem_classes=["tab-intro"])
-    controls = _settings(services)["controls"]
+    form = _settings(services)
+    controls = form["controls"] + objective.inputs(form["objective"])
     access = services.access  # public mode: the controls need the admin token (explorer.serving.access)
     buttons = run_controls(access, services.get_worker().status().state)   # Pause... only where they can act
     again = _continue_section(services, access)
@@ -237,14 +253,16 @@ def build(services: Services, picker: ModelPicker | None = None) -> dict[str, An
     idle_timer = gr.Timer(IDLE_CHECK_SECONDS)
     seen = gr.State(None)                                 # versions this browser was last sent (explorer.training.live)
     last_version = gr.State(None)
-    _wire_controls(services, access, buttons, again, controls, live["status"], timer, seen)
+    _wire_controls(services, access, buttons, again, controls, live["status"], timer, seen, form["objective"])
+    _wire_run_settings(services, again)
     _wire_live(services, live, again["run_choice"], timer, idle_timer, seen, last_version, buttons)
     return {"status": live["status"], "timer": timer, "idle_timer": idle_timer, "seen": seen, "controls": controls,
             "checkpoints": live["checkpoints"], "plots": live["plots"], "download": live["download"], "watch": watch}
 
 
 def _wire_controls(services: Services, access: AccessPolicy, buttons: RunControls, again: dict[str, Any],
-                   controls: list[Any], status: Any, timer: Any, seen: Any) -> None:
+                   controls: list[Any], status: Any, timer: Any, seen: Any,
+                   groups: list[objective.SettingWidgets]) -> None:
     """Wire the run's buttons: each writes the status, then wakes the live view."""
     admin = buttons.admin
     steer = _run_handlers(services, access)
@@ -255,7 +273,7 @@ def _wire_controls(services: Services, access: AccessPolicy, buttons: RunControl
                 queue=False, show_progress="hidden")
     # Every control writes the status; a refused one leaves it as it was (its message is the error toast) and the
     # next tick redraws it. None runs a model.
-    clicks = [(buttons.start, _start_handler(services, access), controls + admin, "train_start"),
+    clicks = [(buttons.start, _start_handler(services, access, groups), controls + admin, "train_start"),
               (buttons.pause, steer["train_pause"], admin, "train_pause"),
               (buttons.resume, steer["train_resume"], admin, "train_resume"),
               (buttons.stop, steer["train_stop"], admin, "train_stop"),

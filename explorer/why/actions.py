@@ -20,6 +20,7 @@ from explorer.forward_cache import cached
 from explorer.models.description import missing_head_message, specs_of
 from explorer.services import Services
 from explorer.ui_errors import check_length, require_text, whole_number
+from explorer.views.plot_names import named_for
 from explorer.why import plots
 from explorer.why.numbers import decimal, shown
 from explorer.why.token_html import attribution_html
@@ -170,6 +171,7 @@ def explain_prediction(services: Services, model_key: str | None, task: Any, tex
                                             if method == "integrated_gradients" else "")
     figure = plots.top_tokens_figure(result.tokens, result.attributions, title=title,
                                      x_title=f"attribution to the {score}", percent_points=score == "probability")
+    figure = named_for(figure, loaded.source, text, f"Top tokens {method}", pair)
     return (summary_markdown(result), attribution_html(result.tokens, result.attributions, result.target_position,
                                                        percent_points=score == "probability"),
             figure, result.as_dict())

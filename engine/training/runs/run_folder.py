@@ -69,6 +69,7 @@ class CheckpointInfo:
     damage: str | None = None                                    # "explorer_state.json: epoch is 'x', ..."
     weights_damage: str | None = None                            # "model.safetensors: incomplete metadata ..."
     ends_lean: bool = False                                      # a finished run's model-only last checkpoint
+    folder: "RunFolder | None" = field(default=None, repr=False, compare=False)   # the run that listed it
 
     @property
     def loadable(self) -> bool:
@@ -81,8 +82,8 @@ class CheckpointInfo:
 
     @property
     def run(self) -> "RunFolder":
-        """The run folder this checkpoint belongs to."""
-        return RunFolder.of_checkpoint(self.path)
+        """The run folder this checkpoint belongs to (as listed: an experiment's run keeps its name and title)."""
+        return self.folder if self.folder is not None else RunFolder.of_checkpoint(self.path)
 
     @property
     def written(self) -> float:
@@ -111,10 +112,13 @@ def is_complete(directory: str | Path) -> bool:
 
 
 class RunFolder:
-    """The folder of one training run: its paths and its checkpoints (its spec file: ``spec_file``)."""
+    """The folder of one training run: its paths and its checkpoints (its spec file: ``spec_file``). ``name`` is
+    how the app refers to it (its folder's name; an experiment's run: ``engine.training.runs.experiment_runs``),
+    ``title`` how a person sees it (its name unless given)."""
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, name: str | None = None, title: str | None = None) -> None:
         self.root = Path(root)
+        self._name, self._title = name, title
 
     def __repr__(self) -> str:
         return f"RunFolder({str(self.root)!r})"
@@ -128,7 +132,12 @@ class RunFolder:
     # ------------------------------------------------------------------ where things are
     @property
     def name(self) -> str:
-        return self.root.name
+        return self._name or self.root.name
+
+    @property
+    def title(self) -> str:
+        """What a person sees: ``bert-table8 · mix-100-0-0 · seed 1 · ...`` for an experiment's run, else the name."""
+        return self._title or self.name
 
     @property
     def spec_path(self) -> Path:
@@ -260,7 +269,9 @@ class RunFolder:
                 continue
             if not is_complete(path):
                 continue
-            scan.found.append(_checkpoint_info(path, int(match.group(1))))
+            info = _checkpoint_info(path, int(match.group(1)))
+            info.folder = self
+            scan.found.append(info)
         scan.found.sort(key=lambda c: c.step, reverse=True)
         return scan
 

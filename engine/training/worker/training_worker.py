@@ -231,13 +231,15 @@ class TrainingWorker:
             return [dict(r) for r in self._shared.records[start:end]], self._shared.dropped + end
 
     def checkpoints(self) -> list[CheckpointInfo]:
-        """Complete checkpoints of every run under the runs root (and the current run), newest first."""
+        """Complete checkpoints of every run under the runs root, the experiments' runs too (and the current run),
+        newest first."""
         with self._shared.cond:
             cached = self._shared.checkpoint_cache
             run_dir = self._shared.run.run_dir if self._shared.run is not None else None
         if cached is not None and time.monotonic() - cached[0] < 1.0:
             return list(cached[1])
-        found = checkpoints_newest_first(self.runs_root, also=[run_dir] if run_dir is not None else [])
+        found = checkpoints_newest_first(self.runs_root, also=[run_dir] if run_dir is not None else [],
+                                         experiments=True)
         with self._shared.cond:
             self._shared.checkpoint_cache = (time.monotonic(), found)
         return list(found)

@@ -105,8 +105,8 @@ def watch_markdown(facts: WatchFacts, now: float) -> str:
     summary, train = facts.summary, facts.latest.get("train") or {}
     state = watched_state(facts, now)
     total = f" / {summary.total_steps:,}" if summary.total_steps else ""
-    lines = [f"**{state}** · step **{int(train.get('step', 0)):,}{total}** · run `{shown(summary.name)}` · "
-             f"_{READ_ONLY}_"]
+    name = shown(summary.title or summary.name)           # an experiment's run: experiment · arm · seed
+    lines = [f"**{state}** · step **{int(train.get('step', 0)):,}{total}** · run `{name}` · _{READ_ONLY}_"]
     numbers = _numbers(summary, train) if train else ""
     if numbers:
         lines.append(numbers)

@@ -33,6 +33,8 @@ from explorer.plots import empty_figure
 from explorer.runs.watch.plots import FIGURES, CurveView, RunCurves, browser_figures
 from explorer.runs.watch.status import WatchFacts, watch_markdown
 from explorer.ui_errors import shown
+from explorer.views.export_names import export_info
+from explorer.views.plot_names import named
 
 MAX_WATCHED = 4          # runs followed at once (each holds at most MetricsHistory.max_records records)
 REFRESH_S = 1.0          # a run's files are read at most this often
@@ -101,12 +103,12 @@ class RunWatcher:
         """The names of the runs under the runs folder (looked at most once per ``NAMES_S``)."""
         with self._lock:
             if self._names is None or self.clock() - self._names[0] >= NAMES_S:
-                self._names = (self.clock(), run_names(self.runs_root))
+                self._names = (self.clock(), run_names(self.runs_root, experiments=True))
             return self._names[1]
 
     def choices(self) -> list[tuple[str, str]]:
         """(label, run name) of every run, newest first; a damaged run's label says what is wrong."""
-        return [(shown(s.label), s.name) for s in run_summaries(self.runs_root)]
+        return [(shown(s.label), s.name) for s in run_summaries(self.runs_root, experiments=True)]
 
     def watch(self, name: str) -> WatchedRun:
         """The run called ``name``, refreshed; FileNotFoundError (a sentence) when no run of that name is listed
@@ -117,11 +119,11 @@ class RunWatcher:
                 del self._watched[name]
                 raise FileNotFoundError(f"the run {name} is gone (its folder was deleted or moved)")
             if watched is None:
-                if name not in run_names(self.runs_root):   # one answer for every name that is not listed
+                if name not in run_names(self.runs_root, experiments=True):   # one answer for every name not listed
                     raise FileNotFoundError("there is no run of that name in the runs folder (yet); pick one from "
                                             "the list")
-                find_run(self.runs_root, name)          # a listed run that cannot be used says why
-                folder = RunFolder(self.runs_root / name)
+                summary = find_run(self.runs_root, name, experiments=True)   # a listed run that cannot be used
+                folder = RunFolder(summary.path, name=summary.name, title=summary.title)   # says why
                 watched = WatchedRun(folder, next(self._generations), MetricsTail(folder.metrics_path))
                 self._watched[name] = watched
             self._watched.move_to_end(name)
@@ -146,7 +148,7 @@ def _cleared(message: str) -> tuple[Any, ...]:
 def _curves(watched: WatchedRun) -> RunCurves:
     """A snapshot of ``watched`` 's curves (taken under its lock: another tick may be reading it)."""
     with watched.lock:
-        return RunCurves(watched.folder.name, list(watched.history.shown()), tuple(watched.history.jumps))
+        return RunCurves(watched.folder.title, list(watched.history.shown()), tuple(watched.history.jumps))
 
 
 def _compared(watcher: RunWatcher, compare: str | None, run: str) -> tuple[WatchedRun | None, str]:
@@ -162,7 +164,7 @@ def _compared(watcher: RunWatcher, compare: str | None, run: str) -> tuple[Watch
         train = other.history.latest.get("train") or {}
         total = other.summary.total_steps if other.summary is not None else None
     steps = f"step {int(train.get('step', 0)):,}" + (f" / {total:,}" if total else "")
-    return other, f"Compared with `{shown(compare)}` ({steps}), drawn over it in its own colour."
+    return other, f"Compared with `{shown(other.folder.title)}` ({steps}), drawn over it in its own colour."
 
 
 def watch_update(watcher: RunWatcher, run: str | None, seen: Seen | None, own_run: str | None = None,
@@ -204,4 +206,6 @@ def watch_update(watcher: RunWatcher, run: str | None, seen: Seen | None, own_ru
     now["curves"] = (view, *versions)
     figures = ([skip] * FIGURES if seen.get("curves") == now["curves"] else
                browser_figures([_curves(w) for w in (watched, other) if w is not None], task, view))
+    info = export_info(f"run {watched.folder.title}", "training curves")    # the charts' export names
+    figures = [named(fig, info) for fig in figures]
     return (status if seen.get("status") != status else skip, *figures, table, run_list), now
