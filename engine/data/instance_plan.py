@@ -41,13 +41,15 @@ PLAN_COLUMNS = 5      # a_start, a_end, b_start, b_end, is_random_next
 class Instance:
     """One pretraining example before its special tokens are added; ``tokens_b`` empty without NSP.
     ``starts_a`` / ``starts_b``: where a sentence other than the segment's first begins in it (whole-word masking
-    starts a word there)."""
+    starts a word there); ``separators_a``: where ``tokens_a`` holds a separator between two documents (a packed
+    input, ``engine.data.packing``), a special token."""
 
     tokens_a: list[int]
     tokens_b: list[int]
     is_random_next: bool
     starts_a: tuple[int, ...] = ()
     starts_b: tuple[int, ...] = ()
+    separators_a: tuple[int, ...] = ()
 
 
 def check_lengths(max_seq_length: int, nsp: bool) -> None:

@@ -22,9 +22,10 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import torch
 
-from engine.data.instance_plan import Instance, check_lengths, materialise, plan_instances
+from engine.data.instance_plan import Instance, check_lengths
 from engine.data.causal_lm import next_token_labels
 from engine.data.masking import IGNORE_INDEX, mask_tokens_detailed, whole_word_ids_from
+from engine.data.packing import check_layout, join_rows, materialise_rows, plan_rows
 from engine.data.pretraining_objective import MASKED_LM, PretrainingObjective
 from engine.data.static_masking import static_mask_tokens, token_offsets
 from engine.data.token_store import TokenStore
@@ -132,6 +133,7 @@ def collate(instances: Sequence[Instance], vocab: VocabSpec, mlm_probability: fl
         token_type_ids[r, :n] = torch.tensor(types)
         attention_mask[r, :n] = 1
         special[r, 1:1 + len(inst.tokens_a)] = 0
+        special[r, [1 + s for s in inst.separators_a]] = 1        # a packed input's document separators
         if inst.tokens_b:
             start = 2 + len(inst.tokens_a)
             special[r, start:start + len(inst.tokens_b)] = 0
@@ -186,9 +188,7 @@ class PretrainingDataset:
                  objective: PretrainingObjective = MASKED_LM) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        if objective.causal and nsp:
-            raise ValueError("the left-to-right LM (objective clm) reads one text per row, not sentence pairs: "
-                             "turn next-sentence prediction off")
+        check_layout(objective.packing, nsp, objective.causal)
         self.objective = objective
         check_lengths(max_seq_length, nsp)
         self.max_seq_length, self.batch_size = max_seq_length, batch_size
@@ -238,9 +238,9 @@ class PretrainingDataset:
         if key not in self._plans:
             self.store.release_pages()        # a new block: the pages the last ones read need not stay mapped
             rng = random.Random(f"{self.seed}:{epoch}" if block == 0 else f"{self.seed}:{epoch}:{block}")
-            self._plans[key] = plan_instances(self.store, self.pool, self._blocks(epoch)[block].tolist(),
-                                              self.max_seq_length, self.short_seq_prob, self.nsp, rng,
-                                              self.objective.pair_task)
+            self._plans[key] = plan_rows(self.store, self.pool, self._blocks(epoch)[block].tolist(),
+                                         self.max_seq_length, self.short_seq_prob, self.nsp, rng,
+                                         self.objective.pair_task, self.objective.packing)
             while len(self._plans) > _PLANS_KEPT:
                 self._plans.popitem(last=False)
         self._plans.move_to_end(key)
@@ -275,7 +275,8 @@ class PretrainingDataset:
     def instances(self, epoch: int) -> list[Instance]:
         """Every instance of ``epoch``, in order, token ids read (for small data and tests)."""
         counts = self._planned(epoch, None)
-        return [inst for block in range(len(counts)) for inst in materialise(self.store, self._plan(epoch, block))]
+        return [inst for block in range(len(counts))
+                for inst in materialise_rows(self.store, self._plan(epoch, block), self.vocab.sep_token_id)]
 
     def has_batches(self, epoch: int, end: int) -> bool:
         """Whether ``epoch`` has batches ``0 .. end-1`` (planning only as far as that needs)."""
@@ -293,8 +294,9 @@ class PretrainingDataset:
             raise IndexError(f"epoch {epoch} has {self.num_batches(epoch)} batches; asked for {index}")
         chunk = self._rows(epoch, index * self.batch_size, (index + 1) * self.batch_size)
         generator = torch.Generator().manual_seed((self.seed * 1_000_003 + epoch) * 1_000_003 + index & (2**63 - 1))
-        return collate(materialise(self.store, chunk), self.vocab, self.mlm_probability, generator,
-                       self.whole_word, self.pad_to, self.objective, chunk, self.seed)
+        instances = materialise_rows(self.store, chunk, self.vocab.sep_token_id)
+        return collate(instances, self.vocab, self.mlm_probability, generator, self.whole_word, self.pad_to,
+                       self.objective, chunk, self.seed)
 
     def _rows(self, epoch: int, start: int, end: int) -> np.ndarray:
         """(n, 5) plan rows ``start .. end-1`` of ``epoch``'s instance sequence."""
@@ -305,7 +307,7 @@ class PretrainingDataset:
                 rows = self._plan(epoch, block)
                 parts.append(rows[max(0, start - offset):end - offset])
             offset += count
-        return np.concatenate(parts)
+        return join_rows(parts)
 
     def epoch_batches(self, epoch: int) -> Iterator[Batch]:
         """Every batch of one epoch, in order."""

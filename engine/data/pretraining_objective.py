@@ -17,6 +17,9 @@ existed (old runs resume).
 - ``pair_task``: with sentence pairs, ``"nsp"`` (BERT: half the B segments come from another document) or
   ``"sop"`` (ALBERT's sentence order: A and B are always consecutive text of one document, and half the pairs are
   swapped; ``engine.data.instance_plan``). The pair label is 1 for NotNext / swapped either way.
+- ``packing``: how the text is cut into inputs (``engine.data.packing``, RoBERTa's §4.2): ``segment-pair`` (BERT's,
+  the default), ``sentence-pair`` (single sentences as the NSP segments), ``full-sentences`` (whole sentences up to
+  the length, crossing documents with a separator between them; no NSP) or ``doc-sentences`` (never crossing).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.data.masking import DEFAULT_MASK_MIX, check_mask_mix
+from engine.data.packing import PACKING_NAMES, PACKINGS
 
 OBJECTIVES = ("mlm", "clm", "rtd")
 OBJECTIVE_NAMES = {"mlm": "masked LM", "clm": "left-to-right LM (next token)",
@@ -41,8 +45,15 @@ class PretrainingObjective:
     mask_mix: tuple[float, float, float] = DEFAULT_MASK_MIX
     static: bool = False
     pair_task: str = "nsp"
+    packing: str = "segment-pair"
 
     def __post_init__(self) -> None:
+        if self.packing not in PACKINGS:
+            raise ValueError(f"packing must be one of {', '.join(PACKINGS)} (RoBERTa's input formats), got "
+                             f"{self.packing!r}")
+        if self.sentence_order and self.packing != "segment-pair":
+            raise ValueError(f"pair_task sop (sentence order) swaps two segments of BERT's segment pairs; packing "
+                             f"{self.packing} does not make them")
         if self.kind not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)} (masked LM, left-to-right LM, "
                              f"replaced-token detection), got {self.kind!r}")
@@ -79,14 +90,16 @@ class PretrainingObjective:
         """What a data fingerprint adds for a non-default objective (nothing is added at the default; the pair
         task only when it is not NSP, so runs from before it existed keep their fingerprints)."""
         key: tuple[Any, ...] = ("objective", self.kind, tuple(self.mask_mix), self.static)
-        return key + ("pair_task", self.pair_task) if self.sentence_order else key
+        key += ("pair_task", self.pair_task) if self.sentence_order else ()
+        return key + ("packing", self.packing) if self.packing != "segment-pair" else key
 
     def describe(self) -> str:
         """``masked LM, mask mix 0.8/0.1/0.1, dynamic masks`` or ``left-to-right LM (next token)``."""
+        packed = f", {PACKING_NAMES[self.packing]}" if self.packing != "segment-pair" else ""
         if self.causal:
-            return OBJECTIVE_NAMES[self.kind]
+            return OBJECTIVE_NAMES[self.kind] + packed
         mix = "/".join(f"{share:g}" for share in self.mask_mix)
-        pairs = f", {PAIR_TASK_NAMES[self.pair_task]}" if self.sentence_order else ""
+        pairs = (f", {PAIR_TASK_NAMES[self.pair_task]}" if self.sentence_order else "") + packed
         return f"{OBJECTIVE_NAMES[self.kind]}, mask mix {mix}, {'static' if self.static else 'dynamic'} masks{pairs}"
 
 

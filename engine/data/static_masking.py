@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from engine.data.packing import is_packed, packed_offsets
 from engine.data.masking import (
     DEFAULT_MASK_MIX, MaskResult, allowed_random_ids, apply_mask, check_mask_mix, random_share_of_rest,
 )
@@ -46,7 +47,10 @@ def hashed_uniform(seed: int, keys: np.ndarray, stream: int) -> np.ndarray:
 
 def token_offsets(rows: np.ndarray, width: int) -> torch.Tensor:
     """(B, S) each position's offset in the store (-1 at the specials and padding) for the collated layout
-    ``cls A sep B sep`` of plan rows (n, 5): ``(a_start, a_end, b_start, b_end, is_random_next)``."""
+    ``cls A sep B sep`` of plan rows (n, 5): ``(a_start, a_end, b_start, b_end, is_random_next)``, or of packed rows
+    (``engine.data.packing``)."""
+    if is_packed(np.asarray(rows)):
+        return packed_offsets(rows, width)
     offsets = torch.full((len(rows), width), -1, dtype=torch.long)                    # (B, S)
     for r, (a0, a1, b0, b1, _) in enumerate(np.asarray(rows, dtype=np.int64).tolist()):
         offsets[r, 1:1 + a1 - a0] = torch.arange(a0, a1)

@@ -1,7 +1,7 @@
 """What an experiment is: arms that differ in one factor, the scale they run at, and the claims they test."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -10,6 +10,7 @@ METRICS: dict[str, str] = {
     "masked_acc": "held-out masked-token accuracy",       # every chosen token [MASK]ed, on text no arm trained on
     "pos_acc": "part-of-speech word accuracy",            # fine-tuned on the bundled UD English EWT sample
     "sentiment_acc": "sentiment accuracy",                # fine-tuned on the bundled 50 sentences (10 held out)
+    "pair_acc": "sentence-pair (QNLI-style) accuracy",    # fine-tuned on 1,000 SQuAD question-sentence pairs
 }
 
 
@@ -47,20 +48,32 @@ class Arm:
     settings: Mapping[str, Any] = field(default_factory=dict)
     paper: Mapping[str, float | str] = field(default_factory=dict)
     job: Mapping[str, Any] = field(default_factory=dict)
+    features: str = ""                # "" fine-tunes the model; a recipe of engine.experiments.features (e.g.
+                                      # "concat-last-4") fits a classifier on its frozen features instead
+    steps_for: Callable[[Scale], int] | None = None   # the arm's own pretraining steps at a scale (None: the
+                                                      # scale's), e.g. fewer for equal compute (experiments.compute)
+
+    def steps(self, scale: Scale) -> int:
+        """The pretraining steps this arm runs at ``scale``."""
+        return scale.steps if self.steps_for is None else self.steps_for(scale)
 
 
 @dataclass(frozen=True)
 class Claim:
     """A claim of the source, tested on one of our ``METRICS``: ``first`` beats ``second`` (``kind`` "better"), or
-    the two are about the same (``kind`` "same")."""
+    the two are about the same (``kind`` "same"). ``at`` says where: () the final model; one fraction of the
+    pretraining steps, the checkpoint there (one of the experiment's ``measure_at``); two, the gain between them."""
 
     text: str
     first: str
     second: str
     metric: str
     kind: str = "better"
+    at: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
+        if len(self.at) > 2 or not all(0 < f <= 1 for f in self.at):
+            raise ValueError(f"a claim's at is (), one fraction of the steps or two, not {self.at!r}")
         if self.kind not in ("better", "same"):
             raise ValueError(f"a claim's kind is 'better' or 'same', not {self.kind!r}")
         if self.metric not in METRICS:
@@ -82,8 +95,16 @@ class Experiment:
     quick: Scale = Scale()
     full: Scale = Scale(steps=3000, seeds=3, max_documents=600, eval_documents=100)
     note: str = ""                    # how ours differs from the source's setting
+    measure_at: tuple[float, ...] = ()    # fractions of the steps whose checkpoints are measured too (a series)
+    measure_metrics: tuple[str, ...] = ("pos_acc",)   # what is measured at them
 
     def __post_init__(self) -> None:
+        if not all(0 < f <= 1 for f in self.measure_at) or set(self.measure_metrics) - set(METRICS):
+            raise ValueError(f"experiment {self.name}: measure_at holds fractions in (0, 1], measure_metrics "
+                             f"names of {', '.join(METRICS)}")
+        for claim in self.claims:
+            if claim.at and (set(claim.at) - {*self.measure_at, 1.0} or claim.metric not in self.measure_metrics):
+                raise ValueError(f"experiment {self.name}: a claim is about a checkpoint or metric not measured")
         names = [arm.name for arm in self.arms]
         if len(set(names)) != len(names):
             raise ValueError(f"experiment {self.name}: two arms share a name")

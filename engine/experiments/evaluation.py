@@ -1,6 +1,7 @@
 """How every arm of an experiment is measured, the same way for all: the held-out masked-token accuracy on text no
 arm trained on, and the accuracy of the arm's final model fine-tuned with fixed settings on the bundled downstream
-data (part-of-speech tagging, sentiment)."""
+data (part-of-speech tagging, sentiment); or, for an arm that uses the model's frozen features (``Arm.features``,
+BERT's Table 7), a classifier on them, scored on the same held-out sentences (``engine.experiments.features``)."""
 from __future__ import annotations
 
 import shutil
@@ -10,11 +11,13 @@ from typing import Any
 
 import torch
 
+from engine.checkpoints.hf_format import load
 from engine.data.instance_plan import max_segment_tokens
 from engine.data.pretraining import PretrainingDataset
 from engine.data.pretraining_objective import PretrainingObjective
 from engine.data.token_store import TokenStore
-from engine.experiments.definitions import Scale
+from engine.experiments.definitions import Arm, Scale
+from engine.experiments.features import frozen_feature_accuracy
 from engine.model.heads import IGNORE_INDEX
 from engine.model.loaded_model import LoadedModel
 from engine.text.documents import Document
@@ -30,9 +33,12 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "assets" / "examples"
 DOWNSTREAM: dict[str, tuple[str, Path, str]] = {
     "pos_acc": (TOKEN_CLASSIFICATION.name, EXAMPLES / "pos-ewt-sample.tsv", "eval_accuracy"),
     "sentiment_acc": (CLASSIFICATION.name, EXAMPLES / "sentiment.csv", "eval_accuracy"),
+    "pair_acc": (CLASSIFICATION.name, EXAMPLES / "qnli-squad-sample.csv", "eval_accuracy"),
 }
 ALL_HIDDEN = PretrainingObjective("mlm", (1.0, 0.0, 0.0), False)   # every chosen token behind [MASK]
 EVAL_SEED = 1234                                                    # the same chosen tokens for every arm
+FEATURE_METRIC = "pos_acc"           # what an arm of frozen features is measured by
+HELD_OUT = 0.2                       # the share of the downstream data held out (by seed) to score on
 
 
 def masked_accuracy(loaded: LoadedModel, documents: Sequence[Document], scale: Scale) -> float:
@@ -84,7 +90,7 @@ def downstream_spec(metric: str, model_dir: Path, run_dir: Path, scale: Scale, s
                               warmup_ratio=0.1, eval_every=scale.downstream_steps, eval_batches=0,
                               checkpoint_every=scale.downstream_steps, checkpoint_every_s=None, seed=seed,
                               final_dtype="float32")
-    return JobSpec(training, data=str(data), init_from=str(model_dir), eval_fraction=0.2, run_dir=str(run_dir))
+    return JobSpec(training, data=str(data), init_from=str(model_dir), eval_fraction=HELD_OUT, run_dir=str(run_dir))
 
 
 def downstream_accuracy(metric: str, model_dir: Path, run_dir: Path, scale: Scale, seed: int,
@@ -103,3 +109,20 @@ def downstream_accuracy(metric: str, model_dir: Path, run_dir: Path, scale: Scal
     if not isinstance(value, (int, float)):
         raise RuntimeError(f"the fine-tuning run {run_dir} logged no {key}")
     return float(value)
+
+
+def applies(arm: Arm, metric: str) -> bool:
+    """Whether ``arm`` is measured by the downstream ``metric``: every one when it fine-tunes; part-of-speech
+    tagging alone for an arm of frozen features (word features; no sentence classifier is fitted)."""
+    return not arm.features or metric == FEATURE_METRIC
+
+
+def measure(arm: Arm, metric: str, model_dir: Path, run_dir: Path, scale: Scale, seed: int,
+            say: Callable[[str], Any] = lambda message: None) -> float | None:
+    """``metric`` of the model at ``model_dir`` as ``arm`` uses it: fine-tuned into ``run_dir`` (read when done),
+    or, for an arm of frozen features, the classifier's part-of-speech accuracy (None for the other tasks)."""
+    if not applies(arm, metric):
+        return None
+    if not arm.features:
+        return downstream_accuracy(metric, model_dir, run_dir, scale, seed, say)
+    return frozen_feature_accuracy(load(model_dir), arm.features, DOWNSTREAM[metric][1], HELD_OUT, seed)

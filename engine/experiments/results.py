@@ -6,6 +6,10 @@ when ours differs the same way by more than the seeds' spread, "not reproduced" 
 more, and "within the seeds' spread" otherwise; a claim that two arms are about the same is "reproduced at this
 scale" when they differ by no more than the spread. With one seed there is no spread: the verdict says so and only
 gives the direction. The verdicts are computed, never tuned to agree.
+
+An experiment measured over its pretraining (``measure_at``) also gets a table of each arm's numbers at each
+measured step, columns ``<metric>@step-<n>`` in the CSV and a ``series`` in the JSON; a claim about a checkpoint
+(``Claim.at``) compares the arms there, or the gains between two checkpoints.
 """
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from engine.experiments.definitions import METRICS, Experiment, Scale
+from engine.experiments.definitions import METRICS, Claim, Experiment, Scale
 from engine.experiments.runner import ArmResult
+from engine.experiments.series import measured_steps
 
 
 @dataclass(frozen=True)
@@ -28,30 +33,66 @@ class Summary:
     spread: float | None
     seeds: int
 
-    def text(self) -> str:
-        """``71.2 ± 0.8`` (percent), or ``71.2`` with one seed."""
-        shown = f"{100 * self.mean:.1f}"
+    def text(self, signed: bool = False) -> str:
+        """``71.2 ± 0.8`` (percent), or ``71.2`` with one seed (``+3.1`` when ``signed``: a gain)."""
+        shown = f"{100 * self.mean:+.1f}" if signed else f"{100 * self.mean:.1f}"
         return shown if self.spread is None else f"{shown} ± {100 * self.spread:.1f}"
 
 
 def summarize(results: Sequence[ArmResult], arm: str, metric: str) -> Summary | None:
     """The arm's ``metric`` over its seeds (None where it does not apply)."""
-    values = [r.metrics.get(metric) for r in results if r.arm == arm]
-    values = [v for v in values if isinstance(v, (int, float))]
+    return _summary([r.metrics.get(metric) for r in results if r.arm == arm])
+
+
+def _summary(found: Sequence[float | None]) -> Summary | None:
+    values = [v for v in found if isinstance(v, (int, float))]
     if not values:
         return None
     spread = statistics.stdev(values) if len(values) > 1 else None
     return Summary(statistics.fmean(values), spread, len(values))
 
 
+def _at(result: ArmResult, experiment: Experiment, claim: Claim, fraction: float) -> float | None:
+    """One seed's ``claim.metric`` at the checkpoint of ``fraction`` of its steps (1.0: the final model)."""
+    if fraction == 1.0:
+        return result.metrics.get(claim.metric)
+    step = measured_steps(experiment.measure_at, result.steps).get(fraction)
+    return result.series.get(claim.metric, {}).get(step) if step is not None else None
+
+
+def claim_value(result: ArmResult, experiment: Experiment, claim: Claim) -> float | None:
+    """What ``claim`` compares for one seed: the final metric, the metric at a checkpoint, or the gain between
+    two checkpoints (None where one is missing)."""
+    if not claim.at:
+        return result.metrics.get(claim.metric)
+    found = [_at(result, experiment, claim, fraction) for fraction in claim.at]
+    if any(v is None for v in found):
+        return None
+    return found[0] if len(found) == 1 else found[1] - found[0]
+
+
+def claim_label(experiment: Experiment, claim: Claim, steps: int) -> str:
+    """What the claim's numbers are: ``part-of-speech word accuracy at step 150``, ``... gained from step 150 to
+    600``."""
+    where = [measured_steps(experiment.measure_at, steps).get(f, steps) for f in claim.at]
+    if len(where) == 1:
+        return f"{METRICS[claim.metric]} at step {where[0]:,}"
+    if len(where) == 2:
+        return f"{METRICS[claim.metric]} gained from step {where[0]:,} to {where[1]:,}"
+    return METRICS[claim.metric]
+
+
 def verdict(results: Sequence[ArmResult], experiment: Experiment, claim_index: int) -> str:
     """The verdict on one claim, in plain words, with the numbers it rests on."""
     claim = experiment.claims[claim_index]
-    first, second = summarize(results, claim.first, claim.metric), summarize(results, claim.second, claim.metric)
+    first, second = (_summary([claim_value(r, experiment, claim) for r in results if r.arm == arm])
+                     for arm in (claim.first, claim.second))
     if first is None or second is None:
         return "not measured"
     diff = first.mean - second.mean
-    numbers = f"{METRICS[claim.metric]} {first.text()} vs {second.text()}"
+    gain = len(claim.at) == 2
+    label = claim_label(experiment, claim, max((r.steps for r in results), default=0))
+    numbers = f"{label}{':' if claim.at else ''} {first.text(gain)} vs {second.text(gain)}"
     if first.spread is None or second.spread is None:
         direction = "the same way as the paper" if (diff > 0) == (claim.kind == "better") else "not as the paper"
         return f"one seed, no spread to judge by ({numbers}: {direction})"
@@ -79,6 +120,35 @@ def _paper(value: float | str) -> str:
     return value if isinstance(value, str) else f"{value:g}"
 
 
+def series_steps(results: Sequence[ArmResult], metric: str) -> list[int]:
+    """Every pretraining step at which some arm-seed has ``metric`` measured, in order."""
+    return sorted({step for r in results for step in r.series.get(metric, {})})
+
+
+def summarize_series(results: Sequence[ArmResult], arm: str, metric: str) -> dict[int, Summary]:
+    """The arm's ``metric`` at each measured step, over its seeds."""
+    found = {step: _summary([r.series.get(metric, {}).get(step) for r in results if r.arm == arm])
+             for step in series_steps(results, metric)}
+    return {step: summary for step, summary in found.items() if summary is not None}
+
+
+def series_table(experiment: Experiment, results: Sequence[ArmResult]) -> list[str]:
+    """Markdown lines: per measured metric, each arm's value at each measured step (none without ``measure_at``)."""
+    lines: list[str] = []
+    for metric in experiment.measure_metrics if experiment.measure_at else ():
+        steps = series_steps(results, metric)
+        if not steps:
+            continue
+        lines += ["", f"Over pretraining: ours, {METRICS[metric]} of the checkpoint at each step, measured the same "
+                  "way as the final model", "", "| arm | " + " | ".join(f"step {s:,}" for s in steps) + " |",
+                  "|" + "---|" * (len(steps) + 1)]
+        for arm in experiment.arms:
+            found = summarize_series(results, arm.name, metric)
+            lines.append("| " + " | ".join([arm.label, *(found[s].text() if s in found else "—" for s in steps)])
+                         + " |")
+    return lines
+
+
 def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) -> str:
     """The markdown table: each arm, the paper's columns, ours; then the verdicts and the scale."""
     ours = list(METRICS)
@@ -89,6 +159,7 @@ def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) ->
         paper = [_paper(arm.paper[c]) if c in arm.paper else "—" for c in experiment.paper_columns]
         mine = [(s.text() if (s := summarize(results, arm.name, m)) else "—") for m in ours]
         lines.append("| " + " | ".join([arm.label, *paper, *mine]) + " |")
+    lines += series_table(experiment, results)
     lines += ["", scale_line(experiment, scale, results), ""]
     lines += [f"- {claim.text}: **{verdict(results, experiment, i)}**" for i, claim in enumerate(experiment.claims)]
     if experiment.note:
@@ -97,14 +168,17 @@ def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) ->
 
 
 def as_csv(experiment: Experiment, results: Sequence[ArmResult]) -> str:
-    """One row per arm and seed: the arm, the seed, our metrics (fractions), the paper's columns."""
+    """One row per arm and seed: the arm, the seed, our metrics (fractions), the paper's columns; then each
+    measured checkpoint's metrics (``<metric>@step-<n>``, when the experiment has ``measure_at``)."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["arm", "seed", *METRICS, *experiment.paper_columns])
+    points = [(m, step) for m in METRICS for step in series_steps(results, m)]
+    writer.writerow(["arm", "seed", *METRICS, *experiment.paper_columns, *(f"{m}@step-{n}" for m, n in points)])
     for r in results:
         paper = experiment.arm(r.arm).paper
         writer.writerow([r.arm, r.seed, *(r.metrics.get(m) for m in METRICS),
-                         *(paper.get(c) for c in experiment.paper_columns)])
+                         *(paper.get(c) for c in experiment.paper_columns),
+                         *(r.series.get(m, {}).get(n) for m, n in points)])
     return out.getvalue()
 
 
@@ -112,7 +186,10 @@ def as_json(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) 
     """Everything: the experiment, the scale, each arm's seeds and summaries, the verdicts."""
     arms = [{"arm": arm.name, "label": arm.label, "paper": dict(arm.paper),
              "ours": {m: (vars(s) if (s := summarize(results, arm.name, m)) else None) for m in METRICS},
-             "seeds": [r.metrics for r in results if r.arm == arm.name]} for arm in experiment.arms]
+             "seeds": [r.metrics for r in results if r.arm == arm.name],
+             "series": {m: {str(step): vars(s) for step, s in summarize_series(results, arm.name, m).items()}
+                        for m in METRICS if series_steps(results, m)},
+             "seed_series": [r.series for r in results if r.arm == arm.name]} for arm in experiment.arms]
     claims = [{"claim": c.text, "verdict": verdict(results, experiment, i)} for i, c in enumerate(experiment.claims)]
     return json.dumps({"experiment": experiment.name, "source": experiment.source, "scale": vars(scale),
                        "arms": arms, "claims": claims}, indent=1)

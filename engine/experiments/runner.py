@@ -5,10 +5,13 @@ Layout under the experiments folder (``runs/experiments`` by default)::
     <experiment>/<scale>/tokenizer/                  the one vocabulary every arm uses (trained once on the text)
     <experiment>/<scale>/<arm>/seed-<k>/pretrain/    the arm's run (a run folder: curves, checkpoints, run.json)
     <experiment>/<scale>/<arm>/seed-<k>/<metric>/    the fixed fine-tuning run that measures it
+    <experiment>/<scale>/<arm>/seed-<k>/<metric>-step-<n>/   the same from the checkpoint of step n (``measure_at``)
     <experiment>/<scale>/<arm>/seed-<k>/results.json the arm's numbers, written last (atomically)
 
 ``<scale>`` names the scale (``tiny-600-steps-1a2b3c4d``: every setting but the seeds), so another scale is
-another folder.
+another folder. Arms whose pretraining is the same (they differ only in how the model is used: ``Arm.features``)
+share one run per seed, the first such arm's ``pretrain/`` (``pretraining_owner``); the others keep only their
+numbers and measurements.
 
 Everything is resumable: a finished run is read, not redone; a pretraining run stopped part-way (Ctrl-C, a crash,
 ``kill -9``) continues from its newest checkpoint exactly (``resume_spec``: bit for bit), and a downstream run,
@@ -22,15 +25,16 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from engine import regular_files
 from engine.checkpoints.hf_format import load
 from engine.experiments.definitions import METRICS, Arm, Experiment, Scale
-from engine.experiments.evaluation import DOWNSTREAM, downstream_accuracy, final_model, finished, masked_accuracy
+from engine.experiments.evaluation import DOWNSTREAM, applies, final_model, finished, masked_accuracy, measure
+from engine.experiments.series import measure_series, pretraining_changes
 from engine.text.builtin_corpus import builtin_corpus
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.jobs.setup import prepare_job
@@ -52,7 +56,8 @@ class ExperimentStopped(Exception):
 
 @dataclass(frozen=True)
 class ArmResult:
-    """One arm and seed, measured: ``metrics`` by ``METRICS`` key (None where it does not apply)."""
+    """One arm and seed, measured: ``metrics`` by ``METRICS`` key (None where it does not apply); ``series`` by
+    metric, pretraining step -> value (the experiment's ``measure_at`` checkpoints; empty without)."""
 
     arm: str
     seed: int
@@ -60,6 +65,7 @@ class ArmResult:
     steps: int
     tokens_seen: int
     parameters: int
+    series: dict[str, dict[int, float]] = field(default_factory=dict)
 
 
 def scale_key(scale: Scale) -> str:
@@ -80,6 +86,24 @@ def seed_dir(root: Path, experiment: Experiment, arm: Arm, seed: int, scale: Sca
     return experiment_dir(root, experiment, scale) / arm.name / f"seed-{seed}"
 
 
+def _pretraining_of(arm: Arm) -> str:
+    """Everything of an arm but its name, label, paper numbers and feature recipe: what its pretraining is."""
+    fields = {k: v for k, v in asdict(arm).items() if k not in ("name", "label", "paper", "features")}
+    return json.dumps(fields, sort_keys=True, default=str)
+
+
+def pretraining_owner(experiment: Experiment, arm: Arm) -> Arm:
+    """The first arm of ``experiment`` whose pretraining is ``arm``'s (``arm`` itself unless an earlier one is the
+    same): the arm whose folder holds the run they share."""
+    mine = _pretraining_of(arm)
+    return next(other for other in experiment.arms if _pretraining_of(other) == mine)
+
+
+def pretrain_dir(root: Path, experiment: Experiment, arm: Arm, seed: int, scale: Scale) -> Path:
+    """The pretraining run ``arm`` uses for ``seed`` (shared with the arms of the same pretraining)."""
+    return seed_dir(root, experiment, pretraining_owner(experiment, arm), seed, scale) / "pretrain"
+
+
 def read_result(folder: Path) -> ArmResult | str | None:
     """An arm-seed's numbers (None: not measured yet; text: what is wrong with its ``results.json``, which is read
     as untrusted: a regular file, size-capped, typed)."""
@@ -89,8 +113,10 @@ def read_result(folder: Path) -> ArmResult | str | None:
     try:
         raw = json.loads(regular_files.read_text(path, RESULTS_BYTES))
         metrics = {str(k): (None if v is None else float(v)) for k, v in dict(raw["metrics"]).items()}
+        series = {str(m): {int(step): float(v) for step, v in dict(values).items()}
+                  for m, values in dict(raw.get("series") or {}).items()}
         return ArmResult(str(raw["arm"]), int(raw["seed"]), metrics, int(raw["steps"]), int(raw["tokens_seen"]),
-                         int(raw["parameters"]))
+                         int(raw["parameters"]), series)
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return f"{folder.parent.name} seed {folder.name.removeprefix('seed-')}: results.json cannot be read ({exc})"
 
@@ -110,13 +136,16 @@ def shared_tokenizer(root: Path, experiment: Experiment, scale: Scale, say: Say)
     return folder
 
 
-def pretraining_spec(arm: Arm, scale: Scale, seed: int, tokenizer: Path, run_dir: Path) -> JobSpec:
-    """The arm's pretraining job: the scale's settings with the arm's changes."""
-    training = TrainingConfig(task=PRETRAINING.name, learning_rate=scale.learning_rate, total_steps=scale.steps,
+def pretraining_spec(arm: Arm, scale: Scale, seed: int, tokenizer: Path, run_dir: Path,
+                     changes: Mapping[str, Any] | None = None) -> JobSpec:
+    """The arm's pretraining job: the scale's settings with the arm's changes, then ``changes`` (the measured
+    checkpoints' keeping: ``series.pretraining_changes``)."""
+    steps = arm.steps(scale)                                     # the scale's, or the arm's own (equal compute)
+    training = TrainingConfig(task=PRETRAINING.name, learning_rate=scale.learning_rate, total_steps=steps,
                               batch_size=scale.batch_size, max_seq_length=scale.seq_length,
-                              eval_every=max(1, scale.steps // 10), eval_batches=10,
-                              checkpoint_every=max(1, scale.steps // 4), checkpoint_every_s=60.0,
-                              keep_last_checkpoints=2, seed=seed).replace(**dict(arm.training))
+                              eval_every=max(1, steps // 10), eval_batches=10,
+                              checkpoint_every=max(1, steps // 4), checkpoint_every_s=60.0,
+                              keep_last_checkpoints=2, seed=seed).replace(**{**arm.training, **(changes or {})})
     return JobSpec(training, preset=scale.preset, corpus=CORPUS, max_documents=scale.max_documents,
                    eval_fraction=0.05, tokenizer=str(tokenizer), run_dir=str(run_dir),
                    task_settings=dict(arm.settings)).replace(**dict(arm.job))
@@ -158,23 +187,31 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
         return found
     if isinstance(found, str):                                   # damaged: measured again, never a crash
         say(f"{found}: measuring it again")
-    run_dir = folder / "pretrain"
-    spec = pretraining_spec(arm, scale, seed, tokenizer, run_dir)
-    say(f"{experiment.name} · {arm.name} · seed {seed}: pretraining {scale.steps:,} steps")
+    owner = pretraining_owner(experiment, arm)
+    run_dir = pretrain_dir(root, experiment, arm, seed, scale)
+    spec = pretraining_spec(owner, scale, seed, tokenizer, run_dir, pretraining_changes(experiment, owner, scale))
+    shared = f" (shared with {owner.name})" if owner is not arm else ""
+    say(f"{experiment.name} · {arm.name} · seed {seed}: pretraining {owner.steps(scale):,} steps{shared}")
     pretrain(spec, run_dir, say, should_stop)
     model = final_model(run_dir)
     metrics: dict[str, float | None] = {}
-    causal = arm.settings.get("objective") == "clm"
+    causal = arm.settings.get("objective") in ("clm", "rtd")     # no masked-LM head to measure (rtd: a discriminator)
     held_out = builtin_corpus(CORPUS, scale.max_documents + scale.eval_documents)[scale.max_documents:]
     loaded = load(model)
     metrics["masked_acc"] = None if causal else masked_accuracy(loaded, held_out, scale)
     for metric in DOWNSTREAM:
         _check(should_stop)
+        if not applies(arm, metric):
+            metrics[metric] = None
+            continue
         say(f"{experiment.name} · {arm.name} · seed {seed}: {METRICS[metric]}")
-        metrics[metric] = downstream_accuracy(metric, model, folder / metric, scale, seed)
+        metrics[metric] = measure(arm, metric, model, folder / metric, scale, seed)
+    series = measure_series(experiment, arm, scale, seed, run_dir, folder, metrics, lambda: _check(should_stop), say)
     parameters = sum(p.numel() for p in loaded.model.parameters())
-    result = ArmResult(arm.name, seed, metrics, scale.steps, scale.steps * scale.batch_size * scale.seq_length,
-                       parameters)
+    steps = owner.steps(scale)
+    result = ArmResult(arm.name, seed, metrics, steps, steps * scale.batch_size * scale.seq_length,
+                       parameters, series)
+    folder.mkdir(parents=True, exist_ok=True)
     partial = kept.with_suffix(".partial")
     partial.write_text(json.dumps(asdict(result), indent=1), encoding="utf-8")
     os.replace(partial, kept)

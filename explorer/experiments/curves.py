@@ -1,7 +1,8 @@
 """The arms' pretraining curves overlaid, as points for the shared live-curves widget (``assets/curves_view.js``,
 ``explorer.runs.curves_view``): one chart, "MLM loss per arm", whose series are the arm-seeds (a colour per arm,
 seed 0 solid and the other seeds dotted), each step's training MLM loss drawn thin and its running mean bold, as
-on the Training tab.
+on the Training tab. Arms that share their pretraining (one model used several ways: BERT's Table 7) draw it
+once, named after what shares it ("one pretraining shared by all 7 arms").
 
 A browser is sent everything once (``reset``, with the chart), then on each tick only the points its arm-seeds
 logged since (per series: the history's version and the last step it was sent); a tick with nothing new sends
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from explorer.experiments.background import ExperimentJob
-from explorer.experiments.progress import ArmSeed, CurveReaders, arm_seeds
+from explorer.experiments.progress import ArmSeed, CurveReaders, pretraining_runs
 from explorer.runs.curves import WINDOW, Chart, chart_specs, running_means, series_id
 from explorer.runs.plots import MAX_POINTS, downsample
 
@@ -28,12 +29,24 @@ def series_key(one: ArmSeed) -> str:
     return f"arm{one.index}_seed{one.seed}"
 
 
+def run_label(job: ExperimentJob, one: ArmSeed, sharing: int) -> str:
+    """What a pretraining run's series is called: its arm's label, or what shares it."""
+    arms = len(job.experiment.arms)
+    if sharing == 1:
+        return one.arm.label
+    if sharing == arms:
+        return f"one pretraining shared by all {arms} arms"
+    return f"{one.arm.label} (pretraining shared by {sharing} arms)"
+
+
 def chart(root: Path, job: ExperimentJob) -> Chart:
-    """The one chart: a series per arm-seed, named by the arm's label (and the seed when there are several)."""
+    """The one chart: a series per pretraining run (an arm-seed's, or one that several arms share), named by
+    ``run_label`` (and the seed when there are several)."""
     several = job.scale.seeds > 1
-    series = tuple(("train", series_key(one), one.arm.label + (f" · seed {one.seed}" if several else ""),
+    series = tuple(("train", series_key(one),
+                    run_label(job, one, sharing) + (f" · seed {one.seed}" if several else ""),
                     COLORS[one.index % len(COLORS)], "solid" if one.seed == 0 else "dot")
-                   for one in arm_seeds(root, job))
+                   for one, sharing in pretraining_runs(root, job))
     return Chart(CHART_TITLE, "cross-entropy", series, empty="No arm has logged a step yet")
 
 
@@ -49,7 +62,7 @@ def curves_update(readers: CurveReaders, root: Path, job: ExperimentJob,
     reset = not seen or seen.get("key") != job.key
     sent: dict[str, list[Any]] = {} if reset else {k: list(v) for k, v in seen["sent"].items()}
     histories = {}
-    for one in arm_seeds(root, job):
+    for one, _ in pretraining_runs(root, job):
         history = readers.history(one.pretrain_dir)
         sid = series_id("train", series_key(one))
         histories[sid] = history

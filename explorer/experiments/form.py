@@ -37,6 +37,14 @@ def _scale_text(scale: Scale) -> str:
             f"{scale.seeds} seed(s), the first {scale.max_documents} documents")
 
 
+def _measured_text(e: Experiment) -> str:
+    """The line saying at which checkpoints the arms are also measured ("" when only their final models are)."""
+    if not e.measure_at:
+        return ""
+    return (f"Also measured at {', '.join(f'{round(100 * f)}%' for f in e.measure_at)} of the pretraining steps "
+            "(each checkpoint fine-tuned the same way)  \n")
+
+
 def describe(name: Any) -> str:
     """Markdown about the experiment called ``name``: title, source, factor, arms and both scales."""
     try:
@@ -45,7 +53,7 @@ def describe(name: Any) -> str:
         return f"There is no experiment {name!r}."
     arms = ", ".join(f"`{arm.name}` ({arm.label})" for arm in e.arms)
     return (f"**{e.title}**  \nSource: {e.source}  \nWhat differs between the arms: {e.factor}  \n"
-            f"Arms ({len(e.arms)}): {arms}  \nQuick scale: {_scale_text(e.quick)}  \n"
+            f"Arms ({len(e.arms)}): {arms}  \n{_measured_text(e)}Quick scale: {_scale_text(e.quick)}  \n"
             f"Default scale: {_scale_text(e.full)}")
 
 

@@ -23,7 +23,7 @@ from engine.experiments import results as shown
 from explorer.experiments.background import (ENDING, FAILED, FINISHED, IDLE, STOPPED, TRAINING, ExperimentJob,
                                               ExperimentRunner, RunnerStatus)
 from explorer.experiments.curves import curves_update
-from explorer.experiments.progress import CurveReaders, Progress, arm_seeds, latest_step, progress
+from explorer.experiments.progress import CurveReaders, Progress, latest_step, pretraining_runs, progress
 
 EXPORT_DIR = Path(tempfile.gettempdir()) / "bert-explorer-experiments"   # one set of files per experiment
 LIVE_OUTPUTS = 4           # status, curves, table, downloads
@@ -71,11 +71,12 @@ def table_markdown(job: ExperimentJob, found: Progress) -> str:
 
 
 def curves_csv(readers: CurveReaders, root: Path, job: ExperimentJob) -> str:
-    """Every logged MLM loss (training and held-out) of every arm-seed: arm, seed, kind, step, loss."""
+    """Every logged MLM loss (training and held-out) of every pretraining run: arm (the first arm using it, when
+    several share it), seed, kind, step, loss."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["arm", "seed", "kind", "step", "mlm_loss"])
-    for one in arm_seeds(root, job):
+    for one, _ in pretraining_runs(root, job):
         for r in readers.history(one.pretrain_dir).shown():
             value = r.get("mlm_loss" if r.get("kind") == "train" else "eval_mlm_loss")
             if r.get("kind") in ("train", "eval") and isinstance(value, (int, float)):

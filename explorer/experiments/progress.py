@@ -2,6 +2,8 @@
 ``metrics.jsonl`` followed by a ``MetricsTail``: only the bytes appended since the last read, into a bounded
 ``MetricsHistory``, at most once per ``REFRESH_S`` however many browsers look), the numbers of the arm-seeds that
 are done (their ``results.json``), and where the experiment is (the first arm-seed in run order without numbers).
+Arms whose pretraining is the same (BERT's Table 7: one model used several ways) share one run per seed
+(``runner.pretrain_dir``); ``pretraining_runs`` lists each run once, with how many arms use it.
 
 Nothing here raises on a file's content: a damaged ``results.json`` is left out and named in ``problems``."""
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.experiments.definitions import Arm
-from engine.experiments.runner import ArmResult, read_result, seed_dir
+from engine.experiments.runner import ArmResult, pretrain_dir, read_result, seed_dir
 from engine.training.runs.metrics_tail import MetricsHistory, MetricsTail
 from engine.training.runs.run_folder import RunFolder
 from explorer.experiments.background import ExperimentJob
@@ -25,24 +27,34 @@ MAX_FOLLOWED = 128         # arm-seed runs followed at once (least recently read
 
 @dataclass(frozen=True)
 class ArmSeed:
-    """One arm with one seed, in run order: its index among the arms, the arm, the seed, its folder."""
+    """One arm with one seed, in run order: its index among the arms, the arm, the seed, its folder, and the
+    pretraining run it uses (its own ``pretrain/``, or the one it shares)."""
 
     index: int
     arm: Arm
     seed: int
     folder: Path
+    pretrain: Path | None = None
 
     @property
     def pretrain_dir(self) -> Path:
-        """The arm-seed's pretraining run folder."""
-        return self.folder / "pretrain"
+        """The arm-seed's pretraining run folder (shared with the arms of the same pretraining)."""
+        return self.pretrain if self.pretrain is not None else self.folder / "pretrain"
 
 
 def arm_seeds(root: Path, job: ExperimentJob) -> list[ArmSeed]:
     """Every arm and seed of ``job`` in the order the runner takes them (seed by seed, arm by arm)."""
     e = job.experiment
-    return [ArmSeed(i, arm, seed, seed_dir(root, e, arm, seed, job.scale))
+    return [ArmSeed(i, arm, seed, seed_dir(root, e, arm, seed, job.scale), pretrain_dir(root, e, arm, seed, job.scale))
             for seed in range(job.scale.seeds) for i, arm in enumerate(e.arms)]
+
+
+def pretraining_runs(root: Path, job: ExperimentJob) -> list[tuple[ArmSeed, int]]:
+    """Each pretraining run of ``job`` once, in run order: the first arm-seed that uses it, and how many arms do."""
+    runs: dict[Path, list[ArmSeed]] = {}
+    for one in arm_seeds(root, job):
+        runs.setdefault(one.pretrain_dir, []).append(one)
+    return [(users[0], len(users)) for users in runs.values()]
 
 
 @dataclass

@@ -27,10 +27,12 @@ INTRO = """\
 Re-run one of the BERT and RoBERTa papers' ablations **small**: each arm (what the paper varied: the masking mix,
 the pre-training tasks, the model size, static or dynamic masking) is an ordinary pretraining run on Shakespeare,
 then measured the same way as every other arm (held-out masked-token accuracy; part-of-speech tagging and
-sentiment after a short fixed fine-tuning). The arms run one after another in the background; **Stop** stops
-after the current step and **Start** again continues where it stopped. The table puts ours beside the paper's
-numbers, states our scale, and gives a verdict per claim in plain words: with one seed there is no spread to
-judge by, so use 2 or more. The runs live under `<runs folder>/experiments/<experiment>/<arm>/seed-<k>/`.
+sentiment after a short fixed fine-tuning). Some measure each arm at several checkpoints too (Figure 5: a series
+over the steps), and some share one pretrained model between arms that use it differently (Table 7: fine-tuned or
+frozen features; its one curve per seed stands for every arm). The arms run one after another in the background;
+**Stop** stops after the current step and **Start** again continues where it stopped. The table puts ours beside
+the paper's numbers, states our scale, and gives a verdict per claim in plain words: with one seed there is no
+spread to judge by, so use 2 or more. The runs live under `<runs folder>/experiments/<experiment>/<arm>/seed-<k>/`.
 """
 
 

@@ -98,7 +98,12 @@ BUILT_IN_ROWS: dict[str, FinetuneTask] = {row.name: row for row in (
                  "ignored), a **TSV** with the same header, or **JSONL** (one `{\"text\": ..., \"label\": ...}` "
                  "per line). Labels are names or numbers; at least two different ones. UTF-8."),
         extensions=(".csv", ".tsv", ".jsonl"),
-        examples=(BundledExample("sentiment.csv", EXAMPLES_DIR / "sentiment.csv"),),
+        examples=(BundledExample("sentiment.csv", EXAMPLES_DIR / "sentiment.csv"),
+                  BundledExample("qnli-squad-sample.csv", EXAMPLES_DIR / "qnli-squad-sample.csv",
+                                 note=("`qnli-squad-sample.csv`: 1,000 text pairs, QNLI-style: a question and a "
+                                       "sentence of its paragraph, `entailment` if the sentence holds the answer; "
+                                       "made from SQuAD v1.1 (Rajpurkar et al., 2016; Wikipedia text), licensed "
+                                       "**CC BY-SA 4.0** (`assets/examples/README.md`)."))),
         defaults=dict(steps=30, batch_size=16, learning_rate=1e-4, seq_length=64, eval_fraction=0.2),
         read=read_classification, takes_labels=True, labels_hint="positive, negative"),
     FinetuneTask(

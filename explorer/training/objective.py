@@ -2,7 +2,7 @@
 dataclass's fields, read back into ``JobSpec.task_settings`` as ``python -m engine.pretrain``'s flags are.
 
 Each field gets a widget: the few that read better otherwise have their own (``OWN_WIDGETS``: the objective and the
-pair task as labelled choices, the masking mix as three shares); any other field gets one by its type (a checkbox for
+pair task and the packing as labelled choices, the masking mix as three shares); any other field gets one by its type (a checkbox for
 a ``bool``, a number box for an ``int`` / ``float``, a text box otherwise), labelled from its name, its
 ``metadata["help"]`` under it. So a new setting appears in the form, in ``/train_start``'s parameters and in the
 job with no edit here. Fields in ``FOR_OBJECTIVE`` are shown only for that objective and sent only then (a hidden
@@ -20,6 +20,7 @@ from typing import Any
 
 import gradio as gr
 
+from engine.data.packing import PACKINGS
 from engine.data.pretraining_objective import OBJECTIVES, PAIR_TASKS
 from engine.training.jobs.task_flags import value_type
 from engine.training.tasks.pretraining_settings import PretrainingSettings, parse_mix
@@ -27,6 +28,9 @@ from engine.training.tasks.pretraining_settings import PretrainingSettings, pars
 OBJECTIVE_LABELS = {"mlm": "Masked LM (BERT)", "clm": "Left-to-right LM (each token predicts the next)",
                     "rtd": "Replaced-token detection (ELECTRA)"}
 PAIR_LABELS = {"nsp": "Next sentence (BERT)", "sop": "Sentence order (ALBERT)"}
+PACKING_LABELS = {"segment-pair": "Segment pairs (BERT)", "sentence-pair": "Sentence pairs (RoBERTa)",
+                  "full-sentences": "Full sentences, across documents (RoBERTa)",
+                  "doc-sentences": "Full sentences, within a document (RoBERTa)"}
 MIX_PARTS = ("[MASK] share", "random-token share", "kept share")
 LABELS = {"objective": "Objective", "pair_task": "Pair task", "mask_mix": "Masking mix",
           "static_masking": "Static masking", "generator_size": "Generator size", "rtd_weight": "RTD weight"}
@@ -64,6 +68,9 @@ OWN_WIDGETS: dict[str, Callable[[Any], SettingWidgets]] = {
         [(PAIR_LABELS.get(p, p), p) for p in PAIR_TASKS], value=default, label=label("pair_task"),
         info="what the sentence pairs teach (with NSP on)"),)),
     "mask_mix": _mix_widgets,
+    "packing": lambda default: SettingWidgets("packing", (gr.Dropdown(
+        [(PACKING_LABELS.get(p, p), p) for p in PACKINGS], value=default, label=label("packing"),
+        info="how the text is cut into inputs; full and doc sentences need NSP off"),)),
 }
 
 

@@ -167,7 +167,7 @@ def _folders(path: Path, within: tuple[Path, ...], newest_first: bool = False) -
 def locate(root: str | Path, name: str) -> RunFolder | None:
     """The run (or layout folder) called ``name`` under the runs folder ``root``: a direct run's folder, or an
     experiment run's (inside ``root`` once every link is followed); None for a name that is neither."""
-    if not name or "/" in name or "\\" in name or name in (".", ".."):
+    if not name or "/" in name or os.sep in name or name in (".", ".."):     # one folder name (a \\ is one on POSIX)
         return None
     direct = Path(root) / name
     place = ExperimentRunName.parse(name)

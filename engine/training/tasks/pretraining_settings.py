@@ -17,10 +17,14 @@ objectives the BERT paper's ablations compare.
   ``0.8,0.1,0.1`` (the default; BERT's Table 8 compares others).
 - ``static_masking``: each corpus token masked one way for the whole run (RoBERTa's static masking) instead of a
   fresh draw per batch (dynamic, the default).
+- ``packing``: how the text is cut into inputs (RoBERTa's §4.2; ``engine.data.packing``): ``segment-pair``
+  (BERT's, the default), ``sentence-pair`` (one sentence per segment; needs NSP), ``full-sentences`` (whole
+  sentences up to the length, crossing into the next document after a separator token; needs NSP off) or
+  ``doc-sentences`` (the same within one document; needs NSP off).
 
 As every task's settings they are ``JobSpec.task_settings`` entries kept in ``run.json`` (defaults too), flags of
 ``python -m engine.pretrain`` (``--objective``, ``--mask-mix``, ``--static-masking``, ``--pair-task``,
-``--generator-size``, ``--rtd-weight``), and fixed once a run exists
+``--generator-size``, ``--rtd-weight``, ``--packing``), and fixed once a run exists
 (a resume takes the run's own). At their defaults the data draws and hashes exactly as before they existed.
 """
 from __future__ import annotations
@@ -31,6 +35,7 @@ from typing import Any, Sequence
 
 from engine.checks import is_finite_number
 from engine.data.masking import DEFAULT_MASK_MIX, check_mask_mix
+from engine.data.packing import PACKED, PACKINGS
 from engine.data.pretraining_objective import OBJECTIVES, PAIR_TASKS, PretrainingObjective
 from engine.training.loop.config import TrainingConfig
 
@@ -81,6 +86,11 @@ class PretrainingSettings:
     rtd_weight: float = field(default=50.0, metadata={
         "help": "objective rtd: the weight of the discriminator's loss beside the generator's masked-LM loss "
                 "(ELECTRA's lambda: 50)", "metavar": "LAMBDA"})
+    packing: str = field(default="segment-pair", metadata={
+        "help": "how the text is cut into inputs (RoBERTa, section 4.2): segment-pair, BERT's; sentence-pair, one "
+                "sentence per segment (needs NSP); full-sentences, whole sentences up to the length, going on into "
+                "the next document after a separator (needs --no-nsp); doc-sentences, the same within a document "
+                "(needs --no-nsp)", "metavar": "|".join(PACKINGS)})
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mask_mix", mix_text(parse_mix(self.mask_mix)))   # canonical text in run.json
@@ -97,7 +107,8 @@ class PretrainingSettings:
 
     def data_objective(self) -> PretrainingObjective:
         """What the data and the task read (``engine.data.pretraining_objective``)."""
-        return PretrainingObjective(self.objective, parse_mix(self.mask_mix), self.static_masking, self.pair_task)
+        return PretrainingObjective(self.objective, parse_mix(self.mask_mix), self.static_masking, self.pair_task,
+                                    self.packing)
 
     def check_job(self, spec: Any, config: TrainingConfig) -> None:
         """The left-to-right LM reads one text per row and masks nothing: NSP and whole-word masking off;
@@ -105,6 +116,12 @@ class PretrainingSettings:
         if self.pair_task == "sop" and not config.nsp:
             raise ValueError("pair_task sop (sentence order) is a task for sentence pairs: keep next-sentence "
                              "pairs on (drop --no-nsp)")
+        if self.packing in PACKED and config.nsp:
+            raise ValueError(f"packing {self.packing} (RoBERTa) packs one text per input with no sentence pairs: "
+                             f"turn next-sentence prediction off (--no-nsp)")
+        if self.packing == "sentence-pair" and not config.nsp:
+            raise ValueError("packing sentence-pair makes next-sentence pairs of single sentences: keep "
+                             "next-sentence pairs on (drop --no-nsp)")
         if self.objective == "rtd" and config.nsp:
             raise ValueError("objective rtd (ELECTRA's replaced-token detection) reads one text per row and has "
                              "no pair head: turn next-sentence prediction off (--no-nsp)")

@@ -42,6 +42,12 @@ def _answer(services: Services, context: str, top_k: int = 1, answer_len: int = 
 SETTINGS = [(1, 15, False), (3, 15, False), (3, 4, False), (20, 1, True), (2, 30, True), (1, 15, True)]
 
 
+def _drawn(figure) -> dict:
+    """What a figure draws: its traces and layout without ``meta`` (the export's names, stamped by the tab)."""
+    shown = figure.to_plotly_json()
+    return {"data": shown["data"], "layout": {k: v for k, v in shown["layout"].items() if k != "meta"}}
+
+
 @pytest.mark.parametrize("context", [CONTEXT, LONG])
 def test_a_settings_change_runs_no_model_and_equals_a_fresh_run(services: Services, context: str) -> None:
     loaded = services.model("default")
@@ -56,7 +62,9 @@ def test_a_settings_change_runs_no_model_and_equals_a_fresh_run(services: Servic
                                          handle_impossible_answer=impossible)
         assert decoded[(k, answer_len, impossible)] == fresh                  # every field, every window
         assert outputs[1] == tab.pipeline_json(fresh) and outputs[5] == tab.summary_markdown(fresh, loaded.source)
-        assert outputs[3] == tab.probabilities_plot(fresh) and outputs[4] == tab.windows_plot(fresh)
+        assert _drawn(outputs[3]) == _drawn(tab.probabilities_plot(fresh))
+        assert _drawn(outputs[4]) == _drawn(tab.windows_plot(fresh))
+        assert outputs[3].layout.meta["view"] == "Start and end probabilities"     # named for its export
     assert len(decoded[SETTINGS[0]].windows) == (1 if context == CONTEXT else len(fresh.windows)) > 0
 
 

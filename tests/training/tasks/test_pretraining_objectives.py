@@ -72,7 +72,7 @@ def test_settings_are_kept_in_run_json_and_a_resume_rebuilds_the_same_static_mas
     run = RunFolder(tmp_path / "run")
     recorded = json.loads(run.spec_path.read_text())["task_settings"]
     assert recorded == {"objective": "mlm", "mask_mix": "0.5,0.25,0.25", "static_masking": True, "pair_task": "nsp",
-                        "generator_size": 0.25, "rtd_weight": 50.0}
+                        "generator_size": 0.25, "rtd_weight": 50.0, "packing": "segment-pair"}
     assert resume_spec(run.root).settings == PretrainingSettings(mask_mix="0.5,0.25,0.25", static_masking=True)
     resumed = prepare_job(JobSpec({"total_steps": 6}, documents=documents(), resume_from=str(run.root))).trainer
     assert resumed.global_step == 3 and resumed.task.objective.static

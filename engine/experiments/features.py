@@ -1,0 +1,88 @@
+"""The feature-based way to use a pretrained model (BERT, Table 7): its weights frozen, a classifier fitted on the
+vectors of some of its layers, against fine-tuning the whole model.
+
+* **The vectors:** each word's vector at each layer is the mean of its pieces' vectors, one forward per sentence
+  (``engine.probes.syntax.features.sentence_features``, what the Syntax tab's layer probe reads); layer 0 is the
+  embeddings' output, layers 1..L the encoder layers'.
+* **The recipes** (``RECIPES``, the paper's rows): the embeddings; the second-to-last or the last encoder layer;
+  the sum of the last four; the last four concatenated (4 x hidden wide); the sum of every encoder layer. The
+  paper's "weighted" sums learn a weight per layer inside its BiLSTM; ours weigh every layer the same (the
+  vectors are standardised before the classifier, so a sum and a mean are the same to it).
+* **The classifier:** the layer probe's multinomial logistic regression (``probe_accuracy``: scikit-learn, L2,
+  standardised inputs) in place of the paper's two-layer BiLSTM: simple, and it reads only what the features
+  hold.
+* **The split:** the same held-out sentences as the fine-tuning evaluation (``split_held_out`` with its fraction
+  and seed), so both ways are scored on the same words (sentences too long for the model are left out).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from engine.data.features import split_held_out
+from engine.data.tagged_text import TaggedSentence, read_tagged_file
+from engine.model.loaded_model import LoadedModel
+from engine.probes.syntax.conllu import DependencySentence
+from engine.probes.syntax.features import sentence_features
+from engine.probes.syntax.layer_probe import probe_accuracy
+
+# recipe -> (what it is, in the paper's words; how the layers are picked; "sum" or "concat")
+RECIPES: dict[str, tuple[str, str, str]] = {
+    "embeddings": ("the embeddings' output", "embeddings", "concat"),
+    "second-to-last": ("the second-to-last hidden layer", "second-to-last", "concat"),
+    "last": ("the last hidden layer", "last", "concat"),
+    "sum-last-4": ("the sum of the last four hidden layers", "last-4", "sum"),
+    "concat-last-4": ("the last four hidden layers concatenated", "last-4", "concat"),
+    "sum-all": ("the sum of every encoder layer", "all", "sum"),
+}
+
+
+def layers_of(recipe: str, num_layers: int) -> list[int]:
+    """The layers (0 = the embeddings' output, 1..``num_layers`` the encoder's) that ``recipe`` reads."""
+    if recipe not in RECIPES:
+        raise ValueError(f"no feature recipe {recipe!r}; there are {', '.join(RECIPES)}")
+    pick = RECIPES[recipe][1]
+    if pick == "last-4" and num_layers < 4:
+        raise ValueError(f"the recipe {recipe} needs a model of at least 4 encoder layers, not {num_layers}")
+    if pick == "second-to-last" and num_layers < 2:
+        raise ValueError(f"the recipe {recipe} needs a model of at least 2 encoder layers, not {num_layers}")
+    return {"embeddings": [0], "second-to-last": [num_layers - 1], "last": [num_layers],
+            "last-4": list(range(num_layers - 3, num_layers + 1)), "all": list(range(1, num_layers + 1))}[pick]
+
+
+def combine(vectors: np.ndarray, recipe: str) -> np.ndarray:
+    """One sentence's word features by ``recipe`` from its ``(L + 1, W, H)`` vectors: ``(W, H)``, or ``(W, 4H)``
+    for the four layers concatenated (oldest layer first)."""
+    layers = layers_of(recipe, vectors.shape[0] - 1)
+    picked = vectors[layers]                                        # (k, W, H)
+    if RECIPES[recipe][2] == "sum":
+        return picked.sum(axis=0)
+    return np.concatenate(list(picked), axis=-1)                    # (W, k * H)
+
+
+def _as_sentences(tagged: Sequence[TaggedSentence]) -> list[DependencySentence]:
+    """The tagged sentences as the syntax probes' sentences (their tags as UPOS; no tree is needed)."""
+    return [DependencySentence(tuple(s.words), (0,) * len(s.words), ("",) * len(s.words), tuple(s.tags))
+            for s in tagged]
+
+
+def frozen_feature_accuracy(loaded: LoadedModel, recipe: str, data: Path, held_out_fraction: float,
+                            seed: int) -> float:
+    """Held-out word accuracy of a logistic regression on ``recipe``'s frozen features of ``loaded``, trained on
+    the tagged sentences of ``data`` that the fine-tuning evaluation trains on (the same seeded split)."""
+    train, held_out = split_held_out(read_tagged_file(data), held_out_fraction, seed)
+    if not held_out:
+        raise ValueError(f"{data}: no sentence is held out to measure the features on")
+
+    def gather(part: Sequence[TaggedSentence]) -> tuple[np.ndarray, np.ndarray]:
+        found = sentence_features(loaded, _as_sentences(part))
+        if not found.sentences:
+            raise ValueError(f"{data}: the model can read none of these sentences")
+        x = np.concatenate([combine(v, recipe) for v in found.vectors])
+        return x, np.array([tag for s in found.sentences for tag in s.upos])
+
+    train_x, train_y = gather(train)
+    test_x, test_y = gather(held_out)
+    return probe_accuracy(train_x, train_y, test_x, test_y)
