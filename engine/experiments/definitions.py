@@ -11,6 +11,9 @@ METRICS: dict[str, str] = {
     "pos_acc": "part-of-speech word accuracy",            # fine-tuned on the bundled UD English EWT sample
     "sentiment_acc": "sentiment accuracy",                # fine-tuned on the bundled 50 sentences (10 held out)
     "pair_acc": "sentence-pair (QNLI-style) accuracy",    # fine-tuned on 1,000 SQuAD question-sentence pairs
+    "best_head_acc": "syntax: each relation's best attention head, mean accuracy",   # the Syntax tab's best-head
+                                                          # table averaged over its relations (syntax_metrics)
+    "probe_best_layer_acc": "syntax: UPOS layer probe at its best layer",   # the tab's probe where selectivity peaks
 }
 
 

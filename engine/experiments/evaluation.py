@@ -1,7 +1,8 @@
 """How every arm of an experiment is measured, the same way for all: the held-out masked-token accuracy on text no
 arm trained on, and the accuracy of the arm's final model fine-tuned with fixed settings on the bundled downstream
 data (part-of-speech tagging, sentiment); or, for an arm that uses the model's frozen features (``Arm.features``,
-BERT's Table 7), a classifier on them, scored on the same held-out sentences (``engine.experiments.features``)."""
+BERT's Table 7), a classifier on them, scored on the same held-out sentences (``engine.experiments.features``); and
+the Syntax tab's best-head and layer-probe figures of the model, without fine-tuning (``syntax_metrics``)."""
 from __future__ import annotations
 
 import shutil
@@ -18,6 +19,7 @@ from engine.data.pretraining_objective import PretrainingObjective
 from engine.data.token_store import TokenStore
 from engine.experiments.definitions import Arm, Scale
 from engine.experiments.features import frozen_feature_accuracy
+from engine.experiments.syntax_metrics import SYNTAX_METRICS, syntax_measures
 from engine.model.heads import IGNORE_INDEX
 from engine.model.loaded_model import LoadedModel
 from engine.text.documents import Document
@@ -113,16 +115,20 @@ def downstream_accuracy(metric: str, model_dir: Path, run_dir: Path, scale: Scal
 
 def applies(arm: Arm, metric: str) -> bool:
     """Whether ``arm`` is measured by the downstream ``metric``: every one when it fine-tunes; part-of-speech
-    tagging alone for an arm of frozen features (word features; no sentence classifier is fitted)."""
-    return not arm.features or metric == FEATURE_METRIC
+    tagging alone for an arm of frozen features (word features; no sentence classifier is fitted). The syntax
+    metrics read the model itself: every arm."""
+    return not arm.features or metric in (FEATURE_METRIC, *SYNTAX_METRICS)
 
 
 def measure(arm: Arm, metric: str, model_dir: Path, run_dir: Path, scale: Scale, seed: int,
             say: Callable[[str], Any] = lambda message: None) -> float | None:
     """``metric`` of the model at ``model_dir`` as ``arm`` uses it: fine-tuned into ``run_dir`` (read when done),
-    or, for an arm of frozen features, the classifier's part-of-speech accuracy (None for the other tasks)."""
+    or, for an arm of frozen features, the classifier's part-of-speech accuracy (None for the other tasks); a
+    syntax metric (``SYNTAX_METRICS``) of the model itself, for every arm (nothing written to ``run_dir``)."""
     if not applies(arm, metric):
         return None
+    if metric in SYNTAX_METRICS:
+        return syntax_measures(load(model_dir)).metrics()[metric]
     if not arm.features:
         return downstream_accuracy(metric, model_dir, run_dir, scale, seed, say)
     return frozen_feature_accuracy(load(model_dir), arm.features, DOWNSTREAM[metric][1], HELD_OUT, seed)

@@ -10,6 +10,11 @@ gives the direction. The verdicts are computed, never tuned to agree.
 An experiment measured over its pretraining (``measure_at``) also gets a table of each arm's numbers at each
 measured step, columns ``<metric>@step-<n>`` in the CSV and a ``series`` in the JSON; a claim about a checkpoint
 (``Claim.at``) compares the arms there, or the gains between two checkpoints.
+
+The syntax metrics (``syntax_metrics``) carry what they rest on: the CSV's ``probe_best_layer`` and ``best_heads``
+(``det 2-1; ...``, layer-head per relation) columns, the JSON's ``seed_details`` (``best_heads`` as
+``{relation: [layer, head]}``, ``probe_best_layer``), and a line under the table with the fixed-offset baseline
+and each seed's best probe layer.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from dataclasses import dataclass
 from engine.experiments.definitions import METRICS, Claim, Experiment, Scale
 from engine.experiments.runner import ArmResult
 from engine.experiments.series import measured_steps
+from engine.experiments.syntax_metrics import SENTENCES, head_text
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,7 @@ def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) ->
         mine = [(s.text() if (s := summarize(results, arm.name, m)) else "—") for m in ours]
         lines.append("| " + " | ".join([arm.label, *paper, *mine]) + " |")
     lines += series_table(experiment, results)
+    lines += syntax_lines(experiment, results)
     lines += ["", scale_line(experiment, scale, results), ""]
     lines += [f"- {claim.text}: **{verdict(results, experiment, i)}**" for i, claim in enumerate(experiment.claims)]
     if experiment.note:
@@ -167,18 +174,38 @@ def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) ->
     return "\n".join(lines)
 
 
+def syntax_lines(experiment: Experiment, results: Sequence[ArmResult]) -> list[str]:
+    """Under the table: what the syntax columns are measured on, the fixed-offset baseline they stand beside and
+    each arm's best probe layer by seed (none when no arm-seed has them)."""
+    baselines = [r.details["best_head_baseline"] for r in results if "best_head_baseline" in r.details]
+    if not baselines:
+        return []
+    layers = []
+    for arm in experiment.arms:
+        found = [str(r.details["probe_best_layer"]) for r in results
+                 if r.arm == arm.name and "probe_best_layer" in r.details]
+        if found:
+            layers.append(f"{arm.label} {', '.join(found)}")
+    return ["", f"Syntax columns: the Syntax tab's measures on the first {SENTENCES} sentences of the bundled UD "
+            f"English EWT sample; always pointing a fixed number of words away (each relation's best offset) averages "
+            f"{100 * statistics.fmean(baselines):.1f}; the UPOS probe's best layer (0 = the embeddings) by seed: "
+            + "; ".join(layers) + " (each relation's best head, as layer-head, is in the CSV and JSON)."]
+
+
 def as_csv(experiment: Experiment, results: Sequence[ArmResult]) -> str:
-    """One row per arm and seed: the arm, the seed, our metrics (fractions), the paper's columns; then each
-    measured checkpoint's metrics (``<metric>@step-<n>``, when the experiment has ``measure_at``)."""
+    """One row per arm and seed: the arm, the seed, our metrics (fractions), the paper's columns, the syntax
+    metrics' best probe layer and best head per relation; then each measured checkpoint's metrics
+    (``<metric>@step-<n>``, when the experiment has ``measure_at``)."""
     out = io.StringIO()
     writer = csv.writer(out)
     points = [(m, step) for m in METRICS for step in series_steps(results, m)]
-    writer.writerow(["arm", "seed", *METRICS, *experiment.paper_columns, *(f"{m}@step-{n}" for m, n in points)])
+    writer.writerow(["arm", "seed", *METRICS, *experiment.paper_columns, "probe_best_layer", "best_heads",
+                     *(f"{m}@step-{n}" for m, n in points)])
     for r in results:
         paper = experiment.arm(r.arm).paper
         writer.writerow([r.arm, r.seed, *(r.metrics.get(m) for m in METRICS),
-                         *(paper.get(c) for c in experiment.paper_columns),
-                         *(r.series.get(m, {}).get(n) for m, n in points)])
+                         *(paper.get(c) for c in experiment.paper_columns), r.details.get("probe_best_layer"),
+                         head_text(r.details), *(r.series.get(m, {}).get(n) for m, n in points)])
     return out.getvalue()
 
 
@@ -187,6 +214,7 @@ def as_json(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) 
     arms = [{"arm": arm.name, "label": arm.label, "paper": dict(arm.paper),
              "ours": {m: (vars(s) if (s := summarize(results, arm.name, m)) else None) for m in METRICS},
              "seeds": [r.metrics for r in results if r.arm == arm.name],
+             "seed_details": [{"seed": r.seed, **r.details} for r in results if r.arm == arm.name],
              "series": {m: {str(step): vars(s) for step, s in summarize_series(results, arm.name, m).items()}
                         for m in METRICS if series_steps(results, m)},
              "seed_series": [r.series for r in results if r.arm == arm.name]} for arm in experiment.arms]

@@ -13,6 +13,11 @@ another folder. Arms whose pretraining is the same (they differ only in how the 
 share one run per seed, the first such arm's ``pretrain/`` (``pretraining_owner``); the others keep only their
 numbers and measurements.
 
+The syntax metrics (``syntax_metrics``: the Syntax tab's best heads and layer probe) need no run of their own; arms
+that share a pretraining run copy its owner's (one model, one measurement). A results.json written before they
+existed is still read: the missing ones are measured on the arm's final model when its pretraining run is there
+(and the file rewritten), else left missing (shown as —).
+
 Everything is resumable: a finished run is read, not redone; a pretraining run stopped part-way (Ctrl-C, a crash,
 ``kill -9``) continues from its newest checkpoint exactly (``resume_spec``: bit for bit), and a downstream run,
 short, is redone from its start; so a rerun after a stop gives the same numbers as an uninterrupted one.
@@ -26,7 +31,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +40,8 @@ from engine.checkpoints.hf_format import load
 from engine.experiments.definitions import METRICS, Arm, Experiment, Scale
 from engine.experiments.evaluation import DOWNSTREAM, applies, final_model, finished, masked_accuracy, measure
 from engine.experiments.series import measure_series, pretraining_changes
+from engine.experiments.syntax_metrics import SYNTAX_METRICS, read_details, syntax_measures
+from engine.model.loaded_model import LoadedModel
 from engine.text.builtin_corpus import builtin_corpus
 from engine.text.tokenizer import WordPieceTokenizer
 from engine.training.jobs.setup import prepare_job
@@ -56,8 +63,10 @@ class ExperimentStopped(Exception):
 
 @dataclass(frozen=True)
 class ArmResult:
-    """One arm and seed, measured: ``metrics`` by ``METRICS`` key (None where it does not apply); ``series`` by
-    metric, pretraining step -> value (the experiment's ``measure_at`` checkpoints; empty without)."""
+    """One arm and seed, measured: ``metrics`` by ``METRICS`` key (None where it does not apply, absent where it was
+    never measured); ``series`` by metric, pretraining step -> value (the experiment's ``measure_at`` checkpoints;
+    empty without); ``details``, what the syntax metrics rest on (``SyntaxMeasures.details``: best head per
+    relation as [layer, head], the probe's best layer)."""
 
     arm: str
     seed: int
@@ -66,6 +75,7 @@ class ArmResult:
     tokens_seen: int
     parameters: int
     series: dict[str, dict[int, float]] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 def scale_key(scale: Scale) -> str:
@@ -116,7 +126,7 @@ def read_result(folder: Path) -> ArmResult | str | None:
         series = {str(m): {int(step): float(v) for step, v in dict(values).items()}
                   for m, values in dict(raw.get("series") or {}).items()}
         return ArmResult(str(raw["arm"]), int(raw["seed"]), metrics, int(raw["steps"]), int(raw["tokens_seen"]),
-                         int(raw["parameters"]), series)
+                         int(raw["parameters"]), series, read_details(raw.get("details")))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         return f"{folder.parent.name} seed {folder.name.removeprefix('seed-')}: results.json cannot be read ({exc})"
 
@@ -184,7 +194,7 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
     kept = folder / "results.json"
     found = read_result(folder)
     if isinstance(found, ArmResult):
-        return found
+        return with_syntax(found, pretrain_dir(root, experiment, arm, seed, scale), kept, say)
     if isinstance(found, str):                                   # damaged: measured again, never a crash
         say(f"{found}: measuring it again")
     owner = pretraining_owner(experiment, arm)
@@ -199,6 +209,14 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
     held_out = builtin_corpus(CORPUS, scale.max_documents + scale.eval_documents)[scale.max_documents:]
     loaded = load(model)
     metrics["masked_acc"] = None if causal else masked_accuracy(loaded, held_out, scale)
+    _check(should_stop)
+    owned = read_result(seed_dir(root, experiment, owner, seed, scale)) if owner is not arm else None
+    if isinstance(owned, ArmResult) and all(m in owned.metrics for m in SYNTAX_METRICS):
+        syntax_found, details = {m: owned.metrics[m] for m in SYNTAX_METRICS}, dict(owned.details)   # one model
+    else:
+        say(f"{experiment.name} · {arm.name} · seed {seed}: the Syntax tab's best heads and layer probe")
+        syntax_found, details = syntax_metrics(loaded, say)
+    metrics.update(syntax_found)
     for metric in DOWNSTREAM:
         _check(should_stop)
         if not applies(arm, metric):
@@ -210,12 +228,40 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
     parameters = sum(p.numel() for p in loaded.model.parameters())
     steps = owner.steps(scale)
     result = ArmResult(arm.name, seed, metrics, steps, steps * scale.batch_size * scale.seq_length,
-                       parameters, series)
+                       parameters, series, details)
     folder.mkdir(parents=True, exist_ok=True)
+    keep_result(result, kept)
+    return result
+
+
+def keep_result(result: ArmResult, kept: Path) -> None:
+    """Write ``result`` to ``kept`` (a results.json) atomically: whole or as it was."""
     partial = kept.with_suffix(".partial")
     partial.write_text(json.dumps(asdict(result), indent=1), encoding="utf-8")
     os.replace(partial, kept)
+
+
+def with_syntax(found: ArmResult, run_dir: Path, kept: Path, say: Say) -> ArmResult:
+    """``found`` (a kept results.json) with the syntax metrics it lacks (one written before they existed) measured
+    on the final model of ``run_dir`` and kept; as it is when it has them or the run is gone (shown as —)."""
+    if all(m in found.metrics for m in SYNTAX_METRICS) or not finished(run_dir):
+        return found
+    say(f"{found.arm} seed {found.seed}: measuring the syntax metrics its results.json lacks")
+    metrics, details = syntax_metrics(load(final_model(run_dir)), say)
+    result = replace(found, metrics={**found.metrics, **metrics}, details={**found.details, **details})
+    keep_result(result, kept)
     return result
+
+
+def syntax_metrics(loaded: LoadedModel, say: Say) -> tuple[dict[str, float | None], dict[str, Any]]:
+    """The syntax metrics of ``loaded`` and what they rest on; None each (shown as —, said why) when the model
+    cannot be measured so (e.g. too few of the sentences fit its positions), never a crash after its pretraining."""
+    try:
+        found = syntax_measures(loaded)
+    except ValueError as exc:
+        say(f"the syntax metrics cannot be measured: {exc}")
+        return dict.fromkeys(SYNTAX_METRICS), {}
+    return dict(found.metrics()), found.details()
 
 
 def run_experiment(root: str | Path, experiment: Experiment, scale: Scale, say: Say = print,
