@@ -12,18 +12,15 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-import gradio as gr
 import pytest
 from gradio_client import Client
 
-from explorer.training import objective
+from support.training_inputs import OBJECTIVE
 from support.hostile_helpers import (Sandbox, assert_human, call, call_raw, expect_error, expect_ok,
                              served_default_app)
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-with gr.Blocks():        # the Objective section's parameters and defaults (one per PretrainingSettings widget)
-    OBJECTIVE = {name: default for name, default, _ in objective.api_parameters(objective.build_objective())}
 NAMES = ["preset", "corpus", "max_documents", "vocab_size", "seq_length", "batch_size", "learning_rate", "steps",
          "mask_rate", "whole_word", "nsp", "source", "text", "text_file", "vocabulary", "report_to", *OBJECTIVE]
 GOOD = dict(zip(NAMES, ["tiny", "shakespeare", 30, 300, 32, 8, 5e-4, 15, 0.15, False, True, "builtin", "", None,

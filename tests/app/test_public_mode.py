@@ -32,16 +32,14 @@ from explorer.serving import access as access  # noqa: E402
 from explorer.models import picker as model_picker  # noqa: E402
 from explorer.serving import warmup as warmup  # noqa: E402
 from explorer.training import tab as training_tab  # noqa: E402
-from explorer.training import objective  # noqa: E402
+from support.training_inputs import OBJECTIVE_DEFAULTS  # noqa: E402
 from explorer.serving.access import AccessPolicy  # noqa: E402
 from explorer.services import Services  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "correct horse battery staple"
-with gr.Blocks():        # the Objective section's defaults (one per PretrainingSettings widget), sent as the page does
-    OBJECTIVE = [default for _, default, _ in objective.api_parameters(objective.build_objective())]
 SETTINGS = ["tiny", "shakespeare", 200, 4000, 64, 16, 5e-4, 300, 0.15, False, True, "builtin", "", None, "train",
-            "none", *OBJECTIVE]
+            "none", *OBJECTIVE_DEFAULTS]
 
 
 def _tiny(heads: tuple[str, ...] = ("mlm", "nsp", "qa")) -> BertWithHeads:

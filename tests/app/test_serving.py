@@ -30,12 +30,14 @@ from explorer.models.registry import ModelRegistry  # noqa: E402
 from explorer.services import Services  # noqa: E402
 from support.app_helpers import launch  # noqa: E402
 from support.finetune_helpers import classification_rows, save_tiny_model, word_tokenizer, write_csv  # noqa: E402
+from support.training_inputs import OBJECTIVE_DEFAULTS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "correct horse battery staple"
 TEXT = "\n\n".join(f"the cat sat on the mat number {i}. the dog ran to the tree {i}." for i in range(40))
 #            preset  corpus  docs vocab seq batch lr    steps mask whole nsp  source pasted file vocab log
-PRETRAIN = ["tiny", "shakespeare", 200, 200, 32, 4, 5e-4, 3, 0.15, False, False, "text", TEXT, None, "train", "none"]
+PRETRAIN = ["tiny", "shakespeare", 200, 200, 32, 4, 5e-4, 3, 0.15, False, False, "text", TEXT, None, "train", "none",
+            *OBJECTIVE_DEFAULTS]
 FINETUNE = dict(model_key="default", task="classification", data_source="upload", example="", labels="",
                 steps=3, batch_size=4, learning_rate=1e-4, seq_length=32, eval_fraction=0.25, report_to="none")
 
