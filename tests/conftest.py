@@ -117,7 +117,7 @@ NOT_QUICK_FOLDERS = {"app", "bench", "chaos", "e2e", "scripts"}
 NOT_QUICK_FILES = {"test_multinode.py", "test_engine_docs.py",
                    "test_notebook.py",        # starts a Jupyter kernel and runs docs/notebook.ipynb in it
                    # whole small experiments: every arm pretrained, measured at checkpoints, fine-tuned
-                   "test_shared_pretraining.py", "test_series.py",
+                   "test_shared_pretraining.py", "test_series.py", "test_syntax_metrics.py",
                    # every family at once (tokenizers trained, models saved by transformers): CI's, not the core's
                    "test_finetune_families.py", "test_attention_families.py", "test_tag_families.py",
                    "test_pipelines_newer_families.py"}

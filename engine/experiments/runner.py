@@ -215,7 +215,7 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
         syntax_found, details = {m: owned.metrics[m] for m in SYNTAX_METRICS}, dict(owned.details)   # one model
     else:
         say(f"{experiment.name} · {arm.name} · seed {seed}: the Syntax tab's best heads and layer probe")
-        syntax_found, details = syntax_metrics(loaded, say)
+        syntax_found, details = measure_syntax(loaded, say)
     metrics.update(syntax_found)
     for metric in DOWNSTREAM:
         _check(should_stop)
@@ -247,13 +247,13 @@ def with_syntax(found: ArmResult, run_dir: Path, kept: Path, say: Say) -> ArmRes
     if all(m in found.metrics for m in SYNTAX_METRICS) or not finished(run_dir):
         return found
     say(f"{found.arm} seed {found.seed}: measuring the syntax metrics its results.json lacks")
-    metrics, details = syntax_metrics(load(final_model(run_dir)), say)
+    metrics, details = measure_syntax(load(final_model(run_dir)), say)
     result = replace(found, metrics={**found.metrics, **metrics}, details={**found.details, **details})
     keep_result(result, kept)
     return result
 
 
-def syntax_metrics(loaded: LoadedModel, say: Say) -> tuple[dict[str, float | None], dict[str, Any]]:
+def measure_syntax(loaded: LoadedModel, say: Say) -> tuple[dict[str, float | None], dict[str, Any]]:
     """The syntax metrics of ``loaded`` and what they rest on; None each (shown as —, said why) when the model
     cannot be measured so (e.g. too few of the sentences fit its positions), never a crash after its pretraining."""
     try:
