@@ -111,7 +111,8 @@ def one_thread():
 # The quick selection, `python -m pytest -m quick` (issue 36): the core for day-to-day work, meant for 3 minutes on
 # 2 idle cores (measured times: CONTRIBUTING "Running the tests"). Left out by folder, file or test name: what serves the whole app
 # over HTTP or drives a browser, starts other processes (torchrun, SIGKILLs, the docs' snippets) or rehearses the
-# GPU session, or walks every model family at once. CI runs everything; a new test is quick unless it lands in one of
+# GPU session, or walks every model family at once, and tests marked `slow` (a whole run end to end, seconds each).
+# CI runs everything; a new test is quick unless it lands in one of
 # these.
 NOT_QUICK_FOLDERS = {"app", "bench", "chaos", "e2e", "scripts"}
 NOT_QUICK_FILES = {"test_multinode.py", "test_engine_docs.py",
@@ -134,7 +135,8 @@ def _left_out(path: Path) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the quick selection (``-m quick``); see ``NOT_QUICK_*``."""
     for item in items:
-        if not (_left_out(item.path) or any(word in item.name for word in NOT_QUICK_NAMES)):
+        if not (_left_out(item.path) or any(word in item.name for word in NOT_QUICK_NAMES)
+                or item.get_closest_marker("slow")):
             item.add_marker(pytest.mark.quick)
 
 

@@ -137,6 +137,7 @@ print(json.dumps({"grown": status("VmHWM") - before, "fp32": 4 * sum(p.numel() f
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/clear_refs"), reason="needs Linux's /proc/self/clear_refs")
+@pytest.mark.slow
 def test_the_peak_while_loading_an_fp16_folder_stays_near_its_fp32_size(reference, tmp_path):
     """6 layers x 512 wide (about 35M parameters, 140 MB in fp32): the old loader peaked at about 2.6x."""
     torch.manual_seed(0)

@@ -24,6 +24,7 @@ def services(tiny_tokenizer) -> Services:
     return make_services(tiny_tokenizer)
 
 
+@pytest.mark.slow
 def test_the_first_example_shows_a_low_cka_over_the_set_with_its_token_count_and_the_caution(tmp_path) -> None:
     model = load("default")
     services = Services(tokenizer=model.tokenizer, models=ModelRegistry(runs_root=tmp_path))

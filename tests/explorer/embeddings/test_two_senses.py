@@ -54,6 +54,7 @@ def default_model() -> LoadedModel:
     return loaded
 
 
+@pytest.mark.slow
 def test_bank_by_a_river_and_bank_that_lends_find_their_own_sense(default_model) -> None:
     senses = bank_senses()
     index = build_index(default_model, cn.corpus_sentences(cn.TWO_SENSES, None, cn.DEFAULT_SENTENCES), cn.DEFAULT_LAYER)

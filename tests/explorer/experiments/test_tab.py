@@ -124,6 +124,7 @@ def test_a_training_run_or_another_experiment_refuses_a_start(tmp_path: Path) ->
     assert not runner.running and not (tmp_path / "tiny-mix").exists()
 
 
+@pytest.mark.slow
 def test_an_experiment_runs_live_stops_continues_and_ends_in_the_papers_table(services: Services, fns) -> None:
     runner = runner_for(services)
     first_arm = seed_dir(runner.root, TINY, TINY.arms[0], 0, TINY.quick) / "pretrain"

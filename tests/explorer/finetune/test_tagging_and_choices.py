@@ -121,6 +121,7 @@ def test_tagging_end_to_end_through_the_api(client: Client, services: Services) 
         assert f"[{m.word}]" in row[2]
 
 
+@pytest.mark.slow
 def test_multiple_choice_from_shakespeare_end_to_end_through_the_api(client: Client, services: Services) -> None:
     assert services.get_worker().join(TIMEOUT)
     started = client.predict(task="multiple_choice", example=NEXT_SENTENCE, steps=2, api_name="/finetune_start")

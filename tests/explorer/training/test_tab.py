@@ -83,6 +83,7 @@ def test_save_without_a_run_is_a_clear_error(client: Client, services: Services)
         client.predict(api_name="/train_save")
 
 
+@pytest.mark.slow
 def test_train_end_to_end(client: Client, services: Services) -> None:
     first = client.predict(*_settings(), api_name="/train_start")
     assert "step" in first

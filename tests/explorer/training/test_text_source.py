@@ -99,6 +99,7 @@ def test_a_file_over_the_limit_is_refused_without_reading_it(services: Services,
         spec_of(services, source="text", text="A b. C d.\n\n" * (text_source.MAX_TEXT_BYTES // 11 + 1))
 
 
+@pytest.mark.slow
 def test_upload_train_then_continue_after_the_upload_is_gone(services: Services, tmp_path: Path) -> None:
     """Through the API as a script would: upload a .txt, keep the bundled vocabulary, stop; the upload and
     gradio's copy of it are deleted; the run continues from its own copy of the text."""
@@ -130,6 +131,7 @@ def test_upload_train_then_continue_after_the_upload_is_gone(services: Services,
         assert worker.trainer.model.config.vocab_size == 30522
 
 
+@pytest.mark.slow
 def test_too_little_text_for_one_batch_fails_the_run_with_the_numbers(services: Services) -> None:
     import app
 
@@ -153,6 +155,7 @@ def documented_training_example() -> str:
     return blocks[0]
 
 
+@pytest.mark.slow
 def test_the_documented_training_example_runs(services: Services, tmp_path: Path, monkeypatch, capsys) -> None:
     import app
 

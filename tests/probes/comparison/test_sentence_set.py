@@ -105,6 +105,7 @@ def test_two_tokenizers_are_compared_by_words_and_a_sentence_that_cannot_be_line
     assert result.cka[0, 1] == pytest.approx(debiased_linear_cka(x[0], y[1]), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_the_default_model_and_its_untrained_twin_are_far_apart_over_the_set() -> None:
     """The Compare tab's first example. Measured 6 Dec 2026: over the set's 1,052 tokens debiased CKA 0.46, 0.47,
     0.44, 0.37, 0.34, 0.31, 0.37 (layers 0 to 6), plain 0.48 to 0.33; on "The United [MASK] of America." (8

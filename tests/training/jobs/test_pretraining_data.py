@@ -50,6 +50,7 @@ def corpus_folder(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_a_folder_corpus_trains_and_a_second_run_reads_the_cache(corpus_folder, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("BERT_ENGINE_CACHE", str(cache))

@@ -152,6 +152,7 @@ def test_the_lock_is_held_for_every_step_and_evaluation(tmp_path, tiny_tokenizer
     assert lock.entries == 7 and not lock.held
 
 
+@pytest.mark.slow
 def test_a_concurrent_reader_sees_whole_steps_only(tmp_path, tiny_tokenizer, make_config):
     lock = threading.Lock()
     trainer = trainer_for(tmp_path, tiny_tokenizer, make_config, lock=lock, total_steps=12, eval_every=0,

@@ -91,6 +91,7 @@ def test_one_step_loss_equals_transformers_and_accumulation_equals_one_batch(fil
             torch.testing.assert_close(ours[name], param, rtol=0, atol=1e-6, msg=name)
 
 
+@pytest.mark.slow
 def test_a_csv_job_learns_and_loads_in_transformers(files):
     spec = JobSpec(config(total_steps=300, eval_every=150), data=str(files["csv"]), eval_fraction=0.25, init_from=str(files["model"]),
                    run_dir=str(files["root"] / "run"))
