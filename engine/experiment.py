@@ -10,6 +10,7 @@ Examples::
     python -m engine.experiment --list
     python -m engine.experiment bert-table8 --quick
     python -m engine.experiment bert-table5 --seeds 3 --steps 3000 --csv table5.csv --json table5.json
+    torchrun --nproc-per-node 2 -m engine.experiment bert-table8 --quick     # two arms at once
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from typing import Sequence
 import torch
 
 from engine.experiments import results as shown
+from engine.experiments import sharding
 from engine.experiments.builtin import EXPERIMENTS, experiment
 from engine.experiments.runner import run_experiment
+from engine.training.loop.distributed import env_world_size
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--root", default="runs/experiments", help="where the runs go (default runs/experiments)")
     add("--csv", type=Path, help="also write one row per arm and seed to this CSV file")
     add("--json", type=Path, help="also write the whole result to this JSON file")
-    add("--threads", type=int, default=0, help="torch threads (0: leave default)")
+    add("--threads", type=int, default=0, help="torch threads (0: leave default; under torchrun, the CPUs shared "
+                                                 "among this machine's processes)")
     return p
 
 
@@ -63,16 +67,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"{chosen.name} has no arm {', '.join(unknown)}; its arms: "
                      f"{', '.join(arm.name for arm in chosen.arms)}")
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    shared = env_world_size() > 1                    # under torchrun: this process runs its share of the arms
+    if args.threads or shared:
+        torch.set_num_threads(args.threads or sharding.threads_per_rank())
     scale = chosen.scale(args.quick, seeds=args.seeds, steps=args.steps, preset=args.preset,
                          max_documents=args.max_documents)
     say = lambda message: print(message, file=sys.stderr, flush=True)   # noqa: E731
     try:
-        found = run_experiment(args.root, chosen, scale, say, arms)
+        found = (sharding.run_shared(args.root, chosen, scale, say, arms) if shared
+                 else run_experiment(args.root, chosen, scale, say, arms))
     except KeyboardInterrupt:
         say(f"stopped: run the same command again to continue ({args.root}/{chosen.name})")
         return 130
+    if found is None:                                # not rank 0: rank 0 prints the table
+        return 0
     print(shown.table(chosen, scale, found))
     if args.csv:
         args.csv.write_text(shown.as_csv(chosen, found), encoding="utf-8")
