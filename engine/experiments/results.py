@@ -123,7 +123,9 @@ def scale_line(experiment: Experiment, scale: Scale, results: Sequence[ArmResult
 
 def _paper(value: float | str) -> str:
     """A paper's number as printed (84.2, 5.84), or its text (a row's name)."""
-    return value if isinstance(value, str) else f"{value:g}"
+    if isinstance(value, str):
+        return value
+    return f"{value:.1f}" if isinstance(value, float) and value.is_integer() else f"{value:g}"   # 84.0, not 84
 
 
 def series_steps(results: Sequence[ArmResult], metric: str) -> list[int]:

@@ -49,9 +49,16 @@ def test_one_seed_has_no_spread_to_judge_by() -> None:
 def test_the_table_holds_the_papers_column_ours_and_the_verdicts() -> None:
     found = results([0.80, 0.82], [0.60, 0.62])
     text = table(EXPERIMENT, Scale(steps=10, seeds=2), found)
-    assert "| arm A | 90 | — | 81.0 ± 1.4 | 50.0 ± 0.0 |" in text
+    assert "| arm A | 90.0 | — | 81.0 ± 1.4 | 50.0 ± 0.0 |" in text
     assert "- A beats B: **reproduced at this scale" in text and "2 seed(s)" in text
     rows = list(csv.DictReader(io.StringIO(as_csv(EXPERIMENT, found))))
     assert len(rows) == 4 and rows[0]["arm"] == "a" and float(rows[0]["pos_acc"]) == 0.8 and rows[0]["X"] == "90.0"
     whole = json.loads(as_json(EXPERIMENT, Scale(steps=10, seeds=2), found))
     assert whole["arms"][0]["ours"]["pos_acc"]["mean"] == 0.81 and whole["claims"][0]["verdict"].startswith("repro")
+
+
+def test_a_papers_number_is_printed_as_the_paper_prints_it() -> None:
+    """RoBERTa's MNLI-m 84.0 stays 84.0 (not 84), Table 6's perplexity 5.84 keeps its two decimals, a row's name its
+    text."""
+    from engine.experiments.results import _paper
+    assert [_paper(v) for v in (84.0, 63.0, 5.84, 92.9, "90.4/78.7")] == ["84.0", "63.0", "5.84", "92.9", "90.4/78.7"]
