@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import re
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 from PIL import Image
@@ -18,17 +17,10 @@ from playwright.sync_api import Page, expect
 from explorer.fill_mask.tab import EXAMPLES as FILL_EXAMPLES
 from explorer.tokenize.tab import EXAMPLES as TOKENIZE_EXAMPLES
 from explorer.views.export_names import export_info, safe
-from support.browser_helpers import no_error_toast, open_tab, run_first_example
+from support.browser_helpers import no_error_toast, open_tab, run_first_example, saved
 
 NS = "{http://www.w3.org/2000/svg}"
 NAME = re.compile(r"^[A-Za-z0-9_-]+\.(svg|png)$")
-
-
-def saved(page: Page, button) -> tuple[str, bytes]:
-    """Click ``button``; the download's file name and bytes."""
-    with page.expect_download() as download:
-        button.click()
-    return download.value.suggested_filename, Path(download.value.path()).read_bytes()
 
 
 def drawn_chart(panel, label: str):

@@ -26,17 +26,10 @@ from explorer.runs.curves_view import CURVES_SCRIPT, CURVES_TEMPLATE
 from explorer.views import browser_arrays
 from explorer.views.canvas_view import SVG, TOOLS
 from explorer.views.export_names import export_info, safe
-from support.browser_helpers import no_error_toast, open_tab, run_first_example
+from support.browser_helpers import no_error_toast, open_tab, run_first_example, saved
 
 NS = "{http://www.w3.org/2000/svg}"
 NAME = re.compile(r"^[A-Za-z0-9_-]+\.(svg|png)$")
-
-
-def saved(page: Page, button) -> tuple[str, bytes]:
-    """Click ``button``; the download's file name and bytes."""
-    with page.expect_download() as download:
-        button.click()
-    return download.value.suggested_filename, Path(download.value.path()).read_bytes()
 
 
 def exported(page: Page, root, canvas, stem: str, view: str, scale: int = 2) -> tuple[ET.Element, np.ndarray, str]:

@@ -200,3 +200,10 @@ def pin_large_model(services: Any) -> Any:
     loaded = LoadedModel(BertWithHeads(config, heads=("mlm",)).eval(), services.tokenizer, config, LARGE)
     services.registry().pin("large", loaded)
     return loaded
+
+
+def saved(page: Page, button) -> tuple[str, bytes]:
+    """Click ``button``; the download's file name and bytes."""
+    with page.expect_download() as download:
+        button.click()
+    return download.value.suggested_filename, Path(download.value.path()).read_bytes()
