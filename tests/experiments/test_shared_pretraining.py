@@ -35,7 +35,7 @@ def test_arms_of_the_same_pretraining_share_one_run_per_seed(tmp_path: Path) -> 
     assert all(verdict(found, BERT_TABLE7, i).split(" (")[0] in
                ("reproduced at this scale", "not reproduced", "within the seeds' spread")
                for i in range(len(BERT_TABLE7.claims)))
-    assert "| features: the embeddings | 91 |" in table(BERT_TABLE7, scale, found)
+    assert "| features: the embeddings | 91.0 |" in table(BERT_TABLE7, scale, found)
 
 
 def test_arms_whose_pretraining_differs_never_share() -> None:
