@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--steps", type=int, help="pretraining steps per arm")
     add("--preset", help="model size of every arm (tiny, mini, small, ...)")
     add("--max-documents", type=int, help="documents of the corpus every arm pretrains on")
+    add("--eval-documents", type=int, help="the documents after those that measure the masked-token accuracy")
+    add("--downstream-steps", type=int, help="fine-tuning steps of each downstream evaluation")
     add("--arms", help="only these arms, comma-separated")
     add("--root", default="runs/experiments", help="where the runs go (default runs/experiments)")
     add("--csv", type=Path, help="also write one row per arm and seed to this CSV file")
@@ -59,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         chosen = experiment(args.name)
     except KeyError as exc:
         parser.error(str(exc.args[0]))
-    for flag, value in (("--seeds", args.seeds), ("--steps", args.steps), ("--max-documents", args.max_documents)):
+    for flag, value in (("--seeds", args.seeds), ("--steps", args.steps), ("--max-documents", args.max_documents),
+                        ("--eval-documents", args.eval_documents), ("--downstream-steps", args.downstream_steps)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be at least 1, got {value}")
     arms = None if args.arms is None else [a.strip() for a in args.arms.split(",") if a.strip()]
@@ -71,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads or shared:
         torch.set_num_threads(args.threads or sharding.threads_per_rank())
     scale = chosen.scale(args.quick, seeds=args.seeds, steps=args.steps, preset=args.preset,
-                         max_documents=args.max_documents)
+                         max_documents=args.max_documents, eval_documents=args.eval_documents,
+                         downstream_steps=args.downstream_steps)
     say = lambda message: print(message, file=sys.stderr, flush=True)   # noqa: E731
     try:
         found = (sharding.run_shared(args.root, chosen, scale, say, arms) if shared

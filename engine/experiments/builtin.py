@@ -42,9 +42,15 @@ BERT_TABLE8 = Experiment(
     claims=(Claim("Fine-tuning is surprisingly robust to the mix: BERT's 80/10/10 and 100% [MASK] fine-tune about "
                   "equally (MNLI 84.2 vs 84.3, NER 95.4 vs 94.9)", "mix-80-10-10", "mix-100-0-0", "pos_acc", "same"),
             Claim("Only random tokens does worse than BERT's mix (MNLI 84.2 vs 83.6, NER 95.4 vs 94.9)",
-                  "mix-80-10-10", "mix-0-0-100", "pos_acc")),
+                  "mix-80-10-10", "mix-0-0-100", "pos_acc"),
+            Claim("The feature-based approach suffers most from 100% [MASK], whose [MASK] never comes in "
+                  "fine-tuning (NER feature-based 94.9 vs 94.0)", "mix-80-10-10", "mix-100-0-0", "pos_features_acc")),
+    extra_metrics=("pos_features_acc",),
     note="Ours: every arm without NSP (only the masked LM differs), the tiny preset on Shakespeare, our POS "
-         "tagging and sentiment in place of MNLI and NER; the paper's feature-based NER has no counterpart here. "
+         "tagging and sentiment in place of MNLI and NER. The paper's feature-based NER concatenates the last four "
+         "layers into a BiLSTM; ours is POS tagging by a logistic regression on the frozen vectors of every "
+         "encoder layer concatenated (the tiny preset has two; the last four on a deeper model), scored on the "
+         "same held-out sentences as the fine-tuning. "
          "The masked-token accuracy hides every chosen token behind [MASK] for every arm, so an arm that never "
          "saw [MASK] in pretraining is measured on what the paper's fine-tuning mismatch is about.")
 

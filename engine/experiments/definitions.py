@@ -14,7 +14,9 @@ METRICS: dict[str, str] = {
     "best_head_acc": "syntax: each relation's best attention head, mean accuracy",   # the Syntax tab's best-head
                                                           # table averaged over its relations (syntax_metrics)
     "probe_best_layer_acc": "syntax: UPOS layer probe at its best layer",   # the tab's probe where selectivity peaks
-}
+    "pos_features_acc": "part-of-speech word accuracy on frozen features (last four layers concatenated)",
+}                                                         # ^ a classifier on the model's frozen vectors (features.py)
+OPTIONAL_METRICS = ("pos_features_acc",)                  # measured only where an experiment asks (``extra_metrics``)
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,17 @@ class Experiment:
     note: str = ""                    # how ours differs from the source's setting
     measure_at: tuple[float, ...] = ()    # fractions of the steps whose checkpoints are measured too (a series)
     measure_metrics: tuple[str, ...] = ("pos_acc",)   # what is measured at them
+    extra_metrics: tuple[str, ...] = ()   # of ``OPTIONAL_METRICS``, those this experiment measures too
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The metrics every arm of this experiment is measured by (its table's columns), in ``METRICS`` order."""
+        return tuple(m for m in METRICS if m not in OPTIONAL_METRICS or m in self.extra_metrics)
 
     def __post_init__(self) -> None:
-        if not all(0 < f <= 1 for f in self.measure_at) or set(self.measure_metrics) - set(METRICS):
+        if set(self.extra_metrics) - set(OPTIONAL_METRICS):
+            raise ValueError(f"experiment {self.name}: extra_metrics are of {', '.join(OPTIONAL_METRICS)}")
+        if not all(0 < f <= 1 for f in self.measure_at) or set(self.measure_metrics) - set(self.metrics):
             raise ValueError(f"experiment {self.name}: measure_at holds fractions in (0, 1], measure_metrics "
                              f"names of {', '.join(METRICS)}")
         for claim in self.claims:
@@ -112,6 +122,8 @@ class Experiment:
         if len(set(names)) != len(names):
             raise ValueError(f"experiment {self.name}: two arms share a name")
         for claim in self.claims:
+            if claim.metric not in self.metrics:
+                raise ValueError(f"experiment {self.name}: a claim is about {claim.metric}, which it does not measure")
             if {claim.first, claim.second} - set(names):
                 raise ValueError(f"experiment {self.name}: a claim names an arm it does not have")
 

@@ -40,6 +40,8 @@ DOWNSTREAM: dict[str, tuple[str, Path, str]] = {
 ALL_HIDDEN = PretrainingObjective("mlm", (1.0, 0.0, 0.0), False)   # every chosen token behind [MASK]
 EVAL_SEED = 1234                                                    # the same chosen tokens for every arm
 FEATURE_METRIC = "pos_acc"           # what an arm of frozen features is measured by
+FEATURES_OF_ANY_ARM = {"pos_features_acc": ("pos_acc", "concat-up-to-4")}   # metric -> (its data's task, recipe):
+                                     # a fine-tuned arm's model also read through frozen features (BERT, Table 8)
 HELD_OUT = 0.2                       # the share of the downstream data held out (by seed) to score on
 
 
@@ -116,7 +118,10 @@ def downstream_accuracy(metric: str, model_dir: Path, run_dir: Path, scale: Scal
 def applies(arm: Arm, metric: str) -> bool:
     """Whether ``arm`` is measured by the downstream ``metric``: every one when it fine-tunes; part-of-speech
     tagging alone for an arm of frozen features (word features; no sentence classifier is fitted). The syntax
-    metrics read the model itself: every arm."""
+    metrics read the model itself: every arm; a frozen-feature metric of every arm (``FEATURES_OF_ANY_ARM``) the arms
+    that fine-tune (an arm of frozen features is measured so by ``pos_acc`` already)."""
+    if metric in FEATURES_OF_ANY_ARM:
+        return not arm.features
     return not arm.features or metric in (FEATURE_METRIC, *SYNTAX_METRICS)
 
 
@@ -124,11 +129,15 @@ def measure(arm: Arm, metric: str, model_dir: Path, run_dir: Path, scale: Scale,
             say: Callable[[str], Any] = lambda message: None) -> float | None:
     """``metric`` of the model at ``model_dir`` as ``arm`` uses it: fine-tuned into ``run_dir`` (read when done),
     or, for an arm of frozen features, the classifier's part-of-speech accuracy (None for the other tasks); a
+    frozen-feature metric (``FEATURES_OF_ANY_ARM``) by its recipe's classifier; a
     syntax metric (``SYNTAX_METRICS``) of the model itself, for every arm (nothing written to ``run_dir``)."""
     if not applies(arm, metric):
         return None
     if metric in SYNTAX_METRICS:
         return syntax_measures(load(model_dir)).metrics()[metric]
+    if metric in FEATURES_OF_ANY_ARM:
+        task, recipe = FEATURES_OF_ANY_ARM[metric]
+        return frozen_feature_accuracy(load(model_dir), recipe, DOWNSTREAM[task][1], HELD_OUT, seed)
     if not arm.features:
         return downstream_accuracy(metric, model_dir, run_dir, scale, seed, say)
     return frozen_feature_accuracy(load(model_dir), arm.features, DOWNSTREAM[metric][1], HELD_OUT, seed)

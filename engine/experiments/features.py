@@ -36,6 +36,8 @@ RECIPES: dict[str, tuple[str, str, str]] = {
     "sum-last-4": ("the sum of the last four hidden layers", "last-4", "sum"),
     "concat-last-4": ("the last four hidden layers concatenated", "last-4", "concat"),
     "sum-all": ("the sum of every encoder layer", "all", "sum"),
+    "concat-up-to-4": ("the last four hidden layers concatenated (every one, when there are fewer)", "up-to-4",
+                       "concat"),                           # Table 8's feature-based column on any depth
 }
 
 
@@ -49,7 +51,8 @@ def layers_of(recipe: str, num_layers: int) -> list[int]:
     if pick == "second-to-last" and num_layers < 2:
         raise ValueError(f"the recipe {recipe} needs a model of at least 2 encoder layers, not {num_layers}")
     return {"embeddings": [0], "second-to-last": [num_layers - 1], "last": [num_layers],
-            "last-4": list(range(num_layers - 3, num_layers + 1)), "all": list(range(1, num_layers + 1))}[pick]
+            "last-4": list(range(num_layers - 3, num_layers + 1)), "all": list(range(1, num_layers + 1)),
+            "up-to-4": list(range(max(1, num_layers - 3), num_layers + 1))}[pick]
 
 
 def combine(vectors: np.ndarray, recipe: str) -> np.ndarray:

@@ -159,7 +159,7 @@ def series_table(experiment: Experiment, results: Sequence[ArmResult]) -> list[s
 
 def table(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) -> str:
     """The markdown table: each arm, the paper's columns, ours; then the verdicts and the scale."""
-    ours = list(METRICS)
+    ours = list(experiment.metrics)
     header = ["arm", *(f"paper: {c}" for c in experiment.paper_columns), *(f"ours: {METRICS[m]}" for m in ours)]
     lines = [f"{experiment.title} ({experiment.source})", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -200,12 +200,12 @@ def as_csv(experiment: Experiment, results: Sequence[ArmResult]) -> str:
     (``<metric>@step-<n>``, when the experiment has ``measure_at``)."""
     out = io.StringIO()
     writer = csv.writer(out)
-    points = [(m, step) for m in METRICS for step in series_steps(results, m)]
-    writer.writerow(["arm", "seed", *METRICS, *experiment.paper_columns, "probe_best_layer", "best_heads",
+    points = [(m, step) for m in experiment.metrics for step in series_steps(results, m)]
+    writer.writerow(["arm", "seed", *experiment.metrics, *experiment.paper_columns, "probe_best_layer", "best_heads",
                      *(f"{m}@step-{n}" for m, n in points)])
     for r in results:
         paper = experiment.arm(r.arm).paper
-        writer.writerow([r.arm, r.seed, *(r.metrics.get(m) for m in METRICS),
+        writer.writerow([r.arm, r.seed, *(r.metrics.get(m) for m in experiment.metrics),
                          *(paper.get(c) for c in experiment.paper_columns), r.details.get("probe_best_layer"),
                          head_text(r.details), *(r.series.get(m, {}).get(n) for m, n in points)])
     return out.getvalue()
@@ -214,11 +214,11 @@ def as_csv(experiment: Experiment, results: Sequence[ArmResult]) -> str:
 def as_json(experiment: Experiment, scale: Scale, results: Sequence[ArmResult]) -> str:
     """Everything: the experiment, the scale, each arm's seeds and summaries, the verdicts."""
     arms = [{"arm": arm.name, "label": arm.label, "paper": dict(arm.paper),
-             "ours": {m: (vars(s) if (s := summarize(results, arm.name, m)) else None) for m in METRICS},
+             "ours": {m: (vars(s) if (s := summarize(results, arm.name, m)) else None) for m in experiment.metrics},
              "seeds": [r.metrics for r in results if r.arm == arm.name],
              "seed_details": [{"seed": r.seed, **r.details} for r in results if r.arm == arm.name],
              "series": {m: {str(step): vars(s) for step, s in summarize_series(results, arm.name, m).items()}
-                        for m in METRICS if series_steps(results, m)},
+                        for m in experiment.metrics if series_steps(results, m)},
              "seed_series": [r.series for r in results if r.arm == arm.name]} for arm in experiment.arms]
     claims = [{"claim": c.text, "verdict": verdict(results, experiment, i)} for i, c in enumerate(experiment.claims)]
     return json.dumps({"experiment": experiment.name, "source": experiment.source, "scale": vars(scale),

@@ -38,7 +38,8 @@ from typing import Any
 from engine import regular_files
 from engine.checkpoints.hf_format import load
 from engine.experiments.definitions import METRICS, Arm, Experiment, Scale
-from engine.experiments.evaluation import DOWNSTREAM, applies, final_model, finished, masked_accuracy, measure
+from engine.experiments.evaluation import (DOWNSTREAM, FEATURES_OF_ANY_ARM, applies, final_model, finished,
+                                          masked_accuracy, measure)
 from engine.experiments.series import measure_series, pretraining_changes
 from engine.experiments.syntax_metrics import SYNTAX_METRICS, read_details, syntax_measures
 from engine.model.loaded_model import LoadedModel
@@ -217,7 +218,7 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
         say(f"{experiment.name} · {arm.name} · seed {seed}: the Syntax tab's best heads and layer probe")
         syntax_found, details = measure_syntax(loaded, say)
     metrics.update(syntax_found)
-    for metric in DOWNSTREAM:
+    for metric in [*DOWNSTREAM, *(m for m in experiment.metrics if m in FEATURES_OF_ANY_ARM)]:
         _check(should_stop)
         if not applies(arm, metric):
             metrics[metric] = None

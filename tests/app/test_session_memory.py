@@ -1,6 +1,7 @@
-"""Memory per visitor is bounded (docs/design/forward-cache.md, *Per visitor*): 100 new sessions, each one
-``/embeddings`` call on a 512-token text with the forward cache off, grow the served app's memory by at most
-``GROWTH_BOUND_MB``, in private and public mode; Gradio holds no more sessions than ``EXPLORER_MAX_SESSIONS``;
+"""Memory per visitor is bounded (docs/design/forward-cache.md, *Per visitor*): 100 new sessions in private mode
+(50 in public mode, with a capacity of 20), each one ``/embeddings`` call on a 512-token text with the forward cache
+off, grow the served app's memory by at most ``GROWTH_BOUND_MB``; Gradio holds no more sessions than
+``EXPLORER_MAX_SESSIONS``;
 the Embeddings tab keeps a small key per session, never the arrays; a page that closes gives back its forwards.
 (Before: each such session kept its whole result, ~15 MB, and Gradio kept up to 10,000 sessions.)"""
 from __future__ import annotations
@@ -12,16 +13,17 @@ from engine.probes.forward_cache import ForwardCache
 from explorer.serving import sessions as sessions
 
 SESSIONS = 100
+PUBLIC_SESSIONS = 50           # public mode: 2.5 times its capacity of 20, so Gradio must let sessions go
 GROWTH_BOUND_MB = 250          # the issue's bound with the forward cache off (measured: README, BENCHMARKS)
 
 
 @pytest.mark.parametrize("public", [False, True], ids=["private", "public"])
-def test_a_hundred_new_sessions_on_512_token_texts_stay_within_the_bound(public: bool,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(sessions.SESSIONS_ENV, "40" if public else "")      # public: fewer than the sessions opened
-    found = grow(SESSIONS, tokens=512, public=public, cache_mb=0, reference=False)
+def test_new_sessions_on_512_token_texts_stay_within_the_bound(public: bool,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(sessions.SESSIONS_ENV, "20" if public else "")      # public: fewer than the sessions opened
+    found = grow(PUBLIC_SESSIONS if public else SESSIONS, tokens=512, public=public, cache_mb=0, reference=False)
     assert found["sessions_mb"] <= GROWTH_BOUND_MB, found
-    assert found["held_sessions"] <= found["capacity"] == (40 if public else 1000), found
+    assert found["held_sessions"] <= found["capacity"] == (20 if public else 1000), found
 
 
 def test_the_session_capacity_follows_the_mode_and_the_setting() -> None:

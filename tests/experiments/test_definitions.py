@@ -70,6 +70,19 @@ def test_bad_definitions_are_refused() -> None:
         Experiment("e", "E", "src", "f", (Arm("a", "A"),), (), (Claim("x", "a", "b", "pos_acc"),))
     with pytest.raises(KeyError, match="bert-table8"):
         experiment("bert-table99")
+    with pytest.raises(ValueError, match="pos_features_acc, which it does not measure"):
+        Experiment("e", "E", "src", "f", (Arm("a", "A"), Arm("b", "B")), (),
+                   (Claim("x", "a", "b", "pos_features_acc"),))
+    with pytest.raises(ValueError, match="extra_metrics are of pos_features_acc"):
+        Experiment("e", "E", "src", "f", (Arm("a", "A"),), (), (), extra_metrics=("pos_acc",))
+
+
+def test_only_table8_reads_its_fine_tuned_models_through_frozen_features_too() -> None:
+    """The paper's Table 8 has a feature-based column; the other experiments measure what they always did."""
+    assert experiment("bert-table8").metrics == tuple(METRICS)
+    for name, found in EXPERIMENTS.items():
+        if name != "bert-table8":
+            assert found.metrics == tuple(m for m in METRICS if m != "pos_features_acc"), name
 
 
 def test_a_scale_takes_the_flags_given_only() -> None:

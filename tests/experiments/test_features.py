@@ -61,6 +61,11 @@ def test_a_recipe_the_model_is_too_shallow_for_is_refused_in_a_sentence() -> Non
         layers_of("top", 6)
 
 
+def test_table8s_recipe_is_the_last_four_or_every_encoder_layer_of_a_shallower_model() -> None:
+    assert layers_of("concat-up-to-4", 6) == layers_of("concat-last-4", 6) == [3, 4, 5, 6]
+    assert layers_of("concat-up-to-4", 2) == [1, 2] and layers_of("concat-up-to-4", 1) == [1]   # never the embeddings
+
+
 def test_the_classifier_is_scored_on_the_fine_tunings_held_out_sentences(loaded: LoadedModel,
                                                                           tmp_path: Path) -> None:
     lines = []

@@ -14,14 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from engine.checkpoints.hf_format import load
 from engine.experiments.builtin import experiment
+from engine.experiments.evaluation import DOWNSTREAM, HELD_OUT, final_model
+from engine.experiments.features import frozen_feature_accuracy
 from engine.experiments.runner import experiment_dir, run_experiment, scale_key, seed_dir
 from engine.training.runs.run_folder import RunFolder
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = ["--quick", "--steps", "40", "--seeds", "1", "--max-documents", "30"]
+TINY = ["--quick", "--steps", "40", "--seeds", "1", "--max-documents", "30", "--eval-documents", "5",
+        "--downstream-steps", "6"]
 TABLE8 = experiment("bert-table8")
-TINY_SCALE = TABLE8.scale(True, steps=40, seeds=1, max_documents=30)      # what TINY asks for
+TINY_SCALE = TABLE8.scale(True, steps=40, seeds=1, max_documents=30, eval_documents=5, downstream_steps=6)  # TINY
 
 
 def command(root: Path, *extra: str) -> list[str]:
@@ -88,10 +92,14 @@ def test_a_sigkilled_experiment_continues_to_the_same_numbers(tmp_path: Path) ->
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert f"continuing {run} from step {stopped_at}" in resumed.stderr
     assert numbers(killed_root)["metrics"] == numbers(tmp_path / "whole")["metrics"]
+    final = load(final_model(run))              # Table 8's feature-based column: the classifier on its frozen layers
+    assert numbers(killed_root)["metrics"]["pos_features_acc"] == frozen_feature_accuracy(
+        final, "concat-up-to-4", DOWNSTREAM["pos_acc"][1], HELD_OUT, 0)
 
 
 @pytest.mark.parametrize("extra, words", [(["--arms", "mix-1-2-3"], "has no arm mix-1-2-3; its arms: mix-80"),
-                                          (["--steps", "0"], "--steps must be at least 1")])
+                                          (["--steps", "0"], "--steps must be at least 1"),
+                                          (["--downstream-steps", "0"], "--downstream-steps must be at least 1")])
 def test_cli_refuses_bad_arguments_in_a_sentence(tmp_path: Path, extra: list[str], words: str) -> None:
     done = subprocess.run([sys.executable, "-m", "engine.experiment", "bert-table8", *extra, "--root",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -1,5 +1,5 @@
 """The GPU session rehearsed on the CPU (issue 35): the whole ``scripts/gpu_session.py`` on a tiny pack and a tiny
-model with ``--budget-s 60``, in a Python where the app's packages (gradio, plotly, datasets, captum, ...) cannot be
+model with ``--budget-s 40``, in a Python where the app's packages (gradio, plotly, datasets, captum, ...) cannot be
 imported, as on the device. Every stage runs or says honestly why not, the budget holds within 10%, and what
 comes back (at most 8 files: parts, manifest, metrics, summary, log) is what ``scripts/gpu_assemble.py`` accepts."""
 from __future__ import annotations
@@ -20,7 +20,7 @@ from scripts.gpu import pack
 from scripts.gpu.parts import join_parts
 from support.device_imports import ROOT, run_without_app_packages
 
-BUDGET_S = 60
+BUDGET_S = 40
 TOKENIZER = ROOT / "assets" / "tokenizer"
 
 
@@ -57,7 +57,7 @@ def rehearsal(inputs) -> dict:
     out = inputs["root"] / "out"
     args = ["--out", str(out), "--budget-s", str(BUDGET_S), "--pack", str(inputs["pack"]),
             "--init-from", str(inputs["model"]), "--batch-size", "4", "--mlm-batch-size", "4", "--seq-len", "128",
-            "--mlm-seq-len", "64", "--doc-stride", "32", "--eval-every-s", "8", "--mlm-tokens", "40",
+            "--mlm-seq-len", "64", "--doc-stride", "32", "--eval-every-s", "6", "--mlm-tokens", "40",
             "--squad-questions", "4", "--warmup-steps", "2", "--patience", "100"]
     started = time.monotonic()
     done = run_without_app_packages(ROOT / "scripts" / "gpu_session.py", args, timeout=BUDGET_S * 3,
