@@ -24,6 +24,7 @@ import torch
 from engine.experiments import results as shown
 from engine.experiments import sharding
 from engine.experiments.builtin import EXPERIMENTS, experiment
+from engine.experiments.features import CLASSIFIERS
 from engine.experiments.runner import run_experiment
 from engine.training.loop.distributed import env_world_size
 
@@ -41,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max-documents", type=int, help="documents of the corpus every arm pretrains on")
     add("--eval-documents", type=int, help="the documents after those that measure the masked-token accuracy")
     add("--downstream-steps", type=int, help="fine-tuning steps of each downstream evaluation")
+    add("--feature-classifier", choices=CLASSIFIERS, help="what reads frozen features (Tables 7 and 8): the "
+                                                          "logistic regression (default) or the paper's BiLSTM")
     add("--arms", help="only these arms, comma-separated")
     add("--root", default="runs/experiments", help="where the runs go (default runs/experiments)")
     add("--csv", type=Path, help="also write one row per arm and seed to this CSV file")
@@ -75,7 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(args.threads or sharding.threads_per_rank())
     scale = chosen.scale(args.quick, seeds=args.seeds, steps=args.steps, preset=args.preset,
                          max_documents=args.max_documents, eval_documents=args.eval_documents,
-                         downstream_steps=args.downstream_steps)
+                         downstream_steps=args.downstream_steps, feature_classifier=args.feature_classifier)
     say = lambda message: print(message, file=sys.stderr, flush=True)   # noqa: E731
     try:
         found = (sharding.run_shared(args.root, chosen, scale, say, arms) if shared

@@ -35,6 +35,7 @@ class Scale:
     vocab_size: int = 4000
     downstream_steps: int = 60
     downstream_learning_rate: float = 5e-4
+    feature_classifier: str = "logistic"   # what reads frozen features: "logistic" or the paper's "bilstm"
 
     def with_changes(self, **changes: Any) -> "Scale":
         """This scale with the given fields changed (None values ignored: a flag not given)."""

@@ -137,7 +137,9 @@ def measure(arm: Arm, metric: str, model_dir: Path, run_dir: Path, scale: Scale,
         return syntax_measures(load(model_dir)).metrics()[metric]
     if metric in FEATURES_OF_ANY_ARM:
         task, recipe = FEATURES_OF_ANY_ARM[metric]
-        return frozen_feature_accuracy(load(model_dir), recipe, DOWNSTREAM[task][1], HELD_OUT, seed)
+        return frozen_feature_accuracy(load(model_dir), recipe, DOWNSTREAM[task][1], HELD_OUT, seed,
+                                       scale.feature_classifier)
     if not arm.features:
         return downstream_accuracy(metric, model_dir, run_dir, scale, seed, say)
-    return frozen_feature_accuracy(load(model_dir), arm.features, DOWNSTREAM[metric][1], HELD_OUT, seed)
+    return frozen_feature_accuracy(load(model_dir), arm.features, DOWNSTREAM[metric][1], HELD_OUT, seed,
+                                   scale.feature_classifier)

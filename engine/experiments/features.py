@@ -8,9 +8,10 @@ vectors of some of its layers, against fine-tuning the whole model.
   the sum of the last four; the last four concatenated (4 x hidden wide); the sum of every encoder layer. The
   paper's "weighted" sums learn a weight per layer inside its BiLSTM; ours weigh every layer the same (the
   vectors are standardised before the classifier, so a sum and a mean are the same to it).
-* **The classifier:** the layer probe's multinomial logistic regression (``probe_accuracy``: scikit-learn, L2,
-  standardised inputs) in place of the paper's two-layer BiLSTM: simple, and it reads only what the features
-  hold.
+* **The classifier** (``CLASSIFIERS``, the scale's ``feature_classifier``): by default the layer probe's
+  multinomial logistic regression (``probe_accuracy``: scikit-learn, L2, standardised inputs), which reads only
+  what one word's vector holds; or the paper's two-layer BiLSTM over the sentence's vectors
+  (``bilstm_tagger``), which reads its neighbours' too.
 * **The split:** the same held-out sentences as the fine-tuning evaluation (``split_held_out`` with its fraction
   and seed), so both ways are scored on the same words (sentences too long for the model are left out).
 """
@@ -23,10 +24,13 @@ import numpy as np
 
 from engine.data.features import split_held_out
 from engine.data.tagged_text import TaggedSentence, read_tagged_file
+from engine.experiments.bilstm_tagger import TaggerSettings, bilstm_accuracy
 from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence
 from engine.probes.syntax.features import sentence_features
 from engine.probes.syntax.layer_probe import probe_accuracy
+
+CLASSIFIERS = ("logistic", "bilstm")      # the layer probe's logistic regression; the paper's two-layer BiLSTM
 
 # recipe -> (what it is, in the paper's words; how the layers are picked; "sum" or "concat")
 RECIPES: dict[str, tuple[str, str, str]] = {
@@ -72,20 +76,25 @@ def _as_sentences(tagged: Sequence[TaggedSentence]) -> list[DependencySentence]:
 
 
 def frozen_feature_accuracy(loaded: LoadedModel, recipe: str, data: Path, held_out_fraction: float,
-                            seed: int) -> float:
-    """Held-out word accuracy of a logistic regression on ``recipe``'s frozen features of ``loaded``, trained on
-    the tagged sentences of ``data`` that the fine-tuning evaluation trains on (the same seeded split)."""
+                            seed: int, classifier: str = "logistic") -> float:
+    """Held-out word accuracy of ``classifier`` (``CLASSIFIERS``) on ``recipe``'s frozen features of ``loaded``,
+    trained on the tagged sentences of ``data`` that the fine-tuning evaluation trains on (the same seeded split)."""
+    if classifier not in CLASSIFIERS:
+        raise ValueError(f"no feature classifier {classifier!r}; there are {', '.join(CLASSIFIERS)}")
     train, held_out = split_held_out(read_tagged_file(data), held_out_fraction, seed)
     if not held_out:
         raise ValueError(f"{data}: no sentence is held out to measure the features on")
 
-    def gather(part: Sequence[TaggedSentence]) -> tuple[np.ndarray, np.ndarray]:
+    def gather(part: Sequence[TaggedSentence]) -> tuple[list[np.ndarray], list[tuple[str, ...]]]:
         found = sentence_features(loaded, _as_sentences(part))
         if not found.sentences:
             raise ValueError(f"{data}: the model can read none of these sentences")
-        x = np.concatenate([combine(v, recipe) for v in found.vectors])
-        return x, np.array([tag for s in found.sentences for tag in s.upos])
+        return [combine(v, recipe) for v in found.vectors], [tuple(s.upos) for s in found.sentences]
 
-    train_x, train_y = gather(train)
+    train_x, train_y = gather(train)                         # one (W, F) array and W tags per sentence
     test_x, test_y = gather(held_out)
-    return probe_accuracy(train_x, train_y, test_x, test_y)
+    if classifier == "bilstm":
+        return bilstm_accuracy(train_x, train_y, test_x, test_y,
+                               TaggerSettings(hidden=loaded.config.hidden_size, seed=seed))
+    return probe_accuracy(np.concatenate(train_x), np.array([t for tags in train_y for t in tags]),
+                          np.concatenate(test_x), np.array([t for tags in test_y for t in tags]))

@@ -118,7 +118,9 @@ def scale_line(experiment: Experiment, scale: Scale, results: Sequence[ArmResult
     tokens = max((r.tokens_seen for r in results), default=0)
     return (f"scale: {scale.preset} preset ({parameters / 1e6:.2f}M parameters), {scale.steps:,} steps of "
             f"{scale.batch_size} × {scale.seq_length} tokens ({tokens / 1e6:.2f}M tokens seen per arm), "
-            f"{scale.seeds} seed(s), the first {scale.max_documents} documents of Shakespeare; ours in percent")
+            f"{scale.seeds} seed(s), the first {scale.max_documents} documents of Shakespeare"
+            f"{'; frozen features read by the paper BiLSTM' if scale.feature_classifier == 'bilstm' else ''}"
+            "; ours in percent")
 
 
 def _paper(value: float | str) -> str:

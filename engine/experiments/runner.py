@@ -79,10 +79,15 @@ class ArmResult:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+ADDED_AT_DEFAULT = {"feature_classifier": "logistic"}   # Scale fields added later: at these values left out of
+                                                      # the hash, so folders made before them are found again
+
+
 def scale_key(scale: Scale) -> str:
     """The folder of one scale's runs: ``tiny-600-steps-<hash of every setting but the seeds>``, so a quick run's
     numbers are never read back as a default run's (more seeds of the same scale add to the same folder)."""
-    settings = {k: v for k, v in sorted(asdict(scale).items()) if k != "seeds"}
+    settings = {k: v for k, v in sorted(asdict(scale).items())
+                if k != "seeds" and not (k in ADDED_AT_DEFAULT and v == ADDED_AT_DEFAULT[k])}
     digest = hashlib.sha256(json.dumps(settings).encode("utf-8")).hexdigest()[:8]
     return f"{scale.preset}-{scale.steps}-steps-{digest}"
 

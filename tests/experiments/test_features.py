@@ -78,3 +78,6 @@ def test_the_classifier_is_scored_on_the_fine_tunings_held_out_sentences(loaded:
     assert len(held) == 4 and len(train) == 16
     accuracy = frozen_feature_accuracy(loaded, "concat-last-4", data, 0.2, 3)
     assert accuracy == 1.0                                                       # each word has one tag here
+    assert frozen_feature_accuracy(loaded, "concat-last-4", data, 0.2, 3, classifier="bilstm") == 1.0   # the paper's
+    with pytest.raises(ValueError, match="no feature classifier 'crf'; there are logistic, bilstm"):
+        frozen_feature_accuracy(loaded, "last", data, 0.2, 3, classifier="crf")

@@ -64,6 +64,8 @@ def test_another_scale_is_another_folder() -> None:
     quick, full = table5.scale(True), table5.scale(False)
     assert scale_key(quick) != scale_key(full) and scale_key(quick).startswith("tiny-600-steps-")
     assert scale_key(quick) == scale_key(table5.scale(True, seeds=5))        # more seeds add to the same runs
+    bilstm = table5.scale(True, feature_classifier="bilstm")                  # what reads frozen features
+    assert scale_key(bilstm) != scale_key(quick) and scale_key(quick).endswith("-6b7b3d92")   # as before it
 
 
 def test_a_sigkilled_experiment_continues_to_the_same_numbers(tmp_path: Path) -> None:
@@ -99,7 +101,8 @@ def test_a_sigkilled_experiment_continues_to_the_same_numbers(tmp_path: Path) ->
 
 @pytest.mark.parametrize("extra, words", [(["--arms", "mix-1-2-3"], "has no arm mix-1-2-3; its arms: mix-80"),
                                           (["--steps", "0"], "--steps must be at least 1"),
-                                          (["--downstream-steps", "0"], "--downstream-steps must be at least 1")])
+                                          (["--downstream-steps", "0"], "--downstream-steps must be at least 1"),
+                                          (["--feature-classifier", "crf"], "invalid choice: 'crf'")])
 def test_cli_refuses_bad_arguments_in_a_sentence(tmp_path: Path, extra: list[str], words: str) -> None:
     done = subprocess.run([sys.executable, "-m", "engine.experiment", "bert-table8", *extra, "--root",
                            str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -1,0 +1,99 @@
+"""The paper's classifier on frozen features (BERT §5.3, Table 7: "a randomly initialized two-layer 768-dimensional
+BiLSTM before the classification layer"): a two-layer bidirectional LSTM over one sentence's word vectors, then a
+linear layer to the tags, trained with Adam on the training sentences and scored on the held-out ones.
+
+Unlike the logistic regression (``layer_probe.probe_accuracy``), which reads one word's vector alone, the BiLSTM
+also reads its neighbours' vectors: what the paper's feature-based numbers include. Its width is the model's hidden
+size per direction (the paper's 768 is BERT-base's), inputs standardised with the training words' mean and spread;
+seeded, so the same features give the same accuracy.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class TaggerSettings:
+    """How the BiLSTM is trained: ``hidden`` units per direction, ``layers``, Adam ``updates`` (whole passes over
+    the shuffled training sentences, the last one cut short), Adam's learning rate, sentences per batch and the
+    seed of its initial weights and order."""
+
+    hidden: int = 128
+    layers: int = 2
+    updates: int = 300
+    learning_rate: float = 2e-3
+    batch_sentences: int = 16
+    seed: int = 0
+
+
+class BiLSTMTagger(nn.Module):
+    """Word vectors (B, W, F) -> tag logits (B, W, T) through a bidirectional LSTM and a linear layer."""
+
+    def __init__(self, features: int, tags: int, settings: TaggerSettings) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(features, settings.hidden, num_layers=settings.layers, bidirectional=True,
+                            batch_first=True)
+        self.out = nn.Linear(2 * settings.hidden, tags)
+
+    def forward(self, vectors: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        packed = nn.utils.rnn.pack_padded_sequence(vectors, lengths, batch_first=True, enforce_sorted=False)
+        states, _ = self.lstm(packed)
+        states, _ = nn.utils.rnn.pad_packed_sequence(states, batch_first=True,
+                                                     total_length=vectors.shape[1])   # (B, W, 2 * hidden)
+        return self.out(states)                                                       # (B, W, T)
+
+
+def _batch(sentences: Sequence[np.ndarray], mean: np.ndarray, spread: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Standardised, zero-padded (B, W_max, F) vectors and the (B,) lengths."""
+    lengths = torch.tensor([len(s) for s in sentences])
+    padded = torch.zeros(len(sentences), int(lengths.max()), sentences[0].shape[1])
+    for i, vectors in enumerate(sentences):
+        padded[i, : len(vectors)] = torch.from_numpy(((vectors - mean) / spread).astype(np.float32))
+    return padded, lengths
+
+
+def bilstm_accuracy(train: Sequence[np.ndarray], train_tags: Sequence[Sequence[str]], test: Sequence[np.ndarray],
+                    test_tags: Sequence[Sequence[str]], settings: TaggerSettings = TaggerSettings()) -> float:
+    """Held-out word accuracy of a BiLSTM tagger trained on ``train`` (one (W, F) array per sentence) with its
+    tags; a held-out tag never seen in training counts as wrong."""
+    if not train or not test:
+        raise ValueError("the BiLSTM tagger needs training and held-out sentences")
+    names = sorted({t for tags in train_tags for t in tags})
+    index = {name: i for i, name in enumerate(names)}
+    words = np.concatenate(list(train))                                               # (N, F)
+    mean, spread = words.mean(axis=0), words.std(axis=0) + 1e-6
+    generator = torch.Generator().manual_seed(settings.seed)
+    torch.manual_seed(settings.seed)
+    model = BiLSTMTagger(words.shape[1], len(names), settings)
+    optimizer = torch.optim.Adam(model.parameters(), lr=settings.learning_rate)
+    labels = [torch.tensor([index[t] for t in tags]) for tags in train_tags]
+    model.train()
+    batches: list[list[int]] = []
+    while len(batches) < settings.updates:               # shuffled passes over the sentences
+        order = torch.randperm(len(train), generator=generator).tolist()
+        batches += [order[i:i + settings.batch_sentences] for i in range(0, len(order), settings.batch_sentences)]
+    for chosen in batches[: settings.updates]:
+        vectors, lengths = _batch([train[i] for i in chosen], mean, spread)
+        wanted = nn.utils.rnn.pad_sequence([labels[i] for i in chosen], batch_first=True, padding_value=-100)
+        logits = model(vectors, lengths)                                              # (B, W, T)
+        loss = nn.functional.cross_entropy(logits.reshape(-1, len(names)), wanted.reshape(-1),   # (B * W, T)
+                                           ignore_index=-100)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    correct = total = 0
+    with torch.no_grad():
+        for start in range(0, len(test), settings.batch_sentences):
+            part = list(test[start:start + settings.batch_sentences])
+            vectors, lengths = _batch(part, mean, spread)
+            guessed = model(vectors, lengths).argmax(-1)                              # (B, W)
+            for row, tags in enumerate(test_tags[start:start + settings.batch_sentences]):
+                correct += sum(names[int(g)] == t for g, t in zip(guessed[row, : len(tags)], tags))
+                total += len(tags)
+    return correct / total
