@@ -2,8 +2,10 @@
 WordPiece vocabulary, and a guard that refuses every non-loopback connection."""
 from __future__ import annotations
 
+import atexit
 import ipaddress
 import os
+import shutil
 import socket
 import tempfile
 from pathlib import Path
@@ -15,6 +17,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 # The token cache (engine.data.token_cache) of this test session, never the user's ~/.cache; command lines
 # the tests start inherit it.
 os.environ["BERT_ENGINE_CACHE"] = tempfile.mkdtemp(prefix="explorer-test-cache-")
+atexit.register(shutil.rmtree, os.environ["BERT_ENGINE_CACHE"], ignore_errors=True)   # gone with the session
 
 import pytest
 import torch

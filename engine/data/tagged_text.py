@@ -5,8 +5,9 @@
   line ends a sentence; multiword-token lines (ID ``1-2``) and empty nodes (ID ``8.1``) are
   skipped, because their words are listed again one by one and carry the tags.
 * **Two columns**: ``word<TAB>tag`` per line (a single space works when the line has no tab), a
-  blank line between sentences; ``-DOCSTART-`` lines (CoNLL-2003) and ``#`` comments are skipped.
-  Tags are used as written: part-of-speech tags, or BIO tags (``B-PER``, ``I-PER``, ``O``).
+  blank line between sentences; ``-DOCSTART-`` lines (CoNLL-2003) and ``#`` comments are skipped. A line that
+  starts with ``#`` and holds a tab is a word (a hashtag or the symbol ``#``, as tweets and web text have), not a
+  comment. Tags are used as written: part-of-speech tags, or BIO tags (``B-PER``, ``I-PER``, ``O``).
 
 Every ``ValueError`` names the file and the line, says what is wrong and what the line should be.
 """
@@ -115,8 +116,8 @@ def _read_two_columns(lines: list[str], name: str) -> list[TaggedSentence]:
         if not stripped:
             sentences.close()
             continue
-        if stripped.startswith("#") or stripped.startswith("-DOCSTART-"):
-            continue
+        if (stripped.startswith("#") and "\t" not in line) or stripped.startswith("-DOCSTART-"):
+            continue                                # a comment; "#tag<TAB>O" is a hashtag, a word
         columns = line.split("\t") if "\t" in line else stripped.split()
         columns = [c.strip() for c in columns]
         where = f"{name}, line {number}"

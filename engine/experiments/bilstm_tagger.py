@@ -57,10 +57,10 @@ def _batch(sentences: Sequence[np.ndarray], mean: np.ndarray, spread: np.ndarray
     return padded, lengths
 
 
-def bilstm_accuracy(train: Sequence[np.ndarray], train_tags: Sequence[Sequence[str]], test: Sequence[np.ndarray],
-                    test_tags: Sequence[Sequence[str]], settings: TaggerSettings = TaggerSettings()) -> float:
-    """Held-out word accuracy of a BiLSTM tagger trained on ``train`` (one (W, F) array per sentence) with its
-    tags; a held-out tag never seen in training counts as wrong."""
+def bilstm_predict(train: Sequence[np.ndarray], train_tags: Sequence[Sequence[str]], test: Sequence[np.ndarray],
+                   settings: TaggerSettings = TaggerSettings()) -> list[list[str]]:
+    """The tags a BiLSTM tagger trained on ``train`` (one (W, F) array per sentence) with its tags gives each
+    held-out sentence of ``test``."""
     if not train or not test:
         raise ValueError("the BiLSTM tagger needs training and held-out sentences")
     names = sorted({t for tags in train_tags for t in tags})
@@ -87,13 +87,20 @@ def bilstm_accuracy(train: Sequence[np.ndarray], train_tags: Sequence[Sequence[s
         loss.backward()
         optimizer.step()
     model.eval()
-    correct = total = 0
+    guessed: list[list[str]] = []
     with torch.no_grad():
         for start in range(0, len(test), settings.batch_sentences):
             part = list(test[start:start + settings.batch_sentences])
             vectors, lengths = _batch(part, mean, spread)
-            guessed = model(vectors, lengths).argmax(-1)                              # (B, W)
-            for row, tags in enumerate(test_tags[start:start + settings.batch_sentences]):
-                correct += sum(names[int(g)] == t for g, t in zip(guessed[row, : len(tags)], tags))
-                total += len(tags)
-    return correct / total
+            best = model(vectors, lengths).argmax(-1)                                 # (B, W)
+            guessed += [[names[int(g)] for g in best[row, : len(sentence)]] for row, sentence in enumerate(part)]
+    return guessed
+
+
+def bilstm_accuracy(train: Sequence[np.ndarray], train_tags: Sequence[Sequence[str]], test: Sequence[np.ndarray],
+                    test_tags: Sequence[Sequence[str]], settings: TaggerSettings = TaggerSettings()) -> float:
+    """Held-out word accuracy of a BiLSTM tagger trained on ``train`` (one (W, F) array per sentence) with its
+    tags; a held-out tag never seen in training counts as wrong."""
+    guessed = bilstm_predict(train, train_tags, test, settings)
+    pairs = [(g, t) for found, tags in zip(guessed, test_tags) for g, t in zip(found, tags)]
+    return sum(g == t for g, t in pairs) / len(pairs)

@@ -15,8 +15,12 @@ METRICS: dict[str, str] = {
                                                           # table averaged over its relations (syntax_metrics)
     "probe_best_layer_acc": "syntax: UPOS layer probe at its best layer",   # the tab's probe where selectivity peaks
     "pos_features_acc": "part-of-speech word accuracy on frozen features (last four layers concatenated)",
-}                                                         # ^ a classifier on the model's frozen vectors (features.py)
-OPTIONAL_METRICS = ("pos_features_acc",)                  # measured only where an experiment asks (``extra_metrics``)
+                                                          # ^ a classifier on the model's frozen vectors (features.py)
+    "ner_f1": "named-entity F1 (WNUT 17 posts)",          # fine-tuned on 2,000 posts' BIO tags, seqeval's entity F1
+    "ner_features_f1": "named-entity F1 on frozen features (last four layers concatenated)",
+}
+OPTIONAL_METRICS = ("pos_features_acc", "ner_f1", "ner_features_f1")   # measured only where an experiment asks
+                                                                      # (``extra_metrics``)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """How every arm of an experiment is measured, the same way for all: the held-out masked-token accuracy on text no
 arm trained on, and the accuracy of the arm's final model fine-tuned with fixed settings on the bundled downstream
-data (part-of-speech tagging, sentiment); or, for an arm that uses the model's frozen features (``Arm.features``,
+data (part-of-speech tagging, sentiment, sentence pairs; the named-entity F1 on WNUT 17 posts where an experiment
+asks); or, for an arm that uses the model's frozen features (``Arm.features``,
 BERT's Table 7), a classifier on them, scored on the same held-out sentences (``engine.experiments.features``); and
 the Syntax tab's best-head and layer-probe figures of the model, without fine-tuning (``syntax_metrics``)."""
 from __future__ import annotations
@@ -18,7 +19,7 @@ from engine.data.pretraining import PretrainingDataset
 from engine.data.pretraining_objective import PretrainingObjective
 from engine.data.token_store import TokenStore
 from engine.experiments.definitions import Arm, Scale
-from engine.experiments.features import frozen_feature_accuracy
+from engine.experiments.features import frozen_feature_accuracy, frozen_feature_f1
 from engine.experiments.syntax_metrics import SYNTAX_METRICS, syntax_measures
 from engine.model.heads import IGNORE_INDEX
 from engine.model.loaded_model import LoadedModel
@@ -36,11 +37,13 @@ DOWNSTREAM: dict[str, tuple[str, Path, str]] = {
     "pos_acc": (TOKEN_CLASSIFICATION.name, EXAMPLES / "pos-ewt-sample.tsv", "eval_accuracy"),
     "sentiment_acc": (CLASSIFICATION.name, EXAMPLES / "sentiment.csv", "eval_accuracy"),
     "pair_acc": (CLASSIFICATION.name, EXAMPLES / "qnli-squad-sample.csv", "eval_accuracy"),
+    "ner_f1": (TOKEN_CLASSIFICATION.name, EXAMPLES / "ner-wnut17-sample.tsv", "eval_entity_f1"),   # WNUT 17 posts
 }
 ALL_HIDDEN = PretrainingObjective("mlm", (1.0, 0.0, 0.0), False)   # every chosen token behind [MASK]
 EVAL_SEED = 1234                                                    # the same chosen tokens for every arm
-FEATURE_METRIC = "pos_acc"           # what an arm of frozen features is measured by
-FEATURES_OF_ANY_ARM = {"pos_features_acc": ("pos_acc", "concat-up-to-4")}   # metric -> (its data's task, recipe):
+FEATURE_METRICS = ("pos_acc", "ner_f1")   # what an arm of frozen features is measured by (the tagging tasks)
+FEATURES_OF_ANY_ARM = {"pos_features_acc": ("pos_acc", "concat-up-to-4"),   # metric -> (its data's task, recipe):
+                       "ner_features_f1": ("ner_f1", "concat-up-to-4")}
                                      # a fine-tuned arm's model also read through frozen features (BERT, Table 8)
 HELD_OUT = 0.2                       # the share of the downstream data held out (by seed) to score on
 
@@ -116,19 +119,19 @@ def downstream_accuracy(metric: str, model_dir: Path, run_dir: Path, scale: Scal
 
 
 def applies(arm: Arm, metric: str) -> bool:
-    """Whether ``arm`` is measured by the downstream ``metric``: every one when it fine-tunes; part-of-speech
-    tagging alone for an arm of frozen features (word features; no sentence classifier is fitted). The syntax
+    """Whether ``arm`` is measured by the downstream ``metric``: every one when it fine-tunes; the tagging tasks
+    alone for an arm of frozen features (word features; no sentence classifier is fitted). The syntax
     metrics read the model itself: every arm; a frozen-feature metric of every arm (``FEATURES_OF_ANY_ARM``) the arms
     that fine-tune (an arm of frozen features is measured so by ``pos_acc`` already)."""
     if metric in FEATURES_OF_ANY_ARM:
         return not arm.features
-    return not arm.features or metric in (FEATURE_METRIC, *SYNTAX_METRICS)
+    return not arm.features or metric in (*FEATURE_METRICS, *SYNTAX_METRICS)
 
 
 def measure(arm: Arm, metric: str, model_dir: Path, run_dir: Path, scale: Scale, seed: int,
             say: Callable[[str], Any] = lambda message: None) -> float | None:
     """``metric`` of the model at ``model_dir`` as ``arm`` uses it: fine-tuned into ``run_dir`` (read when done),
-    or, for an arm of frozen features, the classifier's part-of-speech accuracy (None for the other tasks); a
+    or, for an arm of frozen features, the classifier's score on a tagging task (None for the other tasks); a
     frozen-feature metric (``FEATURES_OF_ANY_ARM``) by its recipe's classifier; a
     syntax metric (``SYNTAX_METRICS``) of the model itself, for every arm (nothing written to ``run_dir``)."""
     if not applies(arm, metric):
@@ -137,9 +140,15 @@ def measure(arm: Arm, metric: str, model_dir: Path, run_dir: Path, scale: Scale,
         return syntax_measures(load(model_dir)).metrics()[metric]
     if metric in FEATURES_OF_ANY_ARM:
         task, recipe = FEATURES_OF_ANY_ARM[metric]
-        return frozen_feature_accuracy(load(model_dir), recipe, DOWNSTREAM[task][1], HELD_OUT, seed,
-                                       scale.feature_classifier)
+        return frozen_feature_score(task, load(model_dir), recipe, scale, seed)
     if not arm.features:
         return downstream_accuracy(metric, model_dir, run_dir, scale, seed, say)
-    return frozen_feature_accuracy(load(model_dir), arm.features, DOWNSTREAM[metric][1], HELD_OUT, seed,
-                                   scale.feature_classifier)
+    return frozen_feature_score(metric, load(model_dir), arm.features, scale, seed)
+
+
+def frozen_feature_score(task: str, loaded: LoadedModel, recipe: str, scale: Scale, seed: int) -> float:
+    """``task``'s score (``DOWNSTREAM``: word accuracy, or entity F1 where the fine-tuning reads ``entity_f1``)
+    of the scale's classifier on ``recipe``'s frozen features of ``loaded``, on the task's held-out sentences."""
+    _, data, key = DOWNSTREAM[task]
+    score = frozen_feature_f1 if key.endswith("entity_f1") else frozen_feature_accuracy
+    return score(loaded, recipe, data, HELD_OUT, seed, scale.feature_classifier)

@@ -9,9 +9,11 @@ vectors of some of its layers, against fine-tuning the whole model.
   paper's "weighted" sums learn a weight per layer inside its BiLSTM; ours weigh every layer the same (the
   vectors are standardised before the classifier, so a sum and a mean are the same to it).
 * **The classifier** (``CLASSIFIERS``, the scale's ``feature_classifier``): by default the layer probe's
-  multinomial logistic regression (``probe_accuracy``: scikit-learn, L2, standardised inputs), which reads only
+  multinomial logistic regression (``probe_predict``: scikit-learn, L2, standardised inputs), which reads only
   what one word's vector holds; or the paper's two-layer BiLSTM over the sentence's vectors
   (``bilstm_tagger``), which reads its neighbours' too.
+* **The score:** word accuracy (part of speech), or entity F1 for BIO tags (named entities: seqeval's entities,
+  as the fine-tuning's ``entity_f1``), from the same held-out tags.
 * **The split:** the same held-out sentences as the fine-tuning evaluation (``split_held_out`` with its fraction
   and seed), so both ways are scored on the same words (sentences too long for the model are left out).
 """
@@ -24,11 +26,12 @@ import numpy as np
 
 from engine.data.features import split_held_out
 from engine.data.tagged_text import TaggedSentence, read_tagged_file
-from engine.experiments.bilstm_tagger import TaggerSettings, bilstm_accuracy
+from engine.experiments.bilstm_tagger import TaggerSettings, bilstm_predict
 from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence
 from engine.probes.syntax.features import sentence_features
-from engine.probes.syntax.layer_probe import probe_accuracy
+from engine.probes.syntax.layer_probe import probe_predict
+from engine.training.tasks.token_classification import entity_counts, entity_f1
 
 CLASSIFIERS = ("logistic", "bilstm")      # the layer probe's logistic regression; the paper's two-layer BiLSTM
 
@@ -75,10 +78,11 @@ def _as_sentences(tagged: Sequence[TaggedSentence]) -> list[DependencySentence]:
             for s in tagged]
 
 
-def frozen_feature_accuracy(loaded: LoadedModel, recipe: str, data: Path, held_out_fraction: float,
-                            seed: int, classifier: str = "logistic") -> float:
-    """Held-out word accuracy of ``classifier`` (``CLASSIFIERS``) on ``recipe``'s frozen features of ``loaded``,
-    trained on the tagged sentences of ``data`` that the fine-tuning evaluation trains on (the same seeded split)."""
+def frozen_feature_tags(loaded: LoadedModel, recipe: str, data: Path, held_out_fraction: float, seed: int,
+                        classifier: str = "logistic") -> tuple[list[list[str]], list[list[str]]]:
+    """(gold, guessed): the tags of each held-out sentence of ``data`` and those ``classifier`` (``CLASSIFIERS``)
+    gives on ``recipe``'s frozen features of ``loaded``, trained on the sentences the fine-tuning evaluation
+    trains on (the same seeded split)."""
     if classifier not in CLASSIFIERS:
         raise ValueError(f"no feature classifier {classifier!r}; there are {', '.join(CLASSIFIERS)}")
     train, held_out = split_held_out(read_tagged_file(data), held_out_fraction, seed)
@@ -93,8 +97,28 @@ def frozen_feature_accuracy(loaded: LoadedModel, recipe: str, data: Path, held_o
 
     train_x, train_y = gather(train)                         # one (W, F) array and W tags per sentence
     test_x, test_y = gather(held_out)
+    gold = [list(tags) for tags in test_y]
     if classifier == "bilstm":
-        return bilstm_accuracy(train_x, train_y, test_x, test_y,
-                               TaggerSettings(hidden=loaded.config.hidden_size, seed=seed))
-    return probe_accuracy(np.concatenate(train_x), np.array([t for tags in train_y for t in tags]),
-                          np.concatenate(test_x), np.array([t for tags in test_y for t in tags]))
+        return gold, bilstm_predict(train_x, train_y, test_x, TaggerSettings(hidden=loaded.config.hidden_size,
+                                                                             seed=seed))
+    words = probe_predict(np.concatenate(train_x), np.array([t for tags in train_y for t in tags]),
+                          np.concatenate(test_x)).tolist()
+    cuts = np.cumsum([0, *(len(tags) for tags in gold)])
+    return gold, [[str(t) for t in words[a:b]] for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+def frozen_feature_accuracy(loaded: LoadedModel, recipe: str, data: Path, held_out_fraction: float,
+                            seed: int, classifier: str = "logistic") -> float:
+    """Held-out word accuracy of ``classifier`` on ``recipe``'s frozen features of ``loaded`` (a held-out tag
+    never seen in training counts as wrong)."""
+    gold, guessed = frozen_feature_tags(loaded, recipe, data, held_out_fraction, seed, classifier)
+    pairs = [(g, t) for found, tags in zip(guessed, gold) for g, t in zip(found, tags)]
+    return sum(g == t for g, t in pairs) / len(pairs)
+
+
+def frozen_feature_f1(loaded: LoadedModel, recipe: str, data: Path, held_out_fraction: float, seed: int,
+                      classifier: str = "logistic") -> float:
+    """Held-out entity F1 (seqeval's micro average over BIO entities) of ``classifier`` on ``recipe``'s frozen
+    features of ``loaded``: what fine-tuning on BIO tags logs as ``entity_f1``."""
+    gold, guessed = frozen_feature_tags(loaded, recipe, data, held_out_fraction, seed, classifier)
+    return entity_f1(*entity_counts(gold, guessed))[2]

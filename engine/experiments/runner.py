@@ -16,7 +16,8 @@ numbers and measurements.
 The syntax metrics (``syntax_metrics``: the Syntax tab's best heads and layer probe) need no run of their own; arms
 that share a pretraining run copy its owner's (one model, one measurement). A results.json written before they
 existed is still read: the missing ones are measured on the arm's final model when its pretraining run is there
-(and the file rewritten), else left missing (shown as —).
+(and the file rewritten), else left missing (shown as —); so are the fine-tuned and frozen-feature metrics an
+experiment asks for after its results.json was written (``with_measured``: the named-entity F1 of Tables 7 and 8).
 
 Everything is resumable: a finished run is read, not redone; a pretraining run stopped part-way (Ctrl-C, a crash,
 ``kill -9``) continues from its newest checkpoint exactly (``resume_spec``: bit for bit), and a downstream run,
@@ -200,7 +201,9 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
     kept = folder / "results.json"
     found = read_result(folder)
     if isinstance(found, ArmResult):
-        return with_syntax(found, pretrain_dir(root, experiment, arm, seed, scale), kept, say)
+        run_dir = pretrain_dir(root, experiment, arm, seed, scale)
+        found = with_syntax(found, run_dir, kept, say)
+        return with_measured(found, experiment, arm, scale, run_dir, kept, say, should_stop)
     if isinstance(found, str):                                   # damaged: measured again, never a crash
         say(f"{found}: measuring it again")
     owner = pretraining_owner(experiment, arm)
@@ -223,13 +226,7 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
         say(f"{experiment.name} · {arm.name} · seed {seed}: the Syntax tab's best heads and layer probe")
         syntax_found, details = measure_syntax(loaded, say)
     metrics.update(syntax_found)
-    for metric in [*DOWNSTREAM, *(m for m in experiment.metrics if m in FEATURES_OF_ANY_ARM)]:
-        _check(should_stop)
-        if not applies(arm, metric):
-            metrics[metric] = None
-            continue
-        say(f"{experiment.name} · {arm.name} · seed {seed}: {METRICS[metric]}")
-        metrics[metric] = measure(arm, metric, model, folder / metric, scale, seed)
+    measure_each(experiment, arm, scale, seed, model, folder, metrics, say, should_stop)
     series = measure_series(experiment, arm, scale, seed, run_dir, folder, metrics, lambda: _check(should_stop), say)
     parameters = sum(p.numel() for p in loaded.model.parameters())
     steps = owner.steps(scale)
@@ -245,6 +242,41 @@ def keep_result(result: ArmResult, kept: Path) -> None:
     partial = kept.with_suffix(".partial")
     partial.write_text(json.dumps(asdict(result), indent=1), encoding="utf-8")
     os.replace(partial, kept)
+
+
+def measure_each(experiment: Experiment, arm: Arm, scale: Scale, seed: int, model: Path, folder: Path,
+                 metrics: dict[str, float | None], say: Say, should_stop: ShouldStop | None = None) -> None:
+    """Into ``metrics``: each of the experiment's fine-tuned and frozen-feature metrics (``measured_by_runs``) it
+    lacks, of the final ``model`` (None where one does not apply to ``arm``)."""
+    for metric in measured_by_runs(experiment):
+        if metric in metrics:
+            continue
+        _check(should_stop)
+        if not applies(arm, metric):
+            metrics[metric] = None
+            continue
+        say(f"{experiment.name} · {arm.name} · seed {seed}: {METRICS[metric]}")
+        metrics[metric] = measure(arm, metric, model, folder / metric, scale, seed)
+
+
+def measured_by_runs(experiment: Experiment) -> list[str]:
+    """The experiment's metrics that fine-tune the arm's model or fit a classifier on its frozen features."""
+    return [m for m in experiment.metrics if m in DOWNSTREAM or m in FEATURES_OF_ANY_ARM]
+
+
+def with_measured(found: ArmResult, experiment: Experiment, arm: Arm, scale: Scale, run_dir: Path, kept: Path,
+                  say: Say, should_stop: ShouldStop | None = None) -> ArmResult:
+    """``found`` with the experiment's metrics it lacks (a results.json written before the experiment asked for
+    them, e.g. the named-entity F1) measured on the final model of ``run_dir`` and kept; as it is when it has them
+    all or the run is gone (shown as —)."""
+    if all(m in found.metrics for m in measured_by_runs(experiment)) or not finished(run_dir):
+        return found
+    say(f"{found.arm} seed {found.seed}: measuring what its results.json lacks")
+    metrics = dict(found.metrics)
+    measure_each(experiment, arm, scale, found.seed, final_model(run_dir), kept.parent, metrics, say, should_stop)
+    result = replace(found, metrics=metrics)
+    keep_result(result, kept)
+    return result
 
 
 def with_syntax(found: ArmResult, run_dir: Path, kept: Path, say: Say) -> ArmResult:

@@ -57,6 +57,14 @@ def test_two_columns_with_blank_lines_between_sentences(tmp_path):
     assert sentences[1].where == "ner.tsv, line 11"
 
 
+def test_a_hashtag_with_its_tag_is_a_word_and_a_tab_alone_ends_a_sentence(tmp_path):
+    """Tweets (WNUT 17) have hashtags as words and a lone tab between sentences; a ``#`` line without a tab is a
+    comment still."""
+    text = "# a comment\n#London\tB-location\nrocks\tO\n\t\n#\tSYM\n"
+    sentences = read_tagged_file(write(tmp_path, "tweets.conll", text))
+    assert [(s.words, s.tags) for s in sentences] == [(["#London", "rocks"], ["B-location", "O"]), (["#"], ["SYM"])]
+
+
 @pytest.mark.parametrize("name, content, message", [
     ("a.tsv", "the\tDET\tx\n", "a.tsv, line 1: expected a word and its tag separated by a tab .* found 3 column"),
     ("a.tsv", "the\tDET\ncat\n", "a.tsv, line 2: expected a word and its tag .* found 1 column"),

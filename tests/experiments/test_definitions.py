@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from engine.experiments.builtin import EXPERIMENTS, experiment
-from engine.experiments.definitions import METRICS, Arm, Claim, Experiment
+from engine.experiments.definitions import METRICS, OPTIONAL_METRICS, Arm, Claim, Experiment
 from engine.training.loop.config import TrainingConfig
 from engine.training.tasks.pretraining_settings import PretrainingSettings, parse_mix
 
@@ -77,12 +77,17 @@ def test_bad_definitions_are_refused() -> None:
         Experiment("e", "E", "src", "f", (Arm("a", "A"),), (), (), extra_metrics=("pos_acc",))
 
 
-def test_only_table8_reads_its_fine_tuned_models_through_frozen_features_too() -> None:
-    """The paper's Table 8 has a feature-based column; the other experiments measure what they always did."""
+ALWAYS = tuple(m for m in METRICS if m not in OPTIONAL_METRICS)
+
+
+def test_tables_7_and_8_measure_named_entities_and_table8_frozen_features_too() -> None:
+    """The paper's Tables 7 and 8 are about NER, and Table 8 has a feature-based column; the other experiments
+    measure what they always did."""
     assert experiment("bert-table8").metrics == tuple(METRICS)
+    assert experiment("bert-table7").metrics == tuple(m for m in METRICS if m in ALWAYS or m == "ner_f1")
     for name, found in EXPERIMENTS.items():
-        if name != "bert-table8":
-            assert found.metrics == tuple(m for m in METRICS if m != "pos_features_acc"), name
+        if name not in ("bert-table8", "bert-table7"):
+            assert found.metrics == ALWAYS, name
 
 
 def test_a_scale_takes_the_flags_given_only() -> None:

@@ -96,19 +96,26 @@ def control_tags(types: Sequence[str], tags: Sequence[str], seed: int = SEED) ->
     return {word: names[i] for word, i in zip(unique, drawn)}
 
 
-def probe_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
-                   c: float = C, max_iter: int = MAX_ITER) -> float:
-    """Held-out accuracy of a multinomial logistic regression fitted on standardised ``train_x`` (N, D)."""
+def probe_predict(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, c: float = C,
+                  max_iter: int = MAX_ITER) -> np.ndarray:
+    """The (M,) labels a multinomial logistic regression fitted on standardised ``train_x`` (N, D) gives
+    ``test_x`` (M, D)."""
     from sklearn.linear_model import LogisticRegression
 
     if len(set(train_y.tolist())) < 2:                       # one class: the probe can only say it
-        return float(np.mean(test_y == train_y[0]))
+        return np.full(len(test_x), train_y[0])
     mean, spread = train_x.mean(axis=0), train_x.std(axis=0) + 1e-6
     model = LogisticRegression(C=c, max_iter=max_iter, tol=TOL)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")                      # not converged in max_iter: its accuracy is still read
+        warnings.simplefilter("ignore")                      # not converged in max_iter: its answers are still read
         model.fit((train_x - mean) / spread, train_y)
-    return float(np.mean(model.predict((test_x - mean) / spread) == test_y))
+    return model.predict((test_x - mean) / spread)
+
+
+def probe_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray,
+                   c: float = C, max_iter: int = MAX_ITER) -> float:
+    """Held-out accuracy of a multinomial logistic regression fitted on standardised ``train_x`` (N, D)."""
+    return float(np.mean(probe_predict(train_x, train_y, test_x, c, max_iter) == test_y))
 
 
 def layer_probe(features: SentenceFeatures, test_share: float = TEST_SHARE, seed: int = SEED, c: float = C,

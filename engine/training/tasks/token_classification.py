@@ -40,6 +40,14 @@ def entity_counts(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
     return len(true & guessed), len(guessed), len(true)
 
 
+def entity_f1(correct: float, predicted: float, gold: float) -> tuple[float, float, float]:
+    """(precision, recall, F1) from ``entity_counts``' three counts (0 where a count is 0, as seqeval's zero
+    division gives)."""
+    precision = correct / predicted if predicted else 0.0
+    recall = correct / gold if gold else 0.0
+    return precision, recall, (2 * precision * recall / (precision + recall) if precision + recall else 0.0)
+
+
 class TokenClassificationTask(_FeatureTask):
     """A label per word from its first piece's last hidden state."""
 
@@ -101,15 +109,14 @@ class TokenClassificationTask(_FeatureTask):
         result = {"token_classification_loss": sums[0] / n, "accuracy": sums[1] / n}
         correct, predicted, gold = sums[2:5]
         if self.bio and gold > 0:
-            precision = correct / predicted if predicted else 0.0
-            recall = correct / gold
-            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            precision, recall, f1 = entity_f1(correct, predicted, gold)
             result.update(entity_precision=precision, entity_recall=recall, entity_f1=f1)
         return result
 
 
 TOKEN_CLASSIFICATION = TaskDefinition(
     name=TokenClassificationTask.name, heads=(TokenClassificationTask.head,),
-    make=lambda config, settings: TokenClassificationTask(settings), loss="token_classification_loss", metrics=("accuracy", "entity_f1"),
+    make=lambda config, settings: TokenClassificationTask(settings), loss="token_classification_loss",
+    metrics=("accuracy", "entity_f1"),
     shown=(("token_classification_loss", ".4f"), ("accuracy", ".3f")), data=token_data,
     defaults=dict(seq_len=128, batch_size=32), training=dict(nsp=False), predictor=predict_tags)

@@ -66,7 +66,7 @@ def test_choosing_a_task_offers_its_examples_with_their_licence(services: Servic
 
     fns = {f.api_name: f.fn for f in small_app(services, finetune_tab.build).fns.values()}
     example, upload, formats, labels, *numbers = fns["finetune_task_changed"]("token_classification")
-    assert example.choices == [("pos-ewt-sample.tsv", "")] and upload.file_types == [".conllu", ".tsv", ".txt"]
+    assert example.choices[0] == ("pos-ewt-sample.tsv", "") and upload.file_types == [".conllu", ".tsv", ".txt"]
     assert "CC BY-SA 4.0" in formats and "Universal Dependencies English EWT" in formats and "CoNLL-U" in formats
     assert labels.visible is True and "NOUN" in labels.placeholder
     assert numbers[0].placeholder == f"{finetune_rows()['token_classification'].defaults['steps']:g}"
