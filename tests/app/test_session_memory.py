@@ -1,4 +1,4 @@
-"""Memory per visitor is bounded (docs/design/forward-cache.md, *Per visitor*): 100 new sessions in private mode
+"""Memory per visitor is bounded (docs/design/forward-cache.md, *Per visitor*): 60 new sessions in private mode
 (50 in public mode, with a capacity of 20), each one ``/embeddings`` call on a 512-token text with the forward cache
 off, grow the served app's memory by at most ``GROWTH_BOUND_MB``; Gradio holds no more sessions than
 ``EXPLORER_MAX_SESSIONS``;
@@ -12,7 +12,7 @@ from bench.session_memory import grow
 from engine.probes.forward_cache import ForwardCache
 from explorer.serving import sessions as sessions
 
-SESSIONS = 100
+SESSIONS = 60                  # at the old ~15 MB a session, 900 MB: far over the bound
 PUBLIC_SESSIONS = 50           # public mode: 2.5 times its capacity of 20, so Gradio must let sessions go
 GROWTH_BOUND_MB = 250          # the issue's bound with the forward cache off (measured: README, BENCHMARKS)
 
