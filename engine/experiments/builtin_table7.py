@@ -45,9 +45,9 @@ BERT_TABLE7 = Experiment(
          "of a post O there (F1 0), so no claim rests on it until the scale is raised (--preset, --steps). The "
          "feature arms fit a logistic regression (the Syntax tab's layer probe: standardised inputs, L2) on each "
          "word's vector, the mean of its pieces, in place of the paper's two-layer BiLSTM (which "
-         "--feature-classifier bilstm uses), and weigh the summed layers equally where the paper learns the "
-         "weights; they are scored on the same held-out sentences as the fine-tuning (sentiment is fine-tuned "
-         "only: —). The classifier is fitted to convergence while the fine-tuning has the experiments' short "
+         "--feature-classifier bilstm uses, learning the summed layers' weights as the paper does; the regression "
+         "weighs them equally); they are scored on the same held-out sentences as the fine-tuning (sentiment is "
+         "fine-tuned only: —). The classifier is fitted to convergence while the fine-tuning has the experiments' short "
          "fixed budget (60 steps at the quick scale), and a word's vector from the embeddings alone already names "
          "the word, which goes a long way on POS tags: at this scale the comparison says more about those budgets "
          "than the paper's does. The masked-token accuracy is the shared model's, the same in every row.")

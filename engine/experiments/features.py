@@ -6,8 +6,9 @@ vectors of some of its layers, against fine-tuning the whole model.
   embeddings' output, layers 1..L the encoder layers'.
 * **The recipes** (``RECIPES``, the paper's rows): the embeddings; the second-to-last or the last encoder layer;
   the sum of the last four; the last four concatenated (4 x hidden wide); the sum of every encoder layer. The
-  paper's "weighted" sums learn a weight per layer inside its BiLSTM; ours weigh every layer the same (the
-  vectors are standardised before the classifier, so a sum and a mean are the same to it).
+  paper's "weighted" sums learn a weight per layer inside its BiLSTM, and so does ours (``LayerMix``); the logistic
+  regression weighs every layer the same (the vectors are standardised before it, so a sum and a mean are the same
+  to it).
 * **The classifier** (``CLASSIFIERS``, the scale's ``feature_classifier``): by default the layer probe's
   multinomial logistic regression (``probe_predict``: scikit-learn, L2, standardised inputs), which reads only
   what one word's vector holds; or the paper's two-layer BiLSTM over the sentence's vectors
@@ -72,6 +73,13 @@ def combine(vectors: np.ndarray, recipe: str) -> np.ndarray:
     return np.concatenate(list(picked), axis=-1)                    # (W, k * H)
 
 
+def layers_to_mix(vectors: np.ndarray, recipe: str) -> np.ndarray:
+    """One sentence's ``(W, k, H)`` layers that a sum ``recipe`` adds, for a classifier that learns their weights
+    (the BiLSTM's ``LayerMix``: the paper's weighted sums)."""
+    picked = vectors[layers_of(recipe, vectors.shape[0] - 1)]                      # (k, W, H)
+    return picked.transpose(1, 0, 2)                                                # (W, k, H)
+
+
 def _as_sentences(tagged: Sequence[TaggedSentence]) -> list[DependencySentence]:
     """The tagged sentences as the syntax probes' sentences (their tags as UPOS; no tree is needed)."""
     return [DependencySentence(tuple(s.words), (0,) * len(s.words), ("",) * len(s.words), tuple(s.tags))
@@ -93,7 +101,9 @@ def frozen_feature_tags(loaded: LoadedModel, recipe: str, data: Path, held_out_f
         found = sentence_features(loaded, _as_sentences(part))
         if not found.sentences:
             raise ValueError(f"{data}: the model can read none of these sentences")
-        return [combine(v, recipe) for v in found.vectors], [tuple(s.upos) for s in found.sentences]
+        weighed = classifier == "bilstm" and RECIPES[recipe][2] == "sum"           # the BiLSTM learns the weights
+        return ([layers_to_mix(v, recipe) if weighed else combine(v, recipe) for v in found.vectors],
+                [tuple(s.upos) for s in found.sentences])
 
     train_x, train_y = gather(train)                         # one (W, F) array and W tags per sentence
     test_x, test_y = gather(held_out)

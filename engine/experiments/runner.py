@@ -89,6 +89,8 @@ def scale_key(scale: Scale) -> str:
     numbers are never read back as a default run's (more seeds of the same scale add to the same folder)."""
     settings = {k: v for k, v in sorted(asdict(scale).items())
                 if k != "seeds" and not (k in ADDED_AT_DEFAULT and v == ADDED_AT_DEFAULT[k])}
+    if scale.feature_classifier == "bilstm":             # its sums' layer weights are learned (LayerMix) since
+        settings["bilstm_learns_layer_weights"] = True   # 6 Dec 2026: a folder of the equal weights is not read back
     digest = hashlib.sha256(json.dumps(settings).encode("utf-8")).hexdigest()[:8]
     return f"{scale.preset}-{scale.steps}-steps-{digest}"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.experiments.bilstm_tagger import TaggerSettings, bilstm_accuracy
+from engine.experiments.bilstm_tagger import TaggerSettings, bilstm_accuracy, train_bilstm
 from engine.probes.syntax.layer_probe import probe_accuracy
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -51,3 +51,14 @@ def test_a_tag_never_trained_on_counts_as_wrong_and_nothing_to_train_on_is_refus
     assert accuracy <= 0.5                # PROPN is not among the training tags
     with pytest.raises(ValueError, match="needs training and held-out sentences"):
         bilstm_accuracy([], [], test, [("DET", "NOUN")])
+
+
+def test_given_several_layers_it_learns_to_weigh_the_one_that_holds_the_tags() -> None:
+    """The paper's "weighted sum" rows: three layers of each word, only the middle one says which word it is."""
+    rng = np.random.default_rng(0)
+    train, train_tags = sentences(96, 0)
+    layered = [np.stack([rng.normal(size=v.shape), v, rng.normal(size=v.shape)], axis=1) for v in train]  # (W, 3, 5)
+    model, _, _, _ = train_bilstm(layered, train_tags, TaggerSettings(hidden=16, updates=300))
+    weights = model.mix.weights()
+    assert len(weights) == 3 and abs(sum(weights) - 1) < 1e-6
+    assert weights[1] == max(weights) and weights[1] > 0.4, weights     # they started equal, a third each

@@ -11,7 +11,7 @@ import torch
 
 from engine.data.features import split_held_out
 from engine.data.tagged_text import read_tagged_file
-from engine.experiments.features import combine, frozen_feature_accuracy, layers_of
+from engine.experiments.features import combine, frozen_feature_accuracy, layers_of, layers_to_mix
 from engine.model.heads import BertWithHeads
 from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence
@@ -51,6 +51,9 @@ def test_concat_last_four_is_four_hidden_wide_and_equals_the_models_hidden_state
     np.testing.assert_allclose(combine(vectors, "second-to-last"), hidden[-2][1:-1].numpy(), atol=1e-5)
     np.testing.assert_allclose(combine(vectors, "sum-all"), sum(hidden[1:])[1:-1].numpy(), atol=1e-4)
     np.testing.assert_allclose(combine(vectors, "sum-last-4"), sum(hidden[-4:])[1:-1].numpy(), atol=1e-4)
+    mixed = layers_to_mix(vectors, "sum-last-4")                                # what the BiLSTM learns to weigh
+    assert mixed.shape == (len(WORDS), 4, width)
+    np.testing.assert_allclose(mixed.sum(axis=1), combine(vectors, "sum-last-4"), atol=1e-5)
 
 
 def test_a_recipe_the_model_is_too_shallow_for_is_refused_in_a_sentence() -> None:
@@ -79,5 +82,6 @@ def test_the_classifier_is_scored_on_the_fine_tunings_held_out_sentences(loaded:
     accuracy = frozen_feature_accuracy(loaded, "concat-last-4", data, 0.2, 3)
     assert accuracy == 1.0                                                       # each word has one tag here
     assert frozen_feature_accuracy(loaded, "concat-last-4", data, 0.2, 3, classifier="bilstm") == 1.0   # the paper's
+    assert frozen_feature_accuracy(loaded, "sum-last-4", data, 0.2, 3, classifier="bilstm") == 1.0   # weights learnt
     with pytest.raises(ValueError, match="no feature classifier 'crf'; there are logistic, bilstm"):
         frozen_feature_accuracy(loaded, "last", data, 0.2, 3, classifier="crf")
