@@ -62,6 +62,7 @@ def test_fine_tuned_ner_is_the_f1_its_run_logs_on_the_bundled_posts(loaded: Load
         is None                                    # a frozen-feature arm tags words; it fits no sentence classifier
 
 
+@pytest.mark.slow                                  # a whole (tiny) experiment, twice
 def test_an_arm_measured_before_ner_was_asked_gets_it_without_pretraining_again(tmp_path: Path) -> None:
     arms = (Arm("a", "arm A", features="last"),)
     before = Experiment("ner-toy", "A toy", "nobody", "nothing", arms, (), ())
