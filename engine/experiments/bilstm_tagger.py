@@ -20,6 +20,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from engine.training.tasks.token_classification import tag_accuracy
+
 
 @dataclass(frozen=True)
 class TaggerSettings:
@@ -135,6 +137,4 @@ def bilstm_accuracy(train: Sequence[np.ndarray], train_tags: Sequence[Sequence[s
                     test_tags: Sequence[Sequence[str]], settings: TaggerSettings = TaggerSettings()) -> float:
     """Held-out word accuracy of a BiLSTM tagger trained on ``train`` (one (W, F) array per sentence) with its
     tags; a held-out tag never seen in training counts as wrong."""
-    guessed = bilstm_predict(train, train_tags, test, settings)
-    pairs = [(g, t) for found, tags in zip(guessed, test_tags) for g, t in zip(found, tags)]
-    return sum(g == t for g, t in pairs) / len(pairs)
+    return tag_accuracy(test_tags, bilstm_predict(train, train_tags, test, settings))

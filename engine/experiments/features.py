@@ -32,7 +32,7 @@ from engine.model.loaded_model import LoadedModel
 from engine.probes.syntax.conllu import DependencySentence
 from engine.probes.syntax.features import sentence_features
 from engine.probes.syntax.layer_probe import probe_predict
-from engine.training.tasks.token_classification import entity_counts, entity_f1
+from engine.training.tasks.token_classification import entity_counts, entity_f1, tag_accuracy
 
 CLASSIFIERS = ("logistic", "bilstm")      # the layer probe's logistic regression; the paper's two-layer BiLSTM
 
@@ -121,9 +121,7 @@ def frozen_feature_accuracy(loaded: LoadedModel, recipe: str, data: Path, held_o
                             seed: int, classifier: str = "logistic") -> float:
     """Held-out word accuracy of ``classifier`` on ``recipe``'s frozen features of ``loaded`` (a held-out tag
     never seen in training counts as wrong)."""
-    gold, guessed = frozen_feature_tags(loaded, recipe, data, held_out_fraction, seed, classifier)
-    pairs = [(g, t) for found, tags in zip(guessed, gold) for g, t in zip(found, tags)]
-    return sum(g == t for g, t in pairs) / len(pairs)
+    return tag_accuracy(*frozen_feature_tags(loaded, recipe, data, held_out_fraction, seed, classifier))
 
 
 def frozen_feature_f1(loaded: LoadedModel, recipe: str, data: Path, held_out_fraction: float, seed: int,

@@ -40,6 +40,14 @@ def entity_counts(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[st
     return len(true & guessed), len(guessed), len(true)
 
 
+def tag_accuracy(gold: Sequence[Sequence[str]], predicted: Sequence[Sequence[str]]) -> float:
+    """The share of words whose predicted tag is the gold one, over sentences of tags."""
+    pairs = [(g, p) for sentence, guessed in zip(gold, predicted) for g, p in zip(sentence, guessed)]
+    if not pairs:
+        raise ValueError("no tagged word to score")
+    return sum(g == p for g, p in pairs) / len(pairs)
+
+
 def entity_f1(correct: float, predicted: float, gold: float) -> tuple[float, float, float]:
     """(precision, recall, F1) from ``entity_counts``' three counts (0 where a count is 0, as seqeval's zero
     division gives)."""
