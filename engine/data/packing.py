@@ -9,7 +9,8 @@
   going on into the next document when one ends, with one extra separator token (the tokenizer's own, by role)
   between the two documents. One segment, no sentence pairs: NSP off.
 - ``doc-sentences``: the same, but an input never crosses a document's end (an input near a document's end is
-  shorter). RoBERTa then grew the batch to keep the tokens per batch; ours keeps the batch size (fewer tokens).
+  shorter). RoBERTa then grew the batch to keep the tokens per batch; an experiment's arm does the same with
+  ``tokens_like`` (``engine.experiments.token_budget``); a run by itself keeps its batch size.
 
 Unlike the segment pairs, the packed inputs take no shorter random target (``short_seq_prob``): each is filled up
 to the length. A sentence longer than an input (a store cut for another length) goes on into the next input.

@@ -62,6 +62,8 @@ class Arm:
                                       # "concat-last-4") fits a classifier on its frozen features instead
     steps_for: Callable[[Scale], int] | None = None   # the arm's own pretraining steps at a scale (None: the
                                                       # scale's), e.g. fewer for equal compute (experiments.compute)
+    tokens_like: str = ""             # another arm's name: this arm's batch grows to see as many tokens per step as
+                                      # that arm's inputs (RoBERTa's shorter inputs, engine.experiments.token_budget)
 
     def steps(self, scale: Scale) -> int:
         """The pretraining steps this arm runs at ``scale``."""
@@ -108,6 +110,8 @@ class Experiment:
     measure_at: tuple[float, ...] = ()    # fractions of the steps whose checkpoints are measured too (a series)
     measure_metrics: tuple[str, ...] = ("pos_acc",)   # what is measured at them
     extra_metrics: tuple[str, ...] = ()   # of ``OPTIONAL_METRICS``, those this experiment measures too
+    revision: int = 0                 # raised when the arms' pretraining changes meaning (a new folder: older numbers
+                                      # are not read back as the new ones)
 
     @property
     def metrics(self) -> tuple[str, ...]:
@@ -131,6 +135,15 @@ class Experiment:
                 raise ValueError(f"experiment {self.name}: a claim is about {claim.metric}, which it does not measure")
             if {claim.first, claim.second} - set(names):
                 raise ValueError(f"experiment {self.name}: a claim names an arm it does not have")
+        likes = {arm.name: arm.tokens_like for arm in self.arms if arm.tokens_like}
+        for name in likes:
+            seen = {name}
+            while name in likes:              # follow the chain: it must end at an arm of the scale's batch
+                name = likes[name]
+                if name not in names or name in seen:
+                    raise ValueError(f"experiment {self.name}: an arm's tokens_like names no other arm of it, or "
+                                     f"goes round in a circle")
+                seen.add(name)
 
     def arm(self, name: str) -> Arm:
         """The arm called ``name``."""

@@ -116,8 +116,12 @@ def scale_line(experiment: Experiment, scale: Scale, results: Sequence[ArmResult
     """What ours is: parameters, steps, tokens seen per arm, seeds."""
     parameters = max((r.parameters for r in results), default=0)
     tokens = max((r.tokens_seen for r in results), default=0)
+    batches = {r.arm: r.tokens_seen // max(1, r.steps * scale.seq_length) for r in results}
+    grown = ", ".join(f"{arm.name} {batches[arm.name]}" for arm in experiment.arms
+                      if arm.tokens_like and arm.name in batches)
     return (f"scale: {scale.preset} preset ({parameters / 1e6:.2f}M parameters), {scale.steps:,} steps of "
-            f"{scale.batch_size} × {scale.seq_length} tokens ({tokens / 1e6:.2f}M tokens seen per arm), "
+            f"{scale.batch_size} × {scale.seq_length} tokens{f' (grown batches: {grown})' if grown else ''} "
+            f"({tokens / 1e6:.2f}M tokens seen per arm at most), "
             f"{scale.seeds} seed(s), the first {scale.max_documents} documents of Shakespeare"
             f"{'; frozen features read by the paper BiLSTM' if scale.feature_classifier == 'bilstm' else ''}"
             "; ours in percent")

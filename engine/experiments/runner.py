@@ -43,6 +43,7 @@ from engine.experiments.evaluation import (DOWNSTREAM, FEATURES_OF_ANY_ARM, appl
                                           masked_accuracy, measure)
 from engine.experiments.series import measure_series, pretraining_changes
 from engine.experiments.syntax_metrics import SYNTAX_METRICS, read_details, syntax_measures
+from engine.experiments.token_budget import arm_batch_size
 from engine.model.loaded_model import LoadedModel
 from engine.text.builtin_corpus import builtin_corpus
 from engine.text.tokenizer import WordPieceTokenizer
@@ -84,11 +85,14 @@ ADDED_AT_DEFAULT = {"feature_classifier": "logistic"}   # Scale fields added lat
                                                       # the hash, so folders made before them are found again
 
 
-def scale_key(scale: Scale) -> str:
+def scale_key(scale: Scale, revision: int = 0) -> str:
     """The folder of one scale's runs: ``tiny-600-steps-<hash of every setting but the seeds>``, so a quick run's
-    numbers are never read back as a default run's (more seeds of the same scale add to the same folder)."""
+    numbers are never read back as a default run's (more seeds of the same scale add to the same folder); an
+    experiment's ``revision`` above 0 is hashed too."""
     settings = {k: v for k, v in sorted(asdict(scale).items())
                 if k != "seeds" and not (k in ADDED_AT_DEFAULT and v == ADDED_AT_DEFAULT[k])}
+    if revision:
+        settings["revision"] = revision
     if scale.feature_classifier == "bilstm":             # its sums' layer weights are learned (LayerMix) since
         settings["bilstm_learns_layer_weights"] = True   # 6 Dec 2026: a folder of the equal weights is not read back
     digest = hashlib.sha256(json.dumps(settings).encode("utf-8")).hexdigest()[:8]
@@ -97,7 +101,7 @@ def scale_key(scale: Scale) -> str:
 
 def experiment_dir(root: Path, experiment: Experiment, scale: Scale) -> Path:
     """Where an experiment keeps everything of one scale: its vocabulary and each arm's seeds."""
-    return Path(root) / experiment.name / scale_key(scale)
+    return Path(root) / experiment.name / scale_key(scale, experiment.revision)
 
 
 def seed_dir(root: Path, experiment: Experiment, arm: Arm, seed: int, scale: Scale) -> Path:
@@ -158,7 +162,7 @@ def shared_tokenizer(root: Path, experiment: Experiment, scale: Scale, say: Say)
 def pretraining_spec(arm: Arm, scale: Scale, seed: int, tokenizer: Path, run_dir: Path,
                      changes: Mapping[str, Any] | None = None) -> JobSpec:
     """The arm's pretraining job: the scale's settings with the arm's changes, then ``changes`` (the measured
-    checkpoints' keeping: ``series.pretraining_changes``)."""
+    checkpoints' keeping: ``series.pretraining_changes``; a grown batch: ``token_budget.arm_batch_size``)."""
     steps = arm.steps(scale)                                     # the scale's, or the arm's own (equal compute)
     training = TrainingConfig(task=PRETRAINING.name, learning_rate=scale.learning_rate, total_steps=steps,
                               batch_size=scale.batch_size, max_seq_length=scale.seq_length,
@@ -168,6 +172,14 @@ def pretraining_spec(arm: Arm, scale: Scale, seed: int, tokenizer: Path, run_dir
     return JobSpec(training, preset=scale.preset, corpus=CORPUS, max_documents=scale.max_documents,
                    eval_fraction=0.05, tokenizer=str(tokenizer), run_dir=str(run_dir),
                    task_settings=dict(arm.settings)).replace(**dict(arm.job))
+
+
+def arm_spec(experiment: Experiment, arm: Arm, scale: Scale, seed: int, tokenizer: Path, run_dir: Path) -> JobSpec:
+    """The pretraining job ``experiment`` runs for ``arm``: ``pretraining_spec`` with the measured checkpoints
+    kept, and the arm's batch grown to another arm's tokens per step where it names one (``token_budget``)."""
+    batch = arm_batch_size(experiment, arm, scale, tokenizer, CORPUS)
+    changes = {**pretraining_changes(experiment, arm, scale), **({"batch_size": batch} if arm.tokens_like else {})}
+    return pretraining_spec(arm, scale, seed, tokenizer, run_dir, changes)
 
 
 def pretrain(spec: JobSpec, run_dir: Path, say: Say, should_stop: ShouldStop | None = None) -> None:
@@ -210,9 +222,12 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
         say(f"{found}: measuring it again")
     owner = pretraining_owner(experiment, arm)
     run_dir = pretrain_dir(root, experiment, arm, seed, scale)
-    spec = pretraining_spec(owner, scale, seed, tokenizer, run_dir, pretraining_changes(experiment, owner, scale))
+    spec = arm_spec(experiment, owner, scale, seed, tokenizer, run_dir)
+    batch = spec.training_config().batch_size                    # the scale's, or grown (RoBERTa)
     shared = f" (shared with {owner.name})" if owner is not arm else ""
-    say(f"{experiment.name} · {arm.name} · seed {seed}: pretraining {owner.steps(scale):,} steps{shared}")
+    grown = (f" of {batch} inputs (as many tokens as {owner.tokens_like}'s {scale.batch_size})"
+             if owner.tokens_like else "")
+    say(f"{experiment.name} · {arm.name} · seed {seed}: pretraining {owner.steps(scale):,} steps{grown}{shared}")
     pretrain(spec, run_dir, say, should_stop)
     model = final_model(run_dir)
     metrics: dict[str, float | None] = {}
@@ -232,7 +247,7 @@ def run_arm(root: Path, experiment: Experiment, arm: Arm, scale: Scale, seed: in
     series = measure_series(experiment, arm, scale, seed, run_dir, folder, metrics, lambda: _check(should_stop), say)
     parameters = sum(p.numel() for p in loaded.model.parameters())
     steps = owner.steps(scale)
-    result = ArmResult(arm.name, seed, metrics, steps, steps * scale.batch_size * scale.seq_length,
+    result = ArmResult(arm.name, seed, metrics, steps, steps * batch * scale.seq_length,
                        parameters, series, details)
     folder.mkdir(parents=True, exist_ok=True)
     keep_result(result, kept)
