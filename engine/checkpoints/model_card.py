@@ -13,6 +13,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.model.families.registry import FAMILIES
+from engine.text.special_roles import BERT_TOKENS
+
 # Held-out figures in the card's table: record key -> column title (probabilities print as percentages).
 EVAL_COLUMNS = (("eval_mlm_loss", "MLM loss"), ("eval_mlm_acc", "MLM accuracy"),
                 ("eval_nsp_loss", "NSP loss"), ("eval_nsp_acc", "NSP accuracy"))
@@ -36,6 +39,14 @@ class CardFacts:
     evaluations: list[dict[str, Any]] = field(default_factory=list)   # eval records up to the checkpoint
     base_model: str | None = None                          # a hub id or "bundled default model"
     language: str = "en"
+    mask_token: str = BERT_TOKENS["mask"]                  # its tokenizer's (RoBERTa's "<mask>"), for the example
+
+
+def _family(facts: CardFacts) -> tuple[str, str]:
+    """The model's ``model_type`` (a tag) and its family's name for people, from config.json (BERT's when absent)."""
+    model_type = facts.model_config.get("model_type")
+    model_type = model_type if isinstance(model_type, str) and model_type in FAMILIES else "bert"
+    return model_type, FAMILIES[model_type].name
 
 
 def _num(value: Any, probability: bool = False) -> str:
@@ -46,7 +57,7 @@ def _num(value: Any, probability: bool = False) -> str:
 
 def _yaml(facts: CardFacts) -> str:
     meta: dict[str, Any] = {"library_name": "transformers", "pipeline_tag": "fill-mask", "language": [facts.language],
-                            "tags": ["bert", "fill-mask", "masked-language-modeling", "bert-explorer"]}
+                            "tags": [_family(facts)[0], "fill-mask", "masked-language-modeling", "bert-explorer"]}
     if facts.training.get("nsp"):
         meta["tags"].append("next-sentence-prediction")
     if facts.base_model and "/" in facts.base_model:        # only a hub id is a valid base_model
@@ -71,7 +82,7 @@ def model_card(facts: CardFacts) -> str:
         progress += " (a checkpoint taken before the run's last step)"
     start = f"It continued training from `{facts.base_model}`." if facts.base_model else "It was trained from scratch."
     out = [_yaml(facts), "", f"# {facts.name}", "",
-           f"A small BERT ({size}) pretrained with BERT Explorer on {objectives}. {start} "
+           f"A small {_family(facts)[1]} ({size}) pretrained with BERT Explorer on {objectives}. {start} "
            f"This is a teaching model: expect it to know little beyond its training text.", "",
            "## Data", "", facts.data + (f" {facts.documents:,} documents." if facts.documents else ""), "",
            facts.tokenizer, "", "## Training", "",
@@ -106,6 +117,6 @@ def model_card(facts: CardFacts) -> str:
             'tokenizer = AutoTokenizer.from_pretrained("path/to/unzipped/folder")',
             f'model = {klass}.from_pretrained("path/to/unzipped/folder")',
             'fill = pipeline("fill-mask", model="path/to/unzipped/folder")',
-            'print(fill("the king is [MASK] ."))',
+            f'print(fill("the king is {facts.mask_token} ."))',
             "```", ""]
     return "\n".join(out)

@@ -44,3 +44,12 @@ def test_a_model_continued_from_the_hub_names_its_base_model_and_eval_table():
     rows = [line for line in body.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 12 and rows[-1] == "| 200 | 3 | 20% |"          # the last 12 evaluations
     assert "before the run's last step" not in body
+
+
+def test_another_familys_card_names_it_and_writes_its_example_with_its_own_mask():
+    meta, body = split(model_card(facts(architectures=["RobertaForMaskedLM"], mask_token="<mask>",
+                                        model_config={"model_type": "roberta", "vocab_size": 50265})))
+    assert meta["tags"][0] == "roberta" and "A small RoBERTa" in body
+    assert 'print(fill("the king is <mask> ."))' in body and "[MASK]" not in body
+    meta, body = split(model_card(facts(model_config={"model_type": "not-a-family"})))
+    assert meta["tags"][0] == "bert" and "A small BERT" in body and "[MASK]" in body   # unknown: BERT's, no crash

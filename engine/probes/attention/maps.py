@@ -21,6 +21,7 @@ from engine.model.loaded_model import LoadedModel
 from engine.checks import is_whole_number
 from engine.model.config import BertConfig
 from engine.model.families.registry import attention_reach
+from engine.probes.heads.fill_mask import model_mask_text
 from engine.probes.heads.fill_mask_checkpoints import checkpoint_step
 from engine.probes.attention.head_stats import STAT_NAMES, HeadStats, check_positions, layer_statistics
 from engine.text.encoding import Encoding
@@ -98,7 +99,8 @@ def check_head_index(num_layers: int, num_heads: int, layer: Any, head: Any) -> 
 
 def encode_input(loaded: LoadedModel, text: str, text_pair: str | None = None,
                  max_length: int | None = None) -> Encoding:
-    """Encode text (and pair) for ``loaded``, truncated to ``max_length`` (default: the model's positions)."""
+    """Encode text (and pair) for ``loaded``, truncated to ``max_length`` (default: the model's positions); a typed
+    ``[MASK]`` is the model's own mask token (RoBERTa's ``<mask>``: ``fill_mask.model_mask_text``), as in Fill-mask."""
     tokenizer = loaded.require_tokenizer()
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
@@ -109,7 +111,7 @@ def encode_input(loaded: LoadedModel, text: str, text_pair: str | None = None,
     if max_length > limit:
         raise ValueError(f"max_length {max_length} is longer than this model's {limit} positions")
     pair = text_pair if text_pair and text_pair.strip() else None
-    return tokenizer.encode(text, pair, max_length=max_length)
+    return tokenizer.encode(model_mask_text(tokenizer, text), model_mask_text(tokenizer, pair), max_length=max_length)
 
 
 def special_positions(loaded: LoadedModel, encoding: Encoding) -> tuple[list[int], list[int]]:

@@ -25,6 +25,7 @@ import torch
 
 from engine.model.loaded_model import LoadedModel
 from engine.probes.heads.fill_mask import _encode, _piece
+from engine.text.segment_ids import uses_segment_ids
 
 
 @dataclass
@@ -63,7 +64,8 @@ def joint_fill(loaded: LoadedModel, text: str, text_pair: str | None = None) -> 
     tokenizer, model = loaded.tokenizer, loaded.model
     device = next(model.parameters()).device
     input_ids = torch.tensor([encoding.input_ids], device=device)              # (1, S)
-    token_type_ids = torch.tensor([encoding.token_type_ids], device=device)    # (1, S)
+    token_type_ids = (torch.tensor([encoding.token_type_ids], device=device)   # (1, S); none without segments
+                      if uses_segment_ids(loaded.config, tokenizer) else None)
     attention_mask = torch.ones_like(input_ids)                                # (1, S)
     remaining = list(positions)                                                # still masked, in text order
     steps: list[FillStep] = []

@@ -22,6 +22,7 @@ from engine.checkpoints.model_card import CardFacts, model_card
 from engine.disk_faults import make_folder, writing
 from engine.regular_files import is_regular, open_regular, read_bytes
 from engine.text.builtin_corpus import BUILTIN_CORPORA
+from engine.text.special_roles import BERT_TOKENS, configured_tokens, read_tokenizer_config
 from engine.training.runs.fs_checks import weights_problem
 from engine.training.runs.run_folder import RunFolder, is_complete
 from engine.training.runs.spec_file import read_spec
@@ -57,7 +58,9 @@ def card_facts(checkpoint: str | Path) -> CardFacts:
         data = f"Text given by the user ({Path(corpus).name})."
     if spec.get("max_documents") and corpus in BUILTIN_CORPORA:
         data += f" The first {spec['max_documents']:,} documents were used."
-    if spec.get("tokenizer"):
+    if spec.get("init_from") and not spec.get("tokenizer"):
+        tokenizer = f"The vocabulary is that of `{spec['init_from']}`, where training started, kept unchanged."
+    elif spec.get("tokenizer"):
         tokenizer = "The vocabulary is a given WordPiece vocabulary (`vocab.txt`), kept unchanged."
         if Path(str(spec["tokenizer"])).name == "tokenizer":
             tokenizer = "The vocabulary is bert-base-uncased's WordPiece vocabulary, kept unchanged."
@@ -72,7 +75,19 @@ def card_facts(checkpoint: str | Path) -> CardFacts:
         documents=spec.get("documents") if isinstance(spec.get("documents"), int) else None,
         tokenizer=tokenizer, step=step, total_steps=total, training=training,
         metrics=info.get("metrics") or {}, evaluations=evaluations,
-        base_model=spec.get("init_from"))
+        base_model=spec.get("init_from"), mask_token=_mask_token(checkpoint))
+
+
+def _mask_token(checkpoint: Path) -> str:
+    """The checkpoint tokenizer's mask token as its files name it (RoBERTa's ``<mask>``); BERT's when they name
+    none or cannot be read (the card is still written)."""
+    try:
+        token = configured_tokens(read_tokenizer_config(checkpoint)).get("mask")
+    except (OSError, ValueError):
+        token = None
+    if token and len(token) <= 64 and token.isprintable() and not set(token) & set('"\\'):
+        return token                                                  # one line of a Python string in the card
+    return BERT_TOKENS["mask"]
 
 
 def export_zip(checkpoint: str | Path, destination: str | Path) -> Path:

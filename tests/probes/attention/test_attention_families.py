@@ -1,5 +1,6 @@
 """Attention with every family (docs/design/families.md): ModernBERT's local layers see a window and the
-Attention view says which layers are local; the statistics name the tokenizer's own specials (RoBERTa's ``<s>``)."""
+Attention view says which layers are local; the statistics name the tokenizer's own specials (RoBERTa's ``<s>``);
+a typed ``[MASK]`` is the model's own mask token in every attention view."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +8,9 @@ import pytest
 
 from engine.checkpoints.hf_format import load
 from engine.model.families.registry import attention_reach
+from engine.probes.attention.ablation import ablate_heads
 from engine.probes.attention.maps import attention
+from engine.probes.attention.neuron_view import neuron_view
 from explorer.attention.actions import summary_markdown
 from support.saved_families import save_family_model
 
@@ -43,3 +46,21 @@ def test_other_families_see_everything_and_name_their_specials(models):
     assert attention_reach(loaded.config) == (None, None)
     summary = summary_markdown(attention(loaded, TEXT), 0, 0)
     assert "local" not in summary and r"\<s\> " in summary and r"\</s\> " in summary
+
+
+def test_a_typed_mask_is_the_models_own_mask_in_the_attention_views_and_head_removal(models):
+    """RoBERTa's mask is ``<mask>``: a typed ``[MASK]`` is read as it, as Fill-mask and Compare read it, so the
+    Attention tab's head removal finds the mask to fill instead of scoring the pieces ``[``, ``MASK``, ``]``."""
+    loaded = models["roberta"]
+    text = "The cat sat on the [MASK] in the warm sun."
+    mask = loaded.tokenizer.mask_token
+    assert mask == "<mask>"
+    maps = attention(loaded, text)
+    assert maps.tokens.count(mask) == 1 and "MASK" not in "".join(maps.tokens)
+    assert neuron_view(loaded, text, layer=0, head=0, query=1).tokens == maps.tokens
+    removed = ablate_heads(loaded, text, head_mask=[[1.0] * loaded.config.num_attention_heads,
+                                                    [0.0] + [1.0] * (loaded.config.num_attention_heads - 1)])
+    assert removed.tokens == maps.tokens
+    assert len(removed.baseline.fills) == len(removed.ablated.fills) == 1     # one mask, its fillers both ways
+    assert maps.tokens.index(mask) not in removed.scored_positions
+    assert attention(loaded, text.replace("[MASK]", mask)).tokens == maps.tokens   # either spelling, one input

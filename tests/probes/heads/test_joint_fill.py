@@ -146,3 +146,16 @@ def test_errors_are_the_fill_masks(ours, tmp_path):
     qa = engine.load(engine.save(BertWithHeads(config(), heads=("qa",)).eval(), TOKENIZER, tmp_path / "qa"))
     with pytest.raises(ValueError, match="no masked-LM head"):
         joint_fill(qa, "Nice to [MASK] you.")
+
+
+def test_a_model_of_one_segment_fills_a_pair_as_fill_mask_does():
+    """A model without a second segment row (type_vocab_size 1, as RoBERTa's) reading a pair with a tokenizer that
+    writes segment 1: no segment ids go in, as in fill-mask, instead of an index past its one row."""
+    model = randomize_(BertWithHeads(config(type_vocab_size=1), heads=("mlm",)), 1, scale=0.3).eval()
+    loaded = LoadedModel(model, TOKENIZER, model.config, "one segment")
+    result = joint_fill(loaded, "the king is [MASK].", "the queen is [MASK].")
+    per_mask = fill_mask_details(loaded, "the king is [MASK].", top_k=1, text_pair="the queen is [MASK].").masks
+    assert len(result.steps) == 2
+    first = result.steps[0]
+    assert first.token_id == per_mask[first.mask].token_ids[0]          # its first step: fill-mask's top guess there
+    assert first.score == pytest.approx(per_mask[first.mask].scores[0], abs=1e-6)

@@ -7,9 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, pipeline
 
 from support.checkpoint_helpers import assert_strict, compare, hf_load
+from support.saved_families import save_family_model
 from engine.checkpoints.hf_format import load_directory
 from engine.training.runs.export import EXPORTED_FILES, export_zip
 from engine.training.tasks.job_spec import JobSpec
@@ -66,3 +67,25 @@ def test_the_card_has_metadata_data_steps_losses_and_evaluations(checkpoint: Pat
 def test_a_gone_checkpoint_says_so(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="gone or incomplete"):
         export_zip(tmp_path / "run" / "checkpoints" / "step-000001", tmp_path)
+
+
+def test_a_roberta_continued_here_gets_a_card_whose_example_runs_in_transformers(tmp_path: Path) -> None:
+    """Pretraining can continue from a RoBERTa (``init_from``): its card names the family and its vocabulary, and
+    the card's fill-mask example is written with RoBERTa's ``<mask>``, so it runs as printed."""
+    base = save_family_model("roberta", tmp_path / "roberta-base-tiny")
+    spec = JobSpec(dict(total_steps=2, batch_size=2, max_seq_length=32, checkpoint_every=0, nsp=False,
+                        learning_rate=1e-3), init_from=str(base), corpus="shakespeare", max_documents=6,
+                   run_dir=str(tmp_path / "run-r"))
+    job = prepare_job(spec)
+    job.trainer.train()
+    with zipfile.ZipFile(export_zip(job.trainer.last_checkpoint, tmp_path / "out")) as archive:
+        archive.extractall(tmp_path / "model")
+    card = (tmp_path / "model" / "README.md").read_text(encoding="utf-8")
+    meta = yaml.safe_load(card.split("---", 2)[1])
+    assert meta["tags"][0] == "roberta" and "A small RoBERTa" in card and "[MASK]" not in card
+    assert f"The vocabulary is that of `{base}`" in card
+    example = next(line for line in card.splitlines() if line.startswith("print(fill("))
+    assert example == 'print(fill("the king is <mask> ."))'
+    fill = pipeline("fill-mask", model=str(tmp_path / "model"))
+    answers = fill(example.removeprefix('print(fill("').removesuffix('"))'))
+    assert len(answers) == 5 and all(a["sequence"] for a in answers)             # the example runs as printed
