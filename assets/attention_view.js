@@ -132,7 +132,8 @@
   function statsLine(e, layer, head) {
     const k = (layer * e.num_heads + head) * e.stat_names.length;
     const s = Object.fromEntries(e.stat_names.map((n, i) => [n, e.stats.get(k + i)]));
-    return `entropy ${s.entropy.toFixed(2)} nats · [CLS] ${pct(s.cls)} · [SEP] ${pct(s.sep)} · self ${pct(s.self)}`
+    const [first, last] = e.special_names || ["[CLS]", "[SEP]"];   // as the input writes them: RoBERTa's <s>, </s>
+    return `entropy ${s.entropy.toFixed(2)} nats · ${first} ${pct(s.cls)} · ${last} ${pct(s.sep)} · self ${pct(s.self)}`
       + ` · previous ${pct(s.prev)} · next ${pct(s.next)} · mean distance ${s.distance.toFixed(1)} tokens`;
   }
 

@@ -6,6 +6,8 @@ labels, so repeated tokens (two ``the``s, several ``[SEP]``s) stay separate cell
 """
 from __future__ import annotations
 
+import html
+
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -157,12 +159,18 @@ def empty_figure(message: str = "Nothing to show yet", height: int = 220) -> go.
     )
 
 
+def plotly_text(text: str) -> str:
+    """``text`` as Plotly shows it literally: its ``<``, ``>`` and ``&`` as entities, since Plotly reads a few tags
+    in labels (RoBERTa's ``<s>`` would strike the rest through and vanish)."""
+    return html.escape(text, quote=False)
+
+
 def tick_labels(tokens: Sequence[str]) -> tuple[list[int], list[str]]:
-    """Tick positions and texts; thinned to every k-th position for long sequences."""
+    """Tick positions and texts (``plotly_text``); thinned to every k-th position for long sequences."""
     n = len(tokens)
     step = 1 if n <= _MAX_TICK_LABELS else -(-n // _MAX_TICK_LABELS)
     positions = list(range(0, n, step))
-    return positions, [tokens[i] for i in positions]
+    return positions, [plotly_text(tokens[i]) for i in positions]
 
 
 def _check_lengths(tokens: Sequence[str], segments: Sequence[str], ids: Sequence[int] | None,

@@ -114,8 +114,7 @@ def _named(heads: list[int]) -> str:
 def summary_markdown(result: AttentionResult, layer: int, head: int) -> str:
     """Counts and the chosen head's statistics in words; ``layer`` is the engine's index (shown from 1)."""
     s = result.stats.head(layer, head)
-    specials = [plain_markdown(t) for t, special in zip(result.tokens, result.special_mask) if special]
-    first, last = (specials[0], specials[-1]) if specials else ("[CLS]", "[SEP]")   # by the tokenizer: <s>, </s>
+    first, last = (plain_markdown(name) for name in result.special_names())   # by the tokenizer: <s>, </s>
     lines = [f"**{len(result.tokens)} tokens** · **{result.num_layers} layers × {result.num_heads} heads** · "
              f"model: {result.source}",
              f"Layer {shown_layer(layer)}, head {head}: entropy {s['entropy']:.2f} {gloss('nats')} · "

@@ -88,7 +88,8 @@ def heatmap_value(result: AttentionResult, layer: int, head: int, view_heads: Se
             "num_layers": result.num_layers, "num_heads": result.num_heads, "layer": int(layer), "head": int(head),
             "map_layers": layers, "map_heads": heads, "maps": encode(maps, "uint8", scale=1.0),
             "stats": encode(np.nan_to_num(stats), "float16"), "stat_names": list(STAT_NAMES),
-            "stat_titles": [STAT_TITLES[name] for name in STAT_NAMES], "palette": palette(), "source": result.source,
+            "stat_titles": [STAT_TITLES[name] for name in STAT_NAMES],
+            "special_names": list(result.special_names()), "palette": palette(), "source": result.source,
             "export": export_info(result.source, result.text, result.text_pair)}
 
 

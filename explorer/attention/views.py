@@ -28,10 +28,12 @@ from explorer.views.plot_names import named
 
 def stats_table(result: AttentionResult) -> pd.DataFrame:
     """One row per head: its layer (from 1, as the tab numbers them), head, entropy and distance to 3
-    significant digits, and the shares of attention as percentages."""
+    significant digits, and the shares of attention as percentages; the two special tokens' columns named as the
+    input writes them (BERT's ``[CLS]``, ``[SEP]``: ``TABLE_COLUMNS``; RoBERTa's ``<s>``, ``</s>``)."""
     rows = [[shown_layer(r["layer"]), r["head"], sig(r["entropy"]), *(percent(r[name]) for name in SHARE_STATS),
              sig(r["distance"])] for r in result.records()]
-    return pd.DataFrame(rows, columns=TABLE_COLUMNS)
+    columns = [*TABLE_COLUMNS[:3], *result.special_names(), *TABLE_COLUMNS[5:]]
+    return pd.DataFrame(rows, columns=columns)
 
 
 def attention_input(services: Services, model_key: str | None, text: str | None, text_pair: str | None,

@@ -5,12 +5,14 @@ curves are ``explorer.runs.plots``.
 """
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
 
-from explorer.plots import empty_figure, tick_labels
+from engine.data.masking import DEFAULT_MASK_MIX
+from explorer.plots import empty_figure, plotly_text, tick_labels
 
 # One colour per masking kind (the names match ``engine.data.masking.KIND_NAMES``).
 KIND_COLORS: dict[str, str] = {
@@ -19,21 +21,29 @@ KIND_COLORS: dict[str, str] = {
     "random": "#f59e0b",   # amber: replaced by a random token (10%)
     "kept": "#16a34a",     # green: left as is but still predicted (10%)
 }
-KIND_LABELS: dict[str, str] = {
-    "none": "not masked",
-    "[MASK]": "→ [MASK] (80%)",
-    "random": "→ random token (10%)",
-    "kept": "kept, still predicted (10%)",
-}
+
+
+def kind_labels(mask_mix: Sequence[float] | None = None, mask_token: str | None = None) -> dict[str, str]:
+    """The legend's words for each masking kind, with the run's shares (BERT's 80/10/10 when not given) and its
+    mask token (RoBERTa's ``<mask>``; written so Plotly shows it as text, not as a tag)."""
+    mask, random, kept = (DEFAULT_MASK_MIX if mask_mix is None or len(mask_mix) != 3 else mask_mix)
+    shown = html.escape(mask_token or "mask token")
+    return {"none": "not masked", "[MASK]": f"→ {shown} ({mask:.0%})", "random": f"→ random token ({random:.0%})",
+            "kept": f"kept, still predicted ({kept:.0%})"}
+
+
+KIND_LABELS: dict[str, str] = kind_labels(DEFAULT_MASK_MIX, "[MASK]")   # BERT's, the default
 
 
 def masked_strip(tokens: Sequence[str], kinds: Sequence[str],
-                 label_tokens: Sequence[str | None] | None = None, title: str | None = None) -> go.Figure:
+                 label_tokens: Sequence[str | None] | None = None, title: str | None = None,
+                 legend: Mapping[str, str] = KIND_LABELS) -> go.Figure:
     """One cell per token at x = position, coloured by masking kind (``KIND_COLORS``).
 
     ``tokens`` are what the model sees (after masking); ``label_tokens`` the originals it
     must predict (None where nothing is predicted). Hover shows both; predicted cells also
-    carry the original token as their text. One bar trace per kind present.
+    carry the original token as their text. One bar trace per kind present, named by ``legend``
+    (``kind_labels``).
     """
     if len(tokens) != len(kinds):
         raise ValueError(f"tokens ({len(tokens)}) and kinds ({len(kinds)}) differ in length")
@@ -47,17 +57,17 @@ def masked_strip(tokens: Sequence[str], kinds: Sequence[str],
     order = [k for k in KIND_COLORS if k in kinds] + sorted({k for k in kinds if k not in KIND_COLORS})
     for kind in order:
         pos = [i for i, k in enumerate(kinds) if k == kind]
-        custom = [[tokens[i], labels[i] if labels[i] is not None else "—"] for i in pos]
+        custom = [[plotly_text(tokens[i]), plotly_text(labels[i]) if labels[i] is not None else "—"] for i in pos]
         fig.add_trace(go.Bar(
             x=pos, y=[1] * len(pos), width=0.92,
-            name=KIND_LABELS.get(kind, kind),
+            name=legend.get(kind, kind),
             marker=dict(color=KIND_COLORS.get(kind, "#94a3b8"), line=dict(width=0)),
-            text=[labels[i] or "" for i in pos] if kind != "none" else None,
+            text=[plotly_text(labels[i] or "") for i in pos] if kind != "none" else None,
             textposition="inside" if kind != "none" else "none",
             insidetextanchor="middle", textangle=-90, textfont=dict(color="white"),
             customdata=custom,
             hovertemplate=("position %{x}<br>input %{customdata[0]}<br>original %{customdata[1]}"
-                           "<extra>" + KIND_LABELS.get(kind, kind) + "</extra>"),
+                           "<extra>" + legend.get(kind, kind) + "</extra>"),
         ))
     tickvals, ticktext = tick_labels(list(tokens))
     fig.update_layout(
@@ -86,7 +96,8 @@ def batch_figure(batch: Mapping[str, Any] | None, row: int = 0) -> go.Figure:
     if row < len(nsp) and nsp[row] in (0, 1):
         pair = " · B follows A" if nsp[row] == 0 else " · B is a random sentence"
     return masked_strip(r["tokens"], r["mask_kind_names"], r.get("label_tokens"),
-                        title=f"Step {batch.get('step', '?')}: sequence {row + 1} of the batch{pair}")
+                        title=f"Step {batch.get('step', '?')}: sequence {row + 1} of the batch{pair}",
+                        legend=kind_labels(batch.get("mask_mix"), batch.get("mask_token")))
 
 
 def masked_rows(batch: Mapping[str, Any] | None, row: int = 0) -> list[list[Any]]:

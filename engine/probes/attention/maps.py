@@ -58,6 +58,12 @@ class AttentionResult:
         layer, head = check_head_index(self.num_layers, self.num_heads, layer, head)
         return self.attentions[layer, head]
 
+    def special_names(self) -> tuple[str, str]:
+        """The tokens the ``cls`` and ``sep`` statistics are about, as this input writes them (BERT's [CLS] and
+        [SEP], RoBERTa's <s> and </s>): its first and last special token (words when it has none)."""
+        specials = [token for token, special in zip(self.tokens, self.special_mask) if special]
+        return (specials[0], specials[-1]) if specials else ("first special token", "separator")
+
     def records(self) -> list[dict[str, Any]]:
         """One row per head: layer, head and every statistic (pandas-friendly)."""
         return self.stats.records()

@@ -62,7 +62,9 @@ class WorkerCallback(TrainerCallback):
 
     def on_batch(self, trainer: Trainer, batch: Any) -> None:
         try:
-            snap = capture_rows(batch, trainer.global_step + 1, BATCH_ROWS)
+            objective = getattr(trainer.train_data, "objective", None)       # pretraining data: its mask mix
+            snap = capture_rows(batch, trainer.global_step + 1, BATCH_ROWS,
+                                *([objective.mask_mix] if objective is not None else []))
         except Exception:  # noqa: BLE001 - the view is best effort; never break training for it
             logger.debug("could not capture the batch for the masking view", exc_info=True)
             return

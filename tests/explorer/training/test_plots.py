@@ -54,3 +54,19 @@ def test_batch_figure_and_rows() -> None:
     fig = tp.batch_figure(batch)
     assert "Step 7" in fig.layout.title.text and "random sentence" in fig.layout.title.text
     assert tp.masked_rows(batch) == [[1, "[MASK]", "a", "[MASK]"], [2, "b", "b", "kept"]]
+
+
+def test_the_legend_says_the_runs_own_mix_and_mask_token_and_plotly_shows_tokens_as_text() -> None:
+    """A run that masks 100% with RoBERTa's ``<mask>``: the legend gives that, not BERT's 80% [MASK]; a token
+    such as ``<s>`` reaches Plotly as entities (Plotly reads ``<s>`` as strike-through and hides it)."""
+    batch = {"step": 3, "mask_mix": [1.0, 0.0, 0.0], "mask_token": "<mask>", "next_sentence_label": [-100], "rows": [{
+        "tokens": ["<s>", "<mask>", "b", "</s>"], "mask_kind_names": ["none", "[MASK]", "none", "none"],
+        "label_tokens": [None, "a&b", None, None]}]}
+    fig = tp.batch_figure(batch)
+    names = {t.name for t in fig.data}
+    assert "→ &lt;mask&gt; (100%)" in names and not any("80%" in n for n in names)
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "&lt;mask&gt;", "b", "&lt;/s&gt;"]
+    masked = next(t for t in fig.data if t.name.startswith("→"))
+    assert list(masked.text) == ["a&amp;b"] and masked.customdata[0][0] == "&lt;mask&gt;"
+    assert tp.kind_labels(None, "[MASK]") == tp.KIND_LABELS and tp.KIND_LABELS["[MASK]"] == "→ [MASK] (80%)"   # BERT's default
+    assert tp.kind_labels([0.8, 0.0, 0.2], None)["kept"] == "kept, still predicted (20%)"

@@ -12,6 +12,8 @@ from engine.probes.attention.ablation import ablate_heads
 from engine.probes.attention.maps import attention
 from engine.probes.attention.neuron_view import neuron_view
 from explorer.attention.actions import summary_markdown
+from explorer.attention.canvas import heatmap_value
+from explorer.attention.views import stats_table
 from support.saved_families import save_family_model
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -64,3 +66,12 @@ def test_a_typed_mask_is_the_models_own_mask_in_the_attention_views_and_head_rem
     assert len(removed.baseline.fills) == len(removed.ablated.fills) == 1     # one mask, its fillers both ways
     assert maps.tokens.index(mask) not in removed.scored_positions
     assert attention(loaded, text.replace("[MASK]", mask)).tokens == maps.tokens   # either spelling, one input
+
+
+def test_the_head_statistics_table_and_canvas_name_the_models_own_specials(models):
+    result = attention(models["roberta"], TEXT)
+    assert result.special_names() == ("<s>", "</s>")
+    table = stats_table(result)
+    assert list(table.columns[3:5]) == ["<s>", "</s>"] and "[CLS]" not in table.columns
+    assert len(table) == result.num_layers * result.num_heads
+    assert heatmap_value(result, 0, 0, [0], "view")["special_names"] == ["<s>", "</s>"]   # the canvas's hover line

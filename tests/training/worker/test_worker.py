@@ -130,6 +130,7 @@ def test_run_lifecycle_metrics_checkpoints_and_batch(worker):
 
     batch = worker.current_batch()
     assert batch["step"] == 16 and 1 <= len(batch["rows"]) <= 2
+    assert batch["mask_mix"] == [0.8, 0.1, 0.1] and batch["mask_token"] == loaded.tokenizer.mask_token   # the legend's
     assert_batch_consistent(batch, loaded.tokenizer)
 
 
