@@ -188,7 +188,7 @@ def _segment_trace(seg: str, pos: list[int], tokens: Sequence[str], ids: Sequenc
                    type_ids: Sequence[int] | None, show_text: bool) -> dict[str, Any]:
     """The bar trace of one segment's cells at positions ``pos`` (numbered inside when ``show_text``)."""
     custom = [
-        [tokens[i], ids[i] if ids is not None else "", type_ids[i] if type_ids is not None else ""]
+        [plotly_text(tokens[i]), ids[i] if ids is not None else "", type_ids[i] if type_ids is not None else ""]
         for i in pos
     ]
     return dict(

@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from explorer.attention.plots import compact
 from explorer.plots import COLORSCALE
 from explorer.formatting import percent, sig
-from explorer.plots import category_colors, empty_figure, probability_axis, tick_labels, top_value
+from explorer.plots import category_colors, empty_figure, plotly_text, probability_axis, tick_labels, top_value
 
 BASELINE_COLOR = "#4f6bed"
 ABLATED_COLOR = "#dc2626"
@@ -52,7 +52,7 @@ def ablation_figure(tokens: Sequence[str], positions: Sequence[int], baseline_lo
     top = top_value([f["baseline"] for f in fills] + [f["ablated"] for f in fills])    # one scale for every mask
     for row, panel in enumerate(panels, start=1):
         if panel == "loss":
-            labels = [f"{p}: {tokens[p]}" for p in positions]
+            labels = [f"{p}: {plotly_text(tokens[p])}" for p in positions]
             xs = list(range(len(positions)))
             _bars(fig, row, xs, baseline_losses, ablated_losses, labels, show_legend=row == 1, unit="nats")
             tickvals, ticktext = tick_labels([tokens[p] for p in positions])
@@ -64,7 +64,7 @@ def ablation_figure(tokens: Sequence[str], positions: Sequence[int], baseline_lo
             fig.update_yaxes(**probability_axis(1.0), row=row, col=1)
         else:
             fill = fills[int(panel[4:])]
-            words = list(fill["tokens"])
+            words = [plotly_text(word) for word in fill["tokens"]]
             xs = list(range(len(words)))
             _bars(fig, row, xs, fill["baseline"], fill["ablated"], words, show_legend=row == 1, unit="%")
             fig.update_xaxes(tickmode="array", tickvals=xs, ticktext=words, row=row, col=1)

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from explorer.attention.plots import compact
 from explorer.formatting import sig
-from explorer.plots import empty_figure, figure, subplot_grid, tick_labels
+from explorer.plots import empty_figure, figure, plotly_text, subplot_grid, tick_labels
 
 DIVERGING: list[tuple[float, str]] = [(0.0, "#2563eb"), (0.5, "#f1f5f9"), (1.0, "#dc2626")]   # blue, pale, red
 UP, DOWN = "#dc2626", "#2563eb"
@@ -23,7 +23,8 @@ WEIGHT = "#2171b5"             # a mid blue of the attention heatmap's scale
 
 
 def _labels(tokens: Sequence[str], masked: Sequence[bool] | None = None) -> list[str]:
-    return [f"{i}: {t}" + (" (padding)" if masked is not None and masked[i] else "") for i, t in enumerate(tokens)]
+    return [f"{i}: {plotly_text(t)}" + (" (padding)" if masked is not None and masked[i] else "")
+            for i, t in enumerate(tokens)]
 
 
 def _symmetric(*arrays: np.ndarray) -> float:
@@ -106,7 +107,7 @@ def scores_figure(tokens: Sequence[str], query: int, scores: Sequence[float], we
              customdata=[[label] for label in labels], showlegend=False,
              hovertemplate="key %{customdata[0]}<br>weight %{y:.3f}<extra></extra>", xaxis="x2", yaxis="y2"),
     ]
-    query_name = f"{query}: {tokens[query]}" if 0 <= query < n else str(query)
+    query_name = f"{query}: {plotly_text(tokens[query])}" if 0 <= query < n else str(query)
     layout = subplot_grid(2, 1, titles=[f"scaled dot products q·k/√d (query {query_name})",
                                         "softmax: the head's attention row (sums to 1)"], vertical_spacing=0.22,
                           x=dict(axis, showticklabels=False), x2=dict(axis, title="key token"),

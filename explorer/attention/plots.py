@@ -16,7 +16,7 @@ from plotly.colors import qualitative
 
 from explorer.layer_numbers import shown_layer, shown_layers
 from explorer.formatting import percent
-from explorer.plots import COLORSCALE, empty_figure, figure, tick_labels
+from explorer.plots import COLORSCALE, empty_figure, figure, plotly_text, tick_labels
 
 # One colour per head in the head view: d3's category10 (bertviz's palette), then Dark24 colours that
 # read on white and on a dark page alike (cycled beyond 16 heads).
@@ -67,7 +67,7 @@ def attention_heatmap(attn: np.ndarray, tokens: Sequence[str], layer: int, head:
     if n == 0:
         return empty_figure("No tokens")
     if n <= HOVER_LABEL_TOKENS:
-        labels = np.array([f"{i}: {t}" for i, t in enumerate(tokens)], dtype=object)
+        labels = np.array([f"{i}: {plotly_text(t)}" for i, t in enumerate(tokens)], dtype=object)
         custom = np.empty((n, n, 2), dtype=object)                   # (S, S, 2): query label, key label
         custom[:, :, 0], custom[:, :, 1] = labels[:, None], labels[None, :]
         hover = "query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.3f}<extra></extra>"
@@ -113,11 +113,11 @@ def _token_hovers(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence
         chosen = chosen.transpose(0, 2, 1)                             # (h, key, query)
     top = np.argsort(-chosen, axis=-1, kind="stable")[..., :k]         # (h, S, k)
     side, other = ("query", "looks at") if outgoing else ("key", "looked at by")
-    texts = []
-    for i, token in enumerate(tokens):
+    texts, shown = [], [plotly_text(token) for token in tokens]
+    for i, token in enumerate(shown):
         lines = [f"{side} {i}: {token}, {other}"]
         for row, head in enumerate(heads):
-            links = ", ".join(f"{tokens[j]} {percent(chosen[row, i, j])}" for j in top[row, i].tolist()
+            links = ", ".join(f"{shown[j]} {percent(chosen[row, i, j])}" for j in top[row, i].tolist()
                               if chosen[row, i, j] >= HEAD_VIEW_THRESHOLD) or "–"
             lines.append(f"head {head}: {links}")
         texts.append("<br>".join(lines))
@@ -178,7 +178,7 @@ def head_view(layer_attn: np.ndarray, tokens: Sequence[str], heads: Sequence[int
     positions = np.arange(n, dtype=np.float32)
     for x, side, outgoing in ((0, "middle left", True), (1, "middle right", False)):
         traces.append(dict(type="scatter", x=np.full(n, x, dtype=np.float32), y=positions, mode="markers+text",
-                           text=list(tokens), textposition=side, showlegend=False, cliponaxis=False,
+                           text=[plotly_text(t) for t in tokens], textposition=side, showlegend=False, cliponaxis=False,
                            marker=dict(size=9, color="#6b7280"), hovertext=_token_hovers(layer_attn, tokens, heads, outgoing),
                            hovertemplate="%{hovertext}<extra></extra>", hoverlabel=dict(align="left")))
     headers = [dict(text=text, x=x, y=-1.1, xref="x", yref="y", xanchor=anchor, showarrow=False, font=dict(size=13))

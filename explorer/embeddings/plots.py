@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from explorer.formatting import percent, sig
-from explorer.plots import SEGMENT_COLORS, SEGMENT_NAMES, category_colors, empty_figure, figure, tick_labels
+from explorer.plots import (SEGMENT_COLORS, SEGMENT_NAMES, category_colors, empty_figure, figure, plotly_text,
+                            tick_labels)
 
 COMPONENT_LABELS: dict[str, str] = {
     "word": "word (token)",
@@ -51,7 +52,7 @@ def component_norms(tokens: Sequence[str], norms: Mapping[str, Sequence[float]],
             raise ValueError(f"{name} has {len(values)} norms for {n} tokens")
         traces.append(dict(
             type="bar", x=list(range(n)), y=values, name=COMPONENT_LABELS.get(name, name),
-            marker=dict(color=COMPONENT_COLORS.get(name)), customdata=list(tokens),
+            marker=dict(color=COMPONENT_COLORS.get(name)), customdata=[plotly_text(t) for t in tokens],
             hovertemplate="position %{x} · %{customdata}<br>norm %{y:.3f}<extra>" + COMPONENT_LABELS.get(name, name)
                           + "</extra>"))
     return figure(traces, title=title, barmode="group", height=360, margin=dict(l=50, r=20, t=60, b=40),
@@ -73,7 +74,7 @@ def dimensions_heatmap(tokens: Sequence[str], values: np.ndarray, component: str
     limit = float(np.quantile(np.abs(values), 0.99)) or float(np.abs(values).max()) or 1.0
     # Rows are categories "position: token" (unique, so repeated tokens keep their own rows); a per-cell
     # customdata of token names would be S x H strings, which plotly copies slowly.
-    rows = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    rows = [f"{i}: {plotly_text(t)}" for i, t in enumerate(tokens)]
     return figure([dict(
         type="heatmap", z=values.astype(np.float32), x=np.arange(hidden), y=rows, colorscale="RdBu_r",
         zmin=-limit, zmax=limit, hovertemplate="%{y}<br>dim %{x}<br>value %{z:.4f}<extra></extra>",
@@ -181,7 +182,7 @@ def contextual_pca_scatter(tokens: Sequence[str], segments: Sequence[str], coord
         idx = [i for i, s in enumerate(segments) if s == seg]
         traces.append(dict(
             type="scatter", x=coords[idx, 0], y=coords[idx, 1], mode="markers+text" if show_text else "markers",
-            text=[tokens[i] for i in idx], textposition="top center", name=SEGMENT_NAMES.get(seg, seg),
+            text=[plotly_text(tokens[i]) for i in idx], textposition="top center", name=SEGMENT_NAMES.get(seg, seg),
             marker=dict(color=SEGMENT_COLORS.get(seg, "#cbd5e1"), size=10),
             customdata=idx, hovertemplate="position %{customdata} · %{text}<extra></extra>"))
     where = "the embedding output" if layer == 0 else f"layer {layer}"

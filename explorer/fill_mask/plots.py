@@ -13,7 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from explorer.plots import axis_names, empty_figure, figure, probability_axis, subplot_grid, top_value
+from explorer.plots import axis_names, empty_figure, figure, plotly_text, probability_axis, subplot_grid, top_value
 from explorer.formatting import percent
 
 BAR_COLOR = "#4f6bed"
@@ -52,7 +52,7 @@ def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequenc
     n = len(tokens)
     if n == 0 or all(len(t) == 0 for t in tokens):
         return empty_figure("No predictions yet")
-    titles = list(titles) if titles is not None else [f"[MASK] {m + 1}" for m in range(n)]
+    titles = [plotly_text(t) for t in titles] if titles is not None else [f"[MASK] {m + 1}" for m in range(n)]
     rows, cols = _grid(n)
     k = max(len(t) for t in tokens)
     row_height = max(260, 120 + 26 * k)
@@ -62,15 +62,16 @@ def predictions_figure(tokens: Sequence[Sequence[str]], scores: Sequence[Sequenc
         x_axis, y_axis = axis_names(m)
         ranks = list(range(len(tokens[m])))
         ids = token_ids[m] if token_ids is not None else [""] * len(ranks)
+        shown = [plotly_text(token) for token in tokens[m]]
         traces.append(dict(
             type="bar", x=list(scores[m]), y=ranks, orientation="h", name=titles[m], showlegend=False,
             xaxis=x_axis, yaxis=y_axis, marker=dict(color=[BEST_COLOR if r == 0 else BAR_COLOR for r in ranks]),
             text=[percent(s) for s in scores[m]], textposition="auto", textfont=dict(size=11),
-            customdata=[[tokens[m][r], ids[r], r + 1, percent(scores[m][r])] for r in ranks],
+            customdata=[[shown[r], ids[r], r + 1, percent(scores[m][r])] for r in ranks],
             hovertemplate="#%{customdata[2]} %{customdata[0]}<br>id %{customdata[1]}<br>p = %{customdata[3]}"
                           f"<extra>{titles[m]}</extra>",
         ))
-        axes[y_axis] = dict(tickmode="array", tickvals=ranks, ticktext=list(tokens[m]), autorange="reversed")
+        axes[y_axis] = dict(tickmode="array", tickvals=ranks, ticktext=shown, autorange="reversed")
         axes[x_axis] = _scale_axis(scales, m, zoom)
     layout = subplot_grid(rows, cols, titles, horizontal_spacing=0.16,
                           vertical_spacing=min(0.3, 90 / (row_height * rows)) if rows > 1 else 0.1, **axes)
@@ -118,7 +119,7 @@ def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
     n = len(tracked[0])
     if any(len(per_mask) != n for per_mask in tracked):
         raise ValueError("every checkpoint must have the same number of masks")
-    titles = list(titles) if titles is not None else [f"[MASK] {m + 1}" for m in range(n)]
+    titles = [plotly_text(t) for t in titles] if titles is not None else [f"[MASK] {m + 1}" for m in range(n)]
     by_step = all(s is not None for s in steps)
     xs = list(steps) if by_step else list(range(len(labels)))
     shown: list[list[str]] = []
@@ -137,10 +138,11 @@ def over_training_figure(steps: Sequence[int | None], labels: Sequence[str],
         row, col = m // cols + 1, m % cols + 1
         for token in shown[m]:
             ys = [per_mask[m].get(token, 0.0) for per_mask in tracked]
+            text = plotly_text(token)
             fig.add_trace(go.Scatter(
-                x=xs, y=ys, mode="lines+markers", name=token if n == 1 else f"{m + 1}: {token}",
+                x=xs, y=ys, mode="lines+markers", name=text if n == 1 else f"{m + 1}: {text}",
                 legendgroup=f"mask{m}", customdata=[[label, percent(y)] for label, y in zip(labels, ys)],
-                hovertemplate=f"{token}<br>%{{customdata[0]}}<br>p = %{{customdata[1]}}<extra>{titles[m]}</extra>",
+                hovertemplate=f"{text}<br>%{{customdata[0]}}<br>p = %{{customdata[1]}}<extra>{titles[m]}</extra>",
             ), row=row, col=col)
         fig.update_xaxes(title_text="training step" if by_step else "checkpoint", row=row, col=col,
                          **({} if by_step else dict(tickmode="array", tickvals=xs, ticktext=list(labels))))

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 
 from explorer.plots import COLORSCALE
 from explorer.formatting import percent
-from explorer.plots import SEGMENT_COLORS, empty_figure, figure, percent_tickformat, tick_labels
+from explorer.plots import SEGMENT_COLORS, empty_figure, figure, percent_tickformat, plotly_text, tick_labels
 
 BAR_COLOR = "#4f6bed"
 BEST_COLOR = "#f28e2b"
@@ -35,7 +35,7 @@ def probability_bars(labels: Sequence[str], scores: Sequence[float], title: str 
         return empty_figure("No probabilities yet")
     rows = list(range(len(labels)))
     best = max(rows, key=lambda r: scores[r]) if best is None else best
-    custom = [[label, percent(score)] for label, score in zip(labels, scores)]
+    custom = [[plotly_text(label), percent(score)] for label, score in zip(labels, scores)]
     bars = dict(type="bar", x=list(scores), y=rows, orientation="h", showlegend=False,
                 marker=dict(color=[BEST_COLOR if r == best else BAR_COLOR for r in rows]),
                 text=[percent(s) for s in scores], textposition="auto", textfont=dict(size=12),
@@ -43,7 +43,7 @@ def probability_bars(labels: Sequence[str], scores: Sequence[float], title: str 
     return figure([bars], title=dict(text=title) if title else None, height=max(200, 90 + 38 * len(rows)),
                   margin=dict(l=20, r=20, t=50 if title else 20, b=40), bargap=0.25,
                   xaxis=dict(title=dict(text=x_title), range=[0, 1], tickformat=".0%"),
-                  yaxis=dict(tickmode="array", tickvals=rows, ticktext=[short(label) for label in labels],
+                  yaxis=dict(tickmode="array", tickvals=rows, ticktext=[plotly_text(short(label)) for label in labels],
                              autorange="reversed"))
 
 
@@ -61,7 +61,8 @@ def cls_attention_figure(tokens: Sequence[str], token_type_ids: Sequence[int],
         return empty_figure("No attention to show")
     layers = len(weights)
     positions = list(range(len(tokens)))
-    custom = [[[token, l + 1] for token in tokens] for l in range(layers)]
+    shown = [plotly_text(token) for token in tokens]
+    custom = [[[token, l + 1] for token in shown] for l in range(layers)]
     top = float(max(max(row) for row in weights)) or 1.0
     heat = dict(type="heatmap", z=[list(row) for row in weights], x=positions, y=list(range(1, layers + 1)),
                 zmin=0.0, zmax=top, colorscale=COLORSCALE, customdata=custom,

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 
-from explorer.plots import axis_names, empty_figure, figure, probability_axis, subplot_grid, tick_labels, top_value
+from explorer.plots import (axis_names, empty_figure, figure, plotly_text, probability_axis, subplot_grid, tick_labels,
+                            top_value)
 
 START_COLOR = "#4f6bed"
 END_COLOR = "#f28e2b"
@@ -79,7 +80,7 @@ def _window_bars(w: WindowProbs, row: int, x_axis: str, y_axis: str) -> list[dic
     """The start and end bars of one window (the legend entries from the first window only)."""
     x = list(range(len(w.tokens)))
     chars = [f"{a}–{b}" for a, b in w.offsets] if w.offsets else [""] * len(x)
-    custom = [[t, c] for t, c in zip(w.tokens, chars)]
+    custom = [[plotly_text(t), c] for t, c in zip(w.tokens, chars)]
     return [dict(type="bar", x=x, y=list(probs), name=f"p({name})", marker=dict(color=color), offsetgroup=name,
                  legendgroup=name, showlegend=row == 0, customdata=custom, xaxis=x_axis, yaxis=y_axis,
                  hovertemplate=f"position %{{x}}: %{{customdata[0]}}<br>characters %{{customdata[1]}}"

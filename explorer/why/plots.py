@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from explorer.formatting import signed_percent
-from explorer.plots import empty_figure, figure, percent_tickformat
+from explorer.plots import empty_figure, figure, percent_tickformat, plotly_text
 from explorer.why.numbers import decimal
 
 UP = "#dc2626"        # red: the token pushed the score up
@@ -40,7 +40,7 @@ def top_tokens_figure(tokens: Sequence[str], values: Sequence[float], k: int = T
     if not order:
         return empty_figure("Every token's attribution is 0")
     rows = list(range(len(order)))
-    labels = [f"{i}: {tokens[i]}" for i in order]
+    labels = [f"{i}: {plotly_text(tokens[i])}" for i in order]
     shown = [float(values[i]) for i in order]
     show = signed_percent if percent_points else decimal
     ticks = {"tickformat": percent_tickformat(max(abs(v) for v in shown))} if percent_points else {}

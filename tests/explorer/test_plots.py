@@ -332,3 +332,10 @@ def test_why_logit_attributions_have_no_si_prefix_either() -> None:
     from explorer.why import plots as wp
     fig = wp.top_tokens_figure(["[CLS]", "a"], [0.0, 0.00002], x_title="attribution to the logit")
     assert fig.layout.xaxis.exponentformat == "none" and fig.layout.xaxis.tickformat is None
+
+
+def test_token_strip_hover_writes_roberta_tokens_as_entities() -> None:
+    fig = plots.token_strip(["<s>", "Ġthe", "<mask>", "</s>"], ["special", "A", "A", "special"])
+    hovers = {int(x): row[0] for trace in fig.data for x, row in zip(trace.x, trace.customdata)}
+    assert hovers == {0: "&lt;s&gt;", 1: "Ġthe", 2: "&lt;mask&gt;", 3: "&lt;/s&gt;"}
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "Ġthe", "&lt;mask&gt;", "&lt;/s&gt;"]   # not twice

@@ -127,3 +127,18 @@ def test_served_neuron_view_gives_the_engines_numbers(client, services) -> None:
     with pytest.raises(Exception, match="query token 99 does not exist"):
         client.predict(model_key="default", text=TEXT, text_pair="", layer=1, head=1, max_length=64, query=99,
                        api_name="/neuron_view")
+
+
+def test_neuron_figures_write_roberta_tokens_as_entities() -> None:
+    tokens = ["<s>", "Ġthe", "<mask>", "</s>"]
+    q, k = np.ones(3), np.ones((4, 3))
+    vectors = neuron_plots.vectors_figure(tokens, 2, q, k, q * k)
+    assert list(vectors.layout.yaxis2.ticktext) == ["0: &lt;s&gt;", "1: Ġthe", "2: &lt;mask&gt;", "3: &lt;/s&gt;"]
+    assert list(vectors.layout.yaxis.ticktext) == ["q · 2: &lt;mask&gt;"]
+    assert vectors.data[0].customdata[0][0] == "2: &lt;mask&gt;" and vectors.data[1].customdata[3][0] == "3: &lt;/s&gt;"
+    scores = neuron_plots.scores_figure(tokens, 0, [1.0, 0.5, 0.0, -1.0], [0.4, 0.3, 0.2, 0.1])
+    assert [row[0] for row in scores.data[1].customdata] == list(vectors.layout.yaxis2.ticktext)
+    assert "query 0: &lt;s&gt;" in scores.layout.annotations[0].text
+    shown = [*vectors.layout.yaxis2.ticktext, *(row[0] for row in scores.data[0].customdata),
+             *(a.text for a in scores.layout.annotations)]
+    assert not any(tag in text for text in shown for tag in ("<s>", "</s>", "<mask>"))

@@ -346,3 +346,40 @@ def test_json_export_and_files(tmp_path) -> None:
     assert _png_pixels(paths[0].read_bytes()).shape[2] == 3
     ET.fromstring(paths[1].read_text(encoding="utf-8"))
     assert json.loads(paths[2].read_text(encoding="utf-8"))["tokens"] == TOKENS
+
+
+# --- RoBERTa's tokens as text (Plotly reads <s> as strike-through) ---------------------------
+
+ROBERTA = ["<s>", "Ġthe", "<mask>", "</s>"]
+
+
+def _raw(texts) -> bool:
+    """Whether any of ``texts`` holds a RoBERTa special as a raw tag."""
+    return any(tag in str(text) for text in texts for tag in ("<s>", "</s>", "<mask>"))
+
+
+def test_heatmap_hover_writes_roberta_tokens_as_entities() -> None:
+    fig = attention_plots.attention_heatmap(_maps(1, 1, 4)[0, 0], ROBERTA, 1, 0)
+    custom = np.asarray(fig.data[0].customdata, dtype=object)
+    assert custom[0, 2, 0] == "0: &lt;s&gt;" and custom[0, 2, 1] == "2: &lt;mask&gt;"
+    assert custom[3, 3, 0] == "3: &lt;/s&gt;"
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "Ġthe", "&lt;mask&gt;", "&lt;/s&gt;"]
+    assert not _raw(custom.ravel()) and not _raw(fig.layout.yaxis.ticktext)
+
+
+def test_head_view_labels_and_hovers_write_roberta_tokens_as_entities() -> None:
+    fig = attention_plots.head_view(_maps(1, 2, 4)[0], ROBERTA, [0, 1], 1)
+    for trace in fig.data:
+        assert list(trace.text) == ["&lt;s&gt;", "Ġthe", "&lt;mask&gt;", "&lt;/s&gt;"]
+        assert trace.hovertext[0].count("&lt;s&gt;") >= 1 and "<br>head 0: " in trace.hovertext[0]
+        assert not _raw(trace.text) and not _raw(trace.hovertext)
+
+
+def test_ablation_figure_writes_roberta_tokens_as_entities() -> None:
+    fills = [{"position": 2, "tokens": ["<s>", "Ġcat"], "baseline": [0.6, 0.1], "ablated": [0.2, 0.3]}]
+    fig = ablation_plots.ablation_figure(ROBERTA, [0, 1], [1.0, 2.0], [1.5, 2.5], fills)
+    loss, filler = fig.data[0], fig.data[2]
+    assert [row[0] for row in loss.customdata] == ["0: &lt;s&gt;", "1: Ġthe"]
+    assert list(fig.layout.xaxis2.ticktext) == ["&lt;s&gt;", "Ġcat"] and filler.customdata[0][0] == "&lt;s&gt;"
+    assert not _raw(row[0] for trace in fig.data for row in trace.customdata)
+    assert not _raw(fig.layout.xaxis.ticktext) and not _raw(fig.layout.xaxis2.ticktext)

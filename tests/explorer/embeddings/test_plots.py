@@ -156,3 +156,15 @@ def test_position_pca_without_outliers_shows_every_point_as_is() -> None:
     notes = [a.text for a in ep.position_pca_scatter(many).layout.annotations]
     assert len(notes) == ep.MAX_OFF_SCALE_NOTES + 1 and "6 positions off scale" in notes[-1]
     assert ep.robust_range(np.full(5, 2.0))[0] < 2.0 < ep.robust_range(np.full(5, 2.0))[1]   # one value: a range
+
+
+def test_token_figures_write_roberta_tokens_as_entities() -> None:
+    tokens, shown = ["<s>", "Ġthe", "<mask>", "</s>"], ["&lt;s&gt;", "Ġthe", "&lt;mask&gt;", "&lt;/s&gt;"]
+    norms = ep.component_norms(tokens, {"word": [1.0, 2.0, 3.0, 4.0]})
+    assert list(norms.data[0].customdata) == shown and list(norms.layout.xaxis.ticktext) == shown   # not twice
+    dims = ep.dimensions_heatmap(tokens, RNG.random((4, 3)))
+    assert list(dims.data[0].y) == [f"{i}: {t}" for i, t in enumerate(shown)]
+    pca = ep.contextual_pca_scatter(tokens, ["special", "A", "A", "special"], RNG.random((4, 2)), layer=1)
+    assert sorted(t for trace in pca.data for t in trace.text) == sorted(shown)
+    texts = [*norms.data[0].customdata, *dims.data[0].y, *(t for trace in pca.data for t in trace.text)]
+    assert not any(tag in text for text in texts for tag in ("<s>", "</s>", "<mask>"))

@@ -148,3 +148,29 @@ def test_over_training_masks_share_one_scale_from_0() -> None:
     assert fig.layout.yaxis.range == fig.layout.yaxis2.range
     assert fig.layout.yaxis.range[0] == 0 and fig.layout.yaxis.range[1] == pytest.approx(top * fp.LINE_HEADROOM)
     assert fig.layout.yaxis.tickformat == fig.layout.yaxis2.tickformat == ".0%"
+
+
+RAW_TAGS = ("<s>", "</s>", "<mask>")
+
+
+def test_predictions_write_roberta_tokens_and_mask_as_entities() -> None:
+    fig = fp.predictions_figure([["<s>", "Ġthe", "</s>"], ["Ġa"]], [[0.5, 0.3, 0.1], [0.9]],
+                                titles=["<mask> 1", "<mask> 2"])
+    bar = fig.data[0]
+    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "Ġthe", "&lt;/s&gt;"]
+    assert [row[0] for row in bar.customdata] == ["&lt;s&gt;", "Ġthe", "&lt;/s&gt;"]
+    assert bar.name == "&lt;mask&gt; 1" and "<extra>&lt;mask&gt; 1</extra>" in bar.hovertemplate
+    assert [a.text for a in fig.layout.annotations] == ["&lt;mask&gt; 1", "&lt;mask&gt; 2"]
+    shown = [*fig.layout.yaxis.ticktext, *(a.text for a in fig.layout.annotations), bar.name, bar.hovertemplate]
+    assert not any(tag in text for text in shown for tag in RAW_TAGS)
+
+
+def test_over_training_writes_roberta_tokens_and_mask_as_entities() -> None:
+    tracked = [[{"</s>": 0.2, "Ġa": 0.1}], [{"</s>": 0.4, "Ġa": 0.3}]]
+    fig = fp.over_training_figure([1, 2], ["step 1", "step 2"], tracked, titles=["<mask>"])
+    assert [t.name for t in fig.data] == ["&lt;/s&gt;", "Ġa"]
+    assert fig.data[0].hovertemplate.startswith("&lt;/s&gt;<br>") and "<extra>&lt;mask&gt;</extra>" in \
+        fig.data[0].hovertemplate
+    assert fig.layout.annotations[0].text == "&lt;mask&gt;"
+    shown = [*(t.name for t in fig.data), *(t.hovertemplate for t in fig.data), fig.layout.annotations[0].text]
+    assert not any(tag in text for text in shown for tag in RAW_TAGS)

@@ -44,3 +44,15 @@ def test_cls_attention_rows_are_layers_and_columns_tokens() -> None:
     assert heat.colorbar.tickformat == ".0%" and "%{z:.3p}" in heat.hovertemplate   # percentages, bar and hover
     with pytest.raises(ValueError, match="one weight per token"):
         plots.cls_attention_figure(tokens, [0] * 5, [[1.0]])
+
+
+def test_labels_and_tokens_are_written_as_entities() -> None:
+    bars = plots.probability_bars(["1. a <s> b", "2. x & y"], [0.7, 0.3])
+    assert list(bars.layout.yaxis.ticktext) == ["1. a &lt;s&gt; b", "2. x &amp; y"]
+    assert [row[0] for row in bars.data[0].customdata] == ["1. a &lt;s&gt; b", "2. x &amp; y"]
+    tokens = ["<s>", "Ġthe", "</s>", "</s>", "Ġcat", "</s>"]
+    heat = plots.cls_attention_figure(tokens, [0] * 6, [[0.5, 0.1, 0.1, 0.1, 0.1, 0.1]])
+    assert [cell[0] for cell in heat.data[0].customdata[0]] == [
+        "&lt;s&gt;", "Ġthe", "&lt;/s&gt;", "&lt;/s&gt;", "Ġcat", "&lt;/s&gt;"]
+    assert list(heat.layout.xaxis.ticktext) == [cell[0] for cell in heat.data[0].customdata[0]]   # not twice
+    assert not any(tag in cell[0] for cell in heat.data[0].customdata[0] for tag in ("<s>", "</s>"))

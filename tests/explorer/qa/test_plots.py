@@ -112,3 +112,11 @@ def test_the_best_answer_label_has_the_strip_above_its_plot_to_itself() -> None:
     assert fig.layout.yaxis.title.text == "window 1 · probability"
     assert fig.layout.legend.x >= 1 and fig.layout.legend.orientation == "v"     # beside the plots, not above
     assert fig.layout.margin.t >= 70                                              # the figure title has its own room
+
+
+def test_window_hover_writes_roberta_tokens_as_entities() -> None:
+    fig = qp.probabilities_figure([_window(0, ["Ġthe", "</s>", "Ġa<b>", "</s>"])])
+    for trace in fig.data:
+        assert [row[0] for row in trace.customdata] == ["Ġthe", "&lt;/s&gt;", "Ġa&lt;b&gt;", "&lt;/s&gt;"]
+        assert not any("<" in row[0] for row in trace.customdata)
+    assert list(fig.layout.xaxis.ticktext) == ["Ġthe", "&lt;/s&gt;", "Ġa&lt;b&gt;", "&lt;/s&gt;"]

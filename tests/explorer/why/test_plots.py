@@ -98,3 +98,10 @@ def test_no_attribution_at_all_and_mismatches() -> None:
     assert [c["style"] for c in parser.cells] == ["background: transparent"] * 2
     with pytest.raises(ValueError, match="2 tokens but 1 attributions"):
         token_html.attribution_html(["a", "b"], [0.0])
+
+
+def test_bars_write_roberta_tokens_as_entities() -> None:
+    fig = plots.top_tokens_figure(["<s>", "Ġthe", "<mask>", "</s>"], [0.1, 0.5, -0.3, 0.2])
+    assert list(fig.layout.yaxis.ticktext) == ["1: Ġthe", "2: &lt;mask&gt;", "3: &lt;/s&gt;", "0: &lt;s&gt;"]
+    assert [row[0] for row in fig.data[0].customdata] == list(fig.layout.yaxis.ticktext)
+    assert not any(tag in t for t in fig.layout.yaxis.ticktext for tag in ("<s>", "</s>", "<mask>"))
