@@ -51,7 +51,9 @@ def describe(name: Any) -> str:
         e = chosen_experiment(name)
     except gr.Error:
         return f"There is no experiment {name!r}."
-    arms = ", ".join(f"`{arm.name}` ({arm.label})" for arm in e.arms)
+    arms = ", ".join(f"`{arm.name}` ({arm.label}"
+                     + (f"; its batch grows to `{arm.tokens_like}`'s tokens per step" if arm.tokens_like else "") + ")"
+                     for arm in e.arms)
     return (f"**{e.title}**  \nSource: {e.source}  \nWhat differs between the arms: {e.factor}  \n"
             f"Arms ({len(e.arms)}): {arms}  \n{_measured_text(e)}Quick scale: {_scale_text(e.quick)}  \n"
             f"Default scale: {_scale_text(e.full)}")
