@@ -129,7 +129,7 @@ ROBERTA_TABLE1 = Experiment(
     claims=(Claim("Dynamic masking is comparable to static masking (MNLI 84.0 vs 84.3, SST-2 92.9 vs 92.5)",
                   "dynamic", "static", "pos_acc", "same"),
             Claim("Dynamic masking is at least as good at the masked LM itself", "dynamic", "static",
-                  "masked_acc", "same")),
+                  "masked_acc", "not-worse")),
     note="Ours: one static mask per corpus token for the whole run (RoBERTa's static baseline duplicated the data 10 "
          "times with 10 masks); MLM with NSP as the paper's BERT-base; the tiny preset on Shakespeare.")
 

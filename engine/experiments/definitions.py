@@ -70,10 +70,14 @@ class Arm:
         return scale.steps if self.steps_for is None else self.steps_for(scale)
 
 
+CLAIM_KINDS = ("better", "same", "not-worse")
+
+
 @dataclass(frozen=True)
 class Claim:
-    """A claim of the source, tested on one of our ``METRICS``: ``first`` beats ``second`` (``kind`` "better"), or
-    the two are about the same (``kind`` "same"). ``at`` says where: () the final model; one fraction of the
+    """A claim of the source, tested on one of our ``METRICS``: ``first`` beats ``second`` (``kind`` "better"), the
+    two are about the same (``kind`` "same"), or ``first`` matches or beats ``second`` ("not-worse": the source's
+    "matches or improves", "at least as good"). ``at`` says where: () the final model; one fraction of the
     pretraining steps, the checkpoint there (one of the experiment's ``measure_at``); two, the gain between them."""
 
     text: str
@@ -86,8 +90,8 @@ class Claim:
     def __post_init__(self) -> None:
         if len(self.at) > 2 or not all(0 < f <= 1 for f in self.at):
             raise ValueError(f"a claim's at is (), one fraction of the steps or two, not {self.at!r}")
-        if self.kind not in ("better", "same"):
-            raise ValueError(f"a claim's kind is 'better' or 'same', not {self.kind!r}")
+        if self.kind not in CLAIM_KINDS:
+            raise ValueError(f"a claim's kind is one of {', '.join(CLAIM_KINDS)}, not {self.kind!r}")
         if self.metric not in METRICS:
             raise ValueError(f"a claim's metric is one of {', '.join(METRICS)}, not {self.metric!r}")
 

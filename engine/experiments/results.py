@@ -100,11 +100,14 @@ def verdict(results: Sequence[ArmResult], experiment: Experiment, claim_index: i
     label = claim_label(experiment, claim, max((r.steps for r in results), default=0))
     numbers = f"{label}{':' if claim.at else ''} {first.text(gain)} vs {second.text(gain)}"
     if first.spread is None or second.spread is None:
-        direction = "the same way as the paper" if (diff > 0) == (claim.kind == "better") else "not as the paper"
+        agrees = diff >= 0 if claim.kind == "not-worse" else (diff > 0) == (claim.kind == "better")
+        direction = "the same way as the paper" if agrees else "not as the paper"
         return f"one seed, no spread to judge by ({numbers}: {direction})"
     spread = max(first.spread, second.spread)
     if claim.kind == "same":
         word = "reproduced at this scale" if abs(diff) <= spread else "not reproduced"
+    elif claim.kind == "not-worse":                       # matches (within the spread) or beats
+        word = "reproduced at this scale" if diff >= -spread else "not reproduced"
     elif abs(diff) <= spread:
         word = "within the seeds' spread"
     else:

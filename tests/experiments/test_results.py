@@ -6,6 +6,8 @@ import csv
 import io
 import json
 
+import pytest
+
 from engine.experiments.definitions import Arm, Claim, Experiment, Scale
 from engine.experiments.results import as_csv, as_json, summarize, table, verdict
 from engine.experiments.runner import ArmResult
@@ -62,3 +64,20 @@ def test_a_papers_number_is_printed_as_the_paper_prints_it() -> None:
     text."""
     from engine.experiments.results import _paper
     assert [_paper(v) for v in (84.0, 63.0, 5.84, 92.9, "90.4/78.7")] == ["84.0", "63.0", "5.84", "92.9", "90.4/78.7"]
+
+
+def test_matches_or_improves_is_reproduced_by_a_match_or_a_gain_and_not_by_a_loss() -> None:
+    """RoBERTa's "matches or improves" (kind not-worse): a gain beyond the spread reproduces it, where "about the
+    same" would call the gain a failure; a match does too; only a loss beyond the spread does not."""
+    experiment = Experiment("toy2", "A toy", "Someone 2020", "the factor", (Arm("a", "A"), Arm("b", "B")), (),
+                            (Claim("A matches or improves on B", "a", "b", "pos_acc", "not-worse"),
+                             Claim("A and B are alike", "a", "b", "pos_acc", "same")))
+    gain = results([0.80, 0.82], [0.60, 0.62])
+    assert verdict(gain, experiment, 0).startswith("reproduced at this scale")
+    assert verdict(gain, experiment, 1).startswith("not reproduced")
+    assert verdict(results([0.70, 0.80], [0.72, 0.76]), experiment, 0).startswith("reproduced at this scale")
+    assert verdict(results([0.60, 0.62], [0.80, 0.82]), experiment, 0).startswith("not reproduced")
+    assert "the same way as the paper" in verdict(results([0.8], [0.8]), experiment, 0)      # one seed: a tie
+    assert "not as the paper" in verdict(results([0.7], [0.8]), experiment, 0)
+    with pytest.raises(ValueError, match="not-worse"):
+        Claim("?", "a", "b", "pos_acc", "worse")
