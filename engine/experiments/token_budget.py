@@ -4,8 +4,9 @@ RoBERTa's SENTENCE-PAIR inputs (one sentence per segment) are much shorter than 
 "increased the batch size so that the total number of tokens remains similar to SEGMENT-PAIR"; DOC-SENTENCES'
 inputs near a document's end are shorter than FULL-SENTENCES', and the paper grew those batches to the tokens of
 FULL-SENTENCES. An arm with ``tokens_like`` (``engine.experiments.definitions.Arm``) does the same here: its batch
-size is the scale's, times the mean tokens of one input of the arm it names over the mean of its own, both
-counted on the first epoch of the experiment's pretraining text as the job's own data cuts it (specials included).
+size is the tokens per step of the arm it names (that arm's batch times its mean input) over the mean of its own
+input, the means counted on the first epoch of the experiment's pretraining text as the job's own data cuts it
+(specials included).
 
 One fixed batch per arm: a sentence-pair input is short everywhere, so a fixed batch is what the paper did; for
 doc-sentences the paper grew each short batch on the fly, and ours matches it on average over the epoch. The
@@ -14,13 +15,11 @@ growth is capped at ``MAX_GROWTH`` times the scale's batch (memory stays bounded
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from engine.data.instance_plan import Instance
 from engine.experiments.definitions import Arm, Experiment, Scale
 from engine.text.builtin_corpus import builtin_corpus
 from engine.text.tokenizer import WordPieceTokenizer
@@ -29,24 +28,24 @@ from engine.training.tasks.pretraining import PRETRAINING, build_datasets
 from engine.training.tasks.pretraining_settings import PretrainingSettings
 
 MAX_GROWTH = 8                        # an arm's batch is at most this many times the scale's
-
-
-def input_tokens(instance: Instance) -> int:
-    """Tokens of one input as the model reads it: its segments and their specials (one cls, a sep after each)."""
-    return 2 + len(instance.tokens_a) + (len(instance.tokens_b) + 1 if instance.tokens_b else 0)
+COUNTING_BATCH = 256                  # inputs read at a time while counting
 
 
 def mean_input_tokens(documents: Sequence, tokenizer: WordPieceTokenizer, scale: Scale,
                       training: Mapping[str, Any], settings: Mapping[str, Any], seed: int = 0) -> float:
-    """The mean tokens of one input of the first epoch of pretraining data made of ``documents`` with the scale's
-    length and the arm's ``training`` and ``settings`` changes (``Arm.training``, ``Arm.settings``)."""
-    config = TrainingConfig(task=PRETRAINING.name, batch_size=scale.batch_size, max_seq_length=scale.seq_length,
-                            seed=seed).replace(**dict(training))
+    """The mean tokens of one input (specials included, as the model reads it) of the first epoch of pretraining
+    data made of ``documents`` with the scale's length and the arm's ``training`` and ``settings`` changes
+    (``Arm.training``, ``Arm.settings``), counted a batch at a time (bounded memory whatever the text)."""
+    config = TrainingConfig(task=PRETRAINING.name, batch_size=COUNTING_BATCH, max_seq_length=scale.seq_length,
+                            seed=seed).replace(**{**dict(training), "batch_size": COUNTING_BATCH})
     data, _ = build_datasets(documents, None, tokenizer, config, settings=PretrainingSettings(**dict(settings)))
-    sizes = [input_tokens(instance) for instance in data.instances(0)]
-    if not sizes:
+    tokens = inputs = 0
+    for index in range(data.num_batches(0)):
+        batch = data.batch(0, index)
+        tokens, inputs = tokens + batch.num_tokens, inputs + int(batch.input_ids.shape[0])   # (B, S)
+    if not inputs:
         raise ValueError("the pretraining text makes no input to count tokens of")
-    return statistics.fmean(sizes)
+    return tokens / inputs
 
 
 def grown_batch_size(batch_size: int, own_mean: float, reference_tokens: float) -> int:
